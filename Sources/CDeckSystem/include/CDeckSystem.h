@@ -1,0 +1,10 @@
+#ifndef DECK_CDECKSYSTEM_H
+#define DECK_CDECKSYSTEM_H
+
+/// syncfs(2): flush the file system that holds `fd`. Glibc declares it only under _GNU_SOURCE.
+int deck_syncfs(int fd);
+
+/// renameat2(2) with RENAME_NOREPLACE: rename, failing with EEXIST instead of replacing.
+int deck_rename_noreplace(const char *from, const char *to);
+
+#endif

@@ -1,0 +1,165 @@
+import DeckKit
+import Foundation
+
+/// Helpers the commands share.
+enum Support {
+    static func url(_ path: String) -> URL { URL(fileURLWithPath: path) }
+
+    static func requiredPositional(_ command: ParsedCommand, _ name: String) throws -> String {
+        guard let value = command.positional(name) else { throw command.usageError("missing <\(name)>") }
+        return value
+    }
+
+    /// Opens the package at the command's `<path>`.
+    static func openPackage(_ command: ParsedCommand, mode: DocumentPackage.Mode) throws -> DocumentPackage {
+        try DocumentPackage.open(at: url(try requiredPositional(command, "path")), mode: mode)
+    }
+
+    /// The entity named by `<entity>`, checked against the schema (with a suggestion).
+    static func entity(_ command: ParsedCommand, in document: DocumentPackage) throws -> Entity {
+        let name = try requiredPositional(command, "entity")
+        guard let entity = document.schema.entity(named: name) else {
+            let names = document.schema.entities.map(\.name)
+            throw DeckError.unknownEntity(name, suggestion: closestMatch(to: name, in: names))
+        }
+        return entity
+    }
+
+    /// The filter of `--where`, or `.all` when `--all` is given; one of them is required when
+    /// `required` (updates and deletes must say what they touch).
+    static func filter(_ command: ParsedCommand, required: Bool) throws -> Filter {
+        if let text = command.value("where") {
+            if required && command.flag("all") {
+                throw command.usageError("--where and --all cannot be combined")
+            }
+            return try FilterParser.parse(text)
+        }
+        if required && !command.flag("all") {
+            throw command.usageError("say which records: --where EXPR, or --all for every record")
+        }
+        return .all
+    }
+
+    /// All attributes and relationships of `entity`, inherited ones included.
+    static func properties(of entity: Entity, in schema: Schema) -> (
+        attributes: [Attribute], relationships: [Relationship]
+    ) {
+        var chain = [entity]
+        while let parent = chain[0].superentity.flatMap({ schema.entity(named: $0) }),
+            !chain.contains(where: { $0.name == parent.name })
+        {
+            chain.insert(parent, at: 0)
+        }
+        return (chain.flatMap(\.attributes), chain.flatMap(\.relationships))
+    }
+
+    /// Parses `key=value` arguments into record values by the schema.
+    static func assignments(
+        _ command: ParsedCommand, entity: Entity, schema: Schema
+    ) throws -> [String: Value] {
+        let (attributes, relationships) = properties(of: entity, in: schema)
+        let names = attributes.map(\.name) + relationships.map(\.name)
+        var values: [String: Value] = [:]
+        func unknown(_ key: String) -> DeckError {
+            .unknownProperty(entity: entity.name, name: key, suggestion: closestMatch(to: key, in: names))
+        }
+        for item in command.positionals("assignment") {
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw command.usageError("'\(item)' is not key=value")
+            }
+            let key = String(item[..<equals])
+            let text = String(item[item.index(after: equals)...])
+            if let attribute = attributes.first(where: { $0.name == key }) {
+                values[key] = try parse(text, for: attribute, entity: entity.name)
+            } else if let relationship = relationships.first(where: { $0.name == key }) {
+                values[key] = try parse(text, for: relationship, entity: entity.name)
+            } else {
+                throw unknown(key)
+            }
+        }
+        for key in command.values("null") {
+            guard names.contains(key) else { throw unknown(key) }
+            values[key] = .null
+        }
+        return values
+    }
+
+    static func parse(_ text: String, for attribute: Attribute, entity: String) throws -> Value {
+        if attribute.type == .data && text.hasPrefix("@") {
+            let path = String(text.dropFirst())
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw DeckError.invalidValue(
+                    entity: entity, property: attribute.name, reason: "cannot read file '\(path)'")
+            }
+            return .file(URL(fileURLWithPath: path))
+        }
+        if text == "null" && attribute.type != .string { return .null }
+        do {
+            return try Value(parsing: text, as: attribute.type)
+        } catch {
+            throw DeckError.invalidValue(entity: entity, property: attribute.name, reason: error.description)
+        }
+    }
+
+    static func parse(_ text: String, for relationship: Relationship, entity: String) throws -> Value {
+        if text == "null" || text.isEmpty { return relationship.isToMany ? .references([]) : .null }
+        var ids: [Int64] = []
+        for part in text.split(separator: ",") {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            guard let id = Int64(trimmed.hasPrefix("#") ? String(trimmed.dropFirst()) : trimmed) else {
+                throw DeckError.invalidValue(
+                    entity: entity, property: relationship.name,
+                    reason: "'\(trimmed)' is not a record id such as #3")
+            }
+            ids.append(id)
+        }
+        if relationship.isToMany { return .references(ids) }
+        guard ids.count == 1 else {
+            throw DeckError.invalidValue(
+                entity: entity, property: relationship.name, reason: "a to-one relationship takes one id")
+        }
+        return .reference(ids[0])
+    }
+
+    /// A value as `--json` prints it (see deck(1), "JSON output").
+    static func json(_ value: Value) -> JSON {
+        switch value {
+        case .null: .null
+        case .string(let s): .string(s)
+        case .integer(let i): .int(i)
+        case .double(let d): .double(d)
+        case .bool(let b): .bool(b)
+        case .date(let d): .string(Value.iso8601(d))
+        case .data(let d): .string(d.base64EncodedString())
+        case .uuid(let u): .string(u.uuidString.lowercased())
+        case .url(let u): .string(u.absoluteString)
+        case .decimal(let d): .string(d.description)
+        case .json(let text): .raw(text)
+        case .blob(let r): .object([("blob", .string(r.digest.hexDigest)), ("size", .int(r.size))])
+        case .file(let u): .string(u.path)
+        case .reference(let id): .int(id)
+        case .references(let ids): .array(ids.map { .int($0) })
+        }
+    }
+
+    /// A value as text output and CSV print it.
+    static func text(_ value: Value) -> String {
+        switch value {
+        case .null: ""
+        case .data(let d): "<\(d.count) bytes>"
+        case .blob(let r): "<\(r.size) bytes, blob \(r.digest.hexDigest.prefix(12))>"
+        default: value.description
+        }
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) bytes" : String(format: "%.1f %@", value, units[unit])
+    }
+}

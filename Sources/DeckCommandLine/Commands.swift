@@ -1,0 +1,152 @@
+import DeckKit
+
+/// The command tree of `deck`: what `--help`, the parser and the completion scripts read.
+enum Commands {
+    static let pathArgument = ArgumentSpec("path", help: "The package directory.", completion: .directory)
+    static let entityArgument = ArgumentSpec("entity", help: "The entity (record type), e.g. Card.")
+    static let json = OptionSpec.flag(
+        "json", help: "Print JSON (stable, documented in deck(1)) instead of text.")
+    static let quiet = OptionSpec.flag("quiet", short: "q", help: "Print no progress bar.")
+    static let whereOption = OptionSpec.value(
+        "where", short: "w", valueName: "expr",
+        help: "Only records matching EXPR, e.g. \"front contains 'ho'\".")
+
+    static let root = CommandSpec(
+        name: "deck",
+        abstract: "Create, inspect, verify and change Deck document packages.",
+        discussion: """
+            A Deck package is a directory holding a manifest, a SQLite store and \
+            content-addressed blob files. Every package describes its own schema, so deck \
+            works on any package without the app that made it.
+            """,
+        subcommands: [new, open, inspect, verify, gc, query, insert, update, delete, blob, completions],
+        examples: [
+            CommandExample(
+                "Make the sample flash-cards deck", command: "deck new Spanish.deck --sample flashcards"),
+            CommandExample("List its cards", command: "deck query Spanish.deck Card --sort front"),
+        ])
+
+    static let new = CommandSpec(
+        name: "new",
+        abstract: "Create a new document package.",
+        discussion: """
+            Creates an empty document of a content type, one made from a schema file (JSON, \
+            see deck(1)), or the bundled flash-cards sample. The package is built under a \
+            temporary name and renamed into place; an existing path is never replaced.
+            """,
+        arguments: [ArgumentSpec("path", help: "Where to create the package.", completion: .directory)],
+        options: [
+            .value("type", valueName: "id", help: "The content type, e.g. org.example.notes."),
+            .value(
+                "schema", valueName: "file", completion: .file,
+                help: "A schema file (JSON) to create the store from."),
+            .value(
+                "sample", valueName: "name", allowedValues: ["flashcards"],
+                help: "Create a bundled sample document."),
+            json,
+        ])
+
+    static let open = CommandSpec(
+        name: "open",
+        abstract: "Check a document and show what it is.",
+        discussion:
+            "Shows the type, format and schema versions, entities with counts, blobs, size and lock holder.",
+        arguments: [pathArgument],
+        options: [json])
+
+    static let inspect = CommandSpec(
+        name: "inspect",
+        abstract: "Show everything about a document: schema, counts, blobs, store figures.",
+        arguments: [pathArgument],
+        options: [json])
+
+    static let verify = CommandSpec(
+        name: "verify",
+        abstract: "Check a document for corruption.",
+        discussion: """
+            Checks the manifest, the store (integrity and foreign keys), the tables against the \
+            stored schema, and every blob: that it exists and its bytes hash to its name. Exit \
+            status 0 means valid (untidy leftovers are reported but allowed), 65 corrupt.
+            """,
+        arguments: [pathArgument],
+        options: [json, .flag("quick", help: "Skip hashing blob files; use SQLite's quick_check."), quiet])
+
+    static let gc = CommandSpec(
+        name: "gc",
+        abstract: "Remove unreferenced blobs and temporaries, and compact the store.",
+        arguments: [pathArgument],
+        options: [
+            .flag("dry-run", short: "n", help: "Report what would be removed; change nothing."), json, quiet,
+        ])
+
+    static let query = CommandSpec(
+        name: "query",
+        abstract: "Print the records of an entity.",
+        arguments: [pathArgument, entityArgument],
+        options: [
+            whereOption,
+            .repeatable(
+                "sort", short: "s", valueName: "key[:desc]", help: "Sort by KEY, ascending unless ':desc'."),
+            .value("limit", valueName: "n", help: "At most N records."),
+            .value("offset", valueName: "n", help: "Skip the first N records."),
+            json,
+            .flag("csv", help: "Print CSV (RFC 4180) with a header row."),
+            .flag("count", help: "Print only the number of matching records."),
+        ],
+        examples: [
+            CommandExample(
+                "Cards created since November",
+                command: "deck query Spanish.deck Card --where 'creationDate >= 2026-11-01'")
+        ])
+
+    static let assignment = ArgumentSpec(
+        "assignment",
+        help: "key=value; key=@FILE reads a data attribute from FILE; a relationship takes #id or #1,#2.",
+        isOptional: true, isVariadic: true)
+    static let nullOption = OptionSpec.repeatable("null", valueName: "key", help: "Set KEY to null.")
+
+    static let insert = CommandSpec(
+        name: "insert",
+        abstract: "Insert a record.",
+        arguments: [pathArgument, entityArgument, assignment],
+        options: [
+            nullOption, .flag("upsert", help: "Update the record with the same unique values instead."), json,
+        ])
+
+    static let update = CommandSpec(
+        name: "update",
+        abstract: "Change the records that match a condition.",
+        arguments: [pathArgument, entityArgument, assignment],
+        options: [
+            whereOption, .flag("all", help: "Change every record (instead of --where)."), nullOption, json,
+        ])
+
+    static let delete = CommandSpec(
+        name: "delete",
+        abstract: "Delete the records that match a condition (delete rules apply).",
+        arguments: [pathArgument, entityArgument],
+        options: [whereOption, .flag("all", help: "Delete every record (instead of --where)."), json])
+
+    static let blob = CommandSpec(
+        name: "blob",
+        abstract: "Work with blob files.",
+        subcommands: [
+            CommandSpec(
+                name: "get",
+                abstract: "Write a blob's bytes to standard output or a file, checking its digest.",
+                arguments: [
+                    pathArgument, ArgumentSpec("digest", help: "The blob's SHA-256 digest (64 hex digits)."),
+                ],
+                options: [
+                    .value("output", short: "o", valueName: "file", completion: .file, help: "Write to FILE.")
+                ])
+        ])
+
+    static let completions = CommandSpec(
+        name: "completions",
+        abstract: "Print a shell completion script.",
+        discussion: "Example: deck completions bash > /etc/bash_completion.d/deck",
+        arguments: [
+            ArgumentSpec("shell", help: "bash, zsh or fish.", completion: .values(["bash", "zsh", "fish"]))
+        ])
+}

@@ -1,0 +1,123 @@
+import DeckKit
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `deck` tool: parses the command line, runs one command, maps errors to exit statuses.
+public enum DeckCommandLine {
+    /// The tool's version (the library's).
+    public static let version = DeckKit.version
+
+    /// Exit statuses (sysexits.h), documented in deck(1).
+    enum ExitStatus {
+        static let ok: Int32 = 0
+        static let failure: Int32 = 1
+        static let usage: Int32 = 64
+        static let dataError: Int32 = 65
+        static let noInput: Int32 = 66
+        static let cantCreate: Int32 = 73
+        static let ioError: Int32 = 74
+        static let tempFailure: Int32 = 75
+    }
+
+    /// Runs `deck` with the process's arguments and exits.
+    public static func main() -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        exit(run(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    /// Runs one `deck` command line (without the program name) and returns the exit status.
+    public static func run(_ arguments: [String]) -> Int32 {
+        let result: ParseResult
+        do {
+            result = try ArgumentParser.parse(arguments, root: Commands.root)
+        } catch {
+            Output.error(HelpFormatter.errorReport(for: error, root: Commands.root))
+            return ExitStatus.usage
+        }
+        switch result {
+        case .help(let path):
+            Output.standard.write(HelpFormatter.help(for: path, root: Commands.root))
+            Output.standard.flush()
+            return ExitStatus.ok
+        case .version:
+            Output.standard.write("deck \(version)\n")
+            Output.standard.flush()
+            return ExitStatus.ok
+        case .command(let command):
+            defer { Output.standard.flush() }
+            do {
+                return try dispatch(command)
+            } catch let error as DeckError {
+                Output.standard.flush()
+                Output.error("deck: \(error)")
+                if let hint = hint(for: error) { Output.error("hint: \(hint)") }
+                return error.exitStatus
+            } catch let error as ArgumentError {
+                Output.standard.flush()
+                Output.error(HelpFormatter.errorReport(for: error, root: Commands.root))
+                return ExitStatus.usage
+            } catch let error as FilterSyntaxError {
+                Output.standard.flush()
+                Output.error("deck: --where: \(error.description)\n\(error.caret)")
+                return ExitStatus.usage
+            } catch let error as CommandFailure {
+                Output.standard.flush()
+                Output.error("deck: \(error.message)")
+                return error.status
+            } catch {
+                Output.standard.flush()
+                Output.error("deck: \(error)")
+                return ExitStatus.failure
+            }
+        }
+    }
+
+    static func dispatch(_ command: ParsedCommand) throws -> Int32 {
+        switch command.subcommandPath {
+        case ["new"]: return try NewCommand.run(command)
+        case ["open"]: return try InspectCommand.run(command, full: false)
+        case ["inspect"]: return try InspectCommand.run(command, full: true)
+        case ["verify"]: return try VerifyCommand.run(command)
+        case ["gc"]: return try GCCommand.run(command)
+        case ["query"]: return try QueryCommand.run(command)
+        case ["insert"]: return try WriteCommands.insert(command)
+        case ["update"]: return try WriteCommands.update(command)
+        case ["delete"]: return try WriteCommands.delete(command)
+        case ["blob", "get"]: return try BlobCommand.get(command)
+        case ["completions"]: return try completions(command)
+        default:
+            Output.standard.write(HelpFormatter.help(for: command.commandPath, root: Commands.root))
+            return ExitStatus.ok
+        }
+    }
+
+    static func completions(_ command: ParsedCommand) throws -> Int32 {
+        let name = command.positional("shell") ?? ""
+        guard let shell = CompletionShell(rawValue: name) else {
+            throw command.usageError("unknown shell '\(name)'; expected bash, zsh or fish")
+        }
+        Output.standard.write(CompletionScript.generate(for: Commands.root, shell: shell))
+        return ExitStatus.ok
+    }
+
+    /// A line of advice for errors where the fix is not obvious from the message.
+    static func hint(for error: DeckError) -> String? {
+        switch error {
+        case .notAPackage(let path, _) where path.lowercased().hasSuffix(".zip"):
+            "archives are opened with 'deck import'"
+        case .locked: "only one process may write a document at a time; readers (query, inspect) still work"
+        case .corrupt(let path, _): "run 'deck verify \(path)' to see every problem"
+        case .tooNew: "this package was written by a newer Deck"
+        default: nil
+        }
+    }
+}
+
+/// A command's own failure with a chosen exit status.
+struct CommandFailure: Error {
+    let message: String
+    let status: Int32
+}

@@ -1,0 +1,59 @@
+import DeckKit
+import Foundation
+
+/// `deck new`.
+enum NewCommand {
+    static func run(_ command: ParsedCommand) throws -> Int32 {
+        let path = try Support.requiredPositional(command, "path")
+        let sample = command.value("sample")
+        let schemaFile = command.value("schema")
+        if sample != nil && schemaFile != nil {
+            throw command.usageError("--sample and --schema cannot be combined")
+        }
+        var contentType = command.value("type")
+        let schema: Schema
+        if let sample {
+            guard sample == "flashcards" else {
+                throw command.usageError("unknown sample '\(sample)'; try 'flashcards'")
+            }
+            schema = FlashcardsSample.schema
+            contentType = contentType ?? FlashcardsSample.contentType
+        } else if let schemaFile {
+            schema = try loadSchema(schemaFile)
+        } else {
+            schema = Schema(entities: [])
+        }
+        let document = try DocumentPackage.create(
+            at: Support.url(path), contentType: contentType ?? PackageLayout.genericContentType,
+            schema: schema)
+        do {
+            if sample != nil { try FlashcardsSample.populate(document) }
+            try document.close()
+        } catch {
+            // A half-filled sample is worse than none.
+            try? document.close()
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        if command.flag("json") {
+            Output.standard.write(
+                JSON.object([
+                    ("path", .string(document.url.path)),
+                    ("contentType", .string(document.manifest.contentType)),
+                    ("formatVersion", .int(Int64(document.manifest.formatVersion))),
+                ]).render() + "\n")
+        } else {
+            Output.standard.write("Created \(document.manifest.contentType) document \(path)\n")
+        }
+        return 0
+    }
+
+    /// Reads a schema file: the JSON form documented in deck(1) and spec/format.md.
+    static func loadSchema(_ path: String) throws -> Schema {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FileManager.default.fileExists(atPath: path)
+                ? DeckError.permissionDenied(path: path, operation: "read") : DeckError.notFound(path: path)
+        }
+        return try Schema(json: data, source: path)
+    }
+}

@@ -1,0 +1,94 @@
+import DeckKit
+import Foundation
+
+/// `deck insert`, `deck update`, `deck delete`: each takes the writer lock and saves once.
+enum WriteCommands {
+    static func insert(_ command: ParsedCommand) throws -> Int32 {
+        let document = try Support.openPackage(command, mode: .readWrite)
+        defer { try? document.close() }
+        let entity = try Support.entity(command, in: document)
+        let values = try Support.assignments(command, entity: entity, schema: document.schema)
+        let id: Int64
+        var inserted = true
+        if command.flag("upsert") {
+            (id, inserted) = try document.upsert(entity.name, values)
+        } else {
+            id = try document.insert(entity.name, values)
+        }
+        try document.save()
+        if command.flag("json") {
+            Output.standard.write("{\"id\": \(id), \"inserted\": \(inserted)}\n")
+        } else {
+            Output.standard.write("\(inserted ? "Inserted" : "Updated") \(entity.name) #\(id)\n")
+        }
+        return 0
+    }
+
+    static func update(_ command: ParsedCommand) throws -> Int32 {
+        let document = try Support.openPackage(command, mode: .readWrite)
+        defer { try? document.close() }
+        let entity = try Support.entity(command, in: document)
+        let filter = try Support.filter(command, required: true)
+        let values = try Support.assignments(command, entity: entity, schema: document.schema)
+        guard !values.isEmpty else {
+            throw command.usageError("nothing to change: give key=value assignments")
+        }
+        let count = try document.update(Query(entity.name, filter: filter), values)
+        try document.save()
+        report(command, verb: "Updated", count: count, entity: entity.name)
+        return 0
+    }
+
+    static func delete(_ command: ParsedCommand) throws -> Int32 {
+        let document = try Support.openPackage(command, mode: .readWrite)
+        defer { try? document.close() }
+        let entity = try Support.entity(command, in: document)
+        let filter = try Support.filter(command, required: true)
+        let count = try document.delete(Query(entity.name, filter: filter))
+        try document.save()
+        report(command, verb: "Deleted", count: count, entity: entity.name)
+        return 0
+    }
+
+    private static func report(_ command: ParsedCommand, verb: String, count: Int, entity: String) {
+        if command.flag("json") {
+            Output.standard.write("{\"count\": \(count)}\n")
+        } else {
+            Output.standard.write("\(verb) \(count) record\(count == 1 ? "" : "s") (\(entity) and related)\n")
+        }
+    }
+}
+
+/// `deck blob get`.
+enum BlobCommand {
+    static func get(_ command: ParsedCommand) throws -> Int32 {
+        let document = try Support.openPackage(command, mode: .readOnly)
+        defer { try? document.close() }
+        let text = try Support.requiredPositional(command, "digest")
+        guard let digest = Digest(hex: text.lowercased()) else {
+            throw command.usageError("'\(text)' is not a SHA-256 digest (64 hexadecimal digits)")
+        }
+        guard let output = command.value("output") else {
+            try document.blobs.stream(digest) { chunk in Output.standard.write(bytes: chunk) }
+            return 0
+        }
+        // Stage next to the destination and rename only once the digest checked out.
+        let temporary = output + ".deck-partial-\(UInt32.random(in: 0...UInt32.max))"
+        guard FileManager.default.createFile(atPath: temporary, contents: nil),
+            let handle = FileHandle(forWritingAtPath: temporary)
+        else { throw DeckError.permissionDenied(path: output, operation: "create") }
+        do {
+            try document.blobs.stream(digest) { chunk in handle.write(Data(chunk)) }
+            try handle.close()
+            if FileManager.default.fileExists(atPath: output) {
+                try FileManager.default.removeItem(atPath: output)
+            }
+            try FileManager.default.moveItem(atPath: temporary, toPath: output)
+        } catch {
+            try? handle.close()
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+        return 0
+    }
+}

@@ -1,0 +1,486 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension DocumentPackage {
+    // MARK: Writing
+
+    /// Inserts a record of `entity` and returns its id.
+    ///
+    /// Missing attributes take their default, or null when optional; a missing non-optional
+    /// attribute without a default is an error. Relationships are set with `.reference` /
+    /// `.references`, and their inverses follow automatically.
+    @discardableResult
+    public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
+        let mapping = try self.mapping.entity(entity)
+        return try change { () throws -> Int64 in
+            try checkNames(values, of: mapping)
+            var columns = ["_entity"]
+            var arguments: [SQLValue] = [.text(mapping.name)]
+            for attribute in mapping.attributes {
+                let value = values[attribute.name] ?? attribute.defaultValue ?? .null
+                if value.isNull && !attribute.isOptional {
+                    throw DeckError.invalidValue(
+                        entity: mapping.name, property: attribute.name,
+                        reason: "a value is required (the attribute is not optional)")
+                }
+                columns.append(quote(attribute.name))
+                arguments.append(try store(value, for: attribute, of: mapping))
+            }
+            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+            try database.run(
+                "INSERT INTO \(quote(mapping.table))(\(columns.joined(separator: ", "))) VALUES (\(placeholders))",
+                arguments)
+            let id = database.lastInsertRowID
+            try setRelationships(values, of: mapping, id: id)
+            return id
+        }
+    }
+
+    /// Changes some values of record `id`; values not named keep theirs.
+    public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
+        let mapping = try self.mapping.entity(entity)
+        try change { () throws in
+            try checkNames(values, of: mapping)
+            _ = try concreteEntity(of: id, in: mapping)
+            var assignments: [String] = []
+            var arguments: [SQLValue] = []
+            for attribute in mapping.attributes {
+                guard let value = values[attribute.name] else { continue }
+                if value.isNull && !attribute.isOptional {
+                    throw DeckError.invalidValue(
+                        entity: mapping.name, property: attribute.name,
+                        reason: "cannot be null (the attribute is not optional)")
+                }
+                assignments.append("\(quote(attribute.name)) = ?")
+                arguments.append(try store(value, for: attribute, of: mapping))
+            }
+            if !assignments.isEmpty {
+                try database.run(
+                    "UPDATE \(quote(mapping.table)) SET \(assignments.joined(separator: ", ")) WHERE _pk = ?",
+                    arguments + [.integer(id)])
+            }
+            try setRelationships(values, of: mapping, id: id)
+        }
+    }
+
+    /// Inserts a record, or updates the existing record that has the same values for one of the
+    /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
+    /// whether a record was inserted.
+    @discardableResult
+    public func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
+        id: Int64, inserted: Bool
+    ) {
+        let mapping = try self.mapping.entity(entity)
+        var groups = mapping.attributes.filter { $0.options.contains(.unique) }.map { [$0.name] }
+        for member in mapping.family.compactMap({ self.mapping.entities[$0] })
+        where member.name == mapping.name {
+            groups += member.entity.uniqueConstraints
+        }
+        // Constraints declared by ancestors apply too.
+        var ancestor = mapping.entity.superentity
+        while let name = ancestor, let parent = self.mapping.entities[name] {
+            groups += parent.entity.uniqueConstraints
+            ancestor = parent.entity.superentity
+        }
+        for group in groups where group.allSatisfy({ values[$0] != nil && values[$0]?.isNull == false }) {
+            let filter = Filter.and(
+                group.compactMap { name in values[name].map { Filter.compare(name, .equal, $0) } })
+            if let existing = try fetchIDs(Query(mapping.name, filter: filter, limit: 1)).first {
+                try update(mapping.name, id: existing, values)
+                return (existing, false)
+            }
+        }
+        return (try insert(mapping.name, values), true)
+    }
+
+    /// Deletes record `id`, applying every relationship's delete rule. Returns how many
+    /// records were deleted in all (cascades included).
+    @discardableResult
+    public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(entity)
+        return try change { () throws -> Int in
+            var deleted: Set<Int64> = []
+            try deleteRecord(id, of: mapping, deleted: &deleted)
+            return deleted.count
+        }
+    }
+
+    /// Deletes every record that `query` matches (its sort and window apply). Returns the count.
+    @discardableResult
+    public func delete(_ query: Query) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(query.entity)
+        let ids = try fetchIDs(query)
+        return try change { () throws -> Int in
+            var deleted: Set<Int64> = []
+            for id in ids where !deleted.contains(id) { try deleteRecord(id, of: mapping, deleted: &deleted) }
+            return deleted.count
+        }
+    }
+
+    /// Updates every record that `query` matches with the same values. Returns the count.
+    @discardableResult
+    public func update(_ query: Query, _ values: [String: Value]) throws(DeckError) -> Int {
+        let ids = try fetchIDs(query)
+        try change { () throws in
+            for id in ids { try update(query.entity, id: id, values) }
+        }
+        return ids.count
+    }
+
+    private func checkNames(_ values: [String: Value], of mapping: EntityMapping) throws(DeckError) {
+        for name in values.keys.sorted()
+        where mapping.attribute(name) == nil && mapping.relationship(name) == nil {
+            throw DeckError.unknownProperty(
+                entity: mapping.name, name: name, suggestion: closestName(to: name, in: mapping.propertyNames)
+            )
+        }
+    }
+
+    /// The concrete entity of record `id`, checking it belongs to `mapping`'s family.
+    private func concreteEntity(of id: Int64, in mapping: EntityMapping) throws -> String {
+        guard
+            let name = try database.scalar(
+                "SELECT _entity FROM \(quote(mapping.table)) WHERE _pk = ?", [.integer(id)])?.string,
+            mapping.family.contains(name)
+        else { throw DeckError.recordNotFound(entity: mapping.name, id: id) }
+        return name
+    }
+
+    /// Encodes a value for its column, writing blob files for large external data.
+    private func store(_ value: Value, for attribute: Attribute, of mapping: EntityMapping) throws -> SQLValue
+    {
+        func invalid(_ reason: String) -> DeckError {
+            DeckError.invalidValue(entity: mapping.name, property: attribute.name, reason: reason)
+        }
+        guard attribute.type == .data else {
+            do { return try value.sqlValue(for: attribute) } catch { throw invalid(error.description) }
+        }
+        let external = attribute.options.contains(.externalStorage)
+        let threshold = attribute.effectiveExternalThreshold
+        switch value {
+        case .null:
+            return .null
+        case .data(let data):
+            guard external && data.count >= threshold else { return .blob(data) }
+            return try register(try blobs.write(data))
+        case .file(let url):
+            guard let st = try FileSystem.status(url.path), (st.st_mode & S_IFMT) == S_IFREG else {
+                throw invalid("\(url.path) is not a readable regular file")
+            }
+            if external && st.st_size >= threshold {
+                return try register(try blobs.write(contentsOf: url.path))
+            }
+            do {
+                return .blob(try Data(contentsOf: url))
+            } catch {
+                throw FileSystem.failure(.read, url.path, EIO)
+            }
+        case .blob(let reference):
+            guard external else { return .blob(try blobs.read(reference.digest)) }
+            let known = try database.scalar(
+                "SELECT size FROM deck_blob WHERE digest = ?", [.text(reference.digest.hexDigest)])
+            if known == nil {
+                // An existing file that nothing references yet: check it before adopting it.
+                let (digest, size) = try BlobStore.hashFile(at: blobs.path(for: reference.digest))
+                guard digest == reference.digest else {
+                    throw DeckError.blobUnavailable(
+                        digest: reference.digest.hexDigest, reason: "file is corrupt")
+                }
+                return try register(BlobReference(digest: digest, size: size))
+            }
+            return .text(reference.digest.hexDigest)
+        default:
+            throw invalid("expected data, not \(value.kindName)")
+        }
+    }
+
+    /// Makes sure `deck_blob` knows a blob; the triggers count its references.
+    private func register(_ reference: BlobReference) throws -> SQLValue {
+        try database.run(
+            "INSERT INTO deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
+            [.text(reference.digest.hexDigest), .integer(reference.size)])
+        return .text(reference.digest.hexDigest)
+    }
+
+    /// Applies the relationship values among `values` to record `id`.
+    private func setRelationships(_ values: [String: Value], of mapping: EntityMapping, id: Int64) throws {
+        for (relationship, storage) in mapping.relationships {
+            guard let value = values[relationship.name] else { continue }
+            guard let destination = self.mapping.entities[relationship.destination] else { continue }
+            var targets: [Int64]
+            switch (value, relationship.isToMany) {
+            case (.null, _): targets = []
+            case (.reference(let target), false): targets = [target]
+            case (.integer(let target), false): targets = [target]
+            case (.references(let list), true): targets = Array(Set(list)).sorted()
+            default:
+                throw DeckError.invalidValue(
+                    entity: mapping.name, property: relationship.name,
+                    reason: relationship.isToMany
+                        ? "a to-many relationship takes a list of record ids"
+                        : "a to-one relationship takes one record id or null")
+            }
+            for target in targets { _ = try concreteEntity(of: target, in: destination) }
+            switch storage {
+            case .ownColumn(let column):
+                if let inverse = relationship.inverse, let target = targets.first,
+                    let (inverseRelationship, _) = destination.relationship(inverse),
+                    !inverseRelationship.isToMany
+                {
+                    // One-to-one: whoever pointed at the target lets go first.
+                    try database.run(
+                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ? AND _pk != ?",
+                        [.integer(target), .integer(id)])
+                }
+                try database.run(
+                    "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                    [targets.first.map { .integer($0) } ?? .null, .integer(id)])
+            case .inverseColumn(let table, let column):
+                try database.run(
+                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
+                    [.integer(id)])
+                for target in targets {
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                        [.integer(id), .integer(target)])
+                }
+            case .joinTable(let table, let near, let far):
+                try database.run("DELETE FROM \(quote(table)) WHERE \(near) = ?", [.integer(id)])
+                for target in targets {
+                    try database.run(
+                        "INSERT INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
+                        [.integer(id), .integer(target)])
+                }
+            }
+        }
+    }
+
+    /// The ids related to record `id` through a relationship's storage.
+    func relatedIDs(_ id: Int64, storage: RelationshipStorage, table: String) throws -> [Int64] {
+        let sql: String
+        switch storage {
+        case .ownColumn(let column):
+            sql =
+                "SELECT \(quote(column)) FROM \(quote(table)) WHERE _pk = ? AND \(quote(column)) IS NOT NULL"
+        case .inverseColumn(let other, let column):
+            sql = "SELECT _pk FROM \(quote(other)) WHERE \(quote(column)) = ? ORDER BY _pk"
+        case .joinTable(let join, let near, let far):
+            sql = "SELECT \(far) FROM \(quote(join)) WHERE \(near) = ? ORDER BY \(far)"
+        }
+        return try database.rows(sql, [.integer(id)]).compactMap { $0.first?.int64 }
+    }
+
+    private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<Int64>) throws {
+        let concrete = try concreteEntity(of: id, in: mapping)
+        guard let actual = self.mapping.entities[concrete], deleted.insert(id).inserted else { return }
+        for (relationship, storage) in actual.relationships {
+            let related = try relatedIDs(id, storage: storage, table: actual.table)
+            guard !related.isEmpty, let destination = self.mapping.entities[relationship.destination] else {
+                continue
+            }
+            switch relationship.deleteRule {
+            case .deny:
+                throw DeckError.deleteDenied(
+                    entity: concrete, id: id, relationship: relationship.name, count: related.count)
+            case .cascade:
+                for other in related where !deleted.contains(other) {
+                    // Cascades in the same table would otherwise revisit ids already gone.
+                    if (try? concreteEntity(of: other, in: destination)) != nil {
+                        try deleteRecord(other, of: destination, deleted: &deleted)
+                    }
+                }
+            case .nullify:
+                if case .inverseColumn(let table, let column) = storage {
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
+                        [.integer(id)])
+                }
+            case .noAction:
+                break
+            }
+        }
+        // Whoever else points at this record through a column must let go too, unless its
+        // relationship says noAction (the dangling reference is then the schema's choice).
+        for name in self.mapping.entityNames {
+            guard let other = self.mapping.entities[name] else { continue }
+            for (relationship, storage) in other.entity.relationships.map({
+                ($0, other.relationship($0.name)?.storage)
+            }) {
+                guard
+                    relationship.destination == actual.name
+                        || actual.family.contains(relationship.destination)
+                        || self.mapping.entities[relationship.destination]?.family.contains(concrete) == true,
+                    case .ownColumn(let column)? = storage, relationship.deleteRule != .noAction
+                else { continue }
+                let inverseRule = relationship.inverse.flatMap {
+                    actual.relationship($0)?.relationship.deleteRule
+                }
+                if inverseRule == .noAction { continue }
+                try database.run(
+                    "UPDATE \(quote(other.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
+                    [.integer(id)])
+            }
+        }
+        try database.run("DELETE FROM \(quote(actual.table)) WHERE _pk = ?", [.integer(id)])
+    }
+
+    // MARK: Reading
+
+    /// The records `query` matches.
+    public func fetch(_ query: Query) throws(DeckError) -> [Record] {
+        var records: [Record] = []
+        try forEach(query) { records.append($0) }
+        return records
+    }
+
+    /// Calls `body` for each record `query` matches, without collecting them all.
+    public func forEach(_ query: Query, _ body: (Record) throws -> Void) throws(DeckError) {
+        let mapping = try self.mapping.entity(query.entity)
+        var columns = ["r._pk", "r._entity"]
+        var readers: [(name: String, attribute: Attribute?)] = []
+        let members = query.includesSubentities ? mapping.family : [mapping.name]
+        let all = members.compactMap { self.mapping.entities[$0] }
+        var seen: Set<String> = []
+        for member in all {
+            for attribute in member.attributes where seen.insert(attribute.name).inserted {
+                columns.append("r.\(quote(attribute.name))")
+                readers.append((attribute.name, attribute))
+            }
+            for (relationship, storage) in member.relationships where !relationship.isToMany {
+                guard seen.insert(relationship.name).inserted else { continue }
+                switch storage {
+                case .ownColumn(let column): columns.append("r.\(quote(column))")
+                case .inverseColumn(let table, let column):
+                    columns.append("(SELECT _pk FROM \(quote(table)) WHERE \(quote(column)) = r._pk LIMIT 1)")
+                case .joinTable: continue
+                }
+                readers.append((relationship.name, nil))
+            }
+        }
+        var (sql, arguments) = try selectSQL(
+            query, mapping: mapping, columns: columns.joined(separator: ", "))
+        sql += ""
+        var sizes: [Digest: Int64] = [:]
+        func blobSize(_ digest: Digest) -> Int64 {
+            if let size = sizes[digest] { return size }
+            let size =
+                (try? database.scalar(
+                    "SELECT size FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??.int64 ?? -1
+            sizes[digest] = size
+            return size
+        }
+        do {
+            let statement = try database.prepare(sql)
+            try statement.bind(arguments)
+            arguments.removeAll()
+            while try statement.step() {
+                let entityName = statement.text(at: 1)
+                let entityAttributes = self.mapping.entities[entityName]
+                var values: [String: Value] = [:]
+                for (index, reader) in readers.enumerated() {
+                    // Only properties the record's own entity has.
+                    guard let entityAttributes,
+                        entityAttributes.attribute(reader.name) != nil
+                            || entityAttributes.relationship(reader.name) != nil
+                    else { continue }
+                    let raw = statement.value(at: index + 2)
+                    if let attribute = reader.attribute {
+                        values[reader.name] = Value(sql: raw, attribute: attribute, blobSize: blobSize)
+                    } else {
+                        values[reader.name] = raw.int64.map(Value.reference) ?? .null
+                    }
+                }
+                try body(Record(entity: entityName, id: statement.int64(at: 0), values: values))
+            }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// The ids of the records `query` matches, in order.
+    public func fetchIDs(_ query: Query) throws(DeckError) -> [Int64] {
+        let mapping = try self.mapping.entity(query.entity)
+        let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "r._pk")
+        do {
+            return try database.prepareAndCollect(sql, arguments) { $0.int64(at: 0) }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// How many records `query` matches (its window applies).
+    public func count(_ query: Query) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(query.entity)
+        let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "1")
+        do {
+            return Int(try database.scalar("SELECT count(*) FROM (\(sql))", arguments)?.int64 ?? 0)
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// One record by id, or nil.
+    public func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
+        try fetch(Query(entity, filter: .compare("_pk", .equal, .integer(id)), limit: 1)).first
+    }
+
+    /// The ids a relationship of record `id` holds (to-one: zero or one).
+    public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
+        let mapping = try self.mapping.entity(entity)
+        guard let (_, storage) = mapping.relationship(relationship) else {
+            throw DeckError.unknownProperty(
+                entity: entity, name: relationship,
+                suggestion: closestName(to: relationship, in: mapping.propertyNames))
+        }
+        do {
+            return try relatedIDs(id, storage: storage, table: mapping.table)
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    private func selectSQL(_ query: Query, mapping: EntityMapping, columns: String) throws(DeckError) -> (
+        String, [SQLValue]
+    ) {
+        var compiler = QueryCompiler(mapping: self.mapping, entity: mapping)
+        var conditions: [String] = []
+        var arguments: [SQLValue] = []
+        let members = query.includesSubentities ? mapping.family : [mapping.name]
+        if members.count != self.mapping.entities.values.filter({ $0.table == mapping.table }).count {
+            conditions.append("r._entity IN (" + members.map { _ in "?" }.joined(separator: ", ") + ")")
+            arguments += members.map { .text($0) }
+        }
+        if case .compare("_pk", .equal, .integer(let id)) = query.filter {
+            conditions.append("r._pk = ?")
+            arguments.append(.integer(id))
+        } else if query.filter != .all {
+            conditions.append(try compiler.compile(query.filter))
+            arguments += compiler.arguments
+            compiler.arguments.removeAll()
+        }
+        let order = try compiler.orderBy(query.sort)
+        arguments += compiler.arguments
+        var sql = "SELECT \(columns) FROM \(quote(mapping.table)) r"
+        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+        sql += " ORDER BY " + order
+        if query.limit != nil || query.offset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            arguments += [.integer(Int64(query.limit ?? -1)), .integer(Int64(max(0, query.offset)))]
+        }
+        return (sql, arguments)
+    }
+}
+
+extension Database {
+    /// Prepares `sql` (uncached), binds `arguments` and maps every row.
+    func prepareAndCollect<T>(_ sql: String, _ arguments: [SQLValue], _ map: (Statement) -> T) throws -> [T] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var result: [T] = []
+        while try statement.step() { result.append(map(statement)) }
+        return result
+    }
+}

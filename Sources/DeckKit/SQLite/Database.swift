@@ -1,0 +1,209 @@
+import CSQLite
+import Foundation
+
+/// A connection to one SQLite database file.
+///
+/// Opened read-write or read-only, with foreign keys on, a busy timeout, and a cache of prepared
+/// statements. Not thread-safe: a connection belongs to one thread or task at a time.
+///
+/// ```swift
+/// let db = try Database(path: "/tmp/x.sqlite", mode: .create)
+/// try db.execute("CREATE TABLE t(x)")
+/// try db.run("INSERT INTO t VALUES (?)", [.integer(1)])
+/// let n = try db.scalar("SELECT count(*) FROM t")?.int64
+/// ```
+public final class Database {
+    /// How a connection opens its file.
+    public enum Mode: Sendable {
+        /// Read and write; the file must exist.
+        case readWrite
+        /// Read and write; the file is created if missing.
+        case create
+        /// Read only; the file must exist.
+        case readOnly
+    }
+
+    let handle: OpaquePointer
+    /// The database file.
+    public let path: String
+    /// The mode the connection was opened in.
+    public let mode: Mode
+    private var statementCache: [String: Statement] = [:]
+    private var savepointDepth = 0
+    private var isClosed = false
+
+    /// Opens `path`.
+    ///
+    /// - Parameter busyTimeout: how long a statement waits for another connection's lock
+    ///   before failing with `SQLITE_BUSY`, in milliseconds.
+    public init(path: String, mode: Mode, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        switch mode {
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .create: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let error = SQLiteError(connection: handle, code: code, sql: nil, path: path)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        self.handle = handle
+        self.path = path
+        self.mode = mode
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeout)
+        var enabled: Int32 = 0
+        _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_ENABLE_FKEY, 1, &enabled)
+        // Double-quoted string literals are a footgun; refuse them.
+        _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DML, 0, &enabled)
+        _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)
+    }
+
+    deinit { close() }
+
+    /// Finalizes cached statements and closes the connection. Safe to call twice.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(connection: handle, code: code, sql: sql, path: path)
+    }
+
+    /// Runs one or more SQL statements that take no parameters.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        let code = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard code == SQLITE_OK else { throw error(code, sql: sql) }
+    }
+
+    /// Prepares `sql` without caching it.
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(database: self, sql: sql)
+    }
+
+    /// A prepared statement for `sql`, reused across calls.
+    public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: self, sql: sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Runs one statement with `arguments` bound, ignoring any rows.
+    public func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) {
+        try cachedStatement(sql).run(arguments)
+    }
+
+    /// All rows of one statement.
+    public func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> [[SQLValue]] {
+        let statement = try cachedStatement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        var rows: [[SQLValue]] = []
+        while try statement.step() { rows.append(statement.row()) }
+        return rows
+    }
+
+    /// Calls `body` for each row of one statement, without collecting them.
+    public func forEachRow(
+        _ sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> Void
+    ) throws {
+        let statement = try cachedStatement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        while try statement.step() { try body(statement) }
+    }
+
+    /// The first column of the first row, or nil when there is no row.
+    public func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> SQLValue? {
+        let statement = try cachedStatement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        return try statement.step() ? statement.value(at: 0) : nil
+    }
+
+    /// The rowid of the most recent successful insert.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// The number of rows the most recent statement changed.
+    public var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// True while a transaction is open.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.
+    public enum TransactionKind: String, Sendable {
+        case deferred = "DEFERRED"
+        case immediate = "IMMEDIATE"
+        case exclusive = "EXCLUSIVE"
+    }
+
+    /// Runs `body` in a transaction: commits if it returns, rolls back if it throws.
+    ///
+    /// Nested calls become savepoints, so an inner failure undoes only the inner work.
+    public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
+        if isInTransaction { return try savepoint(body) }
+        try execute("BEGIN \(kind.rawValue)")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if isInTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs `body` inside a savepoint: released if it returns, rolled back to if it throws.
+    public func savepoint<T>(_ body: () throws -> T) throws -> T {
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "deck_sp\(savepointDepth)"
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE \(name)")
+            return result
+        } catch {
+            try? execute("ROLLBACK TO \(name)")
+            try? execute("RELEASE \(name)")
+            throw error
+        }
+    }
+
+    /// `PRAGMA name`'s first value.
+    public func pragma(_ name: String) throws(SQLiteError) -> SQLValue? {
+        try scalar("PRAGMA \(name)")
+    }
+
+    /// Copies the whole database into a new file at `path`, as a consistent snapshot, with the
+    /// online backup API. See <https://sqlite.org/backup.html>.
+    public func backup(to path: String) throws(SQLiteError) {
+        let target = try Database(path: path, mode: .create)
+        defer { target.close() }
+        guard let backup = sqlite3_backup_init(target.handle, "main", handle, "main") else {
+            throw target.error(sqlite3_errcode(target.handle), sql: nil)
+        }
+        var code: Int32
+        repeat {
+            code = sqlite3_backup_step(backup, 1024)
+            if code == SQLITE_BUSY || code == SQLITE_LOCKED { sqlite3_sleep(5) }
+        } while code == SQLITE_OK || code == SQLITE_BUSY || code == SQLITE_LOCKED
+        let finish = sqlite3_backup_finish(backup)
+        guard code == SQLITE_DONE, finish == SQLITE_OK else {
+            throw target.error(code == SQLITE_DONE ? finish : code, sql: nil)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension Database: Sendable {}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A value as SQLite stores it: one of its five storage classes.
+///
+/// See <https://sqlite.org/datatype3.html>.
+public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+
+    /// The SQLite `typeof()` name of the storage class.
+    public var storageClass: String {
+        switch self {
+        case .null: "null"
+        case .integer: "integer"
+        case .real: "real"
+        case .text: "text"
+        case .blob: "blob"
+        }
+    }
+
+    public var isNull: Bool { if case .null = self { true } else { false } }
+
+    /// The integer, or nil for any other storage class.
+    public var int64: Int64? { if case .integer(let v) = self { v } else { nil } }
+
+    /// The text, or nil for any other storage class.
+    public var string: String? { if case .text(let v) = self { v } else { nil } }
+
+    /// The number as a double, for `integer` and `real`.
+    public var double: Double? {
+        switch self {
+        case .integer(let v): Double(v)
+        case .real(let v): v
+        default: nil
+        }
+    }
+
+    /// The bytes, or nil for any other storage class.
+    public var data: Data? { if case .blob(let v) = self { v } else { nil } }
+
+    public var description: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let v): String(v)
+        case .real(let v): String(v)
+        case .text(let v): "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let v): "X'" + v.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import CSQLite
+
+/// An error reported by SQLite, with the extended result code, SQLite's message, the SQL that
+/// failed and the database file.
+///
+/// Match a primary code with `~=`, which also matches every extended code under it:
+///
+/// ```swift
+/// do { try db.execute("INSERT …") }
+/// catch let error as SQLiteError where error.primaryCode == SQLITE_CONSTRAINT { … }
+/// ```
+///
+/// See <https://sqlite.org/rescode.html>.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    /// The extended result code (`sqlite3_extended_errcode`).
+    public let code: Int32
+    /// SQLite's own message (`sqlite3_errmsg`), or the generic text for the code.
+    public let message: String
+    /// The statement that failed, when there was one.
+    public let sql: String?
+    /// The database file, when known.
+    public let path: String?
+
+    public init(code: Int32, message: String? = nil, sql: String? = nil, path: String? = nil) {
+        self.code = code
+        self.message = message ?? String(cString: sqlite3_errstr(code))
+        self.sql = sql
+        self.path = path
+    }
+
+    init(connection: OpaquePointer?, code: Int32, sql: String?, path: String?) {
+        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
+        let message = connection.map { String(cString: sqlite3_errmsg($0)) }
+        // sqlite3_extended_errcode reports the most recent failure, which is ours unless the
+        // primary codes disagree (e.g. after an API misuse).
+        self.init(
+            code: (extended & 0xff) == (code & 0xff) ? extended : code, message: message, sql: sql, path: path
+        )
+    }
+
+    /// `SQLITE_CONSTRAINT_UNIQUE`: Swift cannot import the C macro.
+    public static let constraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY`.
+    public static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
+
+    /// The primary result code (the low byte of ``code``).
+    public var primaryCode: Int32 { code & 0xff }
+
+    /// True for `SQLITE_BUSY` and `SQLITE_LOCKED`: another connection holds a conflicting lock.
+    public var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
+
+    /// True when SQLite found the database file damaged or not a database.
+    public var isCorruption: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
+
+    public var description: String {
+        var text = "SQLite error \(code): \(message)"
+        if let path { text += " (in \(path))" }
+        if let sql { text += " while executing: \(sql)" }
+        return text
+    }
+}
+
+/// Matches an error whose extended or primary SQLite code equals `code`:
+/// `catch SQLITE_CONSTRAINT` also catches `SQLITE_CONSTRAINT_UNIQUE`.
+public func ~= (code: Int32, error: any Error) -> Bool {
+    guard let error = error as? SQLiteError else { return false }
+    return error.code == code || error.primaryCode == code
+}

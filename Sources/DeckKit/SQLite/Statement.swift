@@ -1,0 +1,127 @@
+import CSQLite
+import Foundation
+
+/// A prepared SQLite statement.
+///
+/// Owned by its ``Database``; not thread-safe. Bind with ``bind(_:)``, step with ``step()``, read
+/// columns with ``value(at:)`` and friends.
+///
+/// See <https://sqlite.org/c3ref/stmt.html>.
+public final class Statement {
+    let handle: OpaquePointer
+    /// The SQL text the statement was prepared from.
+    public let sql: String
+    unowned let database: Database
+
+    init(database: Database, sql: String) throws(SQLiteError) {
+        var handle: OpaquePointer?
+        let code = sqlite3_prepare_v3(database.handle, sql, -1, 0, &handle, nil)
+        guard code == SQLITE_OK, let handle else {
+            throw database.error(code, sql: sql)
+        }
+        self.handle = handle
+        self.sql = sql
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// The number of result columns.
+    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+    /// The name of result column `index`.
+    public func columnName(_ index: Int) -> String {
+        sqlite3_column_name(handle, Int32(index)).map { String(cString: $0) } ?? ""
+    }
+
+    /// Resets the statement and clears its bindings, ready for the next use.
+    public func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Binds `values` to parameters 1…n, after resetting the statement.
+    public func bind(_ values: [SQLValue]) throws(SQLiteError) {
+        reset()
+        for (offset, value) in values.enumerated() {
+            try bind(value, at: offset + 1)
+        }
+    }
+
+    /// Binds one value to the 1-based parameter `index`.
+    public func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
+        let i = Int32(index)
+        let code: Int32
+        switch value {
+        case .null: code = sqlite3_bind_null(handle, i)
+        case .integer(let v): code = sqlite3_bind_int64(handle, i, v)
+        case .real(let v): code = sqlite3_bind_double(handle, i, v)
+        case .text(let v): code = sqlite3_bind_text(handle, i, v, -1, deck_sqlite_transient())
+        case .blob(let v):
+            code = v.withUnsafeBytes { buffer in
+                // A zero-length blob must still bind as a blob, not NULL: give SQLite a valid pointer.
+                sqlite3_bind_blob64(
+                    handle, i, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                    sqlite3_uint64(buffer.count),
+                    deck_sqlite_transient())
+            }
+        }
+        guard code == SQLITE_OK else { throw database.error(code, sql: sql) }
+    }
+
+    /// Advances to the next row; returns false when the statement is done.
+    @discardableResult
+    public func step() throws(SQLiteError) -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = database.error(code, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// Runs the statement to completion with `values` bound, ignoring any rows.
+    public func run(_ values: [SQLValue] = []) throws(SQLiteError) {
+        try bind(values)
+        while try step() {}
+        sqlite3_reset(handle)
+    }
+
+    /// The value of column `index` of the current row.
+    public func value(at index: Int) -> SQLValue {
+        let i = Int32(index)
+        switch sqlite3_column_type(handle, i) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, i))
+        case SQLITE_TEXT: return .text(text(at: index))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, i))
+            guard count > 0, let base = sqlite3_column_blob(handle, i) else { return .blob(Data()) }
+            return .blob(Data(bytes: base, count: count))
+        default: return .null
+        }
+    }
+
+    /// Column `index` as an integer (SQLite's conversion rules apply).
+    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+
+    /// Column `index` as text (SQLite's conversion rules apply; NULL reads as "").
+    public func text(at index: Int) -> String {
+        let i = Int32(index)
+        guard let base = sqlite3_column_text(handle, i) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, i))
+        return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
+    }
+
+    /// True when column `index` of the current row is NULL.
+    public func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
+
+    /// All columns of the current row.
+    public func row() -> [SQLValue] { (0..<columnCount).map { value(at: $0) } }
+}
+
+@available(*, unavailable)
+extension Statement: Sendable {}

@@ -1,0 +1,263 @@
+import Foundation
+
+/// Where a relationship's links live in the store (spec: "Relationships").
+enum RelationshipStorage: Equatable {
+    /// A column on this entity's table holding the target's `_pk`.
+    case ownColumn(column: String)
+    /// A column on the destination's table holding this record's `_pk` (the inverse's own column).
+    case inverseColumn(table: String, column: String)
+    /// A join table with one row per link; `near` holds this side's `_pk`, `far` the other's.
+    case joinTable(table: String, near: String, far: String)
+}
+
+/// An entity with everything inherited resolved, and its mapping to the store.
+struct EntityMapping {
+    let entity: Entity
+    /// The table: the name of the hierarchy's root entity.
+    let table: String
+    /// This entity and all its descendants: the `_entity` values a fetch of it matches.
+    let family: [String]
+    /// Attributes, inherited first.
+    let attributes: [Attribute]
+    /// Relationships, inherited first, with their storage.
+    let relationships: [(relationship: Relationship, storage: RelationshipStorage)]
+
+    var name: String { entity.name }
+
+    func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
+    func relationship(_ name: String) -> (relationship: Relationship, storage: RelationshipStorage)? {
+        relationships.first { $0.relationship.name == name }
+    }
+    var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.relationship.name) }
+}
+
+/// A validated schema with its table mapping. Built once per open.
+struct SchemaMapping {
+    let schema: Schema
+    let entities: [String: EntityMapping]
+    /// Entity names in schema order.
+    let entityNames: [String]
+
+    /// Names the format reserves: prefixes of metadata tables and columns.
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else {
+            return false
+        }
+        guard !name.hasPrefix("_"), !name.lowercased().hasPrefix("deck_"),
+            !name.lowercased().hasPrefix("sqlite_")
+        else { return false }
+        return name.unicodeScalars.allSatisfy {
+            ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") && $0.isASCII
+        } && name.utf8.count <= 64
+    }
+
+    init(_ schema: Schema) throws(DeckError) {
+        self.schema = schema
+        var byName: [String: Entity] = [:]
+        for entity in schema.entities {
+            guard Self.isValidName(entity.name) else {
+                throw DeckError.invalidSchema(
+                    "entity name '\(entity.name)' must be ASCII letters, digits and '_', start with a letter, "
+                        + "and not start with 'deck_' or 'sqlite_'")
+            }
+            guard byName.keys.allSatisfy({ $0.lowercased() != entity.name.lowercased() }) else {
+                throw DeckError.invalidSchema(
+                    "entity '\(entity.name)' is declared twice (names are case-insensitive)")
+            }
+            byName[entity.name] = entity
+        }
+
+        // Inheritance: find each entity's chain to the root, refusing cycles and unknown parents.
+        func chain(_ entity: Entity) throws(DeckError) -> [Entity] {
+            var result = [entity]
+            var seen: Set<String> = [entity.name]
+            var current = entity
+            while let parentName = current.superentity {
+                guard let parent = byName[parentName] else {
+                    throw DeckError.invalidSchema(
+                        "entity '\(current.name)' inherits from unknown entity '\(parentName)'")
+                }
+                guard seen.insert(parentName).inserted else {
+                    throw DeckError.invalidSchema(
+                        "entity '\(entity.name)' inherits from itself through '\(parentName)'")
+                }
+                result.insert(parent, at: 0)
+                current = parent
+            }
+            return result
+        }
+
+        var chains: [String: [Entity]] = [:]
+        for entity in schema.entities { chains[entity.name] = try chain(entity) }
+
+        // Relationship storage needs every entity's own relationships first.
+        func relationshipsOf(_ name: String) -> [Relationship] {
+            (chains[name] ?? []).flatMap(\.relationships)
+        }
+
+        func storage(for relationship: Relationship, of entityName: String) throws(DeckError)
+            -> RelationshipStorage
+        {
+            guard let destinationChain = chains[relationship.destination] else {
+                throw DeckError.invalidSchema(
+                    "relationship '\(entityName).\(relationship.name)' points to unknown entity '\(relationship.destination)'"
+                )
+            }
+            let destinationTable = destinationChain[0].name
+            var inverse: Relationship?
+            if let inverseName = relationship.inverse {
+                guard
+                    let found = relationshipsOf(relationship.destination).first(where: {
+                        $0.name == inverseName
+                    })
+                else {
+                    throw DeckError.invalidSchema(
+                        "relationship '\(entityName).\(relationship.name)' names inverse '\(inverseName)', "
+                            + "which '\(relationship.destination)' does not have")
+                }
+                guard
+                    found.destination == entityName
+                        || (chains[entityName] ?? []).contains(where: { $0.name == found.destination })
+                else {
+                    throw DeckError.invalidSchema(
+                        "'\(relationship.destination).\(inverseName)' points to '\(found.destination)', "
+                            + "so it cannot be the inverse of '\(entityName).\(relationship.name)'")
+                }
+                if let back = found.inverse, back != relationship.name {
+                    throw DeckError.invalidSchema(
+                        "'\(entityName).\(relationship.name)' and '\(relationship.destination).\(inverseName)' "
+                            + "disagree about their inverse")
+                }
+                inverse = found
+            }
+            let ownKey = entityName + "." + relationship.name
+            switch (relationship.isToMany, inverse) {
+            case (false, nil):
+                return .ownColumn(column: relationship.name)
+            case (false, let inv?) where inv.isToMany:
+                return .ownColumn(column: relationship.name)
+            case (false, let inv?):
+                // One-to-one: the side whose "Entity.relationship" sorts first holds the column.
+                let otherKey = relationship.destination + "." + inv.name
+                return ownKey < otherKey
+                    ? .ownColumn(column: relationship.name)
+                    : .inverseColumn(table: destinationTable, column: inv.name)
+            case (true, let inv?) where !inv.isToMany:
+                return .inverseColumn(table: destinationTable, column: inv.name)
+            case (true, let inv?):
+                let otherKey = relationship.destination + "." + inv.name
+                return ownKey < otherKey
+                    ? .joinTable(table: ownKey, near: "source", far: "target")
+                    : .joinTable(table: otherKey, near: "target", far: "source")
+            case (true, nil):
+                return .joinTable(table: ownKey, near: "source", far: "target")
+            }
+        }
+
+        var mappings: [String: EntityMapping] = [:]
+        for entity in schema.entities {
+            let chain = chains[entity.name] ?? [entity]
+            let attributes = chain.flatMap(\.attributes)
+            let relationships = chain.flatMap(\.relationships)
+            var names: Set<String> = []
+            for name in attributes.map(\.name) + relationships.map(\.name) {
+                guard Self.isValidName(name) else {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(name)': property names must be ASCII letters, digits and '_', "
+                            + "start with a letter, and not start with 'deck_'")
+                }
+                guard names.insert(name.lowercased()).inserted else {
+                    throw DeckError.invalidSchema("'\(entity.name).\(name)' is declared twice")
+                }
+            }
+            for attribute in attributes {
+                if attribute.options.contains(.externalStorage) && attribute.type != .data {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(attribute.name)': externalStorage applies to data attributes only")
+                }
+                if let threshold = attribute.externalThreshold, threshold < 1 {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(attribute.name)': externalThreshold must be at least 1")
+                }
+                if let value = attribute.defaultValue, !value.isNull {
+                    do { _ = try value.sqlValue(for: attribute) } catch {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name).\(attribute.name)': default value: \(error)")
+                    }
+                }
+            }
+            for group in entity.uniqueConstraints + entity.indexes {
+                guard !group.isEmpty else {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name)': an index or unique constraint lists no attributes")
+                }
+                for name in group
+                where !attributes.contains(where: { $0.name == name })
+                    && !relationships.contains(where: { $0.name == name && !$0.isToMany })
+                {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name)': index or unique constraint names unknown attribute '\(name)'")
+                }
+            }
+            var resolved: [(Relationship, RelationshipStorage)] = []
+            for relationship in relationships {
+                resolved.append((relationship, try storage(for: relationship, of: entity.name)))
+            }
+            let family = schema.entities.filter {
+                (chains[$0.name] ?? []).contains { $0.name == entity.name }
+            }.map(\.name)
+            mappings[entity.name] = EntityMapping(
+                entity: entity, table: chain[0].name, family: family, attributes: attributes,
+                relationships: resolved.map { (relationship: $0.0, storage: $0.1) })
+        }
+        // Entities sharing a table must not give one column two types.
+        var columnTypes: [String: [String: String]] = [:]
+        for entity in schema.entities {
+            guard let mapping = mappings[entity.name] else { continue }
+            for attribute in mapping.attributes {
+                let type =
+                    attribute.type.rawValue
+                    + (attribute.options.contains(.externalStorage) ? "+external" : "")
+                if let existing = columnTypes[mapping.table]?[attribute.name], existing != type {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(attribute.name)' conflicts with a sibling attribute of the same name"
+                    )
+                }
+                columnTypes[mapping.table, default: [:]][attribute.name] = type
+            }
+        }
+        self.entities = mappings
+        self.entityNames = schema.entities.map(\.name)
+    }
+
+    /// The mapping of entity `name`, or an error suggesting the closest name.
+    func entity(_ name: String) throws(DeckError) -> EntityMapping {
+        if let mapping = entities[name] { return mapping }
+        throw DeckError.unknownEntity(name, suggestion: closestName(to: name, in: entityNames))
+    }
+
+    /// Root entities (one table each), in schema order.
+    var roots: [EntityMapping] {
+        entityNames.compactMap { entities[$0] }.filter { $0.entity.superentity == nil }
+    }
+}
+
+/// The candidate closest to `name` by edit distance, when it is close enough to be a likely typo.
+func closestName(to name: String, in candidates: [String]) -> String? {
+    func distance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for (i, ca) in a.enumerated() {
+            var current = [i + 1]
+            for (j, cb) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+    let target = Array(name.lowercased())
+    let scored = candidates.map { ($0, distance(target, Array($0.lowercased()))) }
+    guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+    return best.1 <= max(2, target.count / 3) ? best.0 : nil
+}

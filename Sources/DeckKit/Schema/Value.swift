@@ -1,0 +1,237 @@
+import Foundation
+
+/// A reference to a value stored as a blob file: its SHA-256 digest and its length.
+public struct BlobReference: Hashable, Sendable, CustomStringConvertible {
+    public let digest: Digest
+    public let size: Int64
+
+    public init(digest: Digest, size: Int64) {
+        self.digest = digest
+        self.size = size
+    }
+
+    public var description: String { "blob \(digest.hexDigest) (\(size) bytes)" }
+}
+
+/// One value of a record, as the generic record API reads and writes it.
+///
+/// Attribute values use the case matching the attribute's ``AttributeType``; `null` stands for a
+/// missing optional value. Data attributes read back as `.data` when stored inline and `.blob`
+/// when stored as a blob file (load it with ``DocumentPackage/data(for:)``); they accept `.data`,
+/// `.blob` (an existing blob) and `.file` (bytes streamed from a file). Relationships use
+/// `.reference` (to-one: the target's record id) and `.references` (to-many).
+public enum Value: Sendable, Hashable, CustomStringConvertible {
+    case null
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case bool(Bool)
+    case date(Date)
+    case data(Data)
+    case uuid(UUID)
+    case url(URL)
+    case decimal(Decimal)
+    /// A JSON document, as its text.
+    case json(String)
+    /// A data value stored as a blob file.
+    case blob(BlobReference)
+    /// A data value to be read from a file (written values only).
+    case file(URL)
+    /// The record id a to-one relationship points at.
+    case reference(Int64)
+    /// The record ids a to-many relationship holds.
+    case references([Int64])
+
+    public var isNull: Bool { if case .null = self { true } else { false } }
+
+    /// The name of the case, for messages.
+    public var kindName: String {
+        switch self {
+        case .null: "null"
+        case .string: "string"
+        case .integer: "integer"
+        case .double: "double"
+        case .bool: "bool"
+        case .date: "date"
+        case .data: "data"
+        case .uuid: "uuid"
+        case .url: "url"
+        case .decimal: "decimal"
+        case .json: "json"
+        case .blob: "blob"
+        case .file: "file"
+        case .reference: "reference"
+        case .references: "references"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .null: "null"
+        case .string(let v): v
+        case .integer(let v): String(v)
+        case .double(let v): String(v)
+        case .bool(let v): String(v)
+        case .date(let v): Value.iso8601(v)
+        case .data(let v): "<\(v.count) bytes>"
+        case .uuid(let v): v.uuidString.lowercased()
+        case .url(let v): v.absoluteString
+        case .decimal(let v): v.description
+        case .json(let v): v
+        case .blob(let v): "<\(v.size) bytes, blob \(v.digest.hexDigest.prefix(12))…>"
+        case .file(let v): "<file \(v.path)>"
+        case .reference(let v): "#\(v)"
+        case .references(let v): "[" + v.map { "#\($0)" }.joined(separator: ", ") + "]"
+        }
+    }
+
+    /// Formats a date as the spec's canonical ISO 8601 UTC form with milliseconds.
+    public static func iso8601(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+
+    /// Parses ISO 8601 dates (`2026-11-30`, `2026-11-30T10:00:00Z`, with or without fractional seconds).
+    public static func parseDate(_ text: String) -> Date? {
+        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
+        if let d = try? Date.ISO8601FormatStyle().parse(text) { return d }
+        if let d = try? Date.ISO8601FormatStyle().year().month().day().parse(text) { return d }
+        return nil
+    }
+
+    /// Parses `text` as a value of `type`, as the command line writes values.
+    ///
+    /// Integers and doubles in decimal, bools as `true`/`false`/`1`/`0`, dates in ISO 8601 or as
+    /// seconds since 1970, data as base64, UUIDs and URLs in their usual text form, decimals as
+    /// decimal numbers, JSON as any JSON document. The text `null` is not special here.
+    public init(parsing text: String, as type: AttributeType) throws(ValueError) {
+        func fail(_ expected: String) -> ValueError { ValueError(text: text, type: type, expected: expected) }
+        switch type {
+        case .string: self = .string(text)
+        case .integer:
+            guard let v = Int64(text) else { throw fail("an integer") }
+            self = .integer(v)
+        case .double:
+            guard let v = Double(text), !text.isEmpty else { throw fail("a number") }
+            self = .double(v)
+        case .bool:
+            switch text.lowercased() {
+            case "true", "1", "yes": self = .bool(true)
+            case "false", "0", "no": self = .bool(false)
+            default: throw fail("true or false")
+            }
+        case .date:
+            if let d = Value.parseDate(text) {
+                self = .date(d)
+            } else if let seconds = Double(text) {
+                self = .date(Date(timeIntervalSince1970: seconds))
+            } else {
+                throw fail("an ISO 8601 date such as 2026-11-30T10:00:00Z")
+            }
+        case .data:
+            guard let d = Data(base64Encoded: text) else { throw fail("base64 data (or @FILE)") }
+            self = .data(d)
+        case .uuid:
+            guard let u = UUID(uuidString: text) else { throw fail("a UUID") }
+            self = .uuid(u)
+        case .url:
+            guard let u = URL(string: text), u.scheme != nil else { throw fail("an absolute URL") }
+            self = .url(u)
+        case .decimal:
+            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
+                text.allSatisfy({
+                    $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" || $0 == "e" || $0 == "E"
+                })
+            else { throw fail("a decimal number") }
+            self = .decimal(d)
+        case .json:
+            guard
+                (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]))
+                    != nil
+            else { throw fail("a JSON document") }
+            self = .json(text)
+        }
+    }
+
+    /// Reads a JSON scalar (a schema file's default value, or `--json` input) as a value of `type`.
+    init(json: JSONScalar, type: AttributeType, attribute: String) throws(ValueError) {
+        switch (json, type) {
+        case (.null, _): self = .null
+        case (.bool(let b), .bool): self = .bool(b)
+        case (.number(let n), .integer):
+            guard let v = Int64(exactly: n) else {
+                throw ValueError(text: String(n), type: type, expected: "an integer")
+            }
+            self = .integer(v)
+        case (.number(let n), .double): self = .double(n)
+        case (.number(let n), .date): self = .date(Date(timeIntervalSince1970: n))
+        case (.number(let n), .decimal): self = .decimal(Decimal(n))
+        case (.string(let s), _): self = try Value(parsing: s, as: type)
+        case (_, .json): self = .json(json.jsonText)
+        default: throw ValueError(text: json.jsonText, type: type, expected: "a \(type.rawValue) value")
+        }
+    }
+
+    /// The value as a JSON scalar, the form `--json` output and schema files use.
+    var jsonScalar: JSONScalar {
+        switch self {
+        case .null: .null
+        case .string(let v): .string(v)
+        case .integer(let v): .number(Double(v))
+        case .double(let v): .number(v)
+        case .bool(let v): .bool(v)
+        case .date(let v): .string(Value.iso8601(v))
+        case .data(let v): .string(v.base64EncodedString())
+        case .decimal(let v): .string(v.description)
+        default: .string(description)
+        }
+    }
+}
+
+/// A value that does not parse as its attribute's type.
+public struct ValueError: Error, CustomStringConvertible, Sendable {
+    public let text: String
+    public let type: AttributeType
+    public let expected: String
+    public var description: String { "'\(text)' is not a valid \(type.rawValue): expected \(expected)" }
+}
+
+/// A JSON scalar: enough JSON to carry default values in schema files.
+enum JSONScalar: Codable, Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let n = try? c.decode(Double.self) {
+            self = .number(n)
+        } else {
+            self = .string(try c.decode(String.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .number(let n):
+            if let i = Int64(exactly: n) { try c.encode(i) } else { try c.encode(n) }
+        case .string(let s): try c.encode(s)
+        }
+    }
+
+    var jsonText: String {
+        switch self {
+        case .null: "null"
+        case .bool(let b): b ? "true" : "false"
+        case .number(let n): Int64(exactly: n).map(String.init) ?? String(n)
+        case .string(let s): "\"\(s)\""
+        }
+    }
+}

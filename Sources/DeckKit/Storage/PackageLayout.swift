@@ -1,0 +1,126 @@
+import Foundation
+
+/// The names the format fixes inside a package directory (spec: "Layout").
+public enum PackageLayout {
+    /// The manifest file.
+    public static let manifest = "manifest.json"
+    /// The SQLite store.
+    public static let store = "store.sqlite"
+    /// The directory of blob files.
+    public static let blobsDirectory = "blobs"
+    /// Temporaries of a writer in progress; anything here is garbage once no writer holds the lock.
+    public static let tmpDirectory = "tmp"
+    /// The writer lock file.
+    public static let lockFile = "lock"
+    /// The default package extension.
+    public static let defaultExtension = "deck"
+
+    /// The format version this library writes.
+    public static let formatVersion = 1
+    /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
+    public static let applicationID: Int32 = 0x4445_434B
+    /// The manifest's `format` value.
+    public static let formatIdentifier = "org.deck.package"
+    /// The content type of packages made without one.
+    public static let genericContentType = "org.deck.document"
+}
+
+/// The package's `manifest.json`: what a tool reads first to know what it holds.
+public struct Manifest: Codable, Sendable, Equatable {
+    /// Always ``PackageLayout/formatIdentifier``.
+    public var format: String
+    /// The format version the package was written with.
+    public var formatVersion: Int
+    /// The oldest format version a reader must understand to read the package correctly.
+    public var minimumReaderVersion: Int
+    /// The document type, a reverse-DNS identifier chosen by the app (e.g. `org.deck.flashcards`).
+    public var contentType: String
+    /// What wrote the package, e.g. `deck 0.1.0` (informative only).
+    public var generator: String?
+
+    public init(contentType: String, generator: String? = "DeckKit \(DeckKit.version)") {
+        self.format = PackageLayout.formatIdentifier
+        self.formatVersion = PackageLayout.formatVersion
+        self.minimumReaderVersion = 1
+        self.contentType = contentType
+        self.generator = generator
+    }
+
+    /// Reads and checks the manifest of the package at `packagePath`.
+    static func read(packagePath: String) throws(DeckError) -> Manifest {
+        let path = packagePath + "/" + PackageLayout.manifest
+        guard let st = try FileSystem.status(path) else {
+            throw DeckError.notAPackage(path: packagePath, reason: "it has no \(PackageLayout.manifest)")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw DeckError.notAPackage(
+                path: packagePath, reason: "\(PackageLayout.manifest) is not a regular file")
+        }
+        guard st.st_size <= 1 << 20 else {
+            throw DeckError.corrupt(
+                path: packagePath, reason: "\(PackageLayout.manifest) is larger than 1 MiB")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw FileSystem.failure(.read, path, (error as NSError).code == 257 ? EACCES : EIO)
+        }
+        let manifest: Manifest
+        do {
+            manifest = try JSONDecoder().decode(Manifest.self, from: data)
+        } catch {
+            throw DeckError.notAPackage(
+                path: packagePath,
+                reason: "\(PackageLayout.manifest) is not a valid Deck manifest (\(describe(error)))")
+        }
+        guard manifest.format == PackageLayout.formatIdentifier else {
+            throw DeckError.notAPackage(
+                path: packagePath,
+                reason: "manifest format is '\(manifest.format)', not '\(PackageLayout.formatIdentifier)'")
+        }
+        guard manifest.formatVersion >= 1, manifest.minimumReaderVersion >= 1,
+            manifest.minimumReaderVersion <= manifest.formatVersion
+        else {
+            throw DeckError.corrupt(
+                path: packagePath,
+                reason: "manifest versions are inconsistent (formatVersion \(manifest.formatVersion), "
+                    + "minimumReaderVersion \(manifest.minimumReaderVersion))")
+        }
+        guard manifest.minimumReaderVersion <= PackageLayout.formatVersion else {
+            throw DeckError.tooNew(
+                path: packagePath, version: manifest.formatVersion, supported: PackageLayout.formatVersion)
+        }
+        return manifest
+    }
+
+    /// The canonical bytes: sorted keys, pretty-printed, trailing newline.
+    func encoded() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Encoding a struct of strings and integers cannot fail.
+        var data = (try? encoder.encode(self)) ?? Data()
+        data.append(0x0A)
+        return data
+    }
+}
+
+/// A short description of a decoding error, naming the key path.
+func describe(_ error: any Error) -> String {
+    switch error {
+    case DecodingError.keyNotFound(let key, let context):
+        return "missing key '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
+    case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+        return "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
+    case DecodingError.dataCorrupted(let context):
+        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+        return path.isEmpty ? "not JSON" : "\(context.debugDescription) at '\(path)'"
+    default:
+        return String(describing: error)
+    }
+}
+
+/// The library's version.
+public enum DeckKit {
+    public static let version = "0.1.0"
+}

@@ -1,0 +1,106 @@
+import CCrypto
+import Foundation
+
+/// An incremental SHA-256 hasher over OpenSSL's EVP interface.
+///
+/// ```swift
+/// var hasher = try SHA256Hasher()
+/// hasher.update(bytes)
+/// let hex = hasher.finalize().hexDigest
+/// ```
+///
+/// Not thread-safe: one hasher belongs to one task at a time.
+public final class SHA256Hasher {
+    private let context: OpaquePointer
+    private var finished = false
+
+    public init() {
+        // EVP_MD_CTX_new only fails when malloc does; there is no sensible recovery from that.
+        guard let context = EVP_MD_CTX_new() else { preconditionFailure("EVP_MD_CTX_new: out of memory") }
+        self.context = context
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds bytes to the digest.
+    public func update(_ buffer: UnsafeRawBufferPointer) {
+        precondition(!finished, "SHA256Hasher used after finalize()")
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        EVP_DigestUpdate(context, base, buffer.count)
+    }
+
+    /// Adds bytes to the digest.
+    public func update(_ data: Data) {
+        data.withUnsafeBytes { update($0) }
+    }
+
+    /// Finishes the digest; the hasher cannot be used afterwards.
+    public func finalize() -> Digest {
+        precondition(!finished, "SHA256Hasher finalized twice")
+        finished = true
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &bytes, &length)
+        return Digest(bytes: bytes)
+    }
+
+    /// The SHA-256 digest of `data`.
+    public static func hash(_ data: Data) -> Digest {
+        let hasher = SHA256Hasher()
+        hasher.update(data)
+        return hasher.finalize()
+    }
+}
+
+@available(*, unavailable)
+extension SHA256Hasher: Sendable {}
+
+/// A SHA-256 digest, the name of a blob.
+public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The 32 raw bytes.
+    public let bytes: [UInt8]
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Parses 64 lowercase hexadecimal digits; returns nil for anything else.
+    public init?(hex: some StringProtocol) {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count == 64 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(32)
+        var index = 0
+        while index < 64 {
+            guard let high = Self.nibble(utf8[index]), let low = Self.nibble(utf8[index + 1]) else {
+                return nil
+            }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        self.bytes = bytes
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+
+    /// The 64 lowercase hexadecimal digits.
+    public var hexDigest: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(64)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public var description: String { hexDigest }
+
+    public static func < (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+}

@@ -1,0 +1,392 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One problem ``PackageVerifier`` found.
+public struct Finding: Sendable, Hashable, CustomStringConvertible {
+    /// How bad a finding is.
+    public enum Severity: String, Sendable, Hashable, Comparable {
+        /// Data is damaged or unreadable: the package is invalid.
+        case corruption
+        /// Harmless leftovers (orphan files, temporaries): `deck gc` tidies them.
+        case untidy
+
+        public static func < (a: Severity, b: Severity) -> Bool { a == .corruption && b == .untidy }
+    }
+
+    public let severity: Severity
+    /// A stable identifier of the kind of finding, e.g. `blob-missing` (listed in the spec).
+    public let code: String
+    /// What the finding is about: a path, `Entity #id`, a table, or a digest.
+    public let object: String
+    public let message: String
+
+    public var description: String { "\(severity.rawValue): \(object): \(message)" }
+}
+
+/// The outcome of verifying a package.
+public struct VerificationReport: Sendable {
+    public let path: String
+    public var findings: [Finding] = []
+    /// Blob files whose bytes were hashed.
+    public var blobsChecked = 0
+    /// Bytes hashed.
+    public var bytesChecked: Int64 = 0
+    /// Records counted across all tables.
+    public var records = 0
+
+    /// True when nothing is corrupt (untidy findings are allowed).
+    public var isValid: Bool { !findings.contains { $0.severity == .corruption } }
+}
+
+/// Checks a package against the spec without changing it (spec: "Verification").
+///
+/// ```swift
+/// let report = try PackageVerifier.verify(at: url)
+/// for finding in report.findings { print(finding) }
+/// ```
+///
+/// Throws only when the path cannot be examined at all (missing, not a package, no
+/// permission, too new); everything wrong inside a package is a ``Finding``.
+public enum PackageVerifier {
+    /// Options for a verification.
+    public struct Options: Sendable {
+        /// Skip hashing blob files and use SQLite's `quick_check`.
+        public var quick: Bool
+        /// Threads that hash blob files (default: the number of cores).
+        public var threads: Int
+        /// Called with (bytes done, bytes total) while hashing, from any thread.
+        public var progress: (@Sendable (Int64, Int64) -> Void)?
+
+        public init(
+            quick: Bool = false, threads: Int? = nil, progress: (@Sendable (Int64, Int64) -> Void)? = nil
+        ) {
+            self.quick = quick
+            self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+            self.progress = progress
+        }
+    }
+
+    public static func verify(at url: URL, options: Options = Options()) throws(DeckError)
+        -> VerificationReport
+    {
+        let path = url.standardizedFileURL.path
+        guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
+        }
+        guard access(path, R_OK | X_OK) == 0 else {
+            throw DeckError.permissionDenied(path: path, operation: "open")
+        }
+        var report = VerificationReport(path: path)
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        let manifest = try Manifest.read(packagePath: path)
+        let storePath = path + "/" + PackageLayout.store
+        guard let storeStatus = try FileSystem.status(storePath), (storeStatus.st_mode & S_IFMT) == S_IFREG
+        else {
+            add(.corruption, "store-missing", storePath, "the store is missing")
+            return report
+        }
+        let database: Database
+        let schema: Schema
+        do {
+            database = try Database(path: storePath, mode: .readOnly)
+            schema = try DocumentPackage.checkStore(database, packagePath: path, manifest: manifest)
+        } catch let error as DeckError {
+            if case .notAPackage(_, let reason) = error {
+                add(.corruption, "store-identity", storePath, reason)
+            } else if case .corrupt(_, let reason) = error {
+                add(.corruption, "store-metadata", storePath, reason)
+            } else {
+                throw error
+            }
+            return report
+        } catch {
+            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            return report
+        }
+        defer { database.close() }
+        do {
+            try checkStore(
+                database, schema: schema, manifest: manifest, path: path, options: options, report: &report)
+        } catch {
+            add(.corruption, "store-unreadable", storePath, "\(error)")
+        }
+        checkLeftovers(path: path, report: &report)
+        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
+        return report
+    }
+
+    private static func checkStore(
+        _ db: Database, schema: Schema, manifest: Manifest, path: String, options: Options,
+        report: inout VerificationReport
+    ) throws {
+        let storePath = path + "/" + PackageLayout.store
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        // SQLite's own checks.
+        let integrity = try db.rows(options.quick ? "PRAGMA quick_check" : "PRAGMA integrity_check")
+        for row in integrity {
+            let text = row.first?.string ?? ""
+            if text != "ok" { add(.corruption, "sqlite-integrity", storePath, text) }
+        }
+        guard integrity.first?.first?.string == "ok" else { return }
+        for row in try db.rows("PRAGMA foreign_key_check") {
+            let table = row[0].string ?? "?"
+            let rowid = row[1].int64.map(String.init) ?? "?"
+            let parent = row[2].string ?? "?"
+            add(
+                .corruption, "dangling-reference", "\(table) #\(rowid)",
+                "references a missing \(parent) record")
+        }
+        if let contentType = try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")?.string,
+            contentType != manifest.contentType
+        {
+            add(
+                .corruption, "content-type-mismatch", storePath,
+                "store says content type '\(contentType)', manifest says '\(manifest.contentType)'")
+        }
+        let mapping: SchemaMapping
+        do {
+            mapping = try SchemaMapping(schema)
+        } catch {
+            add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
+            return
+        }
+        try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        try checkBlobs(db, mapping: mapping, path: path, options: options, report: &report)
+    }
+
+    /// Compares the store's tables, columns, triggers and indexes with what the schema maps to.
+    private static func checkTables(
+        _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
+    ) throws {
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        let expected = try Database(path: ":memory:", mode: .create)
+        defer { expected.close() }
+        try expected.execute(StoreDDL.metadata)
+        for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
+        func objects(_ db: Database) throws -> [String: String] {
+            var result: [String: String] = [:]
+            for row in try db.rows("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'") {
+                result[row[1].string ?? ""] = row[0].string ?? ""
+            }
+            return result
+        }
+        let want = try objects(expected)
+        let have = try objects(db)
+        for (name, type) in want.sorted(by: { $0.key < $1.key }) {
+            guard let actual = have[name] else {
+                add(
+                    type == "index" ? .untidy : .corruption, "\(type)-missing", name,
+                    "the schema requires this \(type), but the store does not have it")
+                continue
+            }
+            guard type == "table", actual == "table" else { continue }
+            let wantColumns = try expected.rows(
+                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
+            let haveColumns = try db.rows(
+                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
+            let haveByName = Dictionary(
+                haveColumns.map { ($0[0].string ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+            for column in wantColumns {
+                let columnName = column[0].string ?? ""
+                guard let actualColumn = haveByName[columnName] else {
+                    add(
+                        .corruption, "column-missing", "\(name).\(columnName)",
+                        "the schema requires this column")
+                    continue
+                }
+                if actualColumn[1] != column[1] {
+                    add(
+                        .corruption, "column-type", "\(name).\(columnName)",
+                        "column type is \(actualColumn[1].string ?? "?"), the schema maps to \(column[1].string ?? "?")"
+                    )
+                }
+            }
+        }
+        for (name, type) in have.sorted(by: { $0.key < $1.key }) where want[name] == nil {
+            add(.untidy, "\(type)-unknown", name, "this \(type) is not part of the schema")
+        }
+        for root in mapping.roots where have[root.table] == "table" {
+            let allowed = Set(mapping.entities.values.filter { $0.table == root.table }.map(\.name))
+            for row in try db.rows("SELECT _entity, count(*) FROM \(quote(root.table)) GROUP BY _entity") {
+                let name = row[0].string ?? "NULL"
+                report.records += Int(row[1].int64 ?? 0)
+                if !allowed.contains(name) {
+                    add(
+                        .corruption, "entity-unknown", root.table,
+                        "\(row[1].int64 ?? 0) row(s) have _entity '\(name)', which is not in this table's hierarchy"
+                    )
+                }
+            }
+        }
+    }
+
+    /// Counts references, compares them with `deck_blob`, and checks every blob file.
+    private static func checkBlobs(
+        _ db: Database, mapping: SchemaMapping, path: String, options: Options,
+        report: inout VerificationReport
+    ) throws {
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        var counted: [String: Int64] = [:]
+        var firstUser: [String: String] = [:]
+        for root in mapping.roots {
+            var seen: Set<String> = []
+            for member in mapping.entities.values where member.table == root.table {
+                for attribute in member.attributes
+                where attribute.options.contains(.externalStorage) && seen.insert(attribute.name).inserted {
+                    let column = quote(attribute.name)
+                    let sql =
+                        "SELECT \(column), count(*), min(_pk) FROM \(quote(root.table)) "
+                        + "WHERE typeof(\(column)) = 'text' GROUP BY \(column)"
+                    for row in try db.rows(sql) {
+                        let digest = row[0].string ?? ""
+                        counted[digest, default: 0] += row[1].int64 ?? 0
+                        if firstUser[digest] == nil {
+                            firstUser[digest] = "\(root.table) #\(row[2].int64 ?? 0).\(attribute.name)"
+                        }
+                    }
+                }
+            }
+        }
+        var known: [String: (size: Int64, refs: Int64)] = [:]
+        for row in try db.rows("SELECT digest, size, refs FROM deck_blob") {
+            known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
+        }
+        for (digest, count) in counted.sorted(by: { $0.key < $1.key }) {
+            let user = firstUser[digest] ?? "?"
+            guard Digest(hex: digest) != nil else {
+                add(.corruption, "reference-malformed", user, "'\(digest)' is not a SHA-256 digest")
+                continue
+            }
+            guard let entry = known[digest] else {
+                add(
+                    .corruption, "blob-unregistered", digest,
+                    "referenced by \(user) but missing from deck_blob")
+                continue
+            }
+            if entry.refs != count {
+                add(
+                    .corruption, "refcount-mismatch", digest,
+                    "deck_blob.refs is \(entry.refs) but \(count) cell(s) reference it")
+            }
+        }
+        for (digest, entry) in known.sorted(by: { $0.key < $1.key }) where counted[digest] == nil {
+            add(
+                entry.refs == 0 ? .untidy : .corruption,
+                entry.refs == 0 ? "blob-unreferenced" : "refcount-mismatch",
+                digest, "deck_blob.refs is \(entry.refs) but nothing references it")
+        }
+        let blobs = BlobStore(packagePath: path)
+        let (files, strays) = try blobs.inventory()
+        for stray in strays {
+            add(
+                .untidy, "stray-file", stray,
+                "not a blob file (wrong name or place); 'deck gc' leaves it alone")
+        }
+        var toHash: [(Digest, String, Int64)] = []
+        for (digestText, entry) in known.sorted(by: { $0.key < $1.key })
+        where entry.refs > 0 || counted[digestText] != nil {
+            guard let digest = Digest(hex: digestText) else { continue }
+            guard let filePath = files[digest] else {
+                add(.corruption, "blob-missing", digestText, "file \(blobs.path(for: digest)) is missing")
+                continue
+            }
+            toHash.append((digest, filePath, entry.size))
+        }
+        for (digest, filePath) in files.sorted(by: { $0.key < $1.key }) where known[digest.hexDigest] == nil {
+            add(.untidy, "blob-orphan", filePath, "no record references this file; 'deck gc' removes it")
+        }
+        // Sizes are cheap to check; contents need hashing.
+        for (digest, filePath, size) in toHash {
+            if let st = try FileSystem.status(filePath), Int64(st.st_size) != size {
+                add(
+                    .corruption, "blob-size", digest.hexDigest,
+                    "file \(filePath) has \(st.st_size) bytes, deck_blob says \(size)")
+            }
+        }
+        guard !options.quick else { return }
+        let total = toHash.reduce(Int64(0)) { $0 + $1.2 }
+        let results = hashAll(
+            toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
+        for (digest, outcome) in results {
+            switch outcome {
+            case .success(let (actual, size)):
+                report.blobsChecked += 1
+                report.bytesChecked += size
+                if actual != digest {
+                    add(
+                        .corruption, "blob-corrupt", digest.hexDigest,
+                        "file \(blobs.path(for: digest)) hashes to \(actual.hexDigest)")
+                }
+            case .failure(let error):
+                add(.corruption, "blob-unreadable", digest.hexDigest, "\(error)")
+            }
+        }
+    }
+
+    /// Hashes files on `threads` threads, largest first.
+    private static func hashAll(
+        _ files: [(Digest, String)], threads: Int, total: Int64, progress: (@Sendable (Int64, Int64) -> Void)?
+    ) -> [(Digest, Result<(Digest, Int64), DeckError>)] {
+        let results = Mutex<[(Digest, Result<(Digest, Int64), DeckError>)]>([])
+        let next = Atomic<Int>(0)
+        let done = Atomic<Int64>(0)
+        let work = files.map { ($0.0, $0.1) }
+        DispatchQueue.concurrentPerform(iterations: min(threads, max(1, work.count))) { _ in
+            while true {
+                let index = next.add(1, ordering: .relaxed).oldValue
+                guard index < work.count else { return }
+                let (digest, path) = work[index]
+                let outcome: Result<(Digest, Int64), DeckError>
+                do {
+                    outcome = .success(try BlobStore.hashFile(at: path))
+                } catch {
+                    outcome = .failure(DeckError.wrap(error))
+                }
+                if case .success(let (_, size)) = outcome {
+                    let sum = done.add(size, ordering: .relaxed).newValue
+                    progress?(sum, total)
+                }
+                results.withLock { $0.append((digest, outcome)) }
+            }
+        }
+        return results.withLock { $0 }.sorted { $0.0 < $1.0 }
+    }
+
+    /// Temporaries, and a `-wal` left by a writer that is gone.
+    private static func checkLeftovers(path: String, report: inout VerificationReport) {
+        let tmp = path + "/" + PackageLayout.tmpDirectory
+        let writer = WriterLock.holder(packagePath: path)
+        if writer == nil, let names = try? FileSystem.list(tmp) {
+            for name in names.sorted() {
+                report.findings.append(
+                    Finding(
+                        severity: .untidy, code: "temporary", object: tmp + "/" + name,
+                        message: "left by an interrupted writer; opening for writing or 'deck gc' removes it")
+                )
+            }
+        }
+        let wal = path + "/" + PackageLayout.store + "-wal"
+        if writer == nil, let st = try? FileSystem.status(wal), st.st_size > 0 {
+            report.findings.append(
+                Finding(
+                    severity: .untidy, code: "wal-present", object: wal,
+                    message:
+                        "a write-ahead log remains without a writer; the next writer folds it into the store")
+            )
+        }
+    }
+}

@@ -1,0 +1,3 @@
+import DeckCommandLine
+
+DeckCommandLine.main()
