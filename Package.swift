@@ -31,12 +31,16 @@ let package = Package(
             name: "DeckBenchmarks",
             dependencies: ["DeckKit", "CSQLite"],
             path: "Benchmarks/DeckBenchmarks"),
+        .executableTarget(
+            name: "deck-crashtest",
+            dependencies: ["DeckKit"],
+            path: "Tests/Harness/CrashChild"),
         .testTarget(
             name: "DeckKitTests",
             dependencies: ["DeckKit", "CSQLite"]),
         .testTarget(
             name: "DeckCommandLineTests",
-            dependencies: ["DeckCommandLine", "DeckKit", "deck"]),
+            dependencies: ["DeckCommandLine", "DeckKit", "deck", "deck-crashtest"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,1 +1,267 @@
-print("benchmarks: not yet")
+// DeckBenchmarks: Deck's speed targets, each measured as a ratio against a baseline run in the
+// same process and moment (raw SQLite C API, cp + sync, openssl dgst), so a noisy machine
+// moves both sides alike. One warm-up, then N timed runs; medians are reported.
+//
+//     swift run -c release DeckBenchmarks [--runs N] [--filter NAME] [--scale F]
+//
+// Scripts/benchmark builds in release mode and runs everything.
+
+import CSQLite
+import DeckKit
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct Options {
+    var runs = 5
+    var filter: String?
+    var scale = 1.0
+    var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "deck-bench-\(getpid())"
+    ).path
+
+    init() {
+        var args = CommandLine.arguments.dropFirst().makeIterator()
+        while let arg = args.next() {
+            switch arg {
+            case "--runs": runs = Int(args.next() ?? "") ?? runs
+            case "--filter": filter = args.next()
+            case "--scale": scale = Double(args.next() ?? "") ?? scale
+            case "--dir": workDirectory = args.next() ?? workDirectory
+            default:
+                print("usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR]")
+                exit(64)
+            }
+        }
+    }
+}
+
+let options = Options()
+#if DEBUG
+    print("WARNING: DeckBenchmarks was built in DEBUG mode; figures are meaningless. Use -c release.")
+#endif
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+func shell(_ command: String) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    do {
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    } catch {
+        return -1
+    }
+}
+
+func fresh(_ name: String) -> String {
+    let path = options.workDirectory + "/" + name
+    try? FileManager.default.removeItem(atPath: path)
+    return path
+}
+
+/// Runs `deck` and `baseline` alternately (warm-up first) and prints medians and the ratio
+/// baseline/deck (above 1: Deck is faster).
+func compare(
+    _ name: String, target: String, setup: () throws -> Void = {}, deck: () throws -> Void,
+    baseline: () throws -> Void
+) rethrows {
+    guard options.filter.map({ name.contains($0) }) ?? true else { return }
+    var deckTimes: [Double] = []
+    var baseTimes: [Double] = []
+    for run in 0...options.runs {
+        try setup()
+        let t0 = now()
+        try baseline()
+        let t1 = now()
+        try deck()
+        let t2 = now()
+        if run > 0 {
+            baseTimes.append(t1 - t0)
+            deckTimes.append(t2 - t1)
+        }
+    }
+    let ratio = median(baseTimes) / median(deckTimes)
+    print(
+        "\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) deck \(String(format: "%8.3f", median(deckTimes))) s"
+            + "  baseline \(String(format: "%8.3f", median(baseTimes))) s  ratio \(String(format: "%5.2f", ratio))×"
+            + "  (target \(target))")
+}
+
+try FileManager.default.createDirectory(atPath: options.workDirectory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: options.workDirectory) }
+
+let rowCount = Int(100_000 * options.scale)
+
+// 1. Generic insert of 100k rows in one transaction vs the raw C API with a prepared statement.
+let rowSchema = Schema(entities: [
+    Entity(
+        "Row",
+        attributes: [
+            Attribute("front", .string), Attribute("back", .string), Attribute("n", .integer),
+            Attribute("created", .date),
+        ])
+])
+try compare(
+    "insert \(rowCount) rows", target: "≥ 0.5×",
+    deck: {
+        let document = try DocumentPackage.create(
+            at: URL(fileURLWithPath: fresh("insert.deck")), contentType: "org.deck.bench", schema: rowSchema)
+        let date = Date(timeIntervalSince1970: 1_800_000_000)
+        for i in 0..<rowCount {
+            try document.insert(
+                "Row",
+                [
+                    "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                    "created": .date(date),
+                ])
+        }
+        try document.save()
+        try document.close()
+    },
+    baseline: {
+        let path = fresh("raw.sqlite")
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
+        sqlite3_exec(
+            db,
+            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, front TEXT NOT NULL, "
+                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT", nil, nil, nil)
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            db, "INSERT INTO Row(_entity, front, back, n, created) VALUES (?, ?, ?, ?, ?)", -1, &statement,
+            nil)
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for i in 0..<rowCount {
+            sqlite3_bind_text(statement, 1, "Row", -1, transient)
+            sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
+            sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
+            sqlite3_bind_int64(statement, 4, Int64(i))
+            sqlite3_bind_double(statement, 5, 1_800_000_000)
+            sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        sqlite3_close(db)
+    })
+
+// 2. Saving 2,000 external values of 256 KiB vs cp -r + sync of the same files.
+let blobCount = Int(2_000 * options.scale)
+let blobSize = 256 * 1024
+let blobSchema = Schema(entities: [
+    Entity("Item", attributes: [Attribute("payload", .data, options: [.externalStorage])])
+])
+let sourceDirectory = options.workDirectory + "/source"
+try FileManager.default.createDirectory(atPath: sourceDirectory, withIntermediateDirectories: true)
+var payloads: [Data] = []
+for i in 0..<blobCount {
+    var bytes = [UInt8](repeating: UInt8(i & 0xff), count: blobSize)
+    withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
+    let data = Data(bytes)
+    payloads.append(data)
+    _ = FileManager.default.createFile(atPath: sourceDirectory + "/\(i).bin", contents: data)
+}
+try compare(
+    "save \(blobCount) × 256 KiB blobs", target: "≥ 0.7×",
+    deck: {
+        let document = try DocumentPackage.create(
+            at: URL(fileURLWithPath: fresh("blobs.deck")), contentType: "org.deck.bench", schema: blobSchema)
+        for payload in payloads { try document.insert("Item", ["payload": .data(payload)]) }
+        try document.save()
+        try document.close()
+    },
+    baseline: {
+        _ = shell("cp -r '\(sourceDirectory)' '\(fresh("copy"))' && sync")
+    })
+payloads.removeAll()
+
+// 3. verify of a ~500 MB package vs openssl dgst -sha256 over the same blob bytes.
+let verifyBlobs = Int(500 * options.scale)
+let verifyPackage = fresh("verify.deck")
+do {
+    let document = try DocumentPackage.create(
+        at: URL(fileURLWithPath: verifyPackage), contentType: "org.deck.bench", schema: blobSchema)
+    for i in 0..<verifyBlobs {
+        var bytes = [UInt8](repeating: 0, count: 1 << 20)
+        for j in stride(from: 0, to: bytes.count, by: 4096) {
+            bytes[j] = UInt8(truncatingIfNeeded: i &* 31 &+ j)
+        }
+        withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
+        try document.insert("Item", ["payload": .data(Data(bytes))])
+    }
+    try document.save()
+    try document.close()
+}
+try compare(
+    "verify \(verifyBlobs) MiB package", target: "≥ 1.0×",
+    deck: {
+        let report = try PackageVerifier.verify(at: URL(fileURLWithPath: verifyPackage))
+        precondition(report.isValid && report.blobsChecked == verifyBlobs)
+    },
+    baseline: {
+        _ = shell("find '\(verifyPackage)/blobs' -type f -print0 | xargs -0 openssl dgst -sha256 > /dev/null")
+    })
+
+// 4. open + close of a package with 1M rows and 10k blobs vs an empty package.
+let bigRows = Int(1_000_000 * options.scale)
+let bigBlobs = Int(10_000 * options.scale)
+let bigPackage = fresh("big.deck")
+let emptyPackage = fresh("empty.deck")
+if options.filter.map({ "open + close".contains($0) }) ?? true {
+    let smallBlobSchema = Schema(entities: [
+        Entity(
+            "Row",
+            attributes: [
+                Attribute("front", .string), Attribute("n", .integer),
+                Attribute(
+                    "payload", .data, isOptional: true, options: [.externalStorage], externalThreshold: 1_024),
+            ])
+    ])
+    try DocumentPackage.create(
+        at: URL(fileURLWithPath: emptyPackage), contentType: "org.deck.bench", schema: smallBlobSchema
+    )
+    .close()
+    let document = try DocumentPackage.create(
+        at: URL(fileURLWithPath: bigPackage), contentType: "org.deck.bench", schema: smallBlobSchema)
+    for i in 0..<bigRows {
+        var values: [String: Value] = ["front": .string("row \(i)"), "n": .integer(Int64(i))]
+        if i < bigBlobs {
+            values["payload"] = .data(Data(repeating: UInt8(i & 0xff), count: 2_048) + Data("\(i)".utf8))
+        }
+        try document.insert("Row", values)
+    }
+    try document.save()
+    try document.close()
+}
+try compare(
+    "open + close (1M rows, 10k blobs)", target: "≥ 0.5× of empty",
+    deck: {
+        for _ in 0..<20 {
+            try DocumentPackage.open(at: URL(fileURLWithPath: bigPackage), mode: .readWrite).close()
+        }
+    },
+    baseline: {
+        for _ in 0..<20 {
+            try DocumentPackage.open(at: URL(fileURLWithPath: emptyPackage), mode: .readWrite).close()
+        }
+    })
+
+var usage = rusage()
+getrusage(RUSAGE_SELF.rawValue, &usage)
+print("peak RSS of the benchmark process: \(usage.ru_maxrss / 1024) MiB")

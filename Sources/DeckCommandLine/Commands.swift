@@ -52,7 +52,12 @@ enum Commands {
         discussion:
             "Shows the type, format and schema versions, entities with counts, blobs, size and lock holder.",
         arguments: [pathArgument],
-        options: [json])
+        options: [
+            json,
+            .flag(
+                "shell", short: "i",
+                help: "Start an interactive session: query, show, insert, update, delete, save, undo."),
+        ])
 
     static let inspect = CommandSpec(
         name: "inspect",

@@ -78,7 +78,11 @@ public enum DeckCommandLine {
     static func dispatch(_ command: ParsedCommand) throws -> Int32 {
         switch command.subcommandPath {
         case ["new"]: return try NewCommand.run(command)
-        case ["open"]: return try InspectCommand.run(command, full: false)
+        case ["open"]:
+            if command.flag("shell") {
+                return try Shell.run(path: try Support.requiredPositional(command, "path"))
+            }
+            return try InspectCommand.run(command, full: false)
         case ["inspect"]: return try InspectCommand.run(command, full: true)
         case ["verify"]: return try VerifyCommand.run(command)
         case ["gc"]: return try GCCommand.run(command)

@@ -6,6 +6,11 @@ enum QueryCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readOnly)
         defer { try? document.close() }
+        return try execute(command, on: document)
+    }
+
+    /// Runs the query on an open document (`deck query` and the shell's `query`).
+    static func execute(_ command: ParsedCommand, on document: DocumentPackage) throws -> Int32 {
         let entity = try Support.entity(command, in: document)
         if command.flag("json") && command.flag("csv") {
             throw command.usageError("--json and --csv cannot be combined")

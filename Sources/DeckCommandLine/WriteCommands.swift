@@ -6,6 +6,10 @@ enum WriteCommands {
     static func insert(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readWrite)
         defer { try? document.close() }
+        return try insert(command, on: document, save: true)
+    }
+
+    static func insert(_ command: ParsedCommand, on document: DocumentPackage, save: Bool) throws -> Int32 {
         let entity = try Support.entity(command, in: document)
         let values = try Support.assignments(command, entity: entity, schema: document.schema)
         let id: Int64
@@ -15,7 +19,7 @@ enum WriteCommands {
         } else {
             id = try document.insert(entity.name, values)
         }
-        try document.save()
+        if save { try document.save() }
         if command.flag("json") {
             Output.standard.write("{\"id\": \(id), \"inserted\": \(inserted)}\n")
         } else {
@@ -27,6 +31,10 @@ enum WriteCommands {
     static func update(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readWrite)
         defer { try? document.close() }
+        return try update(command, on: document, save: true)
+    }
+
+    static func update(_ command: ParsedCommand, on document: DocumentPackage, save: Bool) throws -> Int32 {
         let entity = try Support.entity(command, in: document)
         let filter = try Support.filter(command, required: true)
         let values = try Support.assignments(command, entity: entity, schema: document.schema)
@@ -34,7 +42,7 @@ enum WriteCommands {
             throw command.usageError("nothing to change: give key=value assignments")
         }
         let count = try document.update(Query(entity.name, filter: filter), values)
-        try document.save()
+        if save { try document.save() }
         report(command, verb: "Updated", count: count, entity: entity.name)
         return 0
     }
@@ -42,10 +50,14 @@ enum WriteCommands {
     static func delete(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readWrite)
         defer { try? document.close() }
+        return try delete(command, on: document, save: true)
+    }
+
+    static func delete(_ command: ParsedCommand, on document: DocumentPackage, save: Bool) throws -> Int32 {
         let entity = try Support.entity(command, in: document)
         let filter = try Support.filter(command, required: true)
         let count = try document.delete(Query(entity.name, filter: filter))
-        try document.save()
+        if save { try document.save() }
         report(command, verb: "Deleted", count: count, entity: entity.name)
         return 0
     }

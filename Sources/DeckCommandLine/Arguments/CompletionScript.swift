@@ -91,9 +91,23 @@ private struct BashCompletion {
         switch hint {
         case .file: return "\(prefix)_files"
         case .directory: return "\(prefix)_directories"
-        case .values(let values): return "\(prefix)_words \(quoted(values.joined(separator: " ")))"
+        case .values(let values): return "\(prefix)_words \(quoted(wordList(values)))"
         case .none: return nil
         }
+    }
+
+    /// Words for `compgen -W`, which expands its word list: shell-special characters are backslash-escaped.
+    private func wordList(_ words: [String]) -> String {
+        words.map { word in
+            var escaped = ""
+            for character in word {
+                if !(character.isLetter || character.isNumber || "-_.,:/=+@%^".contains(character)) {
+                    escaped.append("\\")
+                }
+                escaped.append(character)
+            }
+            return escaped
+        }.joined(separator: " ")
     }
 
     func script() -> String {
@@ -209,8 +223,7 @@ private struct BashCompletion {
             var names = spec.options.map { "--\($0.long)" }
             if path.count == 1 { names.append("--version") }
             names.append("--help")
-            lines.append(
-                "                \(key(path))) \(prefix)_words \(quoted(names.joined(separator: " "))) ;;")
+            lines.append("                \(key(path))) \(prefix)_words \(quoted(wordList(names))) ;;")
         }
         lines += [
             "            esac",
@@ -225,12 +238,10 @@ private struct BashCompletion {
             if !spec.subcommands.isEmpty {
                 var names = spec.subcommands.map(\.name)
                 if path.count == 1 {
-                    let helpNames = names.joined(separator: " ")
-                    lines.append("        \(key(path))__help) \(prefix)_words \(quoted(helpNames)) ;;")
+                    lines.append("        \(key(path))__help) \(prefix)_words \(quoted(wordList(names))) ;;")
                     names.append("help")
                 }
-                lines.append(
-                    "        \(key(path))) \(prefix)_words \(quoted(names.joined(separator: " "))) ;;")
+                lines.append("        \(key(path))) \(prefix)_words \(quoted(wordList(names))) ;;")
                 continue
             }
             let actions = spec.arguments.map { action($0.completion) }
@@ -344,6 +355,7 @@ private struct ZshCompletion {
                 items.append("help:Show help information for a subcommand.")
             }
             let tag = quoted("\(path.joined(separator: " ")) subcommand")
+            let context = CompletionScript.identifier(path.joined(separator: "-"))
             lines += [
                 "    local curcontext=\"$curcontext\" state state_descr line",
                 "    typeset -A opt_args",
@@ -361,7 +373,7 @@ private struct ZshCompletion {
                 "            _describe -t subcommands \(tag) subcommands",
                 "            ;;",
                 "        (argument)",
-                "            curcontext=\"${curcontext%:*:*}:\(CompletionScript.identifier(path.joined(separator: "-")))-${words[1]}:\"",
+                "            curcontext=\"${curcontext%:*:*}:\(context)-${words[1]}:\"",
                 "            case ${words[1]} in",
             ]
             for subcommand in spec.subcommands {
@@ -496,14 +508,12 @@ private struct FishCompletion {
             let when = condition(path)
             lines.append("")
             for subcommand in spec.subcommands {
-                lines.append(
-                    "complete -c \(name) -n \(when) -a \(quoted(subcommand.name)) -d \(quoted(subcommand.abstract))"
-                )
+                let summary = quoted(subcommand.abstract)
+                lines.append("complete -c \(name) -n \(when) -a \(quoted(subcommand.name)) -d \(summary)")
             }
             if path.count == 1 && !spec.subcommands.isEmpty {
-                lines.append(
-                    "complete -c \(name) -n \(when) -a help -d \(quoted("Show help information for a subcommand."))"
-                )
+                let summary = quoted("Show help information for a subcommand.")
+                lines.append("complete -c \(name) -n \(when) -a help -d \(summary)")
                 let names = spec.subcommands.map(\.name).joined(separator: " ")
                 lines.append("complete -c \(name) -n \(condition(path + ["help"])) -a \(quoted(names))")
             }

@@ -148,17 +148,17 @@ public struct ParsedCommand: Sendable, Hashable {
     /// The value of option `--name` converted to `T`, or `nil` if not given.
     ///
     /// Throws e.g. `Invalid value 'abc' for '--limit <n>': expected an integer`.
-    public func value<T: LosslessStringConvertible>(_ name: String, as type: T.Type) throws(ArgumentError)
-        -> T?
-    {
+    public func value<T: LosslessStringConvertible>(
+        _ name: String, as type: T.Type
+    ) throws(ArgumentError) -> T? {
         guard let raw = value(name) else { return nil }
         return try convert(raw, to: type, target: declaredOption(name).displayName)
     }
 
     /// All values of option `--name` converted to `T`.
-    public func values<T: LosslessStringConvertible>(_ name: String, as type: T.Type) throws(ArgumentError)
-        -> [T]
-    {
+    public func values<T: LosslessStringConvertible>(
+        _ name: String, as type: T.Type
+    ) throws(ArgumentError) -> [T] {
         let target = declaredOption(name).displayName
         var result: [T] = []
         for raw in values(name) {

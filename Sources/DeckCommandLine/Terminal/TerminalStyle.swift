@@ -19,7 +19,8 @@ public struct TerminalStyle: Sendable, Hashable {
         self.isEnabled = isEnabled
     }
 
-    /// A style for `fileDescriptor`, deciding with ``isColorEnabled(fileDescriptor:environment:isTerminal:)``.
+    /// A style for `fileDescriptor`, decided by
+    /// ``isColorEnabled(fileDescriptor:environment:isTerminal:)``.
     public init(
         fileDescriptor: Int32,
         environment: [String: String] = ProcessInfo.processInfo.environment,

@@ -306,14 +306,9 @@ extension DocumentPackage {
         // relationship says noAction (the dangling reference is then the schema's choice).
         for name in self.mapping.entityNames {
             guard let other = self.mapping.entities[name] else { continue }
-            for (relationship, storage) in other.entity.relationships.map({
-                ($0, other.relationship($0.name)?.storage)
-            }) {
-                guard
-                    relationship.destination == actual.name
-                        || actual.family.contains(relationship.destination)
-                        || self.mapping.entities[relationship.destination]?.family.contains(concrete) == true,
-                    case .ownColumn(let column)? = storage, relationship.deleteRule != .noAction
+            for (relationship, storage) in other.relationships {
+                guard case .ownColumn(let column) = storage, relationship.deleteRule != .noAction,
+                    self.mapping.entities[relationship.destination]?.family.contains(concrete) == true
                 else { continue }
                 let inverseRule = relationship.inverse.flatMap {
                     actual.relationship($0)?.relationship.deleteRule

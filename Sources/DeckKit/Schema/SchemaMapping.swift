@@ -95,13 +95,24 @@ struct SchemaMapping {
             (chains[name] ?? []).flatMap(\.relationships)
         }
 
-        func storage(for relationship: Relationship, of entityName: String) throws(DeckError)
-            -> RelationshipStorage
+        // The entity in `entityName`'s chain that declares relationship `name`.
+        func declarer(of name: String, in entityName: String) -> String {
+            (chains[entityName] ?? []).last(where: { $0.relationships.contains { $0.name == name } })?.name
+                ?? entityName
+        }
+        func isAncestorOrSelf(_ ancestor: String, of entityName: String) -> Bool {
+            (chains[entityName] ?? []).contains { $0.name == ancestor }
+        }
+
+        /// Where `relationship`, declared by `owner`, keeps its links, and the relationship with
+        /// its inverse filled in (an inverse named on one side only is inferred on the other).
+        func storage(for relationship: Relationship, declaredBy owner: String) throws(DeckError)
+            -> (RelationshipStorage, Relationship)
         {
+            let label = "'\(owner).\(relationship.name)'"
             guard let destinationChain = chains[relationship.destination] else {
                 throw DeckError.invalidSchema(
-                    "relationship '\(entityName).\(relationship.name)' points to unknown entity '\(relationship.destination)'"
-                )
+                    "relationship \(label) points to unknown entity '\(relationship.destination)'")
             }
             let destinationTable = destinationChain[0].name
             var inverse: Relationship?
@@ -112,45 +123,51 @@ struct SchemaMapping {
                     })
                 else {
                     throw DeckError.invalidSchema(
-                        "relationship '\(entityName).\(relationship.name)' names inverse '\(inverseName)', "
+                        "relationship \(label) names inverse '\(inverseName)', "
                             + "which '\(relationship.destination)' does not have")
                 }
-                guard
-                    found.destination == entityName
-                        || (chains[entityName] ?? []).contains(where: { $0.name == found.destination })
-                else {
+                guard isAncestorOrSelf(found.destination, of: owner) else {
                     throw DeckError.invalidSchema(
                         "'\(relationship.destination).\(inverseName)' points to '\(found.destination)', "
-                            + "so it cannot be the inverse of '\(entityName).\(relationship.name)'")
+                            + "so it cannot be the inverse of \(label)")
                 }
                 if let back = found.inverse, back != relationship.name {
                     throw DeckError.invalidSchema(
-                        "'\(entityName).\(relationship.name)' and '\(relationship.destination).\(inverseName)' "
-                            + "disagree about their inverse")
+                        "\(label) and '\(relationship.destination).\(inverseName)' disagree about their inverse"
+                    )
                 }
                 inverse = found
+            } else {
+                inverse = relationshipsOf(relationship.destination).first {
+                    $0.inverse == relationship.name && isAncestorOrSelf($0.destination, of: owner)
+                }
             }
-            let ownKey = entityName + "." + relationship.name
-            switch (relationship.isToMany, inverse) {
-            case (false, nil):
-                return .ownColumn(column: relationship.name)
-            case (false, let inv?) where inv.isToMany:
-                return .ownColumn(column: relationship.name)
-            case (false, let inv?):
+            var resolved = relationship
+            resolved.inverse = inverse?.name
+            let ownKey = owner + "." + relationship.name
+            guard let inv = inverse else {
+                return relationship.isToMany
+                    ? (.joinTable(table: ownKey, near: "source", far: "target"), resolved)
+                    : (.ownColumn(column: relationship.name), resolved)
+            }
+            let otherKey = declarer(of: inv.name, in: relationship.destination) + "." + inv.name
+            guard otherKey != ownKey else {
+                throw DeckError.invalidSchema("\(label) cannot be its own inverse")
+            }
+            switch (relationship.isToMany, inv.isToMany) {
+            case (false, true):
+                return (.ownColumn(column: relationship.name), resolved)
+            case (false, false):
                 // One-to-one: the side whose "Entity.relationship" sorts first holds the column.
-                let otherKey = relationship.destination + "." + inv.name
                 return ownKey < otherKey
-                    ? .ownColumn(column: relationship.name)
-                    : .inverseColumn(table: destinationTable, column: inv.name)
-            case (true, let inv?) where !inv.isToMany:
-                return .inverseColumn(table: destinationTable, column: inv.name)
-            case (true, let inv?):
-                let otherKey = relationship.destination + "." + inv.name
+                    ? (.ownColumn(column: relationship.name), resolved)
+                    : (.inverseColumn(table: destinationTable, column: inv.name), resolved)
+            case (true, false):
+                return (.inverseColumn(table: destinationTable, column: inv.name), resolved)
+            case (true, true):
                 return ownKey < otherKey
-                    ? .joinTable(table: ownKey, near: "source", far: "target")
-                    : .joinTable(table: otherKey, near: "target", far: "source")
-            case (true, nil):
-                return .joinTable(table: ownKey, near: "source", far: "target")
+                    ? (.joinTable(table: ownKey, near: "source", far: "target"), resolved)
+                    : (.joinTable(table: otherKey, near: "target", far: "source"), resolved)
             }
         }
 
@@ -200,8 +217,23 @@ struct SchemaMapping {
                 }
             }
             var resolved: [(Relationship, RelationshipStorage)] = []
-            for relationship in relationships {
-                resolved.append((relationship, try storage(for: relationship, of: entity.name)))
+            for declaring in chain {
+                for relationship in declaring.relationships {
+                    let (where_, effective) = try storage(for: relationship, declaredBy: declaring.name)
+                    resolved.append((effective, where_))
+                }
+            }
+            for group in entity.uniqueConstraints + entity.indexes {
+                for name in group {
+                    guard let (relationship, storage) = resolved.first(where: { $0.0.name == name }) else {
+                        continue
+                    }
+                    guard case .ownColumn = storage, !relationship.isToMany else {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name)': index or unique constraint names '\(name)', a relationship whose "
+                                + "links are not stored in this entity's table")
+                    }
+                }
             }
             let family = schema.entities.filter {
                 (chains[$0.name] ?? []).contains { $0.name == entity.name }
@@ -210,20 +242,29 @@ struct SchemaMapping {
                 entity: entity, table: chain[0].name, family: family, attributes: attributes,
                 relationships: resolved.map { (relationship: $0.0, storage: $0.1) })
         }
-        // Entities sharing a table must not give one column two types.
+        // Entities sharing a table must not give one column two meanings.
         var columnTypes: [String: [String: String]] = [:]
         for entity in schema.entities {
             guard let mapping = mappings[entity.name] else { continue }
-            for attribute in mapping.attributes {
-                let type =
+            var columns: [(String, String)] = mapping.attributes.map { attribute in
+                (
+                    attribute.name,
                     attribute.type.rawValue
-                    + (attribute.options.contains(.externalStorage) ? "+external" : "")
-                if let existing = columnTypes[mapping.table]?[attribute.name], existing != type {
-                    throw DeckError.invalidSchema(
-                        "'\(entity.name).\(attribute.name)' conflicts with a sibling attribute of the same name"
-                    )
+                        + (attribute.options.contains(.externalStorage) ? "+external" : "")
+                )
+            }
+            for (relationship, storage) in mapping.relationships {
+                if case .ownColumn(let column) = storage {
+                    columns.append((column, "reference to " + relationship.destination))
                 }
-                columnTypes[mapping.table, default: [:]][attribute.name] = type
+            }
+            for (column, type) in columns {
+                if let existing = columnTypes[mapping.table]?[column], existing != type {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(column)' (\(type)) conflicts with a sibling's '\(column)' (\(existing)) "
+                            + "in the shared table '\(mapping.table)'")
+                }
+                columnTypes[mapping.table, default: [:]][column] = type
             }
         }
         self.entities = mappings

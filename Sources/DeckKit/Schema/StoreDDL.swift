@@ -59,13 +59,13 @@ enum StoreDDL {
             for member in members {
                 for attribute in member.entity.attributes {
                     if attribute.options.contains(.unique) {
-                        statements.append(index(table: root.table, columns: [attribute.name], unique: true))
+                        statements.append(uniqueIndex(member, columns: [attribute.name]))
                     } else if attribute.options.contains(.indexed) {
                         statements.append(index(table: root.table, columns: [attribute.name], unique: false))
                     }
                 }
                 for group in member.entity.uniqueConstraints {
-                    statements.append(index(table: root.table, columns: group, unique: true))
+                    statements.append(uniqueIndex(member, columns: group))
                 }
                 for group in member.entity.indexes {
                     statements.append(index(table: root.table, columns: group, unique: false))
@@ -125,6 +125,20 @@ enum StoreDDL {
         return definition
     }
 
+    /// A unique constraint: on the whole table for a root entity; for a subentity, a partial
+    /// index over its own family's rows, so siblings sharing the column are not constrained.
+    private static func uniqueIndex(_ member: EntityMapping, columns: [String]) -> String {
+        let name = member.name + "." + columns.joined(separator: "+") + ".unique"
+        var sql =
+            "CREATE UNIQUE INDEX \(quote(name)) ON \(quote(member.table))("
+            + columns.map(quote).joined(separator: ", ") + ")"
+        if member.entity.superentity != nil {
+            // Entity names are validated identifiers, safe as literals.
+            sql += " WHERE _entity IN (" + member.family.map { "'\($0)'" }.joined(separator: ", ") + ")"
+        }
+        return sql
+    }
+
     private static func index(table: String, columns: [String], unique: Bool) -> String {
         let name = table + "." + columns.joined(separator: "+") + (unique ? ".unique" : ".index")
         return "CREATE \(unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quote(name)) ON \(quote(table))("
@@ -173,15 +187,27 @@ extension Value {
         case (.string(let v), .string): return .text(v)
         case (.integer(let v), .integer): return .integer(v)
         case (.integer(let v), .double): return .real(Double(v))
-        case (.double(let v), .double): return .real(v)
+        case (.double(let v), .double):
+            guard !v.isNaN else {
+                throw ValueError(
+                    text: "nan", type: attribute.type, expected: "a number (NaN cannot be stored)")
+            }
+            return .real(v)
         case (.bool(let v), .bool): return .integer(v ? 1 : 0)
         case (.date(let v), .date): return .real(v.timeIntervalSince1970)
         case (.data(let v), .data): return .blob(v)
         case (.uuid(let v), .uuid): return .text(v.uuidString.lowercased())
-        case (.url(let v), .url): return .text(v.absoluteString)
+        case (.url(let v), .url):
+            guard v.scheme != nil else {
+                throw ValueError(text: v.relativeString, type: .url, expected: "an absolute URL")
+            }
+            return .text(v.absoluteString)
         case (.decimal(let v), .decimal): return .text(v.description)
         case (.integer(let v), .decimal): return .text(String(v))
-        case (.json(let v), .json): return .text(v)
+        case (.json(let v), .json):
+            // A document that is not JSON is refused, not stored.
+            _ = try Value(parsing: v, as: .json)
+            return .text(v)
         case (.string(let v), _) where attribute.type != .data:
             return try Value(parsing: v, as: attribute.type).sqlValue(for: attribute)
         default: throw mismatch()

@@ -157,14 +157,18 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         switch (json, type) {
         case (.null, _): self = .null
         case (.bool(let b), .bool): self = .bool(b)
+        case (.integer(let i), .integer): self = .integer(i)
+        case (.integer(let i), .double): self = .double(Double(i))
+        case (.integer(let i), .date): self = .date(Date(timeIntervalSince1970: Double(i)))
+        case (.integer(let i), .decimal): self = .decimal(Decimal(i))
         case (.number(let n), .integer):
-            guard let v = Int64(exactly: n) else {
-                throw ValueError(text: String(n), type: type, expected: "an integer")
-            }
-            self = .integer(v)
+            throw ValueError(text: String(n), type: type, expected: "an integer")
         case (.number(let n), .double): self = .double(n)
         case (.number(let n), .date): self = .date(Date(timeIntervalSince1970: n))
-        case (.number(let n), .decimal): self = .decimal(Decimal(n))
+        case (.number, .decimal):
+            throw ValueError(
+                text: json.jsonText, type: type,
+                expected: "a decimal written as a JSON string, to keep every digit")
         case (.string(let s), _): self = try Value(parsing: s, as: type)
         case (_, .json): self = .json(json.jsonText)
         default: throw ValueError(text: json.jsonText, type: type, expected: "a \(type.rawValue) value")
@@ -176,7 +180,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .null: .null
         case .string(let v): .string(v)
-        case .integer(let v): .number(Double(v))
+        case .integer(let v): .integer(v)
         case .double(let v): .number(v)
         case .bool(let v): .bool(v)
         case .date(let v): .string(Value.iso8601(v))
@@ -199,6 +203,8 @@ public struct ValueError: Error, CustomStringConvertible, Sendable {
 enum JSONScalar: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
+    /// A JSON number written without fraction or exponent that fits 64 bits, kept exact.
+    case integer(Int64)
     case number(Double)
     case string(String)
 
@@ -208,6 +214,8 @@ enum JSONScalar: Codable, Sendable, Equatable {
             self = .null
         } else if let b = try? c.decode(Bool.self) {
             self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .integer(i)
         } else if let n = try? c.decode(Double.self) {
             self = .number(n)
         } else {
@@ -220,8 +228,8 @@ enum JSONScalar: Codable, Sendable, Equatable {
         switch self {
         case .null: try c.encodeNil()
         case .bool(let b): try c.encode(b)
-        case .number(let n):
-            if let i = Int64(exactly: n) { try c.encode(i) } else { try c.encode(n) }
+        case .integer(let i): try c.encode(i)
+        case .number(let n): try c.encode(n)
         case .string(let s): try c.encode(s)
         }
     }
@@ -230,7 +238,8 @@ enum JSONScalar: Codable, Sendable, Equatable {
         switch self {
         case .null: "null"
         case .bool(let b): b ? "true" : "false"
-        case .number(let n): Int64(exactly: n).map(String.init) ?? String(n)
+        case .integer(let i): String(i)
+        case .number(let n): String(n)
         case .string(let s): "\"\(s)\""
         }
     }

@@ -15,7 +15,10 @@ public final class BlobStore {
     /// Digests written since the last ``makeDurable()``, whose files may not be on disk yet.
     private(set) var pendingDurability: Set<Digest> = []
     /// Digests whose files this store created since the last save (for rollback clean-up).
-    private(set) var createdSinceSave: Set<Digest> = []
+    var createdSinceSave: Set<Digest> = []
+    /// Whether the store already registers a digest (set by the package). A registered blob's
+    /// file is never replaced: the committed file stays, the new copy is discarded.
+    var isRegistered: (Digest) -> Bool = { _ in false }
 
     static let chunkSize = 1 << 20
 
@@ -87,7 +90,7 @@ public final class BlobStore {
         if pendingDurability.count >= 16 {
             try FileSystem.syncFileSystem(containing: packagePath)
         } else {
-            var directories: Set<String> = [blobsPath]
+            var directories: Set<String> = [packagePath, blobsPath]
             for digest in pendingDurability {
                 let path = path(for: digest)
                 let fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
@@ -232,6 +235,12 @@ public final class BlobWriter {
         let digest = hasher.finalize()
         let final = store.path(for: digest)
         let existed = store.contains(digest)
+        if existed && store.isRegistered(digest) {
+            // Same bytes, already stored and referenced: replacing the file with a copy that is
+            // not yet durable could lose committed data on power loss.
+            try? FileSystem.unlink(temporaryPath)
+            return BlobReference(digest: digest, size: size)
+        }
         do {
             try FileSystem.mkdir(store.blobsPath)
             try FileSystem.mkdir(String(final.prefix(final.count - 65)))

@@ -59,6 +59,11 @@ public final class DocumentPackage {
         self.database = database
         self.blobs = BlobStore(packagePath: url.path)
         self.lock = lock
+        blobs.isRegistered = { [unowned database] digest in
+            let row = try? database.scalar(
+                "SELECT 1 FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)])
+            return (row ?? nil) != nil
+        }
     }
 
     deinit {
@@ -77,11 +82,9 @@ public final class DocumentPackage {
         let mapping = try SchemaMapping(schema)
         let target = url.standardizedFileURL.path
         guard try FileSystem.status(target) == nil else { throw DeckError.alreadyExists(path: target) }
-        guard !contentType.isEmpty, contentType.utf8.count <= 255,
-            contentType.allSatisfy({ $0.isASCII && !$0.isWhitespace })
-        else {
+        guard PackageLayout.isValidContentType(contentType) else {
             throw DeckError.invalidSchema(
-                "content type '\(contentType)' must be non-empty printable ASCII without spaces")
+                "content type '\(contentType)' must be 1 to 255 printable ASCII characters without spaces")
         }
         let parent = (target as NSString).deletingLastPathComponent
         let name = (target as NSString).lastPathComponent
@@ -180,6 +183,7 @@ public final class DocumentPackage {
         guard access(path, R_OK | X_OK) == 0 else {
             throw DeckError.permissionDenied(path: path, operation: "open")
         }
+        try PackageLayout.refuseLinks(packagePath: path)
         let manifest = try Manifest.read(packagePath: path)
         if mode == .readWrite && manifest.formatVersion > PackageLayout.formatVersion {
             throw DeckError.tooNew(
@@ -244,6 +248,13 @@ public final class DocumentPackage {
                 reason:
                     "store format version \(userVersion) does not match manifest \(manifest.formatVersion)")
         }
+        let storedType = try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")?.string
+        guard storedType == manifest.contentType else {
+            throw DeckError.corrupt(
+                path: path,
+                reason: "the store's content type '\(storedType ?? "none")' differs from the manifest's "
+                    + "'\(manifest.contentType)'")
+        }
         guard let schemaText = try db.scalar("SELECT value FROM deck_meta WHERE key = 'schema'")?.string
         else {
             throw DeckError.corrupt(path: path, reason: "the store holds no schema (deck_meta.schema)")
@@ -259,7 +270,7 @@ public final class DocumentPackage {
     /// Removes everything in `tmp/`: with the lock held, nothing there belongs to a live writer.
     private func removeTemporaries() {
         let tmp = blobs.tmpPath
-        guard let names = try? FileSystem.list(tmp) else { return }
+        guard FileSystem.isDirectory(tmp), let names = try? FileSystem.list(tmp) else { return }
         for name in names { try? FileSystem.removeTree(tmp + "/" + name) }
     }
 
@@ -277,10 +288,17 @@ public final class DocumentPackage {
     /// undone whole and leaves earlier unsaved changes in place.
     func change<T>(_ body: () throws -> T) throws(DeckError) -> T {
         try requireWritable()
+        let createdBefore = blobs.createdSinceSave
         do {
             if !database.isInTransaction { try database.execute("BEGIN IMMEDIATE") }
             return try database.savepoint(body)
         } catch {
+            // Files this failed change created and nothing now registers would be orphans.
+            for digest in blobs.createdSinceSave.subtracting(createdBefore) where !blobs.isRegistered(digest)
+            {
+                try? blobs.remove(digest)
+                blobs.createdSinceSave.remove(digest)
+            }
             throw translate(error)
         }
     }
@@ -316,10 +334,7 @@ public final class DocumentPackage {
         guard database.isInTransaction else { return }
         try? database.execute("ROLLBACK")
         for digest in blobs.createdSinceSave {
-            let stillKnown =
-                (try? database.scalar("SELECT 1 FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))
-                ?? nil
-            if stillKnown == nil { try? blobs.remove(digest) }
+            if !blobs.isRegistered(digest) { try? blobs.remove(digest) }
         }
         blobs.resetTracking()
     }

@@ -15,6 +15,22 @@ public enum PackageLayout {
     /// The default package extension.
     public static let defaultExtension = "deck"
 
+    /// Refuses a package in which any fixed name is a symbolic link: a package never contains
+    /// links, and following one could read or delete files outside the package.
+    static func refuseLinks(packagePath: String) throws(DeckError) {
+        for name in [manifest, store, blobsDirectory, tmpDirectory, lockFile] {
+            if let st = try FileSystem.status(packagePath + "/" + name), (st.st_mode & S_IFMT) == S_IFLNK {
+                throw DeckError.notAPackage(
+                    path: packagePath, reason: "'\(name)' is a symbolic link; a package never contains links")
+            }
+        }
+    }
+
+    /// True for a content type the format accepts: 1 to 255 printable ASCII characters, no spaces.
+    static func isValidContentType(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 255 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+    }
+
     /// The format version this library writes.
     public static let formatVersion = 1
     /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
@@ -89,7 +105,12 @@ public struct Manifest: Codable, Sendable, Equatable {
         }
         guard manifest.minimumReaderVersion <= PackageLayout.formatVersion else {
             throw DeckError.tooNew(
-                path: packagePath, version: manifest.formatVersion, supported: PackageLayout.formatVersion)
+                path: packagePath, version: manifest.minimumReaderVersion,
+                supported: PackageLayout.formatVersion)
+        }
+        guard PackageLayout.isValidContentType(manifest.contentType) else {
+            throw DeckError.notAPackage(
+                path: packagePath, reason: "the manifest's contentType is not a valid identifier")
         }
         return manifest
     }

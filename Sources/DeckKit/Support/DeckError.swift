@@ -57,8 +57,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
             return "\(path): document is locked by \(holder); close it there or wait, then try again"
         case .tooNew(let path, let version, let supported):
             return
-                "\(path): package format \(version) is too new (this version of Deck reads up to \(supported)); "
-                + "upgrade Deck to open it"
+                "\(path): package needs a reader of format \(version) or later (this version of Deck "
+                + "supports format \(supported)); upgrade Deck to open it"
         case .corrupt(let path, let reason):
             return "\(path): package is corrupt: \(reason); run 'deck verify' for details"
         case .invalidSchema(let reason): return "invalid schema: \(reason)"

@@ -86,6 +86,7 @@ public enum PackageVerifier {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
             report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
         }
+        try PackageLayout.refuseLinks(packagePath: path)
         let manifest = try Manifest.read(packagePath: path)
         let storePath = path + "/" + PackageLayout.store
         guard let storeStatus = try FileSystem.status(storePath), (storeStatus.st_mode & S_IFMT) == S_IFREG

@@ -1,0 +1,259 @@
+import DeckKit
+import Foundation
+
+/// `deck open --shell`: an interactive session in the sqlite3 tradition.
+///
+/// Each line is one command, split like a shell line (quotes and backslashes work). Changes
+/// stay unsaved until `save`; `undo` discards them; `quit` refuses to drop unsaved changes
+/// unless told `quit!`.
+enum Shell {
+    /// The shell's own commands: the data commands without their `<path>` argument.
+    static let root: CommandSpec = {
+        func withoutPath(_ spec: CommandSpec) -> CommandSpec {
+            var copy = spec
+            copy.arguments.removeAll { $0.name == "path" }
+            return copy
+        }
+        let entity = ArgumentSpec("entity", help: "The entity.")
+        return CommandSpec(
+            name: "",
+            abstract: "Commands of the deck shell.",
+            subcommands: [
+                withoutPath(Commands.query), withoutPath(Commands.insert), withoutPath(Commands.update),
+                withoutPath(Commands.delete),
+                CommandSpec(
+                    name: "show", abstract: "Show one record with all its values and relationships.",
+                    arguments: [entity, ArgumentSpec("id", help: "The record id.")]),
+                CommandSpec(name: "entities", abstract: "List the entities with their record counts."),
+                CommandSpec(
+                    name: "schema", abstract: "Show the schema (of one entity).",
+                    arguments: [ArgumentSpec("entity", help: "The entity.", isOptional: true)]),
+                CommandSpec(name: "save", abstract: "Commit the unsaved changes."),
+                CommandSpec(name: "undo", abstract: "Discard the unsaved changes."),
+                CommandSpec(name: "history", abstract: "List the commands of this session."),
+                CommandSpec(
+                    name: "quit", abstract: "Leave (refuses while changes are unsaved; 'quit!' drops them)."),
+            ])
+    }()
+
+    static func run(path: String) throws -> Int32 {
+        let (document, note) = try openForShell(URL(fileURLWithPath: path))
+        defer { try? document.close() }
+        let interactive = StandardStreams.isTerminal(0)
+        if interactive {
+            Output.standard.write(
+                "deck \(DeckCommandLine.version) — \(document.manifest.contentType) document \(path)\(note)\n"
+                    + "Enter 'help' for commands, 'quit' to leave.\n")
+        }
+        var history: [String] = []
+        var status: Int32 = 0
+        while true {
+            if interactive {
+                Output.standard.write(document.hasChanges ? "deck*> " : "deck> ")
+            }
+            Output.standard.flush()
+            guard let line = readLine(strippingNewline: true) else { break }
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty || trimmed.hasPrefix("--") { continue }
+            history.append(trimmed)
+            let words: [String]
+            do {
+                words = try split(trimmed)
+            } catch {
+                Output.error("error: \(error.message)")
+                status = 1
+                continue
+            }
+            guard let verb = words.first else { continue }
+            switch verb {
+            case "quit", "exit", ".quit", ".exit":
+                if document.hasChanges {
+                    Output.error(
+                        "error: there are unsaved changes; 'save' them, 'undo' them, or 'quit!' to drop them")
+                    status = 1
+                    continue
+                }
+                return status
+            case "quit!", "exit!":
+                return status
+            case "help", ".help", "?":
+                let topic = Array(words.dropFirst())
+                Output.standard.write(HelpFormatter.help(for: [""] + topic, root: root) + "\n")
+                continue
+            case "history":
+                for (index, entry) in history.enumerated() {
+                    Output.standard.write("\(index + 1)  \(entry)\n")
+                }
+                continue
+            default:
+                break
+            }
+            do {
+                try execute(words, on: document)
+            } catch {
+                Output.standard.flush()
+                Output.error(describe(error))
+                status = 1
+            }
+        }
+        if document.hasChanges {
+            Output.error("deck: end of input with unsaved changes; they were discarded")
+            return 1
+        }
+        return status
+    }
+
+    /// Opens for writing when possible, else read-only with a note saying why.
+    static func openForShell(_ url: URL) throws -> (DocumentPackage, String) {
+        do {
+            return (try DocumentPackage.open(at: url, mode: .readWrite), "")
+        } catch {
+            switch error {
+            case .locked(_, let pid):
+                let holder = pid.map { "pid \($0)" } ?? "another process"
+                return (
+                    try DocumentPackage.open(at: url, mode: .readOnly), " (read-only: locked by \(holder))"
+                )
+            case .permissionDenied:
+                return (
+                    try DocumentPackage.open(at: url, mode: .readOnly), " (read-only: no write permission)"
+                )
+            default:
+                throw error
+            }
+        }
+    }
+
+    static func execute(_ words: [String], on document: DocumentPackage) throws {
+        let command: ParsedCommand
+        switch try ArgumentParser.parse(words, root: root) {
+        case .help(let path):
+            Output.standard.write(HelpFormatter.help(for: path, root: root) + "\n")
+            return
+        case .version:
+            Output.standard.write("deck \(DeckCommandLine.version)\n")
+            return
+        case .command(let parsed):
+            command = parsed
+        }
+        switch command.subcommandPath {
+        case ["query"]: _ = try QueryCommand.execute(command, on: document)
+        case ["insert"]: _ = try WriteCommands.insert(command, on: document, save: false)
+        case ["update"]: _ = try WriteCommands.update(command, on: document, save: false)
+        case ["delete"]: _ = try WriteCommands.delete(command, on: document, save: false)
+        case ["show"]: try show(command, on: document)
+        case ["entities"]:
+            for entity in try document.info().entities {
+                Output.standard.write("\(entity.name)  \(entity.records)\n")
+            }
+        case ["schema"]:
+            let info = try document.info()
+            var text = InspectCommand.text(info, schema: document.schema, full: true)
+            text = String(text[(text.range(of: "schema:\n")?.upperBound ?? text.endIndex)...])
+            if let name = command.positional("entity") {
+                guard document.schema.entity(named: name) != nil else {
+                    throw DeckError.unknownEntity(
+                        name, suggestion: closestMatch(to: name, in: document.schema.entities.map(\.name)))
+                }
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                var keep = false
+                text = ""
+                for line in lines {
+                    if !line.hasPrefix("    ") {
+                        keep = line.trimmingCharacters(in: .whitespaces).hasPrefix(name)
+                    }
+                    if keep { text += line + "\n" }
+                }
+            }
+            Output.standard.write(text)
+        case ["save"]:
+            let had = document.hasChanges
+            try document.save()
+            Output.standard.write(had ? "saved\n" : "nothing to save\n")
+        case ["undo"]:
+            let had = document.hasChanges
+            document.rollback()
+            Output.standard.write(had ? "unsaved changes discarded\n" : "nothing to undo\n")
+        default:
+            Output.standard.write(HelpFormatter.help(for: [""], root: root) + "\n")
+        }
+    }
+
+    static func show(_ command: ParsedCommand, on document: DocumentPackage) throws {
+        let entity = try Support.entity(command, in: document)
+        let text = command.positional("id") ?? ""
+        guard let id = Int64(text.hasPrefix("#") ? String(text.dropFirst()) : text) else {
+            throw command.usageError("'\(text)' is not a record id")
+        }
+        guard let record = try document.record(entity.name, id: id) else {
+            throw DeckError.recordNotFound(entity: entity.name, id: id)
+        }
+        Output.standard.write("\(record.entity) #\(record.id)\n")
+        let (attributes, relationships) = Support.properties(of: entity, in: document.schema)
+        let width = (attributes.map(\.name) + relationships.map(\.name)).map(\.count).max() ?? 0
+        func line(_ name: String, _ value: String) {
+            Output.standard.write(
+                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)\n")
+        }
+        for attribute in attributes { line(attribute.name, record[attribute.name].map(Support.text) ?? "") }
+        for relationship in relationships {
+            let ids = try document.related(record.entity, id: record.id, relationship.name)
+            line(relationship.name, ids.isEmpty ? "" : ids.map { "#\($0)" }.joined(separator: ", "))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as ArgumentError:
+            "error: \(error)"
+        case let error as FilterSyntaxError:
+            "error: --where: \(error.description)\n\(error.caret)"
+        default:
+            "error: \(error)"
+        }
+    }
+
+    struct SplitError: Error {
+        let message: String
+    }
+
+    /// Splits a line into words: spaces separate, quotes group, a backslash escapes the next character.
+    static func split(_ line: String) throws(SplitError) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var inWord = false
+        var quote: Character?
+        var escaped = false
+        for c in line {
+            if escaped {
+                current.append(c)
+                escaped = false
+                continue
+            }
+            if c == "\\" && quote != "'" {
+                escaped = true
+                inWord = true
+                continue
+            }
+            if let q = quote {
+                if c == q { quote = nil } else { current.append(c) }
+                continue
+            }
+            if c == "'" || c == "\"" {
+                quote = c
+                inWord = true
+            } else if c == " " || c == "\t" {
+                if inWord { words.append(current) }
+                current = ""
+                inWord = false
+            } else {
+                current.append(c)
+                inWord = true
+            }
+        }
+        if quote != nil { throw SplitError(message: "unterminated quote") }
+        if escaped { throw SplitError(message: "a backslash ends the line") }
+        if inWord { words.append(current) }
+        return words
+    }
+}

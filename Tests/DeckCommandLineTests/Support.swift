@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A unique temporary directory, removed when the test's scope ends.
+final class TemporaryDirectory {
+    let url: URL
+    var path: String { url.path }
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-cli-tests-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        // Undo chmods tests may have made, then remove.
+        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    func appending(_ name: String) -> String { url.appendingPathComponent(name).path }
+}
+
+/// The directory holding the built products (`deck`, `deck-crashtest`): next to the test bundle.
+let productsDirectory: URL = {
+    if let override = ProcessInfo.processInfo.environment["DECK_PRODUCTS"] {
+        return URL(fileURLWithPath: override)
+    }
+    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent()
+    // The runner may sit inside an .xctest bundle directory.
+    while url.path.contains(".xctest") { url.deleteLastPathComponent() }
+    return url
+}()
+
+/// The outcome of running a built executable.
+struct RunResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs a built product with `arguments`, optional standard input, and extra environment.
+@discardableResult
+func runProduct(
+    _ name: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+    currentDirectory: String? = nil
+) throws -> RunResult {
+    let process = Process()
+    process.executableURL = productsDirectory.appendingPathComponent(name)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env.removeValue(forKey: "NO_COLOR")
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    // Read both pipes before waiting, so a chatty child cannot block on a full pipe.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var outData = Data()
+    nonisolated(unsafe) var errData = Data()
+    group.enter()
+    DispatchQueue.global().async {
+        outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    errData = err.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return RunResult(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// Runs the built `deck`.
+@discardableResult
+func deck(_ arguments: String..., stdin: String? = nil, environment: [String: String] = [:]) throws
+    -> RunResult
+{
+    try runProduct("deck", arguments, stdin: stdin, environment: environment)
+}
