@@ -1,0 +1,63 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// The README's library example, compiled and run. `readmeExampleIsInReadme` keeps the README's
+/// copy identical to the code between the markers.
+@Suite struct ReadmeExampleTests {
+    static func example(directory: URL) throws -> [String] {
+        // README-EXAMPLE-BEGIN
+        let schema = Schema(entities: [
+            Entity(
+                "Note",
+                attributes: [
+                    Attribute("title", .string, options: [.unique]),
+                    Attribute("body", .string, defaultValue: .string("")),
+                    Attribute("created", .date),
+                    Attribute("scan", .data, isOptional: true, options: [.externalStorage]),
+                ])
+        ])
+        let url = directory.appendingPathComponent("Notes.deck")
+        let notes = try DocumentPackage.create(at: url, contentType: "org.example.notes", schema: schema)
+        try notes.insert("Note", ["title": .string("Groceries"), "created": .date(.now)])
+        try notes.insert(
+            "Note",
+            [
+                "title": .string("Receipt"), "created": .date(.now),
+                "scan": .data(Data(repeating: 0xAB, count: 200_000)),  // stored as a blob file
+            ])
+        try notes.save()
+
+        let found = try notes.fetch(
+            Query("Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true), sort: [SortKey("title")]))
+        let titles = found.compactMap { $0["title"]?.description }
+        try notes.close()
+
+        let report = try PackageVerifier.verify(at: url)
+        precondition(report.isValid)
+        // README-EXAMPLE-END
+        return titles
+    }
+
+    @Test func readmeExampleRuns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deck-readme-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try Self.example(directory: directory) == ["Receipt"])
+    }
+
+    @Test func readmeExampleIsInReadme() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: here, encoding: .utf8)
+        guard let begin = source.range(of: "// README-EXAMPLE-BEGIN\n"), let end = source.range(of: "        // README-EXAMPLE-END")
+        else {
+            Issue.record("markers missing")
+            return
+        }
+        let body = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
+        #expect(readme.contains(body), "README.md's library example differs from ReadmeExampleTests.swift")
+    }
+}
