@@ -29,7 +29,9 @@ import Testing
         try notes.save()
 
         let found = try notes.fetch(
-            Query("Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true), sort: [SortKey("title")]))
+            Query(
+                "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
+                sort: [SortKey("title")]))
         let titles = found.compactMap { $0["title"]?.description }
         try notes.close()
 
@@ -40,7 +42,8 @@ import Testing
     }
 
     @Test func readmeExampleRuns() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("deck-readme-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-readme-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         #expect(try Self.example(directory: directory) == ["Receipt"])
@@ -51,13 +54,16 @@ import Testing
         let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let source = try String(contentsOf: here, encoding: .utf8)
-        guard let begin = source.range(of: "// README-EXAMPLE-BEGIN\n"), let end = source.range(of: "        // README-EXAMPLE-END")
+        guard let begin = source.range(of: "// README-EXAMPLE-BEGIN\n"),
+            let end = source.range(of: "        // README-EXAMPLE-END")
         else {
             Issue.record("markers missing")
             return
         }
-        let body = source[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
+        let body = source[begin.upperBound..<end.lowerBound].split(
+            separator: "\n", omittingEmptySubsequences: false
+        )
+        .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
         #expect(readme.contains(body), "README.md's library example differs from ReadmeExampleTests.swift")
     }
 }
