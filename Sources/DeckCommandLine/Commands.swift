@@ -2,7 +2,9 @@ import DeckKit
 
 /// The command tree of `deck`: what `--help`, the parser and the completion scripts read.
 enum Commands {
-    static let pathArgument = ArgumentSpec("path", help: "The package directory.", completion: .directory)
+    static let pathArgument = ArgumentSpec(
+        "path", help: "The package directory (or, for reading commands, a package archive).",
+        completion: .file)
     static let entityArgument = ArgumentSpec("entity", help: "The entity (record type), e.g. Card.")
     static let json = OptionSpec.flag(
         "json", help: "Print JSON (stable, documented in deck(1)) instead of text.")
@@ -19,7 +21,11 @@ enum Commands {
             content-addressed blob files. Every package describes its own schema, so deck \
             works on any package without the app that made it.
             """,
-        subcommands: [new, open, inspect, verify, gc, query, insert, update, delete, blob, completions],
+        subcommands: [
+            new, open, inspect, verify, gc, query, insert, update, delete, blob, export, importArchive, pack,
+            unpack,
+            completions,
+        ],
         examples: [
             CommandExample(
                 "Make the sample flash-cards deck", command: "deck new Spanish.deck --sample flashcards"),
@@ -145,6 +151,54 @@ enum Commands {
                 options: [
                     .value("output", short: "o", valueName: "file", completion: .file, help: "Write to FILE.")
                 ])
+        ])
+
+    static let formatOption = OptionSpec.value(
+        "format", short: "f", valueName: "format", allowedValues: ["zip", "tar", "tar.gz", "tar.zst"],
+        help: "The archive format (default: from the file name, else zip).")
+    static let archiveOutput = OptionSpec.value(
+        "output", short: "o", valueName: "file", completion: .file, help: "The archive to write.")
+    static let force = OptionSpec.flag("force", help: "Replace an existing archive.")
+    static let archiveArgument = ArgumentSpec(
+        "archive", help: "A package archive (zip, tar, tar.gz, tar.zst).", completion: .file)
+
+    static let export = CommandSpec(
+        name: "export",
+        abstract: "Write a document to a single archive file for sharing.",
+        discussion: """
+            Archives a consistent snapshot of the document, even while another process writes \
+            to it. The same document always gives byte-identical archives. Blob files are \
+            stored, the store compressed; the first entry is 'mimetype'.
+            """,
+        arguments: [pathArgument],
+        options: [archiveOutput, formatOption, force, json])
+
+    static let importArchive = CommandSpec(
+        name: "import",
+        abstract: "Make a document from an archive (checked, verified, then moved into place).",
+        arguments: [archiveArgument],
+        options: [
+            .value(
+                "output", short: "o", valueName: "dir", completion: .directory,
+                help: "The package to create (default: the archive's name with .deck)."),
+            json,
+        ])
+
+    static let pack = CommandSpec(
+        name: "pack",
+        abstract: "Archive a package directory as it is on disk (refused while a writer has it open).",
+        arguments: [pathArgument],
+        options: [archiveOutput, formatOption, force, json])
+
+    static let unpack = CommandSpec(
+        name: "unpack",
+        abstract: "Unpack an archive into a new directory safely, checking every blob's digest.",
+        arguments: [archiveArgument],
+        options: [
+            .value(
+                "output", short: "o", valueName: "dir", completion: .directory,
+                help: "The directory to create."),
+            json,
         ])
 
     static let completions = CommandSpec(

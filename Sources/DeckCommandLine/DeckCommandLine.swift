@@ -91,6 +91,10 @@ public enum DeckCommandLine {
         case ["update"]: return try WriteCommands.update(command)
         case ["delete"]: return try WriteCommands.delete(command)
         case ["blob", "get"]: return try BlobCommand.get(command)
+        case ["export"]: return try SharingCommands.export(command)
+        case ["import"]: return try SharingCommands.importArchive(command)
+        case ["pack"]: return try SharingCommands.pack(command)
+        case ["unpack"]: return try SharingCommands.unpack(command)
         case ["completions"]: return try completions(command)
         default:
             Output.standard.write(HelpFormatter.help(for: command.commandPath, root: Commands.root))

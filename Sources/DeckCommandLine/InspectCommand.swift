@@ -4,9 +4,18 @@ import Foundation
 /// `deck open` (a summary) and `deck inspect` (everything).
 enum InspectCommand {
     static func run(_ command: ParsedCommand, full: Bool) throws -> Int32 {
-        let document = try Support.openPackage(command, mode: .readOnly)
-        defer { try? document.close() }
-        let info = try document.info()
+        let path = try Support.requiredPositional(command, "path")
+        return try Support.withReadableDocument(path) { document in
+            try show(command, document: document, displayPath: path, full: full)
+        }
+    }
+
+    static func show(_ command: ParsedCommand, document: DocumentPackage, displayPath: String, full: Bool)
+        throws
+        -> Int32
+    {
+        var info = try document.info()
+        info.path = displayPath
         if command.flag("json") {
             Output.standard.write(json(info, schema: document.schema, full: full).render() + "\n")
         } else {
@@ -129,7 +138,13 @@ enum VerifyCommand {
             bar.setTotal(total)
             bar.update(completed: done)
         }
-        let report = try PackageVerifier.verify(at: Support.url(path), options: options)
+        var isDirectory: ObjCBool = false
+        let isArchive =
+            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        let report =
+            isArchive
+            ? try PackageVerifier.verifyArchive(at: Support.url(path), options: options)
+            : try PackageVerifier.verify(at: Support.url(path), options: options)
         bar.finish()
         if command.flag("json") {
             let findings = report.findings.map { finding in

@@ -4,9 +4,9 @@ import Foundation
 /// `deck query`.
 enum QueryCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
-        let document = try Support.openPackage(command, mode: .readOnly)
-        defer { try? document.close() }
-        return try execute(command, on: document)
+        try Support.withReadableDocument(try Support.requiredPositional(command, "path")) { document in
+            try execute(command, on: document)
+        }
     }
 
     /// Runs the query on an open document (`deck query` and the shell's `query`).

@@ -34,7 +34,8 @@ public struct PackageInfo: Sendable {
         public let records: Int
     }
 
-    public let path: String
+    /// The package (a caller may put the name the user gave here).
+    public var path: String
     public let manifest: Manifest
     public let schemaVersion: String
     public let created: String?

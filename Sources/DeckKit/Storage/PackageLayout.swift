@@ -82,6 +82,11 @@ public struct Manifest: Codable, Sendable, Equatable {
         } catch {
             throw FileSystem.failure(.read, path, (error as NSError).code == 257 ? EACCES : EIO)
         }
+        return try decode(data, packagePath: packagePath)
+    }
+
+    /// Decodes and checks manifest bytes (from a package directory or an archive entry).
+    static func decode(_ data: Data, packagePath: String) throws(DeckError) -> Manifest {
         let manifest: Manifest
         do {
             manifest = try JSONDecoder().decode(Manifest.self, from: data)

@@ -26,9 +26,14 @@ enum FileSystem {
         }
     }
 
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError) -> Int32 {
+    /// open(2), or openat(2) relative to the directory `relativeTo`.
+    static func open(
+        _ path: String, _ flags: Int32, mode: mode_t = 0o644, relativeTo directory: Int32 = AT_FDCWD
+    )
+        throws(DeckError) -> Int32
+    {
         try check(.open, path)
-        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        let fd = openat(directory, path, flags | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure(.open, path) }
         return fd
     }

@@ -124,9 +124,70 @@ public enum PackageVerifier {
         return report
     }
 
+    /// Verifies a package archive by streaming it: every entry is checked as unpacking would
+    /// check it (paths, links, sizes, each blob's digest), the store is copied to a temporary
+    /// file for SQLite's checks and removed afterwards. Nothing else is written.
+    public static func verifyArchive(at url: URL, options: Options = Options()) throws(DeckError)
+        -> VerificationReport
+    {
+        try DocumentPackage.requireArchive(url)
+        let path = url.standardizedFileURL.path
+        var report = VerificationReport(path: path)
+        let store =
+            FileManager.default.temporaryDirectory.path + "/deck-verify-\(FileSystem.randomSuffix()).sqlite"
+        defer { try? FileSystem.unlink(store) }
+        let scan: ArchiveScanReport
+        do {
+            scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
+        } catch let error as ArchiveError {
+            if case .fileSystem = error { throw DeckError(archiveError: error) }
+            report.findings.append(
+                Finding(
+                    severity: .corruption, code: "archive-refused", object: path, message: error.description))
+            return report
+        } catch {
+            throw DeckError(archiveError: error)
+        }
+        let manifest: Manifest
+        do {
+            manifest = try Manifest.decode(scan.manifest, packagePath: path)
+        } catch .tooNew(let p, let v, let s) {
+            throw DeckError.tooNew(path: p, version: v, supported: s)
+        } catch {
+            report.findings.append(
+                Finding(severity: .corruption, code: "manifest-invalid", object: path, message: "\(error)"))
+            return report
+        }
+        do {
+            let database = try Database(path: store, mode: .readOnly)
+            defer { database.close() }
+            let schema = try DocumentPackage.checkStore(database, packagePath: path, manifest: manifest)
+            let archived = Dictionary(
+                scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
+            try checkStore(
+                database, schema: schema, manifest: manifest, path: path, options: options,
+                blobFiles: .archived(archived), report: &report)
+        } catch {
+            report.findings.append(
+                Finding(
+                    severity: .corruption, code: "store-unreadable", object: path + ":store.sqlite",
+                    message: "\(error)"))
+        }
+        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
+        return report
+    }
+
+    /// Where the blob files to check are.
+    enum BlobFiles {
+        /// In the package directory: listed, sized and hashed here.
+        case directory
+        /// In an archive, already hashed while it was scanned: digest → size.
+        case archived([Digest: Int64])
+    }
+
     private static func checkStore(
         _ db: Database, schema: Schema, manifest: Manifest, path: String, options: Options,
-        report: inout VerificationReport
+        blobFiles: BlobFiles = .directory, report: inout VerificationReport
     ) throws {
         let storePath = path + "/" + PackageLayout.store
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
@@ -162,7 +223,8 @@ public enum PackageVerifier {
             return
         }
         try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
-        try checkBlobs(db, mapping: mapping, path: path, options: options, report: &report)
+        try checkBlobs(
+            db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
     }
 
     /// Compares the store's tables, columns, triggers and indexes with what the schema maps to.
@@ -235,7 +297,7 @@ public enum PackageVerifier {
 
     /// Counts references, compares them with `deck_blob`, and checks every blob file.
     private static func checkBlobs(
-        _ db: Database, mapping: SchemaMapping, path: String, options: Options,
+        _ db: Database, mapping: SchemaMapping, path: String, options: Options, blobFiles: BlobFiles,
         report: inout VerificationReport
     ) throws {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
@@ -291,6 +353,31 @@ public enum PackageVerifier {
                 digest, "deck_blob.refs is \(entry.refs) but nothing references it")
         }
         let blobs = BlobStore(packagePath: path)
+        if case .archived(let archived) = blobFiles {
+            for (digestText, entry) in known.sorted(by: { $0.key < $1.key })
+            where entry.refs > 0 || counted[digestText] != nil {
+                guard let digest = Digest(hex: digestText) else { continue }
+                if let size = archived[digest] {
+                    report.blobsChecked += 1
+                    report.bytesChecked += size
+                    if size != entry.size {
+                        add(
+                            .corruption, "blob-size", digestText,
+                            "the archived blob has \(size) bytes, deck_blob says \(entry.size)")
+                    }
+                } else {
+                    add(
+                        .corruption, "blob-missing", digestText,
+                        "the archive holds no blobs/\(digestText.prefix(2))/\(digestText)")
+                }
+            }
+            for digest in archived.keys.sorted() where known[digest.hexDigest] == nil {
+                add(
+                    .untidy, "blob-orphan", "blobs/\(digest.hexDigest.prefix(2))/\(digest.hexDigest)",
+                    "no record references it")
+            }
+            return
+        }
         let (files, strays) = try blobs.inventory()
         for stray in strays {
             add(

@@ -1,0 +1,95 @@
+import DeckKit
+import Foundation
+
+/// `deck export`, `deck import`, `deck pack`, `deck unpack`.
+enum SharingCommands {
+    static func format(_ command: ParsedCommand) throws -> ArchiveFormat? {
+        guard let name = command.value("format") else { return nil }
+        guard let format = ArchiveFormat.allCases.first(where: { $0.name == name }) else {
+            throw command.usageError("unknown format '\(name)'; expected zip, tar, tar.gz or tar.zst")
+        }
+        return format
+    }
+
+    static func output(_ command: ParsedCommand) throws -> String {
+        guard let output = command.value("output") else {
+            throw command.usageError("missing --output <file>")
+        }
+        return output
+    }
+
+    static func export(_ command: ParsedCommand) throws -> Int32 {
+        let path = try Support.requiredPositional(command, "path")
+        let archive = try output(command)
+        try DocumentPackage.export(
+            at: Support.url(path), to: Support.url(archive), format: try format(command),
+            overwrite: command.flag("force"))
+        report(command, "Exported \(path) to \(archive)", ["archive": archive])
+        return 0
+    }
+
+    static func importArchive(_ command: ParsedCommand) throws -> Int32 {
+        let archive = try Support.requiredPositional(command, "archive")
+        let destination =
+            command.value("output") ?? DocumentPackage.defaultImportName(for: Support.url(archive))
+        let url = try DocumentPackage.importArchive(at: Support.url(archive), to: Support.url(destination))
+        report(command, "Imported \(archive) as \(destination)", ["package": url.path])
+        return 0
+    }
+
+    static func pack(_ command: ParsedCommand) throws -> Int32 {
+        let path = try Support.requiredPositional(command, "path")
+        let archive = try output(command)
+        try DocumentPackage.pack(
+            directory: Support.url(path), to: Support.url(archive), format: try format(command),
+            overwrite: command.flag("force"))
+        report(command, "Packed \(path) into \(archive)", ["archive": archive])
+        return 0
+    }
+
+    static func unpack(_ command: ParsedCommand) throws -> Int32 {
+        let archive = try Support.requiredPositional(command, "archive")
+        let destination = try output(command)
+        try DocumentPackage.unpack(at: Support.url(archive), to: Support.url(destination))
+        report(command, "Unpacked \(archive) into \(destination)", ["directory": destination])
+        return 0
+    }
+
+    private static func report(_ command: ParsedCommand, _ text: String, _ fields: [String: String]) {
+        if command.flag("json") {
+            Output.standard.write(
+                JSON.object(fields.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }).render()
+                    + "\n")
+        } else {
+            Output.standard.write(text + "\n")
+        }
+    }
+}
+
+extension Support {
+    /// Runs `body` on the document at `path` opened read-only; an archive file is unpacked to a
+    /// temporary directory first (checked as `deck import` checks it) and removed afterwards.
+    static func withReadableDocument<T>(_ path: String, _ body: (DocumentPackage) throws -> T) throws -> T {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
+        else {
+            let document = try DocumentPackage.open(at: url(path), mode: .readOnly)
+            defer { try? document.close() }
+            return try body(document)
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-archive-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let unpacked = scratch.appendingPathComponent("package.deck")
+        do {
+            try DocumentPackage.unpack(at: url(path), to: unpacked)
+        } catch DeckError.archive(let reason) {
+            throw DeckError.notAPackage(
+                path: path, reason: "not a directory, and not a readable package archive (\(reason))")
+        }
+        let document = try DocumentPackage.open(at: unpacked, mode: .readOnly)
+        defer { try? document.close() }
+        return try body(document)
+    }
+}

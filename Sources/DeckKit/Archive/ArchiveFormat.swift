@@ -1,0 +1,59 @@
+import CArchive
+
+/// A container format that ``ArchiveWriter`` and ``PackageArchive`` can write.
+///
+/// Reading detects the format from the data, so any of these (and plain tar compressed with
+/// bzip2 or xz) can be unpacked whatever the file is called.
+public enum ArchiveFormat: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// ZIP; entries are stored or deflated one by one.
+    case zip
+    /// POSIX tar (ustar headers, pax extensions only where ustar cannot express an entry).
+    case tar
+    /// tar compressed with gzip.
+    case tarGzip
+    /// tar compressed with Zstandard.
+    case tarZstd
+
+    /// Infers the format from a file name: `.zip`, `.tar`, `.tar.gz`/`.tgz`, `.tar.zst`/`.tzst`,
+    /// ignoring letter case. Returns nil for any other name.
+    public init?(fileName: String) {
+        let name = fileName.lowercased()
+        if name.hasSuffix(".zip") {
+            self = .zip
+        } else if name.hasSuffix(".tar") {
+            self = .tar
+        } else if name.hasSuffix(".tar.gz") || name.hasSuffix(".tgz") {
+            self = .tarGzip
+        } else if name.hasSuffix(".tar.zst") || name.hasSuffix(".tzst") {
+            self = .tarZstd
+        } else {
+            return nil
+        }
+    }
+
+    /// A short name for messages: `zip`, `tar`, `tar.gz` or `tar.zst`.
+    public var name: String {
+        switch self {
+        case .zip: return "zip"
+        case .tar: return "tar"
+        case .tarGzip: return "tar.gz"
+        case .tarZstd: return "tar.zst"
+        }
+    }
+
+    /// The usual file name extension, without the leading dot (same as ``name``).
+    public var fileExtension: String { name }
+
+    /// The same as ``name``.
+    public var description: String { name }
+
+    /// Whether this libarchive build can write the format in-process (zstd needs libarchive
+    /// linked against libzstd; the external `zstd` program is never used).
+    public var isAvailable: Bool {
+        switch self {
+        case .tar: return true
+        case .zip, .tarGzip: return archive_zlib_version() != nil
+        case .tarZstd: return archive_libzstd_version() != nil
+        }
+    }
+}

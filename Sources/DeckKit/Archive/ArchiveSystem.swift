@@ -1,0 +1,255 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The file-system calls of the archive layer: ``FileSystem`` (the one path to disk, which
+/// tests can make fail) with its errors expressed as ``ArchiveError``s.
+enum ArchiveSystem {
+    /// The size of every streaming buffer.
+    static let bufferSize = 1 << 20
+
+    /// What `lstat(2)` says a path is; symbolic links are never followed.
+    enum FileKind: Equatable {
+        case missing
+        case regular
+        case directory
+        case symbolicLink
+        case other
+    }
+
+    /// Runs a ``FileSystem`` call, translating its error.
+    private static func io<T>(_ body: () throws(DeckError) -> T) throws(ArchiveError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw ArchiveError(error)
+        }
+    }
+
+    static func fileKind(_ path: String) throws(ArchiveError) -> FileKind {
+        guard let info = try io({ () throws(DeckError) in try FileSystem.status(path) }) else {
+            return .missing
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regular
+        case S_IFDIR: return .directory
+        case S_IFLNK: return .symbolicLink
+        default: return .other
+        }
+    }
+
+    /// The names in a directory (without `.` and `..`), sorted bytewise.
+    static func directoryNames(_ path: String) throws(ArchiveError) -> [String] {
+        try io { () throws(DeckError) in try FileSystem.list(path) }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Opens a file for reading without following a symbolic link in the last component.
+    static func openForReading(_ path: String) throws(ArchiveError) -> Int32 {
+        try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_NOFOLLOW) }
+    }
+
+    /// Creates a new file; fails with ``ArchiveError/destinationExists(path:)`` if anything is there.
+    static func createExclusive(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws(ArchiveError)
+        -> Int32
+    {
+        try io { () throws(DeckError) in
+            try FileSystem.open(
+                path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644, relativeTo: directory)
+        }
+    }
+
+    /// Writes the whole buffer, retrying on partial writes and EINTR.
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(ArchiveError) {
+        try io { () throws(DeckError) in try FileSystem.write(fd, buffer, path: path) }
+    }
+
+    /// Reads up to `count` bytes, retrying on EINTR; returns 0 at end of file.
+    static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, count: Int, path: String)
+        throws(ArchiveError) -> Int
+    {
+        guard let base = buffer.baseAddress else { return 0 }
+        return try io { () throws(DeckError) in
+            try FileSystem.read(fd, into: base, count: min(count, buffer.count), path: path)
+        }
+    }
+
+    static func sync(_ fd: Int32, path: String) throws(ArchiveError) {
+        do {
+            try FileSystem.fsync(fd, path: path)
+        } catch .io(_, _, EINVAL) {
+            // Some file systems cannot fsync directories; that is not a failure of ours.
+        } catch {
+            throw ArchiveError(error)
+        }
+    }
+
+    static func syncDirectory(_ path: String) throws(ArchiveError) {
+        let fd = try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_DIRECTORY) }
+        defer { FileSystem.close(fd) }
+        try sync(fd, path: path)
+    }
+
+    /// A random suffix for temporary names.
+    static func randomSuffix() -> String { FileSystem.randomSuffix() }
+
+    /// The parent directory and last component of a path, as the file system sees them.
+    static func split(_ url: URL) -> (parent: String, name: String) {
+        let standardized = url.standardizedFileURL
+        return (standardized.deletingLastPathComponent().path, standardized.lastPathComponent)
+    }
+
+    /// Removes a file or a directory tree; symbolic links are removed, never followed.
+    static func removeTree(_ path: String) {
+        try? FileSystem.removeTree(path)
+    }
+
+    /// Makes a new directory; false when the name is taken.
+    static func makeDirectory(_ path: String) throws(ArchiveError) -> Bool {
+        do {
+            try FileSystem.mkdir(path, existingOK: false)
+            return true
+        } catch .alreadyExists {
+            return false
+        } catch {
+            throw ArchiveError(error)
+        }
+    }
+
+    /// Renames `source` to `destination` unless `destination` exists (`renameat2(RENAME_NOREPLACE)`;
+    /// on file systems without it, by claiming the name first).
+    static func renameNoReplace(_ source: String, _ destination: String, isDirectory: Bool)
+        throws(ArchiveError)
+    {
+        do {
+            try FileSystem.renameNoReplace(source, destination)
+            return
+        } catch .alreadyExists {
+            throw ArchiveError.destinationExists(path: destination)
+        } catch .io(_, _, let code) where code == EINVAL || code == ENOSYS || code == ENOTSUP {
+            try renameNoReplaceFallback(source, destination, isDirectory: isDirectory)
+        } catch .io(_, _, ENOTEMPTY) {
+            throw ArchiveError.destinationExists(path: destination)
+        } catch {
+            throw ArchiveError(error)
+        }
+    }
+
+    /// For file systems without an exclusive rename: claim the name first, then rename over the claim.
+    private static func renameNoReplaceFallback(_ source: String, _ destination: String, isDirectory: Bool)
+        throws(ArchiveError)
+    {
+        if isDirectory {
+            // mkdir is atomic; rename(2) then replaces only the empty directory we just made.
+            guard try makeDirectory(destination) else {
+                throw ArchiveError.destinationExists(path: destination)
+            }
+            do {
+                try FileSystem.rename(source, destination)
+            } catch {
+                rmdir(destination)
+                throw ArchiveError(error)
+            }
+            return
+        }
+        if link(source, destination) == 0 {
+            unlink(source)
+            return
+        }
+        let code = errno
+        if code == EEXIST { throw ArchiveError.destinationExists(path: destination) }
+        throw ArchiveError.fileSystem(path: destination, operation: "link", code: code)
+    }
+}
+
+extension ArchiveError {
+    /// The archive layer's form of a file-system failure.
+    init(_ error: DeckError) {
+        switch error {
+        case .alreadyExists(let path): self = .destinationExists(path: path)
+        case .io(let path, let operation, let code):
+            self = .fileSystem(path: path, operation: operation, code: code)
+        case .permissionDenied(let path, let operation):
+            self = .fileSystem(path: path, operation: operation, code: EACCES)
+        case .notFound(let path): self = .fileSystem(path: path, operation: "open", code: ENOENT)
+        default: self = .fileSystem(path: "", operation: error.description, code: EIO)
+        }
+    }
+}
+
+/// Makes libarchive see a UTF-8 locale on the current thread only, so that entry names are
+/// passed through as UTF-8 instead of failing conversion under the process's "C" locale.
+final class UTF8LocaleScope {
+    private let locale: locale_t?
+
+    init() {
+        // Only the character type matters to libarchive's name conversions.
+        #if os(Linux)
+            let mask = Int32(1) << LC_CTYPE
+        #else
+            let mask = LC_CTYPE_MASK
+        #endif
+        var found: locale_t?
+        for name in ["C.UTF-8", "C.utf8", "en_US.UTF-8", "UTF-8"] {
+            if let candidate = newlocale(mask, name, nil) {
+                found = candidate
+                break
+            }
+        }
+        locale = found
+    }
+
+    deinit {
+        if let locale { freelocale(locale) }
+    }
+
+    /// Runs `body` with the UTF-8 locale installed on this thread, restoring the previous one after.
+    func run<T>(_ body: () throws -> T) rethrows -> T {
+        guard let locale else { return try body() }
+        let previous = uselocale(locale)
+        defer {
+            if let previous { uselocale(previous) }
+        }
+        return try body()
+    }
+}
+
+@available(*, unavailable)
+extension UTF8LocaleScope: Sendable {}
+
+/// A file being written by extraction; closed (and optionally synced) by ``finish()``.
+final class OutputFile {
+    let path: String
+    private var fd: Int32
+    private let syncOnFinish: Bool
+
+    init(fd: Int32, path: String, syncOnFinish: Bool) {
+        self.fd = fd
+        self.path = path
+        self.syncOnFinish = syncOnFinish
+    }
+
+    deinit {
+        if fd >= 0 { close(fd) }
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer) throws {
+        try ArchiveSystem.writeAll(fd, buffer, path: path)
+    }
+
+    func finish() throws {
+        if syncOnFinish { try ArchiveSystem.sync(fd, path: path) }
+        let result = close(fd)
+        fd = -1
+        if result != 0 { throw ArchiveError.fileSystem(path: path, operation: "close", code: errno) }
+    }
+}
+
+@available(*, unavailable)
+extension OutputFile: Sendable {}

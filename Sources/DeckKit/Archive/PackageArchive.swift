@@ -1,0 +1,188 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Packs Deck packages into zip/tar archives and unpacks them safely.
+///
+/// An archive holds, in this order: `mimetype` (exactly ``mimeType``, stored), `manifest.json`,
+/// `store.sqlite`, then `blobs/` and its contents sorted bytewise by path, all at the archive
+/// root. Unpacking also accepts archives made by other tools: one top-level folder
+/// (`Name.deck/…`) is stripped, `__MACOSX/`, `._*` and `.DS_Store` entries are ignored, and the
+/// `mimetype` entry is optional.
+public enum PackageArchive {
+    /// The content of the `mimetype` entry that starts every package archive.
+    public static let mimeType = "application/vnd.deck.package"
+
+    /// Names in a package directory that are never archived.
+    static let skippedNames: Set<String> = [
+        "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal",
+    ]
+
+    /// Archives the package at `directory` into a new file at `archive`.
+    ///
+    /// The archive is written to a hidden temporary file next to `archive`, flushed, and renamed
+    /// into place; on failure nothing is left behind. Blobs are stored, `manifest.json` and
+    /// `store.sqlite` compressed (zip). Every blob is hashed while it is copied and must match
+    /// its name. `lock`, `tmp/` and SQLite's `-wal`, `-shm` and `-journal` files are skipped;
+    /// anything else outside the layout, and any symbolic link, is refused.
+    ///
+    /// - Parameters:
+    ///   - storeSnapshot: a consistent copy of the database to archive as `store.sqlite`
+    ///     instead of the directory's own `store.sqlite`.
+    ///   - blobs: archive only these blobs (each must exist), e.g. those a store snapshot
+    ///     references; nil archives every blob file in the directory.
+    ///   - overwrite: replace an existing file at `archive` (atomically); otherwise an existing
+    ///     destination is an error.
+    public static func pack(
+        directory: URL, to archive: URL, format: ArchiveFormat, storeSnapshot: URL? = nil,
+        blobs: Set<Digest>? = nil, overwrite: Bool = false
+    ) throws {
+        let destination = archive.standardizedFileURL.path
+        if !overwrite, try ArchiveSystem.fileKind(destination) != .missing {
+            throw ArchiveError.destinationExists(path: destination)
+        }
+        let plan = try PackPlan(directory: directory, storeSnapshot: storeSnapshot, selecting: blobs)
+        let (parent, name) = ArchiveSystem.split(archive)
+
+        var made: (writer: ArchiveWriter, path: String)?
+        for _ in 0..<16 where made == nil {
+            let path = "\(parent)/.\(name).pack-\(ArchiveSystem.randomSuffix())"
+            do {
+                made = (try ArchiveWriter(url: URL(fileURLWithPath: path), format: format), path)
+            } catch ArchiveError.destinationExists {
+                continue
+            }
+        }
+        guard let (writer, temporary) = made else {
+            throw ArchiveError.fileSystem(path: parent, operation: "create temporary file", code: EEXIST)
+        }
+        do {
+            try write(plan, to: writer)
+            try writer.finish()
+            if overwrite {
+                if rename(temporary, destination) != 0 {
+                    throw ArchiveError.fileSystem(path: destination, operation: "rename", code: errno)
+                }
+            } else {
+                try ArchiveSystem.renameNoReplace(temporary, destination, isDirectory: false)
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        // The archive is complete and in place; only the durability of its name is at stake.
+        try ArchiveSystem.syncDirectory(parent)
+    }
+
+    private static func write(_ plan: PackPlan, to writer: ArchiveWriter) throws {
+        try writer.addData(name: PackageItem.mimeTypeName, data: Data(mimeType.utf8), compress: false)
+        try writer.addFile(name: PackageItem.manifestName, source: plan.manifest, compress: true)
+        try writer.addFile(name: PackageItem.storeName, source: plan.store, compress: true)
+        try writer.addDirectory(name: PackageItem.blobsName)
+        for fanOut in plan.fanOuts {
+            try writer.addDirectory(name: "\(PackageItem.blobsName)/\(fanOut.name)")
+            for blob in fanOut.blobs {
+                let relative = PackageItem.blob(blob.digest).relativePath
+                let hasher = SHA256Hasher()
+                try writer.addFile(name: relative, source: blob.url, compress: false, hasher: hasher)
+                let actual = hasher.finalize()
+                if actual != blob.digest {
+                    throw ArchiveError.packageRefused(path: relative, reason: .digestMismatch(actual: actual))
+                }
+            }
+        }
+    }
+}
+
+/// What ``PackageArchive/pack(directory:to:format:storeSnapshot:overwrite:)`` will archive, after
+/// checking the package directory against the layout.
+private struct PackPlan {
+    struct Blob {
+        let digest: Digest
+        let url: URL
+    }
+
+    struct FanOut {
+        let name: String
+        let blobs: [Blob]
+    }
+
+    let manifest: URL
+    let store: URL
+    let fanOuts: [FanOut]
+
+    init(directory: URL, storeSnapshot: URL?, selecting selection: Set<Digest>?) throws {
+        let root = directory.standardizedFileURL.path
+        func refuse(_ relative: String, _ reason: PackageRefusal) -> ArchiveError {
+            .packageRefused(path: relative, reason: reason)
+        }
+        func require(_ relative: String, _ expected: ArchiveSystem.FileKind) throws {
+            switch try ArchiveSystem.fileKind("\(root)/\(relative)") {
+            case expected: return
+            case .missing: throw refuse(relative, .missing)
+            case .symbolicLink: throw refuse(relative, .symbolicLink)
+            default: throw refuse(relative, expected == .directory ? .notADirectory : .notARegularFile)
+            }
+        }
+        guard try ArchiveSystem.fileKind(root) == .directory else {
+            throw ArchiveError.packageRefused(path: root, reason: .notADirectory)
+        }
+        var hasBlobs = false
+        for name in try ArchiveSystem.directoryNames(root) {
+            switch name {
+            case PackageItem.manifestName:
+                try require(name, .regular)
+            case PackageItem.storeName:
+                if storeSnapshot == nil { try require(name, .regular) }
+            case PackageItem.blobsName:
+                try require(name, .directory)
+                hasBlobs = true
+            case _ where PackageArchive.skippedNames.contains(name):
+                continue
+            default:
+                throw try ArchiveSystem.fileKind("\(root)/\(name)") == .symbolicLink
+                    ? refuse(name, .symbolicLink) : refuse(name, .unexpected)
+            }
+        }
+        try require(PackageItem.manifestName, .regular)
+        if storeSnapshot == nil { try require(PackageItem.storeName, .regular) }
+        manifest = URL(fileURLWithPath: "\(root)/\(PackageItem.manifestName)")
+        store = storeSnapshot ?? URL(fileURLWithPath: "\(root)/\(PackageItem.storeName)")
+
+        var fanOuts: [FanOut] = []
+        if hasBlobs {
+            for name in try ArchiveSystem.directoryNames("\(root)/\(PackageItem.blobsName)") {
+                let relative = "\(PackageItem.blobsName)/\(name)"
+                guard PackageItem.isFanOutName(name) else {
+                    throw try ArchiveSystem.fileKind("\(root)/\(relative)") == .symbolicLink
+                        ? refuse(relative, .symbolicLink) : refuse(relative, .unexpected)
+                }
+                try require(relative, .directory)
+                var blobs: [Blob] = []
+                for blobName in try ArchiveSystem.directoryNames("\(root)/\(relative)") {
+                    let blobPath = "\(relative)/\(blobName)"
+                    try require(blobPath, .regular)
+                    guard let digest = Digest(hex: blobName), blobName.hasPrefix(name) else {
+                        throw refuse(blobPath, .unexpected)
+                    }
+                    if let selection, !selection.contains(digest) { continue }
+                    blobs.append(Blob(digest: digest, url: URL(fileURLWithPath: "\(root)/\(blobPath)")))
+                }
+                if !blobs.isEmpty || selection == nil { fanOuts.append(FanOut(name: name, blobs: blobs)) }
+            }
+        }
+        if let selection {
+            let found = Set(fanOuts.flatMap { $0.blobs.map(\.digest) })
+            if let missing = selection.subtracting(found).min() {
+                throw refuse(PackageItem.blob(missing).relativePath, .missing)
+            }
+        }
+        self.fanOuts = fanOuts
+    }
+}
