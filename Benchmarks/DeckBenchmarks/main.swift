@@ -75,11 +75,14 @@ func fresh(_ name: String) -> String {
 
 /// Runs `deck` and `baseline` alternately (warm-up first) and prints medians and the ratio
 /// baseline/deck (above 1: Deck is faster).
+/// Whether the benchmark called `name` runs (`--filter`).
+func selected(_ name: String) -> Bool { options.filter.map { name.contains($0) } ?? true }
+
 func compare(
     _ name: String, target: String, setup: () throws -> Void = {}, deck: () throws -> Void,
     baseline: () throws -> Void
 ) rethrows {
-    guard options.filter.map({ name.contains($0) }) ?? true else { return }
+    guard selected(name) else { return }
     var deckTimes: [Double] = []
     var baseTimes: [Double] = []
     for run in 0...options.runs {
@@ -170,7 +173,7 @@ let blobSchema = Schema(entities: [
 let sourceDirectory = options.workDirectory + "/source"
 try FileManager.default.createDirectory(atPath: sourceDirectory, withIntermediateDirectories: true)
 var payloads: [Data] = []
-for i in 0..<blobCount {
+for i in 0..<blobCount where selected("save \(blobCount) × 256 KiB blobs") {
     var bytes = [UInt8](repeating: UInt8(i & 0xff), count: blobSize)
     withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
     let data = Data(bytes)
@@ -194,7 +197,7 @@ payloads.removeAll()
 // 3. verify of a ~500 MB package vs openssl dgst -sha256 over the same blob bytes.
 let verifyBlobs = Int(500 * options.scale)
 let verifyPackage = fresh("verify.deck")
-do {
+if selected("verify \(verifyBlobs) MiB package") {
     let document = try DocumentPackage.create(
         at: URL(fileURLWithPath: verifyPackage), contentType: "org.deck.bench", schema: blobSchema)
     for i in 0..<verifyBlobs {
@@ -223,7 +226,7 @@ let bigRows = Int(1_000_000 * options.scale)
 let bigBlobs = Int(10_000 * options.scale)
 let bigPackage = fresh("big.deck")
 let emptyPackage = fresh("empty.deck")
-if options.filter.map({ "open + close".contains($0) }) ?? true {
+if selected("open + close (1M rows, 10k blobs)") {
     let smallBlobSchema = Schema(entities: [
         Entity(
             "Row",

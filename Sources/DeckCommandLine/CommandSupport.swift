@@ -142,7 +142,17 @@ enum Support {
         }
     }
 
-    /// A value as text output and CSV print it.
+    /// A value as CSV prints it: like text, but data in full (base64 inline, the digest of a blob).
+    static func csv(_ value: Value) -> String {
+        switch value {
+        case .data(let d): d.base64EncodedString()
+        case .blob(let r): r.digest.hexDigest
+        case .reference(let id): String(id)
+        default: text(value)
+        }
+    }
+
+    /// A value as text output prints it.
     static func text(_ value: Value) -> String {
         switch value {
         case .null: ""

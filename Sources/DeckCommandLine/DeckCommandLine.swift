@@ -39,7 +39,7 @@ public enum DeckCommandLine {
         }
         switch result {
         case .help(let path):
-            Output.standard.write(HelpFormatter.help(for: path, root: Commands.root))
+            Output.standard.write(HelpFormatter.help(for: path, root: Commands.root) + "\n")
             Output.standard.flush()
             return ExitStatus.ok
         case .version:
@@ -52,8 +52,9 @@ public enum DeckCommandLine {
                 return try dispatch(command)
             } catch let error as DeckError {
                 Output.standard.flush()
-                Output.error("deck: \(error)")
-                if let hint = hint(for: error) { Output.error("hint: \(hint)") }
+                let style = TerminalStyle.standardError
+                Output.error(style.bold("deck:") + " " + style.red("\(error)"))
+                if let hint = hint(for: error) { Output.error(style.dim("hint: \(hint)")) }
                 return error.exitStatus
             } catch let error as ArgumentError {
                 Output.standard.flush()
@@ -97,7 +98,7 @@ public enum DeckCommandLine {
         case ["unpack"]: return try SharingCommands.unpack(command)
         case ["completions"]: return try completions(command)
         default:
-            Output.standard.write(HelpFormatter.help(for: command.commandPath, root: Commands.root))
+            Output.standard.write(HelpFormatter.help(for: command.commandPath, root: Commands.root) + "\n")
             return ExitStatus.ok
         }
     }
@@ -115,7 +116,7 @@ public enum DeckCommandLine {
     static func hint(for error: DeckError) -> String? {
         switch error {
         case .notAPackage(let path, _) where path.lowercased().hasSuffix(".zip"):
-            "archives are opened with 'deck import'"
+            "make a package from an archive with 'deck import'"
         case .locked: "only one process may write a document at a time; readers (query, inspect) still work"
         case .corrupt(let path, _): "run 'deck verify \(path)' to see every problem"
         case .tooNew: "this package was written by a newer Deck"

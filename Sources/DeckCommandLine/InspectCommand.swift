@@ -161,10 +161,15 @@ enum VerifyCommand {
                     ("bytesChecked", .int(report.bytesChecked)), ("findings", .array(findings)),
                 ]).render() + "\n")
         } else {
-            for finding in report.findings { Output.standard.write("\(finding)\n") }
+            let style = TerminalStyle.standardOutput
+            for finding in report.findings {
+                let severity =
+                    finding.severity == .corruption ? style.red("corruption") : style.yellow("untidy")
+                Output.standard.write("\(severity): \(finding.object): \(finding.message)\n")
+            }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
             let untidy = report.findings.count - corrupt
-            let verdict = report.isValid ? "valid" : "CORRUPT"
+            let verdict = report.isValid ? style.green("valid") : style.red("CORRUPT")
             Output.standard.write(
                 "\(path): \(verdict): \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
@@ -176,9 +181,9 @@ enum VerifyCommand {
 /// `deck gc`.
 enum GCCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
-        let document = try Support.openPackage(command, mode: .readWrite)
-        defer { try? document.close() }
         let dryRun = command.flag("dry-run")
+        let document = try Support.openPackage(command, mode: dryRun ? .readOnly : .readWrite)
+        defer { try? document.close() }
         let report = try document.collectGarbage(dryRun: dryRun)
         if command.flag("json") {
             Output.standard.write(

@@ -27,7 +27,7 @@ enum QueryCommand {
         }
         if command.flag("count") {
             let count = try document.count(query)
-            Output.standard.write(command.flag("json") ? "{\"count\": \(count)}\n" : "\(count)\n")
+            Output.standard.write(command.flag("json") ? "{\"count\":\(count)}\n" : "\(count)\n")
             return 0
         }
         let (attributes, relationships) = Support.properties(of: entity, in: document.schema)
@@ -62,7 +62,7 @@ enum QueryCommand {
             try document.forEach(query) { record in
                 let cells =
                     [String(record.id), record.entity]
-                    + columns.map { record.values[$0].map(Support.text) ?? "" }
+                    + columns.map { record.values[$0].map(Support.csv) ?? "" }
                 Output.standard.write(cells.map(csv).joined(separator: ",") + "\r\n")
             }
         } else {

@@ -160,7 +160,8 @@ enum Shell {
                 text = ""
                 for line in lines {
                     if !line.hasPrefix("    ") {
-                        keep = line.trimmingCharacters(in: .whitespaces).hasPrefix(name)
+                        let header = line.trimmingCharacters(in: .whitespaces)
+                        keep = header == name || header.hasPrefix(name + " :")
                     }
                     if keep { text += line + "\n" }
                 }

@@ -21,7 +21,7 @@ enum WriteCommands {
         }
         if save { try document.save() }
         if command.flag("json") {
-            Output.standard.write("{\"id\": \(id), \"inserted\": \(inserted)}\n")
+            Output.standard.write("{\"id\":\(id),\"inserted\":\(inserted)}\n")
         } else {
             Output.standard.write("\(inserted ? "Inserted" : "Updated") \(entity.name) #\(id)\n")
         }
@@ -64,9 +64,10 @@ enum WriteCommands {
 
     private static func report(_ command: ParsedCommand, verb: String, count: Int, entity: String) {
         if command.flag("json") {
-            Output.standard.write("{\"count\": \(count)}\n")
+            Output.standard.write("{\"count\":\(count)}\n")
         } else {
-            Output.standard.write("\(verb) \(count) record\(count == 1 ? "" : "s") (\(entity) and related)\n")
+            let related = verb == "Deleted" ? " (\(entity) and related records its delete rules reach)" : ""
+            Output.standard.write("\(verb) \(count) record\(count == 1 ? "" : "s")\(related)\n")
         }
     }
 }
@@ -81,6 +82,8 @@ enum BlobCommand {
             throw command.usageError("'\(text)' is not a SHA-256 digest (64 hexadecimal digits)")
         }
         guard let output = command.value("output") else {
+            // Check the bytes before any reach standard output (a second read streams them).
+            try document.blobs.stream(digest) { _ in }
             try document.blobs.stream(digest) { chunk in Output.standard.write(bytes: chunk) }
             return 0
         }

@@ -17,6 +17,12 @@ let crashSchema = Schema(entities: [
             Attribute("batch", .integer),
         ]),
     Entity("Commit", attributes: [Attribute("sequence", .integer, options: [.unique])]),
+    Entity(
+        "Stats",
+        attributes: [
+            Attribute("key", .integer, options: [.unique]), Attribute("cards", .integer),
+            Attribute("sequence", .integer),
+        ]),
 ])
 
 /// Kills a writer with SIGKILL at random moments and checks that the package always verifies

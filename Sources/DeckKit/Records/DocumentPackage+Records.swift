@@ -14,27 +14,52 @@ extension DocumentPackage {
     /// `.references`, and their inverses follow automatically.
     @discardableResult
     public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
-        let mapping = try self.mapping.entity(entity)
-        return try change { () throws -> Int64 in
-            try checkNames(values, of: mapping)
-            var columns = ["_entity"]
-            var arguments: [SQLValue] = [.text(mapping.name)]
-            for attribute in mapping.attributes {
-                let value = values[attribute.name] ?? attribute.defaultValue ?? .null
+        // Inserts come in runs of one entity: remember the last one instead of hashing its name.
+        let mapping: EntityMapping
+        if let last = lastInsert, last.mapping.name == entity {
+            mapping = last.mapping
+        } else {
+            mapping = try self.mapping.entity(entity)
+        }
+        // One pass over the given values, matching names by comparison: for the handful of
+        // properties an entity has, that is cheaper than hashing each name again.
+        var given = [Value?](repeating: nil, count: mapping.attributes.count)
+        var relationshipValues = 0
+        for (name, value) in values {
+            if let index = mapping.attributes.firstIndex(where: { $0.name == name }) {
+                given[index] = value
+            } else if mapping.relationships.contains(where: { $0.relationship.name == name }) {
+                relationshipValues += 1
+            } else {
+                try checkNames(values, of: mapping)
+            }
+        }
+        // Without relationship values the insert is one statement, atomic by itself.
+        return try change(atomic: relationshipValues > 0) { () throws -> Int64 in
+            let statement: Statement
+            if let last = lastInsert, last.mapping === mapping {
+                statement = last.statement
+            } else if let cached = insertStatements[mapping.name] {
+                statement = cached
+            } else {
+                statement = try database.prepare(mapping.insertSQL)
+                insertStatements[mapping.name] = statement
+            }
+            lastInsert = (mapping, statement)
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(mapping.attributes.count)
+            for (index, attribute) in mapping.attributes.enumerated() {
+                let value = given[index] ?? attribute.defaultValue ?? .null
                 if value.isNull && !attribute.isOptional {
                     throw DeckError.invalidValue(
                         entity: mapping.name, property: attribute.name,
                         reason: "a value is required (the attribute is not optional)")
                 }
-                columns.append(quote(attribute.name))
                 arguments.append(try store(value, for: attribute, of: mapping))
             }
-            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-            try database.run(
-                "INSERT INTO \(quote(mapping.table))(\(columns.joined(separator: ", "))) VALUES (\(placeholders))",
-                arguments)
+            try statement.run(arguments)
             let id = database.lastInsertRowID
-            try setRelationships(values, of: mapping, id: id)
+            if relationshipValues > 0 { try setRelationships(values, of: mapping, id: id) }
             return id
         }
     }

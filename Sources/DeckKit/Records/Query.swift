@@ -114,6 +114,10 @@ struct QueryCompiler {
         let parts = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         let current = entity
         let tableAlias = alias
+        if key == "_id" || key == "_pk" {
+            // The record id, as every output names it.
+            return .attribute(Attribute("_id", .integer), column: "\(tableAlias)._pk")
+        }
         for (index, part) in parts.enumerated() {
             let isLast = index == parts.count - 1
             if let attribute = current.attribute(part) {
@@ -259,13 +263,17 @@ struct QueryCompiler {
         case .oneOf(let key, let values):
             guard !values.isEmpty else { return "0" }
             let target = try resolve(key)
-            let column = columnOf(target)
-            var placeholders: [String] = []
-            for value in values {
-                arguments.append(try encode(value, for: target, key: key))
-                placeholders.append("?")
+            var encoded: [SQLValue] = []
+            for value in values { encoded.append(try encode(value, for: target, key: key)) }
+            let placeholders = "(" + encoded.map { _ in "?" }.joined(separator: ", ") + ")"
+            if case .toMany(_, let storage, let owner) = target {
+                // A to-many relationship is "in" the list when it holds any of the ids.
+                arguments += encoded
+                return
+                    "EXISTS (SELECT 1 FROM (\(membersSelect(storage, owner: owner))) WHERE member IN \(placeholders))"
             }
-            return "\(column) IN (" + placeholders.joined(separator: ", ") + ")"
+            arguments += encoded
+            return "\(columnOf(target)) IN \(placeholders)"
         }
     }
 

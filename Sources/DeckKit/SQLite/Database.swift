@@ -168,14 +168,14 @@ public final class Database {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "deck_sp\(savepointDepth)"
-        try execute("SAVEPOINT \(name)")
+        try run("SAVEPOINT \(name)")
         do {
             let result = try body()
-            try execute("RELEASE \(name)")
+            try run("RELEASE \(name)")
             return result
         } catch {
-            try? execute("ROLLBACK TO \(name)")
-            try? execute("RELEASE \(name)")
+            try? run("ROLLBACK TO \(name)")
+            try? run("RELEASE \(name)")
             throw error
         }
     }

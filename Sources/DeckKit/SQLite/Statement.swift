@@ -40,9 +40,11 @@ public final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
-    /// Binds `values` to parameters 1…n, after resetting the statement.
+    /// Binds `values` to parameters 1…n, after resetting the statement. Parameters beyond
+    /// `values.count` are cleared.
     public func bind(_ values: [SQLValue]) throws(SQLiteError) {
-        reset()
+        sqlite3_reset(handle)
+        if Int(sqlite3_bind_parameter_count(handle)) > values.count { sqlite3_clear_bindings(handle) }
         for (offset, value) in values.enumerated() {
             try bind(value, at: offset + 1)
         }
@@ -56,7 +58,15 @@ public final class Statement {
         case .null: code = sqlite3_bind_null(handle, i)
         case .integer(let v): code = sqlite3_bind_int64(handle, i, v)
         case .real(let v): code = sqlite3_bind_double(handle, i, v)
-        case .text(let v): code = sqlite3_bind_text(handle, i, v, -1, deck_sqlite_transient())
+        case .text(var v):
+            code = v.withUTF8 { utf8 in
+                sqlite3_bind_text64(
+                    handle, i,
+                    UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1))?
+                        .assumingMemoryBound(to: CChar.self), sqlite3_uint64(utf8.count),
+                    deck_sqlite_transient(),
+                    UInt8(SQLITE_UTF8))
+            }
         case .blob(let v):
             code = v.withUnsafeBytes { buffer in
                 // A zero-length blob must still bind as a blob, not NULL: give SQLite a valid pointer.

@@ -11,7 +11,7 @@ enum RelationshipStorage: Equatable {
 }
 
 /// An entity with everything inherited resolved, and its mapping to the store.
-struct EntityMapping {
+final class EntityMapping: Sendable {
     let entity: Entity
     /// The table: the name of the hierarchy's root entity.
     let table: String
@@ -22,7 +22,26 @@ struct EntityMapping {
     /// Relationships, inherited first, with their storage.
     let relationships: [(relationship: Relationship, storage: RelationshipStorage)]
 
+    init(
+        entity: Entity, table: String, family: [String], attributes: [Attribute],
+        relationships: [(relationship: Relationship, storage: RelationshipStorage)]
+    ) {
+        self.entity = entity
+        self.table = table
+        self.family = family
+        self.attributes = attributes
+        self.relationships = relationships
+    }
+
     var name: String { entity.name }
+
+    /// `INSERT INTO table(_entity, every attribute) VALUES ('Entity', ?, …)`. The entity name
+    /// is a validated identifier, so it is safe as a literal (and saves binding it per row).
+    var insertSQL: String {
+        "INSERT INTO \(quote(table))("
+            + (["_entity"] + attributes.map { quote($0.name) }).joined(separator: ", ")
+            + ") VALUES ('\(name)'" + String(repeating: ", ?", count: attributes.count) + ")"
+    }
 
     func attribute(_ name: String) -> Attribute? { attributes.first { $0.name == name } }
     func relationship(_ name: String) -> (relationship: Relationship, storage: RelationshipStorage)? {

@@ -53,8 +53,11 @@ enum StoreDDL {
             statements.append(
                 "CREATE TABLE \(quote(root.table))(\n    " + columns.joined(separator: ",\n    ")
                     + "\n) STRICT")
-            statements.append(
-                "CREATE INDEX \(quote(root.table + "._entity")) ON \(quote(root.table))(_entity)")
+            if members.count > 1 {
+                // Only a hierarchy needs to find rows by their entity.
+                statements.append(
+                    "CREATE INDEX \(quote(root.table + "._entity")) ON \(quote(root.table))(_entity)")
+            }
             for column in externalColumns { statements += triggers(table: root.table, column: column) }
             for member in members {
                 for attribute in member.entity.attributes {

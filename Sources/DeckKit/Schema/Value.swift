@@ -90,10 +90,14 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
     }
 
-    /// Parses ISO 8601 dates (`2026-11-30`, `2026-11-30T10:00:00Z`, with or without fractional seconds).
+    /// Parses ISO 8601 dates: `2026-11-30`, `2026-11-30T10:00:00Z`, `2026-11-30T10:00:00+02:00`,
+    /// with or without fractional seconds. A date or time without a zone is UTC.
     public static func parseDate(_ text: String) -> Date? {
         if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
         if let d = try? Date.ISO8601FormatStyle().parse(text) { return d }
+        let local = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateTimeSeparator(.standard)
+        if let d = try? local.time(includingFractionalSeconds: true).parse(text) { return d }
+        if let d = try? local.time(includingFractionalSeconds: false).parse(text) { return d }
         if let d = try? Date.ISO8601FormatStyle().year().month().day().parse(text) { return d }
         return nil
     }
@@ -165,10 +169,12 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
             throw ValueError(text: String(n), type: type, expected: "an integer")
         case (.number(let n), .double): self = .double(n)
         case (.number(let n), .date): self = .date(Date(timeIntervalSince1970: n))
-        case (.number, .decimal):
-            throw ValueError(
-                text: json.jsonText, type: type,
-                expected: "a decimal written as a JSON string, to keep every digit")
+        case (.number(let n), .decimal):
+            // Through the number's shortest text, so 0.1 stays 0.1 (a string keeps every digit).
+            guard let d = Decimal(string: String(n), locale: Locale(identifier: "en_US_POSIX")) else {
+                throw ValueError(text: json.jsonText, type: type, expected: "a decimal number")
+            }
+            self = .decimal(d)
         case (.string(let s), _): self = try Value(parsing: s, as: type)
         case (_, .json): self = .json(json.jsonText)
         default: throw ValueError(text: json.jsonText, type: type, expected: "a \(type.rawValue) value")

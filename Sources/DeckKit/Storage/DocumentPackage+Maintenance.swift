@@ -63,9 +63,11 @@ extension DocumentPackage {
     /// Removes what no committed state needs: blob files nothing references, `deck_blob` rows
     /// with no references, and temporaries; then compacts the store with `VACUUM`.
     ///
-    /// Refuses while there are unsaved changes. With `dryRun`, only reports.
+    /// Refuses while there are unsaved changes. With `dryRun`, only reports; a dry run also
+    /// works on a package opened read-only (which, unlike a writer's open, leaves `tmp/` alone).
     public func collectGarbage(dryRun: Bool = false) throws(DeckError) -> GarbageReport {
-        try requireWritable()
+        // A dry run only reads: it works on a read-only package too.
+        if !dryRun || mode == .readWrite { try requireWritable() }
         guard !hasChanges else {
             throw DeckError.invalidQuery(
                 "\(path): save or roll back the unsaved changes before collecting garbage")

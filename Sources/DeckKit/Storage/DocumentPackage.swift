@@ -43,6 +43,10 @@ public final class DocumentPackage {
     public let blobs: BlobStore
     private var lock: WriterLock?
     private var isClosed = false
+    /// Prepared insert statements by entity, made on first use.
+    var insertStatements: [String: Statement] = [:]
+    /// The entity and statement of the latest insert.
+    var lastInsert: (mapping: EntityMapping, statement: Statement)?
 
     var path: String { url.path }
 
@@ -284,14 +288,16 @@ public final class DocumentPackage {
         guard mode == .readWrite else { throw DeckError.readOnly(path: path) }
     }
 
-    /// Runs one change inside the open write transaction, as a savepoint: a failed change is
-    /// undone whole and leaves earlier unsaved changes in place.
-    func change<T>(_ body: () throws -> T) throws(DeckError) -> T {
+    /// Runs one change inside the open write transaction: a failed change is undone whole and
+    /// leaves earlier unsaved changes in place. A change of several statements runs in a
+    /// savepoint; one of a single statement (`atomic: false`) relies on SQLite undoing a failed
+    /// statement by itself, which saves two statements per insert.
+    func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
         try requireWritable()
         let createdBefore = blobs.createdSinceSave
         do {
-            if !database.isInTransaction { try database.execute("BEGIN IMMEDIATE") }
-            return try database.savepoint(body)
+            if !database.isInTransaction { try database.run("BEGIN IMMEDIATE") }
+            return atomic ? try database.savepoint(body) : try body()
         } catch {
             // Files this failed change created and nothing now registers would be orphans.
             for digest in blobs.createdSinceSave.subtracting(createdBefore) where !blobs.isRegistered(digest)
@@ -301,6 +307,26 @@ public final class DocumentPackage {
             }
             throw translate(error)
         }
+    }
+
+    /// Runs `body` on one consistent snapshot: every fetch and count inside sees the same
+    /// committed state, even while another process commits. (A read-write package already sees
+    /// its own state, unsaved changes included; `body` simply runs.)
+    ///
+    /// ```swift
+    /// let (cards, decks) = try document.withSnapshot {
+    ///     (try document.count(Query("Card")), try document.count(Query("Deck")))
+    /// }
+    /// ```
+    public func withSnapshot<T>(_ body: () throws -> T) throws -> T {
+        guard mode == .readOnly, !database.isInTransaction else { return try body() }
+        do {
+            try database.execute("BEGIN DEFERRED")
+        } catch {
+            throw translate(error)
+        }
+        defer { try? database.execute("COMMIT") }
+        return try body()
     }
 
     /// Commits the unsaved changes (spec: "Save protocol").

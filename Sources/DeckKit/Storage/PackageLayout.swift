@@ -131,16 +131,44 @@ public struct Manifest: Codable, Sendable, Equatable {
     }
 }
 
-/// A short description of a decoding error, naming the key path.
+/// A short description of a decoding error, naming the key path like `entities[0].attributes[2].type`.
 func describe(_ error: any Error) -> String {
+    func path(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text.isEmpty ? "the top level" : "'\(text)'"
+    }
     switch error {
     case DecodingError.keyNotFound(let key, let context):
-        return "missing key '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
-    case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-        return "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
+        return "missing key \(path(context.codingPath + [key]))"
+    case DecodingError.typeMismatch(let type, let context):
+        return
+            "wrong type at \(path(context.codingPath)): expected \(type == String.self ? "a string" : "\(type)")"
+    case DecodingError.valueNotFound(_, let context):
+        return "missing value at \(path(context.codingPath))"
     case DecodingError.dataCorrupted(let context):
-        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-        return path.isEmpty ? "not JSON" : "\(context.debugDescription) at '\(path)'"
+        guard !context.codingPath.isEmpty else { return "not valid JSON" }
+        let text = context.debugDescription
+        if let range = text.range(of: "from invalid String value ") {
+            let value = text[range.upperBound...]
+            if context.codingPath.last?.stringValue == "type" {
+                let names = AttributeType.allCases.map(\.rawValue).joined(separator: ", ")
+                return "unknown type '\(value)' at \(path(context.codingPath)); expected one of: \(names)"
+            }
+            if context.codingPath.last?.stringValue == "deleteRule" {
+                let names = DeleteRule.allCases.map(\.rawValue).joined(separator: ", ")
+                return
+                    "unknown delete rule '\(value)' at \(path(context.codingPath)); expected one of: \(names)"
+            }
+            return "invalid value '\(value)' at \(path(context.codingPath))"
+        }
+        return "\(text) at \(path(context.codingPath))"
     default:
         return String(describing: error)
     }

@@ -250,7 +250,8 @@ public enum PackageVerifier {
         for (name, type) in want.sorted(by: { $0.key < $1.key }) {
             guard let actual = have[name] else {
                 add(
-                    type == "index" ? .untidy : .corruption, "\(type)-missing", name,
+                    type == "index" && !name.hasSuffix(".unique") ? .untidy : .corruption, "\(type)-missing",
+                    name,
                     "the schema requires this \(type), but the store does not have it")
                 continue
             }

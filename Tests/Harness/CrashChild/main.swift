@@ -1,11 +1,17 @@
-// deck-crashtest: the child process of the kill-mid-save tests and of Scripts/crash-soak.
+// deck-crashtest: the child process of the kill-mid-save and concurrency tests.
 //
-//     deck-crashtest PACKAGE SEED
+//     deck-crashtest PACKAGE SEED            write forever
+//     deck-crashtest PACKAGE SEED --read N   check N snapshots, then exit
 //
-// Opens PACKAGE (made by the parent with `CrashSchema`) and works forever in batches: inserts
-// cards with data of random sizes (most above the blob threshold), updates and deletes some,
-// inserts one `Commit` record numbered by the batch, and saves. After each save it prints
-// "committed N" and flushes, so the parent knows which batches must survive a SIGKILL.
+// Writing: opens PACKAGE (made by the parent with the tests' `crashSchema`) and works forever
+// in batches: inserts cards with data of random sizes (most above the blob threshold), updates
+// and deletes some, inserts one `Commit` record numbered by the batch, records the card count
+// and batch in the single `Stats` record, and saves. After each save it prints "committed N",
+// so the parent knows which batches must survive a SIGKILL.
+//
+// Reading: opens PACKAGE read-only and, N times, checks inside one snapshot that `Stats` agrees
+// with what is stored (card count, newest commit). A reader that could see a half-done batch
+// would find them disagreeing. Prints "checked N snapshots" or the disagreement (exit 1).
 
 import DeckKit
 import Foundation
@@ -34,6 +40,10 @@ func run() throws {
     var generator = SplitMix(
         seed: UInt64(CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "1") ?? 1)
     let url = URL(fileURLWithPath: CommandLine.arguments[1])
+    if CommandLine.arguments.count > 4, CommandLine.arguments[3] == "--read" {
+        try read(url, checks: Int(CommandLine.arguments[4]) ?? 100)
+        return
+    }
     let document = try DocumentPackage.open(at: url, mode: .readWrite)
     let newest = try document.fetch(Query("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
     var batch: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
@@ -57,10 +67,41 @@ func run() throws {
             try document.update("Card", id: target, ["front": .string("updated in \(batch)")])
         }
         try document.insert("Commit", ["sequence": .integer(batch)])
+        let stats: [String: Value] = [
+            "key": .integer(1), "cards": .integer(Int64(try document.count(Query("Card")))),
+            "sequence": .integer(batch),
+        ]
+        try document.upsert("Stats", stats)
         try document.save()
         let line = Array("committed \(batch)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     }
+}
+
+func integer(_ value: Value?) -> Int64 {
+    if case .integer(let n)? = value { n } else { -1 }
+}
+
+func read(_ url: URL, checks: Int) throws {
+    let document = try DocumentPackage.open(at: url, mode: .readOnly)
+    for check in 0..<checks {
+        try document.withSnapshot {
+            guard let stats = try document.fetch(Query("Stats")).first else { return }
+            let cards = Int64(try document.count(Query("Card")))
+            let newest = try document.fetch(
+                Query("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+            let sequence = integer(newest.first?["sequence"])
+            if cards != integer(stats["cards"]) || sequence != integer(stats["sequence"]) {
+                let message =
+                    "snapshot \(check): stats say \(integer(stats["cards"])) cards at batch "
+                    + "\(integer(stats["sequence"])), store has \(cards) cards at batch \(sequence)\n"
+                FileHandle.standardError.write(Data(message.utf8))
+                exit(1)
+            }
+        }
+    }
+    try document.close()
+    print("checked \(checks) snapshots")
 }
 
 do {
