@@ -18,6 +18,7 @@ struct Options {
     var runs = 5
     var filter: String?
     var scale = 1.0
+    var rssGiB = 0
     var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "deck-bench-\(getpid())"
     ).path
@@ -30,8 +31,10 @@ struct Options {
             case "--filter": filter = args.next()
             case "--scale": scale = Double(args.next() ?? "") ?? scale
             case "--dir": workDirectory = args.next() ?? workDirectory
+            case "--rss-gib": rssGiB = Int(args.next() ?? "") ?? rssGiB
             default:
-                print("usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR]")
+                print(
+                    "usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR] [--rss-gib N]")
                 exit(64)
             }
         }
@@ -264,6 +267,87 @@ try compare(
             try DocumentPackage.open(at: URL(fileURLWithPath: emptyPackage), mode: .readWrite).close()
         }
     })
+
+// 5–6. Export a 1 GiB document to zip vs bsdtar (blobs stored either way), and import it vs
+// bsdtar -x (Deck also checks every blob's digest and verifies the store before the rename).
+let shareBlobs = Int(64 * options.scale)
+let sharePackage = fresh("share.deck")
+if selected("export 1 GiB to zip") || selected("import 1 GiB zip") {
+    let document = try DocumentPackage.create(
+        at: URL(fileURLWithPath: sharePackage), contentType: "org.deck.bench", schema: blobSchema)
+    let chunk = 16 << 20
+    for i in 0..<shareBlobs {
+        var bytes = [UInt8](repeating: 0, count: chunk)
+        for j in stride(from: 0, to: chunk, by: 512) {
+            bytes[j] = UInt8(truncatingIfNeeded: i &* 131 &+ j / 512)
+        }
+        withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
+        try document.insert("Item", ["payload": .data(Data(bytes))])
+    }
+    try document.save()
+    try document.close()
+}
+try compare(
+    "export 1 GiB to zip", target: "≥ 0.9×",
+    deck: {
+        try DocumentPackage.export(
+            at: URL(fileURLWithPath: sharePackage), to: URL(fileURLWithPath: fresh("e.zip")))
+    },
+    baseline: {
+        _ = shell(
+            "cd '\(sharePackage)' && bsdtar --format zip --options zip:compression=store -cf '\(fresh("b.zip"))' "
+                + "manifest.json store.sqlite blobs")
+    })
+try compare(
+    "import 1 GiB zip", target: "≥ 0.8×",
+    setup: {
+        if !FileManager.default.fileExists(atPath: options.workDirectory + "/e.zip") {
+            try DocumentPackage.export(
+                at: URL(fileURLWithPath: sharePackage), to: URL(fileURLWithPath: fresh("e.zip")))
+        }
+        _ = fresh("i.deck")
+        _ = shell("rm -rf '\(fresh("x"))' && mkdir '\(options.workDirectory)/x'")
+    },
+    deck: {
+        try DocumentPackage.importArchive(
+            at: URL(fileURLWithPath: options.workDirectory + "/e.zip"),
+            to: URL(fileURLWithPath: fresh("i.deck")))
+    },
+    baseline: {
+        _ = shell("bsdtar -xf '\(options.workDirectory)/e.zip' -C '\(options.workDirectory)/x' && sync")
+    })
+
+// 7. Peak memory of `deck export` and `deck import` on a large document (--rss-gib, default 0:
+// skipped). Runs the deck binary next to this one under /usr/bin/time.
+if options.rssGiB > 0 {
+    let big = fresh("rss.deck")
+    let source = fresh("rss.bin")
+    let gib = options.rssGiB
+    _ = shell("head -c \(gib)G /dev/urandom > '\(source)'")
+    let document = try DocumentPackage.create(
+        at: URL(fileURLWithPath: big), contentType: "org.deck.bench", schema: blobSchema)
+    try document.insert("Item", ["payload": .file(URL(fileURLWithPath: source))])
+    try document.save()
+    try document.close()
+    try? FileManager.default.removeItem(atPath: source)
+    let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("deck").path
+    for (label, command) in [
+        ("export", "'\(deckBinary)' export '\(big)' -o '\(fresh("rss.zip"))'"),
+        ("import", "'\(deckBinary)' import '\(options.workDirectory)/rss.zip' -o '\(fresh("rss2.deck"))'"),
+    ] {
+        let report = fresh("rss-\(label).txt")
+        let t0 = now()
+        _ = shell("/usr/bin/time -f %M -o '\(report)' \(command) > /dev/null")
+        let kib =
+            Int(
+                (try? String(contentsOfFile: report, encoding: .utf8))?.trimmingCharacters(
+                    in: .whitespacesAndNewlines) ?? "") ?? -1
+        print(
+            "deck \(label) of a \(gib) GiB document: peak RSS \(kib / 1024) MiB (target < 64 MiB), \(String(format: "%.1f", now() - t0)) s"
+        )
+    }
+}
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)

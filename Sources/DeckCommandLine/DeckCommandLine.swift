@@ -118,7 +118,6 @@ public enum DeckCommandLine {
         case .notAPackage(let path, _) where path.lowercased().hasSuffix(".zip"):
             "make a package from an archive with 'deck import'"
         case .locked: "only one process may write a document at a time; readers (query, inspect) still work"
-        case .corrupt(let path, _): "run 'deck verify \(path)' to see every problem"
         case .tooNew: "this package was written by a newer Deck"
         default: nil
         }

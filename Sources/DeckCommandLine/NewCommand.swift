@@ -11,6 +11,11 @@ enum NewCommand {
             throw command.usageError("--sample and --schema cannot be combined")
         }
         var contentType = command.value("type")
+        if let type = contentType, !PackageLayout.isValidContentType(type) {
+            throw command.usageError(
+                "invalid content type '\(type)': use 1 to 255 printable ASCII characters without spaces, "
+                    + "such as org.example.notes")
+        }
         let schema: Schema
         if let sample {
             guard sample == "flashcards" else {

@@ -89,6 +89,12 @@ enum BlobCommand {
         }
         // Stage next to the destination and rename only once the digest checked out.
         let temporary = output + ".deck-partial-\(UInt32.random(in: 0...UInt32.max))"
+        let parent = (output as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        guard
+            FileManager.default.fileExists(atPath: parent.isEmpty ? "." : parent, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else { throw DeckError.notFound(path: parent) }
         guard FileManager.default.createFile(atPath: temporary, contents: nil),
             let handle = FileHandle(forWritingAtPath: temporary)
         else { throw DeckError.permissionDenied(path: output, operation: "create") }

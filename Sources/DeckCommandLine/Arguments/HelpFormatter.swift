@@ -29,11 +29,12 @@ public enum HelpFormatter {
             lines.append("")
         }
 
-        let pathText = commandPath.joined(separator: " ")
-        let hanging = "USAGE: ".count + pathText.count + 1
-        let continuation = String(repeating: " ", count: hanging <= 40 ? hanging : 9)
+        // A root without a name (the interactive shell's command set) is left out of the usage.
+        let pathText = commandPath.filter { !$0.isEmpty }.joined(separator: " ")
+        let firstPrefix = pathText.isEmpty ? "USAGE: " : "USAGE: \(pathText) "
+        let continuation = String(repeating: " ", count: firstPrefix.count <= 40 ? firstPrefix.count : 9)
         lines += TextWrapping.wrap(
-            words: usageUnits(for: command), width: width, firstPrefix: "USAGE: \(pathText) ",
+            words: usageUnits(for: command), width: width, firstPrefix: firstPrefix,
             continuationPrefix: continuation)
 
         if !command.arguments.isEmpty {
@@ -48,7 +49,7 @@ public enum HelpFormatter {
         for option in command.options {
             lines += row(label: optionLabel(option), text: optionHelp(option))
         }
-        if isRoot {
+        if isRoot && !root.name.isEmpty {
             lines += row(label: "--version", text: "Show the version.")
         }
         lines += row(label: "-h, --help", text: "Show help information.")
@@ -70,7 +71,8 @@ public enum HelpFormatter {
         }
 
         if !command.subcommands.isEmpty {
-            let helpPath = ([root.name, "help"] + commandPath.dropFirst()).joined(separator: " ")
+            let helpPath = ([root.name, "help"] + commandPath.dropFirst()).filter { !$0.isEmpty }.joined(
+                separator: " ")
             lines += ["", "  See '\(helpPath) <subcommand>' for detailed help."]
         }
         return lines.joined(separator: "\n")

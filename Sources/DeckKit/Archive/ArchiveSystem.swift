@@ -96,6 +96,11 @@ enum ArchiveSystem {
         try sync(fd, path: path)
     }
 
+    /// Flushes the whole file system holding `path`.
+    static func syncFileSystem(_ path: String) throws(ArchiveError) {
+        try io { () throws(DeckError) in try FileSystem.syncFileSystem(containing: path) }
+    }
+
     /// A random suffix for temporary names.
     static func randomSuffix() -> String { FileSystem.randomSuffix() }
 

@@ -134,7 +134,7 @@ public final class ArchiveWriter {
     }
 
     /// Adds a file, also feeding every byte written to `hasher`.
-    func addFile(name: String, source: URL, compress: Bool, hasher: SHA256Hasher?) throws {
+    func addFile(name: String, source: URL, compress: Bool, hasher: BackgroundSHA256Hasher?) throws {
         try guarded(name) {
             let path = source.path
             let input = try ArchiveSystem.openForReading(path)

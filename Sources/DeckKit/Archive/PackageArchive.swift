@@ -89,7 +89,7 @@ public enum PackageArchive {
             try writer.addDirectory(name: "\(PackageItem.blobsName)/\(fanOut.name)")
             for blob in fanOut.blobs {
                 let relative = PackageItem.blob(blob.digest).relativePath
-                let hasher = SHA256Hasher()
+                let hasher = BackgroundSHA256Hasher()
                 try writer.addFile(name: relative, source: blob.url, compress: false, hasher: hasher)
                 let actual = hasher.finalize()
                 if actual != blob.digest {

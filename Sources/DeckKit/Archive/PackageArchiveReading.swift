@@ -210,10 +210,10 @@ private struct PackagePass {
             }
         }
         let output = try sink.openFile(item)
-        var hasher: SHA256Hasher?
+        var hasher: BackgroundSHA256Hasher?
         var kept: Data?
         switch item {
-        case .blob: hasher = SHA256Hasher()
+        case .blob: hasher = BackgroundSHA256Hasher()
         case .manifest, .mimeType: kept = Data()
         default: break
         }
@@ -319,15 +319,14 @@ private struct DirectorySink: PackageSink {
             try makeDirectory(String(relative[..<slash]))
         }
         let fd = try ArchiveSystem.createExclusive(relative, relativeTo: rootFD)
-        return OutputFile(fd: fd, path: "\(root)/\(relative)", syncOnFinish: true)
+        // Made durable all at once by syncDirectories(), before the rename.
+        return OutputFile(fd: fd, path: "\(root)/\(relative)", syncOnFinish: false)
     }
 
-    /// Flushes every directory made, deepest first, then the root.
+    /// Makes every file and directory made durable: one `syncfs` of the file system, which is
+    /// what thousands of `fsync`s would achieve, at the cost of one.
     func syncDirectories() throws {
-        for relative in directories.reversed() {
-            try ArchiveSystem.syncDirectory("\(root)/\(relative)")
-        }
-        try ArchiveSystem.syncDirectory(root)
+        try ArchiveSystem.syncFileSystem(root)
     }
 }
 

@@ -127,7 +127,7 @@ extension DocumentPackage {
     public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
         let mapping = try self.mapping.entity(entity)
         return try change { () throws -> Int in
-            var deleted: Set<Int64> = []
+            var deleted: Set<RecordKey> = []
             try deleteRecord(id, of: mapping, deleted: &deleted)
             return deleted.count
         }
@@ -139,8 +139,10 @@ extension DocumentPackage {
         let mapping = try self.mapping.entity(query.entity)
         let ids = try fetchIDs(query)
         return try change { () throws -> Int in
-            var deleted: Set<Int64> = []
-            for id in ids where !deleted.contains(id) { try deleteRecord(id, of: mapping, deleted: &deleted) }
+            var deleted: Set<RecordKey> = []
+            for id in ids where !deleted.contains(RecordKey(table: mapping.table, id: id)) {
+                try deleteRecord(id, of: mapping, deleted: &deleted)
+            }
             return deleted.count
         }
     }
@@ -298,9 +300,17 @@ extension DocumentPackage {
         return try database.rows(sql, [.integer(id)]).compactMap { $0.first?.int64 }
     }
 
-    private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<Int64>) throws {
+    /// A record's identity across tables (ids are unique only within a table).
+    struct RecordKey: Hashable {
+        let table: String
+        let id: Int64
+    }
+
+    private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>) throws {
         let concrete = try concreteEntity(of: id, in: mapping)
-        guard let actual = self.mapping.entities[concrete], deleted.insert(id).inserted else { return }
+        guard let actual = self.mapping.entities[concrete],
+            deleted.insert(RecordKey(table: actual.table, id: id)).inserted
+        else { return }
         for (relationship, storage) in actual.relationships {
             let related = try relatedIDs(id, storage: storage, table: actual.table)
             guard !related.isEmpty, let destination = self.mapping.entities[relationship.destination] else {
@@ -311,7 +321,7 @@ extension DocumentPackage {
                 throw DeckError.deleteDenied(
                     entity: concrete, id: id, relationship: relationship.name, count: related.count)
             case .cascade:
-                for other in related where !deleted.contains(other) {
+                for other in related where !deleted.contains(RecordKey(table: destination.table, id: other)) {
                     // Cascades in the same table would otherwise revisit ids already gone.
                     if (try? concreteEntity(of: other, in: destination)) != nil {
                         try deleteRecord(other, of: destination, deleted: &deleted)

@@ -125,7 +125,10 @@ struct QueryCompiler {
                     throw DeckError.invalidQuery(
                         "'\(part)' in '\(key)' is an attribute, so nothing can follow it")
                 }
-                return .attribute(attribute, column: "\(tableAlias).\(quote(part))")
+                let column = "\(tableAlias).\(quote(part))"
+                // Decimals are stored as text to keep every digit; they compare and sort as numbers.
+                return .attribute(
+                    attribute, column: attribute.type == .decimal ? "CAST(\(column) AS NUMERIC)" : column)
             }
             guard let (relationship, storage) = current.relationship(part) else {
                 throw DeckError.unknownProperty(
@@ -205,7 +208,8 @@ struct QueryCompiler {
             for part in parts { sql.append(try compile(part)) }
             return "(" + sql.joined(separator: " OR ") + ")"
         case .not(let inner):
-            return "NOT " + (try compile(inner))
+            // Two-valued: a comparison with null is false, so its negation is true.
+            return "NOT coalesce(" + (try compile(inner)) + ", 0)"
         case .isNull(let key):
             let target = try resolve(key)
             switch target {

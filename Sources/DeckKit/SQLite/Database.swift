@@ -193,11 +193,17 @@ public final class Database {
         guard let backup = sqlite3_backup_init(target.handle, "main", handle, "main") else {
             throw target.error(sqlite3_errcode(target.handle), sql: nil)
         }
+        // A source with an open write transaction stays busy until it ends: give up after
+        // about five seconds rather than wait forever.
         var code: Int32
+        var busyRounds = 0
         repeat {
             code = sqlite3_backup_step(backup, 1024)
-            if code == SQLITE_BUSY || code == SQLITE_LOCKED { sqlite3_sleep(5) }
-        } while code == SQLITE_OK || code == SQLITE_BUSY || code == SQLITE_LOCKED
+            if code == SQLITE_BUSY || code == SQLITE_LOCKED {
+                busyRounds += 1
+                sqlite3_sleep(5)
+            }
+        } while code == SQLITE_OK || ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && busyRounds < 1_000)
         let finish = sqlite3_backup_finish(backup)
         guard code == SQLITE_DONE, finish == SQLITE_OK else {
             throw target.error(code == SQLITE_DONE ? finish : code, sql: nil)

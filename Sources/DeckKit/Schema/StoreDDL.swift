@@ -181,9 +181,10 @@ extension Value {
     /// the caller; here `.data` is always inline.
     func sqlValue(for attribute: Attribute) throws(ValueError) -> SQLValue {
         func mismatch() -> ValueError {
-            ValueError(
+            let article = "aeiou".contains(attribute.type.rawValue.prefix(1)) ? "an" : "a"
+            return ValueError(
                 text: description, type: attribute.type,
-                expected: "a \(attribute.type.rawValue) value, not \(kindName)")
+                expected: "\(article) \(attribute.type.rawValue) value, not \(kindName)")
         }
         switch (self, attribute.type) {
         case (.null, _): return .null
@@ -191,9 +192,9 @@ extension Value {
         case (.integer(let v), .integer): return .integer(v)
         case (.integer(let v), .double): return .real(Double(v))
         case (.double(let v), .double):
-            guard !v.isNaN else {
-                throw ValueError(
-                    text: "nan", type: attribute.type, expected: "a number (NaN cannot be stored)")
+            guard v.isFinite else {
+                // NaN would read back as null, and JSON has no infinities.
+                throw ValueError(text: String(v), type: attribute.type, expected: "a finite number")
             }
             return .real(v)
         case (.bool(let v), .bool): return .integer(v ? 1 : 0)
@@ -207,6 +208,10 @@ extension Value {
             return .text(v.absoluteString)
         case (.decimal(let v), .decimal): return .text(v.description)
         case (.integer(let v), .decimal): return .text(String(v))
+        case (.double(let v), .decimal) where v.isFinite: return .text(String(v))
+        case (.integer(let v), .date): return .real(Double(v))
+        case (.double(let v), .date) where v.isFinite: return .real(v)
+        case (.double(let v), .integer) where v == v.rounded() && abs(v) < 9.2e18: return .integer(Int64(v))
         case (.json(let v), .json):
             // A document that is not JSON is refused, not stored.
             _ = try Value(parsing: v, as: .json)

@@ -115,7 +115,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
             guard let v = Int64(text) else { throw fail("an integer") }
             self = .integer(v)
         case .double:
-            guard let v = Double(text), !text.isEmpty else { throw fail("a number") }
+            guard let v = Double(text), v.isFinite else { throw fail("a finite number") }
             self = .double(v)
         case .bool:
             switch text.lowercased() {

@@ -103,6 +103,12 @@ public final class BlobStore {
         pendingDurability.removeAll()
     }
 
+    /// Forgets one blob written since the last save (its file was removed).
+    func forget(_ digest: Digest) {
+        pendingDurability.remove(digest)
+        createdSinceSave.remove(digest)
+    }
+
     /// Forgets what was written since the last save, once it has been committed or rolled back.
     func resetTracking() {
         pendingDurability.removeAll()

@@ -157,14 +157,18 @@ public final class DocumentPackage {
         let temporary = path + ".tmp-" + FileSystem.randomSuffix()
         let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
         do {
+            defer { FileSystem.close(fd) }
             try data.withUnsafeBytes { buffer in try FileSystem.write(fd, buffer, path: temporary) }
             try FileSystem.fsync(fd, path: temporary)
-            FileSystem.close(fd)
-            try FileSystem.rename(temporary, path)
         } catch {
-            FileSystem.close(fd)
             try? FileSystem.unlink(temporary)
             throw DeckError.wrap(error)
+        }
+        do {
+            try FileSystem.rename(temporary, path)
+        } catch {
+            try? FileSystem.unlink(temporary)
+            throw error
         }
     }
 
@@ -236,7 +240,10 @@ public final class DocumentPackage {
     }
 
     /// Checks the store's identity and version and reads its schema.
-    static func checkStore(_ db: Database, packagePath path: String, manifest: Manifest) throws -> Schema {
+    /// - Parameter checkContentType: the verifier turns it off to report a mismatch as its own finding.
+    static func checkStore(
+        _ db: Database, packagePath path: String, manifest: Manifest, checkContentType: Bool = true
+    ) throws -> Schema {
         let applicationID = try db.pragma("application_id")?.int64 ?? 0
         guard applicationID == Int64(PackageLayout.applicationID) else {
             throw DeckError.notAPackage(
@@ -253,7 +260,7 @@ public final class DocumentPackage {
                     "store format version \(userVersion) does not match manifest \(manifest.formatVersion)")
         }
         let storedType = try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")?.string
-        guard storedType == manifest.contentType else {
+        guard storedType == manifest.contentType || !checkContentType else {
             throw DeckError.corrupt(
                 path: path,
                 reason: "the store's content type '\(storedType ?? "none")' differs from the manifest's "
@@ -295,15 +302,18 @@ public final class DocumentPackage {
     func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
         try requireWritable()
         let createdBefore = blobs.createdSinceSave
+        let beginsTransaction = !database.isInTransaction
         do {
-            if !database.isInTransaction { try database.run("BEGIN IMMEDIATE") }
+            if beginsTransaction { try database.run("BEGIN IMMEDIATE") }
             return atomic ? try database.savepoint(body) : try body()
         } catch {
+            // The first change failed: nothing was pending, so nothing is now.
+            if beginsTransaction && database.isInTransaction { try? database.run("ROLLBACK") }
             // Files this failed change created and nothing now registers would be orphans.
             for digest in blobs.createdSinceSave.subtracting(createdBefore) where !blobs.isRegistered(digest)
             {
                 try? blobs.remove(digest)
-                blobs.createdSinceSave.remove(digest)
+                blobs.forget(digest)
             }
             throw translate(error)
         }

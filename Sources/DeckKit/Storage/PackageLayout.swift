@@ -27,7 +27,7 @@ public enum PackageLayout {
     }
 
     /// True for a content type the format accepts: 1 to 255 printable ASCII characters, no spaces.
-    static func isValidContentType(_ text: String) -> Bool {
+    public static func isValidContentType(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 255 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 

@@ -61,6 +61,7 @@ enum FileSystem {
         throws(DeckError)
         -> Int
     {
+        try check(.read, path)
         while true {
             let n = Glibc.read(fd, buffer, count)
             if n >= 0 { return n }
@@ -119,6 +120,7 @@ enum FileSystem {
 
     /// lstat(2): nil when the path does not exist.
     static func status(_ path: String) throws(DeckError) -> stat? {
+        try check(.stat, path)
         var st = stat()
         if lstat(path, &st) == 0 { return st }
         if errno == ENOENT || errno == ENOTDIR { return nil }

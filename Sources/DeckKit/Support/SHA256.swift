@@ -1,4 +1,5 @@
 import CCrypto
+import Dispatch
 import Foundation
 
 /// An incremental SHA-256 hasher over OpenSSL's EVP interface.
@@ -104,3 +105,51 @@ public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: Digest, rhs: Digest) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
 }
+
+/// A SHA-256 hasher that hashes on a background thread, so that a copy loop (read, write)
+/// and the hashing of the same bytes overlap on two cores.
+///
+/// ``update(_:)`` copies the chunk and returns at once; at most four chunks wait at a time, so
+/// memory stays bounded. ``finalize()`` waits for the queue. Use it from one thread.
+final class BackgroundSHA256Hasher {
+    /// Moves a chunk and the hasher across to the queue; only that queue touches them.
+    private struct Job: @unchecked Sendable {
+        let hasher: SHA256Hasher
+        let bytes: UnsafeMutableRawBufferPointer
+    }
+
+    private let hasher = SHA256Hasher()
+    private let queue = DispatchQueue(label: "org.deck.sha256")
+    private let slots = DispatchSemaphore(value: 4)
+
+    init() {}
+
+    deinit {
+        // Let queued jobs finish before the hasher goes away.
+        queue.sync {}
+    }
+
+    /// Queues a copy of `chunk` for hashing.
+    func update(_ chunk: UnsafeRawBufferPointer) {
+        guard let base = chunk.baseAddress, chunk.count > 0 else { return }
+        slots.wait()
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk.count, alignment: 16)
+        copy.copyMemory(from: UnsafeRawBufferPointer(start: base, count: chunk.count))
+        let job = Job(hasher: hasher, bytes: copy)
+        let slots = self.slots
+        queue.async {
+            job.hasher.update(UnsafeRawBufferPointer(job.bytes))
+            job.bytes.deallocate()
+            slots.signal()
+        }
+    }
+
+    /// Waits for every queued chunk and returns the digest.
+    func finalize() -> Digest {
+        let job = Job(hasher: hasher, bytes: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        return queue.sync { job.hasher.finalize() }
+    }
+}
+
+@available(*, unavailable)
+extension BackgroundSHA256Hasher: Sendable {}

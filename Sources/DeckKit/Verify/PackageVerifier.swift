@@ -57,15 +57,20 @@ public enum PackageVerifier {
     public struct Options: Sendable {
         /// Skip hashing blob files and use SQLite's `quick_check`.
         public var quick: Bool
+        /// Hash every blob file (true unless `quick`). An importer that has just checked every
+        /// digest while unpacking turns it off and keeps the full `integrity_check`.
+        public var hashBlobs: Bool
         /// Threads that hash blob files (default: the number of cores).
         public var threads: Int
         /// Called with (bytes done, bytes total) while hashing, from any thread.
         public var progress: (@Sendable (Int64, Int64) -> Void)?
 
         public init(
-            quick: Bool = false, threads: Int? = nil, progress: (@Sendable (Int64, Int64) -> Void)? = nil
+            quick: Bool = false, hashBlobs: Bool? = nil, threads: Int? = nil,
+            progress: (@Sendable (Int64, Int64) -> Void)? = nil
         ) {
             self.quick = quick
+            self.hashBlobs = hashBlobs ?? !quick
             self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
             self.progress = progress
         }
@@ -98,7 +103,8 @@ public enum PackageVerifier {
         let schema: Schema
         do {
             database = try Database(path: storePath, mode: .readOnly)
-            schema = try DocumentPackage.checkStore(database, packagePath: path, manifest: manifest)
+            schema = try DocumentPackage.checkStore(
+                database, packagePath: path, manifest: manifest, checkContentType: false)
         } catch let error as DeckError {
             if case .notAPackage(_, let reason) = error {
                 add(.corruption, "store-identity", storePath, reason)
@@ -141,6 +147,12 @@ public enum PackageVerifier {
             scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
         } catch let error as ArchiveError {
             if case .fileSystem = error { throw DeckError(archiveError: error) }
+            if case .unreadable(_, let message) = error, message.contains("Unrecognized archive format"),
+                !looksLikeArchive(path)
+            {
+                throw DeckError.notAPackage(
+                    path: path, reason: "it is neither a package directory nor a package archive")
+            }
             report.findings.append(
                 Finding(
                     severity: .corruption, code: "archive-refused", object: path, message: error.description))
@@ -161,7 +173,8 @@ public enum PackageVerifier {
         do {
             let database = try Database(path: store, mode: .readOnly)
             defer { database.close() }
-            let schema = try DocumentPackage.checkStore(database, packagePath: path, manifest: manifest)
+            let schema = try DocumentPackage.checkStore(
+                database, packagePath: path, manifest: manifest, checkContentType: false)
             let archived = Dictionary(
                 scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
             try checkStore(
@@ -175,6 +188,19 @@ public enum PackageVerifier {
         }
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
         return report
+    }
+
+    /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
+    static func looksLikeArchive(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 262)) ?? Data())
+        if head.starts(with: [0x50, 0x4B]) || head.starts(with: [0x1F, 0x8B])
+            || head.starts(with: [0x28, 0xB5, 0x2F, 0xFD])
+        {
+            return true
+        }
+        return head.count >= 262 && Array(head[257..<262]) == Array("ustar".utf8)
     }
 
     /// Where the blob files to check are.
@@ -294,6 +320,30 @@ public enum PackageVerifier {
                 }
             }
         }
+        // References without a foreign key (delete rule noAction) may dangle by design; say so.
+        var checked: Set<String> = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name], have[entity.table] == "table" else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .ownColumn(let column) = storage,
+                    let destination = mapping.entities[relationship.destination],
+                    have[destination.table] == "table",
+                    checked.insert(entity.table + "." + column).inserted
+                else { continue }
+                let inverseRule = relationship.inverse.flatMap {
+                    destination.relationship($0)?.relationship.deleteRule
+                }
+                guard relationship.deleteRule == .noAction || inverseRule == .noAction else { continue }
+                let sql =
+                    "SELECT count(*), min(r._pk) FROM \(quote(entity.table)) r WHERE r.\(quote(column)) IS NOT NULL "
+                    + "AND NOT EXISTS (SELECT 1 FROM \(quote(destination.table)) d WHERE d._pk = r.\(quote(column)))"
+                guard let row = try db.rows(sql).first, let count = row[0].int64, count > 0 else { continue }
+                add(
+                    .untidy, "dangling-reference", "\(entity.table) #\(row[1].int64 ?? 0)",
+                    "'\(column)' and \(count - 1) more record(s) refer to a deleted \(relationship.destination) "
+                        + "(delete rule noAction)")
+            }
+        }
     }
 
     /// Counts references, compares them with `deck_blob`, and checks every blob file.
@@ -406,7 +456,7 @@ public enum PackageVerifier {
                     "file \(filePath) has \(st.st_size) bytes, deck_blob says \(size)")
             }
         }
-        guard !options.quick else { return }
+        guard options.hashBlobs else { return }
         let total = toHash.reduce(Int64(0)) { $0 + $1.2 }
         let results = hashAll(
             toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
