@@ -25,13 +25,19 @@ final class ArchiveReader {
         if archive_bzlib_version() != nil { archive_read_support_filter_bzip2(archive) }
         if archive_liblzma_version() != nil { archive_read_support_filter_xz(archive) }
         if archive_libzstd_version() != nil { archive_read_support_filter_zstd(archive) }
-        if archive_read_open_filename(archive, url.path, ArchiveSystem.bufferSize) != ARCHIVE_OK {
+        // Opened through FileSystem, so tests can make the open fail; libarchive reads and seeks
+        // the descriptor itself.
+        fd = try ArchiveSystem.openForReading(url.path)
+        if archive_read_open_fd(archive, fd, ArchiveSystem.bufferSize) != ARCHIVE_OK {
             throw ArchiveError.unreadable(entry: fileName, message: Self.message(archive))
         }
     }
 
+    private var fd: Int32 = -1
+
     deinit {
         archive_read_free(archive)
+        if fd >= 0 { FileSystem.close(fd) }
     }
 
     /// Bytes read from the archive file so far.

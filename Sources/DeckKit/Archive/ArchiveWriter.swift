@@ -120,7 +120,18 @@ public final class ArchiveWriter {
             // end-of-central-directory record or a compressed stream).
             try check(archive_write_set_bytes_per_block(archive, Int32(ArchiveSystem.bufferSize)), entry: "")
             try check(archive_write_set_bytes_in_last_block(archive, 1), entry: "")
-            try check(archive_write_open_fd(archive, fd), entry: url.lastPathComponent)
+            // Written through FileSystem (not libarchive's own fd writer), so tests can make the
+            // writes fail like every other write of Deck's.
+            let client = Unmanaged.passUnretained(self).toOpaque()
+            try check(
+                archive_write_open2(
+                    archive, client, nil,
+                    { archive, client, buffer, length in
+                        guard let client else { return -1 }
+                        return Unmanaged<ArchiveWriter>.fromOpaque(client).takeUnretainedValue()
+                            .writeBlock(archive, buffer, length)
+                    }, nil, nil),
+                entry: url.lastPathComponent)
         }
     }
 
@@ -187,6 +198,19 @@ public final class ArchiveWriter {
         try guarded(name) {
             try writeHeader(name: name, isDirectory: true, size: 0, compress: false)
             try check(archive_write_finish_entry(archive), entry: name)
+        }
+    }
+
+    /// libarchive's write callback's body: all of the block, through ``FileSystem``.
+    private func writeBlock(_ archive: OpaquePointer?, _ buffer: UnsafeRawPointer?, _ length: Int) -> Int {
+        guard let buffer else { return -1 }
+        do {
+            try ArchiveSystem.writeAll(
+                fd, UnsafeRawBufferPointer(start: buffer, count: length), path: url.path)
+            return length
+        } catch {
+            deck_archive_set_error(archive, EIO, "\(error)")
+            return -1
         }
     }
 
