@@ -54,6 +54,18 @@ let crashSchema = Schema(entities: [
             let report = try PackageVerifier.verify(at: url)
             let corruption = report.findings.filter { $0.severity == .corruption }
             #expect(corruption.isEmpty, "round \(round): \(corruption)")
+            // An archive or imported package that exists is whole (export and import write under
+            // temporary names and rename at the end).
+            let archive = directory.url.appendingPathComponent("export.zip")
+            if FileManager.default.fileExists(atPath: archive.path) {
+                #expect(try PackageVerifier.verifyArchive(at: archive).isValid, "round \(round): export.zip")
+            }
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            where name.hasPrefix("imported-") {
+                let imported = directory.url.appendingPathComponent(name)
+                #expect(try PackageVerifier.verify(at: imported).isValid, "round \(round): \(name)")
+                try FileManager.default.removeItem(at: imported)
+            }
 
             let document = try DocumentPackage.open(at: url, mode: .readOnly)
             let newest = try document.fetch(
@@ -73,5 +85,10 @@ let crashSchema = Schema(entities: [
             try document.close()
         }
         #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing")
+        if lastCommitted >= 15 {
+            #expect(
+                FileManager.default.fileExists(atPath: directory.appending("export.zip")),
+                "the child reached batch \(lastCommitted) but never exported")
+        }
     }
 }

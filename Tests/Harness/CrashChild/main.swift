@@ -75,6 +75,19 @@ func run() throws {
         try document.save()
         let line = Array("committed \(batch)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        // Now and then the other operations that write: gc, export, import. A kill during any
+        // of them must leave the document, and any archive or imported package, whole.
+        if batch % 5 == 0 { _ = try document.collectGarbage() }
+        if batch % 7 == 0 {
+            let archive = url.deletingLastPathComponent().appendingPathComponent("export.zip")
+            try DocumentPackage.export(at: url, to: archive, overwrite: true)
+            let imported = url.deletingLastPathComponent().appendingPathComponent("imported-\(batch).deck")
+            try DocumentPackage.importArchive(at: archive, to: imported)
+            // Out of the way atomically first, so a kill mid-removal leaves no partial "imported-".
+            let trash = url.deletingLastPathComponent().appendingPathComponent(".trash-\(batch)")
+            try FileManager.default.moveItem(at: imported, to: trash)
+            try FileManager.default.removeItem(at: trash)
+        }
     }
 }
 
