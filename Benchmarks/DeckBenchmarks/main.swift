@@ -167,6 +167,30 @@ try compare(
         sqlite3_close(db)
     })
 
+// 1b. `deck query --json` over those rows vs `sqlite3 -json` on the same table (both processes).
+let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("deck").path
+if selected("query --json \(rowCount) rows") {
+    let package = options.workDirectory + "/insert.deck"
+    if !FileManager.default.fileExists(atPath: package) {
+        let document = try DocumentPackage.create(
+            at: URL(fileURLWithPath: package), contentType: "org.deck.bench", schema: rowSchema)
+        for i in 0..<rowCount {
+            try document.insert(
+                "Row",
+                [
+                    "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                    "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                ])
+        }
+        try document.save()
+        try document.close()
+    }
+    try compare(
+        "query --json \(rowCount) rows", target: "≥ 0.33×",
+        deck: { _ = shell("'\(deckBinary)' query '\(package)' Row --json > /dev/null") },
+        baseline: { _ = shell("sqlite3 -json '\(package)/store.sqlite' 'SELECT * FROM Row' > /dev/null") })
+}
+
 // 2. Saving 2,000 external values of 256 KiB vs cp -r + sync of the same files.
 let blobCount = Int(2_000 * options.scale)
 let blobSize = 256 * 1024
@@ -294,9 +318,10 @@ try compare(
             at: URL(fileURLWithPath: sharePackage), to: URL(fileURLWithPath: fresh("e.zip")))
     },
     baseline: {
+        // Deck's export makes the archive durable (fsync) before it appears; so does the baseline.
         _ = shell(
             "cd '\(sharePackage)' && bsdtar --format zip --options zip:compression=store -cf '\(fresh("b.zip"))' "
-                + "manifest.json store.sqlite blobs")
+                + "manifest.json store.sqlite blobs && sync")
     })
 try compare(
     "import 1 GiB zip", target: "≥ 0.8×",

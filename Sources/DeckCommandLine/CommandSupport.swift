@@ -32,7 +32,11 @@ enum Support {
             if required && command.flag("all") {
                 throw command.usageError("--where and --all cannot be combined")
             }
-            return try FilterParser.parse(text)
+            do {
+                return try FilterParser.parse(text)
+            } catch {
+                throw OptionSyntaxError(option: "--where", error: error)
+            }
         }
         if required && !command.flag("all") {
             throw command.usageError("say which records: --where EXPR, or --all for every record")

@@ -60,9 +60,13 @@ public enum DeckCommandLine {
                 Output.standard.flush()
                 Output.error(HelpFormatter.errorReport(for: error, root: Commands.root))
                 return ExitStatus.usage
+            } catch let error as OptionSyntaxError {
+                Output.standard.flush()
+                Output.error("deck: \(error.option): \(error.error.description)\n\(error.error.caret)")
+                return ExitStatus.usage
             } catch let error as FilterSyntaxError {
                 Output.standard.flush()
-                Output.error("deck: --where: \(error.description)\n\(error.caret)")
+                Output.error("deck: \(error.description)\n\(error.caret)")
                 return ExitStatus.usage
             } catch let error as CommandFailure {
                 Output.standard.flush()
@@ -122,6 +126,12 @@ public enum DeckCommandLine {
         default: nil
         }
     }
+}
+
+/// A syntax error in the value of an option (`--where`, `--sort`), labelled with the option.
+struct OptionSyntaxError: Error {
+    let option: String
+    let error: FilterSyntaxError
 }
 
 /// A command's own failure with a chosen exit status.

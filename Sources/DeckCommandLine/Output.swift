@@ -23,6 +23,12 @@ final class Output: @unchecked Sendable {
         if buffer.count >= 1 << 16 { flush() }
     }
 
+    /// Appends UTF-8 bytes, or a JSON value written straight into the buffer.
+    func write(json: JSON, pretty: Bool) {
+        json.write(into: &buffer, pretty: pretty)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
     func write(bytes: UnsafeRawBufferPointer) {
         flush()
         Output.writeAll(fd, bytes)
@@ -68,71 +74,90 @@ indirect enum JSON {
     case raw(String)
 
     func render(pretty: Bool = true, indent: String = "") -> String {
-        var out = ""
-        write(into: &out, pretty: pretty, indent: indent)
-        return out
+        var out: [UInt8] = []
+        write(into: &out, pretty: pretty, indent: Array(indent.utf8))
+        return String(decoding: out, as: UTF8.self)
     }
 
-    func write(into out: inout String, pretty: Bool, indent: String) {
+    /// Appends the JSON text as UTF-8 (bytes, not `String`: this is the hot loop of
+    /// `deck query --json`).
+    func write(into out: inout [UInt8], pretty: Bool, indent: [UInt8] = []) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .int(let i): out += String(i).utf8
         case .double(let d):
-            out +=
-                d.isFinite
-                ? (d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) + ".0" : String(d)) : "null"
+            if !d.isFinite {
+                out += "null".utf8
+            } else if d == d.rounded() && abs(d) < 1e15 {
+                out += String(Int64(d)).utf8
+                out += ".0".utf8
+            } else {
+                out += String(d).utf8
+            }
         case .string(let s): JSON.escape(s, into: &out)
-        case .raw(let text): out += text
+        case .raw(let text): out += text.utf8
         case .array(let items):
             guard !items.isEmpty else {
-                out += "[]"
+                out += "[]".utf8
                 return
             }
-            let inner = indent + "  "
-            out += pretty ? "[\n" : "["
+            let inner = indent + [0x20, 0x20]
+            out += pretty ? "[\n".utf8 : "[".utf8
             for (i, item) in items.enumerated() {
                 if pretty { out += inner }
                 item.write(into: &out, pretty: pretty, indent: inner)
-                if i < items.count - 1 { out += "," }
-                if pretty { out += "\n" }
+                if i < items.count - 1 { out.append(UInt8(ascii: ",")) }
+                if pretty { out.append(0x0A) }
             }
-            out += pretty ? indent + "]" : "]"
+            if pretty { out += indent }
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
             guard !members.isEmpty else {
-                out += "{}"
+                out += "{}".utf8
                 return
             }
-            let inner = indent + "  "
-            out += pretty ? "{\n" : "{"
+            let inner = indent + [0x20, 0x20]
+            out += pretty ? "{\n".utf8 : "{".utf8
             for (i, (key, value)) in members.enumerated() {
                 if pretty { out += inner }
                 JSON.escape(key, into: &out)
-                out += pretty ? ": " : ":"
+                out += pretty ? ": ".utf8 : ":".utf8
                 value.write(into: &out, pretty: pretty, indent: inner)
-                if i < members.count - 1 { out += "," }
-                if pretty { out += "\n" }
+                if i < members.count - 1 { out.append(UInt8(ascii: ",")) }
+                if pretty { out.append(0x0A) }
             }
-            out += pretty ? indent + "}" : "}"
+            if pretty { out += indent }
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func escape(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(c.value, radix: 16).count)
-                    + String(c.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
+    /// Appends `s` as a JSON string literal: quotes, backslashes and control characters escaped.
+    static func escape(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            // Most strings need no escaping: copy them whole.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
+            else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            let hex = Array("0123456789abcdef".utf8)
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+                case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case ..<0x20:
+                    out += "\\u00".utf8
+                    out += [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                default: out.append(byte)
+                }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -16,7 +16,13 @@ enum QueryCommand {
             throw command.usageError("--json and --csv cannot be combined")
         }
         var query = Query(entity.name, filter: try Support.filter(command, required: false))
-        for text in command.values("sort") { query.sort.append(try FilterParser.parseSort(text)) }
+        for text in command.values("sort") {
+            do {
+                query.sort.append(try FilterParser.parseSort(text))
+            } catch {
+                throw OptionSyntaxError(option: "--sort", error: error)
+            }
+        }
         if let limit = try command.value("limit", as: Int.self) {
             guard limit >= 0 else { throw command.usageError("--limit must not be negative") }
             query.limit = limit
@@ -53,7 +59,8 @@ enum QueryCommand {
                 for name in columns {
                     if let value = record.values[name] { members.append((name, Support.json(value))) }
                 }
-                Output.standard.write((first ? "\n" : ",\n") + JSON.object(members).render(pretty: false))
+                Output.standard.write(first ? "\n" : ",\n")
+                Output.standard.write(json: .object(members), pretty: false)
                 first = false
             }
             Output.standard.write(first ? "]\n" : "\n]\n")

@@ -207,8 +207,10 @@ enum Shell {
         switch error {
         case let error as ArgumentError:
             "error: \(error)"
+        case let error as OptionSyntaxError:
+            "error: \(error.option): \(error.error.description)\n\(error.error.caret)"
         case let error as FilterSyntaxError:
-            "error: --where: \(error.description)\n\(error.caret)"
+            "error: \(error.description)\n\(error.caret)"
         default:
             "error: \(error)"
         }

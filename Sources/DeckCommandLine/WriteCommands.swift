@@ -101,10 +101,10 @@ enum BlobCommand {
         do {
             try document.blobs.stream(digest) { chunk in handle.write(Data(chunk)) }
             try handle.close()
-            if FileManager.default.fileExists(atPath: output) {
-                try FileManager.default.removeItem(atPath: output)
+            // rename(2) replaces an existing file atomically.
+            guard rename(temporary, output) == 0 else {
+                throw DeckError.io(path: output, operation: "rename", errno: errno)
             }
-            try FileManager.default.moveItem(atPath: temporary, toPath: output)
         } catch {
             try? handle.close()
             try? FileManager.default.removeItem(atPath: temporary)

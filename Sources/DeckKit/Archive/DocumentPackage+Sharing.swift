@@ -82,7 +82,7 @@ extension DocumentPackage {
                 }
             }
         } catch {
-            throw DeckError(archiveError: error)
+            throw DeckError(archiveError: error, archive: archive)
         }
         return destination.standardizedFileURL
     }
@@ -125,7 +125,7 @@ extension DocumentPackage {
         do {
             try PackageArchive.unpack(archive: archive, to: destination, limits: limits)
         } catch {
-            throw DeckError(archiveError: error)
+            throw DeckError(archiveError: error, archive: archive)
         }
     }
 
@@ -156,9 +156,15 @@ extension DocumentPackage {
 
 extension DeckError {
     /// The document-level form of an archive-layer failure.
-    init(archiveError error: any Error) {
+    init(archiveError error: any Error, archive: URL? = nil) {
         switch error {
         case let error as DeckError: self = error
+        case ArchiveError.unreadable(_, let message)
+        where message.contains("Unrecognized archive format")
+            && archive.map({ !PackageVerifier.looksLikeArchive($0.path) }) == true:
+            // Not damage: this file never was an archive.
+            self = .notAPackage(
+                path: archive?.path ?? "", reason: "it is neither a package directory nor a package archive")
         case ArchiveError.destinationExists(let path): self = .alreadyExists(path: path)
         case ArchiveError.fileSystem(let path, let operation, let code):
             self = FileSystem.failure(FaultInjection.Operation(rawValue: operation) ?? .open, path, code)

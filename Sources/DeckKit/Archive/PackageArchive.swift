@@ -143,7 +143,9 @@ private struct PackPlan {
             case PackageItem.blobsName:
                 try require(name, .directory)
                 hasBlobs = true
-            case _ where PackageArchive.skippedNames.contains(name):
+            case _
+            where PackageArchive.skippedNames.contains(name) || name == ".DS_Store" || name.hasPrefix("._"):
+                // Not part of the package; readers ignore these Finder files as well.
                 continue
             default:
                 throw try ArchiveSystem.fileKind("\(root)/\(name)") == .symbolicLink

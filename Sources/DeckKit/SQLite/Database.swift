@@ -57,6 +57,10 @@ public final class Database {
         sqlite3_busy_timeout(handle, busyTimeout)
         var enabled: Int32 = 0
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_ENABLE_FKEY, 1, &enabled)
+        // A store may come from anyone: its schema must not run application-defined functions
+        // from triggers or views. See <https://sqlite.org/c3ref/c_dbconfig_defensive.html>.
+        _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &enabled)
+        _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DEFENSIVE, 1, &enabled)
         // Double-quoted string literals are a footgun; refuse them.
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DML, 0, &enabled)
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)

@@ -31,9 +31,11 @@ enum StoreDDL {
             var seen: Set<String> = []
             var externalColumns: [String] = []
             for member in members {
-                let inherited = member.entity.superentity != nil
                 for attribute in member.attributes where seen.insert(attribute.name).inserted {
-                    columns.append(columnDefinition(attribute, nullable: inherited || attribute.isOptional))
+                    // NOT NULL only for what the root declares: other rows of the table lack the rest.
+                    let declaredByRoot = root.entity.attributes.contains { $0.name == attribute.name }
+                    columns.append(
+                        columnDefinition(attribute, nullable: !declaredByRoot || attribute.isOptional))
                     if attribute.options.contains(.externalStorage) { externalColumns.append(attribute.name) }
                 }
                 for (relationship, storage) in member.relationships {
@@ -133,7 +135,7 @@ enum StoreDDL {
     private static func uniqueIndex(_ member: EntityMapping, columns: [String]) -> String {
         let name = member.name + "." + columns.joined(separator: "+") + ".unique"
         var sql =
-            "CREATE UNIQUE INDEX \(quote(name)) ON \(quote(member.table))("
+            "CREATE UNIQUE INDEX IF NOT EXISTS \(quote(name)) ON \(quote(member.table))("
             + columns.map(quote).joined(separator: ", ") + ")"
         if member.entity.superentity != nil {
             // Entity names are validated identifiers, safe as literals.
@@ -208,7 +210,11 @@ extension Value {
             return .text(v.absoluteString)
         case (.decimal(let v), .decimal): return .text(v.description)
         case (.integer(let v), .decimal): return .text(String(v))
-        case (.double(let v), .decimal) where v.isFinite: return .text(String(v))
+        case (.double(let v), .decimal) where v.isFinite:
+            // Plain notation: 1e20 as 100000000000000000000, 5.0 as 5.
+            return .text(
+                Decimal(string: String(v), locale: Locale(identifier: "en_US_POSIX"))?.description
+                    ?? String(v))
         case (.integer(let v), .date): return .real(Double(v))
         case (.double(let v), .date) where v.isFinite: return .real(v)
         case (.double(let v), .integer) where v == v.rounded() && abs(v) < 9.2e18: return .integer(Int64(v))

@@ -87,7 +87,50 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
 
     /// Formats a date as the spec's canonical ISO 8601 UTC form with milliseconds.
     public static func iso8601(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        // Years 1–9999 by arithmetic (this runs once per date a query prints); others by Foundation.
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
+            return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        }
+        let milliseconds = Int64((seconds * 1000).rounded())  // to the nearest: 0.45 is 0.4499… in binary
+        let (days, dayMilliseconds) = milliseconds.floorDivided(by: 86_400_000)
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        func digits(_ value: Int64, _ count: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        out.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        out.append(UInt8(ascii: "T"))
+        digits(dayMilliseconds / 3_600_000, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(dayMilliseconds / 60_000 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(dayMilliseconds / 1_000 % 60, 2)
+        out.append(UInt8(ascii: "."))
+        digits(dayMilliseconds % 1_000, 3)
+        out.append(UInt8(ascii: "Z"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses ISO 8601 dates: `2026-11-30`, `2026-11-30T10:00:00Z`, `2026-11-30T10:00:00+02:00`,
@@ -248,5 +291,14 @@ enum JSONScalar: Codable, Sendable, Equatable {
         case .number(let n): String(n)
         case .string(let s): "\"\(s)\""
         }
+    }
+}
+
+extension Int64 {
+    /// Quotient rounded towards minus infinity, and the non-negative remainder.
+    fileprivate func floorDivided(by divisor: Int64) -> (Int64, Int64) {
+        let quotient = self / divisor
+        let remainder = self % divisor
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 }

@@ -37,8 +37,8 @@ public final class BlobStore {
         return blobsPath + "/" + hex.prefix(2) + "/" + hex
     }
 
-    /// Writes `data` as a blob file and returns its reference. Writing bytes that are already
-    /// stored replaces the file with an identical one.
+    /// Writes `data` as a blob file and returns its reference. Bytes already stored and
+    /// registered keep their committed file; the new copy is discarded.
     public func write(_ data: Data) throws(DeckError) -> BlobReference {
         let writer = try makeWriter()
         do {
@@ -187,7 +187,8 @@ public final class BlobStore {
         guard FileSystem.isDirectory(blobsPath) else { return ([:], []) }
         for fan in try FileSystem.list(blobsPath).sorted() {
             let fanPath = blobsPath + "/" + fan
-            guard fan.utf8.count == 2, FileSystem.isDirectory(fanPath) else {
+            let isHex = fan.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            guard fan.utf8.count == 2, isHex, FileSystem.isDirectory(fanPath) else {
                 strays.append(fanPath)
                 continue
             }

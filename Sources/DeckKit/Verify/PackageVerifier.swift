@@ -81,6 +81,10 @@ public enum PackageVerifier {
     {
         let path = url.standardizedFileURL.path
         guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            throw DeckError.notAPackage(
+                path: path, reason: "it is a symbolic link; verify its target instead")
+        }
         guard (st.st_mode & S_IFMT) == S_IFDIR else {
             throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
         }
@@ -266,7 +270,7 @@ public enum PackageVerifier {
         for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
         func objects(_ db: Database) throws -> [String: String] {
             var result: [String: String] = [:]
-            for row in try db.rows("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'") {
+            for row in try db.rows("SELECT type, name FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'") {
                 result[row[1].string ?? ""] = row[0].string ?? ""
             }
             return result
