@@ -168,7 +168,8 @@ try compare(
     })
 
 // 1b. `deck query --json` over those rows vs `sqlite3 -json` on the same table (both processes).
-let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("deck").path
+let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("deck").path
 if selected("query --json \(rowCount) rows") {
     let package = options.workDirectory + "/insert.deck"
     if !FileManager.default.fileExists(atPath: package) {
