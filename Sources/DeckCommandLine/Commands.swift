@@ -122,6 +122,7 @@ enum Commands {
         arguments: [pathArgument, entityArgument, assignment],
         options: [
             nullOption, .flag("upsert", help: "Update the record with the same unique values instead."), json,
+            quiet,
         ])
 
     static let update = CommandSpec(
@@ -130,6 +131,7 @@ enum Commands {
         arguments: [pathArgument, entityArgument, assignment],
         options: [
             whereOption, .flag("all", help: "Change every record (instead of --where)."), nullOption, json,
+            quiet,
         ])
 
     static let delete = CommandSpec(
@@ -171,7 +173,7 @@ enum Commands {
             stored, the store compressed; the first entry is 'mimetype'.
             """,
         arguments: [pathArgument],
-        options: [archiveOutput, formatOption, force, json])
+        options: [archiveOutput, formatOption, force, json, quiet])
 
     static let importArchive = CommandSpec(
         name: "import",
@@ -181,14 +183,14 @@ enum Commands {
             .value(
                 "output", short: "o", valueName: "dir", completion: .directory,
                 help: "The package to create (default: the archive's name with .deck)."),
-            json,
+            json, quiet,
         ])
 
     static let pack = CommandSpec(
         name: "pack",
         abstract: "Archive a package directory as it is on disk (refused while a writer has it open).",
         arguments: [pathArgument],
-        options: [archiveOutput, formatOption, force, json])
+        options: [archiveOutput, formatOption, force, json, quiet])
 
     static let unpack = CommandSpec(
         name: "unpack",
@@ -198,7 +200,7 @@ enum Commands {
             .value(
                 "output", short: "o", valueName: "dir", completion: .directory,
                 help: "The directory to create."),
-            json,
+            json, quiet,
         ])
 
     static let completions = CommandSpec(

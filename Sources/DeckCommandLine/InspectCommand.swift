@@ -184,7 +184,12 @@ enum GCCommand {
         let dryRun = command.flag("dry-run")
         let document = try Support.openPackage(command, mode: dryRun ? .readOnly : .readWrite)
         defer { try? document.close() }
-        let report = try document.collectGarbage(dryRun: dryRun)
+        let bar = ProgressBar(label: "Collecting", total: nil, unit: .items, quiet: command.flag("quiet"))
+        defer { bar.finish() }
+        let report = try document.collectGarbage(dryRun: dryRun) { done, total in
+            bar.setTotal(total)
+            bar.update(completed: done)
+        }
         if command.flag("json") {
             Output.standard.write(
                 JSON.object([

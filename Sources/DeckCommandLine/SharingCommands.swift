@@ -18,12 +18,26 @@ enum SharingCommands {
         return output
     }
 
+    /// A byte progress bar on standard error (terminals only, not with --quiet) and its callback.
+    static func progress(_ label: String, _ command: ParsedCommand) -> (ProgressBar, (Int64, Int64) -> Void) {
+        let bar = ProgressBar(label: label, total: nil, unit: .bytes, quiet: command.flag("quiet"))
+        return (
+            bar,
+            { done, total in
+                bar.setTotal(total)
+                bar.update(completed: done)
+            }
+        )
+    }
+
     static func export(_ command: ParsedCommand) throws -> Int32 {
         let path = try Support.requiredPositional(command, "path")
         let archive = try output(command)
+        let (bar, update) = progress("Exporting", command)
+        defer { bar.finish() }
         try DocumentPackage.export(
             at: Support.url(path), to: Support.url(archive), format: try format(command),
-            overwrite: command.flag("force"))
+            overwrite: command.flag("force"), progress: update)
         report(command, "Exported \(path) to \(archive)", ["archive": archive])
         return 0
     }
@@ -32,7 +46,10 @@ enum SharingCommands {
         let archive = try Support.requiredPositional(command, "archive")
         let destination =
             command.value("output") ?? DocumentPackage.defaultImportName(for: Support.url(archive))
-        let url = try DocumentPackage.importArchive(at: Support.url(archive), to: Support.url(destination))
+        let (bar, update) = progress("Importing", command)
+        defer { bar.finish() }
+        let url = try DocumentPackage.importArchive(
+            at: Support.url(archive), to: Support.url(destination), progress: update)
         report(command, "Imported \(archive) as \(destination)", ["package": url.path])
         return 0
     }
@@ -40,9 +57,11 @@ enum SharingCommands {
     static func pack(_ command: ParsedCommand) throws -> Int32 {
         let path = try Support.requiredPositional(command, "path")
         let archive = try output(command)
+        let (bar, update) = progress("Packing", command)
+        defer { bar.finish() }
         try DocumentPackage.pack(
             directory: Support.url(path), to: Support.url(archive), format: try format(command),
-            overwrite: command.flag("force"))
+            overwrite: command.flag("force"), progress: update)
         report(command, "Packed \(path) into \(archive)", ["archive": archive])
         return 0
     }
@@ -50,7 +69,9 @@ enum SharingCommands {
     static func unpack(_ command: ParsedCommand) throws -> Int32 {
         let archive = try Support.requiredPositional(command, "archive")
         let destination = try output(command)
-        try DocumentPackage.unpack(at: Support.url(archive), to: Support.url(destination))
+        let (bar, update) = progress("Unpacking", command)
+        defer { bar.finish() }
+        try DocumentPackage.unpack(at: Support.url(archive), to: Support.url(destination), progress: update)
         report(command, "Unpacked \(archive) into \(destination)", ["directory": destination])
         return 0
     }

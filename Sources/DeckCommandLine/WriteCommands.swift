@@ -6,6 +6,9 @@ enum WriteCommands {
     static func insert(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readWrite)
         defer { try? document.close() }
+        let (bar, onProgress) = SharingCommands.progress("Writing", command)
+        defer { bar.finish() }
+        document.blobs.progress = onProgress
         return try insert(command, on: document, save: true)
     }
 
@@ -31,6 +34,9 @@ enum WriteCommands {
     static func update(_ command: ParsedCommand) throws -> Int32 {
         let document = try Support.openPackage(command, mode: .readWrite)
         defer { try? document.close() }
+        let (bar, onProgress) = SharingCommands.progress("Writing", command)
+        defer { bar.finish() }
+        document.blobs.progress = onProgress
         return try update(command, on: document, save: true)
     }
 

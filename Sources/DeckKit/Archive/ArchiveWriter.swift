@@ -40,6 +40,9 @@ public final class ArchiveWriter {
     private var state = State.open
     private let locale = UTF8LocaleScope()
     private let buffer: UnsafeMutableRawBufferPointer
+    /// Called with the running total of file bytes added, after every chunk.
+    var progress: ((Int64) -> Void)?
+    private var bytesAdded: Int64 = 0
 
     private enum State {
         case open
@@ -168,6 +171,8 @@ public final class ArchiveWriter {
                 hasher?.update(chunk)
                 try writeData(chunk, name: name)
                 remaining -= Int64(count)
+                bytesAdded += Int64(count)
+                progress?(bytesAdded)
             }
             if fstat(input, &info) != 0 {
                 throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)

@@ -13,8 +13,10 @@ extension DocumentPackage {
     /// are archived. The same document exported twice gives byte-identical archives.
     ///
     /// - Parameter format: nil infers it from `archive`'s extension, defaulting to zip.
+    /// - Parameter progress: receives (bytes archived, bytes to archive).
     public static func export(
-        at url: URL, to archive: URL, format: ArchiveFormat? = nil, overwrite: Bool = false
+        at url: URL, to archive: URL, format: ArchiveFormat? = nil, overwrite: Bool = false,
+        progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) {
         let format = format ?? ArchiveFormat(fileName: archive.lastPathComponent) ?? .zip
         let document = try DocumentPackage.open(at: url, mode: .readOnly)
@@ -32,7 +34,8 @@ extension DocumentPackage {
             do {
                 try PackageArchive.pack(
                     directory: document.url, to: archive, format: format,
-                    storeSnapshot: URL(fileURLWithPath: snapshot), blobs: referenced, overwrite: overwrite)
+                    storeSnapshot: URL(fileURLWithPath: snapshot), blobs: referenced, overwrite: overwrite,
+                    progress: progress)
                 return
             } catch ArchiveError.packageRefused(_, .missing) where attempt < 3 {
                 continue
@@ -65,13 +68,16 @@ extension DocumentPackage {
     /// Refuses hostile archives (see ``PackageArchive/unpack(archive:to:limits:validate:)``) and
     /// invalid packages; in every failure nothing is left behind.
     @discardableResult
+    ///
+    /// - Parameter progress: receives (archive bytes read, archive size).
     public static func importArchive(
-        at archive: URL, to destination: URL, limits: UnpackLimits = .default
+        at archive: URL, to destination: URL, limits: UnpackLimits = .default,
+        progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) -> URL {
         try requireArchive(archive)
         do {
-            try PackageArchive.unpack(archive: archive, to: destination, limits: limits) { temporary in
-                // Every blob's digest was checked while unpacking; the rest is checked here.
+            // Every blob's digest is checked while unpacking; the rest is checked here.
+            let validate: (URL) throws -> Void = { temporary in
                 let report = try PackageVerifier.verify(at: temporary, options: .init(hashBlobs: false))
                 if let first = report.findings.first(where: { $0.severity == .corruption }) {
                     let more = report.findings.filter { $0.severity == .corruption }.count - 1
@@ -81,6 +87,8 @@ extension DocumentPackage {
                             + (more > 0 ? " (and \(more) more)" : ""))
                 }
             }
+            try PackageArchive.unpack(
+                archive: archive, to: destination, limits: limits, validate: validate, progress: progress)
         } catch {
             throw DeckError(archiveError: error, archive: archive)
         }
@@ -90,7 +98,8 @@ extension DocumentPackage {
     /// Archives a package directory as it is on disk (no snapshot): refused while a writer
     /// holds the lock, since its store would be copied mid-change.
     public static func pack(
-        directory: URL, to archive: URL, format: ArchiveFormat? = nil, overwrite: Bool = false
+        directory: URL, to archive: URL, format: ArchiveFormat? = nil, overwrite: Bool = false,
+        progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) {
         let path = directory.standardizedFileURL.path
         guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
@@ -110,7 +119,8 @@ extension DocumentPackage {
         }
         let format = format ?? ArchiveFormat(fileName: archive.lastPathComponent) ?? .zip
         do {
-            try PackageArchive.pack(directory: directory, to: archive, format: format, overwrite: overwrite)
+            try PackageArchive.pack(
+                directory: directory, to: archive, format: format, overwrite: overwrite, progress: progress)
         } catch {
             throw DeckError(archiveError: error)
         }
@@ -118,12 +128,13 @@ extension DocumentPackage {
 
     /// Unpacks an archive to a new directory safely, checking every blob's digest but not the
     /// store (``importArchive(at:to:limits:)`` also verifies).
-    public static func unpack(at archive: URL, to destination: URL, limits: UnpackLimits = .default)
-        throws(DeckError)
-    {
+    public static func unpack(
+        at archive: URL, to destination: URL, limits: UnpackLimits = .default,
+        progress: ((Int64, Int64) -> Void)? = nil
+    ) throws(DeckError) {
         try requireArchive(archive)
         do {
-            try PackageArchive.unpack(archive: archive, to: destination, limits: limits)
+            try PackageArchive.unpack(archive: archive, to: destination, limits: limits, progress: progress)
         } catch {
             throw DeckError(archiveError: error, archive: archive)
         }

@@ -41,7 +41,7 @@ public enum PackageArchive {
     ///     destination is an error.
     public static func pack(
         directory: URL, to archive: URL, format: ArchiveFormat, storeSnapshot: URL? = nil,
-        blobs: Set<Digest>? = nil, overwrite: Bool = false
+        blobs: Set<Digest>? = nil, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     ) throws {
         let destination = archive.standardizedFileURL.path
         if !overwrite, try ArchiveSystem.fileKind(destination) != .missing {
@@ -61,6 +61,10 @@ public enum PackageArchive {
         }
         guard let (writer, temporary) = made else {
             throw ArchiveError.fileSystem(path: parent, operation: "create temporary file", code: EEXIST)
+        }
+        if let progress {
+            let total = plan.totalBytes
+            writer.progress = { progress($0, total) }
         }
         do {
             try write(plan, to: writer)
@@ -116,6 +120,14 @@ private struct PackPlan {
     let manifest: URL
     let store: URL
     let fanOuts: [FanOut]
+
+    /// The bytes of every file to archive, for progress reports.
+    var totalBytes: Int64 {
+        ([manifest, store] + fanOuts.flatMap { $0.blobs.map(\.url) }).reduce(0) { sum, url in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
+            return sum + ((attributes?[.size] as? NSNumber)?.int64Value ?? 0)
+        }
+    }
 
     init(directory: URL, storeSnapshot: URL?, selecting selection: Set<Digest>?) throws {
         let root = directory.standardizedFileURL.path

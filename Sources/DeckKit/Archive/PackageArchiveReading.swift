@@ -86,7 +86,7 @@ extension PackageArchive {
     @discardableResult
     public static func unpack(
         archive: URL, to destination: URL, limits: UnpackLimits = .default,
-        validate: (URL) throws -> Void = { _ in }
+        validate: (URL) throws -> Void = { _ in }, progress: ((Int64, Int64) -> Void)? = nil
     ) throws -> ArchiveScanReport {
         let target = destination.standardizedFileURL.path
         if try ArchiveSystem.fileKind(target) != .missing {
@@ -108,7 +108,7 @@ extension PackageArchive {
             if rootFD < 0 { throw ArchiveError.fileSystem(path: temporary, operation: "open", code: errno) }
             defer { close(rootFD) }
             var sink = DirectorySink(root: temporary, rootFD: rootFD)
-            report = try readPackage(archive: archive, limits: limits, sink: &sink)
+            report = try readPackage(archive: archive, limits: limits, progress: progress, sink: &sink)
             try sink.makeDirectory(PackageItem.blobsName)
             try validate(URL(fileURLWithPath: temporary, isDirectory: true))
             try sink.syncDirectories()
@@ -127,11 +127,12 @@ extension PackageArchive {
     /// the `store.sqlite` entry to that new file (so it can be checked with SQLite). `storeTo`
     /// must not exist; it is removed again if the scan fails.
     public static func scan(
-        archive: URL, limits: UnpackLimits = .default, storeTo: URL? = nil
+        archive: URL, limits: UnpackLimits = .default, storeTo: URL? = nil,
+        progress: ((Int64, Int64) -> Void)? = nil
     ) throws -> ArchiveScanReport {
         var sink = ScanSink(storeTo: storeTo)
         do {
-            return try readPackage(archive: archive, limits: limits, sink: &sink)
+            return try readPackage(archive: archive, limits: limits, progress: progress, sink: &sink)
         } catch {
             if let created = sink.createdStore { unlink(created) }
             throw error
@@ -139,13 +140,19 @@ extension PackageArchive {
     }
 
     /// The one pass over an archive shared by unpack and scan: validation, limits, hashing.
+    /// `progress` receives (archive bytes read, archive size) as the pass goes.
     static func readPackage(
-        archive: URL, limits: UnpackLimits, sink: inout some PackageSink
+        archive: URL, limits: UnpackLimits, progress: ((Int64, Int64) -> Void)? = nil,
+        sink: inout some PackageSink
     ) throws -> ArchiveScanReport {
         let locale = UTF8LocaleScope()
         return try locale.run {
             let reader = try ArchiveReader(url: archive)
             var pass = PackagePass(limits: limits, reader: reader)
+            pass.progress = progress
+            // Only for progress reports: not a file-system call whose failure matters.
+            let attributes = try? FileManager.default.attributesOfItem(atPath: archive.path)
+            pass.archiveSize = (attributes?[.size] as? NSNumber)?.int64Value ?? 0
             defer { pass.buffer.deallocate() }
             while let facts = try reader.nextEntry() {
                 try pass.process(facts, sink: &sink)
@@ -173,6 +180,8 @@ private struct PackagePass {
         manifest: Data(), blobs: [], storeBytes: 0, entryCount: 0, totalBytes: 0, hasMimeType: false)
     var hasManifest = false
     var hasStore = false
+    var progress: ((Int64, Int64) -> Void)?
+    var archiveSize: Int64 = 0
 
     init(limits: UnpackLimits, reader: ArchiveReader) {
         self.limits = limits
@@ -228,6 +237,7 @@ private struct PackagePass {
             try checkTotals(entry: name)
             hasher?.update(chunk)
             kept?.append(contentsOf: chunk)
+            progress?(reader.compressedBytesRead, archiveSize)
             try output?.write(chunk)
         }
         switch item {

@@ -16,6 +16,8 @@ public final class BlobStore {
     private(set) var pendingDurability: Set<Digest> = []
     /// Digests whose files this store created since the last save (for rollback clean-up).
     var createdSinceSave: Set<Digest> = []
+    /// Called while a file is streamed into a blob, with (bytes written, file size).
+    public var progress: ((Int64, Int64) -> Void)?
     /// Whether the store already registers a digest (set by the package). A registered blob's
     /// file is never replaced: the committed file stays, the new copy is discarded.
     var isRegistered: (Digest) -> Bool = { _ in false }
@@ -57,11 +59,15 @@ public final class BlobStore {
         let writer = try makeWriter()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
+        let size = Int64((try FileSystem.status(source))?.st_size ?? 0)
+        var written: Int64 = 0
         do {
             while true {
                 let n = try FileSystem.read(fd, into: buffer.baseAddress!, count: buffer.count, path: source)
                 if n == 0 { break }
                 try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                written += Int64(n)
+                progress?(written, size)
             }
             return try writer.finish()
         } catch {

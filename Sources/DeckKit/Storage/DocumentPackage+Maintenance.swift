@@ -65,7 +65,11 @@ extension DocumentPackage {
     ///
     /// Refuses while there are unsaved changes. With `dryRun`, only reports; a dry run also
     /// works on a package opened read-only (which, unlike a writer's open, leaves `tmp/` alone).
-    public func collectGarbage(dryRun: Bool = false) throws(DeckError) -> GarbageReport {
+    /// - Parameter progress: receives (files removed, files to remove) as they go.
+    public func collectGarbage(dryRun: Bool = false, progress: ((Int64, Int64) -> Void)? = nil)
+        throws(DeckError)
+        -> GarbageReport
+    {
         // A dry run only reads: it works on a read-only package too.
         if !dryRun || mode == .readWrite { try requireWritable() }
         guard !hasChanges else {
@@ -102,7 +106,11 @@ extension DocumentPackage {
             if report.unreferencedRows > 0 {
                 try database.transaction { try database.run("DELETE FROM deck_blob WHERE refs = 0") }
             }
-            for filePath in report.orphanFiles + report.temporaries { try FileSystem.removeTree(filePath) }
+            let doomed = report.orphanFiles + report.temporaries
+            for (index, filePath) in doomed.enumerated() {
+                try FileSystem.removeTree(filePath)
+                progress?(Int64(index + 1), Int64(doomed.count))
+            }
             try database.execute("VACUUM")
             _ = try database.pragma("wal_checkpoint(TRUNCATE)")
         } catch {

@@ -212,7 +212,7 @@ public final class DocumentPackage {
         let database: Database
         let schema: Schema
         do {
-            database = try Database(path: storePath, mode: mode == .readWrite ? .readWrite : .readOnly)
+            database = try openStore(storePath, mode: mode)
             schema = try checkStore(database, packagePath: path, manifest: manifest)
             if mode == .readWrite {
                 _ = try database.pragma("journal_mode=WAL")
@@ -237,6 +237,31 @@ public final class DocumentPackage {
             database: database, lock: lock)
         if mode == .readWrite { package.removeTemporaries() }
         return package
+    }
+
+    /// Opens the store. A read-only connection cannot replay the write-ahead log that a writer
+    /// killed mid-work leaves behind (SQLite's `SQLITE_READONLY_RECOVERY`); a short-lived
+    /// read-write connection replays it first, which changes nothing committed.
+    static func openStore(_ storePath: String, mode: Mode) throws -> Database {
+        guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
+        let database = try Database(path: storePath, mode: .readOnly)
+        do {
+            _ = try database.pragma("application_id")
+            return database
+        } catch let error where error.primaryCode == SQLITE_READONLY {
+            database.close()
+            do {
+                let recovery = try Database(path: storePath, mode: .readWrite)
+                _ = try recovery.pragma("application_id")
+                recovery.close()
+            } catch {
+                throw DeckError.permissionDenied(
+                    path: storePath,
+                    operation: "replay the write-ahead log a stopped writer left (it needs write access once)"
+                )
+            }
+            return try Database(path: storePath, mode: .readOnly)
+        }
     }
 
     /// Checks the store's identity and version and reads its schema.

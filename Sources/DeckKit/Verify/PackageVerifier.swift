@@ -106,7 +106,7 @@ public enum PackageVerifier {
         let database: Database
         let schema: Schema
         do {
-            database = try Database(path: storePath, mode: .readOnly)
+            database = try DocumentPackage.openStore(storePath, mode: .readOnly)
             schema = try DocumentPackage.checkStore(
                 database, packagePath: path, manifest: manifest, checkContentType: false)
         } catch let error as DeckError {
