@@ -35,9 +35,13 @@ let package = Package(
             name: "deck-crashtest",
             dependencies: ["DeckKit"],
             path: "Tests/Harness/CrashChild"),
+        .target(
+            name: "CDeckFaultVFS",
+            dependencies: ["CSQLite"],
+            path: "Tests/Harness/FaultVFS"),
         .testTarget(
             name: "DeckKitTests",
-            dependencies: ["DeckKit", "CSQLite"]),
+            dependencies: ["DeckKit", "CSQLite", "CDeckFaultVFS"]),
         .testTarget(
             name: "DeckCommandLineTests",
             dependencies: ["DeckCommandLine", "DeckKit", "deck", "deck-crashtest"]),
