@@ -109,7 +109,7 @@ public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// A SHA-256 hasher that hashes on a background thread, so that a copy loop (read, write)
 /// and the hashing of the same bytes overlap on two cores.
 ///
-/// ``update(_:)`` copies the chunk and returns at once; at most four chunks wait at a time, so
+/// ``update(_:)`` copies the chunk and returns at once; at most eight chunks wait at a time, so
 /// memory stays bounded. ``finalize()`` waits for the queue. Use it from one thread.
 final class BackgroundSHA256Hasher {
     /// Moves a chunk and the hasher across to the queue; only that queue touches them.
@@ -120,7 +120,7 @@ final class BackgroundSHA256Hasher {
 
     private let hasher = SHA256Hasher()
     private let queue = DispatchQueue(label: "org.deck.sha256")
-    private let slots = DispatchSemaphore(value: 4)
+    private let slots = DispatchSemaphore(value: 8)
 
     init() {}
 
