@@ -42,4 +42,18 @@ import Testing
         #expect(Value.parseDate("2026-11-30T10:00:00.250Z") == Date(timeIntervalSince1970: 1_796_032_800.25))
         #expect(Value.parseDate("30/11/2026") == nil)
     }
+
+    /// Found by FuzzSchema: a date default written as millisecond text came back different.
+    @Test(arguments: [-62_135_596_800.0, -14_831_769_600.0, 0.1234, 1_795_996_800.000_25])
+    func dateDefaultsSurviveTheSchemaJSON(seconds: Double) throws {
+        let schema = Schema(entities: [
+            Entity(
+                "A",
+                attributes: [Attribute("t", .date, defaultValue: .date(Date(timeIntervalSince1970: seconds)))]
+            )
+        ])
+        let data = try JSONEncoder().encode(schema)
+        let decoded = try Schema(json: data, source: "test")
+        #expect(decoded == schema)
+    }
 }

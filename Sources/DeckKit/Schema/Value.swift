@@ -232,7 +232,8 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         case .integer(let v): .integer(v)
         case .double(let v): .number(v)
         case .bool(let v): .bool(v)
-        case .date(let v): .string(Value.iso8601(v))
+        // Seconds since 1970 as a number: exact, unlike text rounded to milliseconds.
+        case .date(let v): .number(v.timeIntervalSince1970)
         case .data(let v): .string(v.base64EncodedString())
         case .decimal(let v): .string(v.description)
         default: .string(description)
