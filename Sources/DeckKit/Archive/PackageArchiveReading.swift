@@ -182,6 +182,11 @@ private struct PackagePass {
     var hasStore = false
     var progress: ((Int64, Int64) -> Void)?
     var archiveSize: Int64 = 0
+    /// Blobs whose bytes are written and whose hashing may still run on another core; checked
+    /// at the latest by finish(), before anything is renamed into place.
+    private var pendingBlobs: [(hasher: BackgroundSHA256Hasher, digest: Digest, entry: String)] = []
+    /// At most 16 MiB of chunks wait for hashing, across all pending blobs.
+    private let hashSlots = DispatchSemaphore(value: 16)
 
     init(limits: UnpackLimits, reader: ArchiveReader) {
         self.limits = limits
@@ -222,7 +227,7 @@ private struct PackagePass {
         var hasher: BackgroundSHA256Hasher?
         var kept: Data?
         switch item {
-        case .blob: hasher = BackgroundSHA256Hasher()
+        case .blob: hasher = BackgroundSHA256Hasher(slots: hashSlots)
         case .manifest, .mimeType: kept = Data()
         default: break
         }
@@ -253,9 +258,9 @@ private struct PackagePass {
             report.storeBytes = size
             hasStore = true
         case .blob(let digest):
-            if let actual = hasher?.finalize(), actual != digest {
-                throw ArchiveError.entryRefused(entry: name, reason: .digestMismatch(actual: actual))
-            }
+            if let hasher { pendingBlobs.append((hasher, digest, name)) }
+            // Keep a bounded number of blobs in flight; the oldest is almost surely done.
+            while pendingBlobs.count > 64 { try checkOldestBlob() }
             report.blobs.append(ArchivedBlob(digest: digest, size: size))
         case .root, .blobsDirectory, .fanOutDirectory:
             break
@@ -290,7 +295,17 @@ private struct PackagePass {
         }
     }
 
+    /// Waits for the oldest pending blob's digest and compares it with its name.
+    private mutating func checkOldestBlob() throws {
+        let (hasher, digest, entry) = pendingBlobs.removeFirst()
+        let actual = hasher.finalize()
+        if actual != digest {
+            throw ArchiveError.entryRefused(entry: entry, reason: .digestMismatch(actual: actual))
+        }
+    }
+
     mutating func finish() throws -> ArchiveScanReport {
+        while !pendingBlobs.isEmpty { try checkOldestBlob() }
         if !hasManifest { throw ArchiveError.missingEntry(PackageItem.manifestName) }
         if !hasStore { throw ArchiveError.missingEntry(PackageItem.storeName) }
         report.topLevelFolder = validator.topLevelFolder

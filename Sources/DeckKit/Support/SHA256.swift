@@ -119,10 +119,15 @@ final class BackgroundSHA256Hasher {
     }
 
     private let hasher = SHA256Hasher()
-    private let queue = DispatchQueue(label: "org.deck.sha256")
-    private let slots = DispatchSemaphore(value: 8)
+    private let queue: DispatchQueue
+    private let slots: DispatchSemaphore
 
-    init() {}
+    /// - Parameter slots: bounds the chunks waiting; share one among several hashers to bound
+    ///   them together. Hashers run on the global pool, so several hash at once.
+    init(slots: DispatchSemaphore = DispatchSemaphore(value: 8)) {
+        self.slots = slots
+        queue = DispatchQueue(label: "org.deck.sha256", target: .global())
+    }
 
     deinit {
         // Let queued jobs finish before the hasher goes away.
