@@ -41,6 +41,24 @@ import Testing
         #expect(Value.parseDate("2026-11-30T12:00:00+02:00") == Date(timeIntervalSince1970: 1_796_032_800))
         #expect(Value.parseDate("2026-11-30T10:00:00.250Z") == Date(timeIntervalSince1970: 1_796_032_800.25))
         #expect(Value.parseDate("30/11/2026") == nil)
+        #expect(Value.parseDate("2026-02-29") == nil)
+        #expect(Value.parseDate("2026-11-30T25:00") == nil)
+        #expect(Value.parseDate("2026-11-30T10:00:00+0200") == Date(timeIntervalSince1970: 1_796_025_600))
+    }
+
+    /// Found by FuzzWhere: dates before 1582 moved by days between printing and parsing.
+    @Test(arguments: [
+        "1500-01-01", "0003-01-03", "1582-10-14", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z",
+    ])
+    func datesRoundTripThroughText(text: String) throws {
+        let date = try #require(Value.parseDate(text))
+        let printed = Value.iso8601(date)
+        #expect(
+            Value.parseDate(printed) == date
+                || abs((Value.parseDate(printed)?.timeIntervalSince1970 ?? 0) - date.timeIntervalSince1970)
+                    < 0.000_5
+        )
+        #expect(printed.hasPrefix(String(text.prefix(10))))
     }
 
     /// Found by FuzzSchema: a date default written as millisecond text came back different.

@@ -136,13 +136,71 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// Parses ISO 8601 dates: `2026-11-30`, `2026-11-30T10:00:00Z`, `2026-11-30T10:00:00+02:00`,
     /// with or without fractional seconds. A date or time without a zone is UTC.
     public static func parseDate(_ text: String) -> Date? {
-        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
-        if let d = try? Date.ISO8601FormatStyle().parse(text) { return d }
-        let local = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateTimeSeparator(.standard)
-        if let d = try? local.time(includingFractionalSeconds: true).parse(text) { return d }
-        if let d = try? local.time(includingFractionalSeconds: false).parse(text) { return d }
-        if let d = try? Date.ISO8601FormatStyle().year().month().day().parse(text) { return d }
-        return nil
+        // By hand, in the proleptic Gregorian calendar that iso8601(_:) writes (Foundation's
+        // parser switches to the Julian calendar before 1582-10-15; found by FuzzWhere).
+        var bytes = Array(text.utf8)[...]
+        func number(_ count: Int) -> Int64? {
+            guard bytes.count >= count else { return nil }
+            var value: Int64 = 0
+            for byte in bytes.prefix(count) {
+                guard (0x30...0x39).contains(byte) else { return nil }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            bytes = bytes.dropFirst(count)
+            return value
+        }
+        func take(_ ascii: Character) -> Bool {
+            guard let first = bytes.first, first == ascii.asciiValue else { return false }
+            bytes = bytes.dropFirst()
+            return true
+        }
+        guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2),
+            (1...12).contains(month), day >= 1
+        else { return nil }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard day <= monthDays[Int(month) - 1] else { return nil }
+        var seconds: Double = 0
+        var offset: Int64 = 0
+        if take("T") || take("t") || take(" ") {
+            guard let hour = number(2), take(":"), let minute = number(2), hour < 24, minute < 60 else {
+                return nil
+            }
+            seconds = Double(hour * 3600 + minute * 60)
+            if take(":") {
+                guard let second = number(2), second < 61 else { return nil }
+                seconds += Double(second)
+                if take(".") || take(",") {
+                    var scale = 0.1
+                    var digits = 0
+                    while let byte = bytes.first, (0x30...0x39).contains(byte) {
+                        seconds += Double(byte - 0x30) * scale
+                        scale /= 10
+                        digits += 1
+                        bytes = bytes.dropFirst()
+                    }
+                    guard digits > 0 else { return nil }
+                }
+            }
+            if take("Z") || take("z") {
+                // UTC
+            } else if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                bytes = bytes.dropFirst()
+                guard let hours = number(2) else { return nil }
+                _ = take(":")
+                guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
+                offset = (hours * 3600 + minutes * 60) * (sign == UInt8(ascii: "+") ? 1 : -1)
+            }
+        }
+        guard bytes.isEmpty else { return nil }
+        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return Date(timeIntervalSince1970: Double(days * 86_400 - offset) + seconds)
     }
 
     /// Parses `text` as a value of `type`, as the command line writes values.

@@ -1,0 +1,56 @@
+// The bytes are a package's store.sqlite; the manifest and blob files are those of the populated
+// flash-cards sample (so a store that names its blobs reaches the blob checks). Opening
+// read-only, info(), fetching every entity the stored schema names and verifying must give
+// results or DeckErrors, never a crash or a hang.
+import DeckKit
+import Foundation
+import FuzzSupport
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let template = Fuzz.flashcardsTemplate
+    let work = Fuzz.root + "/work"
+    let packagePath = work + "/p.flashcards"
+    Fuzz.removeTree(work)
+    Fuzz.makeDirectory(work)
+    Fuzz.copyTree(template, to: packagePath)
+    Fuzz.write(Fuzz.data(bytes, size), to: packagePath + "/" + PackageLayout.store)
+    let url = URL(fileURLWithPath: packagePath)
+
+    let opened = Result { () throws(DeckError) in try DocumentPackage.open(at: url, mode: .readOnly) }
+    Fuzz.note("open: \(opened.map { _ in "ok" })")
+    if let package = try? opened.get() {
+        _ = try? package.info()
+        for entity in package.schema.entities {
+            if let records = try? package.fetch(Query(entity.name)) {
+                // Reading external values goes through the blob store and its digest check.
+                for record in records.prefix(4) {
+                    for value in record.values.values { _ = try? package.data(of: value) }
+                }
+            }
+            _ = try? package.count(Query(entity.name))
+        }
+        try? package.close()
+    }
+    let report = try? PackageVerifier.verify(at: url, options: Fuzz.verifyOptions)
+    Fuzz.note(
+        "verify: \(report.map { $0.isValid ? "valid" : "corrupt: \($0.findings.map(\.code))" } ?? "error")")
+    _ = try? PackageVerifier.verify(at: url, options: PackageVerifier.Options(quick: true, threads: 1))
+    Fuzz.removeTree(work)
+    return 0
+}
+
+#if DECK_LIBFUZZER
+    /// libFuzzer's `main` (see ``Fuzz/runLibFuzzer(_:_:_:)``).
+    @_cdecl("FuzzStore_main")
+    public func libFuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>)
+        -> CInt
+    {
+        Fuzz.runLibFuzzer(argc, argv, fuzz)
+    }
+#else
+    /// Built without libFuzzer: replays the input files named on the command line.
+    @main struct Replay {
+        static func main() { Fuzz.replay(fuzz) }
+    }
+#endif
