@@ -19,6 +19,7 @@ struct Options {
     var filter: String?
     var scale = 1.0
     var rssGiB = 0
+    var sparseBlobs = false
     var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "deck-bench-\(getpid())"
     ).path
@@ -32,6 +33,7 @@ struct Options {
             case "--scale": scale = Double(args.next() ?? "") ?? scale
             case "--dir": workDirectory = args.next() ?? workDirectory
             case "--rss-gib": rssGiB = Int(args.next() ?? "") ?? rssGiB
+            case "--sparse-blobs": sparseBlobs = true
             default:
                 print(
                     "usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR] [--rss-gib N]")
@@ -300,14 +302,25 @@ let sharePackage = fresh("share.deck")
 if selected("export 1 GiB to zip") || selected("import 1 GiB zip") {
     let document = try DocumentPackage.create(
         at: URL(fileURLWithPath: sharePackage), contentType: "org.deck.bench", schema: blobSchema)
+    // Blob files are usually media, so the bytes are incompressible (from a fixed-seed
+    // generator: every run archives the same data). `--sparse-blobs` uses mostly-zero blobs.
     let chunk = 16 << 20
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
     for i in 0..<shareBlobs {
-        var bytes = [UInt8](repeating: 0, count: chunk)
-        for j in stride(from: 0, to: chunk, by: 512) {
-            bytes[j] = UInt8(truncatingIfNeeded: i &* 131 &+ j / 512)
+        var words = [UInt64](repeating: 0, count: chunk / 8)
+        if options.sparseBlobs {
+            for j in stride(from: 0, to: words.count, by: 64) { words[j] = UInt64(i &* 131 &+ j) }
+        } else {
+            for j in words.indices {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                words[j] = z ^ (z >> 31)
+            }
         }
-        withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
-        try document.insert("Item", ["payload": .data(Data(bytes))])
+        words[0] = UInt64(i)
+        try document.insert("Item", ["payload": .data(words.withUnsafeBytes { Data($0) })])
     }
     try document.save()
     try document.close()
