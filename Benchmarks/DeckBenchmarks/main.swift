@@ -92,6 +92,9 @@ func compare(
     var baseTimes: [Double] = []
     for run in 0...options.runs {
         try setup()
+        // Start each pair with nothing dirty in the page cache, so neither side pays for the
+        // write-back of what an earlier benchmark (or setup) wrote.
+        _ = shell("sync")
         let t0 = now()
         try baseline()
         let t1 = now()
