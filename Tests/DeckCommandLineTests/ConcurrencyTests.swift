@@ -21,7 +21,8 @@ import Testing
 
     /// Waits until the writer has committed at least once (Stats exists).
     func waitForFirstCommit(_ url: URL) throws {
-        for _ in 0..<400 {
+        // Up to 30 s: under a sanitizer the child starts slowly.
+        for _ in 0..<3_000 {
             let document = try DocumentPackage.open(at: url, mode: .readOnly)
             defer { try? document.close() }
             if try document.count(Query("Stats")) > 0 { return }

