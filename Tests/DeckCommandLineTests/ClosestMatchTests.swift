@@ -1,4 +1,4 @@
-import DeckCommandLine
+import DeckKit
 import Testing
 
 @Suite("Closest match")

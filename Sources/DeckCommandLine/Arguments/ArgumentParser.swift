@@ -1,3 +1,5 @@
+import DeckKit
+
 /// Parses command lines against a ``CommandSpec`` tree, following Unix and swift-argument-parser
 /// conventions.
 ///

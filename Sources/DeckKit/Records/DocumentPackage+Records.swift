@@ -161,7 +161,8 @@ extension DocumentPackage {
         for name in values.keys.sorted()
         where mapping.attribute(name) == nil && mapping.relationship(name) == nil {
             throw DeckError.unknownProperty(
-                entity: mapping.name, name: name, suggestion: closestName(to: name, in: mapping.propertyNames)
+                entity: mapping.name, name: name,
+                suggestion: closestMatch(to: name, in: mapping.propertyNames)
             )
         }
     }
@@ -390,9 +391,8 @@ extension DocumentPackage {
                 readers.append((relationship.name, nil))
             }
         }
-        var (sql, arguments) = try selectSQL(
+        let (sql, arguments) = try selectSQL(
             query, mapping: mapping, columns: columns.joined(separator: ", "))
-        sql += ""
         var sizes: [Digest: Int64] = [:]
         func blobSize(_ digest: Digest) -> Int64 {
             if let size = sizes[digest] { return size }
@@ -405,7 +405,6 @@ extension DocumentPackage {
         do {
             let statement = try database.prepare(sql)
             try statement.bind(arguments)
-            arguments.removeAll()
             while try statement.step() {
                 let entityName = statement.text(at: 1)
                 let entityAttributes = self.mapping.entities[entityName]
@@ -463,7 +462,7 @@ extension DocumentPackage {
         guard let (_, storage) = mapping.relationship(relationship) else {
             throw DeckError.unknownProperty(
                 entity: entity, name: relationship,
-                suggestion: closestName(to: relationship, in: mapping.propertyNames))
+                suggestion: closestMatch(to: relationship, in: mapping.propertyNames))
         }
         do {
             return try relatedIDs(id, storage: storage, table: mapping.table)

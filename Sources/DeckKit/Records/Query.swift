@@ -133,7 +133,7 @@ struct QueryCompiler {
             guard let (relationship, storage) = current.relationship(part) else {
                 throw DeckError.unknownProperty(
                     entity: current.name, name: part,
-                    suggestion: closestName(to: part, in: current.propertyNames))
+                    suggestion: closestMatch(to: part, in: current.propertyNames))
             }
             let column: String
             switch storage {

@@ -293,31 +293,11 @@ struct SchemaMapping {
     /// The mapping of entity `name`, or an error suggesting the closest name.
     func entity(_ name: String) throws(DeckError) -> EntityMapping {
         if let mapping = entities[name] { return mapping }
-        throw DeckError.unknownEntity(name, suggestion: closestName(to: name, in: entityNames))
+        throw DeckError.unknownEntity(name, suggestion: closestMatch(to: name, in: entityNames))
     }
 
     /// Root entities (one table each), in schema order.
     var roots: [EntityMapping] {
         entityNames.compactMap { entities[$0] }.filter { $0.entity.superentity == nil }
     }
-}
-
-/// The candidate closest to `name` by edit distance, when it is close enough to be a likely typo.
-func closestName(to name: String, in candidates: [String]) -> String? {
-    func distance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty { return b.count }
-        var previous = Array(0...b.count)
-        for (i, ca) in a.enumerated() {
-            var current = [i + 1]
-            for (j, cb) in b.enumerated() {
-                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1)))
-            }
-            previous = current
-        }
-        return previous[b.count]
-    }
-    let target = Array(name.lowercased())
-    let scored = candidates.map { ($0, distance(target, Array($0.lowercased()))) }
-    guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-    return best.1 <= max(2, target.count / 3) ? best.0 : nil
 }
