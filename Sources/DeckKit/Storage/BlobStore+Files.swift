@@ -10,28 +10,39 @@ import Foundation
 // blob (read to its end, whatever size it reports), and a blob's checked bytes written out.
 
 extension BlobStore {
-    /// Writes `head`, then the rest of `input`, as one blob file; returns its reference.
+    /// Writes `head`, then the rest of `input`, as one blob file; returns its reference. Bytes go
+    /// out in writes of 1 MiB (the last one shorter), however short the reads are.
     func write(_ head: Data, followedBy input: InputFile) throws(DeckError) -> BlobReference {
         let writer = try makeWriter()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
-        var written = Int64(head.count)
+        var written: Int64 = 0
+        var pending = 0
         do throws(DeckError) {
-            if !head.isEmpty {
+            func flush() throws(DeckError) {
+                guard pending > 0 else { return }
+                try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<pending]))
+                written += Int64(pending)
+                pending = 0
+                // The size is a hint (0 for /proc files, stale for a growing file), never a limit.
+                progress?(written, max(input.sizeHint, written))
+            }
+            if head.count > buffer.count {
                 var failure: DeckError?
                 head.withUnsafeBytes { bytes in
                     do throws(DeckError) { try writer.write(bytes) } catch { failure = error }
                 }
                 if let failure { throw failure }
-                progress?(written, max(input.sizeHint, written))
+                written = Int64(head.count)
+            } else {
+                head.copyBytes(to: buffer)
+                pending = head.count
             }
             while true {
-                let n = try input.read(into: buffer.baseAddress!, count: buffer.count)
+                let n = try input.read(into: buffer.baseAddress! + pending, count: buffer.count - pending)
+                pending += n
+                if n == 0 || pending == buffer.count { try flush() }
                 if n == 0 { break }
-                try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                written += Int64(n)
-                // The size is a hint (0 for /proc files, stale for a growing file), never a limit.
-                progress?(written, max(input.sizeHint, written))
             }
             return try writer.finish()
         } catch {
