@@ -27,6 +27,24 @@ private func makeFIFO(_ path: String) throws {
     try #require(mkfifo(path, 0o644) == 0, "mkfifo: \(String(cString: strerror(errno)))")
 }
 
+/// Binds a Unix-domain socket at `path` (a socket file) and returns its descriptor.
+private func makeSocket(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8) + [0]
+    try #require(bytes.count <= MemoryLayout.size(ofValue: address.sun_path), "socket path too long")
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    try #require(bound == 0, "bind: \(String(cString: strerror(errno)))")
+    return fd
+}
+
 /// Reads everything from `fd` until end of file.
 private func readAll(_ fd: Int32) -> Data {
     var data = Data()
@@ -146,6 +164,23 @@ struct BlobCopyTests {
             #expect(code == EISDIR)
             #expect(fileType(target) == S_IFDIR)
             #expect(try FileManager.default.contentsOfDirectory(atPath: target).isEmpty)
+        }
+    }
+
+    @Test func aSocketIsRefused() throws {
+        try withTestDirectory { dir in
+            let (package, _, digest) = try packageWithBlob(in: dir)
+            defer { try? package.close() }
+            let path = dir.appendingPathComponent("sock").path
+            let socket = try makeSocket(path)
+            defer { close(socket) }
+            let error = expectDeckError { try package.blobs.copy(digest, toPath: path) }
+            guard case .io(let reported, _, let code) = error else {
+                Issue.record("expected an I/O error, got \(String(describing: error))")
+                return
+            }
+            #expect(reported == path && code == EOPNOTSUPP)
+            #expect(fileType(path) == S_IFSOCK)
         }
     }
 
@@ -362,7 +397,13 @@ struct InputFileTests {
             defer { try? package.close() }
             let fifo = dir.appendingPathComponent("pipe").path
             try makeFIFO(fifo)
-            let cases = [(dir.path, "a directory"), (fifo, "a FIFO"), ("/dev/null", "a character device")]
+            let socketPath = dir.appendingPathComponent("sock").path
+            let socket = try makeSocket(socketPath)
+            defer { close(socket) }
+            let cases = [
+                (dir.path, "a directory"), (fifo, "a FIFO"), ("/dev/null", "a character device"),
+                (socketPath, "a socket"),
+            ]
             for (path, kind) in cases {
                 for property in ["inline", "external"] {
                     let error = expectDeckError {
