@@ -45,11 +45,6 @@ final class Output: @unchecked Sendable {
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    func write(bytes: UnsafeRawBufferPointer) {
-        flush()
-        Output.writeAll(fd, bytes)
-    }
-
     func flush() {
         guard !buffer.isEmpty else { return }
         buffer.withUnsafeBytes { Output.writeAll(fd, $0) }
