@@ -75,10 +75,13 @@ enum InspectCommand {
 
     static func text(_ info: PackageInfo, schema: Schema, full: Bool) -> String {
         var out = ""
-        out += "\(info.path)\n"
-        out += "  type:     \(info.manifest.contentType)\n"
-        out += "  format:   \(info.manifest.formatVersion)   schema: \(info.schemaVersion)\n"
-        if let modified = info.modified { out += "  modified: \(modified)\n" }
+        // Strings from the package stay on their line (the control characters of all the text
+        // are escaped when it is written).
+        let field = TerminalText.field
+        out += "\(field(info.path))\n"
+        out += "  type:     \(field(info.manifest.contentType))\n"
+        out += "  format:   \(info.manifest.formatVersion)   schema: \(field(info.schemaVersion))\n"
+        if let modified = info.modified { out += "  modified: \(field(modified))\n" }
         switch info.lockHolder {
         case nil: out += "  writer:   none\n"
         case .some(-1): out += "  writer:   locked (pid unknown)\n"
@@ -110,8 +113,8 @@ enum InspectCommand {
                 if attribute.options.contains(.externalStorage) {
                     notes.append("external ≥ \(Support.bytes(Int64(attribute.effectiveExternalThreshold)))")
                 }
-                if let value = attribute.defaultValue { notes.append("default \(value)") }
-                if let original = attribute.originalName { notes.append("was \(original)") }
+                if let value = attribute.defaultValue { notes.append("default \(field(value.description))") }
+                if let original = attribute.originalName { notes.append("was \(field(original))") }
                 out +=
                     "    \(attribute.name): \(attribute.type.rawValue)"
                     + (notes.isEmpty ? "" : "  (" + notes.joined(separator: ", ") + ")") + "\n"
@@ -163,16 +166,23 @@ enum VerifyCommand {
         } else {
             let style = TerminalStyle.standardOutput
             for finding in report.findings {
-                let severity =
-                    finding.severity == .corruption ? style.red("corruption") : style.yellow("untidy")
-                Output.standard.write("\(severity): \(finding.object): \(finding.message)\n")
+                var line =
+                    finding.severity == .corruption
+                    ? TerminalLine("corruption", style: style.red)
+                    : TerminalLine("untidy", style: style.yellow)
+                // One line per finding, whatever text from the package the object or message quotes.
+                line.append(
+                    ": \(TerminalText.field(finding.object)): \(TerminalText.field(finding.message))\n")
+                Output.standard.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
             let untidy = report.findings.count - corrupt
-            let verdict = report.isValid ? style.green("valid") : style.red("CORRUPT")
-            Output.standard.write(
-                "\(path): \(verdict): \(report.records) records, \(report.blobsChecked) blobs hashed "
+            var line = TerminalLine("\(TerminalText.field(path)): ")
+            line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
+            line.append(
+                ": \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
+            Output.standard.write(line)
         }
         return report.isValid ? 0 : DeckCommandLine.ExitStatus.dataError
     }
@@ -205,7 +215,9 @@ enum GCCommand {
                 ]).render() + "\n")
         } else {
             let verb = dryRun ? "would remove" : "removed"
-            for file in report.orphanFiles + report.temporaries { Output.standard.write("\(verb) \(file)\n") }
+            for file in report.orphanFiles + report.temporaries {
+                Output.standard.write("\(verb) \(TerminalText.field(file))\n")
+            }
             Output.standard.write(
                 "\(verb) \(report.orphanFiles.count) orphan blob(s) (\(Support.bytes(report.orphanBytes))), "
                     + "\(report.temporaries.count) temporary file(s) (\(Support.bytes(report.temporaryBytes)))"

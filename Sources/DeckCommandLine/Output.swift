@@ -6,20 +6,36 @@ import Foundation
 
 /// Buffered standard output (large query results are written in 64 KiB pieces) and
 /// unbuffered standard error.
+///
+/// Text output is escaped for the terminal here, in one place (``TerminalText``): every string
+/// given to ``write(_:)`` or ``error(_:)`` has its control characters and bidirectional
+/// overrides made visible, on a terminal or not, so that no package can drive the terminal
+/// that shows it (or the one a pipe ends in). Exact forms (`--json`, `--csv`, completion
+/// scripts) switch that off with ``escapesText`` for their command; styled text is built as a
+/// ``TerminalLine``, escaped piece by piece before its own escape sequences are added.
 final class Output: @unchecked Sendable {
     /// Standard output. Only the main thread writes to it.
     static let standard = Output(fd: 1)
 
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// Whether ``write(_:)`` escapes its text (true for text output, false for exact forms).
+    var escapesText = true
 
     private init(fd: Int32) {
         self.fd = fd
         buffer.reserveCapacity(1 << 16)
     }
 
+    /// Appends text: escaped for the terminal unless ``escapesText`` is off.
     func write(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
+        buffer.append(contentsOf: (escapesText ? TerminalText.escape(text) : text).utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    /// Appends a line whose pieces were escaped and styled already.
+    func write(_ line: TerminalLine) {
+        buffer.append(contentsOf: line.rendered.utf8)
         if buffer.count >= 1 << 16 { flush() }
     }
 
@@ -27,11 +43,6 @@ final class Output: @unchecked Sendable {
     func write(json: JSON, pretty: Bool) {
         json.write(into: &buffer, pretty: pretty)
         if buffer.count >= 1 << 16 { flush() }
-    }
-
-    func write(bytes: UnsafeRawBufferPointer) {
-        flush()
-        Output.writeAll(fd, bytes)
     }
 
     func flush() {
@@ -54,10 +65,15 @@ final class Output: @unchecked Sendable {
         }
     }
 
-    /// Writes a line to standard error at once.
+    /// Writes a line to standard error at once, escaped for the terminal.
     static func error(_ text: String) {
-        let line = text.hasSuffix("\n") ? text : text + "\n"
-        Array(line.utf8).withUnsafeBytes { writeAll(2, $0) }
+        error(TerminalLine(text))
+    }
+
+    /// Writes a line whose pieces were escaped and styled already to standard error at once.
+    static func error(_ line: TerminalLine) {
+        let text = line.rendered.hasSuffix("\n") ? line.rendered : line.rendered + "\n"
+        Array(text.utf8).withUnsafeBytes { writeAll(2, $0) }
     }
 }
 
