@@ -389,7 +389,7 @@ public enum PackageVerifier {
     /// type allows (spec: section 7.1), and that NOT NULL columns hold no NULL. STRICT tables
     /// make SQLite enforce this, but a store can be written with the table briefly not STRICT
     /// or with CHECK constraints ignored; one scan per table finds what slipped through.
-    private static func checkStorageClasses(
+    static func checkStorageClasses(
         _ db: Database, mapping: SchemaMapping, tables: Set<String>, report: inout VerificationReport
     ) throws {
         /// One column's rule: the storage classes it may hold, and an extra condition.
