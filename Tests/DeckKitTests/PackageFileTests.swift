@@ -122,6 +122,25 @@ struct NonRegularFileTests {
         }
     }
 
+    @Test func writingTheBytesAgainReplacesAFIFOInPlaceOfABlob() throws {
+        try withTestDirectory { dir throws in
+            let url = try package(in: dir)
+            let fifo = url.appendingPathComponent("blobs/" + blobName(testBytes(100))).path
+            try replaceWithFIFO(fifo)
+            withoutHanging("writing a blob whose file is a FIFO", unblocking: fifo) {
+                _ = outcome {
+                    let writer = try DocumentPackage.open(at: url)
+                    try writer.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
+                    try writer.save()
+                    try writer.close()
+                }
+            }
+            var st = stat()
+            #expect(lstat(fifo, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG)
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+        }
+    }
+
     @Test(arguments: ["store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal"])
     func aLinkedStoreCompanionIsRefusedByName(name: String) throws {
         try withTestDirectory { dir throws in
@@ -470,6 +489,33 @@ struct ReaderWritesNothingTests {
             try reader.close()
             #expect(try PackageVerifier.verify(at: url).isValid)
             #expect(try state(url) == before, "a reader created, removed or rewrote a file")
+        }
+    }
+
+    /// SQLite's `readonly_shm=1` (the fallback of section 11.2, and what a reader that must
+    /// write nothing at all uses) reads a dead writer's log without touching any byte, also from a
+    /// path that needs escaping in a URI.
+    @Test func aPrivateIndexWritesNothingAtAll() throws {
+        try withTestDirectory { dir throws in
+            let awkward = dir.appendingPathComponent("a?b#c%d e")
+            try FileManager.default.createDirectory(at: awkward, withIntermediateDirectories: false)
+            let url = try crashedPackage(in: awkward)
+            try Data(count: 32_768).write(to: url.appendingPathComponent("store.sqlite-shm"))
+            func everything() throws -> [String: Data] {
+                var result: [String: Data] = [:]
+                for name in try FileManager.default.contentsOfDirectory(atPath: url.path)
+                where name.hasPrefix("store.sqlite") {
+                    result[name] = try Data(contentsOf: url.appendingPathComponent(name))
+                }
+                return result
+            }
+            let before = try everything()
+            let db = try Database(
+                path: url.appendingPathComponent("store.sqlite").path, mode: .readOnly,
+                uriParameters: [("readonly_shm", "1")])
+            #expect(try db.scalar("SELECT count(*) FROM \"Tag\"")?.int64 == 1)
+            db.close()
+            #expect(try everything() == before)
         }
     }
 

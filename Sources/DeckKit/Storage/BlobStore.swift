@@ -126,9 +126,11 @@ public final class BlobStore {
         try FileSystem.unlink(path(for: digest))
     }
 
-    /// True when the file for `digest` exists.
+    /// True when the file for `digest` exists as a regular file (a FIFO or device in its place
+    /// is no blob: writing the same bytes again replaces it).
     public func contains(_ digest: Digest) -> Bool {
-        (try? FileSystem.status(path(for: digest))) != nil
+        guard let st = try? FileSystem.status(path(for: digest)) else { return false }
+        return (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Reads a whole blob into memory, checking that its bytes match its digest.
