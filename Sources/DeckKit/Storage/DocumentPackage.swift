@@ -239,7 +239,7 @@ public final class DocumentPackage {
         } catch let error as DeckError {
             throw error
         } catch let error as SQLiteError {
-            throw storeError(error, path: path)
+            throw storeError(error, path: path, mode: mode)
         } catch {
             throw DeckError.wrap(error)
         }
@@ -264,7 +264,7 @@ public final class DocumentPackage {
     }
 
     /// What an SQLite failure while opening and checking the store means for the user.
-    static func storeError(_ error: SQLiteError, path: String) -> DeckError {
+    static func storeError(_ error: SQLiteError, path: String, mode: Mode) -> DeckError {
         let storePath = path + "/" + PackageLayout.store
         if error.isCorruption {
             return DeckError.corrupt(
@@ -272,15 +272,15 @@ public final class DocumentPackage {
                 reason: "\(PackageLayout.store) is not a readable SQLite database (\(error.message))")
         }
         if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
-        if error.primaryCode == SQLITE_READONLY {
+        if error.primaryCode == SQLITE_READONLY && mode == .readOnly {
             return DeckError.permissionDenied(
                 path: storePath,
                 operation:
                     "read the store: it needs recovery that only a writer can do; open the package for writing once"
             )
         }
-        if error.primaryCode == SQLITE_CANTOPEN || error.primaryCode == SQLITE_PERM
-            || error.primaryCode == SQLITE_AUTH
+        if error.primaryCode == SQLITE_CANTOPEN || error.primaryCode == SQLITE_READONLY
+            || error.primaryCode == SQLITE_PERM || error.primaryCode == SQLITE_AUTH
         {
             return DeckError.permissionDenied(path: storePath, operation: "open store")
         }

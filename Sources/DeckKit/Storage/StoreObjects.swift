@@ -87,15 +87,31 @@ enum StoreObjects {
             + "otherwise do not use it"
     }
 
-    /// The objects a store for `mapping` has, by name, as SQLite records them (built in memory).
-    static func derived(for mapping: SchemaMapping) throws -> [String: Object] {
+    /// An empty store for `mapping`, in memory: what SQLite makes of the derived statements.
+    static func expectedStore(for mapping: SchemaMapping) throws -> Database {
         let expected = try Database(path: ":memory:", mode: .create)
-        defer { expected.close() }
-        try expected.execute(StoreDDL.metadata)
-        for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
+        do {
+            try expected.execute(StoreDDL.metadata)
+            for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
+        } catch {
+            expected.close()
+            throw error
+        }
+        return expected
+    }
+
+    /// The objects of `expected` (see ``expectedStore(for:)``), by name.
+    static func derived(from expected: Database) throws -> [String: Object] {
         var result: [String: Object] = [:]
         for object in try objects(expected) { result[object.name] = object }
         return result
+    }
+
+    /// The objects a store for `mapping` has, by name, as SQLite records them.
+    static func derived(for mapping: SchemaMapping) throws -> [String: Object] {
+        let expected = try expectedStore(for: mapping)
+        defer { expected.close() }
+        return try derived(from: expected)
     }
 
     /// Every row of a store's `sqlite_schema`.

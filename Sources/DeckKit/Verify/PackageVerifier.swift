@@ -285,7 +285,9 @@ public enum PackageVerifier {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
             report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
         }
-        let derived = try StoreObjects.derived(for: mapping)
+        let expected = try StoreObjects.expectedStore(for: mapping)
+        defer { expected.close() }
+        let derived = try StoreObjects.derived(from: expected)
         var have: [String: String] = [:]
         for object in try StoreObjects.objects(db) { have[object.name] = object.type }
         var altered: Set<String> = []
@@ -304,10 +306,6 @@ public enum PackageVerifier {
                 message)
         }
         // Column by column, for the derived tables whose definition differs.
-        let expected = try Database(path: ":memory:", mode: .create)
-        defer { expected.close() }
-        try expected.execute(StoreDDL.metadata)
-        for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
         var complete: Set<String> = []
         for (name, object) in derived where object.type == "table" && have[name] == "table" {
             let wantColumns = try expected.rows(
