@@ -192,29 +192,84 @@ enum VerifyCommand {
 enum GCCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
         let dryRun = command.flag("dry-run")
+        let repair = command.flag("repair")
         let document = try Support.openPackage(command, mode: dryRun ? .readOnly : .readWrite)
         defer { try? document.close() }
         let bar = ProgressBar(label: "Collecting", total: nil, unit: .items, quiet: command.flag("quiet"))
         defer { bar.finish() }
-        let report = try document.collectGarbage(dryRun: dryRun) { done, total in
+        let report = try document.collectGarbage(dryRun: dryRun, repair: repair) { done, total in
             bar.setTotal(total)
             bar.update(completed: done)
         }
         if command.flag("json") {
-            Output.standard.write(
-                JSON.object([
-                    ("dryRun", .bool(dryRun)),
-                    ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
-                    ("orphanBytes", .int(report.orphanBytes)),
-                    ("temporaries", .array(report.temporaries.map(JSON.string))),
-                    ("temporaryBytes", .int(report.temporaryBytes)),
-                    ("unreferencedRows", .int(Int64(report.unreferencedRows))),
-                    ("storeBytesBefore", .int(report.storeBytesBefore)),
-                    ("storeBytesAfter", .int(report.storeBytesAfter)),
-                    ("reclaimedBytes", .int(report.reclaimedBytes)),
-                ]).render() + "\n")
+            var members: [(String, JSON)] = [
+                ("dryRun", .bool(dryRun)),
+                ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
+                ("orphanBytes", .int(report.orphanBytes)),
+                ("temporaries", .array(report.temporaries.map(JSON.string))),
+                ("temporaryBytes", .int(report.temporaryBytes)),
+                ("unreferencedRows", .int(Int64(report.unreferencedRows))),
+                ("uncountedReferences", .array(report.uncountedReferences.map(JSON.string))),
+                ("createdIndexes", .array(report.createdIndexes.map(JSON.string))),
+                ("storeBytesBefore", .int(report.storeBytesBefore)),
+                ("storeBytesAfter", .int(report.storeBytesAfter)),
+                ("reclaimedBytes", .int(report.reclaimedBytes)),
+            ]
+            if let repaired = report.repair {
+                members.append(
+                    (
+                        "repair",
+                        JSON.object([
+                            ("registered", .array(repaired.registered.map(JSON.string))),
+                            (
+                                "recounted",
+                                .array(
+                                    repaired.recounted.map {
+                                        JSON.object([
+                                            ("digest", .string($0.digest)), ("from", .int($0.from)),
+                                            ("to", .int($0.to)),
+                                        ])
+                                    })
+                            ),
+                            ("resized", .array(repaired.resized.map(JSON.string))),
+                            (
+                                "unrepaired",
+                                .array(
+                                    repaired.unrepaired.map {
+                                        JSON.object([
+                                            ("object", .string($0.object)), ("reason", .string($0.reason)),
+                                        ])
+                                    })
+                            ),
+                        ])
+                    ))
+            }
+            Output.standard.write(JSON.object(members).render() + "\n")
         } else {
             let verb = dryRun ? "would remove" : "removed"
+            if let repaired = report.repair {
+                let fix = dryRun ? "would register" : "registered"
+                for digest in repaired.registered { Output.standard.write("\(fix) blob \(digest)\n") }
+                for recount in repaired.recounted {
+                    Output.standard.write(
+                        "\(dryRun ? "would set" : "set") refs of \(recount.digest) from \(recount.from) to \(recount.to)\n"
+                    )
+                }
+                for digest in repaired.resized {
+                    Output.standard.write("\(dryRun ? "would correct" : "corrected") the size of \(digest)\n")
+                }
+                for unrepaired in repaired.unrepaired {
+                    Output.standard.write("cannot repair \(unrepaired.object): \(unrepaired.reason)\n")
+                }
+            }
+            for digest in report.uncountedReferences where report.repair == nil || dryRun {
+                Output.standard.write(
+                    "kept \(digest): records name it but deck_blob does not count it; run 'deck gc --repair'\n"
+                )
+            }
+            for index in report.createdIndexes {
+                Output.standard.write("\(dryRun ? "would create" : "created") index \(index)\n")
+            }
             for file in report.orphanFiles + report.temporaries {
                 Output.standard.write("\(verb) \(TerminalText.field(file))\n")
             }
@@ -225,6 +280,13 @@ enum GCCommand {
                         ? "\n"
                         : "; store \(Support.bytes(report.storeBytesBefore)) → \(Support.bytes(report.storeBytesAfter))\n")
             )
+        }
+        if let repaired = report.repair, !repaired.isComplete {
+            Output.standard.flush()
+            Output.error(
+                "deck: \(document.url.path): \(repaired.unrepaired.count) referenced blob(s) cannot be repaired "
+                    + "(listed above); restore their files from a copy of the document")
+            return DeckCommandLine.ExitStatus.dataError
         }
         return 0
     }

@@ -88,7 +88,7 @@ public final class BlobStore {
             var directories: Set<String> = [packagePath, blobsPath]
             for digest in pendingDurability {
                 let path = path(for: digest)
-                let fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+                let fd = try FileSystem.openRegular(path, O_RDONLY)
                 defer { FileSystem.close(fd) }
                 try FileSystem.fsync(fd, path: path)
                 directories.insert(String(path.prefix(path.count - 65)))
@@ -115,9 +115,11 @@ public final class BlobStore {
         try FileSystem.unlink(path(for: digest))
     }
 
-    /// True when the file for `digest` exists.
+    /// True when the file for `digest` exists as a regular file (a FIFO or device in its place
+    /// is no blob: writing the same bytes again replaces it).
     public func contains(_ digest: Digest) -> Bool {
-        (try? FileSystem.status(path(for: digest))) != nil
+        guard let st = try? FileSystem.status(path(for: digest)) else { return false }
+        return (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Reads a whole blob into memory, checking that its bytes match its digest.
@@ -135,9 +137,12 @@ public final class BlobStore {
         let path = path(for: digest)
         let fd: Int32
         do {
-            fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+            fd = try FileSystem.openRegular(path, O_RDONLY)
         } catch .notFound {
             throw DeckError.blobUnavailable(digest: digest.hexDigest, reason: "file \(path) is missing")
+        } catch .corrupt(_, let reason) {
+            // A FIFO or device in its place: refused without blocking.
+            throw DeckError.blobUnavailable(digest: digest.hexDigest, reason: "file \(path): \(reason)")
         }
         defer { FileSystem.close(fd) }
         let hasher = SHA256Hasher()
@@ -160,7 +165,7 @@ public final class BlobStore {
 
     /// Hashes a blob file and returns the digest of its bytes and its size.
     static func hashFile(at path: String) throws(DeckError) -> (Digest, Int64) {
-        let fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+        let fd = try FileSystem.openRegular(path, O_RDONLY)
         defer { FileSystem.close(fd) }
         let hasher = SHA256Hasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
