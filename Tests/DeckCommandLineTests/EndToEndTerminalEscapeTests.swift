@@ -40,7 +40,9 @@ struct EndToEndTerminalEscapeTests {
             [
                 store,
                 "UPDATE deck_meta SET value = json_set(value, '$.version', \(hostileSQL), "
-                    + "'$.entities[0].attributes[1].default', \(hostileSQL)) WHERE key = 'schema'",
+                    + "'$.entities[0].attributes[1].default', \(hostileSQL)) WHERE key = 'schema'; "
+                    // The stored schema's version and deck_meta's must agree (spec 4.2).
+                    + "UPDATE deck_meta SET value = \(hostileSQL) WHERE key = 'schema_version'",
             ])
         try #require(update.status == 0, "\(update.stderr)")
         try FileManager.default.createDirectory(atPath: path + "/blobs/ab", withIntermediateDirectories: true)
