@@ -253,6 +253,7 @@ public enum PackageVerifier {
             return
         }
         try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        try checkCells(db, mapping: mapping, report: &report)
         try checkBlobs(
             db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
     }
