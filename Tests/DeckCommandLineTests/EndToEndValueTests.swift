@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+
+@testable import DeckKit
+
+/// Values through the built `deck`: the text forms `insert` reads, the forms `query` prints as
+/// text, CSV and JSON, and the refusals (spec 7).
+@Suite("End to end: values")
+struct EndToEndValueTests {
+    static let schema = #"""
+        {"version":"1","entities":[{"name":"S","attributes":[
+        {"name":"s","type":"string","optional":true},{"name":"i","type":"integer","optional":true},
+        {"name":"d","type":"double","optional":true},{"name":"b","type":"bool","optional":true},
+        {"name":"t","type":"date","optional":true},{"name":"raw","type":"data","optional":true},
+        {"name":"u","type":"uuid","optional":true},{"name":"l","type":"url","optional":true},
+        {"name":"m","type":"decimal","optional":true},{"name":"j","type":"json","optional":true},
+        {"name":"req","type":"double","default":0},{"name":"when","type":"date","dynamicDefault":"now"}]}]}
+        """#
+
+    private func makePackage(_ dir: TemporaryDirectory) throws -> String {
+        let schemaPath = dir.appending("s.json")
+        try Self.schema.write(toFile: schemaPath, atomically: true, encoding: .utf8)
+        let path = dir.appending("S.deck")
+        e2eExpectSuccess(try deck("new", path, "--schema", schemaPath))
+        return path
+    }
+
+    /// The records of `deck query --json`, parsed exactly (numbers keep their text).
+    private func records(_ path: String) throws -> [[(String, JSONText.Tree)]] {
+        let result = try deck("query", path, "S", "--sort", "_id", "--json")
+        e2eExpectSuccess(result)
+        // One record per line, always.
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "[" && lines.last == "]")
+        for line in lines.dropFirst().dropLast() {
+            #expect(line.hasPrefix("{\"_id\":"), "\(line)")
+            let record = line.hasSuffix(",") ? String(line.dropLast()) : line
+            #expect(JSONText.isValid(record), "\(record)")
+        }
+        guard case .array(let items) = try JSONText.parse(Array(result.stdout.utf8)) else {
+            Issue.record("not an array: \(result.stdout)")
+            return []
+        }
+        return items.map { if case .object(let members) = $0 { members } else { [] } }
+    }
+
+    private func member(_ record: [(String, JSONText.Tree)], _ name: String) -> JSONText.Tree? {
+        record.first { $0.0 == name }?.1
+    }
+
+    @Test func theSampleInsertsACardWithoutACreationDate() throws {
+        let dir = try TemporaryDirectory()
+        let path = try e2eSample(in: dir)
+        let inserted = try deck("insert", path, "Card", "front=a", "back=b", "--json")
+        e2eExpectSuccess(inserted)
+        let id = try #require(try e2eJSONObject(inserted.stdout)["id"] as? Int)
+        let query = try deck("query", path, "Card", "--where", "_id = \(id)", "--json")
+        e2eExpectSuccess(query)
+        let card = try #require(try e2eJSONArray(query.stdout).first)
+        let created = try #require(card["creationDate"] as? String)
+        let seconds = try #require(Timestamp(parsing: created)).timeIntervalSince1970
+        #expect(abs(seconds - Date().timeIntervalSince1970) < 600, "\(created)")
+        #expect(try deck("verify", path).status == 0)
+    }
+
+    /// Values written with `deck insert` come back from `deck query` in the canonical forms,
+    /// identical after a second trip through their own printed text.
+    @Test func textFormsRoundTripThroughTheTool() throws {
+        let dir = try TemporaryDirectory()
+        let path = try makePackage(dir)
+        let rows: [[String]] = [
+            [
+                "s=héllo \"q\" \u{1}", "i=-9223372036854775808", "d=-0", "b=YES", "t=1970-01-01T00:00:00.1Z",
+                "raw=AAEC/w==", "u=E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "l=http://münchen.de/ä?x#y",
+                "m=00012.3400", "j= {\"a\" : [1, 1e400, \"x\\ny\"]}\n",
+            ],
+            [
+                "i=9223372036854775807", "d=1.7976931348623157e308", "b=0", "t=1969-12-31T23:59:59.9Z",
+                "l=HTTP://EXAMPLE.com:80/a/../%7e", "m=-1e-128", "j=\"\\ud83c\\udccf\"", "s=",
+            ],
+            [
+                "d=5e-324", "t=0000-01-01", "m=12345678901234567890123456789012345678e127", "j=null",
+                "t=9999-12-31T23:59:59.999Z",
+            ],
+            ["d=0.1", "t=2026-11-30T12:00+02:00", "m=-.5", "j=[[[]]]", "t=1796032800.123456789"],
+        ]
+        for row in rows { e2eExpectSuccess(try e2eDeck(["insert", path, "S"] + row)) }
+        let records = try records(path)
+        #expect(records.count == rows.count)
+        func string(_ r: Int, _ key: String) -> String? {
+            if case .string(let s)? = member(records[r], key) { s } else { nil }
+        }
+        func number(_ r: Int, _ key: String) -> String? {
+            if case .number(let s)? = member(records[r], key) { s } else { nil }
+        }
+        #expect(string(0, "s") == "héllo \"q\" \u{1}")
+        #expect(number(0, "i") == "-9223372036854775808")
+        #expect(number(0, "d") == "0.0")
+        #expect(member(records[0], "b") == .bool(true))
+        #expect(string(0, "t") == "1970-01-01T00:00:00.100Z")
+        #expect(string(0, "raw") == "AAEC/w==")
+        #expect(string(0, "u") == "e621e1f8-c36c-495a-93fc-0c247a3e6e5f")
+        #expect(string(0, "l") == "http://xn--mnchen-3ya.de/%C3%A4?x#y")
+        #expect(string(0, "m") == "12.34")
+        #expect(
+            member(records[0], "j")
+                == .object([("a", .array([.number("1"), .number("1e400"), .string("x\ny")]))]))
+        #expect(number(1, "i") == "9223372036854775807")
+        #expect(Double(number(1, "d") ?? "") == .greatestFiniteMagnitude)
+        #expect(string(1, "t") == "1969-12-31T23:59:59.900Z")
+        #expect(string(1, "l") == "HTTP://EXAMPLE.com:80/a/../%7e")
+        #expect(string(1, "m") == "-0." + String(repeating: "0", count: 127) + "1")
+        #expect(member(records[1], "j") == .string("🃏"))
+        #expect(string(1, "s") == "")
+        #expect(Double(number(2, "d") ?? "") == .leastNonzeroMagnitude)
+        #expect(string(2, "t") == "9999-12-31T23:59:59.999Z")
+        #expect(
+            string(2, "m") == "12345678901234567890123456789012345678" + String(repeating: "0", count: 127))
+        #expect(member(records[2], "j") == .null)
+        #expect(Double(number(3, "d") ?? "") == 0.1)
+        #expect(string(3, "t") == "2026-11-30T10:00:00.1234567Z")
+        #expect(string(3, "m") == "-0.5")
+        #expect(member(records[3], "j") == .array([.array([.array([])])]))
+        #expect(number(0, "req") == "0.0")
+        // Each printed date reads back, as a --where value, to the identical stored number.
+        for (r, record) in records.enumerated() {
+            guard case .string(let t)? = member(record, "t") else { continue }
+            let count = try deck("query", path, "S", "--where", "t = \(t)", "--count")
+            e2eExpectSuccess(count)
+            #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "record \(r): \(t)")
+        }
+        // CSV keeps the same forms.
+        let csv = try deck("query", path, "S", "--sort", "_id", "--csv")
+        e2eExpectSuccess(csv)
+        let table = e2eParseCSV(csv.stdout)
+        let header = try #require(table.first)
+        let t = try #require(header.firstIndex(of: "t"))
+        let m = try #require(header.firstIndex(of: "m"))
+        #expect(table[1][t] == "1970-01-01T00:00:00.100Z")
+        #expect(table[1][m] == "12.34")
+        #expect(try deck("verify", path).status == 0)
+    }
+
+    @Test(arguments: [
+        ("t=nan", "S.t: 'nan' is not a valid date"), ("t=inf", "is not a valid date"),
+        ("t=1e300", "outside the years 0000 to 9999"), ("t=10000-01-01", "outside the years 0000 to 9999"),
+        ("t=2026-06-30T23:59:60Z", "leap second"), ("d=nan", "S.d: 'nan' is not a valid double"),
+        ("d=1e400", "finite number"), ("req=nan", "S.req: 'nan' is not a valid double"),
+        ("m=123456789012345678901234567890123456789", "at most 38 significant digits"),
+        ("m=٣", "is not a valid decimal"), ("j=1,\"admin\":true", "only one value"),
+        ("j={\"a\":1,\"a\":2}", "duplicate member name"), ("l=http://x/a b", "a space (write %20)"),
+        ("u={E621E1F8-C36C-495A-93FC-0C247A3E6E5F}", "is not a valid uuid"),
+    ])
+    func badValuesAreRefusedAsInvalidData(assignment: String, fragment: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = try makePackage(dir)
+        e2eExpectFailure(try deck("insert", path, "S", assignment), status: 65, fragment)
+        let count = try deck("query", path, "S", "--count")
+        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
+    /// A stored `1,"admin":true` (another writer's damage) must not add members to the output.
+    @Test func queryJSONNeverEmbedsInvalidJSON() throws {
+        let dir = try TemporaryDirectory()
+        let path = try makePackage(dir)
+        e2eExpectSuccess(try deck("insert", path, "S", "j=[1]"))
+        e2eExpectSuccess(try deck("insert", path, "S", "j=[2]"))
+        let db = try Database(path: path + "/store.sqlite", mode: .readWrite)
+        try db.run(#"UPDATE S SET j = '1,"admin":true' WHERE _pk = 1"#)
+        try db.run(#"UPDATE S SET j = '1}],"x":[{"y":2' WHERE _pk = 2"#)
+        db.close()
+        let records = try records(path)
+        #expect(records.count == 2)
+        #expect(member(records[0], "j") == .string(#"1,"admin":true"#))
+        #expect(member(records[0], "admin") == nil)
+        #expect(member(records[1], "j") == .string(#"1}],"x":[{"y":2"#))
+        #expect(records.allSatisfy { $0.count == 14 })
+        // And verify calls it corruption.
+        let verify = try deck("verify", path, "--json")
+        #expect(verify.status == 65)
+        #expect(verify.stdout.contains("value-invalid"))
+        #expect(verify.stdout.contains("S #1.j"))
+    }
+
+    @Test func verifyReportsDamagedCells() throws {
+        let dir = try TemporaryDirectory()
+        let path = try makePackage(dir)
+        e2eExpectSuccess(try deck("insert", path, "S", "m=1.5", "t=2026-11-30"))
+        let db = try Database(path: path + "/store.sqlite", mode: .readWrite)
+        try db.run("UPDATE S SET m = '1.50', t = 9e999")
+        db.close()
+        let result = try deck("verify", path)
+        #expect(result.status == 65)
+        #expect(result.stdout.contains("S #1.m"), "\(result.stdout)")
+        #expect(result.stdout.contains("not the canonical form '1.5'"), "\(result.stdout)")
+        #expect(result.stdout.contains("S #1.t"), "\(result.stdout)")
+    }
+
+    /// Schema-file errors name the attribute and the element, and never call a number "not valid JSON".
+    @Test(arguments: [
+        (#"{"name":"x","type":"integer","options":["unique","bogus"]}"#, "options[1]"),
+        (#"{"name":"when","type":"date","default":"soon"}"#, "attribute 'when': invalid default: 'soon'"),
+        (
+            #"{"name":"n","type":"data","externalThreshold":1.5}"#,
+            "externalThreshold must be a whole number of bytes, not 1.5"
+        ),
+        (#"{"name":"r","type":"double","default":1e400}"#, "attribute 'r': invalid default: '1e400'"),
+        (
+            #"{"name":"c","type":"integer","default":99999999999999999999}"#,
+            "'99999999999999999999' is not a valid integer"
+        ),
+        (#"{"name":"x","type":"string","name":"y"}"#, "duplicate member name 'name'"),
+    ])
+    func schemaFileErrors(attribute: String, fragment: String) throws {
+        let dir = try TemporaryDirectory()
+        let schemaPath = dir.appending("bad.json")
+        try (#"{"version":"1","entities":[{"name":"A","attributes":["# + attribute + "]}]}")
+            .write(toFile: schemaPath, atomically: true, encoding: .utf8)
+        let result = try deck("new", dir.appending("X.deck"), "--schema", schemaPath)
+        e2eExpectFailure(result, status: 65, "invalid schema: \(schemaPath): ", fragment)
+        #expect(
+            !result.stderr.contains("not valid JSON") || fragment.contains("duplicate"), "\(result.stderr)")
+    }
+}
