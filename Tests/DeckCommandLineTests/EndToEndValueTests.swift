@@ -61,6 +61,8 @@ struct EndToEndValueTests {
         let seconds = try #require(Timestamp(parsing: created)).timeIntervalSince1970
         #expect(abs(seconds - Date().timeIntervalSince1970) < 600, "\(created)")
         #expect(try deck("verify", path).status == 0)
+        let inspect = try deck("inspect", path)
+        #expect(inspect.stdout.contains("creationDate: date  (default now)"), "\(inspect.stdout)")
     }
 
     /// Values written with `deck insert` come back from `deck query` in the canonical forms,

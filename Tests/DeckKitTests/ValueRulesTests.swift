@@ -133,6 +133,19 @@ struct ValueRulesTests {
         #expect(t.sign == .plus)
     }
 
+    /// Why -0.0 is not kept: SQLite itself gives back 0.0 for a -0.0 bound into a REAL column.
+    @Test func sQLiteDoesNotKeepTheSignOfZero() throws {
+        let db = try Database(path: ":memory:", mode: .create)
+        defer { db.close() }
+        try db.execute("CREATE TABLE t(x REAL) STRICT")
+        try db.run("INSERT INTO t VALUES (?)", [.real(-0.0)])
+        guard case .real(let back)? = try db.scalar("SELECT x FROM t") else {
+            Issue.record("not a REAL")
+            return
+        }
+        #expect(back == 0 && back.sign == .plus)
+    }
+
     @Test func doublesAtTheEdgesRoundTrip() throws {
         for v in [
             Double.greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude,
