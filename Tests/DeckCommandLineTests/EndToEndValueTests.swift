@@ -223,4 +223,103 @@ struct EndToEndValueTests {
         #expect(
             !result.stderr.contains("not valid JSON") || fragment.contains("duplicate"), "\(result.stderr)")
     }
+
+    /// Random values of every type (seeded), written with the library and read back from
+    /// `deck query --json`: each JSON form gives back the identical value.
+    @Test func randomValuesThroughQueryJSON() throws {
+        let seed: UInt64 = 0x5EED_2026
+        print("End to end: values: seed \(seed)")
+        var state = seed
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        func below(_ n: UInt64) -> UInt64 { next() % n }
+        func randomJSON(_ depth: Int) -> String {
+            switch below(depth > 3 ? 4 : 6) {
+            case 0: return ["null", "true", "false"][Int(below(3))]
+            case 1:
+                return (below(2) == 0 ? "-" : "") + String(next()) + (below(2) == 0 ? "e\(below(999))" : "")
+            case 2: return "\"k\\u00e9\\n\\ud83c\\udccf\(below(100))\""
+            case 3: return "0.\(next())"
+            case 4:
+                return " [ " + (0..<below(4)).map { _ in randomJSON(depth + 1) }.joined(separator: " ,\n")
+                    + " ] "
+            default:
+                return "{"
+                    + (0..<below(4)).map { "\"m\($0)\" : " + randomJSON(depth + 1) }.joined(separator: ",")
+                    + "}"
+            }
+        }
+        let dir = try TemporaryDirectory()
+        let path = try makePackage(dir)
+        let package = try DocumentPackage.open(at: URL(fileURLWithPath: path))
+        var written: [[String: Value]] = []
+        let low = Timestamp.earliest.timeIntervalSince1970
+        let high = Timestamp.end.timeIntervalSince1970
+        for _ in 0..<200 {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<below(12) {
+                if let scalar = Unicode.Scalar(UInt32(below(0x11_0000))) { scalars.append(scalar) }
+            }
+            var double = Double(bitPattern: next())
+            while !double.isFinite { double = Double(bitPattern: next()) }
+            var seconds = Double(bitPattern: below(0x4271_8000_0000_0000)) * (below(2) == 0 ? 1 : -1)
+            if !(seconds >= low && seconds < high) {
+                seconds = low + Double(below(1 << 53)) / Double(1 << 53) * (high - low)
+            }
+            let digits = (0..<(1 + below(38))).map { _ in String(below(10)) }.joined() + String(1 + below(9))
+            let decimal = try #require(
+                try Value(
+                    parsing: (below(2) == 0 ? "-" : "") + digits.suffix(38) + "e\(Int(below(200)) - 100)",
+                    as: .decimal))
+            let uuid = UUID()
+            let values: [String: Value] = [
+                "s": .string(String(scalars)), "i": .integer(Int64(bitPattern: next())), "d": .double(double),
+                "b": .bool(below(2) == 0), "t": .date(Timestamp(timeIntervalSince1970: seconds)),
+                "raw": .data(Data((0..<below(40)).map { _ in UInt8(below(256)) })), "u": .uuid(uuid),
+                "l": try Value(
+                    parsing:
+                        "https://h\(below(1000)).example/p%\(String(format: "%02X", below(256)))?q=\(next())",
+                    as: .url),
+                "m": decimal, "j": .json(randomJSON(0)),
+            ]
+            try package.insert("S", values)
+            written.append(values)
+        }
+        try package.save()
+        try package.close()
+        let records = try records(path)
+        #expect(records.count == written.count)
+        for (record, values) in zip(records, written) {
+            for (key, value) in values {
+                let json = member(record, key)
+                let context = "seed \(seed), \(key): wrote \(value), read \(String(describing: json))"
+                switch (value, json) {
+                case (.string(let v), .string(let r)?): #expect(v == r, "\(context)")
+                case (.integer(let v), .number(let r)?): #expect(String(v) == r, "\(context)")
+                case (.double(let v), .number(let r)?):
+                    #expect(Double(r)?.bitPattern == (v == 0 ? 0.0 : v).bitPattern, "\(context)")
+                case (.bool(let v), .bool(let r)?): #expect(v == r, "\(context)")
+                case (.date(let v), .string(let r)?):
+                    #expect(r == v.description, "\(context)")
+                    #expect(
+                        Timestamp(parsing: r)?.timeIntervalSince1970.bitPattern
+                            == v.timeIntervalSince1970.bitPattern, "\(context)")
+                case (.data(let v), .string(let r)?): #expect(Data(base64Encoded: r) == v, "\(context)")
+                case (.uuid(let v), .string(let r)?): #expect(r == v.uuidString.lowercased(), "\(context)")
+                case (.url(let v), .string(let r)?): #expect(r == v.absoluteString, "\(context)")
+                case (.decimal, .string(let r)?): #expect(r == value.description, "\(context)")
+                case (.json(let v), let r?):
+                    #expect(
+                        JSONText.isNull(v) ? r == .null : (try? JSONText.parse(Array(v.utf8))) == r,
+                        "\(context)")
+                default: Issue.record("\(context)")
+                }
+            }
+        }
+    }
 }
