@@ -74,9 +74,9 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The value's text form, the one ``init(parsing:as:)`` reads back to the same value (spec
-    /// 7.3–7.5): dates in the canonical ISO 8601 form, decimals in plain notation, UUIDs in
-    /// lowercase, JSON as its text.
+    /// The value's text form (spec 7.3–7.5): for every attribute type but data, the text that
+    /// ``init(parsing:as:)`` reads back to the same value — dates in the canonical ISO 8601 form,
+    /// decimals in plain notation, UUIDs in lowercase, JSON as its text. Data shows its size.
     public var description: String {
         switch self {
         case .null: "null"
