@@ -210,11 +210,15 @@ public struct Attribute: Codable, Sendable, Equatable {
     /// The threshold in force for this attribute.
     public var effectiveExternalThreshold: Int { externalThreshold ?? Self.defaultExternalThreshold }
 
-    /// The value a new record gets when none is given: the default, the time of the insert for
-    /// `dynamicDefault` `now`, or null.
+    /// The value a new record gets when none is given: the default, the time of the insert (to
+    /// the millisecond) for `dynamicDefault` `now`, or null.
     func initialValue() -> Value {
         if let defaultValue { return defaultValue }
-        if dynamicDefault == .now { return .date(Date()) }
+        if dynamicDefault == .now {
+            // To the millisecond, like the package's own times: it prints as ….123Z.
+            return .date(
+                Timestamp(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000))
+        }
         return .null
     }
 
