@@ -295,7 +295,9 @@ extension Value {
                 ? UUID(uuidString: v).map(Value.uuid) ?? .string(v) : .string(v)
         case (.text(let v), .url): self = Value.storedURL(v).map(Value.url) ?? .string(v)
         case (.text(let v), .decimal): self = Value.storedDecimal(v).map(Value.decimal) ?? .string(v)
-        case (.text(let v), .json): self = JSONText.isValid(v) && !JSONText.isNull(v) ? .json(v) : .string(v)
+        case (.text(let v), .json):
+            // The text null is no value (Deck before spec 7.5 stored it so).
+            self = JSONText.isValid(v) ? (JSONText.isNull(v) ? .null : .json(v)) : .string(v)
         case (.integer(let v), _): self = .integer(v)
         case (.real(let v), _): self = .double(v)
         case (.text(let v), _): self = .string(v)

@@ -7,7 +7,7 @@ extension PackageVerifier {
     /// Checks every stored cell against its attribute's encoding (spec 7.1; finding
     /// `value-invalid`, corruption): the storage class, `bool` 0 or 1, `double` finite, `date`
     /// finite and in range, `uuid` canonical, `url` an absolute URI, `decimal` canonical and within
-    /// its limits, `json` valid and not `null`, inline `data` a BLOB and external `data` a BLOB or
+    /// its limits, `json` valid (and not `null` when required), inline `data` a BLOB and external `data` a BLOB or
     /// TEXT (the digest's form is `reference-malformed`); a required attribute is not NULL in the
     /// rows of entities that have it, and rows of entities that do not have it hold NULL there.
     /// Columns the store lacks are skipped (`column-missing` reports them).
@@ -156,7 +156,9 @@ extension PackageVerifier {
             } catch {
                 return "holds text that is not valid JSON: \(error)"
             }
-            return JSONText.isNull(v) ? "holds the JSON text null, which writers store as NULL" : nil
+            // The text null reads as no value (earlier writers stored it); wrong only where required.
+            return JSONText.isNull(v) && !attribute.isOptional
+                ? "holds the JSON text null, which is no value, but the attribute is required" : nil
         case (.string, _), (.integer, _), (.bool, _), (.uuid, _), (.url, _), (.decimal, _), (.json, _):
             return storage(attribute.type == .integer || attribute.type == .bool ? "INTEGER" : "TEXT")
         case (.double, _), (.date, _): return storage("REAL")
