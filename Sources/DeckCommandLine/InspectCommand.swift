@@ -114,6 +114,7 @@ enum InspectCommand {
                     notes.append("external ≥ \(Support.bytes(Int64(attribute.effectiveExternalThreshold)))")
                 }
                 if let value = attribute.defaultValue { notes.append("default \(field(value.description))") }
+                if let dynamic = attribute.dynamicDefault { notes.append("default \(dynamic.rawValue)") }
                 if let original = attribute.originalName { notes.append("was \(field(original))") }
                 out +=
                     "    \(attribute.name): \(attribute.type.rawValue)"

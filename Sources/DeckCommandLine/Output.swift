@@ -1,3 +1,4 @@
+import DeckKit
 import Foundation
 
 #if canImport(Glibc)
@@ -86,7 +87,10 @@ indirect enum JSON {
     case string(String)
     case array([JSON])
     case object([(String, JSON)])
-    /// Already-serialised JSON text (a json attribute's value), inserted as is.
+    /// JSON text from elsewhere (a json attribute's value, an encoded schema). It is checked
+    /// when written: valid text (one JSON value by the rules of spec 7.5) is inserted without
+    /// its insignificant whitespace, anything else as a JSON string holding the text, so the
+    /// output is always valid and no stored text can add members or records to it.
     case raw(String)
 
     func render(pretty: Bool = true, indent: String = "") -> String {
@@ -112,7 +116,12 @@ indirect enum JSON {
                 out += String(d).utf8
             }
         case .string(let s): JSON.escape(s, into: &out)
-        case .raw(let text): out += text.utf8
+        case .raw(let text):
+            if let compact = Value.json(text).compactJSONText {
+                out += compact.utf8
+            } else {
+                JSON.escape(text, into: &out)
+            }
         case .array(let items):
             guard !items.isEmpty else {
                 out += "[]".utf8

@@ -49,7 +49,7 @@ extension DocumentPackage {
             var arguments: [SQLValue] = []
             arguments.reserveCapacity(mapping.attributes.count)
             for (index, attribute) in mapping.attributes.enumerated() {
-                let value = given[index] ?? attribute.defaultValue ?? .null
+                let value = given[index] ?? attribute.initialValue()
                 if value.isNull && !attribute.isOptional {
                     throw DeckError.invalidValue(
                         entity: mapping.name, property: attribute.name,
