@@ -72,7 +72,9 @@ extension PackageVerifier {
         case .url, .decimal, .json: suspect = "typeof(\(c)) = 'text'"
         }
         var conditions: [String] = []
-        if let suspect { conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(owners)) AND (\(suspect)))") }
+        if let suspect {
+            conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(owners)) AND (\(suspect)))")
+        }
         // Rows of an unknown entity are `entity-unknown`'s.
         let others = members.filter { !owners.contains($0) }
         if !others.isEmpty { conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(others)))") }
