@@ -244,6 +244,37 @@ struct InheritanceRelationshipTests {
         }
     }
 
+    @Test func siblingsMayGiveANameDifferentStorage() throws {
+        // Book.link is an attribute, a column of Item; Film.link is a one-to-one relationship whose
+        // column is Alpha's ("Alpha.film" < "Film.link"). A fetch of Item reads each one its own way.
+        let schema = Schema(entities: [
+            Entity("Item"),
+            Entity("Book", superentity: "Item", attributes: [Attribute("link", .string, isOptional: true)]),
+            Entity(
+                "Film", superentity: "Item",
+                relationships: [Relationship("link", to: "Alpha", inverse: "film")]),
+            Entity("Alpha", relationships: [Relationship("film", to: "Film", inverse: "link")]),
+        ])
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: schema)
+            let book = try package.insert("Book", ["link": .string("https://example.org")])
+            let film = try package.insert("Film", [:])
+            let alpha = try package.insert("Alpha", ["film": .reference(film)])
+            let items = try package.fetch(Query("Item"))
+            #expect(items.map(\.id) == [book, film])
+            #expect(items[0].values == ["link": .string("https://example.org")])
+            #expect(items[1].values == ["link": .reference(alpha)])
+            #expect(
+                try package.fetchIDs(Query("Film", filter: .compare("link", .equal, .reference(alpha)))) == [
+                    film
+                ])
+            #expect(try package.fetchIDs(Query("Book", filter: .isNull("link"))) == [])
+            try package.save()
+            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
+            try package.close()
+        }
+    }
+
     @Test func aUniqueViolationNamesTheEntityWritten() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)
