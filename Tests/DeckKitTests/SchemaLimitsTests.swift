@@ -141,6 +141,31 @@ struct SchemaLimitsTests {
             "entity 'T' declares \(Schema.Limits.indexesPerEntity + 1) unique constraints and indexes")
     }
 
+    @Test func storeObjects() throws {
+        // Five objects per entity: its table, a unique index, a relationship's index, a join table
+        // and its index.
+        func schema(_ count: Int) -> Schema {
+            Schema(
+                entities: (1...count).map { index in
+                    Entity(
+                        "E\(index)", attributes: [Attribute("key", .string, options: [.unique])],
+                        relationships: [
+                            Relationship("link", to: "E\(index % count + 1)"),
+                            Relationship("links", to: "E\(index % count + 1)", toMany: true),
+                        ])
+                })
+        }
+        let limit = Schema.Limits.storeObjects
+        #expect(StoreDDL.statements(for: try SchemaMapping(schema(limit / 5))).count == limit)
+        let clock = ContinuousClock()
+        let elapsed = try clock.measure {
+            try Self.roundTrip(schema(limit / 5), inserting: "E1", ["key": .string("k")])
+        }
+        print("schema limits: \(limit) store objects: create, insert, reopen, verify in \(elapsed)")
+        Self.expectInvalid(
+            schema(limit / 5 + 1), "maps to \(limit + 5) tables, indexes and triggers", "at most \(limit)")
+    }
+
     /// Building the mapping is close to linear: every schema at a limit maps in well under a
     /// second. (No timing assertion: the figures are printed for the record.)
     @Test func mappingsAtTheLimitsAreQuick() throws {

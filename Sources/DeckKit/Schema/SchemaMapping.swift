@@ -32,6 +32,9 @@ extension Schema {
         public static let propertiesPerIndex = 32
         /// Bytes in an entity, attribute or relationship name.
         public static let nameLength = 64
+        /// Tables, indexes and triggers that the schema maps to (spec section 6). SQLite takes time
+        /// quadratic in their number to create them (about a second for 3,000).
+        public static let storeObjects = 4_000
     }
 }
 
@@ -594,6 +597,14 @@ struct SchemaMapping {
         self.entityNames = declared.map(\.name)
         self.incoming = incoming
         self.foreignKeyColumns = foreignKeys
+        // Each statement creates one table, index or trigger.
+        let objects = StoreDDL.statements(for: self).count
+        guard objects <= Schema.Limits.storeObjects else {
+            throw DeckError.invalidSchema(
+                "the schema maps to \(objects) tables, indexes and triggers; at most "
+                    + "\(Schema.Limits.storeObjects) are allowed (each entity hierarchy, join table, index and "
+                    + "external-storage trigger counts)")
+        }
     }
 
     /// The mapping of entity `name`, or an error suggesting the closest name.
