@@ -331,6 +331,34 @@ struct QueryLimitsTests {
         }
     }
 
+    @Test func partsThatAConstantDecidesAreStillChecked() throws {
+        try Self.withNodes { package, rows throws in
+            #expect(
+                try package.count(Query("Node", filter: .or([.all, .compare("n", .equal, .integer(1))])))
+                    == 80)
+            #expect(try package.count(Query("Node", filter: .and([.not(.all), .isNull("s")]))) == 0)
+            for filter: Filter in [
+                .or([.compare("nope", .equal, .integer(1)), .all]),
+                .and([.oneOf("n", []), .not(.isNull("parent.nope"))]),
+            ] {
+                let error = expectDeckError { _ = try package.count(Query("Node", filter: filter)) }
+                guard case .unknownProperty("Node", "nope", _) = error else {
+                    Issue.record("expected unknownProperty, got \(String(describing: error))")
+                    continue
+                }
+            }
+            let wrongValue = expectDeckError {
+                _ = try package.count(
+                    Query("Node", filter: .or([.all, .compare("n", .equal, .string("x"))])))
+            }
+            guard case .invalidValue = wrongValue else {
+                Issue.record("expected invalidValue, got \(String(describing: wrongValue))")
+                return
+            }
+            _ = rows
+        }
+    }
+
     static func expectInvalidQuery(
         _ package: DocumentPackage, _ filter: Filter, _ fragment: String,
         sourceLocation: SourceLocation = #_sourceLocation

@@ -131,6 +131,8 @@ struct QueryCompiler {
     private var commonTables: [String] = []
     private var conditions = 0
     private var values = 0
+    /// Parts that a constant made unnecessary (`x = 1 or true`).
+    private var unused: [Node] = []
 
     /// The parser-stack entries a filter may take in one statement or common table expression:
     /// SQLite's default stack has 100, and the rest of a statement takes up to about 13.
@@ -253,6 +255,11 @@ struct QueryCompiler {
     private mutating func compile(_ filter: Filter) throws(DeckError) -> Fragment {
         let node = try normalize(filter, negated: false, depth: 0)
         wrapsParameters = scalarValues > Self.wrappingThreshold
+        for part in unused {
+            // Compiled only to report a wrong key or value; what they would add is dropped.
+            var scratch = self
+            _ = try scratch.emit(part)
+        }
         var fragment = try emit(node)
         if fragment.cost > Self.parserBudget { fragment = hoist(fragment) }
         guard fragment.height <= Self.heightBudget else {
@@ -280,15 +287,21 @@ struct QueryCompiler {
             // not (a and b) is (not a) or (not b), and the other way round.
             if negated { isAnd.toggle() }
             var children: [Node] = []
+            var decided = false
             for part in parts {
                 switch try normalize(part, negated: negated, depth: depth + 1) {
                 case .constant(let value):
                     // true decides an or, false an and; the other one changes nothing.
-                    if value != isAnd { return .constant(value) }
+                    if value != isAnd { decided = true }
                 case .and(let inner) where isAnd: children += inner
                 case .or(let inner) where !isAnd: children += inner
                 case let child: children.append(child)
                 }
+            }
+            if decided {
+                // The other parts are not needed, but their keys and values must still be valid.
+                unused += children
+                return .constant(!isAnd)
             }
             if children.isEmpty { return .constant(isAnd) }
             if children.count == 1 { return children[0] }

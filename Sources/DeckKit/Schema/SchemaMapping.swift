@@ -139,6 +139,8 @@ struct SchemaMapping {
     let incoming: [String: [IncomingReference]]
     /// `table + "." + column` of every own column that is a foreign key (spec section 6.4).
     let foreignKeyColumns: Set<String>
+    /// The entities of each table, in schema order, by table name.
+    let members: [String: [EntityMapping]]
 
     /// Names the format reserves: prefixes of metadata tables and columns.
     static func isValidName(_ name: String) -> Bool {
@@ -597,6 +599,9 @@ struct SchemaMapping {
         self.entityNames = declared.map(\.name)
         self.incoming = incoming
         self.foreignKeyColumns = foreignKeys
+        var members: [String: [EntityMapping]] = [:]
+        for case let mapping? in built { members[mapping.table, default: []].append(mapping) }
+        self.members = members
         // Each statement creates one table, index or trigger.
         let objects = StoreDDL.statements(for: self).count
         guard objects <= Schema.Limits.storeObjects else {
@@ -616,16 +621,6 @@ struct SchemaMapping {
     /// Root entities (one table each), in schema order.
     var roots: [EntityMapping] {
         entityNames.compactMap { entities[$0] }.filter { $0.entity.superentity == nil }
-    }
-
-    /// The entities of each table, in schema order, by table name.
-    var members: [String: [EntityMapping]] {
-        var result: [String: [EntityMapping]] = [:]
-        for name in entityNames {
-            guard let mapping = entities[name] else { continue }
-            result[mapping.table, default: []].append(mapping)
-        }
-        return result
     }
 
     /// The entity to name for a unique violation that SQLite reports on `columns` of `table`:
