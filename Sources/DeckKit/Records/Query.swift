@@ -97,7 +97,9 @@ extension Query {
         public static let conditions = 10_000
         /// Values in a filter: one per comparison or text test, one per element of an `in` list.
         public static let values = 10_000
-        /// Levels of `and`, `or` and `not` nested in each other (as ``FilterParser/maximumDepth``).
+        /// How deeply `and`, `or` and `not` nest: each may have at most this many of them around it.
+        /// (``FilterParser`` accepts at most ``FilterParser/maximumDepth`` levels of parentheses and
+        /// `not`, so whatever it parses compiles.)
         public static let nesting = FilterParser.maximumDepth
         /// Different relationship steps that the keys of one query follow in all: `deck.title` and
         /// `deck.size` take one step, `deck.owner.name` two. (Each is a join, and SQLite joins at most
@@ -272,9 +274,14 @@ struct QueryCompiler {
     /// Moves `not` down to the conditions (a condition's null counts as false, so the usual laws of
     /// logic hold), flattens nested lists of one kind and folds constants; counts conditions and values.
     private mutating func normalize(_ filter: Filter, negated: Bool, depth: Int) throws(DeckError) -> Node {
-        guard depth <= Query.Limits.nesting else {
-            throw DeckError.invalidQuery(
-                "the filter is nested more than \(Query.Limits.nesting) levels deep (and, or, not)")
+        switch filter {
+        case .not, .and, .or:
+            guard depth <= Query.Limits.nesting else {
+                throw DeckError.invalidQuery(
+                    "the filter is nested more than \(Query.Limits.nesting) levels deep (and, or, not)")
+            }
+        default:
+            break
         }
         switch filter {
         case .all:
