@@ -343,8 +343,12 @@ struct SQLiteTests {
                 #expect(error.path == path)
                 #expect(error.message.contains("UNIQUE constraint failed: t.x"))
                 #expect(error.description.contains("2067"))
-                #expect(error.description.contains(sql))
                 #expect(error.description.contains(path))
+                // Generated SQL is for code and debugging, not for messages (DECK_DEBUG_SQL=1 adds it).
+                #expect(!error.description.contains(sql) || SQLiteError.showsSQL)
+                #expect(error.debugDescription.contains(sql))
+                #expect(error.debugDescription.contains(path))
+                #expect(!DeckError.sqlite(error).description.contains(sql) || SQLiteError.showsSQL)
                 #expect(!error.isBusy)
                 #expect(!error.isCorruption)
             }

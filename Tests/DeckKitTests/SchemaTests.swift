@@ -391,6 +391,54 @@ struct SchemaTests {
                 Entity("Right", superentity: "Base", attributes: [Attribute("extra", .integer)]),
             ],
             fragment: "conflicts"),
+        .init(
+            label: "siblings spell a shared column differently",
+            entities: [
+                Entity("Base"),
+                Entity("Left", superentity: "Base", attributes: [Attribute("Shared", .string)]),
+                Entity("Right", superentity: "Base", attributes: [Attribute("shared", .string)]),
+            ],
+            fragment: "'Right.shared' and 'Left.Shared' would both be column 'Shared'"),
+        .init(
+            label: "a sibling's relationship column differs in case from another's attribute",
+            entities: [
+                Entity("Base"),
+                Entity("Left", superentity: "Base", attributes: [Attribute("owner", .integer)]),
+                Entity("Right", superentity: "Base", relationships: [Relationship("Owner", to: "Base")]),
+            ],
+            fragment: "compare without regard to case"),
+        .init(
+            label: "two relationships have one inverse",
+            entities: [
+                Entity(
+                    "Person",
+                    relationships: [
+                        Relationship("books", to: "Book", toMany: true, inverse: "owner"),
+                        Relationship("novels", to: "Book", toMany: true, inverse: "owner"),
+                    ]),
+                Entity("Book", relationships: [Relationship("owner", to: "Person")]),
+            ],
+            fragment: "'Person.books' and 'Person.novels' both have 'Book.owner' as their inverse"),
+        .init(
+            label: "an inverse that its destination only inherits",
+            entities: [
+                Entity(
+                    "Owner", relationships: [Relationship("pets", to: "Dog", toMany: true, inverse: "owner")]),
+                Entity("Animal", relationships: [Relationship("owner", to: "Owner")]),
+                Entity("Dog", superentity: "Animal"),
+            ],
+            fragment:
+                "'Owner.pets' has 'Animal.owner' as its inverse, but the inverse of 'Animal.owner' is none"),
+        .init(
+            label: "an inverse that points at the declarer's ancestor",
+            entities: [
+                Entity("Item", relationships: [Relationship("owner", to: "Person")]),
+                Entity("Person"),
+                Entity(
+                    "Employee", superentity: "Person",
+                    relationships: [Relationship("items", to: "Item", toMany: true, inverse: "owner")]),
+            ],
+            fragment: "inverses pair up only when"),
     ]
 
     @Test(arguments: invalid)

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -26,16 +27,27 @@ extension DocumentPackage {
         var given = [Value?](repeating: nil, count: mapping.attributes.count)
         var relationshipValues = 0
         for (name, value) in values {
-            if let index = mapping.attributes.firstIndex(where: { $0.name == name }) {
+            if let index = mapping.attributePosition(name) {
                 given[index] = value
-            } else if mapping.relationships.contains(where: { $0.relationship.name == name }) {
+            } else if mapping.relationshipPosition(name) != nil {
                 relationshipValues += 1
             } else {
                 try checkNames(values, of: mapping)
             }
         }
         // Without relationship values the insert is one statement, atomic by itself.
-        return try change(atomic: relationshipValues > 0) { () throws -> Int64 in
+        do {
+            return try insertRow(
+                mapping, given: given, values: values, relationshipValues: relationshipValues)
+        } catch {
+            throw naming(error, writing: mapping)
+        }
+    }
+
+    private func insertRow(
+        _ mapping: EntityMapping, given: [Value?], values: [String: Value], relationshipValues: Int
+    ) throws(DeckError) -> Int64 {
+        try change(atomic: relationshipValues > 0) { () throws -> Int64 in
             let statement: Statement
             if let last = lastInsert, last.mapping === mapping {
                 statement = last.statement
@@ -67,6 +79,14 @@ extension DocumentPackage {
     /// Changes some values of record `id`; values not named keep theirs.
     public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
         let mapping = try self.mapping.entity(entity)
+        do {
+            try updateRow(mapping, id: id, values)
+        } catch {
+            throw naming(error, writing: mapping)
+        }
+    }
+
+    private func updateRow(_ mapping: EntityMapping, id: Int64, _ values: [String: Value]) throws(DeckError) {
         try change { () throws in
             try checkNames(values, of: mapping)
             _ = try concreteEntity(of: id, in: mapping)
@@ -100,10 +120,7 @@ extension DocumentPackage {
     ) {
         let mapping = try self.mapping.entity(entity)
         var groups = mapping.attributes.filter { $0.options.contains(.unique) }.map { [$0.name] }
-        for member in mapping.family.compactMap({ self.mapping.entities[$0] })
-        where member.name == mapping.name {
-            groups += member.entity.uniqueConstraints
-        }
+        groups += mapping.entity.uniqueConstraints
         // Constraints declared by ancestors apply too.
         var ancestor = mapping.entity.superentity
         while let name = ancestor, let parent = self.mapping.entities[name] {
@@ -155,6 +172,14 @@ extension DocumentPackage {
             for id in ids { try update(query.entity, id: id, values) }
         }
         return ids.count
+    }
+
+    /// SQLite names the table in a unique violation; users wrote an entity (spec section 9.4).
+    private func naming(_ error: DeckError, writing mapping: EntityMapping) -> DeckError {
+        guard case .uniqueViolation(let table, let properties) = error else { return error }
+        return .uniqueViolation(
+            entity: self.mapping.uniqueViolationEntity(table: table, columns: properties, writing: mapping),
+            properties: properties)
     }
 
     private func checkNames(_ values: [String: Value], of mapping: EntityMapping) throws(DeckError) {
@@ -229,7 +254,7 @@ extension DocumentPackage {
 
     /// Applies the relationship values among `values` to record `id`.
     private func setRelationships(_ values: [String: Value], of mapping: EntityMapping, id: Int64) throws {
-        for (relationship, storage) in mapping.relationships {
+        for (position, (relationship, storage)) in mapping.relationships.enumerated() {
             guard let value = values[relationship.name] else { continue }
             guard let destination = self.mapping.entities[relationship.destination] else { continue }
             var targets: [Int64]
@@ -252,17 +277,22 @@ extension DocumentPackage {
                     let (inverseRelationship, _) = destination.relationship(inverse),
                     !inverseRelationship.isToMany
                 {
-                    // One-to-one: whoever pointed at the target lets go first.
+                    // One-to-one: whoever pointed at the target lets go first. Only records that have
+                    // this relationship: a sibling entity may use the same column for its own.
+                    let declarer = self.mapping.entities[mapping.declarers[position]] ?? mapping
+                    let family = declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
                     try database.run(
-                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ? AND _pk != ?",
+                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL "
+                            + "WHERE \(quote(column)) = ? AND _pk != ?\(family)",
                         [.integer(target), .integer(id)])
                 }
                 try database.run(
                     "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?",
                     [targets.first.map { .integer($0) } ?? .null, .integer(id)])
             case .inverseColumn(let table, let column):
+                let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                 try database.run(
-                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
+                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
                     [.integer(id)])
                 for target in targets {
                     try database.run(
@@ -280,15 +310,20 @@ extension DocumentPackage {
         }
     }
 
-    /// The ids related to record `id` through a relationship's storage.
-    func relatedIDs(_ id: Int64, storage: RelationshipStorage, table: String) throws -> [Int64] {
+    /// The ids related to record `id` (of a table `table`) through a relationship's storage, whose
+    /// destination is `destination` (spec section 9.1).
+    func relatedIDs(_ id: Int64, storage: RelationshipStorage, table: String, destination: EntityMapping)
+        throws -> [Int64]
+    {
         let sql: String
         switch storage {
         case .ownColumn(let column):
             sql =
                 "SELECT \(quote(column)) FROM \(quote(table)) WHERE _pk = ? AND \(quote(column)) IS NOT NULL"
         case .inverseColumn(let other, let column):
-            sql = "SELECT _pk FROM \(quote(other)) WHERE \(quote(column)) = ? ORDER BY _pk"
+            // Only the destination's records: sibling entities may share the column.
+            let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+            sql = "SELECT _pk FROM \(quote(other)) WHERE \(quote(column)) = ?\(family) ORDER BY _pk"
         case .joinTable(let join, let near, let far):
             sql = "SELECT \(far) FROM \(quote(join)) WHERE \(near) = ? ORDER BY \(far)"
         }
@@ -307,10 +342,9 @@ extension DocumentPackage {
             deleted.insert(RecordKey(table: actual.table, id: id)).inserted
         else { return }
         for (relationship, storage) in actual.relationships {
-            let related = try relatedIDs(id, storage: storage, table: actual.table)
-            guard !related.isEmpty, let destination = self.mapping.entities[relationship.destination] else {
-                continue
-            }
+            guard let destination = self.mapping.entities[relationship.destination] else { continue }
+            let related = try relatedIDs(id, storage: storage, table: actual.table, destination: destination)
+            guard !related.isEmpty else { continue }
             switch relationship.deleteRule {
             case .deny:
                 throw DeckError.deleteDenied(
@@ -324,8 +358,9 @@ extension DocumentPackage {
                 }
             case .nullify:
                 if case .inverseColumn(let table, let column) = storage {
+                    let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                     try database.run(
-                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
+                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
                         [.integer(id)])
                 }
             case .noAction:
@@ -333,21 +368,22 @@ extension DocumentPackage {
             }
         }
         // Whoever else points at this record through a column must let go too, unless its
-        // relationship says noAction (the dangling reference is then the schema's choice).
-        for name in self.mapping.entityNames {
-            guard let other = self.mapping.entities[name] else { continue }
-            for (relationship, storage) in other.relationships {
-                guard case .ownColumn(let column) = storage, relationship.deleteRule != .noAction,
-                    self.mapping.entities[relationship.destination]?.family.contains(concrete) == true
-                else { continue }
-                let inverseRule = relationship.inverse.flatMap {
-                    actual.relationship($0)?.relationship.deleteRule
-                }
-                if inverseRule == .noAction { continue }
-                try database.run(
-                    "UPDATE \(quote(other.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?",
-                    [.integer(id)])
+        // relationship says noAction (the dangling reference is then the schema's choice) and the
+        // column is no foreign key. Each relationship clears only its own entity's rows: a sibling
+        // entity may use the same column for its own relationship, with its own rules.
+        for reference in self.mapping.references(to: concrete) {
+            let inverseRule = reference.relationship.inverse.flatMap {
+                actual.relationship($0)?.relationship.deleteRule
             }
+            guard
+                reference.isForeignKey
+                    || (reference.relationship.deleteRule != .noAction && inverseRule != .noAction)
+            else { continue }
+            let family = reference.declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
+            try database.run(
+                "UPDATE \(quote(reference.declarer.table)) SET \(quote(reference.column)) = NULL "
+                    + "WHERE \(quote(reference.column)) = ?\(family)",
+                [.integer(id)])
         }
         try database.run("DELETE FROM \(quote(actual.table)) WHERE _pk = ?", [.integer(id)])
     }
@@ -364,26 +400,44 @@ extension DocumentPackage {
     /// Calls `body` for each record `query` matches, without collecting them all.
     public func forEach(_ query: Query, _ body: (Record) throws -> Void) throws(DeckError) {
         let mapping = try self.mapping.entity(query.entity)
+        // What to read for each entity the query can return: one result column per distinct column
+        // expression. Siblings can give one name different storage (an attribute in one, a to-one
+        // relationship in another), so each entity has its own list.
         var columns = ["r._pk", "r._entity"]
-        var readers: [(name: String, attribute: Attribute?)] = []
+        var positions: [String: Int] = [:]
+        func column(_ expression: String) -> Int {
+            if let known = positions[expression] { return known }
+            columns.append(expression)
+            positions[expression] = columns.count - 1
+            return columns.count - 1
+        }
+        typealias Reader = (name: String, column: Int, attribute: Attribute?)
+        var readers: [String: [Reader]] = [:]
         let members = query.includesSubentities ? mapping.family : [mapping.name]
-        let all = members.compactMap { self.mapping.entities[$0] }
-        var seen: Set<String> = []
-        for member in all {
-            for attribute in member.attributes where seen.insert(attribute.name).inserted {
-                columns.append("r.\(quote(attribute.name))")
-                readers.append((attribute.name, attribute))
+        for member in members.compactMap({ self.mapping.entities[$0] }) {
+            var list: [Reader] = []
+            for attribute in member.attributes {
+                list.append((attribute.name, column("r.\(quote(attribute.name))"), attribute))
             }
             for (relationship, storage) in member.relationships where !relationship.isToMany {
-                guard seen.insert(relationship.name).inserted else { continue }
+                let expression: String
                 switch storage {
-                case .ownColumn(let column): columns.append("r.\(quote(column))")
-                case .inverseColumn(let table, let column):
-                    columns.append("(SELECT _pk FROM \(quote(table)) WHERE \(quote(column)) = r._pk LIMIT 1)")
+                case .ownColumn(let name): expression = "r.\(quote(name))"
+                case .inverseColumn(let table, let name):
+                    // Only the destination's records: sibling entities may share the column.
+                    let family =
+                        self.mapping.entities[relationship.destination]?.familyCondition("u").map {
+                            " AND " + $0
+                        }
+                        ?? ""
+                    expression =
+                        "(SELECT u._pk FROM \(quote(table)) u WHERE u.\(quote(name)) = r._pk\(family) "
+                        + "ORDER BY u._pk LIMIT 1)"
                 case .joinTable: continue
                 }
-                readers.append((relationship.name, nil))
+                list.append((relationship.name, column(expression), nil))
             }
+            readers[member.name] = list
         }
         let (sql, arguments) = try selectSQL(
             query, mapping: mapping, columns: columns.joined(separator: ", "))
@@ -399,17 +453,14 @@ extension DocumentPackage {
         do {
             let statement = try database.prepare(sql)
             try statement.bind(arguments)
+            var last: (entity: String, readers: [Reader]) = ("", [])
             while try statement.step() {
                 let entityName = statement.text(at: 1)
-                let entityAttributes = self.mapping.entities[entityName]
+                if entityName != last.entity { last = (entityName, readers[entityName] ?? []) }
                 var values: [String: Value] = [:]
-                for (index, reader) in readers.enumerated() {
-                    // Only properties the record's own entity has.
-                    guard let entityAttributes,
-                        entityAttributes.attribute(reader.name) != nil
-                            || entityAttributes.relationship(reader.name) != nil
-                    else { continue }
-                    let raw = statement.value(at: index + 2)
+                values.reserveCapacity(last.readers.count)
+                for reader in last.readers {
+                    let raw = statement.value(at: reader.column)
                     if let attribute = reader.attribute {
                         values[reader.name] = Value(sql: raw, attribute: attribute, blobSize: blobSize)
                     } else {
@@ -419,7 +470,7 @@ extension DocumentPackage {
                 try body(Record(entity: entityName, id: statement.int64(at: 0), values: values))
             }
         } catch {
-            throw translate(error)
+            throw translateQueryError(error)
         }
     }
 
@@ -430,7 +481,7 @@ extension DocumentPackage {
         do {
             return try database.prepareAndCollect(sql, arguments) { $0.int64(at: 0) }
         } catch {
-            throw translate(error)
+            throw translateQueryError(error)
         }
     }
 
@@ -441,7 +492,7 @@ extension DocumentPackage {
         do {
             return Int(try database.scalar("SELECT count(*) FROM (\(sql))", arguments)?.int64 ?? 0)
         } catch {
-            throw translate(error)
+            throw translateQueryError(error)
         }
     }
 
@@ -453,13 +504,14 @@ extension DocumentPackage {
     /// The ids a relationship of record `id` holds (to-one: zero or one).
     public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
         let mapping = try self.mapping.entity(entity)
-        guard let (_, storage) = mapping.relationship(relationship) else {
+        guard let (found, storage) = mapping.relationship(relationship) else {
             throw DeckError.unknownProperty(
                 entity: entity, name: relationship,
                 suggestion: closestMatch(to: relationship, in: mapping.propertyNames))
         }
         do {
-            return try relatedIDs(id, storage: storage, table: mapping.table)
+            let destination = try self.mapping.entity(found.destination)
+            return try relatedIDs(id, storage: storage, table: mapping.table, destination: destination)
         } catch {
             throw translate(error)
         }
@@ -469,32 +521,25 @@ extension DocumentPackage {
         String, [SQLValue]
     ) {
         var compiler = QueryCompiler(mapping: self.mapping, entity: mapping)
-        var conditions: [String] = []
-        var arguments: [SQLValue] = []
-        let members = query.includesSubentities ? mapping.family : [mapping.name]
-        if members.count != self.mapping.entities.values.filter({ $0.table == mapping.table }).count {
-            conditions.append("r._entity IN (" + members.map { _ in "?" }.joined(separator: ", ") + ")")
-            arguments += members.map { .text($0) }
-        }
-        if case .compare("_pk", .equal, .integer(let id)) = query.filter {
-            conditions.append("r._pk = ?")
-            arguments.append(.integer(id))
-        } else if query.filter != .all {
-            conditions.append(try compiler.compile(query.filter))
-            arguments += compiler.arguments
-            compiler.arguments.removeAll()
-        }
-        let order = try compiler.orderBy(query.sort)
-        arguments += compiler.arguments
-        var sql = "SELECT \(columns) FROM \(quote(mapping.table)) r"
-        if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-        sql += " ORDER BY " + order
-        if query.limit != nil || query.offset > 0 {
-            sql += " LIMIT ? OFFSET ?"
-            arguments += [.integer(Int64(query.limit ?? -1)), .integer(Int64(max(0, query.offset)))]
-        }
-        return (sql, arguments)
+        return try compiler.select(query, columns: columns)
     }
+
+    /// ``translate(_:)``, and a query that SQLite finds too complex is the input's fault. (The
+    /// compiler keeps within SQLite's limits; this is the last line of defence.)
+    private func translateQueryError(_ error: any Error) -> DeckError {
+        if let error = error as? SQLiteError, error.primaryCode == SQLITE_ERROR,
+            Self.complexityMessages.contains(where: { error.message.contains($0) })
+        {
+            return .invalidQuery(
+                "the query is too complex for SQLite (\(error.message)); simplify the filter")
+        }
+        return translate(error)
+    }
+
+    private static let complexityMessages = [
+        "parser stack overflow", "Expression tree is too large", "too many SQL variables", "tables in a join",
+        "too many columns", "too many terms", "string or blob too big",
+    ]
 }
 
 extension Database {

@@ -50,8 +50,9 @@
 /// Sort keys are `K`, `K:asc` or `K:desc` (`created:desc`, `deck.title:asc`); the direction is
 /// case-insensitive and defaults to ascending, and keywords need no backticks there.
 ///
-/// Expressions are limited to 65,536 bytes and to 100 levels of nested parentheses and `not`. A problem
-/// throws a ``FilterSyntaxError`` with its 1-based column:
+/// Expressions are limited to 65,536 bytes and to 100 levels of nested parentheses and `not`; a query
+/// has further limits on conditions, values and relationship steps (``Query/Limits``), which a fetch
+/// checks. A problem throws a ``FilterSyntaxError`` with its 1-based column:
 ///
 ///     syntax error at column 12: expected a value after '>'
 ///     deck.size >

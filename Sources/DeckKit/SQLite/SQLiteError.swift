@@ -1,7 +1,13 @@
 import CSQLite
+import Foundation
 
 /// An error reported by SQLite, with the extended result code, SQLite's message, the SQL that
 /// failed and the database file.
+///
+/// The description — what users see — names the code, the message and the file, not the SQL,
+/// which is generated and would only bury the message: the statement is in ``sql``, and in
+/// ``debugDescription``. Set the environment variable `DECK_DEBUG_SQL` to `1` to have the
+/// description include it too (deck(1), ENVIRONMENT).
 ///
 /// Match a primary code with `~=`, which also matches every extended code under it:
 ///
@@ -11,7 +17,7 @@ import CSQLite
 /// ```
 ///
 /// See <https://sqlite.org/rescode.html>.
-public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     /// The extended result code (`sqlite3_extended_errcode`).
     public let code: Int32
     /// SQLite's own message (`sqlite3_errmsg`), or the generic text for the code.
@@ -52,12 +58,23 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     /// True when SQLite found the database file damaged or not a database.
     public var isCorruption: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
 
+    /// The code, SQLite's message and the file; the SQL only when `DECK_DEBUG_SQL` is set to `1`.
     public var description: String {
+        Self.showsSQL ? debugDescription : text(withSQL: false)
+    }
+
+    /// The code, SQLite's message, the file and the SQL that failed.
+    public var debugDescription: String { text(withSQL: true) }
+
+    private func text(withSQL: Bool) -> String {
         var text = "SQLite error \(code): \(message)"
         if let path { text += " (in \(path))" }
-        if let sql { text += " while executing: \(sql)" }
+        if withSQL, let sql { text += " while executing: \(sql)" }
         return text
     }
+
+    /// Whether `DECK_DEBUG_SQL=1` asks for the SQL in descriptions.
+    static var showsSQL: Bool { ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] == "1" }
 }
 
 /// Matches an error whose extended or primary SQLite code equals `code`:

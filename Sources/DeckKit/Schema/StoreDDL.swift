@@ -23,19 +23,18 @@ enum StoreDDL {
     /// Every statement that creates the entity tables, join tables, indexes and triggers.
     static func statements(for mapping: SchemaMapping) -> [String] {
         var statements: [String] = []
+        let tables = mapping.members
         for root in mapping.roots {
-            let members = mapping.entityNames.compactMap { mapping.entities[$0] }.filter {
-                $0.table == root.table
-            }
+            let members = tables[root.table] ?? [root]
             var columns = ["_pk INTEGER PRIMARY KEY", "_entity TEXT NOT NULL"]
             var seen: Set<String> = []
             var externalColumns: [String] = []
+            // NOT NULL only for what the root declares: other rows of the table lack the rest.
+            let declaredByRoot = Set(root.entity.attributes.map(\.name))
             for member in members {
                 for attribute in member.attributes where seen.insert(attribute.name).inserted {
-                    // NOT NULL only for what the root declares: other rows of the table lack the rest.
-                    let declaredByRoot = root.entity.attributes.contains { $0.name == attribute.name }
-                    columns.append(
-                        columnDefinition(attribute, nullable: !declaredByRoot || attribute.isOptional))
+                    let nullable = !declaredByRoot.contains(attribute.name) || attribute.isOptional
+                    columns.append(columnDefinition(attribute, nullable: nullable))
                     if attribute.options.contains(.externalStorage) { externalColumns.append(attribute.name) }
                 }
                 for (relationship, storage) in member.relationships {
@@ -44,8 +43,7 @@ enum StoreDDL {
                     }
                     guard let destination = mapping.entities[relationship.destination] else { continue }
                     var definition = "\(quote(column)) INTEGER"
-                    if relationship.deleteRule != .noAction && inverseRule(relationship, mapping) != .noAction
-                    {
+                    if mapping.foreignKeyColumns.contains(root.table + "." + column) {
                         definition +=
                             " REFERENCES \(quote(destination.table))(_pk) DEFERRABLE INITIALLY DEFERRED"
                     }
@@ -61,23 +59,28 @@ enum StoreDDL {
                     "CREATE INDEX \(quote(root.table + "._entity")) ON \(quote(root.table))(_entity)")
             }
             for column in externalColumns { statements += triggers(table: root.table, column: column) }
+            // Each index once: every entity that inherits a relationship would repeat its index.
+            var indexed: Set<String> = []
+            func add(_ index: (name: String, sql: String)) {
+                if indexed.insert(index.name).inserted { statements.append(index.sql) }
+            }
             for member in members {
                 for attribute in member.entity.attributes {
                     if attribute.options.contains(.unique) {
-                        statements.append(uniqueIndex(member, columns: [attribute.name]))
+                        add(uniqueIndex(member, columns: [attribute.name]))
                     } else if attribute.options.contains(.indexed) {
-                        statements.append(index(table: root.table, columns: [attribute.name], unique: false))
+                        add(index(table: root.table, columns: [attribute.name], unique: false))
                     }
                 }
                 for group in member.entity.uniqueConstraints {
-                    statements.append(uniqueIndex(member, columns: group))
+                    add(uniqueIndex(member, columns: group))
                 }
                 for group in member.entity.indexes {
-                    statements.append(index(table: root.table, columns: group, unique: false))
+                    add(index(table: root.table, columns: group, unique: false))
                 }
                 for (relationship, storage) in member.relationships {
                     if case .ownColumn(let column) = storage, !relationship.isToMany {
-                        statements.append(index(table: root.table, columns: [column], unique: false))
+                        add(index(table: root.table, columns: [column], unique: false))
                     }
                 }
             }
@@ -107,13 +110,6 @@ enum StoreDDL {
         return statements
     }
 
-    private static func inverseRule(_ relationship: Relationship, _ mapping: SchemaMapping) -> DeleteRule? {
-        guard let inverse = relationship.inverse,
-            let destination = mapping.entities[relationship.destination]
-        else { return nil }
-        return destination.relationship(inverse)?.relationship.deleteRule
-    }
-
     private static func columnDefinition(_ attribute: Attribute, nullable: Bool) -> String {
         let name = quote(attribute.name)
         if attribute.options.contains(.externalStorage) {
@@ -132,7 +128,8 @@ enum StoreDDL {
 
     /// A unique constraint: on the whole table for a root entity; for a subentity, a partial
     /// index over its own family's rows, so siblings sharing the column are not constrained.
-    private static func uniqueIndex(_ member: EntityMapping, columns: [String]) -> String {
+    private static func uniqueIndex(_ member: EntityMapping, columns: [String]) -> (name: String, sql: String)
+    {
         let name = member.name + "." + columns.joined(separator: "+") + ".unique"
         var sql =
             "CREATE UNIQUE INDEX IF NOT EXISTS \(quote(name)) ON \(quote(member.table))("
@@ -141,13 +138,15 @@ enum StoreDDL {
             // Entity names are validated identifiers, safe as literals.
             sql += " WHERE _entity IN (" + member.family.map { "'\($0)'" }.joined(separator: ", ") + ")"
         }
-        return sql
+        return (name, sql)
     }
 
-    private static func index(table: String, columns: [String], unique: Bool) -> String {
+    private static func index(table: String, columns: [String], unique: Bool) -> (name: String, sql: String) {
         let name = table + "." + columns.joined(separator: "+") + (unique ? ".unique" : ".index")
-        return "CREATE \(unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quote(name)) ON \(quote(table))("
+        let sql =
+            "CREATE \(unique ? "UNIQUE " : "")INDEX IF NOT EXISTS \(quote(name)) ON \(quote(table))("
             + columns.map(quote).joined(separator: ", ") + ")"
+        return (name, sql)
     }
 
     /// Triggers that keep `deck_blob.refs` equal to the number of cells naming each blob.

@@ -401,6 +401,16 @@ public enum PackageVerifier {
         /// `key`: the rowid column naming the first offending row (join tables have none).
         func check(table: String, key: String?, rules: [Rule]) throws {
             guard tables.contains(table), !rules.isEmpty else { return }
+            // Two result columns per rule: stay well below SQLite's 2,000 columns in a result
+            // (a table may have 1,000 columns, spec 5.9).
+            let chunk = 400
+            guard rules.count <= chunk else {
+                for start in stride(from: 0, to: rules.count, by: chunk) {
+                    try check(
+                        table: table, key: key, rules: Array(rules[start..<min(start + chunk, rules.count)]))
+                }
+                return
+            }
             var conditions: [String] = []
             for rule in rules {
                 let c = quote(rule.column)
