@@ -145,12 +145,13 @@ import Testing
         let sandbox = try Sandbox()
         let package = try PackageFixture.make(in: sandbox.url)
         let snapshot = sandbox.path("snapshot.sqlite")
-        try Data("snapshot contents".utf8).write(to: snapshot)
+        let contents = Data("SQLite format 3\u{0}snapshot contents".utf8)
+        try contents.write(to: snapshot)
         let url = sandbox.path("out.zip")
         try PackageArchive.pack(directory: package.url, to: url, format: .zip, storeSnapshot: snapshot)
         let report = try PackageArchive.scan(archive: url, storeTo: sandbox.path("store.out"))
-        #expect(try Data(contentsOf: sandbox.path("store.out")) == Data("snapshot contents".utf8))
-        #expect(report.storeBytes == 17)
+        #expect(try Data(contentsOf: sandbox.path("store.out")) == contents)
+        #expect(report.storeBytes == Int64(contents.count))
     }
 
     @Test func refusesAnExistingDestinationUnlessOverwriting() throws {

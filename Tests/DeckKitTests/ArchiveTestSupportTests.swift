@@ -109,6 +109,11 @@ struct RawEntry: Sendable {
     static func directory(_ name: String) -> RawEntry { RawEntry(name: name, kind: .directory) }
 
     static let mimeType = RawEntry.file("mimetype", PackageArchive.mimeType)
+    /// A `store.sqlite` entry that starts like a SQLite database (the pass checks the header).
+    static let store = RawEntry.file("store.sqlite", sqliteLike("db"))
+
+    /// `text` after the 16-byte SQLite header.
+    static func sqliteLike(_ text: String) -> Data { Data("SQLite format 3\u{0}\(text)".utf8) }
 }
 
 enum RawFormat: String, Sendable, CaseIterable {

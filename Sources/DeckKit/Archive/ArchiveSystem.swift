@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -44,6 +45,25 @@ enum ArchiveSystem {
         }
     }
 
+    /// `lstat(2)`, or nil when nothing is there.
+    static func status(_ path: String) throws(ArchiveError) -> stat? {
+        try io { () throws(DeckError) in try FileSystem.status(path) }
+    }
+
+    /// "a directory", "a FIFO", … for anything `lstat` says is not a regular file; nil for one.
+    static func describeNonRegular(_ info: stat) -> String? {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "a special file"
+        }
+    }
+
     /// The names in a directory (without `.` and `..`), sorted bytewise.
     static func directoryNames(_ path: String) throws(ArchiveError) -> [String] {
         try io { () throws(DeckError) in try FileSystem.list(path) }
@@ -65,6 +85,11 @@ enum ArchiveSystem {
         }
     }
 
+    /// Opens an existing regular file for writing, emptying it, without following a symbolic link.
+    static func openExisting(_ path: String) throws(ArchiveError) -> Int32 {
+        try io { () throws(DeckError) in try FileSystem.open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW) }
+    }
+
     /// Writes the whole buffer, retrying on partial writes and EINTR.
     static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(ArchiveError) {
         try io { () throws(DeckError) in try FileSystem.write(fd, buffer, path: path) }
@@ -78,6 +103,30 @@ enum ArchiveSystem {
         return try io { () throws(DeckError) in
             try FileSystem.read(fd, into: base, count: min(count, buffer.count), path: path)
         }
+    }
+
+    /// Reads exactly `count` bytes at `offset` (pread, which leaves the file offset alone).
+    static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(ArchiveError) -> [UInt8]
+    {
+        try io { () throws(DeckError) in try FileSystem.check(.read, path) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return pread(fd, base + done, count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ArchiveError.fileSystem(path: path, operation: "read", code: errno)
+            }
+            if n == 0 {
+                throw ArchiveError.unreadable(
+                    entry: (path as NSString).lastPathComponent, message: "unexpected end of file")
+            }
+            done += n
+        }
+        return bytes
     }
 
     static func sync(_ fd: Int32, path: String) throws(ArchiveError) {
@@ -94,6 +143,23 @@ enum ArchiveSystem {
         let fd = try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_DIRECTORY) }
         defer { FileSystem.close(fd) }
         try sync(fd, path: path)
+    }
+
+    /// Tests set this to pretend the file systems whose paths contain `pathContains` have only
+    /// `bytes` available.
+    static let freeSpaceOverride = Mutex<(pathContains: String, bytes: Int64)?>(nil)
+
+    /// The bytes an unprivileged process may still write on the file system holding `path`
+    /// (`statvfs`: `f_bavail` blocks of `f_frsize` bytes), or nil when it cannot be told.
+    static func availableBytes(_ path: String) -> Int64? {
+        if let override = freeSpaceOverride.withLock({ $0 }), path.contains(override.pathContains) {
+            return override.bytes
+        }
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(
+            by: Int64(clamping: info.f_frsize))
+        return overflow ? Int64.max : bytes
     }
 
     /// Flushes the whole file system holding `path`.
