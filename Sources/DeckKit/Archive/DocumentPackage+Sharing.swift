@@ -246,8 +246,8 @@ extension DocumentPackage {
     ///   → `Notes.deck`, `notes.txt` → `notes.deck`, `backup` → `backup.deck`), and a name that
     ///   already ends in `.deck` gets `-imported` before it (`Spanish.deck` →
     ///   `Spanish-imported.deck`);
-    /// - an empty stem becomes `Imported`; a result longer than 255 bytes is shortened (whole
-    ///   characters) before its extension.
+    /// - an empty stem becomes `Imported`; a hidden name (`.deck`) has no extension; a result
+    ///   longer than 255 bytes is shortened (whole characters) before its extension.
     public static func defaultImportName(for archive: URL) -> String {
         let input = archive.lastPathComponent
         var stem = input

@@ -216,7 +216,16 @@ public enum PackageVerifier {
         }
         let object = path + ":" + PackageLayout.store
         do {
+            // The private copy is ours: failing to read or rewrite it is an I/O error, not a
+            // finding about the archive.
             try settleJournalMode(storePath)
+        } catch let error as DeckError {
+            throw error
+        } catch {
+            add("store-unreadable", object, "\(error)")
+            return report
+        }
+        do {
             let database = try Database(path: storePath, mode: .readOnly)
             defer { database.close() }
             let schema = try DocumentPackage.checkStore(
