@@ -151,10 +151,16 @@ void deck_staging_install_signal_handlers(void) {
     for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++) {
         sigaddset(&action.sa_mask, handled_signals[i]);
     }
+    sigset_t unblock;
+    sigemptyset(&unblock);
     for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++) {
         struct sigaction previous;
         // A signal the parent made us ignore (nohup, a background job) stays ignored.
         if (sigaction(handled_signals[i], NULL, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
         sigaction(handled_signals[i], &action, NULL);
+        sigaddset(&unblock, handled_signals[i]);
     }
+    // A parent that starts us from a thread blocking signals (a libdispatch worker, say) passes
+    // that mask on; a handled signal must still arrive.
+    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
 }

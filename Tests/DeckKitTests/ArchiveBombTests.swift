@@ -62,7 +62,8 @@ import Testing
         if entry != "store.sqlite" { entries.append(.store) }
         entries.append(RawEntry(name: entry, kind: .zeros(1 << 30)))
         try RawArchive.write(entries, format: .tarGzip, to: url)
-        let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)
+        let size = try #require(
+            try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)
         #expect(size.intValue < 16 << 20)
         return url
     }
@@ -81,7 +82,8 @@ import Testing
         let sandbox = try Sandbox()
         let url = sandbox.path("zeros.tar.gz")
         try RawArchive.write(
-            [.mimeType, RawEntry(name: "manifest.json", kind: .zeros(1 << 30)), .store], format: .tarGzip, to: url)
+            [.mimeType, RawEntry(name: "manifest.json", kind: .zeros(1 << 30)), .store], format: .tarGzip,
+            to: url)
         #expect(throws: ArchiveError.limitExceeded(entry: "manifest.json", limit: .manifestBytes(1 << 20))) {
             try PackageArchive.unpack(archive: url, to: sandbox.path("Out.deck"))
         }
@@ -98,7 +100,9 @@ import Testing
         #expect {
             try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
         } throws: { error in
-            guard case ArchiveError.insufficientSpace(let path, let needed, let available) = error else { return false }
+            guard case ArchiveError.insufficientSpace(let path, let needed, let available) = error else {
+                return false
+            }
             return path == sandbox.path("Out.deck").path && needed > 1 << 30 && available == 448 << 20
         }
         #expect(try sandbox.contents() == ["zeros.tar.gz"])
@@ -150,7 +154,8 @@ import Testing
             #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == bomb)
             let unpackedBytes = try FileManager.default.subpathsOfDirectory(atPath: imported.path).reduce(0) {
                 sum, relative in
-                let attributes = try FileManager.default.attributesOfItem(atPath: imported.path + "/" + relative)
+                let attributes = try FileManager.default.attributesOfItem(
+                    atPath: imported.path + "/" + relative)
                 return sum + ((attributes[.size] as? NSNumber)?.intValue ?? 0)
             }
             #expect(unpackedBytes < 2 << 20, "nothing inside the blob was expanded")
@@ -164,7 +169,8 @@ import Testing
         let kernel = sandbox.path("kernel.zip")
         let hex = SHA256Hasher.hash(Data(count: 10 << 20)).hexDigest
         try RawArchive.write(
-            [RawEntry(name: "blobs/\(hex.prefix(2))/\(hex)", kind: .zeros(10 << 20))], format: .zip, to: kernel)
+            [RawEntry(name: "blobs/\(hex.prefix(2))/\(hex)", kind: .zeros(10 << 20))], format: .zip,
+            to: kernel)
         var bytes = [UInt8](try Data(contentsOf: kernel))
         let layout = try ArchiveZipStructureTests.Layout(bytes)
         let record = Array(bytes[layout.directory..<layout.end])

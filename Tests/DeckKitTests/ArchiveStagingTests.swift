@@ -38,14 +38,18 @@ import Testing
         let manager = FileManager.default
         // Left by killed exports and imports to out.zip: a file, and a directory with a store.
         try Data("half an archive".utf8).write(to: sandbox.path(".out.zip.pack-\(hex)"))
-        try manager.createDirectory(at: sandbox.path(".out.zip.store-\(hex)"), withIntermediateDirectories: false)
+        try manager.createDirectory(
+            at: sandbox.path(".out.zip.store-\(hex)"), withIntermediateDirectories: false)
         try Data("snapshot".utf8).write(to: sandbox.path(".out.zip.store-\(hex)/store.sqlite"))
-        try manager.createDirectory(at: sandbox.path(".out.zip.unpack-\(hex)/blobs/ab"), withIntermediateDirectories: true)
+        try manager.createDirectory(
+            at: sandbox.path(".out.zip.unpack-\(hex)/blobs/ab"), withIntermediateDirectories: true)
         // A live one (locked), another name's, and names that only look similar.
-        try manager.createDirectory(at: sandbox.path(".out.zip.creating-\(hex)"), withIntermediateDirectories: false)
+        try manager.createDirectory(
+            at: sandbox.path(".out.zip.creating-\(hex)"), withIntermediateDirectories: false)
         var live: Holder? = try Holder(sandbox.path(".out.zip.creating-\(hex)").path)
         let kept = [
-            ".out.zip.creating-\(hex)", ".other.zip.pack-\(hex)", ".out.zip.pack-0123", ".out.zip.pack-\(hex)x",
+            ".out.zip.creating-\(hex)", ".other.zip.pack-\(hex)", ".out.zip.pack-0123",
+            ".out.zip.pack-\(hex)x",
             ".out.zip.pack-0123456789ABCDEF", ".out.zip.link-\(hex)",
         ]
         for name in kept.dropFirst() { try Data("keep".utf8).write(to: sandbox.path(name)) }
@@ -74,8 +78,10 @@ import Testing
             try FileManager.default.createDirectory(
                 at: sandbox.path(".\(name).unpack-\(hex)"), withIntermediateDirectories: false)
         }
-        try DocumentPackage.create(at: sandbox.path("New.deck"), contentType: "org.example.x", schema: FlashcardsSample.schema)
-            .close()
+        try DocumentPackage.create(
+            at: sandbox.path("New.deck"), contentType: "org.example.x", schema: FlashcardsSample.schema
+        )
+        .close()
         try DocumentPackage.importArchive(at: sandbox.path("s.zip"), to: sandbox.path("Imported.deck"))
         try DocumentPackage.unpack(at: sandbox.path("s.zip"), to: sandbox.path("Unpacked.deck"))
         #expect(try sandbox.contents().filter { $0.hasPrefix(".") }.isEmpty)
@@ -98,16 +104,19 @@ import Testing
 
     @Test func theSignalCleanupRemovesRegisteredItemsOnly() throws {
         let sandbox = try Sandbox()
-        let directory = try Staging.make(beside: sandbox.path("A.deck").path, kind: .unpack, isDirectory: true)
+        let directory = try Staging.make(
+            beside: sandbox.path("A.deck").path, kind: .unpack, isDirectory: true)
         try FileManager.default.createDirectory(
             at: directory.url.appendingPathComponent("blobs/ab"), withIntermediateDirectories: true)
         try Data("x".utf8).write(to: directory.url.appendingPathComponent("blobs/ab/file"))
         try Data("y".utf8).write(to: directory.url.appendingPathComponent("store.sqlite"))
         try FileManager.default.createSymbolicLink(
-            atPath: directory.url.appendingPathComponent("link").path, withDestinationPath: sandbox.path("outside").path)
+            atPath: directory.url.appendingPathComponent("link").path,
+            withDestinationPath: sandbox.path("outside").path)
         try Data("outside".utf8).write(to: sandbox.path("outside"))
         let file = try Staging.make(beside: sandbox.path("b.zip").path, kind: .pack, isDirectory: false)
-        let released = try Staging.make(beside: sandbox.path("C.deck").path, kind: .creating, isDirectory: true)
+        let released = try Staging.make(
+            beside: sandbox.path("C.deck").path, kind: .creating, isDirectory: true)
         try FileManager.default.moveItem(atPath: released.path, toPath: sandbox.path("C.deck").path)
         released.release()
 

@@ -196,7 +196,9 @@ enum RawArchive {
                 try check(archive_write_header(archive, entry), "header \(raw.name)")
                 let block = [UInt8](repeating: 0, count: 1 << 20)
                 while zeros > 0 {
-                    let count = block.withUnsafeBytes { archive_write_data(archive, $0.baseAddress, min(zeros, 1 << 20)) }
+                    let count = block.withUnsafeBytes {
+                        archive_write_data(archive, $0.baseAddress, min(zeros, 1 << 20))
+                    }
                     if count <= 0 { throw RawArchiveError(description: "data \(raw.name)") }
                     zeros -= count
                 }

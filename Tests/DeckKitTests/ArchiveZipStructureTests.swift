@@ -244,7 +244,9 @@ import Testing
             let url = scratch.appendingPathComponent("blobs").appendingPathComponent(relative)
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
-            if !isDirectory.boolValue { entries.append(.file("blobs/\(relative)", try Data(contentsOf: url))) }
+            if !isDirectory.boolValue {
+                entries.append(.file("blobs/\(relative)", try Data(contentsOf: url)))
+            }
         }
         return entries
     }
@@ -289,14 +291,16 @@ import Testing
             let hex = SHA256Hasher.hash(extra).hexDigest
             let url = sandbox.path("orphan.zip")
             try RawArchive.write(
-                try entries(of: good, in: sandbox) + [.file("blobs/\(hex.prefix(2))/\(hex)", extra)], format: .zip,
+                try entries(of: good, in: sandbox) + [.file("blobs/\(hex.prefix(2))/\(hex)", extra)],
+                format: .zip,
                 to: url)
             return url
         },
         Case(label: "a non-empty write-ahead log", acceptable: false) { sandbox, good in
             let url = sandbox.path("wal.tar")
             try RawArchive.write(
-                try entries(of: good, in: sandbox) + [.file("store.sqlite-wal", "frames")], format: .pax, to: url)
+                try entries(of: good, in: sandbox) + [.file("store.sqlite-wal", "frames")], format: .pax,
+                to: url)
             return url
         },
         Case(label: "lock, tmp and shm of a used package", acceptable: true) { sandbox, good in
@@ -344,7 +348,8 @@ import Testing
         let scan = try? PackageArchive.scan(archive: archive, limits: generous)
         if let scan, !item.acceptable, scan.manifest.count > 1 << 20 {
             #expect(throws: DeckError.self) {
-                try DocumentPackage.importArchive(at: archive, to: sandbox.path("Generous.deck"), limits: generous)
+                try DocumentPackage.importArchive(
+                    at: archive, to: sandbox.path("Generous.deck"), limits: generous)
             }
         }
     }

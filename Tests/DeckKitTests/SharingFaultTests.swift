@@ -31,7 +31,8 @@ extension CrashTests {
         }
         let expected: Set<Int32> = errno == EACCES ? [66, 74] : [74]
         #expect(expected.contains(error.exitStatus), "\(label): \(error)", sourceLocation: sourceLocation)
-        #expect(error.description.contains(directory.path), "\(label): \(error)", sourceLocation: sourceLocation)
+        #expect(
+            error.description.contains(directory.path), "\(label): \(error)", sourceLocation: sourceLocation)
         #expect(
             !error.description.contains("cannot be written to the archive"), "\(label): \(error)",
             sourceLocation: sourceLocation)
@@ -132,7 +133,9 @@ extension CrashTests {
     fileprivate func cardsWithOwnBlob(_ document: DocumentPackage) throws -> [(Int64, Digest)] {
         var owners: [Digest: [Int64]] = [:]
         for card in try document.fetch(Query("Card")) {
-            if case .blob(let reference)? = card["image"] { owners[reference.digest, default: []].append(card.id) }
+            if case .blob(let reference)? = card["image"] {
+                owners[reference.digest, default: []].append(card.id)
+            }
         }
         return owners.compactMap { $0.value.count == 1 ? ($0.value[0], $0.key) : nil }.sorted { $0.0 < $1.0 }
     }
@@ -185,7 +188,8 @@ extension CrashTests {
         #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
         let scan = try PackageArchive.scan(archive: archive)
         #expect(!scan.blobs.contains { $0.digest == digest })
-        let imported = try DocumentPackage.importArchive(at: archive, to: directory.appendingPathComponent("I.deck"))
+        let imported = try DocumentPackage.importArchive(
+            at: archive, to: directory.appendingPathComponent("I.deck"))
         let copy = try DocumentPackage.open(at: imported, mode: .readOnly)
         #expect(try copy.count(Query("Card")) == 9)
         try copy.close()

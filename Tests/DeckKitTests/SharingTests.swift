@@ -247,10 +247,14 @@ import Testing
         #expect(try PackageVerifier.verify(at: url(unpacked)).isValid)
         // new
         let created = stem + ".new"
-        try DocumentPackage.create(at: url(created), contentType: "org.example.long", schema: FlashcardsSample.schema)
-            .close()
+        try DocumentPackage.create(
+            at: url(created), contentType: "org.example.long", schema: FlashcardsSample.schema
+        )
+        .close()
         #expect(try PackageVerifier.verify(at: url(created)).isValid)
-        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".") }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix(".")
+        }
         #expect(left.isEmpty, "\(left)")
     }
 
@@ -261,14 +265,18 @@ import Testing
             for kind in Staging.Kind.allCases {
                 let name = Staging.name(for: a, kind: kind, suffix: Staging.randomSuffix())
                 #expect(name.utf8.count <= 255, "\(length) \(kind)")
-                #expect(Staging.base(for: a, kind: kind) != Staging.base(for: b, kind: kind), "\(length) \(kind)")
+                #expect(
+                    Staging.base(for: a, kind: kind) != Staging.base(for: b, kind: kind), "\(length) \(kind)")
             }
         }
         // Multi-byte characters are never cut in half.
         let wide = String(repeating: "\u{65e5}", count: 85)
         for kind in Staging.Kind.allCases {
             let base = Staging.base(for: wide, kind: kind)
-            #expect(base.unicodeScalars.allSatisfy { $0 == "\u{65e5}" || $0 == "~" || "0123456789abcdef".unicodeScalars.contains($0) })
+            #expect(
+                base.unicodeScalars.allSatisfy {
+                    $0 == "\u{65e5}" || $0 == "~" || "0123456789abcdef".unicodeScalars.contains($0)
+                })
         }
     }
 
@@ -287,9 +295,16 @@ import Testing
         try FileManager.default.createDirectory(at: url("directory.zip"), withIntermediateDirectories: false)
         made.append(("directory.zip", { kind("directory.zip") == S_IFDIR }))
         try Data("target".utf8).write(to: url("target"))
-        try FileManager.default.createSymbolicLink(atPath: url("link.zip").path, withDestinationPath: "target")
+        try FileManager.default.createSymbolicLink(
+            atPath: url("link.zip").path, withDestinationPath: "target")
         made.append(
-            ("link.zip", { kind("link.zip") == S_IFLNK && (try? Data(contentsOf: self.url("target"))) == Data("target".utf8) }))
+            (
+                "link.zip",
+                {
+                    kind("link.zip") == S_IFLNK
+                        && (try? Data(contentsOf: self.url("target"))) == Data("target".utf8)
+                }
+            ))
         let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -332,7 +347,9 @@ import Testing
                 }
             }
         }
-        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".") }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix(".")
+        }
         #expect(left.isEmpty, "\(left)")
         // A regular file is still replaced when asked.
         try Data("old".utf8).write(to: url("regular.zip"))
@@ -344,7 +361,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try DocumentPackage.export(at: original, to: url("real.zip"))
-        try FileManager.default.createSymbolicLink(atPath: url("link.zip").path, withDestinationPath: "real.zip")
+        try FileManager.default.createSymbolicLink(
+            atPath: url("link.zip").path, withDestinationPath: "real.zip")
         try #require(mkfifo(url("fifo.zip").path, 0o644) == 0)
         for name in ["link.zip", "fifo.zip"] {
             #expect(throws: DeckError.self, "\(name)") {

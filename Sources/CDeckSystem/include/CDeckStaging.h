@@ -17,7 +17,9 @@ int deck_staging_cleanup(void);
 
 /// Installs handlers for SIGINT, SIGTERM and SIGHUP (those not ignored) that run
 /// `deck_staging_cleanup` on the thread that calls this function and then let the signal
-/// terminate the process as it would have. Call it once, from the main thread.
+/// terminate the process as it would have, and unblocks those signals on the calling thread
+/// (a mask inherited from the parent would keep them from arriving). Call it once, from the main
+/// thread.
 void deck_staging_install_signal_handlers(void);
 
 #endif

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import Synchronization
 
@@ -41,7 +42,7 @@ extension DocumentPackage {
             let snapshot = try Staging.make(beside: destination, kind: .store, isDirectory: true)
             defer { snapshot.discard() }
             let store = snapshot.path + "/" + PackageLayout.store
-            let referenced = try document.snapshotStore(to: store)
+            let referenced = try document.snapshotStore(to: store, for: destination)
             exportSnapshotHook.withLock { $0 }?(document.url, attempt)
             do {
                 try PackageArchive.pack(
@@ -95,9 +96,11 @@ extension DocumentPackage {
     }
 
     /// Copies the committed store into a new file at `path` and returns the blobs it references.
-    func snapshotStore(to path: String) throws(DeckError) -> Set<Digest> {
+    /// A failure to write the copy (a full disk) is an I/O error on `destination`, the archive
+    /// the copy is for; one reading the store names the store.
+    func snapshotStore(to path: String, for destination: String) throws(DeckError) -> Set<Digest> {
+        try vacuum(into: path, for: destination)
         do {
-            try database.run("VACUUM INTO ?", [.text(path)])
             let copy = try Database(path: path, mode: .readWrite)
             defer { copy.close() }
             _ = try copy.pragma("journal_mode=DELETE")
@@ -109,6 +112,27 @@ extension DocumentPackage {
         } catch {
             throw translate(error)
         }
+    }
+
+    /// `VACUUM INTO path`, with SQLite's I/O failures turned into I/O errors on the file concerned.
+    private func vacuum(into path: String, for destination: String) throws(DeckError) {
+        let failure: SQLiteError
+        do {
+            try database.run("VACUUM INTO ?", [.text(path)])
+            return
+        } catch {
+            failure = error
+        }
+        guard [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(failure.primaryCode) else {
+            throw translate(failure)
+        }
+        let system = sqlite3_system_errno(database.handle)
+        // SQLITE_IOERR_READ and SQLITE_IOERR_SHORT_READ (Swift cannot import those macros).
+        let reading = failure.code == SQLITE_IOERR | (1 << 8) || failure.code == SQLITE_IOERR | (2 << 8)
+        throw DeckError.io(
+            path: reading ? database.path : destination,
+            operation: reading ? "read" : "write (the store snapshot)",
+            errno: system != 0 ? system : failure.primaryCode == SQLITE_FULL ? ENOSPC : EIO)
     }
 
     /// Makes a package from an archive: unpacked safely under a temporary name next to

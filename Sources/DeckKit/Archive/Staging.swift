@@ -19,8 +19,9 @@ import Synchronization
 public enum StagingFiles {
     /// Installs handlers for `SIGINT`, `SIGTERM` and `SIGHUP` that remove every staging item
     /// this process is writing and then let the signal end the process as it would have (so the
-    /// exit status still says which signal it was). A signal the process inherited as ignored
-    /// (`nohup`, a background job) stays ignored.
+    /// exit status still says which signal it was), and unblocks them on the calling thread (a
+    /// parent that starts the process from a thread that blocks signals passes its mask on). A
+    /// signal the process inherited as ignored (`nohup`, a background job) stays ignored.
     ///
     /// Call it once, early, from the main thread: the cleanup runs there (a signal delivered to
     /// another thread is passed on to it), so no staging item is created while it runs.
