@@ -96,6 +96,8 @@ static int remove_path(const char *path) {
     return rmdir(path) == 0;
 }
 
+int deck_staging_remove_tree(const char *path) { return remove_path(path) ? 0 : -1; }
+
 int deck_staging_cleanup(void) {
     int saved = errno;
     int removed = 0;

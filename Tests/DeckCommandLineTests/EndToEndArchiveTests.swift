@@ -163,6 +163,41 @@ private final class PausedDeck {
         #expect(try deck("verify", directory.appending("Copy.deck"), "--quiet").status == 0)
     }
 
+    @Test(arguments: [["-S", "-czf"], ["-S", "--format=posix", "-cf"]])
+    func gnuTarSparseEntriesImportAsTheBytesTheyStandFor(options: [String]) throws {
+        let directory = try TemporaryDirectory()
+        let path = try e2eSample(in: directory, name: "Sparse.deck")
+        var value = e2eNoise(8192, seed: 1)
+        value.append(Data(count: 256 << 20))
+        value.append(e2eNoise(8192, seed: 2))
+        let file = directory.appending("holes.bin")
+        try value.write(to: URL(fileURLWithPath: file))
+        e2eExpectSuccess(
+            try deck(
+                "insert", path, "Card", "front=holes", "back=h", "creationDate=2026-01-01", "deck=#1",
+                "image=@\(file)", "--quiet"))
+        // Make the blob file sparse: the same bytes, with the zeros as a hole.
+        let hex = e2eSHA256(value)
+        let blob = try #require(try e2eBlobFiles(path)[hex])
+        try FileManager.default.removeItem(atPath: blob)
+        let fd = open(blob, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(fd >= 0)
+        let tail = off_t(8192 + (256 << 20))
+        let head = value.prefix(8192).withUnsafeBytes { pwrite(fd, $0.baseAddress, 8192, 0) }
+        let end = value.suffix(8192).withUnsafeBytes { pwrite(fd, $0.baseAddress, 8192, tail) }
+        close(fd)
+        try #require(head == 8192 && end == 8192)
+        try e2eArchiver("/usr/bin/tar", options + ["x.tar", "Sparse.deck"], in: directory.path)
+        let archive = directory.appending("x.tar")
+        let size =
+            (try FileManager.default.attributesOfItem(atPath: archive)[.size] as? NSNumber)?.intValue ?? 0
+        #expect(size < value.count / 200, "the archive should hold the hole as a sparse map (\(size) bytes)")
+        #expect(try deck("verify", archive, "--quiet").status == 0)
+        e2eExpectSuccess(try deck("import", archive, "-o", directory.appending("Copy.deck"), "--quiet"))
+        let copied = try #require(try e2eBlobFiles(directory.appending("Copy.deck"))[hex])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copied)) == value)
+    }
+
     @Test func aZipNameWithABackslashIsRefused() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory, name: "B.deck")

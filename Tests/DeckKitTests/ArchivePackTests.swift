@@ -132,9 +132,13 @@ import Testing
         for suffix in ["-wal", "-shm", "-journal"] {
             try Data("j".utf8).write(to: package.url.appendingPathComponent("store.sqlite\(suffix)"))
         }
+        // What `unzip` of an archive leaves: replaced by the archive's own, first.
+        try Data("text/plain".utf8).write(to: package.url.appendingPathComponent("mimetype"))
         let url = sandbox.path("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: url, format: format)
         let names = try RawArchive.names(of: url)
+        #expect(names.filter { $0 == "mimetype" }.count == 1 && names.first == "mimetype")
+        #expect(try PackageArchive.scan(archive: url).hasMimeType)
         #expect(
             !names.contains { $0.hasPrefix("lock") || $0.hasPrefix("tmp") || $0.hasPrefix("store.sqlite-") })
         let fanOuts = Set(package.blobs.keys.map { $0.hexDigest.prefix(2) })

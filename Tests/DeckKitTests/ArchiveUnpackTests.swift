@@ -338,6 +338,60 @@ import Testing
         #expect(try treeSnapshot(destination) == expectedTree(package))
     }
 
+    /// Accepted layouts a reader would otherwise have to guess about (spec 16.5).
+    @Test(arguments: [RawFormat.zip, .pax])
+    func rootEntryMimetypeAnywhereAndImpliedDirectories(format: RawFormat) throws {
+        let sandbox = try Sandbox()
+        let package = try PackageFixture.make(in: sandbox.url)
+        let entries = package.rawEntries()
+        let layouts: [(String, [RawEntry])] = [
+            ("a ./ root entry and ./ names", [.directory("./")] + package.rawEntries(prefix: "./")),
+            ("a . root entry", [.directory(".")] + entries),
+            ("mimetype last", entries + [.mimeType]),
+            ("mimetype in the middle", Array(entries.prefix(2)) + [.mimeType] + entries.dropFirst(2)),
+            ("no directory entries", entries.filter { !$0.name.hasSuffix("/") }),
+            (
+                "mimetype inside a top-level folder",
+                [.file("Name.deck/mimetype", PackageArchive.mimeType)]
+                    + package.rawEntries(prefix: "Name.deck/")
+            ),
+        ]
+        for (label, layout) in layouts {
+            let archive = sandbox.path("layout.\(format == .zip ? "zip" : "tar")")
+            try? FileManager.default.removeItem(at: archive)
+            try RawArchive.write(layout, format: format, to: archive)
+            let destination = sandbox.path("Out-\(UUID().uuidString).deck")
+            let report = try PackageArchive.unpack(archive: archive, to: destination)
+            #expect(try treeSnapshot(destination) == expectedTree(package), "\(label)")
+            #expect(report.hasMimeType == label.contains("mimetype"), "\(label)")
+        }
+        // Inconsistent ones are refused.
+        let refused: [(String, [RawEntry], ArchiveError)] = [
+            (
+                "./ after a top-level folder", package.rawEntries(prefix: "Name.deck/") + [.directory("./")],
+                .entryRefused(entry: "./", reason: .outsideTopLevelFolder("Name.deck"))
+            ),
+            (
+                "the same name with and without ./", entries + [.file("./manifest.json", "{}")],
+                .entryRefused(entry: "./manifest.json", reason: .duplicate)
+            ),
+            (
+                "two mimetype entries", [.mimeType] + entries + [.mimeType],
+                .entryRefused(entry: "mimetype", reason: .duplicate)
+            ),
+            (
+                "mimetype as a directory", [.directory("mimetype/")] + entries,
+                .entryRefused(entry: "mimetype/", reason: .notARegularFile)
+            ),
+        ]
+        for (label, layout, expected) in refused {
+            let archive = sandbox.path("refused.\(format == .zip ? "zip" : "tar")")
+            try? FileManager.default.removeItem(at: archive)
+            try RawArchive.write(layout, format: format, to: archive)
+            #expect(throws: expected, "\(label)") { try PackageArchive.scan(archive: archive) }
+        }
+    }
+
     @Test func zipDashR() throws {
         let sandbox = try Sandbox()
         let package = try PackageFixture.make(in: sandbox.url, name: "Name.deck")

@@ -15,6 +15,11 @@ void deck_staging_remove(int slot);
 /// never following a symbolic link. Async-signal-safe. Returns how many paths it removed.
 int deck_staging_cleanup(void);
 
+/// Removes `path` the way the cleanup does: a file is unlinked, a directory emptied through
+/// descriptors (`openat` with `O_NOFOLLOW`, `unlinkat`), so that nothing outside it is reached
+/// even if its contents are swapped for symbolic links meanwhile. Returns 0 when it is gone.
+int deck_staging_remove_tree(const char *path);
+
 /// Installs handlers for SIGINT, SIGTERM and SIGHUP (those not ignored) that run
 /// `deck_staging_cleanup` on the thread that calls this function and then let the signal
 /// terminate the process as it would have, and unblocks those signals on the calling thread

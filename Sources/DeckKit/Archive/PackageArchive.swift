@@ -19,9 +19,10 @@ public enum PackageArchive {
     /// The content of the `mimetype` entry that starts every package archive.
     public static let mimeType = "application/vnd.deck.package"
 
-    /// Names in a package directory that are never archived.
+    /// Names in a package directory that are never archived (`mimetype` is what unpacking an
+    /// archive with `unzip` leaves; every archive gets its own, first).
     static let skippedNames: Set<String> = [
-        "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal",
+        "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal", "mimetype",
     ]
 
     /// Archives the package at `directory` into a new file at `archive`.
@@ -29,9 +30,9 @@ public enum PackageArchive {
     /// The archive is written to a hidden staging file next to `archive`
     /// (`.NAME.pack-<16 hex>`, see ``StagingFiles``), flushed, and renamed into place; on failure
     /// nothing is left behind. Blobs are stored, `manifest.json` and `store.sqlite` compressed
-    /// (zip). Every blob is hashed while it is copied and must match its name. `lock`, `tmp/` and
-    /// SQLite's `-wal`, `-shm` and `-journal` files are skipped; anything else outside the layout,
-    /// and any symbolic link, is refused.
+    /// (zip). Every blob is hashed while it is copied and must match its name. `lock`, `tmp/`,
+    /// SQLite's `-wal`, `-shm` and `-journal` files and a `mimetype` file are skipped; anything
+    /// else outside the layout, and any symbolic link, is refused.
     ///
     /// - Parameters:
     ///   - storeSnapshot: a consistent copy of the database to archive as `store.sqlite`

@@ -214,7 +214,8 @@ enum Staging {
                 info.st_mode & S_IFMT == S_IFREG || info.st_mode & S_IFMT == S_IFDIR
             else { continue }
             guard case .claimed(let fd) = claim(path) else { continue }
-            try? FileSystem.removeTree(path)
+            // Through descriptors, never following a link: the item may come from anyone.
+            _ = deck_staging_remove_tree(path)
             close(fd)
         }
     }
