@@ -125,31 +125,35 @@ struct ZipDirectory {
         guard count <= UInt64(maxEntries) else {
             throw ArchiveError.limitExceeded(entry: fileName, limit: .entries(maxEntries))
         }
-        guard directorySize <= UInt64(Int.max), count <= directorySize / 46 else {
+        guard count <= directorySize / 46 else {
             throw broken("the central directory is too small for \(count) entries")
         }
 
-        let directory = try read(directoryOffset, Int(directorySize))
+        // Record by record: memory follows the entries, not what the end record claims.
         var entries: [Entry] = []
         entries.reserveCapacity(Int(count))
-        var at = 0
+        var at = directoryOffset
         for index in 0..<Int(count) {
-            guard at + 46 <= directory.bytes.count, directory.u32(at) == Self.centralSignature else {
-                throw broken("central directory record \(index + 1) of \(count) is malformed")
-            }
-            let nameLength = Int(directory.u16(at + 28))
-            let extraLength = Int(directory.u16(at + 30))
-            let commentLength = Int(directory.u16(at + 32))
-            let recordEnd = at + 46 + nameLength + extraLength + commentLength
-            guard recordEnd <= directory.bytes.count else {
+            guard directoryEnd - at >= 46 else {
                 throw broken("central directory record \(index + 1) of \(count) runs past the directory")
             }
-            let name = Array(directory.bytes[(at + 46)..<(at + 46 + nameLength)])
-            var compressed = directory.u32(at + 20)
-            var uncompressed = directory.u32(at + 24)
-            var offset = directory.u32(at + 42)
-            var startDisk = directory.u16(at + 34)
-            if let zip64 = Self.zip64Extra(directory, from: at + 46 + nameLength, length: extraLength) {
+            let fixed = try read(at, 46)
+            guard fixed.u32(0) == Self.centralSignature else {
+                throw broken("central directory record \(index + 1) of \(count) is malformed")
+            }
+            let nameLength = Int(fixed.u16(28))
+            let extraLength = Int(fixed.u16(30))
+            let recordLength = UInt64(46 + nameLength + extraLength) + fixed.u16(32)
+            guard recordLength <= directoryEnd - at else {
+                throw broken("central directory record \(index + 1) of \(count) runs past the directory")
+            }
+            let variable = try read(at + 46, nameLength + extraLength)
+            let name = Array(variable.bytes[0..<nameLength])
+            var compressed = fixed.u32(20)
+            var uncompressed = fixed.u32(24)
+            var offset = fixed.u32(42)
+            var startDisk = fixed.u16(34)
+            if let zip64 = Self.zip64Extra(variable, from: nameLength, length: extraLength) {
                 // Present in this order, each only when the 32-bit field is saturated.
                 var field = 0
                 func next() -> UInt64? {
@@ -167,14 +171,13 @@ struct ZipDirectory {
             guard startDisk == 0 else { throw broken("it spans several disks") }
             entries.append(
                 Entry(
-                    name: name, flags: UInt16(directory.u16(at + 8)), method: UInt16(directory.u16(at + 10)),
-                    crc: UInt32(directory.u32(at + 16)), compressedSize: compressed,
-                    uncompressedSize: uncompressed, offset: offset))
-            at = recordEnd
+                    name: name, flags: UInt16(fixed.u16(8)), method: UInt16(fixed.u16(10)),
+                    crc: UInt32(fixed.u32(16)), compressedSize: compressed, uncompressedSize: uncompressed,
+                    offset: offset))
+            at += recordLength
         }
-        guard at == directory.bytes.count else {
-            throw broken(
-                "the central directory holds \(directory.bytes.count - at) bytes after its \(count) records")
+        guard at == directoryEnd else {
+            throw broken("the central directory holds \(directoryEnd - at) bytes after its \(count) records")
         }
 
         // The local headers, one after the other.
