@@ -85,9 +85,18 @@ enum Commands {
     static let gc = CommandSpec(
         name: "gc",
         abstract: "Remove unreferenced blobs and temporaries, and compact the store.",
+        discussion: """
+            Never removes a blob file or deck_blob row that a record names, even when deck_blob \
+            does not count it: the references are counted from the records first. With --repair, \
+            first makes deck_blob agree with the records: registers intact files that records \
+            name but deck_blob lacks, and sets every reference count; exit status 65 if a \
+            referenced file is missing or corrupt.
+            """,
         arguments: [pathArgument],
         options: [
-            .flag("dry-run", short: "n", help: "Report what would be removed; change nothing."), json, quiet,
+            .flag("dry-run", short: "n", help: "Report what would be removed; change nothing."),
+            .flag("repair", help: "First recount references and re-register intact referenced blob files."),
+            json, quiet,
         ])
 
     static let query = CommandSpec(

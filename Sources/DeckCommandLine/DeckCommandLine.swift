@@ -49,13 +49,20 @@ public enum DeckCommandLine {
             return ExitStatus.ok
         case .command(let command):
             defer { Output.standard.flush() }
+            Output.standard.escapesText = !writesExactOutput(command)
             do {
                 return try dispatch(command)
             } catch let error as DeckError {
                 Output.standard.flush()
                 let style = TerminalStyle.standardError
-                Output.error(style.bold("deck:") + " " + style.red("\(error)"))
-                if let hint = hint(for: error) { Output.error(style.dim("hint: \(hint)")) }
+                // One line: a line break quoted from a package must not start a line of its own.
+                var line = TerminalLine("deck:", style: style.bold)
+                line.append(" ")
+                line.append(TerminalText.field(error.description), style: style.red)
+                Output.error(line)
+                if let hint = hint(for: error) {
+                    Output.error(TerminalLine("hint: \(hint)", style: style.dim))
+                }
                 return error.exitStatus
             } catch let error as ArgumentError {
                 Output.standard.flush()
@@ -79,6 +86,13 @@ public enum DeckCommandLine {
                 return ExitStatus.failure
             }
         }
+    }
+
+    /// Whether `command` prints an exact form (`--json`, `--csv`, a completion script), whose
+    /// characters are never escaped for the terminal (JSON escapes control characters itself).
+    static func writesExactOutput(_ command: ParsedCommand) -> Bool {
+        if command.subcommandPath == ["completions"] { return true }
+        return ["json", "csv"].contains { command.declares($0) && command.flag($0) }
     }
 
     static func dispatch(_ command: ParsedCommand) throws -> Int32 {

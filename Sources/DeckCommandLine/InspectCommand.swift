@@ -75,10 +75,13 @@ enum InspectCommand {
 
     static func text(_ info: PackageInfo, schema: Schema, full: Bool) -> String {
         var out = ""
-        out += "\(info.path)\n"
-        out += "  type:     \(info.manifest.contentType)\n"
-        out += "  format:   \(info.manifest.formatVersion)   schema: \(info.schemaVersion)\n"
-        if let modified = info.modified { out += "  modified: \(modified)\n" }
+        // Strings from the package stay on their line (the control characters of all the text
+        // are escaped when it is written).
+        let field = TerminalText.field
+        out += "\(field(info.path))\n"
+        out += "  type:     \(field(info.manifest.contentType))\n"
+        out += "  format:   \(info.manifest.formatVersion)   schema: \(field(info.schemaVersion))\n"
+        if let modified = info.modified { out += "  modified: \(field(modified))\n" }
         switch info.lockHolder {
         case nil: out += "  writer:   none\n"
         case .some(-1): out += "  writer:   locked (pid unknown)\n"
@@ -110,8 +113,9 @@ enum InspectCommand {
                 if attribute.options.contains(.externalStorage) {
                     notes.append("external ≥ \(Support.bytes(Int64(attribute.effectiveExternalThreshold)))")
                 }
-                if let value = attribute.defaultValue { notes.append("default \(value)") }
-                if let original = attribute.originalName { notes.append("was \(original)") }
+                if let value = attribute.defaultValue { notes.append("default \(field(value.description))") }
+                if let dynamic = attribute.dynamicDefault { notes.append("default \(dynamic.rawValue)") }
+                if let original = attribute.originalName { notes.append("was \(field(original))") }
                 out +=
                     "    \(attribute.name): \(attribute.type.rawValue)"
                     + (notes.isEmpty ? "" : "  (" + notes.joined(separator: ", ") + ")") + "\n"
@@ -163,16 +167,23 @@ enum VerifyCommand {
         } else {
             let style = TerminalStyle.standardOutput
             for finding in report.findings {
-                let severity =
-                    finding.severity == .corruption ? style.red("corruption") : style.yellow("untidy")
-                Output.standard.write("\(severity): \(finding.object): \(finding.message)\n")
+                var line =
+                    finding.severity == .corruption
+                    ? TerminalLine("corruption", style: style.red)
+                    : TerminalLine("untidy", style: style.yellow)
+                // One line per finding, whatever text from the package the object or message quotes.
+                line.append(
+                    ": \(TerminalText.field(finding.object)): \(TerminalText.field(finding.message))\n")
+                Output.standard.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
             let untidy = report.findings.count - corrupt
-            let verdict = report.isValid ? style.green("valid") : style.red("CORRUPT")
-            Output.standard.write(
-                "\(path): \(verdict): \(report.records) records, \(report.blobsChecked) blobs hashed "
+            var line = TerminalLine("\(TerminalText.field(path)): ")
+            line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
+            line.append(
+                ": \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
+            Output.standard.write(line)
         }
         return report.isValid ? 0 : DeckCommandLine.ExitStatus.dataError
     }
@@ -182,30 +193,87 @@ enum VerifyCommand {
 enum GCCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
         let dryRun = command.flag("dry-run")
+        let repair = command.flag("repair")
         let document = try Support.openPackage(command, mode: dryRun ? .readOnly : .readWrite)
         defer { try? document.close() }
         let bar = ProgressBar(label: "Collecting", total: nil, unit: .items, quiet: command.flag("quiet"))
         defer { bar.finish() }
-        let report = try document.collectGarbage(dryRun: dryRun) { done, total in
+        let report = try document.collectGarbage(dryRun: dryRun, repair: repair) { done, total in
             bar.setTotal(total)
             bar.update(completed: done)
         }
         if command.flag("json") {
-            Output.standard.write(
-                JSON.object([
-                    ("dryRun", .bool(dryRun)),
-                    ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
-                    ("orphanBytes", .int(report.orphanBytes)),
-                    ("temporaries", .array(report.temporaries.map(JSON.string))),
-                    ("temporaryBytes", .int(report.temporaryBytes)),
-                    ("unreferencedRows", .int(Int64(report.unreferencedRows))),
-                    ("storeBytesBefore", .int(report.storeBytesBefore)),
-                    ("storeBytesAfter", .int(report.storeBytesAfter)),
-                    ("reclaimedBytes", .int(report.reclaimedBytes)),
-                ]).render() + "\n")
+            var members: [(String, JSON)] = [
+                ("dryRun", .bool(dryRun)),
+                ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
+                ("orphanBytes", .int(report.orphanBytes)),
+                ("temporaries", .array(report.temporaries.map(JSON.string))),
+                ("temporaryBytes", .int(report.temporaryBytes)),
+                ("unreferencedRows", .int(Int64(report.unreferencedRows))),
+                ("uncountedReferences", .array(report.uncountedReferences.map(JSON.string))),
+                ("createdIndexes", .array(report.createdIndexes.map(JSON.string))),
+                ("storeBytesBefore", .int(report.storeBytesBefore)),
+                ("storeBytesAfter", .int(report.storeBytesAfter)),
+                ("reclaimedBytes", .int(report.reclaimedBytes)),
+            ]
+            if let repaired = report.repair {
+                members.append(
+                    (
+                        "repair",
+                        JSON.object([
+                            ("registered", .array(repaired.registered.map(JSON.string))),
+                            (
+                                "recounted",
+                                .array(
+                                    repaired.recounted.map {
+                                        JSON.object([
+                                            ("digest", .string($0.digest)), ("from", .int($0.from)),
+                                            ("to", .int($0.to)),
+                                        ])
+                                    })
+                            ),
+                            ("resized", .array(repaired.resized.map(JSON.string))),
+                            (
+                                "unrepaired",
+                                .array(
+                                    repaired.unrepaired.map {
+                                        JSON.object([
+                                            ("object", .string($0.object)), ("reason", .string($0.reason)),
+                                        ])
+                                    })
+                            ),
+                        ])
+                    ))
+            }
+            Output.standard.write(JSON.object(members).render() + "\n")
         } else {
             let verb = dryRun ? "would remove" : "removed"
-            for file in report.orphanFiles + report.temporaries { Output.standard.write("\(verb) \(file)\n") }
+            if let repaired = report.repair {
+                let fix = dryRun ? "would register" : "registered"
+                for digest in repaired.registered { Output.standard.write("\(fix) blob \(digest)\n") }
+                for recount in repaired.recounted {
+                    Output.standard.write(
+                        "\(dryRun ? "would set" : "set") refs of \(recount.digest) from \(recount.from) to \(recount.to)\n"
+                    )
+                }
+                for digest in repaired.resized {
+                    Output.standard.write("\(dryRun ? "would correct" : "corrected") the size of \(digest)\n")
+                }
+                for unrepaired in repaired.unrepaired {
+                    Output.standard.write("cannot repair \(unrepaired.object): \(unrepaired.reason)\n")
+                }
+            }
+            for digest in report.uncountedReferences where report.repair == nil || dryRun {
+                Output.standard.write(
+                    "kept \(digest): records name it but deck_blob does not count it; run 'deck gc --repair'\n"
+                )
+            }
+            for index in report.createdIndexes {
+                Output.standard.write("\(dryRun ? "would create" : "created") index \(index)\n")
+            }
+            for file in report.orphanFiles + report.temporaries {
+                Output.standard.write("\(verb) \(TerminalText.field(file))\n")
+            }
             Output.standard.write(
                 "\(verb) \(report.orphanFiles.count) orphan blob(s) (\(Support.bytes(report.orphanBytes))), "
                     + "\(report.temporaries.count) temporary file(s) (\(Support.bytes(report.temporaryBytes)))"
@@ -213,6 +281,13 @@ enum GCCommand {
                         ? "\n"
                         : "; store \(Support.bytes(report.storeBytesBefore)) → \(Support.bytes(report.storeBytesAfter))\n")
             )
+        }
+        if let repaired = report.repair, !repaired.isComplete {
+            Output.standard.flush()
+            Output.error(
+                "deck: \(document.url.path): \(repaired.unrepaired.count) referenced blob(s) cannot be repaired "
+                    + "(listed above); restore their files from a copy of the document")
+            return DeckCommandLine.ExitStatus.dataError
         }
         return 0
     }

@@ -1,3 +1,4 @@
+import DeckKit
 import Foundation
 
 #if canImport(Glibc)
@@ -6,20 +7,36 @@ import Foundation
 
 /// Buffered standard output (large query results are written in 64 KiB pieces) and
 /// unbuffered standard error.
+///
+/// Text output is escaped for the terminal here, in one place (``TerminalText``): every string
+/// given to ``write(_:)`` or ``error(_:)`` has its control characters and bidirectional
+/// overrides made visible, on a terminal or not, so that no package can drive the terminal
+/// that shows it (or the one a pipe ends in). Exact forms (`--json`, `--csv`, completion
+/// scripts) switch that off with ``escapesText`` for their command; styled text is built as a
+/// ``TerminalLine``, escaped piece by piece before its own escape sequences are added.
 final class Output: @unchecked Sendable {
     /// Standard output. Only the main thread writes to it.
     static let standard = Output(fd: 1)
 
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// Whether ``write(_:)`` escapes its text (true for text output, false for exact forms).
+    var escapesText = true
 
     private init(fd: Int32) {
         self.fd = fd
         buffer.reserveCapacity(1 << 16)
     }
 
+    /// Appends text: escaped for the terminal unless ``escapesText`` is off.
     func write(_ text: String) {
-        buffer.append(contentsOf: text.utf8)
+        buffer.append(contentsOf: (escapesText ? TerminalText.escape(text) : text).utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    /// Appends a line whose pieces were escaped and styled already.
+    func write(_ line: TerminalLine) {
+        buffer.append(contentsOf: line.rendered.utf8)
         if buffer.count >= 1 << 16 { flush() }
     }
 
@@ -27,11 +44,6 @@ final class Output: @unchecked Sendable {
     func write(json: JSON, pretty: Bool) {
         json.write(into: &buffer, pretty: pretty)
         if buffer.count >= 1 << 16 { flush() }
-    }
-
-    func write(bytes: UnsafeRawBufferPointer) {
-        flush()
-        Output.writeAll(fd, bytes)
     }
 
     func flush() {
@@ -54,10 +66,15 @@ final class Output: @unchecked Sendable {
         }
     }
 
-    /// Writes a line to standard error at once.
+    /// Writes a line to standard error at once, escaped for the terminal.
     static func error(_ text: String) {
-        let line = text.hasSuffix("\n") ? text : text + "\n"
-        Array(line.utf8).withUnsafeBytes { writeAll(2, $0) }
+        error(TerminalLine(text))
+    }
+
+    /// Writes a line whose pieces were escaped and styled already to standard error at once.
+    static func error(_ line: TerminalLine) {
+        let text = line.rendered.hasSuffix("\n") ? line.rendered : line.rendered + "\n"
+        Array(text.utf8).withUnsafeBytes { writeAll(2, $0) }
     }
 }
 
@@ -70,7 +87,10 @@ indirect enum JSON {
     case string(String)
     case array([JSON])
     case object([(String, JSON)])
-    /// Already-serialised JSON text (a json attribute's value), inserted as is.
+    /// JSON text from elsewhere (a json attribute's value, an encoded schema). It is checked
+    /// when written: valid text (one JSON value by the rules of spec 7.5) is inserted without
+    /// its insignificant whitespace, anything else as a JSON string holding the text, so the
+    /// output is always valid and no stored text can add members or records to it.
     case raw(String)
 
     func render(pretty: Bool = true, indent: String = "") -> String {
@@ -96,7 +116,12 @@ indirect enum JSON {
                 out += String(d).utf8
             }
         case .string(let s): JSON.escape(s, into: &out)
-        case .raw(let text): out += text.utf8
+        case .raw(let text):
+            if let compact = Value.json(text).compactJSONText {
+                out += compact.utf8
+            } else {
+                JSON.escape(text, into: &out)
+            }
         case .array(let items):
             guard !items.isEmpty else {
                 out += "[]".utf8

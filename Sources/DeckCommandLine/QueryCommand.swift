@@ -100,10 +100,11 @@ enum QueryCommand {
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    /// An aligned text table, cells cut to 40 characters.
+    /// An aligned text table, cells on one line (control characters escaped, a line feed shown
+    /// as `\n`, see ``TerminalText``) and cut to 40 characters.
     static func table(header: [String], rows: [[String]]) -> String {
         func cut(_ s: String) -> String {
-            let flat = s.replacingOccurrences(of: "\n", with: "⏎")
+            let flat = TerminalText.field(s)
             return flat.count > 40 ? String(flat.prefix(39)) + "…" : flat
         }
         let cells = ([header] + rows).map { $0.map(cut) }

@@ -136,6 +136,9 @@ enum Shell {
         case .command(let parsed):
             command = parsed
         }
+        // `query --json` and `--csv` are exact in the shell too; everything else is text.
+        Output.standard.escapesText = !DeckCommandLine.writesExactOutput(command)
+        defer { Output.standard.escapesText = true }
         switch command.subcommandPath {
         case ["query"]: _ = try QueryCommand.execute(command, on: document)
         case ["insert"]: _ = try WriteCommands.insert(command, on: document, save: false)
@@ -194,7 +197,8 @@ enum Shell {
         let width = (attributes.map(\.name) + relationships.map(\.name)).map(\.count).max() ?? 0
         func line(_ name: String, _ value: String) {
             Output.standard.write(
-                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)\n")
+                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(TerminalText.field(value))\n"
+            )
         }
         for attribute in attributes { line(attribute.name, record[attribute.name].map(Support.text) ?? "") }
         for relationship in relationships {
@@ -211,6 +215,8 @@ enum Shell {
             "error: \(error.option): \(error.error.description)\n\(error.error.caret)"
         case let error as FilterSyntaxError:
             "error: \(error.description)\n\(error.caret)"
+        case let error as DeckError:
+            "error: " + TerminalText.field(error.description)
         default:
             "error: \(error)"
         }

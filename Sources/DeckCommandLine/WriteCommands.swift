@@ -87,34 +87,11 @@ enum BlobCommand {
         guard let digest = Digest(hex: text.lowercased()) else {
             throw command.usageError("'\(text)' is not a SHA-256 digest (64 hexadecimal digits)")
         }
-        guard let output = command.value("output") else {
-            // Check the bytes before any reach standard output (a second read streams them).
-            try document.blobs.stream(digest) { _ in }
-            try document.blobs.stream(digest) { chunk in Output.standard.write(bytes: chunk) }
-            return 0
-        }
-        // Stage next to the destination and rename only once the digest checked out.
-        let temporary = output + ".deck-partial-\(UInt32.random(in: 0...UInt32.max))"
-        let parent = (output as NSString).deletingLastPathComponent
-        var isDirectory: ObjCBool = false
-        guard
-            FileManager.default.fileExists(atPath: parent.isEmpty ? "." : parent, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        else { throw DeckError.notFound(path: parent) }
-        guard FileManager.default.createFile(atPath: temporary, contents: nil),
-            let handle = FileHandle(forWritingAtPath: temporary)
-        else { throw DeckError.permissionDenied(path: output, operation: "create") }
-        do {
-            try document.blobs.stream(digest) { chunk in handle.write(Data(chunk)) }
-            try handle.close()
-            // rename(2) replaces an existing file atomically.
-            guard rename(temporary, output) == 0 else {
-                throw DeckError.io(path: output, operation: "rename", errno: errno)
-            }
-        } catch {
-            try? handle.close()
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
+        if let output = command.value("output") {
+            try document.blobs.copy(digest, toPath: output)
+        } else {
+            Output.standard.flush()
+            try document.blobs.copy(digest, to: StandardStreams.outputDescriptor, name: "standard output")
         }
         return 0
     }

@@ -50,8 +50,29 @@ func runProduct(
     _ name: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
     currentDirectory: String? = nil
 ) throws -> RunResult {
+    try runExecutable(
+        productsDirectory.appendingPathComponent(name), arguments, stdin: stdin, environment: environment,
+        currentDirectory: currentDirectory)
+}
+
+/// Runs a program found on the `PATH` (`sqlite3`, `bash`), like ``runProduct(_:_:stdin:environment:currentDirectory:)``.
+@discardableResult
+func runTool(
+    _ name: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+    currentDirectory: String? = nil
+) throws -> RunResult {
+    try runExecutable(
+        URL(fileURLWithPath: "/usr/bin/env"), [name] + arguments, stdin: stdin, environment: environment,
+        currentDirectory: currentDirectory)
+}
+
+/// Runs the executable at `url`, feeding `stdin` and collecting both outputs.
+func runExecutable(
+    _ url: URL, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+    currentDirectory: String? = nil
+) throws -> RunResult {
     let process = Process()
-    process.executableURL = productsDirectory.appendingPathComponent(name)
+    process.executableURL = url
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env.removeValue(forKey: "NO_COLOR")

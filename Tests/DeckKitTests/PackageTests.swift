@@ -266,7 +266,8 @@ struct PackageTests {
                     .utf8
             )
             .write(to: url.appendingPathComponent("manifest.json"))
-            try rawStore(url).execute("PRAGMA user_version = 2")
+            try rawStore(url).execute(
+                "PRAGMA user_version = 2; UPDATE deck_meta SET value = 2 WHERE key = 'format_version'")
 
             let reader = try DocumentPackage.open(at: url, mode: .readOnly)
             #expect(try reader.count(Query("Deck")) == 1)

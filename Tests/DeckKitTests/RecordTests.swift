@@ -78,7 +78,7 @@ struct RecordTests {
                     "t": .date(Date(timeIntervalSince1970: -86_400)),
                 ],
                 [
-                    "price": .decimal(Decimal(string: "-0.000001")!), "meta": .json("null"),
+                    "price": .decimal(Decimal(string: "-0.000001")!), "meta": .json("[null]"),
                     "s": .string(String(repeating: "x", count: 100_000)),
                 ],
             ]

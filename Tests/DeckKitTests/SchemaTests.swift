@@ -220,19 +220,28 @@ struct SchemaTests {
         }
     }
 
-    @Test func defaultOfTheWrongTypeIsRejectedWhileDecoding() {
+    /// A bad default is a decoding error that names the attribute and the path (it was a bare
+    /// ValueError that named neither).
+    @Test(arguments: [
+        (#""integer","default":"abc""#, "'abc' is not a valid integer"),
+        (
+            #""integer","default":1.5"#,
+            "'1.5' is not a valid integer: expected an integer, without a fraction"
+        ),
+        (#""uuid","default":true"#, "'true' is not a valid uuid: expected a uuid value"),
+    ])
+    func defaultOfTheWrongTypeIsRejectedWhileDecoding(attribute: String, reason: String) {
         let json =
-            #"{"version":"1","entities":[{"name":"A","attributes":[{"name":"n","type":"integer","default":"abc"}]}]}"#
-        #expect(throws: ValueError.self) { try JSONDecoder().decode(Schema.self, from: Data(json.utf8)) }
-        let fractional =
-            #"{"version":"1","entities":[{"name":"A","attributes":[{"name":"n","type":"integer","default":1.5}]}]}"#
-        #expect(throws: ValueError.self) {
-            try JSONDecoder().decode(Schema.self, from: Data(fractional.utf8))
-        }
-        let boolForString =
-            #"{"version":"1","entities":[{"name":"A","attributes":[{"name":"n","type":"uuid","default":true}]}]}"#
-        #expect(throws: ValueError.self) {
-            try JSONDecoder().decode(Schema.self, from: Data(boolForString.utf8))
+            #"{"version":"1","entities":[{"name":"A","attributes":[{"name":"n","type":"#
+            + attribute + "}]}]}"
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Schema.self, from: Data(json.utf8)) }
+        #expect {
+            try Schema(json: Data(json.utf8), source: "s.json")
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("attribute 'n': invalid default: \(reason)")
+                && text.contains("at 'entities[0].attributes[0].default'")
+                && text.hasPrefix("invalid schema: s.json: ")
         }
     }
 

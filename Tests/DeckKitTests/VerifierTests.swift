@@ -213,14 +213,18 @@ struct VerifierTests {
         }
     }
 
-    @Test func aDroppedIndexIsUntidyAndAnExtraTableIsUnknown() throws {
+    @Test func aDroppedIndexIsUntidyAndAnExtraTableIsCorruption() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)
             try rawStore(url).execute(#"DROP INDEX "Card.deck.index""#)
             expectOnly(try PackageVerifier.verify(at: url), "index-missing", .untidy)
+            // Re-created by hand with another definition: altered, not the derived index.
+            try rawStore(url).execute(#"CREATE INDEX "Card.deck.index" ON Card(deck)"#)
+            expectOnly(try PackageVerifier.verify(at: url), "index-altered", .corruption)
             try rawStore(url).execute(
-                #"CREATE INDEX "Card.deck.index" ON Card(deck); CREATE TABLE scratch(x);"#)
-            expectOnly(try PackageVerifier.verify(at: url), "table-unknown", .untidy)
+                #"DROP INDEX "Card.deck.index"; CREATE INDEX "Card.deck.index" ON "Card"("deck"); CREATE TABLE scratch(x);"#
+            )
+            expectOnly(try PackageVerifier.verify(at: url), "table-unknown", .corruption)
         }
     }
 

@@ -128,6 +128,11 @@ public struct ParsedCommand: Sendable, Hashable {
         return optionValues[name] ?? []
     }
 
+    /// Whether the command declares option `--name` at all (given or not).
+    public func declares(_ name: String) -> Bool {
+        declaredOptions[name] != nil
+    }
+
     /// Whether option `--name` (flag or value) was given at all.
     public func isGiven(_ name: String) -> Bool {
         let option = declaredOption(name)

@@ -49,7 +49,7 @@ extension DocumentPackage {
             var arguments: [SQLValue] = []
             arguments.reserveCapacity(mapping.attributes.count)
             for (index, attribute) in mapping.attributes.enumerated() {
-                let value = given[index] ?? attribute.defaultValue ?? .null
+                let value = given[index] ?? attribute.initialValue()
                 if value.isNull && !attribute.isOptional {
                     throw DeckError.invalidValue(
                         entity: mapping.name, property: attribute.name,
@@ -195,17 +195,11 @@ extension DocumentPackage {
             guard external && data.count >= threshold else { return .blob(data) }
             return try register(try blobs.write(data))
         case .file(let url):
-            guard let st = try FileSystem.status(url.path), (st.st_mode & S_IFMT) == S_IFREG else {
-                throw invalid("\(url.path) is not a readable regular file")
-            }
-            if external && st.st_size >= threshold {
-                return try register(try blobs.write(contentsOf: url.path))
-            }
-            do {
-                return .blob(try Data(contentsOf: url))
-            } catch {
-                throw FileSystem.failure(.read, url.path, EIO)
-            }
+            // Read to the end whatever size the file reports; the bytes read decide inline or not.
+            let input = try InputFile(value: url.path, invalid: invalid)
+            let head = try input.read(upTo: external ? threshold : .max)
+            guard external && head.count >= threshold else { return .blob(head) }
+            return try register(try blobs.write(head, followedBy: input))
         case .blob(let reference):
             guard external else { return .blob(try blobs.read(reference.digest)) }
             let known = try database.scalar(

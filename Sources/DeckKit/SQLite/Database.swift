@@ -36,15 +36,47 @@ public final class Database {
     ///
     /// - Parameter busyTimeout: how long a statement waits for another connection's lock
     ///   before failing with `SQLITE_BUSY`, in milliseconds.
-    public init(path: String, mode: Mode, busyTimeout: Int32 = 5_000) throws(SQLiteError) {
+    /// - Parameter uriParameters: query parameters of SQLite's URI filenames, e.g.
+    ///   `("readonly_shm", "1")` (see <https://sqlite.org/uri.html>); the file is then opened
+    ///   through a `file:` URI built from `path`.
+    public init(
+        path: String, mode: Mode, busyTimeout: Int32 = 5_000, uriParameters: [(String, String)] = []
+    ) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .create: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         case .readOnly: flags |= SQLITE_OPEN_READONLY
         }
+        var filename = path
+        if !uriParameters.isEmpty {
+            // Percent-encode everything but unreserved characters and '/', so '?', '#' and '%'
+            // in the path stay part of it.
+            func encode(_ text: String) -> String {
+                var out = ""
+                for byte in text.utf8 {
+                    if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
+                        || (0x61...0x7A).contains(byte)
+                        || [
+                            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
+                            UInt8(ascii: "/"),
+                        ]
+                        .contains(byte)
+                    {
+                        out.append(Character(Unicode.Scalar(byte)))
+                    } else {
+                        out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                    }
+                }
+                return out
+            }
+            filename =
+                "file:" + encode(path) + "?"
+                + uriParameters.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+            flags |= SQLITE_OPEN_URI
+        }
         var handle: OpaquePointer?
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let code = sqlite3_open_v2(filename, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let error = SQLiteError(connection: handle, code: code, sql: nil, path: path)
             sqlite3_close_v2(handle)
@@ -217,3 +249,9 @@ public final class Database {
 
 @available(*, unavailable)
 extension Database: Sendable {}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}

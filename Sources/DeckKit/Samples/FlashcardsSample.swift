@@ -27,7 +27,7 @@ public enum FlashcardsSample {
                 attributes: [
                     Attribute("front", .string, options: [.indexed]),
                     Attribute("back", .string),
-                    Attribute("creationDate", .date),
+                    Attribute("creationDate", .date, dynamicDefault: .now),
                     Attribute("image", .data, isOptional: true, options: [.externalStorage]),
                     Attribute("reviewCount", .integer, defaultValue: .integer(0)),
                 ],

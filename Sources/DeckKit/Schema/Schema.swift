@@ -28,9 +28,20 @@ public struct Schema: Codable, Sendable, Equatable {
     /// Decodes and validates a schema file (the JSON form in spec/format.md, "Schema").
     ///
     /// - Parameter source: names the file in error messages.
+    /// The file is read with Deck's strict JSON rules (spec 7.5: no duplicate member names, no
+    /// byte-order mark), and numbers with their exact text, so a default keeps every digit.
     public init(json data: Data, source: String) throws(DeckError) {
+        let bytes = [UInt8](data)
+        let tree: JSONText.Tree
         do {
-            self = try JSONDecoder().decode(Schema.self, from: data)
+            tree = try JSONText.parse(bytes)
+        } catch {
+            throw DeckError.invalidSchema("\(source): not valid JSON: \(error.located(in: bytes))")
+        }
+        do {
+            let decoder = JSONDecoder()
+            decoder.userInfo[JSONScalar.numberTextsKey] = JSONScalar.NumberTexts(tree)
+            self = try decoder.decode(Schema.self, from: data)
         } catch {
             throw DeckError.invalidSchema("\(source): \(describe(error))")
         }
@@ -134,10 +145,16 @@ public struct Attribute: Codable, Sendable, Equatable {
             var c = try decoder.unkeyedContainer()
             var options: Options = []
             while !c.isAtEnd {
+                // The index of this element (decoding it moves the container to the next one).
+                let index = c.currentIndex
                 let name = try c.decode(String.self)
                 guard let option = Self.names.first(where: { $0.0 == name })?.1 else {
-                    throw DecodingError.dataCorruptedError(
-                        in: c, debugDescription: "unknown attribute option '\(name)'")
+                    let known = Self.names.map(\.0).joined(separator: ", ")
+                    throw DecodingError.dataCorrupted(
+                        .init(
+                            codingPath: c.codingPath + [IndexKey(intValue: index)],
+                            debugDescription: "unknown attribute option '\(name)' (expected one of: \(known))"
+                        ))
                 }
                 options.insert(option)
             }
@@ -150,12 +167,21 @@ public struct Attribute: Codable, Sendable, Equatable {
         }
     }
 
+    /// A default computed when a record is inserted (spec 5.4).
+    public enum DynamicDefault: String, Codable, Sendable, CaseIterable {
+        /// The time of the insert (date attributes only).
+        case now
+    }
+
     public var name: String
     public var type: AttributeType
     /// Whether the attribute may be null.
     public var isOptional: Bool
     /// The value a new record gets when none is given.
     public var defaultValue: Value?
+    /// A default computed at each insert instead of a fixed ``defaultValue`` (schema member
+    /// `dynamicDefault`; a reader that predates it ignores it and has no default).
+    public var dynamicDefault: DynamicDefault?
     public var options: Options
     /// For `.externalStorage`: values of at least this many bytes go to blob files.
     /// nil means the format's default, ``Attribute/defaultExternalThreshold``.
@@ -168,12 +194,14 @@ public struct Attribute: Codable, Sendable, Equatable {
 
     public init(
         _ name: String, _ type: AttributeType, isOptional: Bool = false, defaultValue: Value? = nil,
-        options: Options = [], externalThreshold: Int? = nil, originalName: String? = nil
+        dynamicDefault: DynamicDefault? = nil, options: Options = [], externalThreshold: Int? = nil,
+        originalName: String? = nil
     ) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
         self.defaultValue = defaultValue
+        self.dynamicDefault = dynamicDefault
         self.options = options
         self.externalThreshold = externalThreshold
         self.originalName = originalName
@@ -182,10 +210,43 @@ public struct Attribute: Codable, Sendable, Equatable {
     /// The threshold in force for this attribute.
     public var effectiveExternalThreshold: Int { externalThreshold ?? Self.defaultExternalThreshold }
 
+    /// The value a new record gets when none is given: the default, the time of the insert (to
+    /// the millisecond) for `dynamicDefault` `now`, or null.
+    func initialValue() -> Value {
+        if let defaultValue { return defaultValue }
+        if dynamicDefault == .now {
+            // To the millisecond, like the package's own times: it prints as ….123Z.
+            return .date(
+                Timestamp(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000))
+        }
+        return .null
+    }
+
+    /// Why the attribute's default is not valid (spec 5.4; 5.8 rule 4), or nil.
+    var defaultProblem: String? {
+        let value = defaultValue ?? .null
+        if let dynamicDefault {
+            guard type == .date else {
+                return "dynamicDefault '\(dynamicDefault.rawValue)' applies to date attributes only"
+            }
+            guard value.isNull else { return "give either a default or a dynamicDefault, not both" }
+        }
+        guard !value.isNull else { return nil }
+        if case .json(let text) = value, JSONText.isNull(text) {
+            return "a json default of null would store no value; omit the default instead"
+        }
+        do {
+            _ = try value.sqlValue(for: self)
+        } catch {
+            return "default value: \(error)"
+        }
+        return nil
+    }
+
     enum CodingKeys: String, CodingKey {
         case name, type, optional
         case defaultValue = "default"
-        case options, externalThreshold, originalName
+        case dynamicDefault, options, externalThreshold, originalName
     }
 
     public init(from decoder: any Decoder) throws {
@@ -194,10 +255,42 @@ public struct Attribute: Codable, Sendable, Equatable {
         type = try c.decode(AttributeType.self, forKey: .type)
         isOptional = try c.decodeIfPresent(Bool.self, forKey: .optional) ?? false
         options = try c.decodeIfPresent(Options.self, forKey: .options) ?? []
-        externalThreshold = try c.decodeIfPresent(Int.self, forKey: .externalThreshold)
         originalName = try c.decodeIfPresent(String.self, forKey: .originalName)
+        let name = name
+        func invalid(_ key: CodingKeys, _ message: String) -> DecodingError {
+            .dataCorruptedError(forKey: key, in: c, debugDescription: "attribute '\(name)': \(message)")
+        }
+        // Read as a JSON scalar, so that 1.5 or 1e400 gets a message rather than "not valid JSON".
+        switch try c.decodeIfPresent(JSONScalar.self, forKey: .externalThreshold) {
+        case nil, .null?: externalThreshold = nil
+        case .number(let text)?:
+            guard let number = DecimalNumber(text), number.exponent >= 0 || number.isZero,
+                number.integerDigits <= 19, let value = Int(number.plainText)
+            else {
+                throw invalid(
+                    .externalThreshold, "externalThreshold must be a whole number of bytes, not \(text)")
+            }
+            externalThreshold = value
+        case let other?:
+            throw invalid(
+                .externalThreshold, "externalThreshold must be a number of bytes, not \(other.jsonText)")
+        }
+        if let text = try c.decodeIfPresent(String.self, forKey: .dynamicDefault) {
+            guard let value = DynamicDefault(rawValue: text) else {
+                let known = DynamicDefault.allCases.map(\.rawValue).joined(separator: ", ")
+                throw invalid(.dynamicDefault, "unknown dynamicDefault '\(text)' (expected one of: \(known))")
+            }
+            dynamicDefault = value
+        } else {
+            dynamicDefault = nil
+        }
         if let json = try c.decodeIfPresent(JSONScalar.self, forKey: .defaultValue) {
-            defaultValue = try Value(json: json, type: type, attribute: name)
+            do {
+                let value = try Value(json: json, type: type)
+                defaultValue = value.isNull ? nil : value
+            } catch {
+                throw invalid(.defaultValue, "invalid default: \(error)")
+            }
         } else {
             defaultValue = nil
         }
@@ -208,7 +301,10 @@ public struct Attribute: Codable, Sendable, Equatable {
         try c.encode(name, forKey: .name)
         try c.encode(type, forKey: .type)
         if isOptional { try c.encode(true, forKey: .optional) }
-        if let defaultValue { try c.encode(defaultValue.jsonScalar, forKey: .defaultValue) }
+        if let defaultValue, !defaultValue.isNull {
+            try c.encode(defaultValue.jsonScalar, forKey: .defaultValue)
+        }
+        try c.encodeIfPresent(dynamicDefault, forKey: .dynamicDefault)
         if !options.isEmpty { try c.encode(options, forKey: .options) }
         try c.encodeIfPresent(externalThreshold, forKey: .externalThreshold)
         try c.encodeIfPresent(originalName, forKey: .originalName)
@@ -275,4 +371,12 @@ public struct Relationship: Codable, Sendable, Equatable {
         try c.encode(deleteRule, forKey: .deleteRule)
         try c.encodeIfPresent(originalName, forKey: .originalName)
     }
+}
+
+/// A coding key for an array element, for error paths.
+struct IndexKey: CodingKey {
+    var intValue: Int?
+    var stringValue: String { String(intValue ?? 0) }
+    init(intValue: Int) { self.intValue = intValue }
+    init?(stringValue: String) { nil }
 }

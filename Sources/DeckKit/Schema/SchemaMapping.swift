@@ -215,11 +215,8 @@ struct SchemaMapping {
                     throw DeckError.invalidSchema(
                         "'\(entity.name).\(attribute.name)': externalThreshold must be at least 1")
                 }
-                if let value = attribute.defaultValue, !value.isNull {
-                    do { _ = try value.sqlValue(for: attribute) } catch {
-                        throw DeckError.invalidSchema(
-                            "'\(entity.name).\(attribute.name)': default value: \(error)")
-                    }
+                if let problem = attribute.defaultProblem {
+                    throw DeckError.invalidSchema("'\(entity.name).\(attribute.name)': \(problem)")
                 }
             }
             for group in entity.uniqueConstraints + entity.indexes {

@@ -179,48 +179,85 @@ enum StoreDDL {
 }
 
 extension Value {
-    /// Encodes an attribute value for its column (spec: "Values"). External data is handled by
-    /// the caller; here `.data` is always inline.
+    /// Encodes an attribute value for its column (spec 7.1): the canonical stored form, or an
+    /// error for a value the type cannot hold (NaN, infinities, dates outside 0000–9999, decimals
+    /// beyond their limits, invalid JSON, relative URLs). External data is handled by the caller;
+    /// here `.data` is always inline.
     func sqlValue(for attribute: Attribute) throws(ValueError) -> SQLValue {
         func mismatch() -> ValueError {
-            let article = "aeiou".contains(attribute.type.rawValue.prefix(1)) ? "an" : "a"
-            return ValueError(
+            ValueError(
                 text: description, type: attribute.type,
-                expected: "\(article) \(attribute.type.rawValue) value, not \(kindName)")
+                expected: "\(attribute.type.article) \(attribute.type.rawValue) value, not \(kindName)")
+        }
+        func refuse(_ text: String, _ expected: String) -> ValueError {
+            ValueError(text: text, type: attribute.type, expected: expected)
+        }
+        func finite(_ v: Double) throws(ValueError) -> SQLValue {
+            // NaN would read back as null, and JSON has no infinities. -0.0 is stored as 0.0:
+            // SQLite may keep an integral REAL as an integer, which has no sign.
+            guard v.isFinite else { throw refuse(String(v), "a finite number") }
+            return .real(v == 0 ? 0 : v)
+        }
+        func date(_ seconds: Double) throws(ValueError) -> SQLValue {
+            let timestamp = Timestamp(timeIntervalSince1970: seconds)
+            if let problem = timestamp.rangeProblem {
+                throw refuse(
+                    timestamp.description,
+                    "a date from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z (this one is \(problem))")
+            }
+            return .real(seconds == 0 ? 0 : seconds)
         }
         switch (self, attribute.type) {
         case (.null, _): return .null
         case (.string(let v), .string): return .text(v)
         case (.integer(let v), .integer): return .integer(v)
         case (.integer(let v), .double): return .real(Double(v))
-        case (.double(let v), .double):
-            guard v.isFinite else {
-                // NaN would read back as null, and JSON has no infinities.
-                throw ValueError(text: String(v), type: attribute.type, expected: "a finite number")
-            }
-            return .real(v)
+        case (.double(let v), .double): return try finite(v)
         case (.bool(let v), .bool): return .integer(v ? 1 : 0)
-        case (.date(let v), .date): return .real(v.timeIntervalSince1970)
+        case (.date(let v), .date): return try date(v.timeIntervalSince1970)
         case (.data(let v), .data): return .blob(v)
         case (.uuid(let v), .uuid): return .text(v.uuidString.lowercased())
         case (.url(let v), .url):
-            guard v.scheme != nil else {
-                throw ValueError(text: v.relativeString, type: .url, expected: "an absolute URL")
+            let text = v.absoluteString
+            guard v.scheme != nil, ValueSyntax.isURI(text) else {
+                throw refuse(text, "an absolute URL (RFC 3986) with a scheme")
             }
-            return .text(v.absoluteString)
-        case (.decimal(let v), .decimal): return .text(v.description)
+            return .text(text)
+        case (.decimal(let v), .decimal):
+            guard let number = DecimalNumber(v) else {
+                throw refuse(v.description, "a decimal number, not NaN")
+            }
+            if let problem = number.decimalLimitViolation {
+                throw refuse(v.description, "a decimal with \(problem)")
+            }
+            return .text(number.plainText)
         case (.integer(let v), .decimal): return .text(String(v))
-        case (.double(let v), .decimal) where v.isFinite:
-            // Plain notation: 1e20 as 100000000000000000000, 5.0 as 5.
-            return .text(
-                Decimal(string: String(v), locale: Locale(identifier: "en_US_POSIX"))?.description
-                    ?? String(v))
-        case (.integer(let v), .date): return .real(Double(v))
-        case (.double(let v), .date) where v.isFinite: return .real(v)
+        case (.double(let v), .decimal):
+            // The shortest decimal that converts back to the double: 0.1 as 0.1, 1e20 in full.
+            guard let number = DecimalNumber(shortest: v) else { throw refuse(String(v), "a finite number") }
+            if let problem = number.decimalLimitViolation {
+                throw refuse(String(v), "a decimal with \(problem)")
+            }
+            return .text(number.plainText)
+        case (.integer(let v), .date): return try date(Double(v))
+        case (.double(let v), .date): return try date(v)
         case (.double(let v), .integer) where v == v.rounded() && abs(v) < 9.2e18: return .integer(Int64(v))
         case (.json(let v), .json):
-            // A document that is not JSON is refused, not stored.
-            _ = try Value(parsing: v, as: .json)
+            // A document that is not JSON is refused, not stored; JSON null is no value.
+            do {
+                try JSONText.validate(v)
+            } catch {
+                throw refuse(v, "one JSON value (\(error))")
+            }
+            if JSONText.isNull(v) {
+                guard attribute.isOptional else {
+                    throw refuse(
+                        v,
+                        "a JSON value other than null (JSON null is stored as no value, and the attribute is not optional)"
+                    )
+                }
+                return .null
+            }
             return .text(v)
         case (.string(let v), _) where attribute.type != .data:
             return try Value(parsing: v, as: attribute.type).sqlValue(for: attribute)
@@ -228,17 +265,23 @@ extension Value {
         }
     }
 
-    /// Decodes a column value of `attribute` (inline values; external ones are `.blob`).
+    /// Decodes a column value of `attribute` (inline values; external ones are `.blob`). A cell
+    /// that breaks its type's encoding (spec 7.1) reads as the case of its storage class, holding
+    /// the cell as it is.
     init(sql: SQLValue, attribute: Attribute, blobSize: (Digest) -> Int64) {
         switch (sql, attribute.type) {
         case (.null, _): self = .null
         case (.text(let v), .string): self = .string(v)
         case (.integer(let v), .integer): self = .integer(v)
-        case (.real(let v), .double): self = .double(v)
+        case (.real(let v), .double): self = .double(v == 0 ? 0 : v)
         case (.integer(let v), .double): self = .double(Double(v))
-        case (.integer(let v), .bool): self = .bool(v != 0)
-        case (.real(let v), .date): self = .date(Date(timeIntervalSince1970: v))
-        case (.integer(let v), .date): self = .date(Date(timeIntervalSince1970: Double(v)))
+        case (.integer(let v), .bool) where v == 0 || v == 1: self = .bool(v == 1)
+        case (.real(let v), .date):
+            let timestamp = Timestamp(timeIntervalSince1970: v == 0 ? 0 : v)
+            self = timestamp.isStorable ? .date(timestamp) : .double(v)
+        case (.integer(let v), .date):
+            let timestamp = Timestamp(timeIntervalSince1970: Double(v))
+            self = timestamp.isStorable ? .date(timestamp) : .integer(v)
         case (.blob(let v), .data): self = .data(v)
         case (.text(let v), .data):
             if let digest = Digest(hex: v) {
@@ -246,16 +289,33 @@ extension Value {
             } else {
                 self = .string(v)
             }
-        case (.text(let v), .uuid): self = UUID(uuidString: v).map(Value.uuid) ?? .string(v)
-        case (.text(let v), .url): self = URL(string: v).map(Value.url) ?? .string(v)
-        case (.text(let v), .decimal):
+        case (.text(let v), .uuid):
             self =
-                Decimal(string: v, locale: Locale(identifier: "en_US_POSIX")).map(Value.decimal) ?? .string(v)
-        case (.text(let v), .json): self = .json(v)
+                ValueSyntax.isCanonicalUUID(v)
+                ? UUID(uuidString: v).map(Value.uuid) ?? .string(v) : .string(v)
+        case (.text(let v), .url): self = Value.storedURL(v).map(Value.url) ?? .string(v)
+        case (.text(let v), .decimal): self = Value.storedDecimal(v).map(Value.decimal) ?? .string(v)
+        case (.text(let v), .json):
+            // The text null is no value (Deck before spec 7.5 stored it so).
+            self = JSONText.isValid(v) ? (JSONText.isNull(v) ? .null : .json(v)) : .string(v)
         case (.integer(let v), _): self = .integer(v)
         case (.real(let v), _): self = .double(v)
         case (.text(let v), _): self = .string(v)
         case (.blob(let v), _): self = .data(v)
         }
+    }
+
+    /// A stored URL: RFC 3986 text that Foundation represents exactly.
+    static func storedURL(_ text: String) -> URL? {
+        guard ValueSyntax.isURI(text), let url = URL(string: text, encodingInvalidCharacters: false),
+            url.absoluteString == text
+        else { return nil }
+        return url
+    }
+
+    /// A stored decimal: canonical plain notation within the limits.
+    static func storedDecimal(_ text: String) -> Decimal? {
+        guard let number = DecimalNumber(text), number.plainText == text else { return nil }
+        return number.decimal
     }
 }

@@ -20,13 +20,19 @@ public struct BlobReference: Hashable, Sendable, CustomStringConvertible {
 /// when stored as a blob file (load it with ``DocumentPackage/data(for:)``); they accept `.data`,
 /// `.blob` (an existing blob) and `.file` (bytes streamed from a file). Relationships use
 /// `.reference` (to-one: the target's record id) and `.references` (to-many).
+///
+/// A stored cell that does not follow its type's encoding (spec 7.1; another writer's damage)
+/// reads back as the case of its storage class — `.string`, `.integer`, `.double` or `.data` —
+/// holding the cell exactly, so nothing is misread; ``PackageVerifier`` reports it.
 public enum Value: Sendable, Hashable, CustomStringConvertible {
     case null
     case string(String)
     case integer(Int64)
     case double(Double)
     case bool(Bool)
-    case date(Date)
+    /// A date, as the exact number of seconds the store holds (`Value.date(someDate)` makes one
+    /// from a Foundation `Date`).
+    case date(Timestamp)
     case data(Data)
     case uuid(UUID)
     case url(URL)
@@ -41,6 +47,9 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     case reference(Int64)
     /// The record ids a to-many relationship holds.
     case references([Int64])
+
+    /// A date value for the instant `date` stands for.
+    public static func date(_ date: Date) -> Value { .date(Timestamp(date)) }
 
     public var isNull: Bool { if case .null = self { true } else { false } }
 
@@ -65,6 +74,9 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The value's text form (spec 7.3–7.5): for every attribute type but data, the text that
+    /// ``init(parsing:as:)`` reads back to the same value — dates in the canonical ISO 8601 form,
+    /// decimals in plain notation, UUIDs in lowercase, JSON as its text. Data shows its size.
     public var description: String {
         switch self {
         case .null: "null"
@@ -72,11 +84,11 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         case .integer(let v): String(v)
         case .double(let v): String(v)
         case .bool(let v): String(v)
-        case .date(let v): Value.iso8601(v)
+        case .date(let v): v.description
         case .data(let v): "<\(v.count) bytes>"
         case .uuid(let v): v.uuidString.lowercased()
         case .url(let v): v.absoluteString
-        case .decimal(let v): v.description
+        case .decimal(let v): Value.canonicalText(of: v) ?? v.description
         case .json(let v): v
         case .blob(let v): "<\(v.size) bytes, blob \(v.digest.hexDigest.prefix(12))…>"
         case .file(let v): "<file \(v.path)>"
@@ -85,218 +97,179 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Formats a date as the spec's canonical ISO 8601 UTC form with milliseconds.
+    /// For a `.json` value, its text without insignificant whitespace, checked to be exactly one
+    /// valid JSON value by the rules of spec 7.5; nil for other values and for invalid text.
+    /// (`deck query --json` embeds this, so a stored value can never add to the output.)
+    public var compactJSONText: String? {
+        guard case .json(let text) = self else { return nil }
+        return try? JSONText.minified(text)
+    }
+
+    /// The canonical text of a decimal (spec 7.1), or nil when it is NaN or beyond the limits.
+    static func canonicalText(of decimal: Decimal) -> String? {
+        guard let number = DecimalNumber(decimal), number.decimalLimitViolation == nil else { return nil }
+        return number.plainText
+    }
+
+    /// Formats a date as ISO 8601 in UTC with exactly three fractional digits, rounded to the
+    /// nearest millisecond: the form of `deck_meta`'s times (spec 4.2). Date values print with
+    /// ``Timestamp/description``, which is exact.
     public static func iso8601(_ date: Date) -> String {
-        // Years 1–9999 by arithmetic (this runs once per date a query prints); others by Foundation.
-        let seconds = date.timeIntervalSince1970
-        guard seconds.isFinite, seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
-            return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        guard milliseconds.isFinite, abs(milliseconds) < 9e15 else {
+            return date.timeIntervalSince1970.description
         }
-        let milliseconds = Int64((seconds * 1000).rounded())  // to the nearest: 0.45 is 0.4499… in binary
-        let (days, dayMilliseconds) = milliseconds.floorDivided(by: 86_400_000)
-        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        var out = [UInt8]()
-        out.reserveCapacity(24)
-        func digits(_ value: Int64, _ count: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<count { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-                rest %= divisor
-                divisor /= 10
-            }
-        }
-        digits(year, 4)
-        out.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        out.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        out.append(UInt8(ascii: "T"))
-        digits(dayMilliseconds / 3_600_000, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(dayMilliseconds / 60_000 % 60, 2)
-        out.append(UInt8(ascii: ":"))
-        digits(dayMilliseconds / 1_000 % 60, 2)
-        out.append(UInt8(ascii: "."))
-        digits(dayMilliseconds % 1_000, 3)
-        out.append(UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
+        let (days, dayMilliseconds) = Int64(milliseconds).floorDivided(by: 86_400_000)
+        let ms = dayMilliseconds % 1000
+        let fraction = [ms / 100, ms / 10 % 10, ms % 10].map { UInt8(ascii: "0") + UInt8($0) }
+        return Timestamp.format(days: days, secondOfDay: dayMilliseconds / 1000, fraction: fraction)
     }
 
-    /// Parses ISO 8601 dates: `2026-11-30`, `2026-11-30T10:00:00Z`, `2026-11-30T10:00:00+02:00`,
-    /// with or without fractional seconds. A date or time without a zone is UTC.
-    public static func parseDate(_ text: String) -> Date? {
-        // By hand, in the proleptic Gregorian calendar that iso8601(_:) writes (Foundation's
-        // parser switches to the Julian calendar before 1582-10-15; found by FuzzWhere).
-        var bytes = Array(text.utf8)[...]
-        func number(_ count: Int) -> Int64? {
-            guard bytes.count >= count else { return nil }
-            var value: Int64 = 0
-            for byte in bytes.prefix(count) {
-                guard (0x30...0x39).contains(byte) else { return nil }
-                value = value * 10 + Int64(byte - 0x30)
-            }
-            bytes = bytes.dropFirst(count)
-            return value
-        }
-        func take(_ ascii: Character) -> Bool {
-            guard let first = bytes.first, first == ascii.asciiValue else { return false }
-            bytes = bytes.dropFirst()
-            return true
-        }
-        guard let year = number(4), take("-"), let month = number(2), take("-"), let day = number(2),
-            (1...12).contains(month), day >= 1
-        else { return nil }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let monthDays: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard day <= monthDays[Int(month) - 1] else { return nil }
-        var seconds: Double = 0
-        var offset: Int64 = 0
-        if take("T") || take("t") || take(" ") {
-            guard let hour = number(2), take(":"), let minute = number(2), hour < 24, minute < 60 else {
-                return nil
-            }
-            seconds = Double(hour * 3600 + minute * 60)
-            if take(":") {
-                guard let second = number(2), second < 61 else { return nil }
-                seconds += Double(second)
-                if take(".") || take(",") {
-                    var scale = 0.1
-                    var digits = 0
-                    while let byte = bytes.first, (0x30...0x39).contains(byte) {
-                        seconds += Double(byte - 0x30) * scale
-                        scale /= 10
-                        digits += 1
-                        bytes = bytes.dropFirst()
-                    }
-                    guard digits > 0 else { return nil }
-                }
-            }
-            if take("Z") || take("z") {
-                // UTC
-            } else if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
-                bytes = bytes.dropFirst()
-                guard let hours = number(2) else { return nil }
-                _ = take(":")
-                guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
-                offset = (hours * 3600 + minutes * 60) * (sign == UInt8(ascii: "+") ? 1 : -1)
-            }
-        }
-        guard bytes.isEmpty else { return nil }
-        // Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        return Date(timeIntervalSince1970: Double(days * 86_400 - offset) + seconds)
-    }
-
-    /// Parses `text` as a value of `type`, as the command line writes values.
+    /// Parses `text` as a value of `type`, as the command line writes values (spec 7.3–7.5).
     ///
-    /// Integers and doubles in decimal, bools as `true`/`false`/`1`/`0`, dates in ISO 8601 or as
-    /// seconds since 1970, data as base64, UUIDs and URLs in their usual text form, decimals as
-    /// decimal numbers, JSON as any JSON document. The text `null` is not special here.
+    /// Integers in decimal (64-bit); doubles and decimals as decimal numbers
+    /// (`[+-]? (D+ (. D*)? | . D+) ([eE] [+-]? D+)?`, ASCII digits only); bools as
+    /// `true`/`false`/`yes`/`no`/`1`/`0` in any ASCII case; dates in ISO 8601 or as seconds since
+    /// 1970; data as base64; UUIDs as 8-4-4-4-12 hex; URLs as absolute RFC 3986 URLs (non-ASCII
+    /// characters converted); JSON as one JSON value. Refused: NaN, infinities and numbers that
+    /// round to them, dates outside the years 0000–9999, decimals beyond 38 significant digits.
+    /// The text `null` is not special here.
     public init(parsing text: String, as type: AttributeType) throws(ValueError) {
         func fail(_ expected: String) -> ValueError { ValueError(text: text, type: type, expected: expected) }
         switch type {
         case .string: self = .string(text)
         case .integer:
-            guard let v = Int64(text) else { throw fail("an integer") }
+            guard let v = Int64(text) else {
+                if let number = DecimalNumber(text), number.exponent >= 0 {
+                    throw fail("an integer from \(Int64.min) to \(Int64.max)")
+                }
+                throw fail("an integer")
+            }
             self = .integer(v)
         case .double:
-            guard let v = Double(text), v.isFinite else { throw fail("a finite number") }
-            self = .double(v)
+            guard let number = DecimalNumber(text) else {
+                throw fail(
+                    "a decimal number such as 2.5 or -1e-3 (nan and inf are not numbers a package stores)")
+            }
+            let v = number.double
+            guard v.isFinite else { throw fail("a finite number: this one is beyond ±1.8e308") }
+            self = .double(v == 0 ? 0 : v)
         case .bool:
-            switch text.lowercased() {
+            switch String(
+                text.utf8.map {
+                    (0x41...0x5A).contains($0)
+                        ? Character(Unicode.Scalar($0 + 32)) : Character(Unicode.Scalar($0))
+                })
+            {
             case "true", "1", "yes": self = .bool(true)
             case "false", "0", "no": self = .bool(false)
             default: throw fail("true or false")
             }
         case .date:
-            if let d = Value.parseDate(text) {
-                self = .date(d)
-            } else if let seconds = Double(text) {
-                self = .date(Date(timeIntervalSince1970: seconds))
-            } else {
-                throw fail("an ISO 8601 date such as 2026-11-30T10:00:00Z")
+            switch Timestamp.parse(text) {
+            case .success(let timestamp): self = .date(timestamp)
+            case .failure(.syntax):
+                throw fail(
+                    "an ISO 8601 date such as 2026-11-30 or 2026-11-30T10:00:00Z, or seconds since 1970")
+            case .failure(.field(let problem)): throw fail("a valid date: \(problem)")
+            case .failure(.range(let problem)):
+                throw fail(
+                    "a date from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z (this one is \(problem))")
             }
         case .data:
             guard let d = Data(base64Encoded: text) else { throw fail("base64 data (or @FILE)") }
             self = .data(d)
         case .uuid:
-            guard let u = UUID(uuidString: text) else { throw fail("a UUID") }
+            guard ValueSyntax.isUUID(text, allowUppercase: true), let u = UUID(uuidString: text) else {
+                throw fail("a UUID: 32 hex digits in groups of 8-4-4-4-12")
+            }
             self = .uuid(u)
         case .url:
-            guard let u = URL(string: text), u.scheme != nil else { throw fail("an absolute URL") }
-            self = .url(u)
+            self = .url(try Value.parseURL(text, fail: fail))
         case .decimal:
-            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
-                text.allSatisfy({
-                    $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" || $0 == "e" || $0 == "E"
-                })
-            else { throw fail("a decimal number") }
+            guard let number = DecimalNumber(text) else {
+                throw fail("a decimal number such as -12.50 or 1e3")
+            }
+            if let problem = number.decimalLimitViolation { throw fail("a decimal with \(problem)") }
+            guard let d = number.decimal else { throw fail("a decimal number that can be kept exactly") }
             self = .decimal(d)
         case .json:
-            guard
-                (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]))
-                    != nil
-            else { throw fail("a JSON document") }
+            do {
+                try JSONText.validate(text)
+            } catch {
+                throw fail("one JSON value (\(error))")
+            }
             self = .json(text)
         }
     }
 
-    /// Reads a JSON scalar (a schema file's default value, or `--json` input) as a value of `type`.
-    init(json: JSONScalar, type: AttributeType, attribute: String) throws(ValueError) {
+    /// An absolute RFC 3986 URL: a URI is taken exactly as written; an IRI (one with non-ASCII
+    /// characters, whose ASCII part is a URI) is converted as Foundation converts it (IDNA for the
+    /// host, UTF-8 percent-encoding elsewhere).
+    private static func parseURL(_ text: String, fail: (String) -> ValueError) throws(ValueError) -> URL {
+        if ValueSyntax.isURI(text) {
+            guard let url = URL(string: text, encodingInvalidCharacters: false), url.absoluteString == text
+            else {
+                throw fail("an absolute URL that Foundation can represent exactly")
+            }
+            return url
+        }
+        if let problem = ValueSyntax.firstForbiddenCharacter(in: text) {
+            throw fail("an absolute URL (RFC 3986): \(problem) is not allowed in a URL")
+        }
+        guard text.unicodeScalars.contains(where: { !$0.isASCII }), ValueSyntax.isIRI(text),
+            let converted = URL(string: text), ValueSyntax.isURI(converted.absoluteString),
+            let url = URL(string: converted.absoluteString, encodingInvalidCharacters: false)
+        else {
+            throw fail("an absolute URL (RFC 3986) with a scheme, such as https://example.org/a")
+        }
+        return url
+    }
+
+    /// Reads a JSON scalar (a schema file's default value) as a value of `type`.
+    init(json: JSONScalar, type: AttributeType) throws(ValueError) {
+        func fail(_ expected: String) -> ValueError {
+            ValueError(text: json.jsonText, type: type, expected: expected)
+        }
         switch (json, type) {
         case (.null, _): self = .null
         case (.bool(let b), .bool): self = .bool(b)
-        case (.integer(let i), .integer): self = .integer(i)
-        case (.integer(let i), .double): self = .double(Double(i))
-        case (.integer(let i), .date): self = .date(Date(timeIntervalSince1970: Double(i)))
-        case (.integer(let i), .decimal): self = .decimal(Decimal(i))
-        case (.number(let n), .integer):
-            throw ValueError(text: String(n), type: type, expected: "an integer")
-        case (.number(let n), .double): self = .double(n)
-        case (.number(let n), .date): self = .date(Date(timeIntervalSince1970: n))
-        case (.number(let n), .decimal):
-            // Through the number's shortest text, so 0.1 stays 0.1 (a string keeps every digit).
-            guard let d = Decimal(string: String(n), locale: Locale(identifier: "en_US_POSIX")) else {
-                throw ValueError(text: json.jsonText, type: type, expected: "a decimal number")
+        case (.number(let text), .integer):
+            guard let number = DecimalNumber(text) else { throw fail("an integer") }
+            guard number.exponent >= 0 || number.isZero else { throw fail("an integer, without a fraction") }
+            guard number.integerDigits <= 19, let v = Int64(number.plainText) else {
+                throw fail("an integer from \(Int64.min) to \(Int64.max)")
             }
-            self = .decimal(d)
+            self = .integer(v)
+        case (.number(let text), .double), (.number(let text), .decimal), (.number(let text), .date):
+            // The number's exact text: the same rules as text values.
+            self = try Value(parsing: text, as: type)
         case (.string(let s), _): self = try Value(parsing: s, as: type)
         case (_, .json): self = .json(json.jsonText)
-        default: throw ValueError(text: json.jsonText, type: type, expected: "a \(type.rawValue) value")
+        default: throw fail("\(type.article) \(type.rawValue) value")
         }
     }
 
-    /// The value as a JSON scalar, the form `--json` output and schema files use.
+    /// The value as a JSON scalar, the form schema files store defaults in (spec 5.4).
     var jsonScalar: JSONScalar {
         switch self {
         case .null: .null
         case .string(let v): .string(v)
-        case .integer(let v): .integer(v)
-        case .double(let v): .number(v)
+        case .integer(let v): .number(String(v))
+        // The shortest text that converts back to the same binary64.
+        case .double(let v): .number(v == 0 ? "0" : v.description)
         case .bool(let v): .bool(v)
-        // Seconds since 1970 as a number: exact, unlike text rounded to milliseconds.
-        case .date(let v): .number(v.timeIntervalSince1970)
+        // Seconds since 1970 as a number: exact, like the stored REAL.
+        case .date(let v): .number(v.timeIntervalSince1970 == 0 ? "0" : v.timeIntervalSince1970.description)
         case .data(let v): .string(v.base64EncodedString())
-        case .decimal(let v): .string(v.description)
         default: .string(description)
         }
     }
+}
+
+extension AttributeType {
+    /// "a" or "an", for messages.
+    var article: String { self == .integer ? "an" : "a" }
 }
 
 /// A value that does not parse as its attribute's type.
@@ -304,17 +277,49 @@ public struct ValueError: Error, CustomStringConvertible, Sendable {
     public let text: String
     public let type: AttributeType
     public let expected: String
-    public var description: String { "'\(text)' is not a valid \(type.rawValue): expected \(expected)" }
+    public var description: String {
+        let shown = text.count > 80 ? String(text.prefix(60)) + "… (\(text.utf8.count) bytes)" : text
+        return "'\(shown)' is not a valid \(type.rawValue): expected \(expected)"
+    }
 }
 
 /// A JSON scalar: enough JSON to carry default values in schema files.
 enum JSONScalar: Codable, Sendable, Equatable {
     case null
     case bool(Bool)
-    /// A JSON number written without fraction or exponent that fits 64 bits, kept exact.
-    case integer(Int64)
-    case number(Double)
+    /// A number, as its text: exactly as written when the decoder was given the document's
+    /// number texts (``JSONScalar/numberTextsKey``), otherwise the shortest text of the value.
+    case number(String)
     case string(String)
+
+    /// The `userInfo` key under which a decoder finds ``NumberTexts``.
+    static let numberTextsKey = CodingUserInfoKey(rawValue: "deck.numberTexts")!
+
+    /// The text of every number in a JSON document, by coding path (`entities.0.attributes.1.default`).
+    final class NumberTexts: Sendable {
+        let texts: [String: String]
+        init(_ tree: JSONText.Tree) {
+            var texts: [String: String] = [:]
+            func walk(_ tree: JSONText.Tree, _ path: String) {
+                switch tree {
+                case .number(let text): texts[path] = text
+                case .array(let items):
+                    for (index, item) in items.enumerated() {
+                        walk(item, path.isEmpty ? "\(index)" : "\(path).\(index)")
+                    }
+                case .object(let members):
+                    for (name, value) in members { walk(value, path.isEmpty ? name : "\(path).\(name)") }
+                default: break
+                }
+            }
+            walk(tree, "")
+            self.texts = texts
+        }
+
+        static func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+    }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
@@ -322,12 +327,21 @@ enum JSONScalar: Codable, Sendable, Equatable {
             self = .null
         } else if let b = try? c.decode(Bool.self) {
             self = .bool(b)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let texts = decoder.userInfo[Self.numberTextsKey] as? NumberTexts,
+            let text = texts.texts[NumberTexts.path(decoder.codingPath)]
+        {
+            self = .number(text)
         } else if let i = try? c.decode(Int64.self) {
-            self = .integer(i)
+            self = .number(String(i))
         } else if let n = try? c.decode(Double.self) {
-            self = .number(n)
+            self = .number(n.description)
         } else {
-            self = .string(try c.decode(String.self))
+            throw DecodingError.dataCorruptedError(
+                in: c,
+                debugDescription: "expected a JSON string, number, boolean or null (a json attribute takes "
+                    + "an array or object default as a string holding its JSON text)")
         }
     }
 
@@ -336,8 +350,12 @@ enum JSONScalar: Codable, Sendable, Equatable {
         switch self {
         case .null: try c.encodeNil()
         case .bool(let b): try c.encode(b)
-        case .integer(let i): try c.encode(i)
-        case .number(let n): try c.encode(n)
+        case .number(let text):
+            if let i = Int64(text) {
+                try c.encode(i)
+            } else {
+                try c.encode(Double(text) ?? 0)
+            }
         case .string(let s): try c.encode(s)
         }
     }
@@ -346,18 +364,9 @@ enum JSONScalar: Codable, Sendable, Equatable {
         switch self {
         case .null: "null"
         case .bool(let b): b ? "true" : "false"
-        case .integer(let i): String(i)
-        case .number(let n): String(n)
-        case .string(let s): "\"\(s)\""
+        case .number(let text): text
+        case .string(let s):
+            String(decoding: (try? JSONEncoder().encode(s)) ?? Data("\"\"".utf8), as: UTF8.self)
         }
-    }
-}
-
-extension Int64 {
-    /// Quotient rounded towards minus infinity, and the non-negative remainder.
-    fileprivate func floorDivided(by divisor: Int64) -> (Int64, Int64) {
-        let quotient = self / divisor
-        let remainder = self % divisor
-        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 }

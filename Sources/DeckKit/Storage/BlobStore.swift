@@ -53,27 +53,16 @@ public final class BlobStore {
     }
 
     /// Streams the file at `source` into a blob, never holding it whole in memory.
+    ///
+    /// `source` must be a regular file (a symbolic link to one is followed); a directory, FIFO,
+    /// socket or device is refused with ``DeckError/io(path:operation:errno:)`` before anything can
+    /// block on it. The file is read to its end whatever size it reports (files in `/proc` report
+    /// 0); ``progress`` receives the size `fstat` reported, or the bytes read when that is more.
     public func write(contentsOf source: String) throws(DeckError) -> BlobReference {
-        let fd = try FileSystem.open(source, O_RDONLY)
-        defer { FileSystem.close(fd) }
-        let writer = try makeWriter()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        let size = Int64((try FileSystem.status(source))?.st_size ?? 0)
-        var written: Int64 = 0
-        do {
-            while true {
-                let n = try FileSystem.read(fd, into: buffer.baseAddress!, count: buffer.count, path: source)
-                if n == 0 { break }
-                try writer.write(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                written += Int64(n)
-                progress?(written, size)
-            }
-            return try writer.finish()
-        } catch {
-            writer.abandon()
-            throw error
+        let input = try InputFile(opening: source) { kind, code in
+            DeckError.io(path: source, operation: "read (it is \(kind), not a regular file)", errno: code)
         }
+        return try write(Data(), followedBy: input)
     }
 
     /// A writer for a blob whose bytes arrive in pieces.
@@ -99,7 +88,7 @@ public final class BlobStore {
             var directories: Set<String> = [packagePath, blobsPath]
             for digest in pendingDurability {
                 let path = path(for: digest)
-                let fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+                let fd = try FileSystem.openRegular(path, O_RDONLY)
                 defer { FileSystem.close(fd) }
                 try FileSystem.fsync(fd, path: path)
                 directories.insert(String(path.prefix(path.count - 65)))
@@ -126,9 +115,11 @@ public final class BlobStore {
         try FileSystem.unlink(path(for: digest))
     }
 
-    /// True when the file for `digest` exists.
+    /// True when the file for `digest` exists as a regular file (a FIFO or device in its place
+    /// is no blob: writing the same bytes again replaces it).
     public func contains(_ digest: Digest) -> Bool {
-        (try? FileSystem.status(path(for: digest))) != nil
+        guard let st = try? FileSystem.status(path(for: digest)) else { return false }
+        return (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Reads a whole blob into memory, checking that its bytes match its digest.
@@ -141,14 +132,17 @@ public final class BlobStore {
     /// Streams a blob in chunks of at most 1 MiB, checking its digest at the end.
     ///
     /// The check comes after the last chunk, so a consumer that must not act on bad bytes
-    /// should stage them (as `deck blob get -o` does, into a temporary file).
+    /// should stage them, or use ``copy(_:toPath:)``, which does.
     public func stream(_ digest: Digest, _ body: (UnsafeRawBufferPointer) throws -> Void) throws(DeckError) {
         let path = path(for: digest)
         let fd: Int32
         do {
-            fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+            fd = try FileSystem.openRegular(path, O_RDONLY)
         } catch .notFound {
             throw DeckError.blobUnavailable(digest: digest.hexDigest, reason: "file \(path) is missing")
+        } catch .corrupt(_, let reason) {
+            // A FIFO or device in its place: refused without blocking.
+            throw DeckError.blobUnavailable(digest: digest.hexDigest, reason: "file \(path): \(reason)")
         }
         defer { FileSystem.close(fd) }
         let hasher = SHA256Hasher()
@@ -171,7 +165,7 @@ public final class BlobStore {
 
     /// Hashes a blob file and returns the digest of its bytes and its size.
     static func hashFile(at path: String) throws(DeckError) -> (Digest, Int64) {
-        let fd = try FileSystem.open(path, O_RDONLY | O_NOFOLLOW)
+        let fd = try FileSystem.openRegular(path, O_RDONLY)
         defer { FileSystem.close(fd) }
         let hasher = SHA256Hasher()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)

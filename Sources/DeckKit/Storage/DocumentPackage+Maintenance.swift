@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// What ``DocumentPackage/collectGarbage(dryRun:)`` removed (or would remove).
+/// What ``DocumentPackage/collectGarbage(dryRun:repair:progress:)`` removed (or would remove).
 public struct GarbageReport: Sendable {
     /// Blob files no record references.
     public var orphanFiles: [String] = []
@@ -17,11 +17,50 @@ public struct GarbageReport: Sendable {
     /// Store size before and after compaction (equal in a dry run).
     public var storeBytesBefore: Int64 = 0
     public var storeBytesAfter: Int64 = 0
+    /// Digests that `deck_blob` does not count (no row, or `refs` 0) although records name them.
+    /// Their files and rows are kept, never collected; ``DocumentPackage/repairReferences(dryRun:)``
+    /// (`deck gc --repair`) corrects the counts.
+    public var uncountedReferences: [String] = []
+    /// Indexes the schema derives that the store lacked, created again (or that would be).
+    public var createdIndexes: [String] = []
+    /// What the repair did, when one was asked for.
+    public var repair: ReferenceRepairReport?
 
     /// Bytes freed in all.
     public var reclaimedBytes: Int64 {
         orphanBytes + temporaryBytes + max(0, storeBytesBefore - storeBytesAfter)
     }
+}
+
+/// What ``DocumentPackage/repairReferences(dryRun:)`` did (or would do) to make `deck_blob`
+/// agree with the cells.
+public struct ReferenceRepairReport: Sendable {
+    /// A `deck_blob.refs` that differed from the cells, and the count it was set to.
+    public struct Recount: Sendable, Equatable {
+        public let digest: String
+        public let from: Int64
+        public let to: Int64
+    }
+
+    /// What could not be repaired, and why.
+    public struct Unrepaired: Sendable, Equatable {
+        /// The digest, or for a cell that holds no digest, the cell (`Table #id.column`).
+        public let object: String
+        public let reason: String
+    }
+
+    /// Digests records named but `deck_blob` lacked, whose files were intact: registered.
+    public var registered: [String] = []
+    /// Rows whose `refs` differed from the cells.
+    public var recounted: [Recount] = []
+    /// Rows whose `size` differed from their intact file's length: corrected.
+    public var resized: [String] = []
+    /// Referenced blobs whose file is missing, corrupt or not a regular file, and references
+    /// that are not digests: nothing can restore them but a copy of the bytes.
+    public var unrepaired: [Unrepaired] = []
+
+    /// True when nothing was left unrepaired.
+    public var isComplete: Bool { unrepaired.isEmpty }
 }
 
 /// A summary of a package for `deck inspect` and `deck open`.
@@ -61,12 +100,20 @@ public struct PackageInfo: Sendable {
 
 extension DocumentPackage {
     /// Removes what no committed state needs: blob files nothing references, `deck_blob` rows
-    /// with no references, and temporaries; then compacts the store with `VACUUM`.
+    /// with no references, and temporaries; creates any index the schema derives that the store
+    /// lacks; then compacts the store with `VACUUM`.
+    ///
+    /// Reference counts are not trusted: before a row or a file is removed, the cells that name
+    /// it are counted (one scan per external-storage column), and whatever a record names is kept
+    /// and listed in ``GarbageReport/uncountedReferences``. With `repair`, the counts are made
+    /// right first (``repairReferences(dryRun:)``).
     ///
     /// Refuses while there are unsaved changes. With `dryRun`, only reports; a dry run also
     /// works on a package opened read-only (which, unlike a writer's open, leaves `tmp/` alone).
     /// - Parameter progress: receives (files removed, files to remove) as they go.
-    public func collectGarbage(dryRun: Bool = false, progress: ((Int64, Int64) -> Void)? = nil)
+    public func collectGarbage(
+        dryRun: Bool = false, repair: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
+    )
         throws(DeckError)
         -> GarbageReport
     {
@@ -77,17 +124,26 @@ extension DocumentPackage {
                 "\(path): save or roll back the unsaved changes before collecting garbage")
         }
         var report = GarbageReport()
+        if repair { report.repair = try repairReferences(dryRun: dryRun) }
         let storePath = path + "/" + PackageLayout.store
         report.storeBytesBefore = Int64((try FileSystem.status(storePath))?.st_size ?? 0)
         do {
-            report.unreferencedRows = Int(
-                try database.scalar("SELECT count(*) FROM deck_blob WHERE refs = 0")?.int64 ?? 0)
-            var known: Set<Digest> = []
-            try database.forEachRow("SELECT digest FROM deck_blob WHERE refs > 0") { row in
-                if let digest = Digest(hex: row.text(at: 0)) { known.insert(digest) }
+            var zeroRows: Set<Digest> = []
+            var counted: Set<Digest> = []
+            try database.forEachRow("SELECT digest, refs FROM deck_blob") { row in
+                guard let digest = Digest(hex: row.text(at: 0)) else { return }
+                if row.int64(at: 1) > 0 { counted.insert(digest) } else { zeroRows.insert(digest) }
             }
             let (files, _) = try blobs.inventory()
-            for (digest, filePath) in files.sorted(by: { $0.key < $1.key }) where !known.contains(digest) {
+            let uncountedFiles = Set(files.keys).subtracting(counted)
+            // The cells decide: nothing they name is removed, whatever deck_blob says.
+            let named = try ReferenceCounts.count(
+                database, mapping: mapping, among: zeroRows.union(uncountedFiles))
+            report.uncountedReferences = named.keys.map(\.hexDigest).sorted()
+            let doomedRows = zeroRows.subtracting(named.keys)
+            report.unreferencedRows = doomedRows.count
+            for digest in uncountedFiles.subtracting(named.keys).sorted() {
+                guard let filePath = files[digest] else { continue }
                 report.orphanFiles.append(filePath)
                 report.orphanBytes += Int64((try FileSystem.status(filePath))?.st_size ?? 0)
             }
@@ -98,13 +154,30 @@ extension DocumentPackage {
                     report.temporaryBytes += Int64((try FileSystem.status(filePath))?.st_size ?? 0)
                 }
             }
+            let missingIndexes = try StoreObjects.differences(
+                database, derived: StoreObjects.derived(for: mapping)
+            )
+            .filter { $0.kind == .missing && !$0.isCorruption }
+            report.createdIndexes = missingIndexes.map(\.object.name)
             guard !dryRun else {
                 report.storeBytesAfter = report.storeBytesBefore
                 return report
             }
             // Rows first (committed), then files: a crash in between leaves only orphans.
-            if report.unreferencedRows > 0 {
-                try database.transaction { try database.run("DELETE FROM deck_blob WHERE refs = 0") }
+            if !doomedRows.isEmpty || !missingIndexes.isEmpty {
+                try database.transaction {
+                    if !doomedRows.isEmpty {
+                        let list = "[" + doomedRows.map { "\"\($0.hexDigest)\"" }.joined(separator: ",") + "]"
+                        try database.run(
+                            "DELETE FROM deck_blob WHERE refs = 0 AND digest IN (SELECT value FROM json_each(?))",
+                            [.text(list)])
+                    }
+                    for index in missingIndexes {
+                        if let sql = index.object.sql {
+                            try database.execute(String(decoding: sql, as: UTF8.self))
+                        }
+                    }
+                }
             }
             let doomed = report.orphanFiles + report.temporaries
             for (index, filePath) in doomed.enumerated() {
@@ -117,6 +190,121 @@ extension DocumentPackage {
             throw translate(error)
         }
         report.storeBytesAfter = Int64((try FileSystem.status(storePath))?.st_size ?? 0)
+        return report
+    }
+
+    /// Makes `deck_blob` agree with the cells (spec: section 10.8): counts every external
+    /// reference from the cells, registers each referenced digest that `deck_blob` lacks when
+    /// its file is intact (hashed), sets every `refs` to the count, corrects a `size` that
+    /// differs from an intact file, and reports what it could not repair (referenced files that
+    /// are missing, corrupt or not regular files, cells that hold no digest). Holds the writer
+    /// lock and does it in one transaction. Removes nothing: ``collectGarbage(dryRun:repair:progress:)``
+    /// does that afterwards.
+    ///
+    /// Refuses while there are unsaved changes. With `dryRun`, only reports (and also works on
+    /// a package opened read-only).
+    public func repairReferences(dryRun: Bool = false) throws(DeckError) -> ReferenceRepairReport {
+        if !dryRun || mode == .readWrite { try requireWritable() }
+        guard !hasChanges else {
+            throw DeckError.invalidQuery("\(path): save or roll back the unsaved changes before repairing")
+        }
+        do {
+            if dryRun {
+                try database.execute("BEGIN DEFERRED")
+                defer { try? database.execute("COMMIT") }
+                return try repairWork(apply: false)
+            }
+            return try database.transaction(.immediate) { try repairWork(apply: true) }
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    private func repairWork(apply: Bool) throws -> ReferenceRepairReport {
+        var report = ReferenceRepairReport()
+        let (counted, firstUser) = try ReferenceCounts.countAll(database, mapping: mapping)
+        var known: [String: (size: Int64, refs: Int64)] = [:]
+        for row in try database.rows("SELECT digest, size, refs FROM deck_blob") {
+            known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
+        }
+        /// Hashes a referenced blob's file: its length when intact, or why it is not.
+        enum Intact {
+            case success(Int64)
+            case failure(ReferenceRepairReport.Unrepaired)
+        }
+        func intactSize(_ digest: Digest) -> Intact {
+            let filePath = blobs.path(for: digest)
+            func failure(_ reason: String) -> Intact {
+                .failure(ReferenceRepairReport.Unrepaired(object: digest.hexDigest, reason: reason))
+            }
+            do {
+                let (actual, size) = try BlobStore.hashFile(at: filePath)
+                return actual == digest
+                    ? .success(size)
+                    : failure("file \(filePath) is corrupt: its bytes hash to \(actual.hexDigest)")
+            } catch .notFound {
+                return failure("file \(filePath) is missing")
+            } catch .corrupt(_, let reason) {
+                return failure("file \(filePath): \(reason)")
+            } catch {
+                return failure("file \(filePath) cannot be read: \(error)")
+            }
+        }
+        for (text, count) in counted.sorted(by: { $0.key < $1.key }) {
+            guard let digest = Digest(hex: text) else {
+                report.unrepaired.append(
+                    .init(object: firstUser[text] ?? text, reason: "'\(text)' is not a SHA-256 digest"))
+                continue
+            }
+            guard known[text] == nil else { continue }
+            switch intactSize(digest) {
+            case .success(let size):
+                report.registered.append(text)
+                if apply {
+                    try database.run(
+                        "INSERT INTO deck_blob(digest, size, refs) VALUES (?, ?, ?)",
+                        [.text(text), .integer(size), .integer(count)])
+                }
+            case .failure(let unrepaired):
+                report.unrepaired.append(unrepaired)
+            }
+        }
+        for (text, entry) in known.sorted(by: { $0.key < $1.key }) {
+            let count = counted[text] ?? 0
+            if entry.refs != count {
+                report.recounted.append(.init(digest: text, from: entry.refs, to: count))
+                if apply {
+                    try database.run(
+                        "UPDATE deck_blob SET refs = ? WHERE digest = ?", [.integer(count), .text(text)])
+                }
+            }
+            guard count > 0, let digest = Digest(hex: text) else { continue }
+            // A referenced file must be there and whole: its length first, its hash only when
+            // the length disagrees with deck_blob (verify hashes everything).
+            let filePath = blobs.path(for: digest)
+            guard let st = try FileSystem.status(filePath) else {
+                report.unrepaired.append(.init(object: text, reason: "file \(filePath) is missing"))
+                continue
+            }
+            guard (st.st_mode & S_IFMT) == S_IFREG else {
+                report.unrepaired.append(
+                    .init(
+                        object: text,
+                        reason: "file \(filePath) is \(FileSystem.kindName(st.st_mode)), not a regular file"))
+                continue
+            }
+            guard Int64(st.st_size) != entry.size else { continue }
+            switch intactSize(digest) {
+            case .success(let size):
+                report.resized.append(text)
+                if apply {
+                    try database.run(
+                        "UPDATE deck_blob SET size = ? WHERE digest = ?", [.integer(size), .text(text)])
+                }
+            case .failure(let unrepaired):
+                report.unrepaired.append(unrepaired)
+            }
+        }
         return report
     }
 

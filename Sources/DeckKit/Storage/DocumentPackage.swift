@@ -51,15 +51,14 @@ public final class DocumentPackage {
     var path: String { url.path }
 
     private init(
-        url: URL, manifest: Manifest, mode: Mode, schema: Schema, database: Database, lock: WriterLock?
-    )
-        throws(DeckError)
-    {
+        url: URL, manifest: Manifest, mode: Mode, schema: Schema, mapping: SchemaMapping, database: Database,
+        lock: WriterLock?
+    ) {
         self.url = url
         self.manifest = manifest
         self.mode = mode
         self.schema = schema
-        self.mapping = try SchemaMapping(schema)
+        self.mapping = mapping
         self.database = database
         self.blobs = BlobStore(packagePath: url.path)
         self.lock = lock
@@ -177,9 +176,14 @@ public final class DocumentPackage {
 
     /// Opens the package at `url`.
     ///
-    /// Checks, in order: the path is a directory, the manifest, the store's `application_id`
-    /// and format version, and the stored schema. A read-write open takes the writer lock and
-    /// removes temporaries a crashed writer left in `tmp/`.
+    /// Checks, in the order of the spec's section 2.2: the path is a directory; no fixed name is
+    /// a symbolic link; the manifest; every other fixed name is a regular file or directory as
+    /// the layout says; (for writing) the writer lock; the store's identity, versions and
+    /// `deck_meta`; the stored schema; and that the store's tables, indexes, triggers and views
+    /// are exactly those the schema derives, so that no planted trigger or view ever runs or
+    /// lies. A read-write open then removes temporaries a crashed writer left in `tmp/`.
+    ///
+    /// A read-only open writes no file of the package: see ``openStore(_:mode:packagePath:)``.
     public static func open(at url: URL, mode: Mode = .readWrite) throws(DeckError) -> DocumentPackage {
         let path = url.standardizedFileURL.path
         guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
@@ -198,6 +202,7 @@ public final class DocumentPackage {
             throw DeckError.tooNew(
                 path: path, version: manifest.formatVersion, supported: PackageLayout.formatVersion)
         }
+        try PackageLayout.checkKinds(packagePath: path)
         var lock: WriterLock?
         if mode == .readWrite {
             guard access(path, W_OK) == 0 else {
@@ -206,69 +211,161 @@ public final class DocumentPackage {
             lock = try WriterLock.acquire(packagePath: path)
         }
         let storePath = path + "/" + PackageLayout.store
-        guard let storeStatus = try FileSystem.status(storePath), (storeStatus.st_mode & S_IFMT) == S_IFREG
-        else {
+        guard try FileSystem.status(storePath) != nil else {
             throw DeckError.corrupt(path: path, reason: "\(PackageLayout.store) is missing")
         }
         let database: Database
         let schema: Schema
+        let mapping: SchemaMapping
         do {
-            database = try openStore(storePath, mode: mode)
-            schema = try checkStore(database, packagePath: path, manifest: manifest)
-            if mode == .readWrite {
-                _ = try database.pragma("journal_mode=WAL")
+            database = try openStore(storePath, mode: mode, packagePath: path)
+            do {
+                schema = try checkStore(database, packagePath: path, manifest: manifest)
+                mapping = try storedMapping(schema, packagePath: path)
+                if let refusal = try StoreObjects.firstRefusal(database, mapping: mapping) {
+                    throw DeckError.corrupt(
+                        path: path,
+                        reason:
+                            "the store's \(refusal.object.type) '\(refusal.object.name)' (\(refusal.code)): "
+                            + refusal.message)
+                }
+                if mode == .readWrite {
+                    try createLogFiles(storePath)
+                    _ = try database.pragma("journal_mode=WAL")
+                }
+            } catch {
+                database.close()
+                throw error
             }
         } catch let error as DeckError {
             throw error
         } catch let error as SQLiteError {
-            if error.isCorruption {
-                throw DeckError.corrupt(
-                    path: path,
-                    reason: "\(PackageLayout.store) is not a readable SQLite database (\(error.message))")
-            }
-            if error.primaryCode == SQLITE_CANTOPEN || error.primaryCode == SQLITE_READONLY {
-                throw DeckError.permissionDenied(path: storePath, operation: "open store")
-            }
-            throw DeckError.sqlite(error)
+            throw storeError(error, path: path, mode: mode)
         } catch {
             throw DeckError.wrap(error)
         }
-        let package = try DocumentPackage(
-            url: URL(fileURLWithPath: path), manifest: manifest, mode: mode, schema: schema,
+        let package = DocumentPackage(
+            url: URL(fileURLWithPath: path), manifest: manifest, mode: mode, schema: schema, mapping: mapping,
             database: database, lock: lock)
         if mode == .readWrite { package.removeTemporaries() }
         return package
     }
 
-    /// Opens the store. A read-only connection cannot replay the write-ahead log that a writer
-    /// killed mid-work leaves behind (SQLite's `SQLITE_READONLY_RECOVERY`); a short-lived
-    /// read-write connection replays it first, which changes nothing committed.
-    static func openStore(_ storePath: String, mode: Mode) throws -> Database {
-        guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
-        let database = try Database(path: storePath, mode: .readOnly)
-        do {
-            _ = try database.pragma("application_id")
-            return database
-        } catch let error where error.primaryCode == SQLITE_READONLY {
-            database.close()
-            do {
-                let recovery = try Database(path: storePath, mode: .readWrite)
-                _ = try recovery.pragma("application_id")
-                recovery.close()
-            } catch {
-                throw DeckError.permissionDenied(
-                    path: storePath,
-                    operation: "replay the write-ahead log a stopped writer left (it needs write access once)"
-                )
-            }
-            return try Database(path: storePath, mode: .readOnly)
+    /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer
+    /// switches the store to WAL mode: SQLite itself creates them only at the next transaction,
+    /// and a store whose header says WAL while they are missing is one that no reader can read
+    /// without creating files (spec: section 11.2). Empty files beside a store in rollback mode
+    /// mean nothing to SQLite.
+    static func createLogFiles(_ storePath: String) throws(DeckError) {
+        let permissions = (try FileSystem.status(storePath)).map { $0.st_mode & 0o666 } ?? 0o644
+        for path in [storePath + "-wal", storePath + "-shm"] {
+            let fd = try FileSystem.openRegular(path, O_RDWR | O_CREAT, mode: permissions)
+            FileSystem.close(fd)
         }
     }
 
-    /// Checks the store's identity and version and reads its schema.
-    /// - Parameter checkContentType: the verifier turns it off to report a mismatch as its own finding.
+    /// What an SQLite failure while opening and checking the store means for the user.
+    static func storeError(_ error: SQLiteError, path: String, mode: Mode) -> DeckError {
+        let storePath = path + "/" + PackageLayout.store
+        if error.isCorruption {
+            return DeckError.corrupt(
+                path: path,
+                reason: "\(PackageLayout.store) is not a readable SQLite database (\(error.message))")
+        }
+        if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
+        if error.primaryCode == SQLITE_READONLY && mode == .readOnly {
+            return DeckError.permissionDenied(
+                path: storePath,
+                operation:
+                    "read the store: it needs recovery that only a writer can do; open the package for writing once"
+            )
+        }
+        if error.primaryCode == SQLITE_CANTOPEN || error.primaryCode == SQLITE_READONLY
+            || error.primaryCode == SQLITE_PERM || error.primaryCode == SQLITE_AUTH
+        {
+            return DeckError.permissionDenied(path: storePath, operation: "open store")
+        }
+        return DeckError.sqlite(error)
+    }
+
+    /// The mapping of a stored schema; an invalid one makes the package corrupt (spec: 5.8).
+    static func storedMapping(_ schema: Schema, packagePath path: String) throws(DeckError) -> SchemaMapping {
+        do {
+            return try SchemaMapping(schema)
+        } catch .invalidSchema(let reason) {
+            throw DeckError.corrupt(path: path, reason: "the stored schema is invalid: \(reason)")
+        }
+    }
+
+    /// Opens the store of the package at `packagePath`.
+    ///
+    /// A reader never opens the store read-write and never creates, deletes or changes a file
+    /// of the package, with the one exception SQLite's locking protocol makes (spec: section
+    /// 11.2): while the store is in WAL mode, a reader's connection writes its read marks into
+    /// the existing shared-memory index `store.sqlite-shm`, and rebuilds that index there after
+    /// a writer died; this changes no data. SQLite would create `-wal` and `-shm` when the store
+    /// uses a log (its header says WAL mode, or a non-empty `-wal` exists) and one of them is
+    /// missing; writers never leave that state (they create both before switching to WAL, and
+    /// keep them when the switch back fails), so such a store is refused, with the advice to
+    /// open it for writing once. Where SQLite cannot use the index (it is not writable, or
+    /// needs a rebuild it refuses), the reader opens the store again with `readonly_shm=1`:
+    /// SQLite then reads the log through a private index in memory and writes nothing.
+    static func openStore(_ storePath: String, mode: Mode, packagePath: String) throws -> Database {
+        guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
+        let header: [UInt8]
+        do {
+            let fd = try FileSystem.openRegular(storePath, O_RDONLY)
+            defer { FileSystem.close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 100)
+            let n = try bytes.withUnsafeMutableBytes { raw throws(DeckError) in
+                try FileSystem.read(fd, into: raw.baseAddress!, count: 100, path: storePath)
+            }
+            header = Array(bytes[0..<n])
+        }
+        let wal = storePath + "-wal"
+        let shm = storePath + "-shm"
+        let walSize = try FileSystem.status(wal).map { Int64($0.st_size) }
+        let hasShm = try FileSystem.status(shm) != nil
+        let headerSaysWAL = header.count >= 20 && header[18] == 2 && header[19] == 2
+        if headerSaysWAL || (walSize ?? 0) > 0, walSize == nil || !hasShm {
+            let missing = walSize == nil ? PackageLayout.store + "-wal" : PackageLayout.store + "-shm"
+            throw DeckError.corrupt(
+                path: packagePath,
+                reason:
+                    "the store uses a write-ahead log but \(missing) is missing, so a reader cannot read it "
+                    + "without creating files; open the package for writing once (for example 'deck gc') "
+                    + "to fold the log into the store")
+        }
+        let first = Result { () throws(SQLiteError) in try probedReader(storePath, uriParameters: []) }
+        if case .failure(let error) = first, error.primaryCode == SQLITE_READONLY {
+            return try probedReader(storePath, uriParameters: [("readonly_shm", "1")])
+        }
+        return try first.get()
+    }
+
+    /// A read-only connection that has read the store's header (the first read is where SQLite
+    /// reports what it cannot do).
+    private static func probedReader(_ storePath: String, uriParameters: [(String, String)])
+        throws(SQLiteError)
+        -> Database
+    {
+        let database = try Database(path: storePath, mode: .readOnly, uriParameters: uriParameters)
+        do {
+            _ = try database.pragma("application_id")
+        } catch {
+            database.close()
+            throw error
+        }
+        return database
+    }
+
+    /// Checks the store's identity, versions and `deck_meta` (spec: sections 2.2 and 4.2) and
+    /// reads its schema. Any problem throws ``DeckError``: `notAPackage` for a foreign
+    /// `application_id`, `corrupt` otherwise.
+    /// - Parameter verifying: the verifier reports a wrong `content_type` or `schema_version`
+    ///   as findings of their own, so they are not checked here then.
     static func checkStore(
-        _ db: Database, packagePath path: String, manifest: Manifest, checkContentType: Bool = true
+        _ db: Database, packagePath path: String, manifest: Manifest, verifying: Bool = false
     ) throws -> Schema {
         let applicationID = try db.pragma("application_id")?.int64 ?? 0
         guard applicationID == Int64(PackageLayout.applicationID) else {
@@ -285,23 +382,18 @@ public final class DocumentPackage {
                 reason:
                     "store format version \(userVersion) does not match manifest \(manifest.formatVersion)")
         }
-        let storedType = try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")?.string
-        guard storedType == manifest.contentType || !checkContentType else {
-            throw DeckError.corrupt(
-                path: path,
-                reason: "the store's content type '\(storedType ?? "none")' differs from the manifest's "
-                    + "'\(manifest.contentType)'")
+        let meta = try StoreMetadata.read(db, packagePath: path)
+        if let problem = meta.formatVersionProblem(userVersion: userVersion) {
+            throw DeckError.corrupt(path: path, reason: problem)
         }
-        guard let schemaText = try db.scalar("SELECT value FROM deck_meta WHERE key = 'schema'")?.string
-        else {
-            throw DeckError.corrupt(path: path, reason: "the store holds no schema (deck_meta.schema)")
+        if !verifying, let problem = meta.contentTypeProblem(manifest: manifest) {
+            throw DeckError.corrupt(path: path, reason: problem)
         }
-        do {
-            return try JSONDecoder().decode(Schema.self, from: Data(schemaText.utf8))
-        } catch {
-            throw DeckError.corrupt(
-                path: path, reason: "the stored schema is unreadable (\(describe(error)))")
+        let schema = try meta.schema(packagePath: path)
+        if !verifying, let problem = meta.schemaVersionProblem(schema) {
+            throw DeckError.corrupt(path: path, reason: problem)
         }
+        return schema
     }
 
     /// Removes everything in `tmp/`: with the lock held, nothing there belongs to a live writer.
@@ -336,11 +428,7 @@ public final class DocumentPackage {
             // The first change failed: nothing was pending, so nothing is now.
             if beginsTransaction && database.isInTransaction { try? database.run("ROLLBACK") }
             // Files this failed change created and nothing now registers would be orphans.
-            for digest in blobs.createdSinceSave.subtracting(createdBefore) where !blobs.isRegistered(digest)
-            {
-                try? blobs.remove(digest)
-                blobs.forget(digest)
-            }
+            removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
             throw translate(error)
         }
     }
@@ -368,21 +456,36 @@ public final class DocumentPackage {
     /// Commits the unsaved changes (spec: "Save protocol").
     ///
     /// 1. Blob files written since the last save are made durable.
-    /// 2. Blobs no longer referenced are dropped from `deck_blob`, and the transaction commits.
-    /// 3. Their files are removed; a crash here leaves only orphans that ``collectGarbage(dryRun:)``
-    ///    removes.
+    /// 2. Blobs whose `deck_blob.refs` fell to 0 are dropped from `deck_blob`, and the transaction
+    ///    commits. The count is not trusted: when there are such blobs, the cells that name them
+    ///    are counted again (one scan per external-storage column), and a blob a cell still
+    ///    names keeps its row, with `refs` set to the true count, and its file.
+    /// 3. The dropped blobs' files are removed; a crash here leaves only orphans that
+    ///    ``collectGarbage(dryRun:repair:progress:)`` removes.
     public func save() throws(DeckError) {
         try requireWritable()
         guard database.isInTransaction else { return }
         var unreferenced: [Digest] = []
         do {
             try blobs.makeDurable()
+            var candidates: Set<Digest> = []
             try database.forEachRow("SELECT digest FROM deck_blob WHERE refs = 0") { row in
-                if let digest = Digest(hex: row.text(at: 0)) { unreferenced.append(digest) }
+                if let digest = Digest(hex: row.text(at: 0)) { candidates.insert(digest) }
             }
-            try database.run("DELETE FROM deck_blob WHERE refs = 0")
+            if !candidates.isEmpty {
+                let counted = try ReferenceCounts.count(database, mapping: mapping, among: candidates)
+                for (digest, count) in counted {
+                    try database.run(
+                        "UPDATE deck_blob SET refs = ? WHERE digest = ?",
+                        [.integer(count), .text(digest.hexDigest)])
+                }
+                unreferenced = candidates.subtracting(counted.keys).sorted()
+                try database.run("DELETE FROM deck_blob WHERE refs = 0")
+            }
             try database.run(
-                "UPDATE deck_meta SET value = ? WHERE key = 'modified'", [.text(Value.iso8601(Date()))])
+                "INSERT INTO deck_meta(key, value) VALUES ('modified', ?) "
+                    + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(Value.iso8601(Date()))])
             try database.execute("COMMIT")
         } catch {
             throw translate(error)
@@ -395,10 +498,23 @@ public final class DocumentPackage {
     public func rollback() {
         guard database.isInTransaction else { return }
         try? database.execute("ROLLBACK")
-        for digest in blobs.createdSinceSave {
-            if !blobs.isRegistered(digest) { try? blobs.remove(digest) }
-        }
+        removeCreatedFiles(blobs.createdSinceSave)
         blobs.resetTracking()
+    }
+
+    /// Removes the files among `created` (files this writer created since the last save) that
+    /// no `deck_blob` row registers and no cell names. A cell may name a digest that `deck_blob`
+    /// lacks (a damaged store): such a file is referenced and stays. When the cells cannot be
+    /// counted, every file stays (an orphan is harmless; a lost blob is not).
+    func removeCreatedFiles(_ created: Set<Digest>) {
+        let unregistered = created.filter { !blobs.isRegistered($0) }
+        guard !unregistered.isEmpty,
+            let referenced = try? ReferenceCounts.count(database, mapping: mapping, among: unregistered)
+        else { return }
+        for digest in unregistered where referenced[digest] == nil {
+            try? blobs.remove(digest)
+            blobs.forget(digest)
+        }
     }
 
     /// Closes the package: discards unsaved changes, checkpoints the store back into a single
@@ -410,7 +526,13 @@ public final class DocumentPackage {
             rollback()
             // Both fail harmlessly (SQLITE_BUSY) while readers are attached; the WAL stays then.
             _ = try? database.pragma("wal_checkpoint(TRUNCATE)")
-            _ = try? database.pragma("journal_mode=DELETE")
+            if (try? database.pragma("journal_mode=DELETE"))??.string?.lowercased() != "delete" {
+                // Still in WAL mode: should the last reader leave before our connection closes,
+                // SQLite would delete -wal and -shm on closing and leave a store in WAL mode
+                // without them. Keep them (spec: section 10.5).
+                var persist: Int32 = 1
+                _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            }
         }
         database.close()
         lock?.release()
@@ -420,6 +542,14 @@ public final class DocumentPackage {
     /// Maps SQLite constraint errors to the record-level errors users understand.
     func translate(_ error: any Error) -> DeckError {
         if let error = error as? SQLiteError {
+            // SQLITE_CONSTRAINT_CHECK on deck_blob.refs: a reference count below the cells that
+            // name the blob (the store is damaged), which the next decrement took below zero.
+            if error.code == SQLITE_CONSTRAINT | (1 << 8), error.message.contains("refs >= 0") {
+                return .corrupt(
+                    path: path,
+                    reason: "deck_blob counts fewer references to a blob than the records hold, so this "
+                        + "change cannot be counted; run 'deck gc --repair' to count them again")
+            }
             if error.code == SQLiteError.constraintUnique || error.code == SQLiteError.constraintPrimaryKey {
                 // "UNIQUE constraint failed: Card.front, Card.back"
                 let detail = error.message.components(separatedBy: ": ").last ?? ""

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The names the format fixes inside a package directory (spec: "Layout").
 public enum PackageLayout {
     /// The manifest file.
@@ -15,13 +19,42 @@ public enum PackageLayout {
     /// The default package extension.
     public static let defaultExtension = "deck"
 
+    /// SQLite's write-ahead log, its index, and its rollback journal, beside the store.
+    static let storeCompanions = [store + "-wal", store + "-shm", store + "-journal"]
+
+    /// Every name the format fixes in the package directory, and whether it is a directory.
+    static let fixedNames: [(name: String, isDirectory: Bool)] =
+        [(manifest, false), (store, false)] + storeCompanions.map { ($0, false) } + [
+            (blobsDirectory, true), (tmpDirectory, true), (lockFile, false),
+        ]
+
     /// Refuses a package in which any fixed name is a symbolic link: a package never contains
-    /// links, and following one could read or delete files outside the package.
+    /// links, and following one could read or delete files outside the package (spec: section
+    /// 2.2, step 2).
     static func refuseLinks(packagePath: String) throws(DeckError) {
-        for name in [manifest, store, blobsDirectory, tmpDirectory, lockFile] {
+        for (name, _) in fixedNames {
             if let st = try FileSystem.status(packagePath + "/" + name), (st.st_mode & S_IFMT) == S_IFLNK {
                 throw DeckError.notAPackage(
                     path: packagePath, reason: "'\(name)' is a symbolic link; a package never contains links")
+            }
+        }
+    }
+
+    /// Refuses a package in which a fixed name other than the manifest exists but is not of its
+    /// kind: a FIFO or device where a file belongs would block whoever opens it (spec: section
+    /// 2.2, step 4). The files are opened without blocking and checked again when opened.
+    static func checkKinds(packagePath: String) throws(DeckError) {
+        for (name, isDirectory) in fixedNames where name != manifest {
+            let path = packagePath + "/" + name
+            guard let st = try FileSystem.status(path) else { continue }
+            let kind = st.st_mode & S_IFMT
+            if isDirectory && kind != S_IFDIR {
+                throw DeckError.corrupt(
+                    path: path,
+                    reason: "it is \(FileSystem.kindName(st.st_mode)), not a directory")
+            }
+            if !isDirectory && kind != S_IFREG {
+                throw FileSystem.notRegular(path, st.st_mode)
             }
         }
     }
@@ -62,6 +95,9 @@ public struct Manifest: Codable, Sendable, Equatable {
         self.generator = generator
     }
 
+    /// The manifest's size limit: 1 MiB.
+    static let maximumSize = 1 << 20
+
     /// Reads and checks the manifest of the package at `packagePath`.
     static func read(packagePath: String) throws(DeckError) -> Manifest {
         let path = packagePath + "/" + PackageLayout.manifest
@@ -70,32 +106,81 @@ public struct Manifest: Codable, Sendable, Equatable {
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw DeckError.notAPackage(
-                path: packagePath, reason: "\(PackageLayout.manifest) is not a regular file")
+                path: packagePath,
+                reason: "\(PackageLayout.manifest) is \(FileSystem.kindName(st.st_mode)), not a regular file")
         }
-        guard st.st_size <= 1 << 20 else {
+        guard st.st_size <= maximumSize else {
             throw DeckError.corrupt(
                 path: packagePath, reason: "\(PackageLayout.manifest) is larger than 1 MiB")
         }
-        let data: Data
+        // Opened without blocking and checked again: it may have been replaced since the lstat.
+        let fd: Int32
         do {
-            // Foundation leaks a page reading an empty file (found by FuzzManifest); skip that.
-            data = st.st_size == 0 ? Data() : try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw FileSystem.failure(.read, path, (error as NSError).code == 257 ? EACCES : EIO)
+            fd = try FileSystem.openRegular(path, O_RDONLY)
+        } catch .corrupt(_, let reason) {
+            throw DeckError.notAPackage(path: packagePath, reason: "\(PackageLayout.manifest): \(reason)")
+        }
+        defer { FileSystem.close(fd) }
+        guard let data = try FileSystem.readAll(fd, path: path, limit: maximumSize) else {
+            throw DeckError.corrupt(
+                path: packagePath, reason: "\(PackageLayout.manifest) is larger than 1 MiB")
         }
         return try decode(data, packagePath: packagePath)
     }
 
-    /// Decodes and checks manifest bytes (from a package directory or an archive entry).
+    /// Decodes and checks manifest bytes (from a package directory or an archive entry), in the
+    /// order of the spec's section 3.3: strict JSON and member types, `format`, the versions,
+    /// what this reader supports, `contentType`.
     static func decode(_ data: Data, packagePath: String) throws(DeckError) -> Manifest {
-        let manifest: Manifest
-        do {
-            manifest = try JSONDecoder().decode(Manifest.self, from: data)
-        } catch {
-            throw DeckError.notAPackage(
+        func invalid(_ reason: String) -> DeckError {
+            .notAPackage(
                 path: packagePath,
-                reason: "\(PackageLayout.manifest) is not a valid Deck manifest (\(describe(error)))")
+                reason: "\(PackageLayout.manifest) is not a valid Deck manifest (\(reason))")
         }
+        let root: StrictJSON
+        do {
+            root = try StrictJSON.parse(data)
+        } catch {
+            throw invalid("\(error)")
+        }
+        guard case .object(let members) = root else {
+            throw invalid("it is \(root.kindName), not a JSON object")
+        }
+        func member(_ name: String) -> StrictJSON? {
+            members.first { $0.name.utf8.elementsEqual(name.utf8) }?.value
+        }
+        func string(_ name: String, optional: Bool = false) throws(DeckError) -> String? {
+            switch member(name) {
+            case .string(let text): return text
+            case nil where optional, .null where optional: return nil
+            case nil: throw invalid("missing member '\(name)'")
+            case let other?: throw invalid("'\(name)' must be a string, not \(other.kindName)")
+            }
+        }
+        func integer(_ name: String) throws(DeckError) -> Int {
+            switch member(name) {
+            case .number(let text):
+                // Digits only (no fraction or exponent), within 64 bits.
+                guard !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let value = Int(text)
+                else {
+                    throw invalid(
+                        "'\(name)' must be an integer of at most 64 bits written without fraction or exponent, not \(text)"
+                    )
+                }
+                return value
+            case nil: throw invalid("missing member '\(name)'")
+            case let other?: throw invalid("'\(name)' must be an integer, not \(other.kindName)")
+            }
+        }
+        let format = try string("format") ?? ""
+        let formatVersion = try integer("formatVersion")
+        let minimumReaderVersion = try integer("minimumReaderVersion")
+        let contentType = try string("contentType") ?? ""
+        let generator = try string("generator", optional: true)
+        var manifest = Manifest(contentType: contentType, generator: generator)
+        manifest.format = format
+        manifest.formatVersion = formatVersion
+        manifest.minimumReaderVersion = minimumReaderVersion
         guard manifest.format == PackageLayout.formatIdentifier else {
             throw DeckError.notAPackage(
                 path: packagePath,

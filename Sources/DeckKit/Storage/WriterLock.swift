@@ -21,7 +21,8 @@ final class WriterLock {
     /// Takes the lock of the package at `packagePath`, or throws ``DeckError/locked(path:pid:)``.
     static func acquire(packagePath: String) throws(DeckError) -> WriterLock {
         let path = packagePath + "/" + PackageLayout.lockFile
-        let fd = try FileSystem.open(path, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o644)
+        // A lock that is a FIFO or device would block or mislead: only a regular file will do.
+        let fd = try FileSystem.openRegular(path, O_RDWR | O_CREAT, mode: 0o644)
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             let pid = readPID(fd)
@@ -36,11 +37,15 @@ final class WriterLock {
     }
 
     /// The pid of the process holding the writer lock of `packagePath`, or nil when nobody does.
+    /// Never blocks: a `lock` that is not a regular file counts as held by nobody (opening refuses
+    /// such a package anyway).
     static func holder(packagePath: String) -> Int32? {
         let path = packagePath + "/" + PackageLayout.lockFile
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 {
             flock(fd, LOCK_UN)
             return nil

@@ -38,6 +38,78 @@ enum FileSystem {
         return fd
     }
 
+    /// Opens a file that must be a regular file (every file of a package is one): never blocks
+    /// (a FIFO or a device is opened with `O_NONBLOCK`), never follows a symbolic link, and, by
+    /// checking the opened descriptor with `fstat`, refuses anything but a regular file without a
+    /// race between the check and the open. A wrong kind is ``DeckError/corrupt(path:reason:)``
+    /// naming the path and what it is.
+    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError) -> Int32 {
+        try check(.open, path)
+        let fd = Glibc.open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            let code = errno
+            // ELOOP: a symbolic link; ENXIO: a FIFO without a reader, opened for writing, or a
+            // device without its driver; EISDIR: a directory opened for writing.
+            if code == ELOOP || code == ENXIO || code == EISDIR || code == ENODEV,
+                let st = try? status(path), (st.st_mode & S_IFMT) != S_IFREG
+            {
+                throw notRegular(path, st.st_mode)
+            }
+            throw failure(.open, path, code)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let code = errno
+            close(fd)
+            throw failure(.stat, path, code)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw notRegular(path, st.st_mode)
+        }
+        // Regular files ignore O_NONBLOCK; clear it all the same, for whoever reads the descriptor.
+        let current = fcntl(fd, F_GETFL)
+        if current >= 0 { _ = fcntl(fd, F_SETFL, current & ~O_NONBLOCK) }
+        return fd
+    }
+
+    /// The error for a package file that is not a regular file.
+    static func notRegular(_ path: String, _ mode: mode_t) -> DeckError {
+        .corrupt(
+            path: path,
+            reason: "it is \(kindName(mode)), not a regular file (a package holds only regular files and "
+                + "directories)")
+    }
+
+    /// What a file is, for messages: "a FIFO (named pipe)", "a directory", …
+    static func kindName(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: "a regular file"
+        case S_IFDIR: "a directory"
+        case S_IFLNK: "a symbolic link"
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        default: "a special file"
+        }
+    }
+
+    /// Reads the whole file open at `fd`, refusing more than `limit` bytes.
+    static func readAll(_ fd: Int32, path: String, limit: Int) throws(DeckError) -> Data? {
+        var data = Data()
+        let chunk = 1 << 16
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            // Reads until end of file, whatever size the file claims.
+            let n = try read(fd, into: buffer.baseAddress!, count: chunk, path: path)
+            if n == 0 { return data }
+            data.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            if data.count > limit { return nil }
+        }
+    }
+
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Writes all of `buffer`, retrying short writes and EINTR.

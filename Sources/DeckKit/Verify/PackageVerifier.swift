@@ -97,19 +97,31 @@ public enum PackageVerifier {
         }
         try PackageLayout.refuseLinks(packagePath: path)
         let manifest = try Manifest.read(packagePath: path)
+        try PackageLayout.checkKinds(packagePath: path)
         let storePath = path + "/" + PackageLayout.store
-        guard let storeStatus = try FileSystem.status(storePath), (storeStatus.st_mode & S_IFMT) == S_IFREG
-        else {
+        guard try FileSystem.status(storePath) != nil else {
             add(.corruption, "store-missing", storePath, "the store is missing")
             return report
         }
         let database: Database
+        do {
+            database = try DocumentPackage.openStore(storePath, mode: .readOnly, packagePath: path)
+        } catch let error as DeckError {
+            if case .corrupt(_, let reason) = error {
+                add(.corruption, "store-unreadable", storePath, reason)
+                return report
+            }
+            throw error
+        } catch {
+            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            return report
+        }
         let schema: Schema
         do {
-            database = try DocumentPackage.openStore(storePath, mode: .readOnly)
             schema = try DocumentPackage.checkStore(
-                database, packagePath: path, manifest: manifest, checkContentType: false)
+                database, packagePath: path, manifest: manifest, verifying: true)
         } catch let error as DeckError {
+            database.close()
             if case .notAPackage(_, let reason) = error {
                 add(.corruption, "store-identity", storePath, reason)
             } else if case .corrupt(_, let reason) = error {
@@ -119,6 +131,7 @@ public enum PackageVerifier {
             }
             return report
         } catch {
+            database.close()
             add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
             return report
         }
@@ -229,7 +242,7 @@ public enum PackageVerifier {
             let database = try Database(path: storePath, mode: .readOnly)
             defer { database.close() }
             let schema = try DocumentPackage.checkStore(
-                database, packagePath: path, manifest: manifest, checkContentType: false)
+                database, packagePath: path, manifest: manifest, verifying: true)
             let archived = Dictionary(
                 scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
             try checkStore(
@@ -303,12 +316,15 @@ public enum PackageVerifier {
                 .corruption, "dangling-reference", "\(table) #\(rowid)",
                 "references a missing \(parent) record")
         }
-        if let contentType = try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")?.string,
-            contentType != manifest.contentType
-        {
-            add(
-                .corruption, "content-type-mismatch", storePath,
-                "store says content type '\(contentType)', manifest says '\(manifest.contentType)'")
+        let meta = try StoreMetadata.read(db, packagePath: path)
+        if let problem = meta.contentTypeProblem(manifest: manifest) {
+            add(.corruption, "content-type-mismatch", storePath, problem)
+        }
+        for problem in [
+            meta.schemaVersionProblem(schema), meta.timestampProblem("created"),
+            meta.timestampProblem("modified"),
+        ] {
+            if let problem { add(.corruption, "meta-invalid", storePath, problem) }
         }
         let mapping: SchemaMapping
         do {
@@ -317,66 +333,76 @@ public enum PackageVerifier {
             add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
             return
         }
-        try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        let tables = try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
+        // Checks of the values themselves, cell by cell, run here: the tables are known to be
+        // those the schema derives and every cell to have its column's storage class.
+        try checkCells(db, mapping: mapping, report: &report)
         try checkBlobs(
             db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
     }
 
-    /// Compares the store's tables, columns, triggers and indexes with what the schema maps to.
+    /// Compares the store's objects (tables, indexes, triggers, views: their type, table and SQL)
+    /// with those the schema derives, and for each derived table that differs, says how its
+    /// columns differ. Returns the derived tables the store has with every derived column, by name.
     private static func checkTables(
         _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
-    ) throws {
+    ) throws -> Set<String> {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
             report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
         }
-        let expected = try Database(path: ":memory:", mode: .create)
+        let expected = try StoreObjects.expectedStore(for: mapping)
         defer { expected.close() }
-        try expected.execute(StoreDDL.metadata)
-        for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
-        func objects(_ db: Database) throws -> [String: String] {
-            var result: [String: String] = [:]
-            for row in try db.rows("SELECT type, name FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'") {
-                result[row[1].string ?? ""] = row[0].string ?? ""
+        let derived = try StoreObjects.derived(from: expected)
+        var have: [String: String] = [:]
+        for object in try StoreObjects.objects(db) { have[object.name] = object.type }
+        var altered: Set<String> = []
+        for difference in try StoreObjects.differences(db, derived: derived) {
+            var message = difference.message
+            if case .altered(let actual) = difference.kind, actual.type == "table",
+                difference.object.type == "table"
+            {
+                altered.insert(difference.object.name)
+                if try !isStrict(db, actual.name) {
+                    message += "; it is not STRICT, so SQLite does not enforce its column types"
+                }
             }
-            return result
+            add(
+                difference.isCorruption ? .corruption : .untidy, difference.code, difference.object.name,
+                message)
         }
-        let want = try objects(expected)
-        let have = try objects(db)
-        for (name, type) in want.sorted(by: { $0.key < $1.key }) {
-            guard let actual = have[name] else {
-                add(
-                    type == "index" && !name.hasSuffix(".unique") ? .untidy : .corruption, "\(type)-missing",
-                    name,
-                    "the schema requires this \(type), but the store does not have it")
-                continue
-            }
-            guard type == "table", actual == "table" else { continue }
+        // Column by column, for the derived tables whose definition differs.
+        var complete: Set<String> = []
+        for (name, object) in derived where object.type == "table" && have[name] == "table" {
             let wantColumns = try expected.rows(
                 "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
             let haveColumns = try db.rows(
                 "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
             let haveByName = Dictionary(
                 haveColumns.map { ($0[0].string ?? "", $0) }, uniquingKeysWith: { a, _ in a })
-            for column in wantColumns {
+            var hasAll = true
+            for column in wantColumns
+            where altered.contains(name) || haveByName[column[0].string ?? ""] == nil {
                 let columnName = column[0].string ?? ""
                 guard let actualColumn = haveByName[columnName] else {
+                    hasAll = false
                     add(
                         .corruption, "column-missing", "\(name).\(columnName)",
                         "the schema requires this column")
                     continue
                 }
-                if actualColumn[1] != column[1] {
+                if actualColumn[1] != column[1] || actualColumn[2] != column[2] {
+                    let notNull = { (row: [SQLValue]) in row[2].int64 == 1 ? " NOT NULL" : "" }
                     add(
                         .corruption, "column-type", "\(name).\(columnName)",
-                        "column type is \(actualColumn[1].string ?? "?"), the schema maps to \(column[1].string ?? "?")"
+                        "column type is \(actualColumn[1].string ?? "?")\(notNull(actualColumn)), the schema maps to "
+                            + "\(column[1].string ?? "?")\(notNull(column))"
                     )
                 }
             }
+            if hasAll { complete.insert(name) }
         }
-        for (name, type) in have.sorted(by: { $0.key < $1.key }) where want[name] == nil {
-            add(.untidy, "\(type)-unknown", name, "this \(type) is not part of the schema")
-        }
-        for root in mapping.roots where have[root.table] == "table" {
+        for root in mapping.roots where complete.contains(root.table) {
             let allowed = Set(mapping.entities.values.filter { $0.table == root.table }.map(\.name))
             for row in try db.rows("SELECT _entity, count(*) FROM \(quote(root.table)) GROUP BY _entity") {
                 let name = row[0].string ?? "NULL"
@@ -392,11 +418,11 @@ public enum PackageVerifier {
         // References without a foreign key (delete rule noAction) may dangle by design; say so.
         var checked: Set<String> = []
         for name in mapping.entityNames {
-            guard let entity = mapping.entities[name], have[entity.table] == "table" else { continue }
+            guard let entity = mapping.entities[name], complete.contains(entity.table) else { continue }
             for (relationship, storage) in entity.relationships {
                 guard case .ownColumn(let column) = storage,
                     let destination = mapping.entities[relationship.destination],
-                    have[destination.table] == "table",
+                    complete.contains(destination.table),
                     checked.insert(entity.table + "." + column).inserted
                 else { continue }
                 let inverseRule = relationship.inverse.flatMap {
@@ -413,6 +439,147 @@ public enum PackageVerifier {
                         + "(delete rule noAction)")
             }
         }
+        return complete
+    }
+
+    /// Whether the store's table `name` is STRICT.
+    private static func isStrict(_ db: Database, _ name: String) throws -> Bool {
+        try db.scalar(
+            "SELECT \"strict\" FROM pragma_table_list WHERE schema = 'main' AND name = ?", [.text(name)])?
+            .int64 == 1
+    }
+
+    /// Checks that every cell of the entity and join tables has a storage class its column's
+    /// type allows (spec: section 7.1), and that NOT NULL columns hold no NULL. STRICT tables
+    /// make SQLite enforce this, but a store can be written with the table briefly not STRICT
+    /// or with CHECK constraints ignored; one scan per table finds what slipped through.
+    static func checkStorageClasses(
+        _ db: Database, mapping: SchemaMapping, tables: Set<String>, report: inout VerificationReport
+    ) throws {
+        /// One column's rule: the storage classes it may hold, and an extra condition.
+        struct Rule {
+            let column: String
+            let description: String
+            let classes: [String]
+            var condition: String? = nil
+        }
+        /// `key`: the rowid column naming the first offending row (join tables have none).
+        func check(table: String, key: String?, rules: [Rule]) throws {
+            guard tables.contains(table), !rules.isEmpty else { return }
+            var conditions: [String] = []
+            for rule in rules {
+                let c = quote(rule.column)
+                var ok = "typeof(\(c)) IN (" + rule.classes.map { "'\($0)'" }.joined(separator: ", ") + ")"
+                if let extra = rule.condition { ok = "(\(ok) AND \(extra))" }
+                conditions.append("NOT (\(ok))")
+            }
+            let selections = conditions.map { condition in
+                "count(*) FILTER (WHERE \(condition)), "
+                    + (key.map { "min(\($0)) FILTER (WHERE \(condition))" } ?? "NULL")
+            }
+            guard
+                let row = try db.rows(
+                    "SELECT " + selections.joined(separator: ", ") + " FROM \(quote(table))"
+                ).first
+            else { return }
+            for (index, rule) in rules.enumerated() {
+                let count = row[2 * index].int64 ?? 0
+                guard count > 0 else { continue }
+                var object = table
+                var what = "a value of another storage class"
+                if let key, let first = row[2 * index + 1].int64 {
+                    object = "\(table) #\(first)"
+                    let actual =
+                        try db.scalar(
+                            "SELECT typeof(\(quote(rule.column))) FROM \(quote(table)) WHERE \(key) = ?",
+                            [.integer(first)])?
+                        .string ?? "?"
+                    what = actual == "null" ? "NULL" : "a value of storage class \(actual)"
+                }
+                report.findings.append(
+                    Finding(
+                        severity: .corruption, code: "cell-type", object: object,
+                        message: "column '\(rule.column)' holds \(what), but \(rule.description)"
+                            + (count > 1 ? " (\(count) rows in all)" : "")))
+            }
+        }
+        for root in mapping.roots {
+            var rules: [Rule] = []
+            var seen: Set<String> = []
+            for name in mapping.entityNames {
+                guard let member = mapping.entities[name], member.table == root.table else { continue }
+                for attribute in member.attributes where seen.insert(attribute.name).inserted {
+                    let required =
+                        !attribute.isOptional && root.entity.attributes.contains { $0.name == attribute.name }
+                    let null = required ? [] : ["null"]
+                    let type = attribute.type.rawValue
+                    let rule: Rule
+                    switch attribute.type {
+                    case .string, .uuid, .url, .decimal, .json:
+                        rule = Rule(
+                            column: attribute.name, description: "a \(type) column holds text",
+                            classes: ["text"] + null)
+                    case .integer:
+                        rule = Rule(
+                            column: attribute.name, description: "an integer column holds integers",
+                            classes: ["integer"] + null)
+                    case .bool:
+                        rule = Rule(
+                            column: attribute.name, description: "a bool column holds the integers 0 and 1",
+                            classes: ["integer"] + null,
+                            condition:
+                                "(typeof(\(quote(attribute.name))) = 'null' OR \(quote(attribute.name)) IN (0, 1))"
+                        )
+                    case .double, .date:
+                        rule = Rule(
+                            column: attribute.name,
+                            description: "a \(type) column holds numbers (real or integer)",
+                            classes: ["real", "integer"] + null)
+                    case .data where attribute.options.contains(.externalStorage):
+                        rule = Rule(
+                            column: attribute.name,
+                            description:
+                                "an external-storage data column holds bytes (blob) or a digest (text)",
+                            classes: ["blob", "text"] + null)
+                    case .data:
+                        rule = Rule(
+                            column: attribute.name, description: "a data column holds bytes (blob)",
+                            classes: ["blob"] + null)
+                    }
+                    rules.append(rule)
+                }
+                for (_, storage) in member.relationships {
+                    guard case .ownColumn(let column) = storage, seen.insert(column).inserted else {
+                        continue
+                    }
+                    rules.append(
+                        Rule(
+                            column: column,
+                            description: "a to-one relationship column holds record ids (integers)",
+                            classes: ["integer", "null"]))
+                }
+            }
+            rules.insert(
+                Rule(
+                    column: "_entity", description: "_entity holds the entity's name (text)",
+                    classes: ["text"]), at: 0)
+            try check(table: root.table, key: "_pk", rules: rules)
+        }
+        var joins: Set<String> = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name] else { continue }
+            for (_, storage) in entity.relationships {
+                guard case .joinTable(let table, _, _) = storage, joins.insert(table).inserted else {
+                    continue
+                }
+                let rules = ["source", "target"].map {
+                    Rule(
+                        column: $0, description: "a join table holds record ids (integers)",
+                        classes: ["integer"])
+                }
+                try check(table: table, key: nil, rules: rules)
+            }
+        }
     }
 
     /// Counts references, compares them with `deck_blob`, and checks every blob file.
@@ -423,31 +590,13 @@ public enum PackageVerifier {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
             report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
         }
-        var counted: [String: Int64] = [:]
-        var firstUser: [String: String] = [:]
-        for root in mapping.roots {
-            var seen: Set<String> = []
-            for member in mapping.entities.values where member.table == root.table {
-                for attribute in member.attributes
-                where attribute.options.contains(.externalStorage) && seen.insert(attribute.name).inserted {
-                    let column = quote(attribute.name)
-                    let sql =
-                        "SELECT \(column), count(*), min(_pk) FROM \(quote(root.table)) "
-                        + "WHERE typeof(\(column)) = 'text' GROUP BY \(column)"
-                    for row in try db.rows(sql) {
-                        let digest = row[0].string ?? ""
-                        counted[digest, default: 0] += row[1].int64 ?? 0
-                        if firstUser[digest] == nil {
-                            firstUser[digest] = "\(root.table) #\(row[2].int64 ?? 0).\(attribute.name)"
-                        }
-                    }
-                }
-            }
-        }
+        // The references as the cells hold them: deck_blob is checked against these, never trusted.
+        let (counted, firstUser) = try ReferenceCounts.countAll(db, mapping: mapping)
         var known: [String: (size: Int64, refs: Int64)] = [:]
         for row in try db.rows("SELECT digest, size, refs FROM deck_blob") {
             known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
         }
+        let repair = "'deck gc --repair' counts the references again"
         for (digest, count) in counted.sorted(by: { $0.key < $1.key }) {
             let user = firstUser[digest] ?? "?"
             guard Digest(hex: digest) != nil else {
@@ -457,33 +606,46 @@ public enum PackageVerifier {
             guard let entry = known[digest] else {
                 add(
                     .corruption, "blob-unregistered", digest,
-                    "referenced by \(user) but missing from deck_blob")
+                    "referenced by \(user) but missing from deck_blob; 'deck gc --repair' registers its file "
+                        + "if the file is intact")
                 continue
             }
             if entry.refs != count {
                 add(
                     .corruption, "refcount-mismatch", digest,
-                    "deck_blob.refs is \(entry.refs) but \(count) cell(s) reference it")
+                    "deck_blob.refs is \(entry.refs) but \(count) cell(s) reference it; \(repair)")
             }
         }
         for (digest, entry) in known.sorted(by: { $0.key < $1.key }) where counted[digest] == nil {
-            add(
-                entry.refs == 0 ? .untidy : .corruption,
-                entry.refs == 0 ? "blob-unreferenced" : "refcount-mismatch",
-                digest, "deck_blob.refs is \(entry.refs) but nothing references it")
+            if entry.refs == 0 {
+                add(
+                    .untidy, "blob-unreferenced", digest,
+                    "deck_blob.refs is 0 and nothing references it; 'deck gc' removes it")
+            } else {
+                add(
+                    .corruption, "refcount-mismatch", digest,
+                    "deck_blob.refs is \(entry.refs) but nothing references it; \(repair)")
+            }
+        }
+        // Referenced: a cell names it, or deck_blob counts references to it.
+        var referenced: [Digest: Int64?] = [:]
+        for (digestText, entry) in known where entry.refs > 0 || counted[digestText] != nil {
+            if let digest = Digest(hex: digestText) { referenced[digest] = entry.size }
+        }
+        for digestText in counted.keys where known[digestText] == nil {
+            if let digest = Digest(hex: digestText) { referenced[digest] = .some(nil) }
         }
         let blobs = BlobStore(packagePath: path)
         if case .archived(let archived) = blobFiles {
-            for (digestText, entry) in known.sorted(by: { $0.key < $1.key })
-            where entry.refs > 0 || counted[digestText] != nil {
-                guard let digest = Digest(hex: digestText) else { continue }
+            for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
+                let digestText = digest.hexDigest
                 if let size = archived[digest] {
                     report.blobsChecked += 1
                     report.bytesChecked += size
-                    if size != entry.size {
+                    if let expectedSize, size != expectedSize {
                         add(
                             .corruption, "blob-size", digestText,
-                            "the archived blob has \(size) bytes, deck_blob says \(entry.size)")
+                            "the archived blob has \(size) bytes, deck_blob says \(expectedSize)")
                     }
                 } else {
                     add(
@@ -491,42 +653,52 @@ public enum PackageVerifier {
                         "the archive holds no blobs/\(digestText.prefix(2))/\(digestText)")
                 }
             }
-            for digest in archived.keys.sorted() where known[digest.hexDigest] == nil {
+            for digest in archived.keys.sorted()
+            where known[digest.hexDigest] == nil && referenced[digest] == nil {
                 add(
                     .untidy, "blob-orphan", "blobs/\(digest.hexDigest.prefix(2))/\(digest.hexDigest)",
                     "no record references it")
             }
             return
         }
-        let (files, strays) = try blobs.inventory()
+        let (files, allStrays) = try blobs.inventory()
+        // A referenced blob's path holding something else is reported below, not as a stray.
+        let referencedPaths = Set(referenced.keys.map { blobs.path(for: $0) })
+        let strays = allStrays.filter { !referencedPaths.contains($0) }
         for stray in strays {
             add(
                 .untidy, "stray-file", stray,
                 "not a blob file (wrong name or place); 'deck gc' leaves it alone")
         }
-        var toHash: [(Digest, String, Int64)] = []
-        for (digestText, entry) in known.sorted(by: { $0.key < $1.key })
-        where entry.refs > 0 || counted[digestText] != nil {
-            guard let digest = Digest(hex: digestText) else { continue }
+        var toHash: [(Digest, String, Int64?)] = []
+        for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
             guard let filePath = files[digest] else {
-                add(.corruption, "blob-missing", digestText, "file \(blobs.path(for: digest)) is missing")
+                let blobPath = blobs.path(for: digest)
+                if let st = try FileSystem.status(blobPath) {
+                    add(
+                        .corruption, "blob-unreadable", digest.hexDigest,
+                        "file \(blobPath) is \(FileSystem.kindName(st.st_mode)), not a regular file")
+                } else {
+                    add(.corruption, "blob-missing", digest.hexDigest, "file \(blobPath) is missing")
+                }
                 continue
             }
-            toHash.append((digest, filePath, entry.size))
+            toHash.append((digest, filePath, expectedSize))
         }
-        for (digest, filePath) in files.sorted(by: { $0.key < $1.key }) where known[digest.hexDigest] == nil {
+        for (digest, filePath) in files.sorted(by: { $0.key < $1.key })
+        where known[digest.hexDigest] == nil && referenced[digest] == nil {
             add(.untidy, "blob-orphan", filePath, "no record references this file; 'deck gc' removes it")
         }
         // Sizes are cheap to check; contents need hashing.
         for (digest, filePath, size) in toHash {
-            if let st = try FileSystem.status(filePath), Int64(st.st_size) != size {
+            if let size, let st = try FileSystem.status(filePath), Int64(st.st_size) != size {
                 add(
                     .corruption, "blob-size", digest.hexDigest,
                     "file \(filePath) has \(st.st_size) bytes, deck_blob says \(size)")
             }
         }
         guard options.hashBlobs else { return }
-        let total = toHash.reduce(Int64(0)) { $0 + $1.2 }
+        let total = toHash.reduce(Int64(0)) { $0 + ($1.2 ?? 0) }
         let results = hashAll(
             toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
         for (digest, outcome) in results {
@@ -539,6 +711,9 @@ public enum PackageVerifier {
                         .corruption, "blob-corrupt", digest.hexDigest,
                         "file \(blobs.path(for: digest)) hashes to \(actual.hexDigest)")
                 }
+            case .failure(.corrupt(let file, let reason)):
+                // A FIFO or device in its place, refused without blocking.
+                add(.corruption, "blob-unreadable", digest.hexDigest, "file \(file): \(reason)")
             case .failure(let error):
                 add(.corruption, "blob-unreadable", digest.hexDigest, "\(error)")
             }
