@@ -138,6 +138,9 @@ private final class PausedDeck {
         let logged = try deck(
             "query", directory.appending("Unpacked.deck"), "Tag", "--where", "name = 'logged'", "--count")
         #expect(logged.stdout == "1\n", "\(logged.stderr)")
+        #expect(try deck("verify", directory.appending("Unpacked.deck"), "--quiet").status == 0)
+        #expect(
+            !FileManager.default.fileExists(atPath: directory.appending("Unpacked.deck/store.sqlite-wal")))
         // The advice works: an export of the crashed package imports.
         e2eExpectSuccess(try deck("export", path, "-o", directory.appending("fixed.zip"), "--quiet"))
         e2eExpectSuccess(

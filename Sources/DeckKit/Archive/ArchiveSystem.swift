@@ -70,9 +70,11 @@ enum ArchiveSystem {
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// Opens a file for reading without following a symbolic link in the last component.
+    /// Opens a regular file for reading without following a symbolic link in the last component
+    /// and without blocking: anything else (a FIFO swapped in since it was checked, say) is
+    /// refused once open.
     static func openForReading(_ path: String) throws(ArchiveError) -> Int32 {
-        try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_NOFOLLOW) }
+        try io { () throws(DeckError) in try FileSystem.openRegular(path, O_RDONLY) }
     }
 
     /// Creates a new file; fails with ``ArchiveError/destinationExists(path:)`` if anything is there.
@@ -249,6 +251,7 @@ extension ArchiveError {
         case .permissionDenied(let path, let operation):
             self = .fileSystem(path: path, operation: operation, code: EACCES)
         case .notFound(let path): self = .fileSystem(path: path, operation: "open", code: ENOENT)
+        case .corrupt(let path, let reason): self = .unreadable(entry: path, message: reason)
         default: self = .fileSystem(path: "", operation: error.description, code: EIO)
         }
     }

@@ -228,17 +228,37 @@ extension DocumentPackage {
     }
 
     /// Unpacks an archive to a new directory safely, checking every blob's digest but not the
-    /// store (``importArchive(at:to:limits:)`` also verifies).
+    /// store (``importArchive(at:to:limits:progress:)`` also verifies).
+    ///
+    /// An archive made from a package that was open or had crashed holds the store's
+    /// write-ahead log (or rollback journal) too; import refuses it, but unpacking applies it to
+    /// the store in the private copy before the rename, as opening the package for writing
+    /// would, so the result is that package as it was, in rollback mode with no log. If SQLite
+    /// cannot apply it, the log is left beside the store.
     public static func unpack(
         at archive: URL, to destination: URL, limits: UnpackLimits = .default,
         progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) {
         try requireArchive(archive)
         do {
-            try PackageArchive.unpack(archive: archive, to: destination, limits: limits, progress: progress)
+            try PackageArchive.unpack(
+                archive: archive, to: destination, limits: limits,
+                validateScan: { directory, scan in
+                    if scan.hasStoreLog { applyStoreLog(directory.path + "/" + PackageLayout.store) }
+                }, progress: progress)
         } catch {
             throw DeckError(archiveError: error, archive: archive)
         }
+    }
+
+    /// Folds the log beside a private store copy into it (SQLite's recovery, a full checkpoint)
+    /// and switches it to rollback mode, which removes the `-wal` and `-shm`; a rollback journal
+    /// is rolled back by the same open. Leaves everything as it is when SQLite refuses.
+    static func applyStoreLog(_ storePath: String) {
+        guard let database = try? Database(path: storePath, mode: .readWrite) else { return }
+        defer { database.close() }
+        _ = try? database.pragma("wal_checkpoint(TRUNCATE)")
+        _ = try? database.pragma("journal_mode=DELETE")
     }
 
     static func requireArchive(_ archive: URL) throws(DeckError) {

@@ -211,10 +211,10 @@ public enum PackageVerifier {
                 "the archive holds the store's \(wal ? "write-ahead log" : "rollback journal") (\(bytes) bytes), "
                     + "so it was made from a package that was open or had crashed and its store is not a "
                     + "snapshot; share the original with 'deck export', or unpack this archive with "
-                    + "'deck unpack' and open the result, which applies the log")
+                    + "'deck unpack', which applies the log")
             return report
         }
-        guard scan.manifest.count <= 1 << 20 else {
+        guard scan.manifest.count <= Manifest.maximumSize else {
             add("manifest-invalid", path, "\(PackageLayout.manifest) is larger than 1 MiB")
             return report
         }
