@@ -169,7 +169,8 @@ enum Commands {
         help: "The archive format (default: from the file name, else zip).")
     static let archiveOutput = OptionSpec.value(
         "output", short: "o", valueName: "file", completion: .file, help: "The archive to write.")
-    static let force = OptionSpec.flag("force", help: "Replace an existing archive.")
+    static let force = OptionSpec.flag(
+        "force", help: "Replace an existing archive (only ever a regular file).")
     static let archiveArgument = ArgumentSpec(
         "archive", help: "A package archive (zip, tar, tar.gz, tar.zst).", completion: .file)
 
@@ -191,7 +192,7 @@ enum Commands {
         options: [
             .value(
                 "output", short: "o", valueName: "dir", completion: .directory,
-                help: "The package to create (default: the archive's name with .deck)."),
+                help: "The package to create (default: named after the archive, never the archive itself)."),
             json, quiet,
         ])
 

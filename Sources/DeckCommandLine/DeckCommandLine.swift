@@ -25,6 +25,7 @@ public enum DeckCommandLine {
     /// Runs `deck` with the process's arguments and exits.
     public static func main() -> Never {
         signal(SIGPIPE, SIG_IGN)
+        Signals.install()
         exit(run(Array(CommandLine.arguments.dropFirst())))
     }
 

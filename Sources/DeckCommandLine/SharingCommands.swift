@@ -88,8 +88,9 @@ enum SharingCommands {
 }
 
 extension Support {
-    /// Runs `body` on the document at `path` opened read-only; an archive file is unpacked to a
-    /// temporary directory first (checked as `deck import` checks it) and removed afterwards.
+    /// Runs `body` on the document at `path` opened read-only; an archive file is imported into a
+    /// private temporary directory first (checked and verified exactly as `deck import` does)
+    /// and removed afterwards, also when the command is interrupted.
     static func withReadableDocument<T>(_ path: String, _ body: (DocumentPackage) throws -> T) throws -> T {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
@@ -98,19 +99,11 @@ extension Support {
             defer { try? document.close() }
             return try body(document)
         }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-archive-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let unpacked = scratch.appendingPathComponent("package.deck")
         do {
-            try DocumentPackage.unpack(at: url(path), to: unpacked)
+            return try DocumentPackage.withArchive(at: url(path), body)
         } catch DeckError.archive(let reason) {
             throw DeckError.notAPackage(
                 path: path, reason: "not a directory, and not a readable package archive (\(reason))")
         }
-        let document = try DocumentPackage.open(at: unpacked, mode: .readOnly)
-        defer { try? document.close() }
-        return try body(document)
     }
 }

@@ -57,7 +57,7 @@ import Testing
         let sandbox = try Sandbox()
         let archive = sandbox.path("bad.tar")
         try RawArchive.write(
-            [.file("manifest.json", "{}"), .file("store.sqlite", "db"), .file("blobs/zz", "x")], format: .pax,
+            [.file("manifest.json", "{}"), .store, .file("blobs/zz", "x")], format: .pax,
             to: archive)
         let storeCopy = sandbox.path("store.sqlite")
         #expect(throws: ArchiveError.entryRefused(entry: "blobs/zz", reason: .unexpected)) {

@@ -92,6 +92,8 @@ struct PackageFixture {
 struct RawEntry: Sendable {
     enum Kind: Sendable {
         case file(Data)
+        /// A regular file of this many zero bytes, written in 1 MiB pieces (never held whole).
+        case zeros(Int)
         case directory
         case symbolicLink(String)
         case hardLink(String)
@@ -109,6 +111,11 @@ struct RawEntry: Sendable {
     static func directory(_ name: String) -> RawEntry { RawEntry(name: name, kind: .directory) }
 
     static let mimeType = RawEntry.file("mimetype", PackageArchive.mimeType)
+    /// A `store.sqlite` entry that starts like a SQLite database (the pass checks the header).
+    static let store = RawEntry.file("store.sqlite", sqliteLike("db"))
+
+    /// `text` after the 16-byte SQLite header.
+    static func sqliteLike(_ text: String) -> Data { Data("SQLite format 3\u{0}\(text)".utf8) }
 }
 
 enum RawFormat: String, Sendable, CaseIterable {
@@ -116,6 +123,8 @@ enum RawFormat: String, Sendable, CaseIterable {
     case pax
     case gnutar
     case tarGzip
+    /// No archive at all: the entries' data, one after the other, gzip-compressed.
+    case gzipOnly
 }
 
 struct RawArchiveError: Error, CustomStringConvertible {
@@ -141,6 +150,11 @@ enum RawArchive {
             case .tarGzip:
                 try check(archive_write_set_format_pax_restricted(archive), "format")
                 try check(archive_write_add_filter_gzip(archive), "filter")
+                try check(archive_write_set_filter_option(archive, "gzip", "compression-level", "1"), "level")
+            case .gzipOnly:
+                try check(archive_write_set_format_raw(archive), "format")
+                try check(archive_write_add_filter_gzip(archive), "filter")
+                try check(archive_write_set_filter_option(archive, "gzip", "compression-level", "1"), "level")
             }
             try check(archive_write_open_filename(archive, url.path), "open")
             for raw in entries {
@@ -149,11 +163,16 @@ enum RawArchive {
                 archive_entry_copy_pathname(entry, raw.name)
                 if let time = raw.modificationTime { archive_entry_set_mtime(entry, time, 0) }
                 var data = Data()
+                var zeros = 0
                 switch raw.kind {
                 case .file(let content):
                     archive_entry_set_filetype(entry, 0o100000)
                     archive_entry_set_perm(entry, 0o644)
                     data = content
+                case .zeros(let count):
+                    archive_entry_set_filetype(entry, 0o100000)
+                    archive_entry_set_perm(entry, 0o644)
+                    zeros = count
                 case .directory:
                     archive_entry_set_filetype(entry, 0o040000)
                     archive_entry_set_perm(entry, 0o755)
@@ -173,8 +192,16 @@ enum RawArchive {
                     archive_entry_set_perm(entry, 0o644)
                     archive_entry_set_rdev(entry, 0x0103)
                 }
-                archive_entry_set_size(entry, Int64(data.count))
+                archive_entry_set_size(entry, Int64(data.count + zeros))
                 try check(archive_write_header(archive, entry), "header \(raw.name)")
+                let block = [UInt8](repeating: 0, count: 1 << 20)
+                while zeros > 0 {
+                    let count = block.withUnsafeBytes {
+                        archive_write_data(archive, $0.baseAddress, min(zeros, 1 << 20))
+                    }
+                    if count <= 0 { throw RawArchiveError(description: "data \(raw.name)") }
+                    zeros -= count
+                }
                 try data.withUnsafeBytes { bytes in
                     guard let base = bytes.baseAddress else { return }
                     var offset = 0

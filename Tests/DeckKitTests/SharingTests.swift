@@ -3,6 +3,10 @@ import Testing
 
 @testable import DeckKit
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Document-level sharing: export, import, pack and unpack through `DocumentPackage`.
 @Suite struct SharingTests {
     let directory: URL
@@ -118,7 +122,8 @@ import Testing
             try DocumentPackage.importArchive(at: url("damaged.zip"), to: url("Result.deck"))
         } throws: { error in
             guard case DeckError.corrupt(_, let reason) = error else { return false }
-            return reason.contains("blob-missing") || reason.contains("missing")
+            // The same finding verify reports: the blob the store references is not archived.
+            return reason.contains((victim as NSString).lastPathComponent) && reason.contains("holds no")
         }
         let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(!left.contains("Result.deck"))
@@ -186,12 +191,185 @@ import Testing
         #expect(throws: DeckError.self) { try PackageVerifier.verifyArchive(at: original) }
     }
 
-    @Test func defaultImportNames() {
-        #expect(
-            DocumentPackage.defaultImportName(for: URL(fileURLWithPath: "/x/Spanish.zip")) == "Spanish.deck")
-        #expect(
-            DocumentPackage.defaultImportName(for: URL(fileURLWithPath: "Notes.flashcards.tar.gz"))
-                == "Notes.flashcards")
-        #expect(DocumentPackage.defaultImportName(for: URL(fileURLWithPath: "a.TAR.ZST")) == "a.deck")
+    @Test func defaultImportNamesAreNeverTheInput() {
+        let cases: [(String, String)] = [
+            ("/x/Spanish.zip", "Spanish.deck"),
+            ("Notes.flashcards.tar.gz", "Notes.flashcards"),
+            ("a.TAR.ZST", "a.deck"),
+            ("b.tgz", "b.deck"),
+            ("c.Tzst", "c.deck"),
+            ("d.tar", "d.deck"),
+            ("Notes.flashcards", "Notes.deck"),
+            ("notes.txt", "notes.deck"),
+            ("backup", "backup.deck"),
+            ("Spanish.deck", "Spanish-imported.deck"),
+            ("Spanish.deck.zip", "Spanish.deck"),
+            (".zip", "Imported.deck"),
+            (".deck", ".deck.deck"),
+        ]
+        for (input, expected) in cases {
+            let name = DocumentPackage.defaultImportName(for: URL(fileURLWithPath: input))
+            #expect(name == expected, "\(input)")
+            #expect(name != URL(fileURLWithPath: input).lastPathComponent, "\(input)")
+        }
+        // A name of 255 bytes stays within 255 bytes, cut at a whole character.
+        for input in [String(repeating: "n", count: 255), String(repeating: "\u{e9}", count: 125) + ".txt"] {
+            let name = DocumentPackage.defaultImportName(for: URL(fileURLWithPath: input))
+            #expect(name.utf8.count <= 255 && name.hasSuffix(".deck") && name != input, "\(name)")
+        }
+    }
+
+    // MARK: Names of up to 255 bytes
+
+    /// Names of exactly 255 bytes: ASCII, and two-byte characters (cut at a character boundary).
+    static let longNames: [String] = [
+        String(repeating: "a", count: 251), String(repeating: "\u{e9}", count: 125) + "x",
+    ]
+
+    @Test(arguments: longNames)
+    func everyCommandTakesA255ByteName(_ stem: String) throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try makeSample()
+        let archiveName = stem + ".zip"
+        let packageName = stem + ".abc"
+        #expect(archiveName.utf8.count == 255 && packageName.utf8.count == 255)
+        // export and pack
+        try DocumentPackage.export(at: original, to: url(archiveName))
+        #expect(try PackageVerifier.verifyArchive(at: url(archiveName)).isValid)
+        try DocumentPackage.export(at: original, to: url(archiveName), overwrite: true)
+        let packed = stem + ".tar"
+        try DocumentPackage.pack(directory: original, to: url(packed))
+        // import and unpack
+        try DocumentPackage.importArchive(at: url(archiveName), to: url(packageName))
+        #expect(try contents(of: url(packageName)) == contents(of: original))
+        let unpacked = stem + ".xyz"
+        try DocumentPackage.unpack(at: url(packed), to: url(unpacked))
+        #expect(try PackageVerifier.verify(at: url(unpacked)).isValid)
+        // new
+        let created = stem + ".new"
+        try DocumentPackage.create(
+            at: url(created), contentType: "org.example.long", schema: FlashcardsSample.schema
+        )
+        .close()
+        #expect(try PackageVerifier.verify(at: url(created)).isValid)
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix(".")
+        }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test func stagingNamesFitAndStayDistinct() {
+        for length in [1, 100, 200, 220, 221, 230, 254, 255] {
+            let a = String(repeating: "a", count: length)
+            let b = String(repeating: "a", count: length - 1) + "b"
+            for kind in Staging.Kind.allCases {
+                let name = Staging.name(for: a, kind: kind, suffix: Staging.randomSuffix())
+                #expect(name.utf8.count <= 255, "\(length) \(kind)")
+                #expect(
+                    Staging.base(for: a, kind: kind) != Staging.base(for: b, kind: kind), "\(length) \(kind)")
+            }
+        }
+        // Multi-byte characters are never cut in half.
+        let wide = String(repeating: "\u{65e5}", count: 85)
+        for kind in Staging.Kind.allCases {
+            let base = Staging.base(for: wide, kind: kind)
+            #expect(
+                base.unicodeScalars.allSatisfy {
+                    $0 == "\u{65e5}" || $0 == "~" || "0123456789abcdef".unicodeScalars.contains($0)
+                })
+        }
+    }
+
+    // MARK: Destinations that are not regular files
+
+    /// A FIFO, a directory, a symbolic link, a socket and (as root) a character device in the
+    /// test directory, each with a way to tell it is still what it was.
+    func specialFiles() throws -> [(String, () -> Bool)] {
+        var made: [(String, () -> Bool)] = []
+        func kind(_ name: String) -> mode_t {
+            var info = stat()
+            return lstat(url(name).path, &info) == 0 ? info.st_mode & S_IFMT : 0
+        }
+        try #require(mkfifo(url("fifo.zip").path, 0o644) == 0)
+        made.append(("fifo.zip", { kind("fifo.zip") == S_IFIFO }))
+        try FileManager.default.createDirectory(at: url("directory.zip"), withIntermediateDirectories: false)
+        made.append(("directory.zip", { kind("directory.zip") == S_IFDIR }))
+        try Data("target".utf8).write(to: url("target"))
+        try FileManager.default.createSymbolicLink(
+            atPath: url("link.zip").path, withDestinationPath: "target")
+        made.append(
+            (
+                "link.zip",
+                {
+                    kind("link.zip") == S_IFLNK
+                        && (try? Data(contentsOf: self.url("target"))) == Data("target".utf8)
+                }
+            ))
+        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let socketPath = url("socket.zip").path
+        if socketPath.utf8.count < MemoryLayout.size(ofValue: address.sun_path) {
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (index, byte) in socketPath.utf8.enumerated() { raw[index] = byte }
+            }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            if bound == 0 { made.append(("socket.zip", { kind("socket.zip") == S_IFSOCK })) }
+        }
+        close(socket)
+        if mknod(url("device.zip").path, S_IFCHR | 0o644, dev_t((1 << 8) | 3)) == 0 {
+            made.append(("device.zip", { kind("device.zip") == S_IFCHR }))
+        }
+        return made
+    }
+
+    @Test func exportAndPackNeverReplaceASpecialFile() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try makeSample()
+        for (name, intact) in try specialFiles() {
+            for overwrite in [false, true] {
+                for pack in [false, true] {
+                    #expect {
+                        if pack {
+                            try DocumentPackage.pack(directory: original, to: url(name), overwrite: overwrite)
+                        } else {
+                            try DocumentPackage.export(at: original, to: url(name), overwrite: overwrite)
+                        }
+                    } throws: { error in
+                        guard case DeckError.notARegularFile(let path, _) = error else { return false }
+                        return path == url(name).path && (error as? DeckError)?.exitStatus == 73
+                    }
+                    #expect(intact(), "\(name) was changed (overwrite \(overwrite), pack \(pack))")
+                }
+            }
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasPrefix(".")
+        }
+        #expect(left.isEmpty, "\(left)")
+        // A regular file is still replaced when asked.
+        try Data("old".utf8).write(to: url("regular.zip"))
+        try DocumentPackage.export(at: original, to: url("regular.zip"), overwrite: true)
+        #expect(try PackageVerifier.verifyArchive(at: url("regular.zip")).isValid)
+    }
+
+    @Test func archivesThatAreNotRegularFilesAreRefusedAsInput() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try makeSample()
+        try DocumentPackage.export(at: original, to: url("real.zip"))
+        try FileManager.default.createSymbolicLink(
+            atPath: url("link.zip").path, withDestinationPath: "real.zip")
+        try #require(mkfifo(url("fifo.zip").path, 0o644) == 0)
+        for name in ["link.zip", "fifo.zip"] {
+            #expect(throws: DeckError.self, "\(name)") {
+                try DocumentPackage.importArchive(at: url(name), to: url("Out.deck"))
+            }
+            #expect(throws: DeckError.self, "\(name)") { try PackageVerifier.verifyArchive(at: url(name)) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: url("Out.deck").path))
     }
 }

@@ -7,4 +7,6 @@ int deck_syncfs(int fd);
 /// renameat2(2) with RENAME_NOREPLACE: rename, failing with EEXIST instead of replacing.
 int deck_rename_noreplace(const char *from, const char *to);
 
+#include "CDeckStaging.h"
+
 #endif

@@ -21,6 +21,12 @@ public enum ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
     case packageRefused(path: String, reason: PackageRefusal)
     /// The destination already exists and is never replaced.
     case destinationExists(path: String)
+    /// The destination exists and is not a regular file (`kind`: "a FIFO", "a directory", …);
+    /// it is never replaced, even when overwriting is allowed.
+    case destinationNotRegular(path: String, kind: String)
+    /// Unpacking needs more space than the file system holding `path` can give while keeping
+    /// ``UnpackLimits/minimumFreeBytes`` free.
+    case insufficientSpace(path: String, needed: Int64, available: Int64)
     /// The archive format cannot be used with this libarchive build.
     case unsupportedFormat(format: String, reason: String)
     /// A system call failed.
@@ -43,6 +49,11 @@ public enum ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(path): \(reason)"
         case .destinationExists(let path):
             return "\(path): destination already exists"
+        case .destinationNotRegular(let path, let kind):
+            return "\(path): is \(kind), not a regular file, and is never replaced"
+        case .insufficientSpace(let path, let needed, let available):
+            return
+                "\(path): unpacking needs \(needed) bytes, but only \(available) can be used on this file system"
         case .unsupportedFormat(let format, let reason):
             return "\(format): \(reason)"
         case .fileSystem(let path, let operation, let code):
@@ -101,6 +112,15 @@ public enum ArchiveEntryRefusal: Sendable, Equatable, CustomStringConvertible {
     case wrongFanOutDirectory(expected: String)
     /// The `mimetype` entry does not hold exactly ``PackageArchive/mimeType``.
     case wrongMimeType
+    /// The entry is encrypted.
+    case encrypted
+    /// `store.sqlite` does not start with the SQLite header (`SQLite format 3` and a NUL).
+    case notSQLite
+    /// The entry holds a different number of bytes than its header declares.
+    case sizeMismatch(declared: Int64, actual: Int64)
+    /// The zip's central directory and its local headers disagree, or its entries overlap, leave
+    /// gaps or are out of order; `detail` says how.
+    case zipStructure(String)
 
     /// A human-readable message.
     public var description: String {
@@ -130,6 +150,12 @@ public enum ArchiveEntryRefusal: Sendable, Equatable, CustomStringConvertible {
         case .wrongFanOutDirectory(let expected):
             return "blob is in the wrong fan-out directory (expected \(expected))"
         case .wrongMimeType: return "mimetype entry must contain exactly \(PackageArchive.mimeType)"
+        case .encrypted: return "encrypted entries are not allowed in a package archive"
+        case .notSQLite: return "not a SQLite database (it does not start with the SQLite header)"
+        case .sizeMismatch(let declared, let actual):
+            return "holds \(actual) bytes, but its header declares \(declared)"
+        case .zipStructure(let detail):
+            return "the zip's central directory and local headers disagree: \(detail)"
         }
     }
 }
@@ -144,7 +170,8 @@ public enum ArchiveLimit: Sendable, Equatable, CustomStringConvertible {
     case totalBytes(Int64)
     /// `manifest.json` larger than ``UnpackLimits/maxManifestBytes``.
     case manifestBytes(Int64)
-    /// Uncompressed/compressed ratio above ``UnpackLimits/maxCompressionRatio``.
+    /// Uncompressed/compressed ratio above ``UnpackLimits/maxCompressionRatio`` in an entry
+    /// whose header declares no size.
     case compressionRatio(Double)
 
     /// A human-readable message.

@@ -52,18 +52,31 @@ enum PackageItem: Equatable {
     case fanOutDirectory(String)
     /// `blobs/xx/<digest>`.
     case blob(Digest)
+    /// `store.sqlite-wal`: a write-ahead log copied with the store (from a package that was open
+    /// or had crashed when it was archived).
+    case writeAheadLog
+    /// `store.sqlite-journal`: a rollback journal copied with the store.
+    case rollbackJournal
 
     static let manifestName = "manifest.json"
     static let storeName = "store.sqlite"
     static let blobsName = "blobs"
     static let mimeTypeName = "mimetype"
+    static let writeAheadLogName = "store.sqlite-wal"
+    static let rollbackJournalName = "store.sqlite-journal"
+    /// Names at the package root that are skipped when reading an archive: the writer lock, the
+    /// writers' temporary directory (and everything in it) and SQLite's shared-memory index.
+    static let skippedRootNames: Set<String> = ["lock", "tmp", "store.sqlite-shm"]
 
     var isDirectory: Bool {
         switch self {
         case .root, .blobsDirectory, .fanOutDirectory: return true
-        case .mimeType, .manifest, .store, .blob: return false
+        case .mimeType, .manifest, .store, .blob, .writeAheadLog, .rollbackJournal: return false
         }
     }
+
+    /// The store's write-ahead log or rollback journal.
+    var isStoreLog: Bool { self == .writeAheadLog || self == .rollbackJournal }
 
     /// The path inside the package directory.
     var relativePath: String {
@@ -77,6 +90,8 @@ enum PackageItem: Equatable {
         case .blob(let digest):
             let hex = digest.hexDigest
             return "\(Self.blobsName)/\(hex.prefix(2))/\(hex)"
+        case .writeAheadLog: return Self.writeAheadLogName
+        case .rollbackJournal: return Self.rollbackJournalName
         }
     }
 
@@ -116,7 +131,8 @@ struct ArchiveEntryFacts {
 
 /// What to do with an archive entry.
 enum EntryDisposition: Equatable {
-    /// Platform junk (`__MACOSX/`, `._*`, `.DS_Store`): skipped silently.
+    /// Platform junk (`__MACOSX/`, `._*`, `.DS_Store`), `lock`, `tmp/…` or
+    /// `store.sqlite-shm`: skipped silently.
     case ignore
     case item(PackageItem)
 }
@@ -124,7 +140,8 @@ enum EntryDisposition: Equatable {
 /// The single validation path for archive entries, shared by unpack and scan.
 ///
 /// Checks run in this order: name syntax, platform junk, entry type, duplicates (exact, then
-/// NFC-lowercased), top-level folder, package layout.
+/// NFC-lowercased), top-level folder, package layout (where `lock`, `tmp/…` and
+/// `store.sqlite-shm` are skipped).
 struct PackageEntryValidator {
     private enum Prefix {
         case undecided
@@ -142,9 +159,11 @@ struct PackageEntryValidator {
         return nil
     }
 
-    private static let rootNames: Set<String> = [
+    /// First components that mean "the contents are at the archive root".
+    private static let rootNames: Set<String> = Set([
         PackageItem.mimeTypeName, PackageItem.manifestName, PackageItem.storeName, PackageItem.blobsName,
-    ]
+        PackageItem.writeAheadLogName, PackageItem.rollbackJournalName,
+    ]).union(PackageItem.skippedRootNames)
 
     mutating func classify(_ facts: ArchiveEntryFacts) throws -> EntryDisposition {
         let name = facts.name
@@ -187,6 +206,11 @@ struct PackageEntryValidator {
                 throw refuse(.outsideTopLevelFolder(folder))
             }
             components.removeFirst()
+        }
+        if let first = components.first, PackageItem.skippedRootNames.contains(first) {
+            // `lock` and `tmp/…` exist in every package that was ever written to; whatever is
+            // in them is never extracted (it has passed every check above all the same).
+            return .ignore
         }
         return .item(try Self.layoutItem(components, isDirectory: isDirectory, entry: name))
     }
@@ -236,6 +260,8 @@ struct PackageEntryValidator {
             case PackageItem.manifestName: return try file(.manifest)
             case PackageItem.storeName: return try file(.store)
             case PackageItem.blobsName: return try directory(.blobsDirectory)
+            case PackageItem.writeAheadLogName: return try file(.writeAheadLog)
+            case PackageItem.rollbackJournalName: return try file(.rollbackJournal)
             default: throw refuse(.unexpected)
             }
         case 2 where components[0] == PackageItem.blobsName && PackageItem.isFanOutName(components[1]):

@@ -1,6 +1,10 @@
 import CArchive
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A streaming reader over libarchive: zip and tar, uncompressed or compressed with gzip, bzip2,
 /// xz or zstd (only the compressors linked into libarchive; external programs are never run).
 ///
@@ -10,8 +14,18 @@ final class ArchiveReader {
     private let fileName: String
     private var entryName: String?
 
-    init(url: URL) throws {
+    /// The central directory, once libarchive has said the archive is a zip.
+    private var zip: ZipDirectory?
+    /// Entries returned so far.
+    private var entryIndex = 0
+    private let path: String
+    private let maxEntries: Int
+
+    /// Opens `url`; a zip with more than `maxEntries` entries is refused before they are read.
+    init(url: URL, maxEntries: Int = UnpackLimits.default.maxEntries) throws {
         fileName = url.lastPathComponent
+        path = url.path
+        self.maxEntries = maxEntries
         guard let archive = archive_read_new() else {
             throw ArchiveError.unreadable(entry: url.lastPathComponent, message: "out of memory")
         }
@@ -47,7 +61,16 @@ final class ArchiveReader {
     func nextEntry() throws -> ArchiveEntryFacts? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(archive, &entry)
-        if status == ARCHIVE_EOF { return nil }
+        if status == ARCHIVE_EOF {
+            if let zip, entryIndex != zip.entries.count {
+                throw ArchiveError.entryRefused(
+                    entry: fileName,
+                    reason: .zipStructure(
+                        "the central directory lists \(zip.entries.count) entries, but \(entryIndex) were read"
+                    ))
+            }
+            return nil
+        }
         let name = entry.flatMap(Self.pathname)
         guard status == ARCHIVE_OK, let entry else {
             // A warning still has a usable name; a fatal error means the header itself is broken.
@@ -61,6 +84,10 @@ final class ArchiveReader {
             let lossy = archive_entry_pathname(entry).map { String(decoding: Self.bytes($0), as: UTF8.self) }
             throw ArchiveError.entryRefused(entry: lossy ?? "(unnamed entry)", reason: .invalidEncoding)
         }
+        let declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
+        try checkZipEntry(
+            name: name, declaredSize: archive_entry_filetype(entry) == 0o100000 ? declaredSize : nil)
+        entryIndex += 1
         entryName = name
         let kind: ArchiveEntryFacts.Kind
         switch archive_entry_filetype(entry) {
@@ -77,8 +104,48 @@ final class ArchiveReader {
             kind: kind,
             isHardLink: archive_entry_hardlink(entry) != nil,
             isSymbolicLink: archive_entry_symlink(entry) != nil,
-            declaredSize: archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
+            declaredSize: declaredSize
         )
+    }
+
+    /// For a zip: reads and checks its central directory against its local headers (the first
+    /// time), then checks that libarchive's entry is the next central-directory record, and
+    /// refuses names that libarchive changed (it turns backslashes into slashes). `declaredSize`
+    /// is compared for regular files only (a link's target is its data).
+    private func checkZipEntry(name: String, declaredSize: Int64?) throws {
+        guard archive_format(archive) & ARCHIVE_FORMAT_BASE_MASK == ARCHIVE_FORMAT_ZIP else { return }
+        if zip == nil {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else {
+                throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)
+            }
+            zip = try ZipDirectory(
+                fd: fd, size: Int64(info.st_size), maxEntries: maxEntries, path: path, fileName: fileName)
+        }
+        guard let zip else { return }
+        guard entryIndex < zip.entries.count else {
+            throw ArchiveError.entryRefused(
+                entry: name, reason: .zipStructure("it is not in the central directory"))
+        }
+        let record = zip.entries[entryIndex]
+        if record.name.contains(UInt8(ascii: "\\")) {
+            throw ArchiveError.entryRefused(entry: record.displayName, reason: .backslash)
+        }
+        guard let stored = String(validating: record.name, as: UTF8.self) else {
+            throw ArchiveError.entryRefused(entry: record.displayName, reason: .invalidEncoding)
+        }
+        // libarchive may normalise a UTF-8 name to NFC; anything more is a different name.
+        guard
+            stored.precomposedStringWithCanonicalMapping.utf8.elementsEqual(
+                name.precomposedStringWithCanonicalMapping.utf8)
+        else {
+            throw ArchiveError.entryRefused(
+                entry: stored, reason: .zipStructure("it is read as '\(name)' (an extra field renames it)"))
+        }
+        guard declaredSize.map({ UInt64(clamping: $0) == record.uncompressedSize }) ?? true else {
+            throw ArchiveError.entryRefused(
+                entry: stored, reason: .zipStructure("its size is read as \(declaredSize ?? 0) bytes"))
+        }
     }
 
     /// Reads the next block of the current entry's data; returns 0 at its end.

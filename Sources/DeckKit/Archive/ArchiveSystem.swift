@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -44,15 +45,36 @@ enum ArchiveSystem {
         }
     }
 
+    /// `lstat(2)`, or nil when nothing is there.
+    static func status(_ path: String) throws(ArchiveError) -> stat? {
+        try io { () throws(DeckError) in try FileSystem.status(path) }
+    }
+
+    /// "a directory", "a FIFO", … for anything `lstat` says is not a regular file; nil for one.
+    static func describeNonRegular(_ info: stat) -> String? {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "a special file"
+        }
+    }
+
     /// The names in a directory (without `.` and `..`), sorted bytewise.
     static func directoryNames(_ path: String) throws(ArchiveError) -> [String] {
         try io { () throws(DeckError) in try FileSystem.list(path) }
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// Opens a file for reading without following a symbolic link in the last component.
+    /// Opens a regular file for reading without following a symbolic link in the last component
+    /// and without blocking: anything else (a FIFO swapped in since it was checked, say) is
+    /// refused once open.
     static func openForReading(_ path: String) throws(ArchiveError) -> Int32 {
-        try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_NOFOLLOW) }
+        try io { () throws(DeckError) in try FileSystem.openRegular(path, O_RDONLY) }
     }
 
     /// Creates a new file; fails with ``ArchiveError/destinationExists(path:)`` if anything is there.
@@ -63,6 +85,11 @@ enum ArchiveSystem {
             try FileSystem.open(
                 path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644, relativeTo: directory)
         }
+    }
+
+    /// Opens an existing regular file for writing, emptying it, without following a symbolic link.
+    static func openExisting(_ path: String) throws(ArchiveError) -> Int32 {
+        try io { () throws(DeckError) in try FileSystem.open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW) }
     }
 
     /// Writes the whole buffer, retrying on partial writes and EINTR.
@@ -80,6 +107,30 @@ enum ArchiveSystem {
         }
     }
 
+    /// Reads exactly `count` bytes at `offset` (pread, which leaves the file offset alone).
+    static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(ArchiveError) -> [UInt8]
+    {
+        try io { () throws(DeckError) in try FileSystem.check(.read, path) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return pread(fd, base + done, count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ArchiveError.fileSystem(path: path, operation: "read", code: errno)
+            }
+            if n == 0 {
+                throw ArchiveError.unreadable(
+                    entry: (path as NSString).lastPathComponent, message: "unexpected end of file")
+            }
+            done += n
+        }
+        return bytes
+    }
+
     static func sync(_ fd: Int32, path: String) throws(ArchiveError) {
         do {
             try FileSystem.fsync(fd, path: path)
@@ -94,6 +145,23 @@ enum ArchiveSystem {
         let fd = try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_DIRECTORY) }
         defer { FileSystem.close(fd) }
         try sync(fd, path: path)
+    }
+
+    /// Tests set this to pretend the file systems whose paths contain `pathContains` have only
+    /// `bytes` available.
+    static let freeSpaceOverride = Mutex<(pathContains: String, bytes: Int64)?>(nil)
+
+    /// The bytes an unprivileged process may still write on the file system holding `path`
+    /// (`statvfs`: `f_bavail` blocks of `f_frsize` bytes), or nil when it cannot be told.
+    static func availableBytes(_ path: String) -> Int64? {
+        if let override = freeSpaceOverride.withLock({ $0 }), path.contains(override.pathContains) {
+            return override.bytes
+        }
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(
+            by: Int64(clamping: info.f_frsize))
+        return overflow ? Int64.max : bytes
     }
 
     /// Flushes the whole file system holding `path`.
@@ -183,6 +251,7 @@ extension ArchiveError {
         case .permissionDenied(let path, let operation):
             self = .fileSystem(path: path, operation: operation, code: EACCES)
         case .notFound(let path): self = .fileSystem(path: path, operation: "open", code: ENOENT)
+        case .corrupt(let path, let reason): self = .unreadable(entry: path, message: reason)
         default: self = .fileSystem(path: "", operation: error.description, code: EIO)
         }
     }

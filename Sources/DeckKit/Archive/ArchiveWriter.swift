@@ -43,6 +43,9 @@ public final class ArchiveWriter {
     /// Called with the running total of file bytes added, after every chunk.
     var progress: ((Int64) -> Void)?
     private var bytesAdded: Int64 = 0
+    /// The file-system failure behind a failed libarchive call (a full disk, say): reported as
+    /// itself, naming the file, rather than as a failure of the entry being written.
+    private var ioFailure: ArchiveError?
 
     private enum State {
         case open
@@ -57,7 +60,13 @@ public final class ArchiveWriter {
     ///
     /// - Throws: ``ArchiveError/destinationExists(path:)`` if something is at `url`,
     ///   ``ArchiveError/unsupportedFormat(format:reason:)`` if this libarchive cannot write `format`.
-    public init(url: URL, format: ArchiveFormat) throws {
+    public convenience init(url: URL, format: ArchiveFormat) throws {
+        try self.init(url: url, format: format, intoExistingFile: false)
+    }
+
+    /// Writes into the empty file at `url` that the caller created (a staging file) when
+    /// `intoExistingFile` is set, never following a symbolic link; otherwise as the public init.
+    init(url: URL, format: ArchiveFormat, intoExistingFile: Bool) throws {
         guard format.isAvailable else {
             throw ArchiveError.unsupportedFormat(
                 format: format.name,
@@ -69,7 +78,7 @@ public final class ArchiveWriter {
         }
         let fd: Int32
         do {
-            fd = try ArchiveSystem.createExclusive(path)
+            fd = try intoExistingFile ? ArchiveSystem.openExisting(path) : ArchiveSystem.createExclusive(path)
         } catch {
             archive_write_free(archive)
             throw error
@@ -84,7 +93,7 @@ public final class ArchiveWriter {
         } catch {
             // deinit closes and frees; the half-made file is ours to remove.
             state = .failed
-            unlink(path)
+            if !intoExistingFile { unlink(path) }
             throw error
         }
     }
@@ -214,6 +223,7 @@ public final class ArchiveWriter {
                 fd, UnsafeRawBufferPointer(start: buffer, count: length), path: url.path)
             return length
         } catch {
+            ioFailure = error
             deck_archive_set_error(archive, EIO, "\(error)")
             return -1
         }
@@ -282,6 +292,7 @@ public final class ArchiveWriter {
         while offset < chunk.count {
             let written = archive_write_data(archive, base + offset, chunk.count - offset)
             if written <= 0 {
+                if let ioFailure { throw ioFailure }
                 throw ArchiveError.writeFailed(entry: name, message: ArchiveReader.message(archive))
             }
             offset += written
@@ -290,6 +301,7 @@ public final class ArchiveWriter {
 
     private func check(_ status: Int32, entry: String) throws {
         if status != ARCHIVE_OK {
+            if let ioFailure { throw ioFailure }
             throw ArchiveError.writeFailed(
                 entry: entry.isEmpty ? url.lastPathComponent : entry, message: ArchiveReader.message(archive))
         }

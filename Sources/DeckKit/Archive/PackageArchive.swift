@@ -19,69 +19,92 @@ public enum PackageArchive {
     /// The content of the `mimetype` entry that starts every package archive.
     public static let mimeType = "application/vnd.deck.package"
 
-    /// Names in a package directory that are never archived.
+    /// Names in a package directory that are never archived (`mimetype` is what unpacking an
+    /// archive with `unzip` leaves; every archive gets its own, first).
     static let skippedNames: Set<String> = [
-        "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal",
+        "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal", "mimetype",
     ]
 
     /// Archives the package at `directory` into a new file at `archive`.
     ///
-    /// The archive is written to a hidden temporary file next to `archive`, flushed, and renamed
-    /// into place; on failure nothing is left behind. Blobs are stored, `manifest.json` and
-    /// `store.sqlite` compressed (zip). Every blob is hashed while it is copied and must match
-    /// its name. `lock`, `tmp/` and SQLite's `-wal`, `-shm` and `-journal` files are skipped;
-    /// anything else outside the layout, and any symbolic link, is refused.
+    /// The archive is written to a hidden staging file next to `archive`
+    /// (`.NAME.pack-<16 hex>`, see ``StagingFiles``), flushed, and renamed into place; on failure
+    /// nothing is left behind. Blobs are stored, `manifest.json` and `store.sqlite` compressed
+    /// (zip). Every blob is hashed while it is copied and must match its name. `lock`, `tmp/`,
+    /// SQLite's `-wal`, `-shm` and `-journal` files and a `mimetype` file are skipped; anything
+    /// else outside the layout, and any symbolic link, is refused.
     ///
     /// - Parameters:
     ///   - storeSnapshot: a consistent copy of the database to archive as `store.sqlite`
     ///     instead of the directory's own `store.sqlite`.
     ///   - blobs: archive only these blobs (each must exist), e.g. those a store snapshot
     ///     references; nil archives every blob file in the directory.
-    ///   - overwrite: replace an existing file at `archive` (atomically); otherwise an existing
-    ///     destination is an error.
+    ///   - overwrite: replace an existing regular file at `archive` (atomically); otherwise an
+    ///     existing destination is an error. Anything but a regular file (a directory, FIFO,
+    ///     device, socket or symbolic link) is never replaced:
+    ///     ``ArchiveError/destinationNotRegular(path:kind:)``.
+    /// - Throws: ``ArchiveError/packageRefused(path:reason:)`` with ``PackageRefusal/missing``
+    ///   for a blob that vanished while it was being archived (a concurrent writer removed it).
     public static func pack(
         directory: URL, to archive: URL, format: ArchiveFormat, storeSnapshot: URL? = nil,
         blobs: Set<Digest>? = nil, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     ) throws {
         let destination = archive.standardizedFileURL.path
-        if !overwrite, try ArchiveSystem.fileKind(destination) != .missing {
-            throw ArchiveError.destinationExists(path: destination)
-        }
+        try checkDestination(destination, overwrite: overwrite)
         let plan = try PackPlan(directory: directory, storeSnapshot: storeSnapshot, selecting: blobs)
-        let (parent, name) = ArchiveSystem.split(archive)
+        let (parent, _) = ArchiveSystem.split(archive)
 
-        var made: (writer: ArchiveWriter, path: String)?
-        for _ in 0..<16 where made == nil {
-            let path = "\(parent)/.\(name).pack-\(ArchiveSystem.randomSuffix())"
-            do {
-                made = (try ArchiveWriter(url: URL(fileURLWithPath: path), format: format), path)
-            } catch ArchiveError.destinationExists {
-                continue
-            }
-        }
-        guard let (writer, temporary) = made else {
-            throw ArchiveError.fileSystem(path: parent, operation: "create temporary file", code: EEXIST)
-        }
-        if let progress {
-            let total = plan.totalBytes
-            writer.progress = { progress($0, total) }
+        let staging: StagingItem
+        do {
+            staging = try Staging.make(beside: destination, kind: .pack, isDirectory: false)
+        } catch {
+            throw ArchiveError(error)
         }
         do {
+            let writer = try ArchiveWriter(url: staging.url, format: format, intoExistingFile: true)
+            if let progress {
+                let total = plan.totalBytes
+                writer.progress = { progress($0, total) }
+            }
             try write(plan, to: writer)
             try writer.finish()
             if overwrite {
-                if rename(temporary, destination) != 0 {
-                    throw ArchiveError.fileSystem(path: destination, operation: "rename", code: errno)
+                // Checked again just before: a regular file (or nothing) is all a rename may replace.
+                try checkDestination(destination, overwrite: true)
+                do {
+                    try FileSystem.rename(staging.path, destination)
+                } catch {
+                    throw ArchiveError(error)
                 }
             } else {
-                try ArchiveSystem.renameNoReplace(temporary, destination, isDirectory: false)
+                try ArchiveSystem.renameNoReplace(staging.path, destination, isDirectory: false)
             }
+            staging.release()
         } catch {
-            unlink(temporary)
-            throw error
+            staging.discard()
+            throw renamed(error, staging: staging.path, destination: destination)
         }
         // The archive is complete and in place; only the durability of its name is at stake.
         try ArchiveSystem.syncDirectory(parent)
+    }
+
+    /// Refuses a destination that exists and is not a regular file (whatever `overwrite` says),
+    /// and, without `overwrite`, any destination that exists.
+    static func checkDestination(_ destination: String, overwrite: Bool) throws {
+        guard let info = try ArchiveSystem.status(destination) else { return }
+        if let kind = ArchiveSystem.describeNonRegular(info) {
+            throw ArchiveError.destinationNotRegular(path: destination, kind: kind)
+        }
+        if !overwrite { throw ArchiveError.destinationExists(path: destination) }
+    }
+
+    /// A file-system failure on a staging path, reported against the destination the user named
+    /// (the staging name is hidden and gone by the time the error is read).
+    static func renamed(_ error: any Error, staging: String, destination: String) -> any Error {
+        guard case ArchiveError.fileSystem(let path, let operation, let code) = error,
+            path == staging || path.hasPrefix(staging + "/")
+        else { return error }
+        return ArchiveError.fileSystem(path: destination, operation: operation, code: code)
     }
 
     private static func write(_ plan: PackPlan, to writer: ArchiveWriter) throws {
@@ -94,7 +117,12 @@ public enum PackageArchive {
             for blob in fanOut.blobs {
                 let relative = PackageItem.blob(blob.digest).relativePath
                 let hasher = BackgroundSHA256Hasher()
-                try writer.addFile(name: relative, source: blob.url, compress: false, hasher: hasher)
+                do {
+                    try writer.addFile(name: relative, source: blob.url, compress: false, hasher: hasher)
+                } catch ArchiveError.fileSystem(let path, _, ENOENT) where path == blob.url.path {
+                    // Removed since the plan was made: by a concurrent writer's save, or by damage.
+                    throw ArchiveError.packageRefused(path: relative, reason: .missing)
+                }
                 let actual = hasher.finalize()
                 if actual != blob.digest {
                     throw ArchiveError.packageRefused(path: relative, reason: .digestMismatch(actual: actual))

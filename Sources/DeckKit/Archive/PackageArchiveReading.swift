@@ -9,7 +9,15 @@ import Foundation
 #endif
 
 /// Bounds on what reading an archive may cost; exceeding one is an
-/// ``ArchiveError/limitExceeded(entry:limit:)``.
+/// ``ArchiveError/limitExceeded(entry:limit:)`` (or, for free space,
+/// ``ArchiveError/insufficientSpace(path:needed:available:)``).
+///
+/// Zip bombs are stopped by sizes, not by ratios: every entry's size is declared in its header
+/// (a zip's central directory, a tar header), the bytes read must match it, and the declared
+/// sizes are checked against ``maxEntryBytes``, ``maxTotalBytes`` and the free space before
+/// anything is written. Overlapping zip entries are refused outright (see ``ArchiveEntryRefusal/zipStructure(_:)``)
+/// and archives are never unpacked recursively, so any archive Deck writes, however well its
+/// values compress, is accepted.
 public struct UnpackLimits: Sendable, Equatable {
     /// Most entries in the archive, counting directories and ignored entries.
     public var maxEntries: Int
@@ -17,21 +25,27 @@ public struct UnpackLimits: Sendable, Equatable {
     public var maxTotalBytes: Int64
     /// Most uncompressed bytes in any one entry.
     public var maxEntryBytes: Int64
-    /// Most bytes in `manifest.json` (it is held in memory).
+    /// Most bytes in `manifest.json` (it is held in memory); the format allows at most 1 MiB.
     public var maxManifestBytes: Int64
-    /// Highest ratio of uncompressed bytes so far to archive bytes read so far (zip bombs).
+    /// Highest ratio of an entry's bytes to the archive bytes read for it, for an entry whose
+    /// header declares no size (archives written by Deck and by the usual tools have none).
     public var maxCompressionRatio: Double
-    /// The ratio is only checked once this many uncompressed bytes have been read.
+    /// The ratio is only checked once an entry has produced this many bytes.
     public var compressionRatioGrace: Int64
+    /// Unpacking refuses to leave less than this many bytes free on the file system it writes
+    /// to: it checks the declared size of every entry against the space available before
+    /// writing it.
+    public var minimumFreeBytes: Int64
 
     /// Limits with the given values; every one defaults to its value in ``default``.
     public init(
         maxEntries: Int = 1_000_000,
         maxTotalBytes: Int64 = 64 << 30,
         maxEntryBytes: Int64 = 64 << 30,
-        maxManifestBytes: Int64 = 16 << 20,
+        maxManifestBytes: Int64 = 1 << 20,
         maxCompressionRatio: Double = 200,
-        compressionRatioGrace: Int64 = 16 << 20
+        compressionRatioGrace: Int64 = 16 << 20,
+        minimumFreeBytes: Int64 = 64 << 20
     ) {
         self.maxEntries = maxEntries
         self.maxTotalBytes = maxTotalBytes
@@ -39,9 +53,11 @@ public struct UnpackLimits: Sendable, Equatable {
         self.maxManifestBytes = maxManifestBytes
         self.maxCompressionRatio = maxCompressionRatio
         self.compressionRatioGrace = compressionRatioGrace
+        self.minimumFreeBytes = minimumFreeBytes
     }
 
-    /// 1 000 000 entries, 64 GiB in total and per entry, 16 MiB of manifest, ratio 200 after 16 MiB.
+    /// 1 000 000 entries, 64 GiB in total and per entry, 1 MiB of manifest, 64 MiB left free;
+    /// ratio 200 after 16 MiB for an entry without a declared size.
     public static let `default` = UnpackLimits()
 }
 
@@ -69,60 +85,85 @@ public struct ArchiveScanReport: Sendable, Equatable {
     public var hasMimeType: Bool
     /// The top-level folder that was stripped (`Name.deck`), if the archive had one.
     public var topLevelFolder: String?
+    /// The size of a `store.sqlite-wal` entry, if the archive has one (an archive of a package
+    /// that was open, or had crashed, when it was made). An empty one is not extracted.
+    public var writeAheadLogBytes: Int64?
+    /// The size of a `store.sqlite-journal` entry, if the archive has one. An empty one is not
+    /// extracted.
+    public var rollbackJournalBytes: Int64?
+
+    /// Whether the archived store comes with a non-empty write-ahead log or rollback journal,
+    /// which makes it a raw copy of a store in use rather than a snapshot.
+    public var hasStoreLog: Bool { (writeAheadLogBytes ?? 0) > 0 || (rollbackJournalBytes ?? 0) > 0 }
 }
 
 extension PackageArchive {
     /// Unpacks a package archive into a new directory at `destination`, refusing anything unsafe.
     ///
-    /// The package is built in a hidden temporary directory next to `destination`; every entry
-    /// is checked (see ``ArchiveEntryRefusal``), every blob hashed while it is written, files and
-    /// directories are flushed, `validate` is called with the temporary directory, and only then
-    /// is it renamed to `destination`, which must not exist. On any error, including one thrown
-    /// by `validate`, the temporary directory is removed and nothing is left.
+    /// The package is built in a hidden staging directory next to `destination`
+    /// (`.NAME.unpack-<16 hex>`, see ``StagingFiles``); every entry is checked (see
+    /// ``ArchiveEntryRefusal``), every blob hashed while it is written, files and directories are
+    /// flushed, `validate` is called with the staging directory, and only then is it renamed to
+    /// `destination`, which must not exist. On any error, including one thrown by `validate`,
+    /// the staging directory is removed and nothing is left.
     ///
     /// Files are created with `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0644, directories 0755 (less the
-    /// umask). `blobs/` always exists in the result. If flushing `destination`'s parent directory
-    /// fails after the rename, the error is thrown but the (complete) package stays in place.
+    /// umask). `blobs/` always exists in the result. A non-empty `store.sqlite-wal` or
+    /// `store.sqlite-journal` is extracted beside the store, as the package had it (importing
+    /// refuses such an archive; see ``ArchiveScanReport/hasStoreLog``). If flushing
+    /// `destination`'s parent directory fails after the rename, the error is thrown but the
+    /// (complete) package stays in place.
     @discardableResult
     public static func unpack(
         archive: URL, to destination: URL, limits: UnpackLimits = .default,
         validate: (URL) throws -> Void = { _ in }, progress: ((Int64, Int64) -> Void)? = nil
     ) throws -> ArchiveScanReport {
+        try unpack(
+            archive: archive, to: destination, limits: limits, validateScan: { url, _ in try validate(url) },
+            progress: progress)
+    }
+
+    /// ``unpack(archive:to:limits:validate:progress:)`` with a `validateScan` that also sees what
+    /// the pass found.
+    @discardableResult
+    static func unpack(
+        archive: URL, to destination: URL, limits: UnpackLimits,
+        validateScan: (URL, ArchiveScanReport) throws -> Void, progress: ((Int64, Int64) -> Void)?
+    ) throws -> ArchiveScanReport {
         let target = destination.standardizedFileURL.path
         if try ArchiveSystem.fileKind(target) != .missing {
             throw ArchiveError.destinationExists(path: target)
         }
-        let (parent, name) = ArchiveSystem.split(destination)
-
-        var temporary: String?
-        for _ in 0..<16 where temporary == nil {
-            let path = "\(parent)/.\(name).unpack-\(ArchiveSystem.randomSuffix())"
-            if try ArchiveSystem.makeDirectory(path) { temporary = path }
+        let (parent, _) = ArchiveSystem.split(destination)
+        let staging: StagingItem
+        do {
+            staging = try Staging.make(beside: target, kind: .unpack, isDirectory: true)
+        } catch {
+            throw ArchiveError(error)
         }
-        guard let temporary else {
-            throw ArchiveError.fileSystem(path: parent, operation: "create temporary directory", code: EEXIST)
-        }
+        let temporary = staging.path
         let report: ArchiveScanReport
         do {
             let rootFD = open(temporary, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if rootFD < 0 { throw ArchiveError.fileSystem(path: temporary, operation: "open", code: errno) }
             defer { close(rootFD) }
-            var sink = DirectorySink(root: temporary, rootFD: rootFD)
+            var sink = DirectorySink(root: temporary, rootFD: rootFD, destination: target)
             report = try readPackage(archive: archive, limits: limits, progress: progress, sink: &sink)
             try sink.makeDirectory(PackageItem.blobsName)
-            try validate(URL(fileURLWithPath: temporary, isDirectory: true))
+            try validateScan(URL(fileURLWithPath: temporary, isDirectory: true), report)
             try sink.syncDirectories()
             try ArchiveSystem.renameNoReplace(temporary, target, isDirectory: true)
+            staging.release()
         } catch {
-            ArchiveSystem.removeTree(temporary)
-            throw error
+            staging.discard()
+            throw renamed(error, staging: temporary, destination: target)
         }
         // The package is complete and in place; only the durability of its name is at stake.
         try ArchiveSystem.syncDirectory(parent)
         return report
     }
 
-    /// Reads a package archive with every check that ``unpack(archive:to:limits:validate:)``
+    /// Reads a package archive with every check that ``unpack(archive:to:limits:validate:progress:)``
     /// makes, verifying every blob's digest, without writing anything but, if `storeTo` is given,
     /// the `store.sqlite` entry to that new file (so it can be checked with SQLite). `storeTo`
     /// must not exist; it is removed again if the scan fails.
@@ -147,7 +188,7 @@ extension PackageArchive {
     ) throws -> ArchiveScanReport {
         let locale = UTF8LocaleScope()
         return try locale.run {
-            let reader = try ArchiveReader(url: archive)
+            let reader = try ArchiveReader(url: archive, maxEntries: limits.maxEntries)
             var pass = PackagePass(limits: limits, reader: reader)
             pass.progress = progress
             // Only for progress reports: not a file-system call whose failure matters.
@@ -168,6 +209,12 @@ protocol PackageSink {
     mutating func makeDirectory(_ relativePath: String) throws
     /// Opens the file for `item`, or returns nil to discard its content.
     mutating func openFile(_ item: PackageItem) throws -> OutputFile?
+    /// Whether ``openFile(_:)`` writes `item` somewhere (so its bytes count against free space).
+    func writes(_ item: PackageItem) -> Bool
+    /// A path on the file system written to, for measuring free space; nil when nothing is written.
+    var fileSystemPath: String? { get }
+    /// The path to name when there is not enough space (what the user asked to write).
+    var displayPath: String { get }
 }
 
 /// The state of one pass over an archive.
@@ -182,11 +229,18 @@ private struct PackagePass {
     var hasStore = false
     var progress: ((Int64, Int64) -> Void)?
     var archiveSize: Int64 = 0
+    /// Bytes the sink has written (or is about to write, for the entry being copied).
+    private var written: Int64 = 0
+    /// How many bytes may be written in all, once measured: the free space less the reserve.
+    private var budget: Int64?
     /// Blobs whose bytes are written and whose hashing may still run on another core; checked
     /// at the latest by finish(), before anything is renamed into place.
     private var pendingBlobs: [(hasher: BackgroundSHA256Hasher, digest: Digest, entry: String)] = []
     /// At most 16 MiB of chunks wait for hashing, across all pending blobs.
     private let hashSlots = DispatchSemaphore(value: 16)
+
+    /// What every SQLite database file starts with.
+    static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
 
     init(limits: UnpackLimits, reader: ArchiveReader) {
         self.limits = limits
@@ -208,20 +262,50 @@ private struct PackagePass {
         case .blobsDirectory, .fanOutDirectory:
             try sink.makeDirectory(item.relativePath)
             try reader.skip()
+        case .writeAheadLog, .rollbackJournal:
+            if facts.declaredSize == 0 {
+                // An empty log holds nothing to apply: not extracted, as if it were absent.
+                try reader.skip()
+                record(item, size: 0)
+                return
+            }
+            try copy(item, facts: facts, sink: &sink)
         case .mimeType, .manifest, .store, .blob:
             try copy(item, facts: facts, sink: &sink)
         }
+    }
+
+    private mutating func record(_ item: PackageItem, size: Int64) {
+        if item == .writeAheadLog { report.writeAheadLogBytes = size }
+        if item == .rollbackJournal { report.rollbackJournalBytes = size }
+    }
+
+    /// Refuses to write `bytes` more if that would leave less than the reserve free.
+    private mutating func reserve(_ bytes: Int64, sink: some PackageSink) throws {
+        guard bytes > 0, let location = sink.fileSystemPath else { return }
+        if budget == nil {
+            let free = ArchiveSystem.availableBytes(location) ?? Int64.max
+            budget = free > limits.minimumFreeBytes ? free - limits.minimumFreeBytes : 0
+        }
+        let allowed = budget ?? Int64.max
+        if bytes > allowed - min(written, allowed) {
+            throw ArchiveError.insufficientSpace(
+                path: sink.displayPath, needed: written + bytes, available: allowed)
+        }
+        written += bytes
     }
 
     private mutating func copy(_ item: PackageItem, facts: ArchiveEntryFacts, sink: inout some PackageSink)
         throws
     {
         let name = facts.name
-        if let size = facts.declaredSize {
+        let declared = facts.declaredSize
+        if let size = declared {
             try checkSize(size, of: item, entry: name)
             if size > limits.maxTotalBytes - report.totalBytes {
                 throw ArchiveError.limitExceeded(entry: name, limit: .totalBytes(limits.maxTotalBytes))
             }
+            if sink.writes(item) { try reserve(size, sink: sink) }
         }
         let output = try sink.openFile(item)
         var hasher: BackgroundSHA256Hasher?
@@ -231,19 +315,39 @@ private struct PackagePass {
         case .manifest, .mimeType: kept = Data()
         default: break
         }
+        var head: [UInt8] = []
         var size: Int64 = 0
+        let compressedAtStart = reader.compressedBytesRead
         while true {
             let count = try reader.read(into: buffer)
             if count == 0 { break }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             size += Int64(count)
             report.totalBytes += Int64(count)
+            if let declared, size > declared {
+                throw ArchiveError.entryRefused(
+                    entry: name, reason: .sizeMismatch(declared: declared, actual: size))
+            }
             try checkSize(size, of: item, entry: name)
             try checkTotals(entry: name)
+            if declared == nil {
+                try checkRatio(size, compressed: reader.compressedBytesRead - compressedAtStart, entry: name)
+                if sink.writes(item) { try reserve(Int64(count), sink: sink) }
+            }
+            if item == .store && head.count < Self.sqliteHeader.count {
+                head += chunk.prefix(Self.sqliteHeader.count - head.count)
+                if !Self.sqliteHeader.starts(with: head) {
+                    throw ArchiveError.entryRefused(entry: name, reason: .notSQLite)
+                }
+            }
             hasher?.update(chunk)
             kept?.append(contentsOf: chunk)
             progress?(reader.compressedBytesRead, archiveSize)
             try output?.write(chunk)
+        }
+        if let declared, size != declared {
+            throw ArchiveError.entryRefused(
+                entry: name, reason: .sizeMismatch(declared: declared, actual: size))
         }
         switch item {
         case .mimeType:
@@ -255,6 +359,9 @@ private struct PackagePass {
             report.manifest = kept ?? Data()
             hasManifest = true
         case .store:
+            if head.count < Self.sqliteHeader.count {
+                throw ArchiveError.entryRefused(entry: name, reason: .notSQLite)
+            }
             report.storeBytes = size
             hasStore = true
         case .blob(let digest):
@@ -262,6 +369,8 @@ private struct PackagePass {
             // Keep a bounded number of blobs in flight; the oldest is almost surely done.
             while pendingBlobs.count > 64 { try checkOldestBlob() }
             report.blobs.append(ArchivedBlob(digest: digest, size: size))
+        case .writeAheadLog, .rollbackJournal:
+            record(item, size: size)
         case .root, .blobsDirectory, .fanOutDirectory:
             break
         }
@@ -286,12 +395,14 @@ private struct PackagePass {
         if report.totalBytes > limits.maxTotalBytes {
             throw ArchiveError.limitExceeded(entry: entry, limit: .totalBytes(limits.maxTotalBytes))
         }
-        if report.totalBytes > limits.compressionRatioGrace {
-            let ratio = Double(report.totalBytes) / Double(max(1, reader.compressedBytesRead))
-            if ratio > limits.maxCompressionRatio {
-                throw ArchiveError.limitExceeded(
-                    entry: entry, limit: .compressionRatio(limits.maxCompressionRatio))
-            }
+    }
+
+    /// For an entry without a declared size only: its bytes against the archive bytes read for it.
+    private func checkRatio(_ size: Int64, compressed: Int64, entry: String) throws {
+        guard size > limits.compressionRatioGrace else { return }
+        if Double(size) / Double(max(1, compressed)) > limits.maxCompressionRatio {
+            throw ArchiveError.limitExceeded(
+                entry: entry, limit: .compressionRatio(limits.maxCompressionRatio))
         }
     }
 
@@ -317,13 +428,19 @@ private struct PackagePass {
 private struct DirectorySink: PackageSink {
     let root: String
     let rootFD: Int32
+    let displayPath: String
     private var created: Set<String> = []
     private var directories: [String] = []
 
-    init(root: String, rootFD: Int32) {
+    init(root: String, rootFD: Int32, destination: String) {
         self.root = root
         self.rootFD = rootFD
+        self.displayPath = destination
     }
+
+    var fileSystemPath: String? { root }
+
+    func writes(_ item: PackageItem) -> Bool { item != .mimeType }
 
     mutating func makeDirectory(_ relativePath: String) throws {
         if created.contains(relativePath) { return }
@@ -363,6 +480,11 @@ private struct ScanSink: PackageSink {
     init(storeTo: URL?) {
         self.storeTo = storeTo
     }
+
+    var fileSystemPath: String? { storeTo.map { $0.deletingLastPathComponent().path } }
+    var displayPath: String { storeTo?.path ?? "" }
+
+    func writes(_ item: PackageItem) -> Bool { item == .store && storeTo != nil }
 
     mutating func makeDirectory(_ relativePath: String) throws {}
 

@@ -90,14 +90,14 @@ public final class DocumentPackage {
                 "content type '\(contentType)' must be 1 to 255 printable ASCII characters without spaces")
         }
         let parent = (target as NSString).deletingLastPathComponent
-        let name = (target as NSString).lastPathComponent
         guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
             throw DeckError.notFound(path: parent)
         }
-        let temporary =
-            (parent.isEmpty ? "." : parent) + "/." + name + ".creating-" + FileSystem.randomSuffix()
+        // `.NAME.creating-<16 hex>`, shortened to fit a file name, locked while it is built and
+        // removed on a signal; a stale one (no lock) is removed by the next create of NAME.
+        let staging = try Staging.make(beside: target, kind: .creating, isDirectory: true)
+        let temporary = staging.path
         do {
-            try FileSystem.mkdir(temporary, existingOK: false)
             try FileSystem.mkdir(temporary + "/" + PackageLayout.blobsDirectory)
             try writeFileAtomically(
                 Manifest(contentType: contentType).encoded(), to: temporary + "/" + PackageLayout.manifest)
@@ -132,9 +132,10 @@ public final class DocumentPackage {
             try FileSystem.fsync(fd, path: storePath)
             try FileSystem.fsyncDirectory(temporary)
             try FileSystem.renameNoReplace(temporary, target)
+            staging.release()
             try FileSystem.fsyncDirectory(parent.isEmpty ? "." : parent)
         } catch {
-            try? FileSystem.removeTree(temporary)
+            staging.discard()
             if case DeckError.alreadyExists = error { throw DeckError.alreadyExists(path: target) }
             throw DeckError.wrap(error)
         }

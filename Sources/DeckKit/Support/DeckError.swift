@@ -10,6 +10,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case notAPackage(path: String, reason: String)
     /// The path already exists and would be overwritten.
     case alreadyExists(path: String)
+    /// An output path exists and is not a regular file (`kind`: "a FIFO", "a directory", …); it is
+    /// never replaced, not even when replacing is allowed.
+    case notARegularFile(path: String, kind: String)
     /// The operating system refused access.
     case permissionDenied(path: String, operation: String)
     /// Another process holds the writer lock.
@@ -51,6 +54,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .notAPackage(let path, let reason): return "\(path): not a Deck package: \(reason)"
         case .alreadyExists(let path):
             return "\(path): already exists; choose another path or remove it first"
+        case .notARegularFile(let path, let kind):
+            return "\(path): is \(kind), not a regular file, and is never replaced; choose another path"
         case .permissionDenied(let path, let op): return "\(path): permission denied (\(op))"
         case .locked(let path, let pid):
             let holder = pid.map { "pid \($0)" } ?? "another process"
@@ -91,7 +96,7 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .notFound, .notAPackage, .permissionDenied, .tooNew: 66
         case .locked: 75
         case .corrupt, .blobUnavailable, .archive: 65
-        case .alreadyExists: 73
+        case .alreadyExists, .notARegularFile: 73
         case .io: 74
         case .sqlite(let e): e.isBusy ? 75 : (e.isCorruption ? 65 : 74)
         case .invalidSchema, .unknownEntity, .unknownProperty, .invalidValue, .recordNotFound,

@@ -148,22 +148,28 @@ public enum PackageVerifier {
     }
 
     /// Verifies a package archive by streaming it: every entry is checked as unpacking would
-    /// check it (paths, links, sizes, each blob's digest), the store is copied to a temporary
-    /// file for SQLite's checks and removed afterwards. Nothing else is written.
+    /// check it (paths, links, sizes, each blob's digest), the store is copied to a private
+    /// staging directory for SQLite's checks and removed afterwards. Nothing else is written.
+    ///
+    /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
+    /// the archive and then ``verifyArchived(_:storePath:archivePath:options:)``.
     public static func verifyArchive(at url: URL, options: Options = Options()) throws(DeckError)
         -> VerificationReport
     {
         try DocumentPackage.requireArchive(url)
         let path = url.standardizedFileURL.path
         var report = VerificationReport(path: path)
-        let store =
-            FileManager.default.temporaryDirectory.path + "/deck-verify-\(FileSystem.randomSuffix()).sqlite"
-        defer { try? FileSystem.unlink(store) }
+        let scratch = try Staging.makeScratchDirectory(purpose: "verify")
+        defer { scratch.discard() }
+        let store = scratch.path + "/" + PackageLayout.store
         let scan: ArchiveScanReport
         do {
             scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
         } catch let error as ArchiveError {
-            if case .fileSystem = error { throw DeckError(archiveError: error) }
+            switch error {
+            case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
+            default: break
+            }
             if case .unreadable(_, let message) = error, message.contains("Unrecognized archive format"),
                 !looksLikeArchive(path)
             {
@@ -177,18 +183,63 @@ public enum PackageVerifier {
         } catch {
             throw DeckError(archiveError: error)
         }
+        return try verifyArchived(scan, storePath: store, archivePath: path, options: options)
+    }
+
+    /// The decision on what an archive holds, once its entries have passed the pass over the
+    /// archive: made here for both ``verifyArchive(at:options:)`` and import, on the archived
+    /// store (a private copy: `storePath`) and the blobs the pass found and hashed.
+    ///
+    /// Refuses (as corruption) a non-empty write-ahead log or rollback journal beside the store
+    /// (the archive is a raw copy of a package in use, not a snapshot), a manifest over 1 MiB or
+    /// not valid, and anything the store checks find. A store whose header says WAL mode is
+    /// switched to rollback mode first (it is a private copy with no log: nothing changes).
+    static func verifyArchived(
+        _ scan: ArchiveScanReport, storePath: String, archivePath path: String, options: Options
+    ) throws(DeckError) -> VerificationReport {
+        var report = VerificationReport(path: path)
+        func add(_ code: String, _ object: String, _ message: String) {
+            report.findings.append(
+                Finding(severity: .corruption, code: code, object: object, message: message))
+        }
+        if scan.hasStoreLog {
+            let wal = (scan.writeAheadLogBytes ?? 0) > 0
+            let name = wal ? PackageItem.writeAheadLogName : PackageItem.rollbackJournalName
+            let bytes = (wal ? scan.writeAheadLogBytes : scan.rollbackJournalBytes) ?? 0
+            add(
+                "archive-store-log", path + ":" + name,
+                "the archive holds the store's \(wal ? "write-ahead log" : "rollback journal") (\(bytes) bytes), "
+                    + "so it was made from a package that was open or had crashed and its store is not a "
+                    + "snapshot; share the original with 'deck export', or unpack this archive with "
+                    + "'deck unpack', which applies the log")
+            return report
+        }
+        guard scan.manifest.count <= Manifest.maximumSize else {
+            add("manifest-invalid", path, "\(PackageLayout.manifest) is larger than 1 MiB")
+            return report
+        }
         let manifest: Manifest
         do {
             manifest = try Manifest.decode(scan.manifest, packagePath: path)
         } catch .tooNew(let p, let v, let s) {
             throw DeckError.tooNew(path: p, version: v, supported: s)
         } catch {
-            report.findings.append(
-                Finding(severity: .corruption, code: "manifest-invalid", object: path, message: "\(error)"))
+            add("manifest-invalid", path, "\(error)")
+            return report
+        }
+        let object = path + ":" + PackageLayout.store
+        do {
+            // The private copy is ours: failing to read or rewrite it is an I/O error, not a
+            // finding about the archive.
+            try settleJournalMode(storePath)
+        } catch let error as DeckError {
+            throw error
+        } catch {
+            add("store-unreadable", object, "\(error)")
             return report
         }
         do {
-            let database = try Database(path: store, mode: .readOnly)
+            let database = try Database(path: storePath, mode: .readOnly)
             defer { database.close() }
             let schema = try DocumentPackage.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
@@ -197,14 +248,28 @@ public enum PackageVerifier {
             try checkStore(
                 database, schema: schema, manifest: manifest, path: path, options: options,
                 blobFiles: .archived(archived), report: &report)
+        } catch DeckError.notAPackage(_, let reason) {
+            add("store-identity", object, reason)
+        } catch DeckError.corrupt(_, let reason) {
+            add("store-metadata", object, reason)
         } catch {
-            report.findings.append(
-                Finding(
-                    severity: .corruption, code: "store-unreadable", object: path + ":store.sqlite",
-                    message: "\(error)"))
+            add("store-unreadable", object, "\(error)")
         }
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
         return report
+    }
+
+    /// Rewrites a private store copy whose header says WAL mode (bytes 18 and 19 are 2) into
+    /// rollback mode, as a closing writer would, so that reading it creates no `-wal`/`-shm`.
+    private static func settleJournalMode(_ storePath: String) throws {
+        let fd = try FileSystem.open(storePath, O_RDONLY | O_NOFOLLOW)
+        defer { FileSystem.close(fd) }
+        var versions: [UInt8] = [0, 0]
+        let count = versions.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 2, 18) }
+        guard count == 2, versions != [1, 1] else { return }
+        let database = try Database(path: storePath, mode: .readWrite)
+        defer { database.close() }
+        _ = try database.pragma("journal_mode=DELETE")
     }
 
     /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
