@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The layers (ARCHITECTURE.md): C modules → DeckStore (the format and the storage core) →
+// DeckKit (the library users import: it re-exports DeckStore, adds the document layer) →
+// DeckCommandLine (the tool, with DeckArguments, a parser that knows nothing of Deck) → deck.
+// Arrows only point down; the targets below make the compiler enforce them.
 let package = Package(
     name: "Deck",
     products: [
@@ -19,11 +23,18 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]),
         .target(name: "CDeckSystem"),
         .target(
-            name: "DeckKit",
+            name: "DeckStore",
             dependencies: ["CSQLite", "CArchive", "CCrypto", "CDeckSystem"]),
         .target(
-            name: "DeckCommandLine",
+            name: "DeckKit",
+            dependencies: ["DeckStore"]),
+        .target(name: "DeckArguments"),
+        .target(
+            name: "DeckSamples",
             dependencies: ["DeckKit"]),
+        .target(
+            name: "DeckCommandLine",
+            dependencies: ["DeckKit", "DeckArguments", "DeckSamples"]),
         .executableTarget(
             name: "deck",
             dependencies: ["DeckCommandLine"]),
@@ -40,11 +51,17 @@ let package = Package(
             dependencies: ["CSQLite"],
             path: "Tests/Harness/FaultVFS"),
         .testTarget(
+            name: "DeckStoreTests",
+            dependencies: ["DeckStore", "DeckKit", "DeckSamples", "CSQLite", "CDeckFaultVFS"]),
+        .testTarget(
             name: "DeckKitTests",
-            dependencies: ["DeckKit", "CSQLite", "CDeckFaultVFS"]),
+            dependencies: ["DeckKit", "DeckSamples"]),
+        .testTarget(
+            name: "DeckArgumentsTests",
+            dependencies: ["DeckArguments"]),
         .testTarget(
             name: "DeckCommandLineTests",
-            dependencies: ["DeckCommandLine", "DeckKit", "deck", "deck-crashtest"]),
+            dependencies: ["DeckCommandLine", "DeckKit", "DeckStore", "DeckSamples", "deck", "deck-crashtest"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -118,7 +118,7 @@ defer { try? FileManager.default.removeItem(atPath: options.workDirectory) }
 let rowCount = Int(100_000 * options.scale)
 
 // 1. Generic insert of 100k rows in one transaction vs the raw C API with a prepared statement.
-let rowSchema = Schema(entities: [
+let rowSchema = StoreSchema(entities: [
     Entity(
         "Row",
         attributes: [
@@ -200,7 +200,7 @@ if selected("query --json \(rowCount) rows") {
 // 2. Saving 2,000 external values of 256 KiB vs cp -r + sync of the same files.
 let blobCount = Int(2_000 * options.scale)
 let blobSize = 256 * 1024
-let blobSchema = Schema(entities: [
+let blobSchema = StoreSchema(entities: [
     Entity("Item", attributes: [Attribute("payload", .data, options: [.externalStorage])])
 ])
 let sourceDirectory = options.workDirectory + "/source"
@@ -260,7 +260,7 @@ let bigBlobs = Int(10_000 * options.scale)
 let bigPackage = fresh("big.deck")
 let emptyPackage = fresh("empty.deck")
 if selected("open + close (1M rows, 10k blobs)") {
-    let smallBlobSchema = Schema(entities: [
+    let smallBlobSchema = StoreSchema(entities: [
         Entity(
             "Row",
             attributes: [

@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -20,7 +21,7 @@ enum Support {
         let name = try requiredPositional(command, "entity")
         guard let entity = document.schema.entity(named: name) else {
             let names = document.schema.entities.map(\.name)
-            throw DeckError.unknownEntity(name, suggestion: closestMatch(to: name, in: names))
+            throw DeckError.unknownEntity(name, known: names)
         }
         return entity
     }
@@ -45,7 +46,7 @@ enum Support {
     }
 
     /// All attributes and relationships of `entity`, inherited ones included.
-    static func properties(of entity: Entity, in schema: Schema) -> (
+    static func properties(of entity: Entity, in schema: StoreSchema) -> (
         attributes: [Attribute], relationships: [Relationship]
     ) {
         var chain = [entity]
@@ -59,13 +60,13 @@ enum Support {
 
     /// Parses `key=value` arguments into record values by the schema.
     static func assignments(
-        _ command: ParsedCommand, entity: Entity, schema: Schema
+        _ command: ParsedCommand, entity: Entity, schema: StoreSchema
     ) throws -> [String: Value] {
         let (attributes, relationships) = properties(of: entity, in: schema)
         let names = attributes.map(\.name) + relationships.map(\.name)
         var values: [String: Value] = [:]
         func unknown(_ key: String) -> DeckError {
-            .unknownProperty(entity: entity.name, name: key, suggestion: closestMatch(to: key, in: names))
+            .unknownProperty(entity: entity.name, name: key, known: names)
         }
         for item in command.positionals("assignment") {
             guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {

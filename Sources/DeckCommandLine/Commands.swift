@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 
 /// The command tree of `deck`: what `--help`, the parser and the completion scripts read.

@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -8,19 +9,7 @@ import Foundation
 /// The `deck` tool: parses the command line, runs one command, maps errors to exit statuses.
 public enum DeckCommandLine {
     /// The tool's version (the library's).
-    public static let version = DeckKit.version
-
-    /// Exit statuses (sysexits.h), documented in deck(1).
-    enum ExitStatus {
-        static let ok: Int32 = 0
-        static let failure: Int32 = 1
-        static let usage: Int32 = 64
-        static let dataError: Int32 = 65
-        static let noInput: Int32 = 66
-        static let cantCreate: Int32 = 73
-        static let ioError: Int32 = 74
-        static let tempFailure: Int32 = 75
-    }
+    public static let version = DeckLibrary.version
 
     /// Runs `deck` with the process's arguments and exits.
     public static func main() -> Never {
@@ -58,7 +47,7 @@ public enum DeckCommandLine {
                 // One line: a line break quoted from a package must not start a line of its own.
                 var line = TerminalLine("deck:", style: style.bold)
                 line.append(" ")
-                line.append(TerminalText.field(error.description), style: style.red)
+                line.append(TerminalText.field(error.message), style: style.red)
                 Output.error(line)
                 if let hint = hint(for: error) {
                     Output.error(TerminalLine("hint: \(hint)", style: style.dim))

@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -24,7 +25,7 @@ enum InspectCommand {
         return 0
     }
 
-    static func json(_ info: PackageInfo, schema: Schema, full: Bool) -> JSON {
+    static func json(_ info: PackageInfo, schema: StoreSchema, full: Bool) -> JSON {
         var members: [(String, JSON)] = [
             ("path", .string(info.path)),
             ("contentType", .string(info.manifest.contentType)),
@@ -73,7 +74,7 @@ enum InspectCommand {
         return .object(members)
     }
 
-    static func text(_ info: PackageInfo, schema: Schema, full: Bool) -> String {
+    static func text(_ info: PackageInfo, schema: StoreSchema, full: Bool) -> String {
         var out = ""
         // Strings from the package stay on their line (the control characters of all the text
         // are escaped when it is written).
@@ -185,7 +186,7 @@ enum VerifyCommand {
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
             Output.standard.write(line)
         }
-        return report.isValid ? 0 : DeckCommandLine.ExitStatus.dataError
+        return report.isValid ? 0 : ExitStatus.dataError
     }
 }
 
@@ -287,7 +288,7 @@ enum GCCommand {
             Output.error(
                 "deck: \(document.url.path): \(repaired.unrepaired.count) referenced blob(s) cannot be repaired "
                     + "(listed above); restore their files from a copy of the document")
-            return DeckCommandLine.ExitStatus.dataError
+            return ExitStatus.dataError
         }
         return 0
     }

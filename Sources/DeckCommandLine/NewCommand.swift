@@ -1,4 +1,6 @@
+import DeckArguments
 import DeckKit
+import DeckSamples
 import Foundation
 
 /// `deck new`.
@@ -16,7 +18,7 @@ enum NewCommand {
                 "invalid content type '\(type)': use 1 to 255 printable ASCII characters without spaces, "
                     + "such as org.example.notes")
         }
-        let schema: Schema
+        let schema: StoreSchema
         if let sample {
             guard sample == "flashcards" else {
                 throw command.usageError("unknown sample '\(sample)'; try 'flashcards'")
@@ -26,7 +28,7 @@ enum NewCommand {
         } else if let schemaFile {
             schema = try loadSchema(schemaFile)
         } else {
-            schema = Schema(entities: [])
+            schema = StoreSchema(entities: [])
         }
         let document = try DocumentPackage.create(
             at: Support.url(path), contentType: contentType ?? PackageLayout.genericContentType,
@@ -54,11 +56,11 @@ enum NewCommand {
     }
 
     /// Reads a schema file: the JSON form documented in deck(1) and spec/format.md.
-    static func loadSchema(_ path: String) throws -> Schema {
+    static func loadSchema(_ path: String) throws -> StoreSchema {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw FileManager.default.fileExists(atPath: path)
                 ? DeckError.permissionDenied(path: path, operation: "read") : DeckError.notFound(path: path)
         }
-        return try Schema(json: data, source: path)
+        return try StoreSchema(json: data, source: path)
     }
 }

@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -15,7 +16,7 @@ enum QueryCommand {
         if command.flag("json") && command.flag("csv") {
             throw command.usageError("--json and --csv cannot be combined")
         }
-        var query = Query(entity.name, filter: try Support.filter(command, required: false))
+        var query = RecordQuery(entity.name, filter: try Support.filter(command, required: false))
         for text in command.values("sort") {
             do {
                 query.sort.append(try FilterParser.parseSort(text))
@@ -82,7 +83,7 @@ enum QueryCommand {
         return 0
     }
 
-    static func isDescendant(_ entity: Entity, of ancestor: Entity, in schema: Schema) -> Bool {
+    static func isDescendant(_ entity: Entity, of ancestor: Entity, in schema: StoreSchema) -> Bool {
         var current = entity.superentity
         var steps = 0
         while let name = current, steps < 100 {

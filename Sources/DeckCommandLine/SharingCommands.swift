@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 

@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -156,7 +157,7 @@ enum Shell {
             if let name = command.positional("entity") {
                 guard document.schema.entity(named: name) != nil else {
                     throw DeckError.unknownEntity(
-                        name, suggestion: closestMatch(to: name, in: document.schema.entities.map(\.name)))
+                        name, known: document.schema.entities.map(\.name))
                 }
                 let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
                 var keep = false
@@ -216,7 +217,7 @@ enum Shell {
         case let error as FilterSyntaxError:
             "error: \(error.description)\n\(error.caret)"
         case let error as DeckError:
-            "error: " + TerminalText.field(error.description)
+            "error: " + TerminalText.field(error.message)
         default:
             "error: \(error)"
         }

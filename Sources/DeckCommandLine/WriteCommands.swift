@@ -1,3 +1,4 @@
+import DeckArguments
 import DeckKit
 import Foundation
 
@@ -47,7 +48,7 @@ enum WriteCommands {
         guard !values.isEmpty else {
             throw command.usageError("nothing to change: give key=value assignments")
         }
-        let count = try document.update(Query(entity.name, filter: filter), values)
+        let count = try document.update(RecordQuery(entity.name, filter: filter), values)
         if save { try document.save() }
         report(command, verb: "Updated", count: count, entity: entity.name)
         return 0
@@ -62,7 +63,7 @@ enum WriteCommands {
     static func delete(_ command: ParsedCommand, on document: DocumentPackage, save: Bool) throws -> Int32 {
         let entity = try Support.entity(command, in: document)
         let filter = try Support.filter(command, required: true)
-        let count = try document.delete(Query(entity.name, filter: filter))
+        let count = try document.delete(RecordQuery(entity.name, filter: filter))
         if save { try document.save() }
         report(command, verb: "Deleted", count: count, entity: entity.name)
         return 0

@@ -25,7 +25,7 @@ import Testing
         for _ in 0..<3_000 {
             let document = try DocumentPackage.open(at: url, mode: .readOnly)
             defer { try? document.close() }
-            if try document.count(Query("Stats")) > 0 { return }
+            if try document.count(RecordQuery("Stats")) > 0 { return }
             usleep(10_000)
         }
         Issue.record("the writer never committed")

@@ -7,7 +7,7 @@ import Testing
 @Suite("End to end: limits and inheritance")
 struct EndToEndLimitsTests {
     /// Writes `schema` as a schema file in `directory` and runs `deck new` with it.
-    func create(_ schema: Schema, in directory: TemporaryDirectory, name: String = "Test.deck") throws -> (
+    func create(_ schema: StoreSchema, in directory: TemporaryDirectory, name: String = "Test.deck") throws -> (
         path: String, result: RunResult
     ) {
         let schemaPath = directory.appending("schema-\(UUID().uuidString.prefix(6)).json")
@@ -19,7 +19,7 @@ struct EndToEndLimitsTests {
     /// Runs `deck new` with an invalid schema and checks the refusal: 65, the fragments, no SQL,
     /// and nothing created.
     func expectRefused(
-        _ schema: Schema, _ fragments: String..., sourceLocation: SourceLocation = #_sourceLocation
+        _ schema: StoreSchema, _ fragments: String..., sourceLocation: SourceLocation = #_sourceLocation
     )
         throws
     {
@@ -42,19 +42,19 @@ struct EndToEndLimitsTests {
     @Test func schemasBeyondTheLimitsAreRefusedClearly() throws {
         // The tester's 2,100 attributes, formerly "too many columns" and a CREATE TABLE dump (74).
         try expectRefused(
-            Schema(entities: [Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })]),
+            StoreSchema(entities: [Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })]),
             "hierarchy 'Wide'", "2100 properties", "at most 1000")
         // The 3,000-level chain that took 95 seconds to open.
-        let chain = Schema(
+        let chain = StoreSchema(
             entities: (1...3_000).map { Entity("E\($0)", superentity: $0 == 1 ? nil : "E\($0 - 1)") })
         try expectRefused(chain, "3000 entities", "at most 1000")
         try expectRefused(
-            Schema(entities: Array(chain.entities.prefix(101))), "'E101' is 101 levels deep", "at most 100")
+            StoreSchema(entities: Array(chain.entities.prefix(101))), "'E101' is 101 levels deep", "at most 100")
     }
 
     @Test func siblingsMustSpellASharedColumnAlike() throws {
         try expectRefused(
-            Schema(entities: [
+            StoreSchema(entities: [
                 Entity("Item"),
                 Entity("Book", superentity: "Item", attributes: [Attribute("Shared", .string)]),
                 Entity("Film", superentity: "Item", attributes: [Attribute("shared", .string)]),
@@ -64,7 +64,7 @@ struct EndToEndLimitsTests {
 
     @Test func twoRelationshipsCannotShareAnInverse() throws {
         try expectRefused(
-            Schema(entities: [
+            StoreSchema(entities: [
                 Entity(
                     "Person",
                     relationships: [
@@ -77,7 +77,7 @@ struct EndToEndLimitsTests {
     }
 
     /// Item > Book, Film; both siblings' `owner` share one column.
-    static let library = Schema(entities: [
+    static let library = StoreSchema(entities: [
         Entity(
             "Person", attributes: [Attribute("name", .string)],
             relationships: [
@@ -122,7 +122,7 @@ struct EndToEndLimitsTests {
 
     /// A chain of 70 nodes, each the parent of the next.
     func nodes(in directory: TemporaryDirectory) throws -> String {
-        let schema = Schema(entities: [
+        let schema = StoreSchema(entities: [
             Entity(
                 "Node", attributes: [Attribute("n", .integer)],
                 relationships: [Relationship("parent", to: "Node")])

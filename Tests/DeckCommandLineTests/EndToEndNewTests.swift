@@ -1,4 +1,5 @@
 import DeckKit
+import DeckSamples
 import Foundation
 import Testing
 
@@ -103,7 +104,7 @@ struct EndToEndNewTests {
         // The stored schema is the file's schema, and the same as the built-in sample's.
         let stored = try #require(info["schema"] as? [String: Any])
         let storedData = try JSONSerialization.data(withJSONObject: stored)
-        let schema = try JSONDecoder().decode(Schema.self, from: storedData)
+        let schema = try JSONDecoder().decode(StoreSchema.self, from: storedData)
         #expect(schema == FlashcardsSample.schema)
         // And it works: a record can go in.
         e2eExpectSuccess(try deck("insert", path, "Tag", "name=first"))

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckSamples
 import Foundation
 import Testing
 
@@ -105,7 +106,7 @@ struct EndToEndOpenInspectTests {
         #expect(image["options"] as? [String] == ["externalStorage"])
         // The schema is exactly the library's sample schema.
         let decoded = try JSONDecoder().decode(
-            Schema.self, from: JSONSerialization.data(withJSONObject: schema))
+            StoreSchema.self, from: JSONSerialization.data(withJSONObject: schema))
         #expect(decoded == FlashcardsSample.schema)
     }
 

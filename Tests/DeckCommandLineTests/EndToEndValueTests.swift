@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import DeckKit
+@testable import DeckStore
 
 /// Values through the built `deck`: the text forms `insert` reads, the forms `query` prints as
 /// text, CSV and JSON, and the refusals (spec 7).

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// The schema `deck-crashtest` works on.
-let crashSchema = Schema(entities: [
+let crashSchema = StoreSchema(entities: [
     Entity(
         "Card",
         attributes: [
@@ -70,7 +70,7 @@ let crashSchema = Schema(entities: [
 
             let document = try DocumentPackage.open(at: url, mode: .readOnly)
             let newest = try document.fetch(
-                Query("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+                RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
             let stored: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
             // Every reported commit survives; at most the batch in flight may also have committed.
             #expect(
@@ -80,7 +80,7 @@ let crashSchema = Schema(entities: [
                 "round \(round): store has \(stored), child reported \(lastCommitted)")
             lastCommitted = stored
             // Every card's data is readable and intact.
-            for record in try document.fetch(Query("Card")) {
+            for record in try document.fetch(RecordQuery("Card")) {
                 if let value = record["image"] { _ = try document.data(of: value) }
             }
             try document.close()

@@ -7,7 +7,7 @@ import Testing
 @Suite struct ReadmeExampleTests {
     static func example(directory: URL) throws -> [String] {
         // README-EXAMPLE-BEGIN
-        let schema = Schema(entities: [
+        let schema = StoreSchema(entities: [
             Entity(
                 "Note",
                 attributes: [
@@ -29,7 +29,7 @@ import Testing
         try notes.save()
 
         let found = try notes.fetch(
-            Query(
+            RecordQuery(
                 "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
                 sort: [SortKey("title")]))
         let titles = found.compactMap { $0["title"]?.description }

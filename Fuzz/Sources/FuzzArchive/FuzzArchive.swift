@@ -105,7 +105,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         // What unpacking made may still be refused by open; it must not crash it.
         let url = URL(fileURLWithPath: destination)
         if let package = try? DocumentPackage.open(at: url, mode: .readOnly) {
-            for entity in package.schema.entities { _ = try? package.fetch(Query(entity.name)) }
+            for entity in package.schema.entities { _ = try? package.fetch(RecordQuery(entity.name)) }
             try? package.close()
         }
         let report = try? PackageVerifier.verify(at: url, options: Fuzz.verifyOptions)

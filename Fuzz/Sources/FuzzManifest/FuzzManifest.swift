@@ -21,7 +21,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         opened = true
         _ = try? package.info()
         for entity in package.schema.entities {
-            _ = try? package.count(Query(entity.name))
+            _ = try? package.count(RecordQuery(entity.name))
         }
         try package.close()
         Fuzz.note("opened")

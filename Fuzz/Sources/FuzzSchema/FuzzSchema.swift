@@ -8,7 +8,7 @@ import Foundation
 import FuzzSupport
 
 /// The attributes and relationships of `entity`, its superentities' first.
-func properties(of entity: Entity, in schema: Schema) -> (
+func properties(of entity: Entity, in schema: StoreSchema) -> (
     attributes: [Attribute], relationships: [Relationship]
 ) {
     var chain: [Entity] = []
@@ -40,7 +40,7 @@ func sample(_ type: AttributeType, _ serial: Int) -> Value {
 }
 
 /// `a` with every date default removed.
-func withoutDateDefaults(_ schema: Schema) -> Schema {
+func withoutDateDefaults(_ schema: StoreSchema) -> StoreSchema {
     var copy = schema
     for e in copy.entities.indices {
         for a in copy.entities[e].attributes.indices where copy.entities[e].attributes[a].type == .date {
@@ -53,13 +53,13 @@ func withoutDateDefaults(_ schema: Schema) -> Schema {
 /// Whether the schema a package stores is the one it was made with. With
 /// `DECK_FUZZ_ALLOW=date-default-roundtrip`, date defaults may differ (a known bug: they do not
 /// survive the JSON round trip before 1582-10-15 or below a millisecond; see Fuzz/Regressions).
-func sameSchema(_ stored: Schema, _ given: Schema) -> Bool {
+func sameSchema(_ stored: StoreSchema, _ given: StoreSchema) -> Bool {
     if stored == given { return true }
     return Fuzz.allows("date-default-roundtrip") && withoutDateDefaults(stored) == withoutDateDefaults(given)
 }
 
 /// The first place two schemas differ, for messages.
-func difference(_ a: Schema, _ b: Schema) -> String {
+func difference(_ a: StoreSchema, _ b: StoreSchema) -> String {
     if a.version != b.version { return "version \(a.version) vs \(b.version)" }
     if a.entities.count != b.entities.count { return "\(a.entities.count) vs \(b.entities.count) entities" }
     for (x, y) in zip(a.entities, b.entities) where x != y {
@@ -82,9 +82,9 @@ func debugValue(_ value: Value) -> String {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let schema: Schema
+    let schema: StoreSchema
     do {
-        schema = try Schema(json: Fuzz.data(bytes, size), source: "fuzz.json")
+        schema = try StoreSchema(json: Fuzz.data(bytes, size), source: "fuzz.json")
     } catch {
         Fuzz.note("schema: \(error)")
         return 0
@@ -100,7 +100,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     do {
         package = try DocumentPackage.create(at: url, contentType: Fuzz.noteContentType, schema: schema)
     } catch {
-        Fuzz.fail("Schema(json:) accepted a schema that DocumentPackage.create refuses: \(error)")
+        Fuzz.fail("StoreSchema(json:) accepted a schema that DocumentPackage.create refuses: \(error)")
     }
     Fuzz.check(
         sameSchema(package.schema, schema),
@@ -133,8 +133,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         Fuzz.fail("save failed after changes that were accepted: \(error)")
     }
     for entity in schema.entities {
-        let records = try? package.fetch(Query(entity.name))
-        let count = try? package.count(Query(entity.name))
+        let records = try? package.fetch(RecordQuery(entity.name))
+        let count = try? package.count(RecordQuery(entity.name))
         if let records, let count {
             Fuzz.check(
                 records.count == count, "\(entity.name): fetch gives \(records.count) records, count \(count)"
@@ -147,7 +147,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         Fuzz.check(
             sameSchema(reopened.schema, schema),
             "the reopened schema differs from the one given: \(difference(reopened.schema, schema))")
-        for entity in schema.entities { _ = try reopened.fetch(Query(entity.name)) }
+        for entity in schema.entities { _ = try reopened.fetch(RecordQuery(entity.name)) }
         try reopened.close()
     } catch {
         Fuzz.fail("a package made from an accepted schema does not reopen or fetch: \(error)")

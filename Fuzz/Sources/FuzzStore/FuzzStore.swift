@@ -22,13 +22,13 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let package = try? opened.get() {
         _ = try? package.info()
         for entity in package.schema.entities {
-            if let records = try? package.fetch(Query(entity.name)) {
+            if let records = try? package.fetch(RecordQuery(entity.name)) {
                 // Reading external values goes through the blob store and its digest check.
                 for record in records.prefix(4) {
                     for value in record.values.values { _ = try? package.data(of: value) }
                 }
             }
-            _ = try? package.count(Query(entity.name))
+            _ = try? package.count(RecordQuery(entity.name))
         }
         try? package.close()
     }

@@ -175,7 +175,7 @@ public enum Fuzz {
     /// Creates a package with `schema` at `path` (if it does not exist yet), lets `fill` add
     /// records, saves and closes it. For templates made once per process.
     public static func makePackage(
-        at path: String, contentType: String, schema: Schema,
+        at path: String, contentType: String, schema: StoreSchema,
         fill: (DocumentPackage) throws -> Void = { _ in }
     ) {
         guard !exists(path) else { return }

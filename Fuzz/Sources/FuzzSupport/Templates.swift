@@ -7,7 +7,7 @@ extension Fuzz {
 
     /// A small schema with inline and external data, a unique attribute, an inheritance and a
     /// relationship, so a template made from it reaches most of the store's checks.
-    public static let noteSchema = Schema(
+    public static let noteSchema = StoreSchema(
         version: "1.0.0",
         entities: [
             Entity(

@@ -17,7 +17,7 @@ nonisolated(unsafe) let sample: DocumentPackage = {
 let entities = FlashcardsSample.schema.entities.map(\.name)
 
 /// Runs `query` through fetch, count and fetchIDs; when all succeed they must agree.
-func run(_ query: Query) {
+func run(_ query: RecordQuery) {
     Fuzz.note("\(query.entity): \(Result { () throws(DeckError) in try sample.count(query) })")
     let records = try? sample.fetch(query)
     let count = try? sample.count(query)
@@ -74,13 +74,13 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let filter = try? FilterParser.parse(text) {
         for value in strings(in: filter) { checkDateRoundTrip(value) }
         for entity in entities {
-            run(Query(entity, filter: filter))
-            run(Query(entity, filter: filter, limit: 3, offset: 1))
+            run(RecordQuery(entity, filter: filter))
+            run(RecordQuery(entity, filter: filter, limit: 3, offset: 1))
         }
     }
     if let key = try? FilterParser.parseSort(text) {
         for entity in entities {
-            run(Query(entity, sort: [key]))
+            run(RecordQuery(entity, sort: [key]))
         }
     }
     // A line break splits the input into an expression and a sort key, so both can be combined.
@@ -89,7 +89,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let key = try? FilterParser.parseSort(String(text[text.index(after: newline)...]))
     {
         for entity in entities {
-            run(Query(entity, filter: filter, sort: [key], limit: 5))
+            run(RecordQuery(entity, filter: filter, sort: [key], limit: 5))
         }
     }
     return 0

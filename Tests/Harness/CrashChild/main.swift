@@ -45,7 +45,7 @@ func run() throws {
         return
     }
     let document = try DocumentPackage.open(at: url, mode: .readWrite)
-    let newest = try document.fetch(Query("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+    let newest = try document.fetch(RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
     var batch: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
     while true {
         batch += 1
@@ -59,7 +59,7 @@ func run() throws {
                 "Card",
                 ["front": .string("card \(batch)"), "image": .data(Data(bytes)), "batch": .integer(batch)])
         }
-        let ids = try document.fetchIDs(Query("Card"))
+        let ids = try document.fetchIDs(RecordQuery("Card"))
         // Keep the document small (about 40 cards) so that a long run verifies quickly.
         for _ in 0..<max(ids.count > 20 ? 1 : 0, ids.count - 40) {
             if let victim = ids.randomElement(using: &generator) {
@@ -71,7 +71,7 @@ func run() throws {
         }
         try document.insert("Commit", ["sequence": .integer(batch)])
         let stats: [String: Value] = [
-            "key": .integer(1), "cards": .integer(Int64(try document.count(Query("Card")))),
+            "key": .integer(1), "cards": .integer(Int64(try document.count(RecordQuery("Card")))),
             "sequence": .integer(batch),
         ]
         try document.upsert("Stats", stats)
@@ -102,10 +102,10 @@ func read(_ url: URL, checks: Int) throws {
     let document = try DocumentPackage.open(at: url, mode: .readOnly)
     for check in 0..<checks {
         try document.withSnapshot {
-            guard let stats = try document.fetch(Query("Stats")).first else { return }
-            let cards = Int64(try document.count(Query("Card")))
+            guard let stats = try document.fetch(RecordQuery("Stats")).first else { return }
+            let cards = Int64(try document.count(RecordQuery("Card")))
             let newest = try document.fetch(
-                Query("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+                RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
             let sequence = integer(newest.first?["sequence"])
             if cards != integer(stats["cards"]) || sequence != integer(stats["sequence"]) {
                 let message =

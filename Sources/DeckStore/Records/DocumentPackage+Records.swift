@@ -1,0 +1,554 @@
+import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension DocumentPackage {
+    // MARK: Writing
+
+    /// Inserts a record of `entity` and returns its id.
+    ///
+    /// Missing attributes take their default, or null when optional; a missing non-optional
+    /// attribute without a default is an error. Relationships are set with `.reference` /
+    /// `.references`, and their inverses follow automatically.
+    @discardableResult
+    public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
+        // Inserts come in runs of one entity: remember the last one instead of hashing its name.
+        let mapping: EntityMapping
+        if let last = lastInsert, last.mapping.name == entity {
+            mapping = last.mapping
+        } else {
+            mapping = try self.mapping.entity(entity)
+        }
+        // One pass over the given values, matching names by comparison: for the handful of
+        // properties an entity has, that is cheaper than hashing each name again.
+        var given = [Value?](repeating: nil, count: mapping.attributes.count)
+        var relationshipValues = 0
+        for (name, value) in values {
+            if let index = mapping.attributePosition(name) {
+                given[index] = value
+            } else if mapping.relationshipPosition(name) != nil {
+                relationshipValues += 1
+            } else {
+                try checkNames(values, of: mapping)
+            }
+        }
+        // Without relationship values the insert is one statement, atomic by itself.
+        do {
+            return try insertRow(
+                mapping, given: given, values: values, relationshipValues: relationshipValues)
+        } catch {
+            throw naming(error, writing: mapping)
+        }
+    }
+
+    private func insertRow(
+        _ mapping: EntityMapping, given: [Value?], values: [String: Value], relationshipValues: Int
+    ) throws(DeckError) -> Int64 {
+        try change(atomic: relationshipValues > 0) { () throws -> Int64 in
+            let statement: Statement
+            if let last = lastInsert, last.mapping === mapping {
+                statement = last.statement
+            } else if let cached = insertStatements[mapping.name] {
+                statement = cached
+            } else {
+                statement = try database.prepare(mapping.insertSQL)
+                insertStatements[mapping.name] = statement
+            }
+            lastInsert = (mapping, statement)
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(mapping.attributes.count)
+            for (index, attribute) in mapping.attributes.enumerated() {
+                let value = given[index] ?? attribute.initialValue()
+                if value.isNull && !attribute.isOptional {
+                    throw DeckError.invalidValue(
+                        entity: mapping.name, property: attribute.name,
+                        reason: "a value is required (the attribute is not optional)")
+                }
+                arguments.append(try store(value, for: attribute, of: mapping))
+            }
+            try statement.run(arguments)
+            let id = database.lastInsertRowID
+            if relationshipValues > 0 { try setRelationships(values, of: mapping, id: id) }
+            return id
+        }
+    }
+
+    /// Changes some values of record `id`; values not named keep theirs.
+    public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
+        let mapping = try self.mapping.entity(entity)
+        do {
+            try updateRow(mapping, id: id, values)
+        } catch {
+            throw naming(error, writing: mapping)
+        }
+    }
+
+    private func updateRow(_ mapping: EntityMapping, id: Int64, _ values: [String: Value]) throws(DeckError) {
+        try change { () throws in
+            try checkNames(values, of: mapping)
+            _ = try concreteEntity(of: id, in: mapping)
+            var assignments: [String] = []
+            var arguments: [SQLValue] = []
+            for attribute in mapping.attributes {
+                guard let value = values[attribute.name] else { continue }
+                if value.isNull && !attribute.isOptional {
+                    throw DeckError.invalidValue(
+                        entity: mapping.name, property: attribute.name,
+                        reason: "cannot be null (the attribute is not optional)")
+                }
+                assignments.append("\(quote(attribute.name)) = ?")
+                arguments.append(try store(value, for: attribute, of: mapping))
+            }
+            if !assignments.isEmpty {
+                try database.run(
+                    "UPDATE \(quote(mapping.table)) SET \(assignments.joined(separator: ", ")) WHERE _pk = ?",
+                    arguments + [.integer(id)])
+            }
+            try setRelationships(values, of: mapping, id: id)
+        }
+    }
+
+    /// Inserts a record, or updates the existing record that has the same values for one of the
+    /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
+    /// whether a record was inserted.
+    @discardableResult
+    public func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
+        id: Int64, inserted: Bool
+    ) {
+        let mapping = try self.mapping.entity(entity)
+        var groups = mapping.attributes.filter { $0.options.contains(.unique) }.map { [$0.name] }
+        groups += mapping.entity.uniqueConstraints
+        // Constraints declared by ancestors apply too.
+        var ancestor = mapping.entity.superentity
+        while let name = ancestor, let parent = self.mapping.entities[name] {
+            groups += parent.entity.uniqueConstraints
+            ancestor = parent.entity.superentity
+        }
+        for group in groups where group.allSatisfy({ values[$0] != nil && values[$0]?.isNull == false }) {
+            let filter = Filter.and(
+                group.compactMap { name in values[name].map { Filter.compare(name, .equal, $0) } })
+            if let existing = try fetchIDs(RecordQuery(mapping.name, filter: filter, limit: 1)).first {
+                try update(mapping.name, id: existing, values)
+                return (existing, false)
+            }
+        }
+        return (try insert(mapping.name, values), true)
+    }
+
+    /// Deletes record `id`, applying every relationship's delete rule. Returns how many
+    /// records were deleted in all (cascades included).
+    @discardableResult
+    public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(entity)
+        return try change { () throws -> Int in
+            var deleted: Set<RecordKey> = []
+            try deleteRecord(id, of: mapping, deleted: &deleted)
+            return deleted.count
+        }
+    }
+
+    /// Deletes every record that `query` matches (its sort and window apply). Returns the count.
+    @discardableResult
+    public func delete(_ query: RecordQuery) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(query.entity)
+        let ids = try fetchIDs(query)
+        return try change { () throws -> Int in
+            var deleted: Set<RecordKey> = []
+            for id in ids where !deleted.contains(RecordKey(table: mapping.table, id: id)) {
+                try deleteRecord(id, of: mapping, deleted: &deleted)
+            }
+            return deleted.count
+        }
+    }
+
+    /// Updates every record that `query` matches with the same values. Returns the count.
+    @discardableResult
+    public func update(_ query: RecordQuery, _ values: [String: Value]) throws(DeckError) -> Int {
+        let ids = try fetchIDs(query)
+        try change { () throws in
+            for id in ids { try update(query.entity, id: id, values) }
+        }
+        return ids.count
+    }
+
+    /// SQLite names the table in a unique violation; users wrote an entity (spec section 9.4).
+    private func naming(_ error: DeckError, writing mapping: EntityMapping) -> DeckError {
+        guard case .uniqueViolation(let table, let properties) = error else { return error }
+        return .uniqueViolation(
+            entity: self.mapping.uniqueViolationEntity(table: table, columns: properties, writing: mapping),
+            properties: properties)
+    }
+
+    private func checkNames(_ values: [String: Value], of mapping: EntityMapping) throws(DeckError) {
+        for name in values.keys.sorted()
+        where mapping.attribute(name) == nil && mapping.relationship(name) == nil {
+            throw DeckError.unknownProperty(
+                entity: mapping.name, name: name,
+                known: mapping.propertyNames
+            )
+        }
+    }
+
+    /// The concrete entity of record `id`, checking it belongs to `mapping`'s family.
+    private func concreteEntity(of id: Int64, in mapping: EntityMapping) throws -> String {
+        guard
+            let name = try database.scalar(
+                "SELECT _entity FROM \(quote(mapping.table)) WHERE _pk = ?", [.integer(id)])?.string,
+            mapping.family.contains(name)
+        else { throw DeckError.recordNotFound(entity: mapping.name, id: id) }
+        return name
+    }
+
+    /// Encodes a value for its column, writing blob files for large external data.
+    private func store(_ value: Value, for attribute: Attribute, of mapping: EntityMapping) throws -> SQLValue
+    {
+        func invalid(_ reason: String) -> DeckError {
+            DeckError.invalidValue(entity: mapping.name, property: attribute.name, reason: reason)
+        }
+        guard attribute.type == .data else {
+            do { return try value.sqlValue(for: attribute) } catch { throw invalid(error.description) }
+        }
+        let external = attribute.options.contains(.externalStorage)
+        let threshold = attribute.effectiveExternalThreshold
+        switch value {
+        case .null:
+            return .null
+        case .data(let data):
+            guard external && data.count >= threshold else { return .blob(data) }
+            return try register(try blobs.write(data))
+        case .file(let url):
+            // Read to the end whatever size the file reports; the bytes read decide inline or not.
+            let input = try InputFile(value: url.path, invalid: invalid)
+            let head = try input.read(upTo: external ? threshold : .max)
+            guard external && head.count >= threshold else { return .blob(head) }
+            return try register(try blobs.write(head, followedBy: input))
+        case .blob(let reference):
+            guard external else { return .blob(try blobs.read(reference.digest)) }
+            let known = try database.scalar(
+                "SELECT size FROM deck_blob WHERE digest = ?", [.text(reference.digest.hexDigest)])
+            if known == nil {
+                // An existing file that nothing references yet: check it before adopting it.
+                let (digest, size) = try BlobStore.hashFile(at: blobs.path(for: reference.digest))
+                guard digest == reference.digest else {
+                    throw DeckError.blobUnavailable(
+                        digest: reference.digest.hexDigest, reason: "file is corrupt")
+                }
+                return try register(BlobReference(digest: digest, size: size))
+            }
+            return .text(reference.digest.hexDigest)
+        default:
+            throw invalid("expected data, not \(value.kindName)")
+        }
+    }
+
+    /// Makes sure `deck_blob` knows a blob; the triggers count its references.
+    private func register(_ reference: BlobReference) throws -> SQLValue {
+        try database.run(
+            "INSERT INTO deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
+            [.text(reference.digest.hexDigest), .integer(reference.size)])
+        return .text(reference.digest.hexDigest)
+    }
+
+    /// Applies the relationship values among `values` to record `id`.
+    private func setRelationships(_ values: [String: Value], of mapping: EntityMapping, id: Int64) throws {
+        for (position, (relationship, storage)) in mapping.relationships.enumerated() {
+            guard let value = values[relationship.name] else { continue }
+            guard let destination = self.mapping.entities[relationship.destination] else { continue }
+            var targets: [Int64]
+            switch (value, relationship.isToMany) {
+            case (.null, _): targets = []
+            case (.reference(let target), false): targets = [target]
+            case (.integer(let target), false): targets = [target]
+            case (.references(let list), true): targets = Array(Set(list)).sorted()
+            default:
+                throw DeckError.invalidValue(
+                    entity: mapping.name, property: relationship.name,
+                    reason: relationship.isToMany
+                        ? "a to-many relationship takes a list of record ids"
+                        : "a to-one relationship takes one record id or null")
+            }
+            for target in targets { _ = try concreteEntity(of: target, in: destination) }
+            switch storage {
+            case .ownColumn(let column):
+                if let inverse = relationship.inverse, let target = targets.first,
+                    let (inverseRelationship, _) = destination.relationship(inverse),
+                    !inverseRelationship.isToMany
+                {
+                    // One-to-one: whoever pointed at the target lets go first. Only records that have
+                    // this relationship: a sibling entity may use the same column for its own.
+                    let declarer = self.mapping.entities[mapping.declarers[position]] ?? mapping
+                    let family = declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
+                    try database.run(
+                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL "
+                            + "WHERE \(quote(column)) = ? AND _pk != ?\(family)",
+                        [.integer(target), .integer(id)])
+                }
+                try database.run(
+                    "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                    [targets.first.map { .integer($0) } ?? .null, .integer(id)])
+            case .inverseColumn(let table, let column):
+                let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+                try database.run(
+                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
+                    [.integer(id)])
+                for target in targets {
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                        [.integer(id), .integer(target)])
+                }
+            case .joinTable(let table, let near, let far):
+                try database.run("DELETE FROM \(quote(table)) WHERE \(near) = ?", [.integer(id)])
+                for target in targets {
+                    try database.run(
+                        "INSERT INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
+                        [.integer(id), .integer(target)])
+                }
+            }
+        }
+    }
+
+    /// The ids related to record `id` (of a table `table`) through a relationship's storage, whose
+    /// destination is `destination` (spec section 9.1).
+    func relatedIDs(_ id: Int64, storage: RelationshipStorage, table: String, destination: EntityMapping)
+        throws -> [Int64]
+    {
+        let sql: String
+        switch storage {
+        case .ownColumn(let column):
+            sql =
+                "SELECT \(quote(column)) FROM \(quote(table)) WHERE _pk = ? AND \(quote(column)) IS NOT NULL"
+        case .inverseColumn(let other, let column):
+            // Only the destination's records: sibling entities may share the column.
+            let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+            sql = "SELECT _pk FROM \(quote(other)) WHERE \(quote(column)) = ?\(family) ORDER BY _pk"
+        case .joinTable(let join, let near, let far):
+            sql = "SELECT \(far) FROM \(quote(join)) WHERE \(near) = ? ORDER BY \(far)"
+        }
+        return try database.rows(sql, [.integer(id)]).compactMap { $0.first?.int64 }
+    }
+
+    /// A record's identity across tables (ids are unique only within a table).
+    struct RecordKey: Hashable {
+        let table: String
+        let id: Int64
+    }
+
+    private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>) throws {
+        let concrete = try concreteEntity(of: id, in: mapping)
+        guard let actual = self.mapping.entities[concrete],
+            deleted.insert(RecordKey(table: actual.table, id: id)).inserted
+        else { return }
+        for (relationship, storage) in actual.relationships {
+            guard let destination = self.mapping.entities[relationship.destination] else { continue }
+            let related = try relatedIDs(id, storage: storage, table: actual.table, destination: destination)
+            guard !related.isEmpty else { continue }
+            switch relationship.deleteRule {
+            case .deny:
+                throw DeckError.deleteDenied(
+                    entity: concrete, id: id, relationship: relationship.name, count: related.count)
+            case .cascade:
+                for other in related where !deleted.contains(RecordKey(table: destination.table, id: other)) {
+                    // Cascades in the same table would otherwise revisit ids already gone.
+                    if (try? concreteEntity(of: other, in: destination)) != nil {
+                        try deleteRecord(other, of: destination, deleted: &deleted)
+                    }
+                }
+            case .nullify:
+                if case .inverseColumn(let table, let column) = storage {
+                    let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
+                        [.integer(id)])
+                }
+            case .noAction:
+                break
+            }
+        }
+        // Whoever else points at this record through a column must let go too, unless its
+        // relationship says noAction (the dangling reference is then the schema's choice) and the
+        // column is no foreign key. Each relationship clears only its own entity's rows: a sibling
+        // entity may use the same column for its own relationship, with its own rules.
+        for reference in self.mapping.references(to: concrete) {
+            let inverseRule = reference.relationship.inverse.flatMap {
+                actual.relationship($0)?.relationship.deleteRule
+            }
+            guard
+                reference.isForeignKey
+                    || (reference.relationship.deleteRule != .noAction && inverseRule != .noAction)
+            else { continue }
+            let family = reference.declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
+            try database.run(
+                "UPDATE \(quote(reference.declarer.table)) SET \(quote(reference.column)) = NULL "
+                    + "WHERE \(quote(reference.column)) = ?\(family)",
+                [.integer(id)])
+        }
+        try database.run("DELETE FROM \(quote(actual.table)) WHERE _pk = ?", [.integer(id)])
+    }
+
+    // MARK: Reading
+
+    /// The records `query` matches.
+    public func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {
+        var records: [Record] = []
+        try forEach(query) { records.append($0) }
+        return records
+    }
+
+    /// Calls `body` for each record `query` matches, without collecting them all.
+    public func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
+        let mapping = try self.mapping.entity(query.entity)
+        // What to read for each entity the query can return: one result column per distinct column
+        // expression. Siblings can give one name different storage (an attribute in one, a to-one
+        // relationship in another), so each entity has its own list.
+        var columns = ["r._pk", "r._entity"]
+        var positions: [String: Int] = [:]
+        func column(_ expression: String) -> Int {
+            if let known = positions[expression] { return known }
+            columns.append(expression)
+            positions[expression] = columns.count - 1
+            return columns.count - 1
+        }
+        typealias Reader = (name: String, column: Int, attribute: Attribute?)
+        var readers: [String: [Reader]] = [:]
+        let members = query.includesSubentities ? mapping.family : [mapping.name]
+        for member in members.compactMap({ self.mapping.entities[$0] }) {
+            var list: [Reader] = []
+            for attribute in member.attributes {
+                list.append((attribute.name, column("r.\(quote(attribute.name))"), attribute))
+            }
+            for (relationship, storage) in member.relationships where !relationship.isToMany {
+                let expression: String
+                switch storage {
+                case .ownColumn(let name): expression = "r.\(quote(name))"
+                case .inverseColumn(let table, let name):
+                    // Only the destination's records: sibling entities may share the column.
+                    let family =
+                        self.mapping.entities[relationship.destination]?.familyCondition("u").map {
+                            " AND " + $0
+                        }
+                        ?? ""
+                    expression =
+                        "(SELECT u._pk FROM \(quote(table)) u WHERE u.\(quote(name)) = r._pk\(family) "
+                        + "ORDER BY u._pk LIMIT 1)"
+                case .joinTable: continue
+                }
+                list.append((relationship.name, column(expression), nil))
+            }
+            readers[member.name] = list
+        }
+        let (sql, arguments) = try selectSQL(
+            query, mapping: mapping, columns: columns.joined(separator: ", "))
+        var sizes: [Digest: Int64] = [:]
+        func blobSize(_ digest: Digest) -> Int64 {
+            if let size = sizes[digest] { return size }
+            let size =
+                (try? database.scalar(
+                    "SELECT size FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??.int64 ?? -1
+            sizes[digest] = size
+            return size
+        }
+        do {
+            let statement = try database.prepare(sql)
+            try statement.bind(arguments)
+            var last: (entity: String, readers: [Reader]) = ("", [])
+            while try statement.step() {
+                let entityName = statement.text(at: 1)
+                if entityName != last.entity { last = (entityName, readers[entityName] ?? []) }
+                var values: [String: Value] = [:]
+                values.reserveCapacity(last.readers.count)
+                for reader in last.readers {
+                    let raw = statement.value(at: reader.column)
+                    if let attribute = reader.attribute {
+                        values[reader.name] = Value(sql: raw, attribute: attribute, blobSize: blobSize)
+                    } else {
+                        values[reader.name] = raw.int64.map(Value.reference) ?? .null
+                    }
+                }
+                try body(Record(entity: entityName, id: statement.int64(at: 0), values: values))
+            }
+        } catch {
+            throw translateQueryError(error)
+        }
+    }
+
+    /// The ids of the records `query` matches, in order.
+    public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
+        let mapping = try self.mapping.entity(query.entity)
+        let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "r._pk")
+        do {
+            return try database.prepareAndCollect(sql, arguments) { $0.int64(at: 0) }
+        } catch {
+            throw translateQueryError(error)
+        }
+    }
+
+    /// How many records `query` matches (its window applies).
+    public func count(_ query: RecordQuery) throws(DeckError) -> Int {
+        let mapping = try self.mapping.entity(query.entity)
+        let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "1")
+        do {
+            return Int(try database.scalar("SELECT count(*) FROM (\(sql))", arguments)?.int64 ?? 0)
+        } catch {
+            throw translateQueryError(error)
+        }
+    }
+
+    /// One record by id, or nil.
+    public func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
+        try fetch(RecordQuery(entity, filter: .compare("_pk", .equal, .integer(id)), limit: 1)).first
+    }
+
+    /// The ids a relationship of record `id` holds (to-one: zero or one).
+    public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
+        let mapping = try self.mapping.entity(entity)
+        guard let (found, storage) = mapping.relationship(relationship) else {
+            throw DeckError.unknownProperty(
+                entity: entity, name: relationship,
+                known: mapping.propertyNames)
+        }
+        do {
+            let destination = try self.mapping.entity(found.destination)
+            return try relatedIDs(id, storage: storage, table: mapping.table, destination: destination)
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    private func selectSQL(_ query: RecordQuery, mapping: EntityMapping, columns: String) throws(DeckError) -> (
+        String, [SQLValue]
+    ) {
+        var compiler = QueryCompiler(mapping: self.mapping, entity: mapping)
+        return try compiler.select(query, columns: columns)
+    }
+
+    /// ``translate(_:)``, and a query that SQLite finds too complex is the input's fault. (The
+    /// compiler keeps within SQLite's limits; this is the last line of defence.)
+    private func translateQueryError(_ error: any Error) -> DeckError {
+        if let error = error as? SQLiteError, error.primaryCode == SQLITE_ERROR,
+            Self.complexityMessages.contains(where: { error.message.contains($0) })
+        {
+            return .invalidQuery(
+                "the query is too complex for SQLite (\(error.message)); simplify the filter")
+        }
+        return translate(error)
+    }
+
+    private static let complexityMessages = [
+        "parser stack overflow", "Expression tree is too large", "too many SQL variables", "tables in a join",
+        "too many columns", "too many terms", "string or blob too big",
+    ]
+}
+
+extension Database {
+    /// Prepares `sql` (uncached), binds `arguments` and maps every row.
+    func prepareAndCollect<T>(_ sql: String, _ arguments: [SQLValue], _ map: (Statement) -> T) throws -> [T] {
+        let statement = try prepare(sql)
+        try statement.bind(arguments)
+        var result: [T] = []
+        while try statement.step() { result.append(map(statement)) }
+        return result
+    }
+}

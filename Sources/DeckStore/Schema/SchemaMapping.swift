@@ -1,0 +1,659 @@
+import Foundation
+
+/// Where a relationship's links live in the store (spec: "Relationships").
+enum RelationshipStorage: Equatable {
+    /// A column on this entity's table holding the target's `_pk`.
+    case ownColumn(column: String)
+    /// A column on the destination's table holding this record's `_pk` (the inverse's own column).
+    case inverseColumn(table: String, column: String)
+    /// A join table with one row per link; `near` holds this side's `_pk`, `far` the other's.
+    case joinTable(table: String, near: String, far: String)
+}
+
+extension StoreSchema {
+    /// The format's limits on a schema (spec section 5.9). A schema beyond any of them is invalid:
+    /// they keep every table within SQLite's default limits (2,000 columns) and every operation on
+    /// the schema close to linear in its size.
+    public enum Limits {
+        /// Entities in a schema.
+        public static let entities = 1_000
+        /// Entities in one inheritance chain, from the root to an entity, both included.
+        public static let inheritanceDepth = 100
+        /// Properties (attributes and relationships) declared by the entities of one hierarchy in
+        /// all; so also the columns of one table (besides `_pk` and `_entity`) and the properties of
+        /// one entity, inherited ones included.
+        public static let propertiesPerHierarchy = 1_000
+        /// Properties and unique constraints of every entity, inherited ones included, summed over
+        /// the schema's entities.
+        public static let expandedProperties = 100_000
+        /// Entries of `uniqueConstraints` and `indexes` that one entity declares, together.
+        public static let indexesPerEntity = 100
+        /// Properties named by one entry of `uniqueConstraints` or `indexes`.
+        public static let propertiesPerIndex = 32
+        /// Bytes in an entity, attribute or relationship name.
+        public static let nameLength = 64
+        /// Tables, indexes and triggers that the schema maps to (spec section 6). SQLite takes time
+        /// quadratic in their number to create them (about a second for 3,000).
+        public static let storeObjects = 4_000
+    }
+}
+
+/// An entity with everything inherited resolved, and its mapping to the store.
+final class EntityMapping: Sendable {
+    let entity: Entity
+    /// The table: the name of the hierarchy's root entity.
+    let table: String
+    /// This entity and all its descendants, in schema order: the `_entity` values a fetch of it matches.
+    let family: [String]
+    /// Attributes, inherited first.
+    let attributes: [Attribute]
+    /// Relationships, inherited first, with their storage.
+    let relationships: [(relationship: Relationship, storage: RelationshipStorage)]
+    /// For each of ``relationships``, the entity that declares it (this one or an ancestor).
+    let declarers: [String]
+    private let attributePositions: [String: Int]
+    private let relationshipPositions: [String: Int]
+
+    init(
+        entity: Entity, table: String, family: [String], attributes: [Attribute],
+        relationships: [(relationship: Relationship, storage: RelationshipStorage)], declarers: [String]
+    ) {
+        self.entity = entity
+        self.table = table
+        self.family = family
+        self.attributes = attributes
+        self.relationships = relationships
+        self.declarers = declarers
+        var attributePositions: [String: Int] = [:]
+        for (index, attribute) in attributes.enumerated() { attributePositions[attribute.name] = index }
+        var relationshipPositions: [String: Int] = [:]
+        for (index, relationship) in relationships.enumerated() {
+            relationshipPositions[relationship.relationship.name] = index
+        }
+        self.attributePositions = attributePositions
+        self.relationshipPositions = relationshipPositions
+    }
+
+    var name: String { entity.name }
+
+    /// Whether this entity is the root of its hierarchy, so that its family is every row of the table.
+    var isRoot: Bool { entity.superentity == nil }
+
+    /// `alias._entity IN ('A', 'B')` (without `alias.` when nil): the rows of this entity's family;
+    /// nil for a root entity, whose family is the whole table. Entity names are validated
+    /// identifiers, so they are safe as literals.
+    func familyCondition(_ alias: String?) -> String? {
+        guard !isRoot else { return nil }
+        return (alias.map { $0 + "." } ?? "") + "_entity IN ("
+            + family.map { "'\($0)'" }.joined(separator: ", ") + ")"
+    }
+
+    /// `INSERT INTO table(_entity, every attribute) VALUES ('Entity', ?, …)`. The entity name
+    /// is a validated identifier, so it is safe as a literal (and saves binding it per row).
+    var insertSQL: String {
+        "INSERT INTO \(quote(table))("
+            + (["_entity"] + attributes.map { quote($0.name) }).joined(separator: ", ")
+            + ") VALUES ('\(name)'" + String(repeating: ", ?", count: attributes.count) + ")"
+    }
+
+    /// The position of attribute `name` in ``attributes``.
+    func attributePosition(_ name: String) -> Int? {
+        // A handful of names compare faster than one hash.
+        if attributes.count <= 8 { return attributes.firstIndex { $0.name == name } }
+        return attributePositions[name]
+    }
+
+    func attribute(_ name: String) -> Attribute? { attributePosition(name).map { attributes[$0] } }
+
+    /// The position of relationship `name` in ``relationships``.
+    func relationshipPosition(_ name: String) -> Int? {
+        if relationships.count <= 8 { return relationships.firstIndex { $0.relationship.name == name } }
+        return relationshipPositions[name]
+    }
+
+    func relationship(_ name: String) -> (relationship: Relationship, storage: RelationshipStorage)? {
+        relationshipPosition(name).map { relationships[$0] }
+    }
+
+    var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.relationship.name) }
+}
+
+/// A to-one relationship stored as an own column, seen from the entity it points to.
+struct IncomingReference {
+    /// The entity that declares the relationship (its family's rows hold it).
+    let declarer: EntityMapping
+    let relationship: Relationship
+    let column: String
+    /// Whether the column is a foreign key (spec section 6.4), so it can never dangle.
+    let isForeignKey: Bool
+}
+
+/// A validated schema with its table mapping. Built once per open, in time close to linear in
+/// the schema's size (its limits, ``Schema/Limits``, bound the rest).
+struct SchemaMapping {
+    let schema: StoreSchema
+    let entities: [String: EntityMapping]
+    /// Entity names in schema order.
+    let entityNames: [String]
+    /// Own-column relationships by the name of their destination entity.
+    let incoming: [String: [IncomingReference]]
+    /// `table + "." + column` of every own column that is a foreign key (spec section 6.4).
+    let foreignKeyColumns: Set<String>
+    /// The entities of each table, in schema order, by table name.
+    let members: [String: [EntityMapping]]
+
+    /// Names the format reserves: prefixes of metadata tables and columns.
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first.properties.isAlphabetic || first == "_" else {
+            return false
+        }
+        guard !name.hasPrefix("_"), !name.lowercased().hasPrefix("deck_"),
+            !name.lowercased().hasPrefix("sqlite_")
+        else { return false }
+        return name.unicodeScalars.allSatisfy {
+            ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") && $0.isASCII
+        } && name.utf8.count <= StoreSchema.Limits.nameLength
+    }
+
+    init(_ schema: StoreSchema) throws(DeckError) {
+        self.schema = schema
+        let declared = schema.entities
+        let count = declared.count
+        guard count <= StoreSchema.Limits.entities else {
+            throw DeckError.invalidSchema(
+                "the schema has \(count) entities; at most \(StoreSchema.Limits.entities) are allowed")
+        }
+
+        // Names: valid, and unique without regard to case. Positions by exact name.
+        var position: [String: Int] = [:]
+        var lowercased: Set<String> = []
+        for (index, entity) in declared.enumerated() {
+            guard Self.isValidName(entity.name) else {
+                throw DeckError.invalidSchema(
+                    "entity name '\(entity.name)' must be ASCII letters, digits and '_', start with a letter, "
+                        + "and not start with 'deck_' or 'sqlite_'")
+            }
+            guard lowercased.insert(entity.name.lowercased()).inserted else {
+                throw DeckError.invalidSchema(
+                    "entity '\(entity.name)' is declared twice (names are case-insensitive)")
+            }
+            position[entity.name] = index
+        }
+
+        // Inheritance: each entity's parent and depth, refusing unknown parents and cycles. Every
+        // entity is walked once: a walk stops at the first entity whose depth is already known.
+        var parent = [Int?](repeating: nil, count: count)
+        var depth = [Int](repeating: 0, count: count)  // 0: not known yet
+        var onPath = [Bool](repeating: false, count: count)
+        for start in 0..<count where depth[start] == 0 {
+            var path: [Int] = []
+            var current = start
+            var base = 0
+            while true {
+                guard let parentName = declared[current].superentity else {
+                    base = 0
+                    path.append(current)
+                    break
+                }
+                guard let parentIndex = position[parentName] else {
+                    throw DeckError.invalidSchema(
+                        "entity '\(declared[current].name)' inherits from unknown entity '\(parentName)'")
+                }
+                parent[current] = parentIndex
+                path.append(current)
+                onPath[current] = true
+                if onPath[parentIndex] {
+                    throw DeckError.invalidSchema(
+                        "entity '\(parentName)' inherits from itself through '\(declared[current].name)'")
+                }
+                if depth[parentIndex] != 0 {
+                    base = depth[parentIndex]
+                    break
+                }
+                current = parentIndex
+            }
+            for (offset, index) in path.reversed().enumerated() {
+                depth[index] = base + offset + 1
+                onPath[index] = false
+            }
+        }
+        func root(of index: Int) -> Int {
+            var current = index
+            while let next = parent[current] { current = next }
+            return current
+        }
+        if let deepest = depth.indices.max(by: { depth[$0] < depth[$1] }),
+            depth[deepest] > StoreSchema.Limits.inheritanceDepth
+        {
+            throw DeckError.invalidSchema(
+                "entity '\(declared[deepest].name)' is \(depth[deepest]) levels deep in the inheritance "
+                    + "chain from '\(declared[root(of: deepest)].name)'; at most "
+                    + "\(StoreSchema.Limits.inheritanceDepth) levels are allowed")
+        }
+        // Parents before children: by depth, stably.
+        let byDepth = (0..<count).sorted { depth[$0] < depth[$1] || (depth[$0] == depth[$1] && $0 < $1) }
+        var rootOf = [Int](repeating: 0, count: count)
+        for index in byDepth { rootOf[index] = parent[index].map { rootOf[$0] } ?? index }
+
+        // Sizes, before anything grows with them.
+        var hierarchyProperties: [Int: Int] = [:]
+        var expanded = [Int](repeating: 0, count: count)
+        for index in byDepth {
+            let entity = declared[index]
+            let own = entity.attributes.count + entity.relationships.count
+            hierarchyProperties[rootOf[index], default: 0] += own
+            expanded[index] = (parent[index].map { expanded[$0] } ?? 0) + own + entity.uniqueConstraints.count
+            let indexes = entity.uniqueConstraints.count + entity.indexes.count
+            guard indexes <= StoreSchema.Limits.indexesPerEntity else {
+                throw DeckError.invalidSchema(
+                    "entity '\(entity.name)' declares \(indexes) unique constraints and indexes; at most "
+                        + "\(StoreSchema.Limits.indexesPerEntity) are allowed")
+            }
+            for group in entity.uniqueConstraints + entity.indexes
+            where group.count > StoreSchema.Limits.propertiesPerIndex {
+                throw DeckError.invalidSchema(
+                    "'\(entity.name)': a unique constraint or index names \(group.count) properties; at most "
+                        + "\(StoreSchema.Limits.propertiesPerIndex) are allowed")
+            }
+        }
+        for (rootIndex, properties) in hierarchyProperties.sorted(by: { $0.key < $1.key })
+        where properties > StoreSchema.Limits.propertiesPerHierarchy {
+            throw DeckError.invalidSchema(
+                "the entities of hierarchy '\(declared[rootIndex].name)' (table '\(declared[rootIndex].name)') "
+                    + "declare \(properties) properties; at most \(StoreSchema.Limits.propertiesPerHierarchy) are "
+                    + "allowed in one hierarchy")
+        }
+        let expandedTotal = expanded.reduce(0, +)
+        guard expandedTotal <= StoreSchema.Limits.expandedProperties else {
+            throw DeckError.invalidSchema(
+                "counting inherited ones, the entities have \(expandedTotal) properties and unique constraints "
+                    + "in all; at most \(StoreSchema.Limits.expandedProperties) are allowed (subentities repeat what "
+                    + "they inherit)")
+        }
+
+        // Declared properties by exact name, per entity; relationships also by the inverse they name.
+        var declaredAttributes = [[String: Int]](repeating: [:], count: count)
+        var declaredRelationships = [[String: Int]](repeating: [:], count: count)
+        var namingInverse = [[String: [Int]]](repeating: [:], count: count)
+        var foldedNames = [Set<String>](repeating: [], count: count)
+        for index in byDepth {
+            let entity = declared[index]
+            for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
+                guard Self.isValidName(name) else {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(name)': property names must be ASCII letters, digits and '_', "
+                            + "start with a letter, and not start with 'deck_'")
+                }
+                // Unique within the entity, inherited ones included, without regard to case.
+                let folded = name.lowercased()
+                var ancestor = parent[index]
+                var inherited = false
+                while let current = ancestor, !inherited {
+                    inherited = foldedNames[current].contains(folded)
+                    ancestor = parent[current]
+                }
+                guard !inherited, foldedNames[index].insert(folded).inserted else {
+                    throw DeckError.invalidSchema("'\(entity.name).\(name)' is declared twice")
+                }
+            }
+            for (offset, attribute) in entity.attributes.enumerated() {
+                declaredAttributes[index][attribute.name] = offset
+            }
+            for (offset, relationship) in entity.relationships.enumerated() {
+                declaredRelationships[index][relationship.name] = offset
+                if let inverse = relationship.inverse {
+                    namingInverse[index][inverse, default: []].append(offset)
+                }
+            }
+        }
+        for entity in declared {
+            for attribute in entity.attributes {
+                if attribute.options.contains(.externalStorage) && attribute.type != .data {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(attribute.name)': externalStorage applies to data attributes only")
+                }
+                if let threshold = attribute.externalThreshold, threshold < 1 {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name).\(attribute.name)': externalThreshold must be at least 1")
+                }
+                if let problem = attribute.defaultProblem {
+                    throw DeckError.invalidSchema("'\(entity.name).\(attribute.name)': \(problem)")
+                }
+            }
+        }
+
+        /// The relationship `name` of entity `index`, declared or inherited: (declarer, position).
+        func findRelationship(_ name: String, on index: Int) -> (Int, Int)? {
+            var current: Int? = index
+            while let entity = current {
+                if let offset = declaredRelationships[entity][name] { return (entity, offset) }
+                current = parent[entity]
+            }
+            return nil
+        }
+        func findAttribute(_ name: String, on index: Int) -> Bool {
+            var current: Int? = index
+            while let entity = current {
+                if declaredAttributes[entity][name] != nil { return true }
+                current = parent[entity]
+            }
+            return false
+        }
+        func isAncestorOrSelf(_ ancestor: Int, of index: Int) -> Bool {
+            var current: Int? = index
+            while let entity = current, depth[entity] >= depth[ancestor] {
+                if entity == ancestor { return true }
+                current = parent[entity]
+            }
+            return false
+        }
+        /// Root first, `index` last.
+        func chain(_ index: Int) -> [Int] {
+            var result: [Int] = []
+            var current: Int? = index
+            while let entity = current {
+                result.append(entity)
+                current = parent[entity]
+            }
+            return result.reversed()
+        }
+
+        // Relationship storage: once per declared relationship (every entity inheriting it shares it).
+        struct Resolved {
+            var relationship: Relationship
+            var storage: RelationshipStorage
+            /// The inverse: its declarer and position.
+            var inverse: (entity: Int, offset: Int)?
+        }
+        var resolved = [[Resolved]](repeating: [], count: count)
+        for owner in 0..<count {
+            for relationship in declared[owner].relationships {
+                let label = "'\(declared[owner].name).\(relationship.name)'"
+                guard let destination = position[relationship.destination] else {
+                    throw DeckError.invalidSchema(
+                        "relationship \(label) points to unknown entity '\(relationship.destination)'")
+                }
+                let destinationTable = declared[rootOf[destination]].name
+                var inverse: (entity: Int, offset: Int)?
+                if let inverseName = relationship.inverse {
+                    guard let (declarer, offset) = findRelationship(inverseName, on: destination) else {
+                        throw DeckError.invalidSchema(
+                            "relationship \(label) names inverse '\(inverseName)', "
+                                + "which '\(relationship.destination)' does not have")
+                    }
+                    let found = declared[declarer].relationships[offset]
+                    guard let target = position[found.destination], isAncestorOrSelf(target, of: owner) else {
+                        throw DeckError.invalidSchema(
+                            "'\(relationship.destination).\(inverseName)' points to '\(found.destination)', "
+                                + "so it cannot be the inverse of \(label)")
+                    }
+                    if let back = found.inverse, back != relationship.name {
+                        throw DeckError.invalidSchema(
+                            "\(label) and '\(relationship.destination).\(inverseName)' disagree about their inverse"
+                        )
+                    }
+                    inverse = (declarer, offset)
+                } else {
+                    // The first relationship of the destination, inherited ones first, that names this one.
+                    search: for entity in chain(destination) {
+                        for offset in namingInverse[entity][relationship.name] ?? [] {
+                            if let target = position[declared[entity].relationships[offset].destination],
+                                isAncestorOrSelf(target, of: owner)
+                            {
+                                inverse = (entity, offset)
+                                break search
+                            }
+                        }
+                    }
+                }
+                var effective = relationship
+                let ownKey = declared[owner].name + "." + relationship.name
+                let storage: RelationshipStorage
+                if let (declarer, offset) = inverse {
+                    let other = declared[declarer].relationships[offset]
+                    effective.inverse = other.name
+                    let otherKey = declared[declarer].name + "." + other.name
+                    guard otherKey != ownKey else {
+                        throw DeckError.invalidSchema("\(label) cannot be its own inverse")
+                    }
+                    switch (relationship.isToMany, other.isToMany) {
+                    case (false, true):
+                        storage = .ownColumn(column: relationship.name)
+                    case (false, false):
+                        // One-to-one: the side whose "Entity.relationship" sorts first holds the column.
+                        storage =
+                            ownKey < otherKey
+                            ? .ownColumn(column: relationship.name)
+                            : .inverseColumn(table: destinationTable, column: other.name)
+                    case (true, false):
+                        storage = .inverseColumn(table: destinationTable, column: other.name)
+                    case (true, true):
+                        storage =
+                            ownKey < otherKey
+                            ? .joinTable(table: ownKey, near: "source", far: "target")
+                            : .joinTable(table: otherKey, near: "target", far: "source")
+                    }
+                } else {
+                    effective.inverse = nil
+                    storage =
+                        relationship.isToMany
+                        ? .joinTable(table: ownKey, near: "source", far: "target")
+                        : .ownColumn(column: relationship.name)
+                }
+                resolved[owner].append(Resolved(relationship: effective, storage: storage, inverse: inverse))
+            }
+        }
+
+        // Inverses pair up: each relationship's inverse has it as its inverse, so no two relationships
+        // share one, and both sides read and write one storage.
+        var claimed: [String: String] = [:]
+        for owner in 0..<count {
+            for (offset, relationship) in resolved[owner].enumerated() {
+                guard let (declarer, inverseOffset) = relationship.inverse else { continue }
+                let ownKey = declared[owner].name + "." + relationship.relationship.name
+                let inverseKey =
+                    declared[declarer].name + "." + declared[declarer].relationships[inverseOffset].name
+                if let first = claimed[inverseKey] {
+                    throw DeckError.invalidSchema(
+                        "'\(first)' and '\(ownKey)' both have '\(inverseKey)' as their inverse; a relationship "
+                            + "is the inverse of at most one other")
+                }
+                claimed[inverseKey] = ownKey
+                let back = resolved[declarer][inverseOffset].inverse
+                guard let back, back.entity == owner, back.offset == offset else {
+                    let backName =
+                        back.map {
+                            "'\(declared[$0.entity].name).\(declared[$0.entity].relationships[$0.offset].name)'"
+                        }
+                        ?? "none"
+                    throw DeckError.invalidSchema(
+                        "'\(ownKey)' has '\(inverseKey)' as its inverse, but the inverse of '\(inverseKey)' is "
+                            + "\(backName); inverses pair up only when each one's destination is the entity that "
+                            + "declares the other (here '\(inverseKey)' would need destination "
+                            + "'\(declared[owner].name)' and '\(ownKey)' destination '\(declared[declarer].name)')"
+                    )
+                }
+            }
+        }
+
+        // Indexes and unique constraints name attributes, or to-one relationships stored in this table.
+        for index in 0..<count {
+            let entity = declared[index]
+            for group in entity.uniqueConstraints + entity.indexes {
+                guard !group.isEmpty else {
+                    throw DeckError.invalidSchema(
+                        "'\(entity.name)': an index or unique constraint lists no attributes")
+                }
+                for name in group where !findAttribute(name, on: index) {
+                    guard let (declarer, offset) = findRelationship(name, on: index),
+                        !declared[declarer].relationships[offset].isToMany
+                    else {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name)': index or unique constraint names unknown attribute '\(name)'")
+                    }
+                    guard case .ownColumn = resolved[declarer][offset].storage else {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name)': index or unique constraint names '\(name)', a relationship whose "
+                                + "links are not stored in this entity's table")
+                    }
+                }
+            }
+        }
+
+        // Entities sharing a table must not give one column two meanings, nor two spellings: SQLite
+        // compares column names without regard to ASCII case.
+        var columns: [String: (name: String, meaning: String, owner: String)] = [:]
+        for index in 0..<count {
+            let entity = declared[index]
+            let table = declared[rootOf[index]].name
+            var own: [(String, String)] = entity.attributes.map { attribute in
+                (
+                    attribute.name,
+                    attribute.type.rawValue
+                        + (attribute.options.contains(.externalStorage) ? "+external" : "")
+                )
+            }
+            for relationship in resolved[index] {
+                if case .ownColumn(let column) = relationship.storage {
+                    own.append((column, "reference to " + relationship.relationship.destination))
+                }
+            }
+            for (column, meaning) in own {
+                let key = table + "." + column.lowercased()
+                if let existing = columns[key] {
+                    guard existing.name == column else {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name).\(column)' and '\(existing.owner).\(existing.name)' would both be "
+                                + "column '\(existing.name)' of the shared table '\(table)' (column names "
+                                + "compare without regard to case); spell them the same")
+                    }
+                    guard existing.meaning == meaning else {
+                        throw DeckError.invalidSchema(
+                            "'\(entity.name).\(column)' (\(meaning)) conflicts with a sibling's '\(column)' "
+                                + "('\(existing.owner).\(column)', \(existing.meaning)) in the shared table '\(table)'"
+                        )
+                    }
+                } else {
+                    columns[key] = (column, meaning, entity.name)
+                }
+            }
+        }
+
+        // Families, in schema order: every entity joins its own and each ancestor's.
+        var families = [[String]](repeating: [], count: count)
+        for index in 0..<count {
+            var current: Int? = index
+            while let entity = current {
+                families[entity].append(declared[index].name)
+                current = parent[entity]
+            }
+        }
+        var built = [EntityMapping?](repeating: nil, count: count)
+        for index in byDepth {
+            let entity = declared[index]
+            let inherited = parent[index].flatMap { built[$0] }
+            let relationships =
+                (inherited?.relationships ?? [])
+                + resolved[index].map { (relationship: $0.relationship, storage: $0.storage) }
+            built[index] = EntityMapping(
+                entity: entity, table: declared[rootOf[index]].name, family: families[index],
+                attributes: (inherited?.attributes ?? []) + entity.attributes, relationships: relationships,
+                declarers: (inherited?.declarers ?? [])
+                    + [String](repeating: entity.name, count: entity.relationships.count))
+        }
+        var mappings: [String: EntityMapping] = [:]
+        for case let mapping? in built { mappings[mapping.name] = mapping }
+
+        // A shared own column is a foreign key as the first entity in schema order that has it decides
+        // (spec section 6.4): unless its relationship's rule, or its inverse's, is noAction.
+        var foreignKeys: Set<String> = []
+        var decided: Set<String> = []
+        for case let mapping? in built {
+            for (relationship, storage) in mapping.relationships {
+                guard case .ownColumn(let column) = storage,
+                    decided.insert(mapping.table + "." + column).inserted
+                else { continue }
+                let inverseRule = relationship.inverse.flatMap {
+                    mappings[relationship.destination]?.relationship($0)?.relationship.deleteRule
+                }
+                if relationship.deleteRule != .noAction && inverseRule != .noAction {
+                    foreignKeys.insert(mapping.table + "." + column)
+                }
+            }
+        }
+        var incoming: [String: [IncomingReference]] = [:]
+        for index in 0..<count {
+            guard let declarer = built[index] else { continue }
+            for relationship in resolved[index] {
+                guard case .ownColumn(let column) = relationship.storage else { continue }
+                incoming[relationship.relationship.destination, default: []].append(
+                    IncomingReference(
+                        declarer: declarer, relationship: relationship.relationship, column: column,
+                        isForeignKey: foreignKeys.contains(declarer.table + "." + column)))
+            }
+        }
+        self.entities = mappings
+        self.entityNames = declared.map(\.name)
+        self.incoming = incoming
+        self.foreignKeyColumns = foreignKeys
+        var members: [String: [EntityMapping]] = [:]
+        for case let mapping? in built { members[mapping.table, default: []].append(mapping) }
+        self.members = members
+        // Each statement creates one table, index or trigger.
+        let objects = StoreDDL.statements(for: self).count
+        guard objects <= StoreSchema.Limits.storeObjects else {
+            throw DeckError.invalidSchema(
+                "the schema maps to \(objects) tables, indexes and triggers; at most "
+                    + "\(StoreSchema.Limits.storeObjects) are allowed (each entity hierarchy, join table, index and "
+                    + "external-storage trigger counts)")
+        }
+    }
+
+    /// The mapping of entity `name`, or an error suggesting the closest name.
+    func entity(_ name: String) throws(DeckError) -> EntityMapping {
+        if let mapping = entities[name] { return mapping }
+        throw DeckError.unknownEntity(name, known: entityNames)
+    }
+
+    /// Root entities (one table each), in schema order.
+    var roots: [EntityMapping] {
+        entityNames.compactMap { entities[$0] }.filter { $0.entity.superentity == nil }
+    }
+
+    /// The entity to name for a unique violation that SQLite reports on `columns` of `table`:
+    /// `writing`, the entity of the record being written, when one of its constraints has exactly
+    /// those columns; otherwise the one entity of the table that declares such a constraint;
+    /// otherwise the table.
+    func uniqueViolationEntity(table: String, columns: [String], writing: EntityMapping) -> String {
+        let wanted = Set(columns)
+        func constraints(declaredBy entity: Entity) -> [[String]] {
+            entity.attributes.filter { $0.options.contains(.unique) }.map { [$0.name] }
+                + entity.uniqueConstraints
+        }
+        if writing.table == table {
+            var current: EntityMapping? = writing
+            while let entity = current {
+                if constraints(declaredBy: entity.entity).contains(where: { Set($0) == wanted }) {
+                    return writing.name
+                }
+                current = entity.entity.superentity.flatMap { entities[$0] }
+            }
+        }
+        let declarers = (members[table] ?? []).filter {
+            constraints(declaredBy: $0.entity).contains { Set($0) == wanted }
+        }
+        return declarers.count == 1 ? declarers[0].name : table
+    }
+
+    /// The own-column relationships that can point at a record of entity `name`: those whose
+    /// destination is `name` or one of its ancestors.
+    func references(to name: String) -> [IncomingReference] {
+        var result: [IncomingReference] = []
+        var current = entities[name]
+        while let entity = current {
+            result += incoming[entity.name] ?? []
+            current = entity.entity.superentity.flatMap { entities[$0] }
+        }
+        return result
+    }
+}

@@ -1,0 +1,588 @@
+import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One Deck package on disk: its manifest, SQLite store, blob files and writer lock, with the
+/// generic, schema-driven record API (values by attribute name).
+///
+/// Changes made through a read-write package accumulate in one open transaction until
+/// ``save()`` commits them following the spec's save protocol (blob files durable first, then
+/// the commit, then unreferenced files removed), or ``rollback()`` discards them.
+///
+/// ```swift
+/// let doc = try DocumentPackage.create(at: url, contentType: "org.example.notes", schema: schema)
+/// let id = try doc.insert("Note", ["title": .string("Hello")])
+/// try doc.save()
+/// let notes = try doc.fetch(RecordQuery("Note", sort: [SortKey("title")]))
+/// try doc.close()
+/// ```
+///
+/// Not thread-safe: one package object belongs to one thread or task at a time. Other processes
+/// may read concurrently; a second writer gets ``DeckError/locked(path:pid:)``.
+public final class DocumentPackage {
+    /// How to open a package.
+    public enum Mode: Sendable {
+        /// Take the writer lock; changes are possible.
+        case readWrite
+        /// No lock; reads see committed states only.
+        case readOnly
+    }
+
+    /// The package directory.
+    public let url: URL
+    public let manifest: Manifest
+    public let mode: Mode
+    /// The stored schema.
+    public let schema: StoreSchema
+    let mapping: SchemaMapping
+    let database: Database
+    /// The package's blob files.
+    public let blobs: BlobStore
+    private var lock: WriterLock?
+    private var isClosed = false
+    /// Prepared insert statements by entity, made on first use.
+    var insertStatements: [String: Statement] = [:]
+    /// The entity and statement of the latest insert.
+    var lastInsert: (mapping: EntityMapping, statement: Statement)?
+
+    var path: String { url.path }
+
+    private init(
+        url: URL, manifest: Manifest, mode: Mode, schema: StoreSchema, mapping: SchemaMapping, database: Database,
+        lock: WriterLock?
+    ) {
+        self.url = url
+        self.manifest = manifest
+        self.mode = mode
+        self.schema = schema
+        self.mapping = mapping
+        self.database = database
+        self.blobs = BlobStore(packagePath: url.path)
+        self.lock = lock
+        blobs.isRegistered = { [unowned database] digest in
+            let row = try? database.scalar(
+                "SELECT 1 FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)])
+            return (row ?? nil) != nil
+        }
+    }
+
+    deinit {
+        if !isClosed { try? close() }
+    }
+
+    // MARK: Create
+
+    /// Creates a new, empty package at `url` and opens it for writing.
+    ///
+    /// The package is built under a temporary name beside `url` and renamed into place, so
+    /// `url` either does not exist or holds a complete package. Never replaces an existing path.
+    public static func create(at url: URL, contentType: String, schema: StoreSchema) throws(DeckError)
+        -> DocumentPackage
+    {
+        let mapping = try SchemaMapping(schema)
+        let target = url.standardizedFileURL.path
+        guard try FileSystem.status(target) == nil else { throw DeckError.alreadyExists(path: target) }
+        guard PackageLayout.isValidContentType(contentType) else {
+            throw DeckError.invalidSchema(
+                "content type '\(contentType)' must be 1 to 255 printable ASCII characters without spaces")
+        }
+        let parent = (target as NSString).deletingLastPathComponent
+        guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
+            throw DeckError.notFound(path: parent)
+        }
+        // `.NAME.creating-<16 hex>`, shortened to fit a file name, locked while it is built and
+        // removed on a signal; a stale one (no lock) is removed by the next create of NAME.
+        let staging = try Staging.make(beside: target, kind: .creating, isDirectory: true)
+        let temporary = staging.path
+        do {
+            try FileSystem.mkdir(temporary + "/" + PackageLayout.blobsDirectory)
+            try writeFileAtomically(
+                Manifest(contentType: contentType).encoded(), to: temporary + "/" + PackageLayout.manifest)
+            let storePath = temporary + "/" + PackageLayout.store
+            do {
+                let db = try Database(path: storePath, mode: .create)
+                defer { db.close() }
+                try db.execute("PRAGMA journal_mode=DELETE")
+                try db.execute("PRAGMA application_id=\(PackageLayout.applicationID)")
+                try db.execute("PRAGMA user_version=\(PackageLayout.formatVersion)")
+                try db.transaction {
+                    try db.execute(StoreDDL.metadata)
+                    for statement in StoreDDL.statements(for: mapping) { try db.execute(statement) }
+                    let now = Value.iso8601(Date())
+                    let meta: [(String, SQLValue)] = [
+                        ("format_version", .integer(Int64(PackageLayout.formatVersion))),
+                        ("content_type", .text(contentType)),
+                        ("schema", .text(try encodeSchema(schema))),
+                        ("schema_version", .text(schema.version)),
+                        ("created", .text(now)),
+                        ("modified", .text(now)),
+                    ]
+                    for (key, value) in meta {
+                        try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
+                    }
+                }
+            } catch {
+                throw DeckError.wrap(error)
+            }
+            let fd = try FileSystem.open(storePath, O_RDONLY)
+            defer { FileSystem.close(fd) }
+            try FileSystem.fsync(fd, path: storePath)
+            try FileSystem.fsyncDirectory(temporary)
+            try FileSystem.renameNoReplace(temporary, target)
+            staging.release()
+            try FileSystem.fsyncDirectory(parent.isEmpty ? "." : parent)
+        } catch {
+            staging.discard()
+            if case DeckError.alreadyExists = error { throw DeckError.alreadyExists(path: target) }
+            throw DeckError.wrap(error)
+        }
+        return try open(at: URL(fileURLWithPath: target), mode: .readWrite)
+    }
+
+    static func encodeSchema(_ schema: StoreSchema) throws(DeckError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(schema), as: UTF8.self)
+        } catch {
+            throw DeckError.invalidSchema("cannot encode schema: \(error)")
+        }
+    }
+
+    /// Writes `data` to `path` through a temporary file, fsynced, then renamed into place.
+    static func writeFileAtomically(_ data: Data, to path: String) throws(DeckError) {
+        let temporary = path + ".tmp-" + FileSystem.randomSuffix()
+        let fd = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
+        do {
+            defer { FileSystem.close(fd) }
+            try data.withUnsafeBytes { buffer in try FileSystem.write(fd, buffer, path: temporary) }
+            try FileSystem.fsync(fd, path: temporary)
+        } catch {
+            try? FileSystem.unlink(temporary)
+            throw DeckError.wrap(error)
+        }
+        do {
+            try FileSystem.rename(temporary, path)
+        } catch {
+            try? FileSystem.unlink(temporary)
+            throw error
+        }
+    }
+
+    // MARK: Open
+
+    /// Opens the package at `url`.
+    ///
+    /// Checks, in the order of the spec's section 2.2: the path is a directory; no fixed name is
+    /// a symbolic link; the manifest; every other fixed name is a regular file or directory as
+    /// the layout says; (for writing) the writer lock; the store's identity, versions and
+    /// `deck_meta`; the stored schema; and that the store's tables, indexes, triggers and views
+    /// are exactly those the schema derives, so that no planted trigger or view ever runs or
+    /// lies. A read-write open then removes temporaries a crashed writer left in `tmp/`.
+    ///
+    /// A read-only open writes no file of the package: see ``openStore(_:mode:packagePath:)``.
+    public static func open(at url: URL, mode: Mode = .readWrite) throws(DeckError) -> DocumentPackage {
+        let path = url.standardizedFileURL.path
+        guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            throw DeckError.notAPackage(path: path, reason: "it is a symbolic link; open its target instead")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
+        }
+        guard access(path, R_OK | X_OK) == 0 else {
+            throw DeckError.permissionDenied(path: path, operation: "open")
+        }
+        try PackageLayout.refuseLinks(packagePath: path)
+        let manifest = try Manifest.read(packagePath: path)
+        if mode == .readWrite && manifest.formatVersion > PackageLayout.formatVersion {
+            throw DeckError.tooNew(
+                path: path, version: manifest.formatVersion, supported: PackageLayout.formatVersion)
+        }
+        try PackageLayout.checkKinds(packagePath: path)
+        var lock: WriterLock?
+        if mode == .readWrite {
+            guard access(path, W_OK) == 0 else {
+                throw DeckError.permissionDenied(path: path, operation: "open for writing")
+            }
+            lock = try WriterLock.acquire(packagePath: path)
+        }
+        let storePath = path + "/" + PackageLayout.store
+        guard try FileSystem.status(storePath) != nil else {
+            throw DeckError.corrupt(path: path, reason: "\(PackageLayout.store) is missing")
+        }
+        let database: Database
+        let schema: StoreSchema
+        let mapping: SchemaMapping
+        do {
+            database = try openStore(storePath, mode: mode, packagePath: path)
+            do {
+                schema = try checkStore(database, packagePath: path, manifest: manifest)
+                mapping = try storedMapping(schema, packagePath: path)
+                if let refusal = try StoreObjects.firstRefusal(database, mapping: mapping) {
+                    throw DeckError.corrupt(
+                        path: path,
+                        reason:
+                            "the store's \(refusal.object.type) '\(refusal.object.name)' (\(refusal.code)): "
+                            + refusal.message)
+                }
+                if mode == .readWrite {
+                    try createLogFiles(storePath)
+                    _ = try database.pragma("journal_mode=WAL")
+                }
+            } catch {
+                database.close()
+                throw error
+            }
+        } catch let error as DeckError {
+            throw error
+        } catch let error as SQLiteError {
+            throw storeError(error, path: path, mode: mode)
+        } catch {
+            throw DeckError.wrap(error)
+        }
+        let package = DocumentPackage(
+            url: URL(fileURLWithPath: path), manifest: manifest, mode: mode, schema: schema, mapping: mapping,
+            database: database, lock: lock)
+        if mode == .readWrite { package.removeTemporaries() }
+        return package
+    }
+
+    /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer
+    /// switches the store to WAL mode: SQLite itself creates them only at the next transaction,
+    /// and a store whose header says WAL while they are missing is one that no reader can read
+    /// without creating files (spec: section 11.2). Empty files beside a store in rollback mode
+    /// mean nothing to SQLite.
+    static func createLogFiles(_ storePath: String) throws(DeckError) {
+        let permissions = (try FileSystem.status(storePath)).map { $0.st_mode & 0o666 } ?? 0o644
+        for path in [storePath + "-wal", storePath + "-shm"] {
+            let fd = try FileSystem.openRegular(path, O_RDWR | O_CREAT, mode: permissions)
+            FileSystem.close(fd)
+        }
+    }
+
+    /// What an SQLite failure while opening and checking the store means for the user.
+    static func storeError(_ error: SQLiteError, path: String, mode: Mode) -> DeckError {
+        let storePath = path + "/" + PackageLayout.store
+        if error.isCorruption {
+            return DeckError.corrupt(
+                path: path,
+                reason: "\(PackageLayout.store) is not a readable SQLite database (\(error.message))")
+        }
+        if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
+        if error.primaryCode == SQLITE_READONLY && mode == .readOnly {
+            return DeckError.permissionDenied(
+                path: storePath,
+                operation:
+                    "read the store: it needs recovery that only a writer can do; open the package for writing once"
+            )
+        }
+        if error.primaryCode == SQLITE_CANTOPEN || error.primaryCode == SQLITE_READONLY
+            || error.primaryCode == SQLITE_PERM || error.primaryCode == SQLITE_AUTH
+        {
+            return DeckError.permissionDenied(path: storePath, operation: "open store")
+        }
+        return DeckError.sqlite(error)
+    }
+
+    /// The mapping of a stored schema; an invalid one makes the package corrupt (spec: 5.8).
+    static func storedMapping(_ schema: StoreSchema, packagePath path: String) throws(DeckError) -> SchemaMapping {
+        do {
+            return try SchemaMapping(schema)
+        } catch .invalidSchema(let reason) {
+            throw DeckError.corrupt(path: path, reason: "the stored schema is invalid: \(reason)")
+        }
+    }
+
+    /// Opens the store of the package at `packagePath`.
+    ///
+    /// A reader never opens the store read-write and never creates, deletes or changes a file
+    /// of the package, with the one exception SQLite's locking protocol makes (spec: section
+    /// 11.2): while the store is in WAL mode, a reader's connection writes its read marks into
+    /// the existing shared-memory index `store.sqlite-shm`, and rebuilds that index there after
+    /// a writer died; this changes no data. SQLite would create `-wal` and `-shm` when the store
+    /// uses a log (its header says WAL mode, or a non-empty `-wal` exists) and one of them is
+    /// missing; writers never leave that state (they create both before switching to WAL, and
+    /// keep them when the switch back fails), so such a store is refused, with the advice to
+    /// open it for writing once. Where SQLite cannot use the index (it is not writable, or
+    /// needs a rebuild it refuses), the reader opens the store again with `readonly_shm=1`:
+    /// SQLite then reads the log through a private index in memory and writes nothing.
+    static func openStore(_ storePath: String, mode: Mode, packagePath: String) throws -> Database {
+        guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
+        let header: [UInt8]
+        do {
+            let fd = try FileSystem.openRegular(storePath, O_RDONLY)
+            defer { FileSystem.close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 100)
+            let n = try bytes.withUnsafeMutableBytes { raw throws(DeckError) in
+                try FileSystem.read(fd, into: raw.baseAddress!, count: 100, path: storePath)
+            }
+            header = Array(bytes[0..<n])
+        }
+        let wal = storePath + "-wal"
+        let shm = storePath + "-shm"
+        let walSize = try FileSystem.status(wal).map { Int64($0.st_size) }
+        let hasShm = try FileSystem.status(shm) != nil
+        let headerSaysWAL = header.count >= 20 && header[18] == 2 && header[19] == 2
+        if headerSaysWAL || (walSize ?? 0) > 0, walSize == nil || !hasShm {
+            let missing = walSize == nil ? PackageLayout.store + "-wal" : PackageLayout.store + "-shm"
+            throw DeckError.corrupt(
+                path: packagePath,
+                reason:
+                    "the store uses a write-ahead log but \(missing) is missing, so a reader cannot read it "
+                    + "without creating files; open the package for writing once (for example 'deck gc') "
+                    + "to fold the log into the store")
+        }
+        let first = Result { () throws(SQLiteError) in try probedReader(storePath, uriParameters: []) }
+        if case .failure(let error) = first, error.primaryCode == SQLITE_READONLY {
+            return try probedReader(storePath, uriParameters: [("readonly_shm", "1")])
+        }
+        return try first.get()
+    }
+
+    /// A read-only connection that has read the store's header (the first read is where SQLite
+    /// reports what it cannot do).
+    private static func probedReader(_ storePath: String, uriParameters: [(String, String)])
+        throws(SQLiteError)
+        -> Database
+    {
+        let database = try Database(path: storePath, mode: .readOnly, uriParameters: uriParameters)
+        do {
+            _ = try database.pragma("application_id")
+        } catch {
+            database.close()
+            throw error
+        }
+        return database
+    }
+
+    /// Checks the store's identity, versions and `deck_meta` (spec: sections 2.2 and 4.2) and
+    /// reads its schema. Any problem throws ``DeckError``: `notAPackage` for a foreign
+    /// `application_id`, `corrupt` otherwise.
+    /// - Parameter verifying: the verifier reports a wrong `content_type` or `schema_version`
+    ///   as findings of their own, so they are not checked here then.
+    static func checkStore(
+        _ db: Database, packagePath path: String, manifest: Manifest, verifying: Bool = false
+    ) throws -> StoreSchema {
+        let applicationID = try db.pragma("application_id")?.int64 ?? 0
+        guard applicationID == Int64(PackageLayout.applicationID) else {
+            throw DeckError.notAPackage(
+                path: path,
+                reason:
+                    "\(PackageLayout.store) is not a Deck store (application_id \(String(applicationID, radix: 16)))"
+            )
+        }
+        let userVersion = Int(try db.pragma("user_version")?.int64 ?? 0)
+        guard userVersion == manifest.formatVersion else {
+            throw DeckError.corrupt(
+                path: path,
+                reason:
+                    "store format version \(userVersion) does not match manifest \(manifest.formatVersion)")
+        }
+        let meta = try StoreMetadata.read(db, packagePath: path)
+        if let problem = meta.formatVersionProblem(userVersion: userVersion) {
+            throw DeckError.corrupt(path: path, reason: problem)
+        }
+        if !verifying, let problem = meta.contentTypeProblem(manifest: manifest) {
+            throw DeckError.corrupt(path: path, reason: problem)
+        }
+        let schema = try meta.schema(packagePath: path)
+        if !verifying, let problem = meta.schemaVersionProblem(schema) {
+            throw DeckError.corrupt(path: path, reason: problem)
+        }
+        return schema
+    }
+
+    /// Removes everything in `tmp/`: with the lock held, nothing there belongs to a live writer.
+    private func removeTemporaries() {
+        let tmp = blobs.tmpPath
+        guard FileSystem.isDirectory(tmp), let names = try? FileSystem.list(tmp) else { return }
+        for name in names { try? FileSystem.removeTree(tmp + "/" + name) }
+    }
+
+    // MARK: Transactions
+
+    /// True when there are changes that ``save()`` would commit.
+    public var hasChanges: Bool { database.isInTransaction }
+
+    func requireWritable() throws(DeckError) {
+        guard !isClosed else { throw DeckError.invalidQuery("\(path): the package is closed") }
+        guard mode == .readWrite else { throw DeckError.readOnly(path: path) }
+    }
+
+    /// Runs one change inside the open write transaction: a failed change is undone whole and
+    /// leaves earlier unsaved changes in place. A change of several statements runs in a
+    /// savepoint; one of a single statement (`atomic: false`) relies on SQLite undoing a failed
+    /// statement by itself, which saves two statements per insert.
+    func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
+        try requireWritable()
+        let createdBefore = blobs.createdSinceSave
+        let beginsTransaction = !database.isInTransaction
+        do {
+            if beginsTransaction { try database.run("BEGIN IMMEDIATE") }
+            return atomic ? try database.savepoint(body) : try body()
+        } catch {
+            // The first change failed: nothing was pending, so nothing is now.
+            if beginsTransaction && database.isInTransaction { try? database.run("ROLLBACK") }
+            // Files this failed change created and nothing now registers would be orphans.
+            removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
+            throw translate(error)
+        }
+    }
+
+    /// Runs `body` on one consistent snapshot: every fetch and count inside sees the same
+    /// committed state, even while another process commits. (A read-write package already sees
+    /// its own state, unsaved changes included; `body` simply runs.)
+    ///
+    /// ```swift
+    /// let (cards, decks) = try document.withSnapshot {
+    ///     (try document.count(Query("Card")), try document.count(Query("Deck")))
+    /// }
+    /// ```
+    public func withSnapshot<T>(_ body: () throws -> T) throws -> T {
+        guard mode == .readOnly, !database.isInTransaction else { return try body() }
+        do {
+            try database.execute("BEGIN DEFERRED")
+        } catch {
+            throw translate(error)
+        }
+        defer { try? database.execute("COMMIT") }
+        return try body()
+    }
+
+    /// Commits the unsaved changes (spec: "Save protocol").
+    ///
+    /// 1. Blob files written since the last save are made durable.
+    /// 2. Blobs whose `deck_blob.refs` fell to 0 are dropped from `deck_blob`, and the transaction
+    ///    commits. The count is not trusted: when there are such blobs, the cells that name them
+    ///    are counted again (one scan per external-storage column), and a blob a cell still
+    ///    names keeps its row, with `refs` set to the true count, and its file.
+    /// 3. The dropped blobs' files are removed; a crash here leaves only orphans that
+    ///    ``collectGarbage(dryRun:repair:progress:)`` removes.
+    public func save() throws(DeckError) {
+        try requireWritable()
+        guard database.isInTransaction else { return }
+        var unreferenced: [Digest] = []
+        do {
+            try blobs.makeDurable()
+            var candidates: Set<Digest> = []
+            try database.forEachRow("SELECT digest FROM deck_blob WHERE refs = 0") { row in
+                if let digest = Digest(hex: row.text(at: 0)) { candidates.insert(digest) }
+            }
+            if !candidates.isEmpty {
+                let counted = try ReferenceCounts.count(database, mapping: mapping, among: candidates)
+                for (digest, count) in counted {
+                    try database.run(
+                        "UPDATE deck_blob SET refs = ? WHERE digest = ?",
+                        [.integer(count), .text(digest.hexDigest)])
+                }
+                unreferenced = candidates.subtracting(counted.keys).sorted()
+                try database.run("DELETE FROM deck_blob WHERE refs = 0")
+            }
+            try database.run(
+                "INSERT INTO deck_meta(key, value) VALUES ('modified', ?) "
+                    + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(Value.iso8601(Date()))])
+            try database.execute("COMMIT")
+        } catch {
+            throw translate(error)
+        }
+        blobs.resetTracking()
+        for digest in unreferenced { try? blobs.remove(digest) }
+    }
+
+    /// Discards the unsaved changes, and the blob files only they referenced.
+    public func rollback() {
+        guard database.isInTransaction else { return }
+        try? database.execute("ROLLBACK")
+        removeCreatedFiles(blobs.createdSinceSave)
+        blobs.resetTracking()
+    }
+
+    /// Removes the files among `created` (files this writer created since the last save) that
+    /// no `deck_blob` row registers and no cell names. A cell may name a digest that `deck_blob`
+    /// lacks (a damaged store): such a file is referenced and stays. When the cells cannot be
+    /// counted, every file stays (an orphan is harmless; a lost blob is not).
+    func removeCreatedFiles(_ created: Set<Digest>) {
+        let unregistered = created.filter { !blobs.isRegistered($0) }
+        guard !unregistered.isEmpty,
+            let referenced = try? ReferenceCounts.count(database, mapping: mapping, among: unregistered)
+        else { return }
+        for digest in unregistered where referenced[digest] == nil {
+            try? blobs.remove(digest)
+            blobs.forget(digest)
+        }
+    }
+
+    /// Closes the package: discards unsaved changes, checkpoints the store back into a single
+    /// file (no `-wal` or `-shm` remain) and releases the writer lock.
+    public func close() throws(DeckError) {
+        guard !isClosed else { return }
+        isClosed = true
+        if mode == .readWrite {
+            rollback()
+            // Both fail harmlessly (SQLITE_BUSY) while readers are attached; the WAL stays then.
+            _ = try? database.pragma("wal_checkpoint(TRUNCATE)")
+            if (try? database.pragma("journal_mode=DELETE"))??.string?.lowercased() != "delete" {
+                // Still in WAL mode: should the last reader leave before our connection closes,
+                // SQLite would delete -wal and -shm on closing and leave a store in WAL mode
+                // without them. Keep them (spec: section 10.5).
+                var persist: Int32 = 1
+                _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            }
+        }
+        database.close()
+        lock?.release()
+        lock = nil
+    }
+
+    /// Maps SQLite constraint errors to the record-level errors users understand.
+    func translate(_ error: any Error) -> DeckError {
+        if let error = error as? SQLiteError {
+            // SQLITE_CONSTRAINT_CHECK on deck_blob.refs: a reference count below the cells that
+            // name the blob (the store is damaged), which the next decrement took below zero.
+            if error.code == .constraintCheck, error.message.contains("refs >= 0") {
+                return .corrupt(
+                    path: path,
+                    reason: "deck_blob counts fewer references to a blob than the records hold, so this "
+                        + "change cannot be counted; run 'deck gc --repair' to count them again")
+            }
+            if error.code == .constraintUnique || error.code == .constraintPrimaryKey {
+                // "UNIQUE constraint failed: Card.front, Card.back"
+                let detail = error.message.components(separatedBy: ": ").last ?? ""
+                let columns = detail.components(separatedBy: ", ").map {
+                    $0.components(separatedBy: ".").last ?? $0
+                }
+                let table = detail.components(separatedBy: ".").first ?? "?"
+                return .uniqueViolation(entity: table, properties: columns)
+            }
+            if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
+            if error.isCorruption { return .corrupt(path: path, reason: error.message) }
+            return .sqlite(error)
+        }
+        return DeckError.wrap(error)
+    }
+
+    // MARK: Blobs
+
+    /// Loads the bytes of an external value, checking its digest.
+    public func data(for reference: BlobReference) throws(DeckError) -> Data {
+        try blobs.read(reference.digest)
+    }
+
+    /// Loads a data value whether inline or external; nil for null.
+    public func data(of value: Value) throws(DeckError) -> Data? {
+        switch value {
+        case .data(let d): d
+        case .blob(let r): try data(for: r)
+        case .null: nil
+        default: throw DeckError.invalidQuery("a \(value.kindName) value holds no data")
+        }
+    }
+}
+
+@available(*, unavailable)
+extension DocumentPackage: Sendable {}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The rows of a store's `deck_meta` and the rules each must follow (spec: section 4.2). Readers
+/// refuse a store whose `format_version`, `content_type`, `schema` or `schema_version` is
+/// missing, of another SQL type or wrong; `created` and `modified` are informative, so readers
+/// accept any value there and only the verifier reports one that is not a time stamp.
+struct StoreMetadata {
+    /// Every row, by key (keys that are not text are ignored, as unknown keys are).
+    let values: [String: SQLValue]
+
+    /// Reads every row. A store whose `deck_meta` cannot be read is corrupt.
+    static func read(_ db: Database, packagePath: String) throws(DeckError) -> StoreMetadata {
+        do {
+            var values: [String: SQLValue] = [:]
+            for row in try db.rows("SELECT key, value FROM deck_meta") {
+                if let key = row[0].string { values[key] = row[1] }
+            }
+            return StoreMetadata(values: values)
+        } catch let error where error.isBusy {
+            throw DeckError.locked(path: packagePath, pid: WriterLock.holder(packagePath: packagePath))
+        } catch {
+            throw DeckError.corrupt(
+                path: packagePath, reason: "the store's deck_meta table cannot be read (\(error.message))")
+        }
+    }
+
+    /// How a value reads in a message: its SQL type and, for short ones, the value.
+    static func describeValue(_ value: SQLValue) -> String {
+        switch value {
+        case .null: "NULL"
+        case .integer(let v): "the integer \(v)"
+        case .real(let v): "the real \(v)"
+        case .text(let v): "the text '\(v.count > 40 ? v.prefix(40) + "…" : v)'"
+        case .blob(let v): "a blob of \(v.count) bytes"
+        }
+    }
+
+    /// A required text value, or why it is not one.
+    private func text(_ key: String) -> Result<String, Problem> {
+        switch values[key] {
+        case .text(let v): .success(v)
+        case nil: .failure(Problem("deck_meta holds no '\(key)'"))
+        case let other?: .failure(Problem("deck_meta's '\(key)' is \(Self.describeValue(other)), not text"))
+        }
+    }
+
+    struct Problem: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// `format_version`: an INTEGER equal to `user_version`.
+    func formatVersionProblem(userVersion: Int) -> String? {
+        switch values["format_version"] {
+        case .integer(let v) where v == Int64(userVersion): nil
+        case .integer(let v):
+            "deck_meta's 'format_version' is \(v), but the store's user_version is \(userVersion)"
+        case nil: "deck_meta holds no 'format_version'"
+        case let other?: "deck_meta's 'format_version' is \(Self.describeValue(other)), not an integer"
+        }
+    }
+
+    /// `content_type`: TEXT equal to the manifest's `contentType`.
+    func contentTypeProblem(manifest: Manifest) -> String? {
+        switch text("content_type") {
+        case .success(let v) where v.utf8.elementsEqual(manifest.contentType.utf8): nil
+        case .success(let v):
+            "the store's content type '\(v)' differs from the manifest's '\(manifest.contentType)'"
+        case .failure(let problem): problem.message
+        }
+    }
+
+    /// `schema`: TEXT holding a schema document that decodes.
+    func schema(packagePath: String) throws(DeckError) -> StoreSchema {
+        let text: String
+        switch self.text("schema") {
+        case .success(let v): text = v
+        case .failure(let problem): throw DeckError.corrupt(path: packagePath, reason: problem.message)
+        }
+        do {
+            return try JSONDecoder().decode(StoreSchema.self, from: Data(text.utf8))
+        } catch {
+            throw DeckError.corrupt(
+                path: packagePath, reason: "the stored schema is unreadable (\(describe(error)))")
+        }
+    }
+
+    /// `schema_version`: TEXT equal to the schema's `version`.
+    func schemaVersionProblem(_ schema: StoreSchema) -> String? {
+        switch text("schema_version") {
+        case .success(let v) where v.utf8.elementsEqual(schema.version.utf8): nil
+        case .success(let v):
+            "deck_meta's 'schema_version' is '\(v)', but the stored schema's version is '\(schema.version)'"
+        case .failure(let problem): problem.message
+        }
+    }
+
+    /// `created` and `modified`: TEXT of the form `YYYY-MM-DDTHH:MM:SS.sssZ`, a real UTC time.
+    func timestampProblem(_ key: String) -> String? {
+        switch text(key) {
+        case .success(let v):
+            Self.isTimestamp(v)
+                ? nil : "deck_meta's '\(key)' is '\(v)', not a time of the form YYYY-MM-DDTHH:MM:SS.sssZ"
+        case .failure(let problem): problem.message
+        }
+    }
+
+    /// True for `YYYY-MM-DDTHH:MM:SS.sssZ` naming a real time: month 01–12, a day that month has
+    /// (in the proleptic Gregorian calendar), hour 00–23, minute and second 00–59.
+    static func isTimestamp(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 24 else { return false }
+        let pattern = Array("dddd-dd-ddTdd:dd:dd.dddZ".utf8)
+        for (byte, shape) in zip(bytes, pattern) {
+            if shape == UInt8(ascii: "d") {
+                guard (0x30...0x39).contains(byte) else { return false }
+            } else if byte != shape {
+                return false
+            }
+        }
+        func number(_ range: Range<Int>) -> Int {
+            bytes[range].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        }
+        let year = number(0..<4)
+        let month = number(5..<7)
+        let day = number(8..<10)
+        guard (1...12).contains(month), number(11..<13) < 24, number(14..<16) < 60, number(17..<19) < 60
+        else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(day)
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+
+/// Everything that can go wrong with a document, said precisely: what, where, and how to fix it.
+///
+/// Every failure of DeckKit is one of these cases, so callers match on cases, never on text:
+/// archive refusals carry an ``ArchiveError``, SQLite failures an ``SQLiteError`` with its
+/// ``ResultCode``. Names that were not found come with the names that exist (`known`), so a
+/// caller can suggest the closest one.
+public enum DeckError: Error, CustomStringConvertible, Sendable {
+    /// Nothing exists at the path.
+    case notFound(path: String)
+    /// The path exists but is not a Deck package (`reason` says why).
+    case notAPackage(path: String, reason: String)
+    /// The path already exists and would be overwritten.
+    case alreadyExists(path: String)
+    /// An output path exists and is not a regular file (`kind`: "a FIFO", "a directory", …); it is
+    /// never replaced, not even when replacing is allowed.
+    case notARegularFile(path: String, kind: String)
+    /// The operating system refused access.
+    case permissionDenied(path: String, operation: String)
+    /// Another process holds the writer lock.
+    case locked(path: String, pid: Int32?)
+    /// The package was written by a newer, incompatible format version.
+    case tooNew(path: String, version: Int, supported: Int)
+    /// The package is damaged.
+    case corrupt(path: String, reason: String)
+    /// The schema is invalid (`reason` names the entity and attribute).
+    case invalidSchema(String)
+    /// No entity has that name; `known` lists the entities that exist.
+    case unknownEntity(String, known: [String])
+    /// The entity has no attribute or relationship of that name; `known` lists those it has.
+    case unknownProperty(entity: String, name: String, known: [String])
+    /// A value does not fit its attribute.
+    case invalidValue(entity: String, property: String, reason: String)
+    /// No record of the entity has that id.
+    case recordNotFound(entity: String, id: Int64)
+    /// A unique constraint would be violated.
+    case uniqueViolation(entity: String, properties: [String])
+    /// A delete rule `deny` refused the delete.
+    case deleteDenied(entity: String, id: Int64, relationship: String, count: Int)
+    /// The package was opened read-only.
+    case readOnly(path: String)
+    /// A blob is missing or does not match its digest.
+    case blobUnavailable(digest: String, reason: String)
+    /// A file-system call failed.
+    case io(path: String, operation: String, errno: Int32)
+    /// SQLite reported an error.
+    case sqlite(SQLiteError)
+    /// A filter or sort refers to something that cannot be compiled.
+    case invalidQuery(String)
+    /// The archive is unusable or hostile.
+    case archive(ArchiveError)
+    /// The store was closed; nothing more can be done with it.
+    case closed(path: String)
+    /// Closing would discard changes that were never committed (close with
+    /// `discardingChanges: true` to drop them).
+    case unsavedChanges(path: String)
+    /// The operation was cancelled; it left nothing behind and the document as it was.
+    case cancelled
+    /// An error from outside Deck (a caller's closure, the platform), passed through.
+    case unexpected(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let path): return "\(path): no such file or directory"
+        case .notAPackage(let path, let reason): return "\(path): not a Deck package: \(reason)"
+        case .alreadyExists(let path):
+            return "\(path): already exists; choose another path or remove it first"
+        case .notARegularFile(let path, let kind):
+            return "\(path): is \(kind), not a regular file, and is never replaced; choose another path"
+        case .permissionDenied(let path, let op): return "\(path): permission denied (\(op))"
+        case .locked(let path, let pid):
+            let holder = pid.map { "pid \($0)" } ?? "another process"
+            return "\(path): document is locked by \(holder); close it there or wait, then try again"
+        case .tooNew(let path, let version, let supported):
+            return
+                "\(path): package needs a reader of format \(version) or later (this version of Deck "
+                + "supports format \(supported)); upgrade Deck to open it"
+        case .corrupt(let path, let reason):
+            return "\(path): package is corrupt: \(reason); run 'deck verify' for details"
+        case .invalidSchema(let reason): return "invalid schema: \(reason)"
+        case .unknownEntity(let name, _):
+            return "unknown entity '\(name)'"
+        case .unknownProperty(let entity, let name, _):
+            return "entity '\(entity)' has no attribute or relationship '\(name)'"
+        case .invalidValue(let entity, let property, let reason): return "\(entity).\(property): \(reason)"
+        case .recordNotFound(let entity, let id): return "\(entity) #\(id) does not exist"
+        case .uniqueViolation(let entity, let properties):
+            return "\(entity): another record already has the same \(properties.joined(separator: ", "))"
+        case .deleteDenied(let entity, let id, let relationship, let count):
+            return
+                "cannot delete \(entity) #\(id): its relationship '\(relationship)' has delete rule 'deny' "
+                + "and still holds \(count) record(s)"
+        case .readOnly(let path): return "\(path): document is open read-only"
+        case .blobUnavailable(let digest, let reason): return "blob \(digest): \(reason)"
+        case .io(let path, let op, let code):
+            return "\(path): \(op) failed: \(String(cString: strerror(code)))"
+        case .sqlite(let error): return error.description
+        case .invalidQuery(let reason): return reason
+        case .archive(let error): return error.description
+        case .closed(let path): return "\(path): the document is closed"
+        case .unsavedChanges(let path):
+            return "\(path): there are changes that were never committed; commit or roll them back first"
+        case .cancelled: return "cancelled"
+        case .unexpected(let text): return text
+        }
+    }
+}
+
+extension DeckError {
+    /// Wraps any error thrown below the package layer into a ``DeckError``.
+    package static func wrap(_ error: any Error) -> DeckError {
+        switch error {
+        case let e as DeckError: e
+        case let e as SQLiteError: .sqlite(e)
+        case let e as ArchiveError: DeckError(archiveError: e)
+        case is CancellationError: .cancelled
+        default: .unexpected(String(describing: error))
+        }
+    }
+}
+
+extension DeckError {
+    /// What kind of failure an error is, for callers that react to the kind rather than the
+    /// case (the `deck` tool turns it into an exit status).
+    public enum Kind: Sendable, Hashable {
+        /// The path or package cannot be opened: missing, not a package, no permission, too new.
+        case cannotOpen
+        /// Something to be created already exists, or is of a kind that is never replaced.
+        case alreadyExists
+        /// The input is invalid or the package is damaged.
+        case invalidData
+        /// A file-system or device operation failed.
+        case io
+        /// Another writer holds the document, or a lock could not be taken in time.
+        case busy
+        /// The operation was cancelled.
+        case cancelled
+        /// A use of the API that cannot succeed (a closed store), or an error from outside Deck.
+        case misuse
+    }
+
+    /// The kind of this failure.
+    public var kind: Kind {
+        switch self {
+        case .notFound, .notAPackage, .permissionDenied, .tooNew: .cannotOpen
+        case .locked: .busy
+        case .corrupt, .blobUnavailable: .invalidData
+        case .archive(let error):
+            switch error {
+            case .fileSystem, .insufficientSpace: .io
+            case .destinationExists, .destinationNotRegular: .alreadyExists
+            case .unrecognizedFormat, .notAnArchive: .cannotOpen
+            default: .invalidData
+            }
+        case .alreadyExists, .notARegularFile: .alreadyExists
+        case .io: .io
+        case .sqlite(let e): e.isBusy ? .busy : (e.isCorruption ? .invalidData : .io)
+        case .invalidSchema, .unknownEntity, .unknownProperty, .invalidValue, .recordNotFound,
+            .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery, .unsavedChanges:
+            .invalidData
+        case .closed, .unexpected: .misuse
+        case .cancelled: .cancelled
+        }
+    }
+}

@@ -1,0 +1,783 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One problem ``PackageVerifier`` found.
+public struct Finding: Sendable, Hashable, CustomStringConvertible {
+    /// How bad a finding is.
+    public enum Severity: String, Sendable, Hashable, Comparable {
+        /// Data is damaged or unreadable: the package is invalid.
+        case corruption
+        /// Harmless leftovers (orphan files, temporaries): `deck gc` tidies them.
+        case untidy
+
+        public static func < (a: Severity, b: Severity) -> Bool { a == .corruption && b == .untidy }
+    }
+
+    public let severity: Severity
+    /// A stable identifier of the kind of finding, e.g. `blob-missing` (listed in the spec).
+    public let code: String
+    /// What the finding is about: a path, `Entity #id`, a table, or a digest.
+    public let object: String
+    public let message: String
+
+    public var description: String { "\(severity.rawValue): \(object): \(message)" }
+}
+
+/// The outcome of verifying a package.
+public struct VerificationReport: Sendable {
+    public let path: String
+    public var findings: [Finding] = []
+    /// Blob files whose bytes were hashed.
+    public var blobsChecked = 0
+    /// Bytes hashed.
+    public var bytesChecked: Int64 = 0
+    /// Records counted across all tables.
+    public var records = 0
+
+    /// True when nothing is corrupt (untidy findings are allowed).
+    public var isValid: Bool { !findings.contains { $0.severity == .corruption } }
+}
+
+/// Checks a package against the spec without changing it (spec: "Verification").
+///
+/// ```swift
+/// let report = try PackageVerifier.verify(at: url)
+/// for finding in report.findings { print(finding) }
+/// ```
+///
+/// Throws only when the path cannot be examined at all (missing, not a package, no
+/// permission, too new); everything wrong inside a package is a ``Finding``.
+public enum PackageVerifier {
+    /// Options for a verification.
+    public struct Options: Sendable {
+        /// Skip hashing blob files and use SQLite's `quick_check`.
+        public var quick: Bool
+        /// Hash every blob file (true unless `quick`). An importer that has just checked every
+        /// digest while unpacking turns it off and keeps the full `integrity_check`.
+        public var hashBlobs: Bool
+        /// Threads that hash blob files (default: the number of cores).
+        public var threads: Int
+        /// Called with (bytes done, bytes total) while hashing, from any thread.
+        public var progress: (@Sendable (Int64, Int64) -> Void)?
+
+        public init(
+            quick: Bool = false, hashBlobs: Bool? = nil, threads: Int? = nil,
+            progress: (@Sendable (Int64, Int64) -> Void)? = nil
+        ) {
+            self.quick = quick
+            self.hashBlobs = hashBlobs ?? !quick
+            self.threads = max(1, threads ?? ProcessInfo.processInfo.activeProcessorCount)
+            self.progress = progress
+        }
+    }
+
+    public static func verify(at url: URL, options: Options = Options()) throws(DeckError)
+        -> VerificationReport
+    {
+        let path = url.standardizedFileURL.path
+        guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            throw DeckError.notAPackage(
+                path: path, reason: "it is a symbolic link; verify its target instead")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
+        }
+        guard access(path, R_OK | X_OK) == 0 else {
+            throw DeckError.permissionDenied(path: path, operation: "open")
+        }
+        var report = VerificationReport(path: path)
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        try PackageLayout.refuseLinks(packagePath: path)
+        let manifest = try Manifest.read(packagePath: path)
+        try PackageLayout.checkKinds(packagePath: path)
+        let storePath = path + "/" + PackageLayout.store
+        guard try FileSystem.status(storePath) != nil else {
+            add(.corruption, "store-missing", storePath, "the store is missing")
+            return report
+        }
+        let database: Database
+        do {
+            database = try DocumentPackage.openStore(storePath, mode: .readOnly, packagePath: path)
+        } catch let error as DeckError {
+            if case .corrupt(_, let reason) = error {
+                add(.corruption, "store-unreadable", storePath, reason)
+                return report
+            }
+            throw error
+        } catch {
+            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            return report
+        }
+        let schema: StoreSchema
+        do {
+            schema = try DocumentPackage.checkStore(
+                database, packagePath: path, manifest: manifest, verifying: true)
+        } catch let error as DeckError {
+            database.close()
+            if case .notAPackage(_, let reason) = error {
+                add(.corruption, "store-identity", storePath, reason)
+            } else if case .corrupt(_, let reason) = error {
+                add(.corruption, "store-metadata", storePath, reason)
+            } else {
+                throw error
+            }
+            return report
+        } catch {
+            database.close()
+            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            return report
+        }
+        defer { database.close() }
+        do {
+            try checkStore(
+                database, schema: schema, manifest: manifest, path: path, options: options, report: &report)
+        } catch {
+            add(.corruption, "store-unreadable", storePath, "\(error)")
+        }
+        checkLeftovers(path: path, report: &report)
+        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
+        return report
+    }
+
+    /// Verifies a package archive by streaming it: every entry is checked as unpacking would
+    /// check it (paths, links, sizes, each blob's digest), the store is copied to a private
+    /// staging directory for SQLite's checks and removed afterwards. Nothing else is written.
+    ///
+    /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
+    /// the archive and then ``verifyArchived(_:storePath:archivePath:options:)``.
+    public static func verifyArchive(at url: URL, options: Options = Options()) throws(DeckError)
+        -> VerificationReport
+    {
+        try DocumentPackage.requireArchive(url)
+        let path = url.standardizedFileURL.path
+        var report = VerificationReport(path: path)
+        let scratch = try Staging.makeScratchDirectory(purpose: "verify")
+        defer { scratch.discard() }
+        let store = scratch.path + "/" + PackageLayout.store
+        let scan: ArchiveScanReport
+        do {
+            scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
+        } catch let error as ArchiveError {
+            switch error {
+            case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
+            default: break
+            }
+            if case .unrecognizedFormat = error, !looksLikeArchive(path) {
+                throw DeckError.notAPackage(
+                    path: path, reason: "it is neither a package directory nor a package archive")
+            }
+            report.findings.append(
+                Finding(
+                    severity: .corruption, code: "archive-refused", object: path, message: error.description))
+            return report
+        } catch {
+            throw DeckError(archiveError: error)
+        }
+        return try verifyArchived(scan, storePath: store, archivePath: path, options: options)
+    }
+
+    /// The decision on what an archive holds, once its entries have passed the pass over the
+    /// archive: made here for both ``verifyArchive(at:options:)`` and import, on the archived
+    /// store (a private copy: `storePath`) and the blobs the pass found and hashed.
+    ///
+    /// Refuses (as corruption) a non-empty write-ahead log or rollback journal beside the store
+    /// (the archive is a raw copy of a package in use, not a snapshot), a manifest over 1 MiB or
+    /// not valid, and anything the store checks find. A store whose header says WAL mode is
+    /// switched to rollback mode first (it is a private copy with no log: nothing changes).
+    static func verifyArchived(
+        _ scan: ArchiveScanReport, storePath: String, archivePath path: String, options: Options
+    ) throws(DeckError) -> VerificationReport {
+        var report = VerificationReport(path: path)
+        func add(_ code: String, _ object: String, _ message: String) {
+            report.findings.append(
+                Finding(severity: .corruption, code: code, object: object, message: message))
+        }
+        if scan.hasStoreLog {
+            let wal = (scan.writeAheadLogBytes ?? 0) > 0
+            let name = wal ? PackageItem.writeAheadLogName : PackageItem.rollbackJournalName
+            let bytes = (wal ? scan.writeAheadLogBytes : scan.rollbackJournalBytes) ?? 0
+            add(
+                "archive-store-log", path + ":" + name,
+                "the archive holds the store's \(wal ? "write-ahead log" : "rollback journal") (\(bytes) bytes), "
+                    + "so it was made from a package that was open or had crashed and its store is not a "
+                    + "snapshot; share the original with 'deck export', or unpack this archive with "
+                    + "'deck unpack', which applies the log")
+            return report
+        }
+        guard scan.manifest.count <= Manifest.maximumSize else {
+            add("manifest-invalid", path, "\(PackageLayout.manifest) is larger than 1 MiB")
+            return report
+        }
+        let manifest: Manifest
+        do {
+            manifest = try Manifest.decode(scan.manifest, packagePath: path)
+        } catch .tooNew(let p, let v, let s) {
+            throw DeckError.tooNew(path: p, version: v, supported: s)
+        } catch {
+            add("manifest-invalid", path, "\(error)")
+            return report
+        }
+        let object = path + ":" + PackageLayout.store
+        do {
+            // The private copy is ours: failing to read or rewrite it is an I/O error, not a
+            // finding about the archive.
+            try settleJournalMode(storePath)
+        } catch let error as DeckError {
+            throw error
+        } catch {
+            add("store-unreadable", object, "\(error)")
+            return report
+        }
+        do {
+            let database = try Database(path: storePath, mode: .readOnly)
+            defer { database.close() }
+            let schema = try DocumentPackage.checkStore(
+                database, packagePath: path, manifest: manifest, verifying: true)
+            let archived = Dictionary(
+                scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
+            try checkStore(
+                database, schema: schema, manifest: manifest, path: path, options: options,
+                blobFiles: .archived(archived), report: &report)
+        } catch DeckError.notAPackage(_, let reason) {
+            add("store-identity", object, reason)
+        } catch DeckError.corrupt(_, let reason) {
+            add("store-metadata", object, reason)
+        } catch {
+            add("store-unreadable", object, "\(error)")
+        }
+        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
+        return report
+    }
+
+    /// Rewrites a private store copy whose header says WAL mode (bytes 18 and 19 are 2) into
+    /// rollback mode, as a closing writer would, so that reading it creates no `-wal`/`-shm`.
+    private static func settleJournalMode(_ storePath: String) throws {
+        let fd = try FileSystem.open(storePath, O_RDONLY | O_NOFOLLOW)
+        defer { FileSystem.close(fd) }
+        var versions: [UInt8] = [0, 0]
+        let count = versions.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 2, 18) }
+        guard count == 2, versions != [1, 1] else { return }
+        let database = try Database(path: storePath, mode: .readWrite)
+        defer { database.close() }
+        _ = try database.pragma("journal_mode=DELETE")
+    }
+
+    /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
+    static func looksLikeArchive(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 262)) ?? Data())
+        if head.starts(with: [0x50, 0x4B]) || head.starts(with: [0x1F, 0x8B])
+            || head.starts(with: [0x28, 0xB5, 0x2F, 0xFD])
+        {
+            return true
+        }
+        return head.count >= 262 && Array(head[257..<262]) == Array("ustar".utf8)
+    }
+
+    /// Where the blob files to check are.
+    enum BlobFiles {
+        /// In the package directory: listed, sized and hashed here.
+        case directory
+        /// In an archive, already hashed while it was scanned: digest → size.
+        case archived([Digest: Int64])
+    }
+
+    private static func checkStore(
+        _ db: Database, schema: StoreSchema, manifest: Manifest, path: String, options: Options,
+        blobFiles: BlobFiles = .directory, report: inout VerificationReport
+    ) throws {
+        let storePath = path + "/" + PackageLayout.store
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        // SQLite's own checks.
+        let integrity = try db.rows(options.quick ? "PRAGMA quick_check" : "PRAGMA integrity_check")
+        for row in integrity {
+            let text = row.first?.string ?? ""
+            if text != "ok" { add(.corruption, "sqlite-integrity", storePath, text) }
+        }
+        guard integrity.first?.first?.string == "ok" else { return }
+        for row in try db.rows("PRAGMA foreign_key_check") {
+            let table = row[0].string ?? "?"
+            let rowid = row[1].int64.map(String.init) ?? "?"
+            let parent = row[2].string ?? "?"
+            add(
+                .corruption, "dangling-reference", "\(table) #\(rowid)",
+                "references a missing \(parent) record")
+        }
+        let meta = try StoreMetadata.read(db, packagePath: path)
+        if let problem = meta.contentTypeProblem(manifest: manifest) {
+            add(.corruption, "content-type-mismatch", storePath, problem)
+        }
+        for problem in [
+            meta.schemaVersionProblem(schema), meta.timestampProblem("created"),
+            meta.timestampProblem("modified"),
+        ] {
+            if let problem { add(.corruption, "meta-invalid", storePath, problem) }
+        }
+        let mapping: SchemaMapping
+        do {
+            mapping = try SchemaMapping(schema)
+        } catch {
+            add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
+            return
+        }
+        let tables = try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
+        // Checks of the values themselves, cell by cell, run here: the tables are known to be
+        // those the schema derives and every cell to have its column's storage class.
+        try checkCells(db, mapping: mapping, report: &report)
+        try checkBlobs(
+            db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
+    }
+
+    /// Compares the store's objects (tables, indexes, triggers, views: their type, table and SQL)
+    /// with those the schema derives, and for each derived table that differs, says how its
+    /// columns differ. Returns the derived tables the store has with every derived column, by name.
+    private static func checkTables(
+        _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
+    ) throws -> Set<String> {
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        let expected = try StoreObjects.expectedStore(for: mapping)
+        defer { expected.close() }
+        let derived = try StoreObjects.derived(from: expected)
+        var have: [String: String] = [:]
+        for object in try StoreObjects.objects(db) { have[object.name] = object.type }
+        var altered: Set<String> = []
+        for difference in try StoreObjects.differences(db, derived: derived) {
+            var message = difference.message
+            if case .altered(let actual) = difference.kind, actual.type == "table",
+                difference.object.type == "table"
+            {
+                altered.insert(difference.object.name)
+                if try !isStrict(db, actual.name) {
+                    message += "; it is not STRICT, so SQLite does not enforce its column types"
+                }
+            }
+            add(
+                difference.isCorruption ? .corruption : .untidy, difference.code, difference.object.name,
+                message)
+        }
+        // Column by column, for the derived tables whose definition differs.
+        var complete: Set<String> = []
+        for (name, object) in derived where object.type == "table" && have[name] == "table" {
+            let wantColumns = try expected.rows(
+                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
+            let haveColumns = try db.rows(
+                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
+            let haveByName = Dictionary(
+                haveColumns.map { ($0[0].string ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+            var hasAll = true
+            for column in wantColumns
+            where altered.contains(name) || haveByName[column[0].string ?? ""] == nil {
+                let columnName = column[0].string ?? ""
+                guard let actualColumn = haveByName[columnName] else {
+                    hasAll = false
+                    add(
+                        .corruption, "column-missing", "\(name).\(columnName)",
+                        "the schema requires this column")
+                    continue
+                }
+                if actualColumn[1] != column[1] || actualColumn[2] != column[2] {
+                    let notNull = { (row: [SQLValue]) in row[2].int64 == 1 ? " NOT NULL" : "" }
+                    add(
+                        .corruption, "column-type", "\(name).\(columnName)",
+                        "column type is \(actualColumn[1].string ?? "?")\(notNull(actualColumn)), the schema maps to "
+                            + "\(column[1].string ?? "?")\(notNull(column))"
+                    )
+                }
+            }
+            if hasAll { complete.insert(name) }
+        }
+        for root in mapping.roots where complete.contains(root.table) {
+            let allowed = Set(mapping.entities.values.filter { $0.table == root.table }.map(\.name))
+            for row in try db.rows("SELECT _entity, count(*) FROM \(quote(root.table)) GROUP BY _entity") {
+                let name = row[0].string ?? "NULL"
+                report.records += Int(row[1].int64 ?? 0)
+                if !allowed.contains(name) {
+                    add(
+                        .corruption, "entity-unknown", root.table,
+                        "\(row[1].int64 ?? 0) row(s) have _entity '\(name)', which is not in this table's hierarchy"
+                    )
+                }
+            }
+        }
+        // References without a foreign key (delete rule noAction) may dangle by design; say so.
+        var checked: Set<String> = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name], complete.contains(entity.table) else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .ownColumn(let column) = storage,
+                    let destination = mapping.entities[relationship.destination],
+                    complete.contains(destination.table),
+                    checked.insert(entity.table + "." + column).inserted
+                else { continue }
+                let inverseRule = relationship.inverse.flatMap {
+                    destination.relationship($0)?.relationship.deleteRule
+                }
+                guard relationship.deleteRule == .noAction || inverseRule == .noAction else { continue }
+                let sql =
+                    "SELECT count(*), min(r._pk) FROM \(quote(entity.table)) r WHERE r.\(quote(column)) IS NOT NULL "
+                    + "AND NOT EXISTS (SELECT 1 FROM \(quote(destination.table)) d WHERE d._pk = r.\(quote(column)))"
+                guard let row = try db.rows(sql).first, let count = row[0].int64, count > 0 else { continue }
+                add(
+                    .untidy, "dangling-reference", "\(entity.table) #\(row[1].int64 ?? 0)",
+                    "'\(column)' and \(count - 1) more record(s) refer to a deleted \(relationship.destination) "
+                        + "(delete rule noAction)")
+            }
+        }
+        return complete
+    }
+
+    /// Whether the store's table `name` is STRICT.
+    private static func isStrict(_ db: Database, _ name: String) throws -> Bool {
+        try db.scalar(
+            "SELECT \"strict\" FROM pragma_table_list WHERE schema = 'main' AND name = ?", [.text(name)])?
+            .int64 == 1
+    }
+
+    /// Checks that every cell of the entity and join tables has a storage class its column's
+    /// type allows (spec: section 7.1), and that NOT NULL columns hold no NULL. STRICT tables
+    /// make SQLite enforce this, but a store can be written with the table briefly not STRICT
+    /// or with CHECK constraints ignored; one scan per table finds what slipped through.
+    static func checkStorageClasses(
+        _ db: Database, mapping: SchemaMapping, tables: Set<String>, report: inout VerificationReport
+    ) throws {
+        /// One column's rule: the storage classes it may hold, and an extra condition.
+        struct Rule {
+            let column: String
+            let description: String
+            let classes: [String]
+            var condition: String? = nil
+        }
+        /// `key`: the rowid column naming the first offending row (join tables have none).
+        func check(table: String, key: String?, rules: [Rule]) throws {
+            guard tables.contains(table), !rules.isEmpty else { return }
+            // Two result columns per rule: stay well below SQLite's 2,000 columns in a result
+            // (a table may have 1,000 columns, spec 5.9).
+            let chunk = 400
+            guard rules.count <= chunk else {
+                for start in stride(from: 0, to: rules.count, by: chunk) {
+                    try check(
+                        table: table, key: key, rules: Array(rules[start..<min(start + chunk, rules.count)]))
+                }
+                return
+            }
+            var conditions: [String] = []
+            for rule in rules {
+                let c = quote(rule.column)
+                var ok = "typeof(\(c)) IN (" + rule.classes.map { "'\($0)'" }.joined(separator: ", ") + ")"
+                if let extra = rule.condition { ok = "(\(ok) AND \(extra))" }
+                conditions.append("NOT (\(ok))")
+            }
+            let selections = conditions.map { condition in
+                "count(*) FILTER (WHERE \(condition)), "
+                    + (key.map { "min(\($0)) FILTER (WHERE \(condition))" } ?? "NULL")
+            }
+            guard
+                let row = try db.rows(
+                    "SELECT " + selections.joined(separator: ", ") + " FROM \(quote(table))"
+                ).first
+            else { return }
+            for (index, rule) in rules.enumerated() {
+                let count = row[2 * index].int64 ?? 0
+                guard count > 0 else { continue }
+                var object = table
+                var what = "a value of another storage class"
+                if let key, let first = row[2 * index + 1].int64 {
+                    object = "\(table) #\(first)"
+                    let actual =
+                        try db.scalar(
+                            "SELECT typeof(\(quote(rule.column))) FROM \(quote(table)) WHERE \(key) = ?",
+                            [.integer(first)])?
+                        .string ?? "?"
+                    what = actual == "null" ? "NULL" : "a value of storage class \(actual)"
+                }
+                report.findings.append(
+                    Finding(
+                        severity: .corruption, code: "cell-type", object: object,
+                        message: "column '\(rule.column)' holds \(what), but \(rule.description)"
+                            + (count > 1 ? " (\(count) rows in all)" : "")))
+            }
+        }
+        for root in mapping.roots {
+            var rules: [Rule] = []
+            var seen: Set<String> = []
+            for name in mapping.entityNames {
+                guard let member = mapping.entities[name], member.table == root.table else { continue }
+                for attribute in member.attributes where seen.insert(attribute.name).inserted {
+                    let required =
+                        !attribute.isOptional && root.entity.attributes.contains { $0.name == attribute.name }
+                    let null = required ? [] : ["null"]
+                    let type = attribute.type.rawValue
+                    let rule: Rule
+                    switch attribute.type {
+                    case .string, .uuid, .url, .decimal, .json:
+                        rule = Rule(
+                            column: attribute.name, description: "a \(type) column holds text",
+                            classes: ["text"] + null)
+                    case .integer:
+                        rule = Rule(
+                            column: attribute.name, description: "an integer column holds integers",
+                            classes: ["integer"] + null)
+                    case .bool:
+                        rule = Rule(
+                            column: attribute.name, description: "a bool column holds the integers 0 and 1",
+                            classes: ["integer"] + null,
+                            condition:
+                                "(typeof(\(quote(attribute.name))) = 'null' OR \(quote(attribute.name)) IN (0, 1))"
+                        )
+                    case .double, .date:
+                        rule = Rule(
+                            column: attribute.name,
+                            description: "a \(type) column holds numbers (real or integer)",
+                            classes: ["real", "integer"] + null)
+                    case .data where attribute.options.contains(.externalStorage):
+                        rule = Rule(
+                            column: attribute.name,
+                            description:
+                                "an external-storage data column holds bytes (blob) or a digest (text)",
+                            classes: ["blob", "text"] + null)
+                    case .data:
+                        rule = Rule(
+                            column: attribute.name, description: "a data column holds bytes (blob)",
+                            classes: ["blob"] + null)
+                    }
+                    rules.append(rule)
+                }
+                for (_, storage) in member.relationships {
+                    guard case .ownColumn(let column) = storage, seen.insert(column).inserted else {
+                        continue
+                    }
+                    rules.append(
+                        Rule(
+                            column: column,
+                            description: "a to-one relationship column holds record ids (integers)",
+                            classes: ["integer", "null"]))
+                }
+            }
+            rules.insert(
+                Rule(
+                    column: "_entity", description: "_entity holds the entity's name (text)",
+                    classes: ["text"]), at: 0)
+            try check(table: root.table, key: "_pk", rules: rules)
+        }
+        var joins: Set<String> = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name] else { continue }
+            for (_, storage) in entity.relationships {
+                guard case .joinTable(let table, _, _) = storage, joins.insert(table).inserted else {
+                    continue
+                }
+                let rules = ["source", "target"].map {
+                    Rule(
+                        column: $0, description: "a join table holds record ids (integers)",
+                        classes: ["integer"])
+                }
+                try check(table: table, key: nil, rules: rules)
+            }
+        }
+    }
+
+    /// Counts references, compares them with `deck_blob`, and checks every blob file.
+    private static func checkBlobs(
+        _ db: Database, mapping: SchemaMapping, path: String, options: Options, blobFiles: BlobFiles,
+        report: inout VerificationReport
+    ) throws {
+        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
+        }
+        // The references as the cells hold them: deck_blob is checked against these, never trusted.
+        let (counted, firstUser) = try ReferenceCounts.countAll(db, mapping: mapping)
+        var known: [String: (size: Int64, refs: Int64)] = [:]
+        for row in try db.rows("SELECT digest, size, refs FROM deck_blob") {
+            known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
+        }
+        let repair = "'deck gc --repair' counts the references again"
+        for (digest, count) in counted.sorted(by: { $0.key < $1.key }) {
+            let user = firstUser[digest] ?? "?"
+            guard Digest(hex: digest) != nil else {
+                add(.corruption, "reference-malformed", user, "'\(digest)' is not a SHA-256 digest")
+                continue
+            }
+            guard let entry = known[digest] else {
+                add(
+                    .corruption, "blob-unregistered", digest,
+                    "referenced by \(user) but missing from deck_blob; 'deck gc --repair' registers its file "
+                        + "if the file is intact")
+                continue
+            }
+            if entry.refs != count {
+                add(
+                    .corruption, "refcount-mismatch", digest,
+                    "deck_blob.refs is \(entry.refs) but \(count) cell(s) reference it; \(repair)")
+            }
+        }
+        for (digest, entry) in known.sorted(by: { $0.key < $1.key }) where counted[digest] == nil {
+            if entry.refs == 0 {
+                add(
+                    .untidy, "blob-unreferenced", digest,
+                    "deck_blob.refs is 0 and nothing references it; 'deck gc' removes it")
+            } else {
+                add(
+                    .corruption, "refcount-mismatch", digest,
+                    "deck_blob.refs is \(entry.refs) but nothing references it; \(repair)")
+            }
+        }
+        // Referenced: a cell names it, or deck_blob counts references to it.
+        var referenced: [Digest: Int64?] = [:]
+        for (digestText, entry) in known where entry.refs > 0 || counted[digestText] != nil {
+            if let digest = Digest(hex: digestText) { referenced[digest] = entry.size }
+        }
+        for digestText in counted.keys where known[digestText] == nil {
+            if let digest = Digest(hex: digestText) { referenced[digest] = .some(nil) }
+        }
+        let blobs = BlobStore(packagePath: path)
+        if case .archived(let archived) = blobFiles {
+            for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
+                let digestText = digest.hexDigest
+                if let size = archived[digest] {
+                    report.blobsChecked += 1
+                    report.bytesChecked += size
+                    if let expectedSize, size != expectedSize {
+                        add(
+                            .corruption, "blob-size", digestText,
+                            "the archived blob has \(size) bytes, deck_blob says \(expectedSize)")
+                    }
+                } else {
+                    add(
+                        .corruption, "blob-missing", digestText,
+                        "the archive holds no blobs/\(digestText.prefix(2))/\(digestText)")
+                }
+            }
+            for digest in archived.keys.sorted()
+            where known[digest.hexDigest] == nil && referenced[digest] == nil {
+                add(
+                    .untidy, "blob-orphan", "blobs/\(digest.hexDigest.prefix(2))/\(digest.hexDigest)",
+                    "no record references it")
+            }
+            return
+        }
+        let (files, allStrays) = try blobs.inventory()
+        // A referenced blob's path holding something else is reported below, not as a stray.
+        let referencedPaths = Set(referenced.keys.map { blobs.path(for: $0) })
+        let strays = allStrays.filter { !referencedPaths.contains($0) }
+        for stray in strays {
+            add(
+                .untidy, "stray-file", stray,
+                "not a blob file (wrong name or place); 'deck gc' leaves it alone")
+        }
+        var toHash: [(Digest, String, Int64?)] = []
+        for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
+            guard let filePath = files[digest] else {
+                let blobPath = blobs.path(for: digest)
+                if let st = try FileSystem.status(blobPath) {
+                    add(
+                        .corruption, "blob-unreadable", digest.hexDigest,
+                        "file \(blobPath) is \(FileSystem.kindName(st.st_mode)), not a regular file")
+                } else {
+                    add(.corruption, "blob-missing", digest.hexDigest, "file \(blobPath) is missing")
+                }
+                continue
+            }
+            toHash.append((digest, filePath, expectedSize))
+        }
+        for (digest, filePath) in files.sorted(by: { $0.key < $1.key })
+        where known[digest.hexDigest] == nil && referenced[digest] == nil {
+            add(.untidy, "blob-orphan", filePath, "no record references this file; 'deck gc' removes it")
+        }
+        // Sizes are cheap to check; contents need hashing.
+        for (digest, filePath, size) in toHash {
+            if let size, let st = try FileSystem.status(filePath), Int64(st.st_size) != size {
+                add(
+                    .corruption, "blob-size", digest.hexDigest,
+                    "file \(filePath) has \(st.st_size) bytes, deck_blob says \(size)")
+            }
+        }
+        guard options.hashBlobs else { return }
+        let total = toHash.reduce(Int64(0)) { $0 + ($1.2 ?? 0) }
+        let results = hashAll(
+            toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
+        for (digest, outcome) in results {
+            switch outcome {
+            case .success(let (actual, size)):
+                report.blobsChecked += 1
+                report.bytesChecked += size
+                if actual != digest {
+                    add(
+                        .corruption, "blob-corrupt", digest.hexDigest,
+                        "file \(blobs.path(for: digest)) hashes to \(actual.hexDigest)")
+                }
+            case .failure(.corrupt(let file, let reason)):
+                // A FIFO or device in its place, refused without blocking.
+                add(.corruption, "blob-unreadable", digest.hexDigest, "file \(file): \(reason)")
+            case .failure(let error):
+                add(.corruption, "blob-unreadable", digest.hexDigest, "\(error)")
+            }
+        }
+    }
+
+    /// Hashes files on `threads` threads, largest first.
+    private static func hashAll(
+        _ files: [(Digest, String)], threads: Int, total: Int64, progress: (@Sendable (Int64, Int64) -> Void)?
+    ) -> [(Digest, Result<(Digest, Int64), DeckError>)] {
+        let results = Mutex<[(Digest, Result<(Digest, Int64), DeckError>)]>([])
+        let next = Atomic<Int>(0)
+        let done = Atomic<Int64>(0)
+        let work = files.map { ($0.0, $0.1) }
+        DispatchQueue.concurrentPerform(iterations: min(threads, max(1, work.count))) { _ in
+            while true {
+                let index = next.add(1, ordering: .relaxed).oldValue
+                guard index < work.count else { return }
+                let (digest, path) = work[index]
+                let outcome: Result<(Digest, Int64), DeckError>
+                do {
+                    outcome = .success(try BlobStore.hashFile(at: path))
+                } catch {
+                    outcome = .failure(DeckError.wrap(error))
+                }
+                if case .success(let (_, size)) = outcome {
+                    let sum = done.add(size, ordering: .relaxed).newValue
+                    progress?(sum, total)
+                }
+                results.withLock { $0.append((digest, outcome)) }
+            }
+        }
+        return results.withLock { $0 }.sorted { $0.0 < $1.0 }
+    }
+
+    /// Temporaries, and a `-wal` left by a writer that is gone.
+    private static func checkLeftovers(path: String, report: inout VerificationReport) {
+        let tmp = path + "/" + PackageLayout.tmpDirectory
+        let writer = WriterLock.holder(packagePath: path)
+        if writer == nil, let names = try? FileSystem.list(tmp) {
+            for name in names.sorted() {
+                report.findings.append(
+                    Finding(
+                        severity: .untidy, code: "temporary", object: tmp + "/" + name,
+                        message: "left by an interrupted writer; opening for writing or 'deck gc' removes it")
+                )
+            }
+        }
+        let wal = path + "/" + PackageLayout.store + "-wal"
+        if writer == nil, let st = try? FileSystem.status(wal), st.st_size > 0 {
+            report.findings.append(
+                Finding(
+                    severity: .untidy, code: "wal-present", object: wal,
+                    message:
+                        "a write-ahead log remains without a writer; the next writer folds it into the store")
+            )
+        }
+    }
+}

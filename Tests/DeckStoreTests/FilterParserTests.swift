@@ -1,0 +1,583 @@
+import DeckStore
+import Testing
+
+@Suite("FilterParser")
+struct FilterParserTests {
+    /// Parses `text`, recording a test issue (and returning `.all`) if it does not parse.
+    private func parsed(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> Filter {
+        do {
+            return try FilterParser.parse(text)
+        } catch {
+            Issue.record("'\(text)' did not parse: \(error)", sourceLocation: sourceLocation)
+            return .all
+        }
+    }
+
+    /// The error parsing `text` throws, recording a test issue if it parses.
+    private func parseError(
+        _ text: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> FilterSyntaxError? {
+        do {
+            let filter = try FilterParser.parse(text)
+            Issue.record("'\(text)' parsed as \(filter)", sourceLocation: sourceLocation)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private static let a1: Filter = .compare("a", .equal, .integer(1))
+    private static let b2: Filter = .compare("b", .equal, .integer(2))
+    private static let c3: Filter = .compare("c", .equal, .integer(3))
+
+    // MARK: - Operators
+
+    @Test(
+        "comparison operators",
+        arguments: [
+            ("a = 1", Filter.compare("a", .equal, .integer(1))),
+            ("a == 1", .compare("a", .equal, .integer(1))),
+            ("a != 1", .compare("a", .notEqual, .integer(1))),
+            ("a <> 1", .compare("a", .notEqual, .integer(1))),
+            ("a < 1", .compare("a", .less, .integer(1))),
+            ("a <= 1", .compare("a", .lessOrEqual, .integer(1))),
+            ("a > 1", .compare("a", .greater, .integer(1))),
+            ("a >= 1", .compare("a", .greaterOrEqual, .integer(1))),
+            ("front=hola", .compare("front", .equal, .string("hola"))),
+            ("front==hola", .compare("front", .equal, .string("hola"))),
+            ("front!='hola'", .compare("front", .notEqual, .string("hola"))),
+            ("n<>2", .compare("n", .notEqual, .integer(2))),
+            ("n<=2", .compare("n", .lessOrEqual, .integer(2))),
+            ("n>=2", .compare("n", .greaterOrEqual, .integer(2))),
+            ("  n\t>\n2  ", .compare("n", .greater, .integer(2))),
+        ])
+    func comparison(text: String, expected: Filter) {
+        #expect(parsed(text) == expected)
+    }
+
+    @Test(
+        "text operators",
+        arguments: [
+            ("front contains hola", Filter.text("front", .contains, "hola", caseInsensitive: false)),
+            ("front begins-with 'ho'", .text("front", .beginsWith, "ho", caseInsensitive: false)),
+            ("front beginswith ho", .text("front", .beginsWith, "ho", caseInsensitive: false)),
+            ("front ends-with \"la\"", .text("front", .endsWith, "la", caseInsensitive: false)),
+            ("front endswith la", .text("front", .endsWith, "la", caseInsensitive: false)),
+            ("front contains[c] HOLA", .text("front", .contains, "HOLA", caseInsensitive: true)),
+            ("front begins-with[c] Ho", .text("front", .beginsWith, "Ho", caseInsensitive: true)),
+            ("front ends-with[C] 'A'", .text("front", .endsWith, "A", caseInsensitive: true)),
+            ("front ENDSWITH[c] a", .text("front", .endsWith, "a", caseInsensitive: true)),
+            ("front Begins-With x", .text("front", .beginsWith, "x", caseInsensitive: false)),
+            ("front contains 2026-11", .text("front", .contains, "2026-11", caseInsensitive: false)),
+            ("front contains \"5\"", .text("front", .contains, "5", caseInsensitive: false)),
+            ("front contains ''", .text("front", .contains, "", caseInsensitive: false)),
+            ("front contains'x'", .text("front", .contains, "x", caseInsensitive: false)),
+        ])
+    func textOperator(text: String, expected: Filter) {
+        #expect(parsed(text) == expected)
+    }
+
+    @Test("is null and is not null")
+    func nullTests() {
+        #expect(parsed("back is null") == .isNull("back"))
+        #expect(parsed("back is not null") == .not(.isNull("back")))
+        #expect(parsed("back IS NOT NULL") == .not(.isNull("back")))
+        #expect(parsed("back Is Null") == .isNull("back"))
+        #expect(parsed("back = null") == .compare("back", .equal, .null))
+        #expect(
+            parsed("(back is null)and n=1") == .and([.isNull("back"), .compare("n", .equal, .integer(1))]))
+    }
+
+    @Test("in lists")
+    func inLists() {
+        #expect(parsed("n in (1, 2, 3)") == .oneOf("n", [.integer(1), .integer(2), .integer(3)]))
+        #expect(parsed("n in(1,2)") == .oneOf("n", [.integer(1), .integer(2)]))
+        #expect(parsed("n IN ( 'a' )") == .oneOf("n", [.string("a")]))
+        #expect(parsed("n in ()") == .oneOf("n", []))
+        #expect(
+            parsed("n in (1, 'two', 3.5, null, #4, true, -2, 2026-11-30)")
+                == .oneOf(
+                    "n",
+                    [
+                        .integer(1), .string("two"), .double(3.5), .null, .reference(4), .bool(true),
+                        .integer(-2), .string("2026-11-30"),
+                    ]))
+        #expect(
+            parsed("n in (a,b) and m=1")
+                == .and([.oneOf("n", [.string("a"), .string("b")]), .compare("m", .equal, .integer(1))]))
+    }
+
+    // MARK: - Combining
+
+    @Test("precedence: not binds tighter than and, and than or")
+    func precedence() {
+        #expect(parsed("a=1 or b=2 and c=3") == .or([Self.a1, .and([Self.b2, Self.c3])]))
+        #expect(parsed("a=1 and b=2 or c=3") == .or([.and([Self.a1, Self.b2]), Self.c3]))
+        #expect(parsed("a=1 || b=2 && c=3") == .or([Self.a1, .and([Self.b2, Self.c3])]))
+        #expect(parsed("not a=1 and b=2") == .and([.not(Self.a1), Self.b2]))
+        #expect(parsed("!a=1 or b=2") == .or([.not(Self.a1), Self.b2]))
+        #expect(parsed("a=1 and b=2 and c=3") == .and([Self.a1, Self.b2, Self.c3]))
+        #expect(parsed("a=1 or b=2 or c=3") == .or([Self.a1, Self.b2, Self.c3]))
+        #expect(parsed("a=1 AND b=2 Or c=3") == .or([.and([Self.a1, Self.b2]), Self.c3]))
+        #expect(parsed("a=1&&b=2||c=3") == .or([.and([Self.a1, Self.b2]), Self.c3]))
+    }
+
+    @Test("parentheses")
+    func parentheses() {
+        #expect(parsed("(a=1 or b=2) and c=3") == .and([.or([Self.a1, Self.b2]), Self.c3]))
+        #expect(parsed("a=1 and (b=2 or c=3)") == .and([Self.a1, .or([Self.b2, Self.c3])]))
+        #expect(parsed("((a=1))") == Self.a1)
+        #expect(parsed("( a = 1 )") == Self.a1)
+        #expect(parsed("(a=1)or(b=2)") == .or([Self.a1, Self.b2]))
+        #expect(parsed("(a=1 and b=2) and c=3") == .and([.and([Self.a1, Self.b2]), Self.c3]))
+    }
+
+    @Test("not and !")
+    func negation() {
+        #expect(parsed("not a=1") == .not(Self.a1))
+        #expect(parsed("NOT a=1") == .not(Self.a1))
+        #expect(parsed("!a=1") == .not(Self.a1))
+        #expect(parsed("! a = 1") == .not(Self.a1))
+        #expect(parsed("not not a=1") == .not(.not(Self.a1)))
+        #expect(parsed("!!a=1") == .not(.not(Self.a1)))
+        #expect(parsed("not(a=1 or b=2)") == .not(.or([Self.a1, Self.b2])))
+        #expect(parsed("!(a=1)") == .not(Self.a1))
+        #expect(parsed("notes = 1") == .compare("notes", .equal, .integer(1)))
+        #expect(parsed("a!=1") == .compare("a", .notEqual, .integer(1)))
+    }
+
+    @Test("a hundred levels of nesting parse")
+    func maximumNesting() {
+        let text = String(repeating: "(", count: 100) + "a=1" + String(repeating: ")", count: 100)
+        #expect(parsed(text) == Self.a1)
+        let nots = String(repeating: "!", count: 100) + "a=1"
+        var expected = Self.a1
+        for _ in 0..<100 { expected = .not(expected) }
+        #expect(parsed(nots) == expected)
+    }
+
+    // MARK: - Keys
+
+    @Test("dotted and backtick keys")
+    func keys() {
+        #expect(parsed("deck.title = x") == .compare("deck.title", .equal, .string("x")))
+        #expect(parsed("a.b.c is null") == .isNull("a.b.c"))
+        #expect(parsed("_private1 = 1") == .compare("_private1", .equal, .integer(1)))
+        #expect(parsed("`in` = 3") == .compare("in", .equal, .integer(3)))
+        #expect(parsed("`and`.`or` = 1") == .compare("and.or", .equal, .integer(1)))
+        #expect(parsed("deck.`order` > 2") == .compare("deck.order", .greater, .integer(2)))
+        #expect(
+            parsed("`deck.title` contains x") == .text("deck.title", .contains, "x", caseInsensitive: false))
+        #expect(parsed("`two words`=1") == .compare("two words", .equal, .integer(1)))
+        #expect(parsed("`not` is null") == .isNull("not"))
+        #expect(parsed("not `not` is null") == .not(.isNull("not")))
+    }
+
+    // MARK: - Values
+
+    @Test(
+        "value kinds",
+        arguments: [
+            ("v = 42", Value.integer(42)),
+            ("v = 0", .integer(0)),
+            ("v = 007", .integer(7)),
+            ("v = +3", .integer(3)),
+            ("v = 9223372036854775807", .integer(Int64.max)),
+            ("v = -9223372036854775808", .integer(Int64.min)),
+            ("v = 2.5", .double(2.5)),
+            ("v = .5", .double(0.5)),
+            ("v = 5.", .double(5)),
+            ("v = 1e3", .double(1000)),
+            ("v = 1.5E-2", .double(0.015)),
+            ("v = 2e+2", .double(200)),
+            ("v = true", .bool(true)),
+            ("v = TRUE", .bool(true)),
+            ("v = false", .bool(false)),
+            ("v = null", .null),
+            ("v = NULL", .null),
+            ("v = #42", .reference(42)),
+            ("v = #0", .reference(0)),
+            ("v = hola", .string("hola")),
+            ("v = café", .string("café")),
+            ("v = _x", .string("_x")),
+            ("v = 'single'", .string("single")),
+            ("v = \"double\"", .string("double")),
+            ("v = ''", .string("")),
+            ("v = 'and'", .string("and")),
+            ("v = \"true\"", .string("true")),
+            ("v = '42'", .string("42")),
+            ("v = 1e", .string("1e")),
+            ("v = 1.2.3", .string("1.2.3")),
+            ("v = 12:30", .string("12:30")),
+        ])
+    func valueKind(text: String, expected: Value) {
+        #expect(parsed(text) == .compare("v", .equal, expected))
+    }
+
+    @Test(
+        "dates and UUIDs are bare words",
+        arguments: [
+            "2026-11-30", "2026-11-30T10:00:00Z", "2026-11-30T10:00:00.123Z", "2026-11-30T10:00:00+02:00",
+            "123e4567-e89b-12d3-a456-426614174000", "F47AC10B-58CC-4372-A567-0E02B2C3D479",
+        ])
+    func bareWords(word: String) {
+        #expect(parsed("due > " + word) == .compare("due", .greater, .string(word)))
+        #expect(parsed("due>=" + word) == .compare("due", .greaterOrEqual, .string(word)))
+        #expect(
+            parsed("due=" + word + "&&x=1")
+                == .and([.compare("due", .equal, .string(word)), .compare("x", .equal, .integer(1))]))
+    }
+
+    @Test("negative numbers")
+    func negativeNumbers() {
+        #expect(parsed("a>-5") == .compare("a", .greater, .integer(-5)))
+        #expect(parsed("a<-5") == .compare("a", .less, .integer(-5)))
+        #expect(parsed("a = -5") == .compare("a", .equal, .integer(-5)))
+        #expect(parsed("a=-2.5") == .compare("a", .equal, .double(-2.5)))
+        #expect(parsed("a = -.5e1") == .compare("a", .equal, .double(-5)))
+        #expect(parsed("a = -0") == .compare("a", .equal, .integer(0)))
+        #expect(parsed("a in (-1,-2)") == .oneOf("a", [.integer(-1), .integer(-2)]))
+        #expect(parsed("a = 5-3") == .compare("a", .equal, .string("5-3")))
+    }
+
+    @Test("quoted strings and escapes")
+    func quoting() {
+        #expect(parsed(#"s = "a\"b""#) == .compare("s", .equal, .string("a\"b")))
+        #expect(parsed(#"s = 'it\'s'"#) == .compare("s", .equal, .string("it's")))
+        #expect(parsed(#"s = "tab\there\nline\\""#) == .compare("s", .equal, .string("tab\there\nline\\")))
+        #expect(parsed(#"s = 'say "hi"'"#) == .compare("s", .equal, .string("say \"hi\"")))
+        #expect(parsed(#"s = "it's""#) == .compare("s", .equal, .string("it's")))
+        #expect(parsed(#"s = "\'\"""#) == .compare("s", .equal, .string("'\"")))
+        #expect(parsed("s = 'a b  (c) or d, #1'") == .compare("s", .equal, .string("a b  (c) or d, #1")))
+        #expect(parsed("s = '日本語 ✓'") == .compare("s", .equal, .string("日本語 ✓")))
+        #expect(
+            parsed("s='x'and t=\"y\"")
+                == .and([.compare("s", .equal, .string("x")), .compare("t", .equal, .string("y"))]))
+    }
+
+    @Test("record ids")
+    func references() {
+        #expect(parsed("deck = #42") == .compare("deck", .equal, .reference(42)))
+        #expect(parsed("deck=#7") == .compare("deck", .equal, .reference(7)))
+        #expect(parsed("deck != #9223372036854775807") == .compare("deck", .notEqual, .reference(Int64.max)))
+        #expect(parsed("tags in (#1, #2)") == .oneOf("tags", [.reference(1), .reference(2)]))
+    }
+
+    @Test("a realistic expression")
+    func realistic() {
+        let filter = parsed(
+            "(ease < 2.5 || reps > 10) && deck.title begins-with[c] 'span' and not due <= 2026-11-30")
+        #expect(
+            filter
+                == .and([
+                    .or([.compare("ease", .less, .double(2.5)), .compare("reps", .greater, .integer(10))]),
+                    .text("deck.title", .beginsWith, "span", caseInsensitive: true),
+                    .not(.compare("due", .lessOrEqual, .string("2026-11-30"))),
+                ]))
+    }
+
+    // MARK: - Errors
+
+    struct ErrorCase: Sendable, CustomTestStringConvertible {
+        let text: String
+        let column: Int
+        let message: String
+        var testDescription: String { text }
+        init(_ text: String, _ column: Int, _ message: String) {
+            self.text = text
+            self.column = column
+            self.message = message
+        }
+    }
+
+    private static let hint =
+        "; expected =, ==, !=, <>, <, <=, >, >=, is, in, contains, begins-with or ends-with"
+
+    @Test(
+        "errors and their columns",
+        arguments: [
+            // empty expression
+            ErrorCase("", 1, "empty expression"),
+            ErrorCase("   \t", 1, "empty expression"),
+            // unexpected end
+            ErrorCase("a >", 4, "expected a value after '>'"),
+            ErrorCase("deck.size >", 12, "expected a value after '>'"),
+            ErrorCase("a", 2, "expected an operator after 'a'"),
+            ErrorCase("deck.title ", 12, "expected an operator after 'deck.title'"),
+            ErrorCase("a = 1 and", 10, "expected a condition after 'and'"),
+            ErrorCase("a = 1 ||", 9, "expected a condition after '||'"),
+            ErrorCase("not", 4, "expected a condition after 'not'"),
+            ErrorCase("!", 2, "expected a condition after '!'"),
+            ErrorCase("a is", 5, "expected 'null' or 'not null' after 'is'"),
+            ErrorCase("a is not", 9, "expected 'null' after 'is not'"),
+            ErrorCase("a in", 5, "expected '(' after 'in'"),
+            ErrorCase("a in (1,", 9, "expected a value after ','"),
+            ErrorCase("a contains", 11, "expected a value after 'contains'"),
+            ErrorCase("a = #", 5, "expected a record id after '#', as in #42"),
+            ErrorCase("deck.", 6, "expected a name after '.' in the key"),
+            // missing value
+            ErrorCase("a > and b = 1", 5, "expected a value after '>', found 'and'"),
+            ErrorCase("a = )", 5, "expected a value after '=', found ')'"),
+            ErrorCase("a = = 1", 5, "expected a value after '=', found '='"),
+            ErrorCase("a = not", 5, "expected a value after '=', found 'not'; quote it to use it as text"),
+            ErrorCase(
+                "a = contains", 5,
+                "expected a value after '=', found 'contains'; quote it to use it as text"),
+            ErrorCase("a in (1,)", 9, "expected a value after ',', found ')'"),
+            ErrorCase("a in (,1)", 7, "expected a value after '(', found ','"),
+            ErrorCase("a is maybe", 6, "expected 'null' or 'not null' after 'is', found 'maybe'"),
+            ErrorCase("a IS NOT 5", 10, "expected 'null' after 'IS NOT', found '5'"),
+            ErrorCase("a in 1", 6, "expected '(' after 'in', found '1'"),
+            ErrorCase("a in (1 2)", 9, "expected ',' or ')' in the list, found '2'"),
+            // unterminated strings and keys
+            ErrorCase("a = \"abc", 5, "unterminated string: this double quote is never closed"),
+            ErrorCase("a = 'abc\\'", 5, "unterminated string: this single quote is never closed"),
+            ErrorCase("a = 'abc\\", 5, "unterminated string: this single quote is never closed"),
+            ErrorCase("`abc = 1", 1, "unterminated key: this backtick is never closed"),
+            ErrorCase("`` = 1", 1, "empty key between backticks"),
+            ErrorCase("a = \"x\\q\"", 7, "unknown escape '\\q' in a string; use \\\\, \\', \\\", \\n or \\t"),
+            // unknown operators
+            ErrorCase("a ~ 1", 3, "unknown operator '~'" + hint),
+            ErrorCase("a =! 1", 3, "unknown operator '=!'" + hint),
+            ErrorCase("a <=> 1", 3, "unknown operator '<=>'" + hint),
+            ErrorCase("a foo 1", 3, "unknown operator 'foo'" + hint),
+            ErrorCase("a isnull", 3, "unknown operator 'isnull'" + hint),
+            ErrorCase("deck-title = 1", 5, "unknown operator '-'" + hint),
+            ErrorCase("a and b", 3, "expected an operator after 'a', found 'and'"),
+            ErrorCase("a && b", 3, "expected an operator after 'a', found '&&'"),
+            ErrorCase("a 5", 3, "expected an operator after 'a', found '5'"),
+            ErrorCase("a 'x'", 3, "expected an operator after 'a', found a quoted string"),
+            ErrorCase("a (1)", 3, "expected an operator after 'a', found '('"),
+            ErrorCase(
+                "a contains[x] b", 11,
+                "unknown option after 'contains'; only '[c]' (ignore case) is supported"),
+            ErrorCase("a in[c] (1)", 5, "'[c]' applies only to contains, begins-with and ends-with"),
+            ErrorCase("a = 1 & b = 2", 7, "unknown operator '&'; use 'and' or '&&'"),
+            ErrorCase("a = 1 | b = 2", 7, "unknown operator '|'; use 'or' or '||'"),
+            // unbalanced parentheses
+            ErrorCase("(a = 1", 1, "unbalanced parenthesis: this '(' is never closed"),
+            ErrorCase("((a = 1) or b = 2", 1, "unbalanced parenthesis: this '(' is never closed"),
+            ErrorCase("(a = 1))", 8, "unbalanced parenthesis: this ')' has no matching '('"),
+            ErrorCase("a = 1)", 6, "unbalanced parenthesis: this ')' has no matching '('"),
+            ErrorCase("a in (1, 2", 6, "unbalanced parenthesis: this '(' is never closed"),
+            ErrorCase("()", 2, "expected a condition after '(', found ')'"),
+            ErrorCase(")", 1, "expected a condition, found ')'"),
+            // trailing input
+            ErrorCase("a = 1 b = 2", 7, "expected 'and', 'or' or the end of the expression, found 'b'"),
+            ErrorCase("a = 'x'y", 8, "expected 'and', 'or' or the end of the expression, found 'y'"),
+            ErrorCase("a = hola!", 9, "expected 'and', 'or' or the end of the expression, found '!'"),
+            ErrorCase("(a = 1 b = 2)", 8, "expected ')', 'and' or 'or', found 'b'"),
+            ErrorCase(
+                "a = 1 'x'", 7, "expected 'and', 'or' or the end of the expression, found a quoted string"),
+            // an operator (or other non-key) where a key is expected
+            ErrorCase("= 1", 1, "expected a key before '='"),
+            ErrorCase("a = 1 and >= 2", 11, "expected a key before '>='"),
+            ErrorCase("!= 1", 1, "expected a key before '!='"),
+            ErrorCase("not = 1", 5, "expected a key before '='"),
+            ErrorCase("and a = 1", 1, "expected a condition, found 'and'"),
+            ErrorCase("a = 1 and or b = 2", 11, "expected a condition after 'and', found 'or'"),
+            ErrorCase("a = 1 and && b = 2", 11, "expected a condition after 'and', found '&&'"),
+            ErrorCase("in = 1", 1, "'in' is a keyword; write `in` to use it as a key"),
+            ErrorCase("deck.null = 1", 6, "'null' is a keyword; write `null` to use it as a key"),
+            ErrorCase(
+                "\"front\" = 1", 1,
+                "expected a key, found a quoted string; write a key in backticks, not quotes"),
+            ErrorCase("5 = a", 1, "expected a key, found '5'; a key starts with a letter or '_'"),
+            ErrorCase(
+                "café = 1", 4,
+                "a key may contain only ASCII letters, digits and '_'; write other names in backticks"),
+            ErrorCase(
+                "é = 1", 1,
+                "a key may contain only ASCII letters, digits and '_'; write other names in backticks"),
+            ErrorCase("deck..title = 1", 6, "expected a name after '.' in the key, found '.'"),
+            ErrorCase("#1 = a", 1, "expected a condition, found '#'"),
+            // a non-string after a text operator
+            ErrorCase(
+                "front contains 5", 16,
+                "'contains' needs a string, not the integer 5; quote it to match the text"),
+            ErrorCase(
+                "front contains[c] 2.5", 19,
+                "'contains[c]' needs a string, not the double 2.5; quote it to match the text"),
+            ErrorCase(
+                "front begins-with true", 19,
+                "'begins-with' needs a string, not the bool true; quote it to match the text"),
+            ErrorCase(
+                "front ends-with null", 17, "'ends-with' needs a string, not null; quote it to match the text"
+            ),
+            ErrorCase(
+                "front endswith #3", 16,
+                "'endswith' needs a string, not the reference #3; quote it to match the text"),
+            // invalid numbers
+            ErrorCase(
+                "a = 99999999999999999999", 5,
+                "invalid number '99999999999999999999': it does not fit in a 64-bit integer"),
+            ErrorCase(
+                "a = -9223372036854775809", 5,
+                "invalid number '-9223372036854775809': it does not fit in a 64-bit integer"),
+            ErrorCase("a = 1e999", 5, "invalid number '1e999': it is out of range"),
+            ErrorCase("a = -abc", 5, "invalid number '-abc'"),
+            ErrorCase("a = --5", 5, "invalid number '--5'"),
+            ErrorCase("a = -", 5, "invalid number '-'"),
+            ErrorCase("a = +2026-11-30", 5, "invalid number '+2026-11-30'"),
+            ErrorCase("a = #abc", 5, "invalid record id '#abc'; a record id is digits, as in #42"),
+            ErrorCase("a = #-1", 5, "invalid record id '#-1'; a record id is digits, as in #42"),
+            ErrorCase(
+                "a = #99999999999999999999", 5,
+                "invalid record id '#99999999999999999999': it is out of range"),
+        ])
+    func syntaxError(_ error: ErrorCase) {
+        guard let thrown = parseError(error.text) else { return }
+        #expect(thrown.message == error.message)
+        #expect(thrown.column == error.column)
+        #expect(thrown.expression == error.text)
+        #expect(thrown.description == "syntax error at column \(error.column): \(error.message)")
+    }
+
+    @Test("the caret points at the column")
+    func caret() throws {
+        let error = try #require(parseError("deck.size >"))
+        #expect(error.description == "syntax error at column 12: expected a value after '>'")
+        #expect(error.caret == "deck.size >\n           ^")
+
+        #expect(parseError("a ~ 1")?.caret == "a ~ 1\n  ^")
+        #expect(parseError("(a = 1")?.caret == "(a = 1\n^")
+        #expect(parseError("")?.caret == "\n^")
+        // Tabs and line breaks show as spaces, so the caret stays under the problem.
+        #expect(parseError("a\t= 1\nb")?.caret == "a = 1 b\n      ^")
+    }
+
+    @Test("a long expression is refused at column 1")
+    func tooLong() throws {
+        let text = "a = '" + String(repeating: "x", count: FilterParser.maximumLength) + "'"
+        let error = try #require(parseError(text))
+        #expect(error.column == 1)
+        #expect(error.message == "the expression is too long (65542 bytes; the limit is 65536)")
+        // Just under the limit parses.
+        let longest = "a = '" + String(repeating: "x", count: FilterParser.maximumLength - 6) + "'"
+        #expect(parsed(longest) == .compare("a", .equal, .string(String(repeating: "x", count: 65_530))))
+    }
+
+    @Test("deep nesting is an error, not a crash")
+    func deepNesting() throws {
+        let message = "the expression is nested too deeply (at most 100 levels of parentheses and 'not')"
+        let parens = try #require(parseError(String(repeating: "(", count: 10_000)))
+        #expect(parens.column == 101)
+        #expect(parens.message == message)
+
+        let balanced = String(repeating: "(", count: 10_000) + "a=1" + String(repeating: ")", count: 10_000)
+        #expect(parseError(balanced)?.column == 101)
+
+        let bangs = try #require(parseError(String(repeating: "!", count: 10_000) + "a=1"))
+        #expect(bangs.column == 101)
+        #expect(bangs.message == message)
+
+        let nots = try #require(parseError(String(repeating: "not ", count: 10_000) + "a=1"))
+        #expect(nots.column == 401)
+
+        let mixed = try #require(parseError(String(repeating: "!(", count: 5_000)))
+        #expect(mixed.column == 101)
+
+        // Long flat expressions are not nesting.
+        let flat = Array(repeating: "a=1", count: 5_000).joined(separator: " or ")
+        #expect(parsed(flat) == .or(Array(repeating: Self.a1, count: 5_000)))
+    }
+
+    @Test("random token soup never crashes and reports a column within the expression")
+    func randomInput() {
+        let tokens = [
+            "a", "b.c", "`k`", "`", " ", "  ", "\t", "=", "==", "!=", "<>", "<", "<=", ">", ">=", "!", "&&",
+            "||",
+            "&", "|", "and", "OR", "not", "is", "null", "in", "true", "(", ")", ",", "contains", "[c]", "[",
+            "]", "begins-with", "ends-with", "'x'", "\"y\\\"z\"", "\"", "'", "\\", "1", "-5", "2.5", "1e999",
+            "-", "+", ".", "#4", "#", "2026-11-30", "T10:00:00Z", "é", ":", "~", "99999999999999999999",
+        ]
+        var generator = SplitMix64(seed: 0x5EED)
+        var parsedCount = 0
+        for _ in 0..<4_000 {
+            let count = Int.random(in: 0...14, using: &generator)
+            var text = ""
+            for _ in 0..<count {
+                text += tokens.randomElement(using: &generator) ?? ""
+                if Bool.random(using: &generator) { text += " " }
+            }
+            do {
+                _ = try FilterParser.parse(text)
+                parsedCount += 1
+            } catch {
+                let length = text.count
+                #expect(error.column >= 1 && error.column <= length + 1, "\(text): \(error)")
+                #expect(error.expression == text)
+                #expect(error.caret.split(separator: "\n", omittingEmptySubsequences: false).count == 2)
+                #expect(!error.message.isEmpty)
+            }
+            do {
+                _ = try FilterParser.parseSort(text)
+            } catch {
+                #expect(error.column >= 1 && error.column <= text.count + 1, "\(text): \(error)")
+            }
+        }
+        // The alphabet is rich enough that some inputs are valid.
+        #expect(parsedCount > 0)
+    }
+
+    // MARK: - Sort keys
+
+    @Test(
+        "sort keys",
+        arguments: [
+            ("created:desc", SortKey("created", ascending: false)),
+            ("front", SortKey("front")),
+            ("front:asc", SortKey("front", ascending: true)),
+            ("deck.title:desc", SortKey("deck.title", ascending: false)),
+            ("  front : DESC  ", SortKey("front", ascending: false)),
+            ("front:ASC", SortKey("front")),
+            ("in:desc", SortKey("in", ascending: false)),
+            ("`odd name`:desc", SortKey("odd name", ascending: false)),
+            ("deck.`order`", SortKey("deck.order")),
+        ])
+    func sortKey(text: String, expected: SortKey) throws {
+        #expect(try FilterParser.parseSort(text) == expected)
+    }
+
+    @Test(
+        "sort key errors",
+        arguments: [
+            ErrorCase("", 1, "empty sort key"),
+            ErrorCase("  ", 1, "empty sort key"),
+            ErrorCase("front:", 7, "expected 'asc' or 'desc' after ':'"),
+            ErrorCase("front:up", 7, "unknown sort direction 'up'; expected 'asc' or 'desc'"),
+            ErrorCase("front:-", 7, "expected 'asc' or 'desc' after ':', found '-'"),
+            ErrorCase("front desc", 7, "expected ':asc', ':desc' or the end of the sort key, found 'desc'"),
+            ErrorCase("front:desc:asc", 11, "expected ':asc', ':desc' or the end of the sort key, found ':'"),
+            ErrorCase("a,b", 2, "expected ':asc', ':desc' or the end of the sort key, found ','"),
+            ErrorCase(":desc", 1, "expected a sort key, found ':'"),
+            ErrorCase("-created", 1, "expected a sort key, found '-'"),
+            ErrorCase("deck.:asc", 6, "expected a name after '.' in the key, found ':'"),
+            ErrorCase("`front:desc", 1, "unterminated key: this backtick is never closed"),
+        ])
+    func sortKeyError(_ expected: ErrorCase) {
+        do {
+            let key = try FilterParser.parseSort(expected.text)
+            Issue.record("'\(expected.text)' parsed as \(key)")
+        } catch {
+            #expect(error.message == expected.message)
+            #expect(error.column == expected.column)
+            #expect(error.expression == expected.text)
+        }
+    }
+}
+
+/// A small seeded generator, so the random test is reproducible.
+private struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

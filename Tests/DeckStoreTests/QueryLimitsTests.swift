@@ -1,0 +1,387 @@
+import Foundation
+import Testing
+
+@testable import DeckStore
+
+/// Filters of every shape and size up to the limits of ``Query/Limits`` run, and return what a
+/// direct evaluation in Swift returns; beyond the limits they are refused with a clear error
+/// (never a raw SQLite error).
+@Suite("RecordQuery limits")
+struct QueryLimitsTests {
+    static let schema = StoreSchema(entities: [
+        Entity(
+            "Node",
+            attributes: [
+                Attribute("n", .integer), Attribute("s", .string, isOptional: true),
+                Attribute("d", .decimal, isOptional: true),
+            ],
+            relationships: [
+                Relationship("parent", to: "Node", inverse: "children"),
+                Relationship("children", to: "Node", toMany: true, inverse: "parent"),
+                Relationship("left", to: "Node", inverse: "right"),
+                Relationship("right", to: "Node", inverse: "left"),
+            ])
+    ])
+
+    /// What the test knows about each record, to evaluate filters without SQL.
+    struct Row {
+        let id: Int64
+        let n: Int64
+        let s: String?
+        let parent: Int?
+    }
+
+    static let words = ["apple", "Apricot", "banana", "cherry", "", "ApPle pie", "kiwi"]
+
+    /// 80 nodes in one chain (each the parent of the next); `n` cycles through 0…9, `s` through
+    /// `words` and null.
+    static func withNodes(_ body: (DocumentPackage, [Row]) throws -> Void) throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: schema)
+            var rows: [Row] = []
+            for index in 0..<80 {
+                let s: String? = index % 8 == 7 ? nil : words[index % words.count]
+                var values: [String: Value] = [
+                    "n": .integer(Int64(index % 10)), "s": s.map(Value.string) ?? .null,
+                ]
+                if let last = rows.last { values["parent"] = .reference(last.id) }
+                let id = try package.insert("Node", values)
+                rows.append(
+                    Row(id: id, n: Int64(index % 10), s: s, parent: rows.isEmpty ? nil : rows.count - 1))
+            }
+            try package.save()
+            try body(package, rows)
+            try package.close()
+        }
+    }
+
+    /// The ids `filter` matches, evaluated directly (two-valued: a condition on null is false).
+    static func evaluate(_ filter: Filter, _ rows: [Row]) -> [Int64] {
+        func value(_ key: String, _ row: Row) -> Row? {
+            var current: Row? = row
+            for _ in key.split(separator: ".").dropLast() { current = current?.parent.map { rows[$0] } }
+            return current
+        }
+        func holds(_ filter: Filter, _ row: Row) -> Bool {
+            switch filter {
+            case .all: return true
+            case .and(let parts): return parts.allSatisfy { holds($0, row) }
+            case .or(let parts): return parts.contains { holds($0, row) }
+            case .not(let inner): return !holds(inner, row)
+            case .compare(let key, let op, .integer(let wanted)):
+                // != holds for a missing value, as in SQL's IS NOT.
+                guard let target = value(key, row) else { return op == .notEqual }
+                let n = target.n
+                switch op {
+                case .equal: return n == wanted
+                case .notEqual: return n != wanted
+                case .less: return n < wanted
+                case .lessOrEqual: return n <= wanted
+                case .greater: return n > wanted
+                case .greaterOrEqual: return n >= wanted
+                }
+            case .compare("children", .equal, .reference(let child)):
+                return rows.first { $0.id == child }?.parent.map { rows[$0].id } == row.id
+            case .isNull(let key) where key.hasSuffix("s"):
+                return value(key, row)?.s == nil
+            case .text(let key, let match, let needle, let folded):
+                guard var text = value(key, row)?.s else { return false }
+                var needle = needle
+                if folded { (text, needle) = (text.lowercased(), needle.lowercased()) }
+                switch match {
+                case .contains: return needle.isEmpty || text.contains(needle)
+                case .beginsWith: return text.hasPrefix(needle)
+                case .endsWith: return text.hasSuffix(needle)
+                }
+            case .oneOf(let key, let list):
+                guard let target = value(key, row) else { return false }
+                return list.contains(.integer(target.n))
+            default:
+                Issue.record("the evaluator does not know \(filter)")
+                return false
+            }
+        }
+        return rows.filter { holds(filter, $0) }.map(\.id)
+    }
+
+    /// A deterministic generator (SplitMix64), so that a failure repeats.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func randomCondition(_ random: inout Generator, rows: [Row]) -> Filter {
+        let path = String(repeating: "parent.", count: Int.random(in: 0...2, using: &random))
+        switch Int.random(in: 0..<7, using: &random) {
+        case 0:
+            let ops: [Filter.Comparison] = [
+                .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual,
+            ]
+            return .compare(
+                path + "n", ops.randomElement(using: &random)!,
+                .integer(Int64.random(in: 0...9, using: &random)))
+        case 1:
+            let matches: [Filter.TextMatch] = [.contains, .beginsWith, .endsWith]
+            return .text(
+                path + "s", matches.randomElement(using: &random)!,
+                ["ap", "e", "", "Pie", "an"].randomElement(using: &random)!,
+                caseInsensitive: Bool.random(using: &random))
+        case 2: return .isNull(path + "s")
+        case 3:
+            return .oneOf(
+                path + "n",
+                (0..<Int.random(in: 1...4, using: &random)).map { _ in
+                    .integer(Int64.random(in: 0...9, using: &random))
+                })
+        case 4: return .compare("children", .equal, .reference(rows.randomElement(using: &random)!.id))
+        case 5: return .not(randomCondition(&random, rows: rows))
+        default: return .all
+        }
+    }
+
+    /// A random filter `depth` levels deep, with up to `width` parts per level.
+    static func randomFilter(_ random: inout Generator, depth: Int, width: Int, rows: [Row]) -> Filter {
+        guard depth > 0 else { return randomCondition(&random, rows: rows) }
+        var parts = (0..<Int.random(in: 0...width, using: &random)).map { _ in
+            randomCondition(&random, rows: rows)
+        }
+        parts.insert(
+            randomFilter(&random, depth: depth - 1, width: width, rows: rows),
+            at: Int.random(in: 0...parts.count, using: &random))
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: return .and(parts)
+        case 1: return .or(parts)
+        default: return .not(.or(parts))
+        }
+    }
+
+    @Test func randomFiltersMatchADirectEvaluation() throws {
+        try Self.withNodes { package, rows throws in
+            var random = Generator(state: 8)
+            for round in 0..<300 {
+                // Shallow and narrow, deep and narrow, shallow and wide.
+                let (depth, width) = [(3, 3), (40, 2), (2, 40)][round % 3]
+                let filter = Self.randomFilter(&random, depth: depth, width: width, rows: rows)
+                let ids = try package.fetchIDs(RecordQuery("Node", filter: filter))
+                #expect(ids == Self.evaluate(filter, rows), "round \(round): \(filter)")
+            }
+        }
+    }
+
+    @Test func aThousandAlternativesAndTheLimitOfConditions() throws {
+        try Self.withNodes { package, rows throws in
+            // The tester's 1,000 or-ed conditions, then the limit.
+            for count in [1_000, RecordQuery.Limits.conditions] {
+                let filter = Filter.or(
+                    (0..<count).map { .compare("n", .equal, .integer(Int64($0 % 10 == 3 ? 3 : 100 + $0))) })
+                #expect(try package.count(RecordQuery("Node", filter: filter)) == rows.filter { $0.n == 3 }.count)
+            }
+            let beyond = Filter.or(
+                (0...RecordQuery.Limits.conditions).map { .compare("n", .equal, .integer(Int64($0))) })
+            Self.expectInvalidQuery(package, beyond, "more than \(RecordQuery.Limits.conditions) conditions")
+            // Negated, nested in pairs: still fine.
+            let pairs = Filter.and(
+                (0..<(RecordQuery.Limits.conditions / 2)).map { index in
+                    .not(
+                        .and([
+                            .compare("n", .equal, .integer(Int64(index + 100))),
+                            .text("s", .endsWith, "x", caseInsensitive: true),
+                        ]))
+                })
+            #expect(try package.count(RecordQuery("Node", filter: pairs)) == rows.count)
+        }
+    }
+
+    @Test func theLimitOfValues() throws {
+        try Self.withNodes { package, rows throws in
+            let list = (0..<Int64(RecordQuery.Limits.values)).map { Value.integer($0 == 0 ? 4 : 1_000 + $0) }
+            #expect(
+                try package.count(RecordQuery("Node", filter: .oneOf("n", list))) == rows.filter { $0.n == 4 }.count
+            )
+            Self.expectInvalidQuery(
+                package, .oneOf("n", list + [.integer(5)]), "more than \(RecordQuery.Limits.values) values")
+            Self.expectInvalidQuery(
+                package, .and([.compare("n", .equal, .integer(1)), .oneOf("n", list)]),
+                "more than \(RecordQuery.Limits.values) values")
+        }
+    }
+
+    @Test func nestingToTheLimit() throws {
+        try Self.withNodes { package, rows throws in
+            // Alternating and/or with the heaviest conditions at every level, down to the limit.
+            var filter = Filter.text("parent.s", .endsWith, "e", caseInsensitive: true)
+            for level in 0..<(RecordQuery.Limits.nesting / 2) {
+                filter = .not(
+                    level % 2 == 0
+                        ? .or([filter, .compare("children", .equal, .reference(rows[level].id))])
+                        : .and([.oneOf("parent.parent.n", [.integer(1), .integer(2)]), filter]))
+            }
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: filter)) == Self.evaluate(filter, rows))
+            // As the parser reads it: 100 levels of parentheses and not.
+            let text =
+                String(repeating: "not (n = 1 or ", count: 50) + "s ends-with[c] 'E'"
+                + String(repeating: ")", count: 50)
+            let parsed = try FilterParser.parse(text)
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: parsed)) == Self.evaluate(parsed, rows))
+            let nots = try FilterParser.parse(String(repeating: "not ", count: 99) + "n = 1")
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: nots)) == Self.evaluate(nots, rows))
+            // What the parser accepts at its limit compiles: a top-level list, then 100 groups.
+            let groups = try FilterParser.parse(
+                "n = 1 or " + String(repeating: "(n = 2 and ", count: 100) + "s is null"
+                    + String(repeating: ")", count: 100))
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: groups)) == Self.evaluate(groups, rows))
+            // Each not may have 100 around it; one more is refused.
+            var deeper = Filter.compare("n", .equal, .integer(1))
+            for _ in 0...RecordQuery.Limits.nesting { deeper = .not(deeper) }
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: deeper)) == Self.evaluate(deeper, rows))
+            Self.expectInvalidQuery(package, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
+        }
+    }
+
+    @Test func wideAndDeepAtOnce() throws {
+        try Self.withNodes { package, rows throws in
+            // 100 levels, each with 99 conditions beside the next level: 9,900 conditions.
+            var filter = Filter.compare("n", .equal, .integer(5))
+            for level in 0..<RecordQuery.Limits.nesting {
+                let siblings = (0..<99).map { index in
+                    Filter.text("s", .contains, "zz\(level)-\(index)", caseInsensitive: index % 2 == 0)
+                }
+                filter =
+                    level % 2 == 0 ? .or(siblings + [filter]) : .and([filter] + siblings.map { .not($0) })
+            }
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: filter)) == Self.evaluate(filter, rows))
+        }
+    }
+
+    @Test func relationshipSteps() throws {
+        try Self.withNodes { package, rows throws in
+            let limit = RecordQuery.Limits.relationshipSteps
+            let key = String(repeating: "parent.", count: limit) + "n"
+            let expected = rows.filter { $0.id > Int64(limit) + rows[0].id - 1 }.filter {
+                rows[Int($0.id - rows[0].id) - limit].n == 7
+            }
+            #expect(
+                try package.fetchIDs(RecordQuery("Node", filter: .compare(key, .equal, .integer(7))))
+                    == expected.map(\.id))
+            // Sorting by a path shares its steps with the filter.
+            #expect(
+                try package.fetchIDs(
+                    RecordQuery(
+                        "Node", filter: .compare(key, .equal, .integer(7)),
+                        sort: [SortKey("parent.n", ascending: false)])
+                )
+                .count == expected.count)
+            Self.expectInvalidQuery(
+                package, .compare("parent." + key, .equal, .integer(7)), "follows \(limit + 1) relationships")
+            // A tester's thousands of hops: refused at once.
+            Self.expectInvalidQuery(
+                package, .compare(String(repeating: "parent.", count: 9_000) + "n", .equal, .integer(1)),
+                "follows 9000 relationships")
+            // Different steps add up across keys.
+            Self.expectInvalidQuery(
+                package,
+                .and([.compare(key, .equal, .integer(7)), .compare("left.n", .equal, .integer(1))]),
+                "more than \(limit) different relationship steps")
+        }
+    }
+
+    @Test func sortKeys() throws {
+        try Self.withNodes { package, _ throws in
+            let keys = (0..<RecordQuery.Limits.sortKeys).map { SortKey($0 % 2 == 0 ? "n" : "s") }
+            #expect(try package.fetchIDs(RecordQuery("Node", sort: keys)).count == 80)
+            let error = expectDeckError {
+                _ = try package.fetchIDs(RecordQuery("Node", sort: keys + [SortKey("n")]))
+            }
+            guard case .invalidQuery(let message) = error else {
+                Issue.record("expected invalidQuery, got \(String(describing: error))")
+                return
+            }
+            #expect(message.contains("at most \(RecordQuery.Limits.sortKeys)"))
+        }
+    }
+
+    @Test func inverseToOneAndDecimalKeys() throws {
+        try Self.withNodes { package, rows throws in
+            try package.update(
+                "Node", id: rows[1].id, ["right": .reference(rows[2].id), "d": .decimal(Decimal(12))])
+            try package.update("Node", id: rows[2].id, ["d": .decimal(Decimal(9))])
+            #expect(
+                try package.fetchIDs(RecordQuery("Node", filter: .compare("left.n", .equal, .integer(1)))) == [
+                    rows[2].id
+                ])
+            #expect(
+                try package.fetchIDs(RecordQuery("Node", filter: .compare("right.d", .less, .integer(10)))) == [
+                    rows[1].id
+                ])
+            #expect(try package.fetchIDs(RecordQuery("Node", filter: .isNull("right"))).count == 79)
+            #expect(
+                try package.fetchIDs(RecordQuery("Node", filter: .not(.isNull("d")), sort: [SortKey("d")])) == [
+                    rows[2].id, rows[1].id,
+                ])
+            #expect(try package.record("Node", id: rows[2].id)?["left"] == .reference(rows[1].id))
+            #expect(
+                try package.fetchIDs(
+                    RecordQuery("Node", filter: .compare("children", .equal, .reference(rows[5].id)))) == [
+                        rows[4].id
+                    ])
+            #expect(try package.count(RecordQuery("Node", filter: .isNull("children"))) == 1)
+            #expect(
+                try package.count(
+                    RecordQuery("Node", filter: .compare("children", .notEqual, .reference(rows[5].id)))) == 79)
+        }
+    }
+
+    @Test func partsThatAConstantDecidesAreStillChecked() throws {
+        try Self.withNodes { package, rows throws in
+            #expect(
+                try package.count(RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .integer(1))])))
+                    == 80)
+            #expect(try package.count(RecordQuery("Node", filter: .and([.not(.all), .isNull("s")]))) == 0)
+            for filter: Filter in [
+                .or([.compare("nope", .equal, .integer(1)), .all]),
+                .and([.oneOf("n", []), .not(.isNull("parent.nope"))]),
+            ] {
+                let error = expectDeckError { _ = try package.count(RecordQuery("Node", filter: filter)) }
+                guard case .unknownProperty("Node", "nope", _) = error else {
+                    Issue.record("expected unknownProperty, got \(String(describing: error))")
+                    continue
+                }
+            }
+            let wrongValue = expectDeckError {
+                _ = try package.count(
+                    RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .string("x"))])))
+            }
+            guard case .invalidValue = wrongValue else {
+                Issue.record("expected invalidValue, got \(String(describing: wrongValue))")
+                return
+            }
+            _ = rows
+        }
+    }
+
+    static func expectInvalidQuery(
+        _ package: DocumentPackage, _ filter: Filter, _ fragment: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for run in [
+            { _ = try package.count(RecordQuery("Node", filter: filter)) },
+            { _ = try package.fetch(RecordQuery("Node", filter: filter)) },
+        ] {
+            let error = expectDeckError(sourceLocation: sourceLocation, run)
+            guard case .invalidQuery(let message) = error else {
+                Issue.record(
+                    "expected invalidQuery, got \(String(describing: error))", sourceLocation: sourceLocation)
+                continue
+            }
+            #expect(message.contains(fragment), "message: \(message)", sourceLocation: sourceLocation)
+            #expect(!message.contains("SELECT"), sourceLocation: sourceLocation)
+            #expect(error?.kind == .invalidData, sourceLocation: sourceLocation)
+        }
+    }
+}

@@ -1,0 +1,1198 @@
+import Foundation
+import Testing
+
+@testable import DeckStore
+
+/// The flash-cards schema plus `Sample`, an entity with one optional attribute of every type.
+func recordsSchema(cardsDeleteRule: DeleteRule = .cascade) -> StoreSchema {
+    var schema = flashCardsSchema(cardsDeleteRule: cardsDeleteRule)
+    schema.entities.append(
+        Entity(
+            "Sample",
+            attributes: [
+                Attribute("s", .string, isOptional: true),
+                Attribute("i", .integer, isOptional: true),
+                Attribute("d", .double, isOptional: true),
+                Attribute("b", .bool, isOptional: true),
+                Attribute("t", .date, isOptional: true),
+                Attribute("raw", .data, isOptional: true),
+                Attribute("u", .uuid, isOptional: true),
+                Attribute("link", .url, isOptional: true),
+                Attribute("price", .decimal, isOptional: true),
+                Attribute("meta", .json, isOptional: true),
+            ]))
+    return schema
+}
+
+/// Titles (or another string attribute) of records, in order.
+private func strings(_ records: [Record], _ key: String) -> [String?] {
+    records.map { if case .string(let s)? = $0[key] { s } else { nil } }
+}
+
+@Suite("Records")
+struct RecordTests {
+    // MARK: Round trips
+
+    static let sampleValues: [String: Value] = [
+        "s": .string("héllo — 日本 🃏 'quoted' \"double\""),
+        "i": .integer(Int64.min + 1),
+        "d": .double(-123.456e-7),
+        "b": .bool(true),
+        "t": .date(Date(timeIntervalSince1970: 1_700_000_000.5)),
+        "raw": .data(Data([0, 1, 2, 0xFF])),
+        "u": .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!),
+        "link": .url(URL(string: "https://example.com/a%20b?q=1&r=ü#frag")!),
+        "price": .decimal(Decimal(string: "12345.6789")!),
+        "meta": .json(#"{"a":[1,2,{"b":null}],"c":"d"}"#),
+    ]
+
+    @Test func everyAttributeTypeRoundTrips() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let id = try package.insert("Sample", Self.sampleValues)
+            let record = try #require(try package.record("Sample", id: id))
+            #expect(record.entity == "Sample")
+            #expect(record.id == id)
+            for (name, value) in Self.sampleValues.sorted(by: { $0.key < $1.key }) {
+                #expect(record[name] == value, "attribute \(name)")
+            }
+            // And after save, close and reopen.
+            try package.save()
+            let url = package.url
+            try package.close()
+            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            #expect(try reopened.record("Sample", id: id)?.values == record.values)
+        }
+    }
+
+    @Test func edgeValuesRoundTrip() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let values: [[String: Value]] = [
+                [
+                    "s": .string(""), "i": .integer(.max), "d": .double(0), "b": .bool(false),
+                    "raw": .data(Data()),
+                ],
+                [
+                    "i": .integer(0), "d": .double(.greatestFiniteMagnitude),
+                    "t": .date(Date(timeIntervalSince1970: -86_400)),
+                ],
+                [
+                    "price": .decimal(Decimal(string: "-0.000001")!), "meta": .json("[null]"),
+                    "s": .string(String(repeating: "x", count: 100_000)),
+                ],
+            ]
+            for expected in values {
+                let id = try package.insert("Sample", expected)
+                let record = try #require(try package.record("Sample", id: id))
+                for (name, value) in expected { #expect(record[name] == value, "attribute \(name)") }
+                // Attributes not given read as null.
+                for name in ["s", "i", "d", "b", "t", "raw", "u", "link", "price", "meta"]
+                where expected[name] == nil {
+                    #expect(record[name] == .null, "attribute \(name)")
+                }
+            }
+        }
+    }
+
+    @Test func valuesAreCoercedWhereTheTypeAllows() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let id = try package.insert(
+                "Sample",
+                [
+                    "d": .integer(3), "i": .string("42"), "b": .string("true"), "price": .integer(7),
+                    "t": .string("1970-01-02T00:00:00Z"),
+                    "u": .string("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
+                ])
+            let record = try #require(try package.record("Sample", id: id))
+            #expect(record["d"] == .double(3))
+            #expect(record["i"] == .integer(42))
+            #expect(record["b"] == .bool(true))
+            #expect(record["price"] == .decimal(7))
+            #expect(record["t"] == .date(Date(timeIntervalSince1970: 86_400)))
+            #expect(record["u"] == .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!))
+        }
+    }
+
+    @Test func insertFetchUpdateDeleteCount() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            #expect(try package.count(RecordQuery("Deck")) == 0)
+            let a = try package.insert("Deck", ["title": .string("A")])
+            let b = try package.insert("Deck", ["title": .string("B"), "position": .integer(5)])
+            #expect(a != b)
+            #expect(package.hasChanges)
+            #expect(try package.count(RecordQuery("Deck")) == 2)
+            #expect(try package.fetchIDs(RecordQuery("Deck")) == [a, b])
+
+            try package.update("Deck", id: a, ["position": .integer(9)])
+            let updated = try #require(try package.record("Deck", id: a))
+            #expect(updated["title"] == .string("A"), "values not named keep theirs")
+            #expect(updated["position"] == .integer(9))
+
+            #expect(try package.delete("Deck", id: b) == 1)
+            #expect(try package.record("Deck", id: b) == nil)
+            #expect(try package.count(RecordQuery("Deck")) == 1)
+            try package.save()
+            #expect(!package.hasChanges)
+
+            var visited: [Int64] = []
+            try package.forEach(RecordQuery("Deck")) { visited.append($0.id) }
+            #expect(visited == [a])
+        }
+    }
+
+    @Test func bulkUpdateAndDeleteByQuery() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            for i in 0..<10 {
+                try package.insert("Deck", ["title": .string("d\(i)"), "position": .integer(Int64(i))])
+            }
+            let low = RecordQuery("Deck", filter: .compare("position", .less, .integer(4)))
+            #expect(try package.update(low, ["position": .integer(100)]) == 4)
+            #expect(
+                try package.count(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100)))) == 4)
+            #expect(
+                try package.delete(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100)))) == 4)
+            #expect(try package.count(RecordQuery("Deck")) == 6)
+            // A window applies to bulk deletes.
+            #expect(
+                try package.delete(RecordQuery("Deck", sort: [SortKey("position", ascending: false)], limit: 2))
+                    == 2)
+            #expect(
+                strings(try package.fetch(RecordQuery("Deck", sort: [SortKey("position")])), "title") == [
+                    "d4", "d5", "d6", "d7",
+                ])
+        }
+    }
+
+    @Test func updatingOrDeletingAMissingRecordIsRecordNotFound() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let tag = try package.insert("Tag", ["name": .string("t")])
+            for body in [
+                { try package.update("Deck", id: 999, ["title": .string("x")]) },
+                { _ = try package.delete("Deck", id: 999) },
+                // An id of another entity is not a Deck.
+                { try package.update("Deck", id: tag, ["title": .string("x")]) },
+            ] as [() throws -> Void] {
+                let error = expectDeckError(body)
+                if case .recordNotFound(let entity, _) = error {
+                    #expect(entity == "Deck")
+                } else {
+                    Issue.record("expected recordNotFound, got \(String(describing: error))")
+                }
+            }
+            #expect(try package.record("Deck", id: 999) == nil)
+        }
+    }
+
+    // MARK: Defaults, optionality, names, types
+
+    @Test func defaultsFillMissingAttributes() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let deck = try package.insert("Deck", ["title": .string("A")])
+            let card = try package.insert("Card", ["front": .string("hola")])
+            #expect(try package.record("Deck", id: deck)?["position"] == .integer(0))
+            #expect(try package.record("Card", id: card)?["back"] == .string(""))
+            #expect(try package.record("Card", id: card)?["image"] == .null)
+            #expect(try package.record("Card", id: card)?["deck"] == .null)
+            // An explicit value beats the default.
+            let other = try package.insert("Card", ["front": .string("x"), "back": .string("y")])
+            #expect(try package.record("Card", id: other)?["back"] == .string("y"))
+        }
+    }
+
+    @Test func requiredAttributesNeedAValue() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let kept = try package.insert("Deck", ["title": .string("kept")])
+            var error = expectDeckError { try package.insert("Card", ["back": .string("no front")]) }
+            guard case .invalidValue(let entity, let property, let reason) = error else {
+                Issue.record("expected invalidValue, got \(String(describing: error))")
+                return
+            }
+            #expect(entity == "Card")
+            #expect(property == "front")
+            #expect(reason.contains("required"))
+            error = expectDeckError { try package.insert("Card", ["front": .null]) }
+            if case .invalidValue(_, "front", _) = error {
+            } else {
+                Issue.record("got \(String(describing: error))")
+            }
+
+            let card = try package.insert("Card", ["front": .string("f")])
+            error = expectDeckError { try package.update("Card", id: card, ["front": .null]) }
+            if case .invalidValue(_, "front", _) = error {
+            } else {
+                Issue.record("got \(String(describing: error))")
+            }
+            #expect(try package.record("Card", id: card)?["front"] == .string("f"))
+            // Optional attributes take null.
+            try package.update("Card", id: card, ["image": .null])
+            // Earlier unsaved work survived the failures.
+            #expect(try package.record("Deck", id: kept) != nil)
+            #expect(try package.count(RecordQuery("Card")) == 1)
+        }
+    }
+
+    /// An unknown entity is reported with the entities that exist, so a caller (the `deck` tool)
+    /// can suggest the closest one.
+    @Test func unknownEntityListsTheKnownEntities() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let error = expectDeckError { try package.insert("Crad", ["front": .string("x")]) }
+            guard case .unknownEntity(let name, let known) = error else {
+                Issue.record("expected unknownEntity, got \(String(describing: error))")
+                return
+            }
+            #expect(name == "Crad")
+            #expect(Set(known) == Set(package.schema.entities.map(\.name)))
+            #expect(error?.description == "unknown entity 'Crad'")
+            for body in [
+                { _ = try package.fetch(RecordQuery("Dekc")) }, { _ = try package.count(RecordQuery("deck")) },
+                { _ = try package.delete("Tga", id: 1) },
+            ] as [() throws -> Void] {
+                let error = expectDeckError(body)
+                if case .unknownEntity(_, let known) = error {
+                    #expect(known.contains("Card"))
+                } else {
+                    Issue.record("expected unknownEntity, got \(String(describing: error))")
+                }
+            }
+        }
+    }
+
+    /// An unknown attribute is reported with the entity's properties, wherever it is named.
+    @Test func unknownPropertyListsTheEntitysProperties() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let error = expectDeckError { try package.insert("Card", ["fornt": .string("x")]) }
+            guard case .unknownProperty(let entity, let name, let known) = error else {
+                Issue.record("expected unknownProperty, got \(String(describing: error))")
+                return
+            }
+            #expect(entity == "Card")
+            #expect(name == "fornt")
+            #expect(known.contains("front") && known.contains("tags"))
+            #expect(try package.count(RecordQuery("Card")) == 0, "nothing was inserted")
+            let filterError = expectDeckError {
+                _ = try package.fetch(RecordQuery("Card", filter: .compare("bakc", .equal, .string("x"))))
+            }
+            guard case .unknownProperty("Card", "bakc", let filterKnown) = filterError else {
+                Issue.record("expected unknownProperty, got \(String(describing: filterError))")
+                return
+            }
+            #expect(filterKnown.contains("back"))
+            let sortError = expectDeckError { _ = try package.fetch(RecordQuery("Card", sort: [SortKey("xyzzy")])) }
+            guard case .unknownProperty("Card", "xyzzy", _) = sortError else {
+                Issue.record("expected unknownProperty, got \(String(describing: sortError))")
+                return
+            }
+            let relatedError = expectDeckError { _ = try package.related("Deck", id: 1, "crads") }
+            guard case .unknownProperty("Deck", "crads", let relatedKnown) = relatedError else {
+                Issue.record("expected unknownProperty, got \(String(describing: relatedError))")
+                return
+            }
+            #expect(relatedKnown.contains("cards"))
+        }
+    }
+
+    @Test(arguments: [
+        ("i", Value.string("abc")), ("i", .bool(true)), ("i", .double(1.5)), ("d", .string("one")),
+        ("b", .integer(2)),
+        ("b", .string("maybe")), ("t", .string("yesterday")), ("raw", .string("x")),
+        ("u", .string("not-a-uuid")),
+        ("link", .string("no scheme")), ("price", .string("1,5")), ("meta", .string("{broken")),
+        ("s", .integer(1)),
+        ("s", .data(Data([1]))), ("raw", .reference(1)),
+    ])
+    func typeMismatchesAreInvalidValues(attribute: String, value: Value) throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let error = expectDeckError { try package.insert("Sample", [attribute: value]) }
+            guard case .invalidValue(let entity, let property, let reason) = error else {
+                Issue.record("expected invalidValue, got \(String(describing: error))")
+                return
+            }
+            #expect(entity == "Sample")
+            #expect(property == attribute)
+            #expect(!reason.isEmpty)
+            #expect(try package.count(RecordQuery("Sample")) == 0)
+        }
+    }
+
+    @Test func relationshipValuesOfTheWrongShapeAreInvalid() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let deck = try package.insert("Deck", ["title": .string("A")])
+            let bodies: [() throws -> Void] = [
+                { try package.insert("Card", ["front": .string("x"), "deck": .references([deck])]) },
+                { try package.insert("Card", ["front": .string("x"), "deck": .string("A")]) },
+                { try package.insert("Card", ["front": .string("x"), "tags": .reference(1)]) },
+            ]
+            for body in bodies {
+                let error = expectDeckError(body)
+                if case .invalidValue = error {
+                } else {
+                    Issue.record("expected invalidValue, got \(String(describing: error))")
+                }
+            }
+            let missing = expectDeckError {
+                try package.insert("Card", ["front": .string("x"), "deck": .reference(12345)])
+            }
+            if case .recordNotFound("Deck", 12345) = missing {
+            } else {
+                Issue.record("expected recordNotFound, got \(String(describing: missing))")
+            }
+            // A record of the wrong entity is not a Deck either.
+            let tag = try package.insert("Tag", ["name": .string("t")])
+            let wrong = expectDeckError {
+                try package.insert("Card", ["front": .string("x"), "deck": .reference(tag + 1000)])
+            }
+            if case .recordNotFound = wrong {
+            } else {
+                Issue.record("expected recordNotFound, got \(String(describing: wrong))")
+            }
+            #expect(try package.count(RecordQuery("Card")) == 0)
+        }
+    }
+
+    // MARK: Filters
+
+    /// Samples: (s, i, d): ("Apple", 1, 1.5), ("banana", 2, nil), ("Cherry pie", 3, 3.5), (nil, 4, 4.0), ("apple tart", 5, -1)
+    private func samples(_ package: DocumentPackage) throws -> [Int64] {
+        let rows: [(Value, Int64, Value)] = [
+            (.string("Apple"), 1, .double(1.5)), (.string("banana"), 2, .null),
+            (.string("Cherry pie"), 3, .double(3.5)),
+            (.null, 4, .double(4)), (.string("apple tart"), 5, .double(-1)),
+        ]
+        return try rows.map { s, i, d in
+            try package.insert("Sample", ["s": s, "i": .integer(i), "d": d, "b": .bool(i % 2 == 0)])
+        }
+    }
+
+    private func matching(_ package: DocumentPackage, _ filter: Filter) throws -> [Int64] {
+        try package.fetch(RecordQuery("Sample", filter: filter, sort: [SortKey("i")])).compactMap {
+            if case .integer(let i)? = $0["i"] { i } else { nil }
+        }
+    }
+
+    @Test func comparisonFilters() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            #expect(try matching(package, .compare("i", .equal, .integer(3))) == [3])
+            #expect(try matching(package, .compare("i", .notEqual, .integer(3))) == [1, 2, 4, 5])
+            #expect(try matching(package, .compare("i", .less, .integer(3))) == [1, 2])
+            #expect(try matching(package, .compare("i", .lessOrEqual, .integer(3))) == [1, 2, 3])
+            #expect(try matching(package, .compare("i", .greater, .integer(3))) == [4, 5])
+            #expect(try matching(package, .compare("i", .greaterOrEqual, .integer(3))) == [3, 4, 5])
+            #expect(try matching(package, .compare("d", .greater, .double(1.5))) == [3, 4])
+            #expect(try matching(package, .compare("d", .less, .integer(0))) == [5])
+            #expect(try matching(package, .compare("s", .equal, .string("banana"))) == [2])
+            #expect(
+                try matching(package, .compare("s", .notEqual, .string("banana"))) == [1, 3, 4, 5],
+                "!= includes nulls")
+            #expect(
+                try matching(package, .compare("s", .greater, .string("a"))) == [2, 5],
+                "text compares by bytes")
+            #expect(try matching(package, .compare("b", .equal, .bool(true))) == [2, 4])
+            #expect(try matching(package, .compare("s", .equal, .null)) == [4])
+            #expect(try matching(package, .compare("s", .notEqual, .null)) == [1, 2, 3, 5])
+            #expect(try matching(package, .all) == [1, 2, 3, 4, 5])
+            let error = expectDeckError { _ = try matching(package, .compare("s", .less, .null)) }
+            if case .invalidQuery = error {
+            } else {
+                Issue.record("expected invalidQuery, got \(String(describing: error))")
+            }
+            let mismatch = expectDeckError {
+                _ = try matching(package, .compare("i", .equal, .string("three")))
+            }
+            if case .invalidValue = mismatch {
+            } else {
+                Issue.record("expected invalidValue, got \(String(describing: mismatch))")
+            }
+        }
+    }
+
+    @Test func nullFilters() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            #expect(try matching(package, .isNull("d")) == [2])
+            #expect(try matching(package, .isNull("s")) == [4])
+            #expect(try matching(package, .not(.isNull("d"))) == [1, 3, 4, 5])
+            #expect(try matching(package, .isNull("u")) == [1, 2, 3, 4, 5])
+        }
+    }
+
+    @Test func textFilters() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            #expect(try matching(package, .text("s", .contains, "pp", caseInsensitive: false)) == [1, 5])
+            #expect(try matching(package, .text("s", .contains, "Apple", caseInsensitive: false)) == [1])
+            #expect(try matching(package, .text("s", .contains, "APPLE", caseInsensitive: true)) == [1, 5])
+            #expect(
+                try matching(package, .text("s", .contains, "%", caseInsensitive: false)) == [],
+                "no LIKE wildcards")
+            #expect(try matching(package, .text("s", .beginsWith, "apple", caseInsensitive: false)) == [5])
+            #expect(try matching(package, .text("s", .beginsWith, "apple", caseInsensitive: true)) == [1, 5])
+            #expect(try matching(package, .text("s", .beginsWith, "_pple", caseInsensitive: true)) == [])
+            #expect(try matching(package, .text("s", .endsWith, "pie", caseInsensitive: false)) == [3])
+            #expect(try matching(package, .text("s", .endsWith, "PIE", caseInsensitive: false)) == [])
+            #expect(try matching(package, .text("s", .endsWith, "PIE", caseInsensitive: true)) == [3])
+            #expect(try matching(package, .text("s", .endsWith, "e", caseInsensitive: false)) == [1, 3])
+            #expect(
+                try matching(package, .text("s", .endsWith, "an apple tart", caseInsensitive: false)) == [])
+            let error = expectDeckError {
+                _ = try matching(package, .text("i", .contains, "1", caseInsensitive: false))
+            }
+            if case .invalidQuery = error {
+            } else {
+                Issue.record("expected invalidQuery, got \(String(describing: error))")
+            }
+        }
+    }
+
+    @Test func textFiltersOnUnicode() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            try package.insert("Sample", ["s": .string("日本語のテキスト"), "i": .integer(1)])
+            try package.insert("Sample", ["s": .string("Ünïcödé 🃏 cards"), "i": .integer(2)])
+            #expect(try matching(package, .text("s", .beginsWith, "日本", caseInsensitive: false)) == [1])
+            #expect(try matching(package, .text("s", .endsWith, "テキスト", caseInsensitive: true)) == [1])
+            #expect(try matching(package, .text("s", .contains, "🃏", caseInsensitive: false)) == [2])
+            #expect(try matching(package, .text("s", .endsWith, "🃏 CARDS", caseInsensitive: true)) == [2])
+        }
+    }
+
+    @Test func oneOfAndBooleanCombinations() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            #expect(try matching(package, .oneOf("i", [.integer(1), .integer(3), .integer(99)])) == [1, 3])
+            #expect(try matching(package, .oneOf("s", [.string("banana"), .string("Apple")])) == [1, 2])
+            #expect(try matching(package, .oneOf("i", [])) == [])
+            #expect(
+                try matching(
+                    package,
+                    .and([.compare("i", .greater, .integer(1)), .compare("d", .greater, .integer(0))])) == [
+                        3, 4,
+                    ])
+            #expect(
+                try matching(
+                    package,
+                    .or([.compare("i", .equal, .integer(1)), .compare("s", .equal, .string("banana"))])) == [
+                        1, 2,
+                    ])
+            #expect(try matching(package, .not(.compare("i", .greater, .integer(2)))) == [1, 2])
+            #expect(try matching(package, .and([])) == [1, 2, 3, 4, 5])
+            #expect(try matching(package, .or([])) == [])
+            #expect(
+                try matching(
+                    package,
+                    .or([
+                        .and([.compare("i", .greater, .integer(3)), .not(.isNull("s"))]),
+                        .not(.or([.compare("i", .greater, .integer(1)), .isNull("d")])),
+                    ])) == [1, 5])
+            #expect(try matching(package, .not(.not(.compare("i", .equal, .integer(2))))) == [2])
+        }
+    }
+
+    @Test func notIsTheComplementOfItsOperandEvenWithNulls() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            // Record 4 has s = null: it is not "banana", so .not(s == banana) holds for it,
+            // as .compare(s, .notEqual, banana) already does.
+            #expect(try matching(package, .not(.compare("s", .equal, .string("banana")))) == [1, 3, 4, 5])
+            #expect(try matching(package, .not(.compare("d", .greater, .integer(2)))) == [1, 2, 5])
+            #expect(
+                try matching(package, .not(.text("s", .contains, "a", caseInsensitive: false))) == [1, 3, 4])
+        }
+    }
+
+    @Test func decimalsCompareAndSortAsNumbers() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            for (i, text) in ["10", "9.5", "100", "-1", "2"].enumerated() {
+                try package.insert(
+                    "Sample", ["i": .integer(Int64(i)), "price": .decimal(Decimal(string: text)!)])
+            }
+            let sorted = try package.fetch(RecordQuery("Sample", sort: [SortKey("price")])).map { $0["price"] }
+            #expect(sorted == ["-1", "2", "9.5", "10", "100"].map { .decimal(Decimal(string: $0)!) })
+            #expect(try package.count(RecordQuery("Sample", filter: .compare("price", .greater, .decimal(9)))) == 3)
+        }
+    }
+
+    @Test func datesAndUUIDsFilter() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let id = UUID()
+            for i in 0..<5 {
+                try package.insert(
+                    "Sample",
+                    [
+                        "i": .integer(Int64(i)), "t": .date(Date(timeIntervalSince1970: Double(i) * 1_000)),
+                        "u": i == 3 ? .uuid(id) : .uuid(UUID()),
+                    ])
+            }
+            #expect(
+                try matching(
+                    package, .compare("t", .greaterOrEqual, .date(Date(timeIntervalSince1970: 2_000)))) == [
+                        2, 3, 4,
+                    ])
+            #expect(try matching(package, .compare("u", .equal, .uuid(id))) == [3])
+            #expect(try matching(package, .compare("u", .equal, .string(id.uuidString.uppercased()))) == [3])
+        }
+    }
+
+    @Test func dottedPathsFollowToOneRelationships() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let spanish = try package.insert("Deck", ["title": .string("Spanish"), "position": .integer(2)])
+            let french = try package.insert("Deck", ["title": .string("French"), "position": .integer(1)])
+            let c1 = try package.insert("Card", ["front": .string("hola"), "deck": .reference(spanish)])
+            let c2 = try package.insert("Card", ["front": .string("bonjour"), "deck": .reference(french)])
+            let c3 = try package.insert("Card", ["front": .string("adiós"), "deck": .reference(spanish)])
+            let c4 = try package.insert("Card", ["front": .string("loose")])
+
+            func cards(_ filter: Filter, sort: [SortKey] = []) throws -> [Int64] {
+                try package.fetchIDs(RecordQuery("Card", filter: filter, sort: sort))
+            }
+            #expect(try cards(.compare("deck.title", .equal, .string("Spanish"))) == [c1, c3])
+            #expect(try cards(.text("deck.title", .beginsWith, "fr", caseInsensitive: true)) == [c2])
+            #expect(try cards(.compare("deck.position", .greater, .integer(1))) == [c1, c3])
+            #expect(try cards(.isNull("deck")) == [c4])
+            #expect(try cards(.isNull("deck.title")) == [c4])
+            #expect(try cards(.compare("deck", .equal, .reference(french))) == [c2])
+            #expect(try cards(.compare("deck", .notEqual, .reference(french))) == [c1, c3, c4])
+            #expect(try cards(.oneOf("deck", [.reference(french), .reference(spanish)])) == [c1, c2, c3])
+            // Sorting by a dotted path: French (c2) before Spanish (c1, c3); no deck (null) first.
+            #expect(try cards(.all, sort: [SortKey("deck.title"), SortKey("front")]) == [c4, c2, c3, c1])
+
+            // The to-many side filters by membership.
+            let decks = try package.fetchIDs(RecordQuery("Deck", filter: .compare("cards", .equal, .reference(c3))))
+            #expect(decks == [spanish])
+            #expect(try package.fetchIDs(RecordQuery("Deck", filter: .isNull("cards"))) == [])
+
+            for (key, kind) in [
+                ("front.x", "attribute"), ("cards.front", "to-many"), ("deck.nope", "unknown"),
+            ] {
+                let error = expectDeckError {
+                    _ = try package.fetch(
+                        RecordQuery(key.hasPrefix("cards") ? "Deck" : "Card", filter: .isNull(key)))
+                }
+                #expect(error != nil, "\(key) (\(kind)) must be refused")
+            }
+        }
+    }
+
+    @Test func toManyMembershipFilters() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let verbs = try package.insert("Tag", ["name": .string("verbs")])
+            let nouns = try package.insert("Tag", ["name": .string("nouns")])
+            let c1 = try package.insert(
+                "Card", ["front": .string("a"), "tags": .references([verbs, nouns])])
+            let c2 = try package.insert("Card", ["front": .string("b"), "tags": .references([nouns])])
+            let c3 = try package.insert("Card", ["front": .string("c")])
+            #expect(
+                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(verbs)))) == [
+                    c1
+                ])
+            #expect(
+                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(nouns)))) == [
+                    c1, c2,
+                ])
+            #expect(
+                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .notEqual, .reference(verbs))))
+                    == [c2, c3])
+            #expect(try package.fetchIDs(RecordQuery("Card", filter: .isNull("tags"))) == [c3])
+            #expect(
+                try package.fetchIDs(RecordQuery("Tag", filter: .compare("cards", .equal, .reference(c2)))) == [
+                    nouns
+                ])
+            let error = expectDeckError {
+                _ = try package.fetch(RecordQuery("Card", filter: .compare("tags", .greater, .reference(1))))
+            }
+            if case .invalidQuery = error {
+            } else {
+                Issue.record("expected invalidQuery, got \(String(describing: error))")
+            }
+            let sortError = expectDeckError { _ = try package.fetch(RecordQuery("Card", sort: [SortKey("tags")])) }
+            if case .invalidQuery = sortError {
+            } else {
+                Issue.record("expected invalidQuery, got \(String(describing: sortError))")
+            }
+        }
+    }
+
+    // MARK: Sorting and windows
+
+    @Test func sortAscendingDescendingAndStable() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            // (front, back): ties on back are broken by insertion order (the record id).
+            let rows = [("e", "2"), ("b", "1"), ("d", "2"), ("a", "1"), ("c", "2"), ("f", "1")]
+            var ids: [String: Int64] = [:]
+            for (front, back) in rows {
+                ids[front] = try package.insert("Card", ["front": .string(front), "back": .string(back)])
+            }
+
+            func fronts(_ sort: [SortKey], limit: Int? = nil, offset: Int = 0) throws -> [String?] {
+                strings(try package.fetch(RecordQuery("Card", sort: sort, limit: limit, offset: offset)), "front")
+            }
+            #expect(try fronts([SortKey("front")]) == ["a", "b", "c", "d", "e", "f"])
+            #expect(try fronts([SortKey("front", ascending: false)]) == ["f", "e", "d", "c", "b", "a"])
+            #expect(try fronts([]) == ["e", "b", "d", "a", "c", "f"], "no sort: record id order")
+            #expect(try fronts([SortKey("back")]) == ["b", "a", "f", "e", "d", "c"], "stable within ties")
+            #expect(
+                try fronts([SortKey("back", ascending: false)]) == ["e", "d", "c", "b", "a", "f"],
+                "stable within ties")
+            #expect(
+                try fronts([SortKey("back"), SortKey("front", ascending: false)]) == [
+                    "f", "b", "a", "e", "d", "c",
+                ])
+            // Windows.
+            #expect(try fronts([SortKey("front")], limit: 2) == ["a", "b"])
+            #expect(try fronts([SortKey("front")], limit: 2, offset: 3) == ["d", "e"])
+            #expect(try fronts([SortKey("front")], offset: 4) == ["e", "f"])
+            #expect(try fronts([SortKey("front")], limit: 10, offset: 5) == ["f"])
+            #expect(try fronts([SortKey("front")], limit: 3, offset: 10) == [])
+            #expect(try fronts([SortKey("front")], limit: 0) == [])
+            #expect(try package.count(RecordQuery("Card", limit: 4, offset: 1)) == 4)
+            #expect(try package.count(RecordQuery("Card", offset: 4)) == 2)
+            #expect(
+                try package.fetchIDs(RecordQuery("Card", sort: [SortKey("front")], limit: 1)) == [
+                    try #require(ids["a"])
+                ])
+        }
+    }
+
+    @Test func nullsSortFirstAscendingAndLastDescending() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            _ = try samples(package)
+            let ascending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d")])).map { $0["i"] }
+            #expect(ascending == [.integer(2), .integer(5), .integer(1), .integer(3), .integer(4)])
+            let descending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d", ascending: false)])).map {
+                $0["i"]
+            }
+            #expect(descending == [.integer(4), .integer(3), .integer(1), .integer(5), .integer(2)])
+        }
+    }
+
+    // MARK: Relationships
+
+    @Test func toOneWithToManyInverse() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let d2 = try package.insert("Deck", ["title": .string("two")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .integer(d1)])
+            #expect(try package.related("Deck", id: d1, "cards") == [c1, c2])
+            #expect(try package.related("Card", id: c1, "deck") == [d1])
+            #expect(try package.record("Card", id: c1)?["deck"] == .reference(d1))
+
+            try package.update("Card", id: c1, ["deck": .reference(d2)])
+            #expect(try package.related("Deck", id: d1, "cards") == [c2])
+            #expect(try package.related("Deck", id: d2, "cards") == [c1])
+
+            try package.update("Card", id: c2, ["deck": .null])
+            #expect(try package.related("Deck", id: d1, "cards") == [])
+            #expect(try package.related("Card", id: c2, "deck") == [])
+            #expect(try package.record("Card", id: c2)?["deck"] == .null)
+        }
+    }
+
+    @Test func settingTheToManySideMovesTheToOneSide() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let c1 = try package.insert("Card", ["front": .string("a")])
+            let c2 = try package.insert("Card", ["front": .string("b")])
+            let c3 = try package.insert("Card", ["front": .string("c")])
+            let d1 = try package.insert(
+                "Deck", ["title": .string("one"), "cards": .references([c1, c2, c1])])
+            #expect(try package.related("Deck", id: d1, "cards") == [c1, c2])
+            #expect(try package.record("Card", id: c2)?["deck"] == .reference(d1))
+
+            let d2 = try package.insert("Deck", ["title": .string("two"), "cards": .references([c2, c3])])
+            #expect(try package.related("Deck", id: d1, "cards") == [c1], "c2 moved to d2")
+            #expect(try package.related("Deck", id: d2, "cards") == [c2, c3])
+
+            try package.update("Deck", id: d2, ["cards": .references([c3])])
+            #expect(try package.record("Card", id: c2)?["deck"] == .null)
+            try package.update("Deck", id: d2, ["cards": .references([])])
+            #expect(try package.related("Deck", id: d2, "cards") == [])
+            #expect(try package.record("Card", id: c3)?["deck"] == .null)
+        }
+    }
+
+    @Test func manyToManyBothDirections() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let t1 = try package.insert("Tag", ["name": .string("t1")])
+            let t2 = try package.insert("Tag", ["name": .string("t2")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "tags": .references([t2, t1])])
+            let c2 = try package.insert("Card", ["front": .string("b")])
+            #expect(try package.related("Card", id: c1, "tags") == [t1, t2])
+            #expect(try package.related("Tag", id: t1, "cards") == [c1])
+
+            try package.update("Tag", id: t1, ["cards": .references([c1, c2])])
+            #expect(try package.related("Card", id: c2, "tags") == [t1])
+            #expect(
+                try package.related("Card", id: c1, "tags") == [t1, t2],
+                "setting t1's cards keeps c1's other tags")
+
+            try package.update("Card", id: c1, ["tags": .references([t2])])
+            #expect(try package.related("Tag", id: t1, "cards") == [c2])
+            #expect(try package.related("Tag", id: t2, "cards") == [c1])
+
+            // Deleting either side removes its links only.
+            try package.delete("Card", id: c1)
+            #expect(try package.related("Tag", id: t2, "cards") == [])
+            try package.delete("Tag", id: t1)
+            #expect(try package.related("Card", id: c2, "tags") == [])
+            #expect(try package.count(RecordQuery("Card")) == 1)
+            try package.save()
+        }
+    }
+
+    static let oneToOneSchema = StoreSchema(entities: [
+        Entity(
+            "Person", attributes: [Attribute("name", .string)],
+            relationships: [Relationship("passport", to: "Passport", inverse: "owner")]),
+        Entity(
+            "Passport", attributes: [Attribute("number", .string)],
+            relationships: [Relationship("owner", to: "Person", inverse: "passport")]),
+    ])
+
+    @Test func oneToOneIsExclusive() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: Self.oneToOneSchema)
+            let p1 = try package.insert("Person", ["name": .string("Ann")])
+            let p2 = try package.insert("Person", ["name": .string("Bob")])
+            let a = try package.insert("Passport", ["number": .string("A")])
+            let b = try package.insert("Passport", ["number": .string("B")])
+
+            // From the side without the column.
+            try package.update("Person", id: p1, ["passport": .reference(a)])
+            #expect(try package.record("Passport", id: a)?["owner"] == .reference(p1))
+            #expect(try package.record("Person", id: p1)?["passport"] == .reference(a))
+            try package.update("Person", id: p2, ["passport": .reference(a)])
+            #expect(try package.related("Person", id: p1, "passport") == [], "Ann lost passport A to Bob")
+            #expect(try package.related("Passport", id: a, "owner") == [p2])
+
+            // From the side with the column.
+            try package.update("Passport", id: b, ["owner": .reference(p2)])
+            #expect(try package.related("Person", id: p2, "passport") == [b])
+            #expect(try package.related("Passport", id: a, "owner") == [], "A let go of Bob")
+            #expect(
+                try package.fetchIDs(RecordQuery("Passport", filter: .compare("owner", .equal, .reference(p2))))
+                    == [b])
+
+            // Each person has at most one passport and vice versa.
+            let owners = try package.fetch(RecordQuery("Passport")).compactMap {
+                if case .reference(let id)? = $0["owner"] { id } else { nil }
+            }
+            #expect(Set(owners).count == owners.count)
+            try package.save()
+        }
+    }
+
+    @Test func deleteRuleCascade() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
+            // Fillers, so no card shares its id with a deck (see cascadeIsNotConfusedByEqualIdsInOtherTables).
+            for i in 0..<5 { try package.insert("Card", ["front": .string("filler \(i)")]) }
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let d2 = try package.insert("Deck", ["title": .string("two")])
+            let tag = try package.insert("Tag", ["name": .string("t")])
+            for i in 0..<3 {
+                try package.insert(
+                    "Card", ["front": .string("a\(i)"), "deck": .reference(d1), "tags": .references([tag])])
+            }
+            let other = try package.insert(
+                "Card", ["front": .string("b"), "deck": .reference(d2), "tags": .references([tag])])
+
+            #expect(try package.delete("Deck", id: d1) == 4)
+            #expect(
+                try package.fetchIDs(
+                    RecordQuery("Card", filter: .not(.text("front", .beginsWith, "filler", caseInsensitive: false)))
+                ) == [other])
+            #expect(try package.count(RecordQuery("Card")) == 6)
+            #expect(try package.fetchIDs(RecordQuery("Deck")) == [d2])
+            #expect(
+                try package.related("Tag", id: tag, "cards") == [other], "links of deleted cards are gone")
+            try package.save()
+        }
+    }
+
+    @Test func cascadeIsNotConfusedByEqualIdsInOtherTables() throws {
+        try withTestDirectory { dir throws in
+            // Record ids are per table: deck #1 and card #1 are different records.
+            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
+            let deck = try package.insert("Deck", ["title": .string("one")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(deck)])
+            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .reference(deck)])
+            #expect(deck == c1, "the test needs a card whose id equals the deck's")
+            #expect(try package.delete("Deck", id: deck) == 3)
+            #expect(
+                try package.fetchIDs(RecordQuery("Card")) == [],
+                "both cards of the deleted deck are deleted (left: c1 = \(c1), c2 = \(c2))")
+        }
+    }
+
+    @Test func deleteRuleNullify() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .nullify))
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
+            #expect(try package.delete("Deck", id: d1) == 1)
+            #expect(try package.fetchIDs(RecordQuery("Card")) == [c1, c2])
+            #expect(try package.fetch(RecordQuery("Card")).map { $0["deck"] } == [.null, .null])
+            try package.save()
+            try package.close()
+            #expect(try PackageVerifier.verify(at: package.url).isValid)
+        }
+    }
+
+    @Test func deleteRuleDenyRefusesAndDeletesNothing() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .deny))
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let empty = try package.insert("Deck", ["title": .string("empty")])
+            try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            try package.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
+            let error = expectDeckError { try package.delete("Deck", id: d1) }
+            guard case .deleteDenied(let entity, let id, let relationship, let count) = error else {
+                Issue.record("expected deleteDenied, got \(String(describing: error))")
+                return
+            }
+            #expect(entity == "Deck")
+            #expect(id == d1)
+            #expect(relationship == "cards")
+            #expect(count == 2)
+            #expect(try package.count(RecordQuery("Deck")) == 2)
+            #expect(try package.related("Deck", id: d1, "cards").count == 2)
+            // A bulk delete that hits the denied record is undone whole.
+            let bulk = expectDeckError {
+                try package.delete(RecordQuery("Deck", sort: [SortKey("title", ascending: false)]))
+            }
+            if case .deleteDenied = bulk {
+            } else {
+                Issue.record("expected deleteDenied, got \(String(describing: bulk))")
+            }
+            #expect(try package.count(RecordQuery("Deck")) == 2)
+            // Without related records, deny does not apply.
+            #expect(try package.delete("Deck", id: empty) == 1)
+            try package.save()
+        }
+    }
+
+    @Test func deleteRuleNoActionLeavesTheReference() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .noAction))
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            #expect(try package.delete("Deck", id: d1) == 1)
+            try package.save()
+            #expect(try package.count(RecordQuery("Deck")) == 0)
+            #expect(
+                try package.record("Card", id: c1)?["deck"] == .reference(d1),
+                "noAction keeps the dangling reference")
+        }
+    }
+
+    @Test func deletingTheToOneSideNeverLeavesADanglingColumn() throws {
+        try withTestDirectory { dir throws in
+            // Card.deck is nullify (the default); deleting a card must not touch its deck.
+            let package = try makeTestPackage(in: dir)
+            let d1 = try package.insert("Deck", ["title": .string("one")])
+            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            try package.delete("Card", id: c1)
+            #expect(try package.fetchIDs(RecordQuery("Deck")) == [d1])
+            #expect(try package.related("Deck", id: d1, "cards") == [])
+            try package.save()
+        }
+    }
+
+    // MARK: Inheritance
+
+    static let animalSchema = StoreSchema(entities: [
+        Entity("Animal", attributes: [Attribute("name", .string, options: [.unique])]),
+        Entity("Dog", superentity: "Animal", attributes: [Attribute("breed", .string)]),
+        Entity(
+            "Puppy", superentity: "Dog", attributes: [Attribute("weeks", .integer, defaultValue: .integer(8))]
+        ),
+        Entity(
+            "Cat", superentity: "Animal",
+            attributes: [Attribute("lives", .integer, defaultValue: .integer(9))]),
+    ])
+
+    @Test func fetchingAParentReturnsSubentityRecordsWithTheirOwnAttributes() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: Self.animalSchema)
+            let generic = try package.insert("Animal", ["name": .string("thing")])
+            let rex = try package.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
+            let bit = try package.insert("Puppy", ["name": .string("Bit"), "breed": .string("pug")])
+            let tom = try package.insert("Cat", ["name": .string("Tom")])
+
+            let animals = try package.fetch(RecordQuery("Animal"))
+            #expect(animals.map(\.id) == [generic, rex, bit, tom])
+            #expect(animals.map(\.entity) == ["Animal", "Dog", "Puppy", "Cat"])
+            #expect(animals[0].values == ["name": .string("thing")])
+            #expect(animals[1].values == ["name": .string("Rex"), "breed": .string("collie")])
+            #expect(
+                animals[2].values == ["name": .string("Bit"), "breed": .string("pug"), "weeks": .integer(8)])
+            #expect(animals[3].values == ["name": .string("Tom"), "lives": .integer(9)])
+
+            #expect(try package.fetchIDs(RecordQuery("Dog")) == [rex, bit])
+            #expect(try package.fetchIDs(RecordQuery("Dog", includesSubentities: false)) == [rex])
+            #expect(try package.fetchIDs(RecordQuery("Animal", includesSubentities: false)) == [generic])
+            #expect(try package.count(RecordQuery("Cat")) == 1)
+            #expect(try package.record("Animal", id: bit)?.entity == "Puppy")
+            #expect(try package.record("Cat", id: rex) == nil)
+            #expect(
+                try package.fetchIDs(RecordQuery("Dog", filter: .compare("breed", .equal, .string("pug")))) == [bit]
+            )
+            #expect(
+                try package.fetchIDs(
+                    RecordQuery("Animal", filter: .text("name", .beginsWith, "r", caseInsensitive: true))) == [rex])
+        }
+    }
+
+    @Test func inheritanceUpdatesDeletesAndConstraints() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir, schema: Self.animalSchema)
+            let rex = try package.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
+            let tom = try package.insert("Cat", ["name": .string("Tom")])
+
+            // Subentity attributes are required where declared so.
+            let missing = expectDeckError { try package.insert("Dog", ["name": .string("NoBreed")]) }
+            if case .invalidValue("Dog", "breed", _) = missing {
+            } else {
+                Issue.record("got \(String(describing: missing))")
+            }
+            // A parent's unique attribute spans the hierarchy.
+            let duplicate = expectDeckError { try package.insert("Cat", ["name": .string("Rex")]) }
+            if case .uniqueViolation = duplicate {
+            } else {
+                Issue.record("expected uniqueViolation, got \(String(describing: duplicate))")
+            }
+            // The parent entity updates a subentity record's inherited attributes.
+            try package.update("Animal", id: rex, ["name": .string("Rex II")])
+            #expect(try package.record("Dog", id: rex)?["name"] == .string("Rex II"))
+            // A sibling entity cannot reach it.
+            let wrong = expectDeckError { try package.update("Cat", id: rex, ["lives": .integer(1)]) }
+            if case .recordNotFound = wrong {
+            } else {
+                Issue.record("expected recordNotFound, got \(String(describing: wrong))")
+            }
+            // The parent entity cannot name the subentity's attributes.
+            let unknown = expectDeckError { try package.update("Animal", id: rex, ["breed": .string("x")]) }
+            if case .unknownProperty = unknown {
+            } else {
+                Issue.record("expected unknownProperty, got \(String(describing: unknown))")
+            }
+            #expect(try package.delete("Animal", id: tom) == 1)
+            #expect(try package.fetchIDs(RecordQuery("Animal")) == [rex])
+            try package.save()
+        }
+    }
+
+    // MARK: Unique and upsert
+
+    @Test func uniqueViolations() throws {
+        try withTestDirectory { dir throws in
+            let schema = StoreSchema(entities: [
+                Entity(
+                    "Word",
+                    attributes: [
+                        Attribute("text", .string), Attribute("language", .string),
+                        Attribute("code", .string, isOptional: true, options: [.unique]),
+                    ],
+                    uniqueConstraints: [["text", "language"]])
+            ])
+            let package = try makeTestPackage(in: dir, schema: schema)
+            let first = try package.insert(
+                "Word", ["text": .string("gift"), "language": .string("en"), "code": .string("G1")])
+            try package.insert("Word", ["text": .string("gift"), "language": .string("de")])
+            // A null code twice is fine.
+            try package.insert("Word", ["text": .string("other"), "language": .string("de")])
+
+            var error = expectDeckError {
+                try package.insert("Word", ["text": .string("gift"), "language": .string("en")])
+            }
+            guard case .uniqueViolation(let entity, let properties) = error else {
+                Issue.record("expected uniqueViolation, got \(String(describing: error))")
+                return
+            }
+            #expect(entity == "Word")
+            #expect(properties == ["text", "language"])
+            error = expectDeckError {
+                try package.insert(
+                    "Word", ["text": .string("x"), "language": .string("en"), "code": .string("G1")])
+            }
+            if case .uniqueViolation("Word", ["code"]) = error {
+            } else {
+                Issue.record("expected uniqueViolation(code), got \(String(describing: error))")
+            }
+            let other = try package.insert("Word", ["text": .string("y"), "language": .string("en")])
+            error = expectDeckError { try package.update("Word", id: other, ["code": .string("G1")]) }
+            if case .uniqueViolation = error {
+            } else {
+                Issue.record("expected uniqueViolation, got \(String(describing: error))")
+            }
+            #expect(try package.count(RecordQuery("Word")) == 4)
+            #expect(try package.record("Word", id: first)?["code"] == .string("G1"))
+            try package.save()
+        }
+    }
+
+    @Test func upsertUpdatesTheRecordWithTheSameUniqueValue() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let (id, inserted) = try package.upsert("Deck", ["title": .string("A"), "position": .integer(1)])
+            #expect(inserted)
+            let again = try package.upsert("Deck", ["title": .string("A"), "position": .integer(2)])
+            #expect(again.id == id)
+            #expect(!again.inserted)
+            #expect(try package.count(RecordQuery("Deck")) == 1)
+            #expect(try package.record("Deck", id: id)?["position"] == .integer(2))
+            let other = try package.upsert("Deck", ["title": .string("B")])
+            #expect(other.inserted)
+            #expect(other.id != id)
+            // Without a unique value among the values, upsert inserts.
+            let card1 = try package.upsert("Card", ["front": .string("same")])
+            let card2 = try package.upsert("Card", ["front": .string("same")])
+            #expect(card1.inserted && card2.inserted && card1.id != card2.id)
+        }
+    }
+
+    @Test func upsertWithACompositeConstraint() throws {
+        try withTestDirectory { dir throws in
+            let schema = StoreSchema(entities: [
+                Entity(
+                    "Word",
+                    attributes: [
+                        Attribute("text", .string), Attribute("language", .string),
+                        Attribute("note", .string, isOptional: true),
+                    ],
+                    uniqueConstraints: [["text", "language"]]),
+                Entity(
+                    "Verb", superentity: "Word", attributes: [Attribute("tense", .string, isOptional: true)]),
+            ])
+            let package = try makeTestPackage(in: dir, schema: schema)
+            let a = try package.upsert("Word", ["text": .string("gift"), "language": .string("en")])
+            let b = try package.upsert("Word", ["text": .string("gift"), "language": .string("de")])
+            let c = try package.upsert(
+                "Word", ["text": .string("gift"), "language": .string("en"), "note": .string("present")])
+            #expect(a.inserted && b.inserted && !c.inserted)
+            #expect(c.id == a.id)
+            #expect(try package.record("Word", id: a.id)?["note"] == .string("present"))
+            // A subentity honours its ancestors' constraints.
+            let v1 = try package.upsert("Verb", ["text": .string("run"), "language": .string("en")])
+            let v2 = try package.upsert(
+                "Verb", ["text": .string("run"), "language": .string("en"), "tense": .string("present")])
+            #expect(v1.inserted && !v2.inserted && v1.id == v2.id)
+            #expect(try package.count(RecordQuery("Word")) == 3)
+        }
+    }
+
+    // MARK: Save and rollback
+
+    @Test func rollbackDiscardsChangesAndNewBlobFiles() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let kept = try package.insert(
+                "Card", ["front": .string("kept"), "image": .data(testBytes(64, seed: 1))])
+            try package.save()
+            let url = package.url
+            #expect(blobFiles(url) == [blobName(testBytes(64, seed: 1))])
+
+            try package.insert("Card", ["front": .string("new"), "image": .data(testBytes(64, seed: 2))])
+            try package.update(
+                "Card", id: kept, ["front": .string("changed"), "image": .data(testBytes(64, seed: 3))])
+            try package.insert("Deck", ["title": .string("new deck")])
+            #expect(blobFiles(url).count == 3)
+            #expect(package.hasChanges)
+
+            package.rollback()
+            #expect(!package.hasChanges)
+            #expect(try package.count(RecordQuery("Card")) == 1)
+            #expect(try package.count(RecordQuery("Deck")) == 0)
+            #expect(try package.record("Card", id: kept)?["front"] == .string("kept"))
+            #expect(blobFiles(url) == [blobName(testBytes(64, seed: 1))], "only the committed blob remains")
+            #expect(
+                try package.data(of: try #require(package.record("Card", id: kept)?["image"]))
+                    == testBytes(64, seed: 1))
+            package.rollback()  // nothing to roll back: harmless
+            try package.close()
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+        }
+    }
+
+    @Test func changesBecomeVisibleToReadersOnlyAfterSave() throws {
+        try withTestDirectory { dir throws in
+            let writer = try makeTestPackage(in: dir)
+            let url = writer.url
+            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let id = try writer.insert("Deck", ["title": .string("draft")])
+            #expect(try writer.count(RecordQuery("Deck")) == 1, "the writer sees its own changes")
+            #expect(try reader.count(RecordQuery("Deck")) == 0)
+            try writer.save()
+            #expect(try reader.count(RecordQuery("Deck")) == 1)
+
+            try writer.update("Deck", id: id, ["title": .string("final")])
+            #expect(try reader.record("Deck", id: id)?["title"] == .string("draft"))
+            writer.rollback()
+            try writer.delete("Deck", id: id)
+            #expect(try reader.count(RecordQuery("Deck")) == 1)
+            try writer.save()
+            #expect(try reader.count(RecordQuery("Deck")) == 0)
+            try reader.close()
+            try writer.close()
+        }
+    }
+
+    @Test func aFailedFirstChangeLeavesNoUnsavedChanges() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            try package.insert("Deck", ["title": .string("A")])
+            try package.save()
+            #expect(!package.hasChanges)
+            expectDeckError { try package.insert("Deck", ["title": .string("A")]) }
+            #expect(!package.hasChanges, "nothing changed, so there is nothing to save")
+            // ... and so maintenance that needs a clean state is not refused.
+            _ = try package.collectGarbage(dryRun: true)
+        }
+    }
+
+    @Test func aFailedChangeKeepsEarlierUnsavedChanges() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            try package.insert("Deck", ["title": .string("A")])
+            expectDeckError { try package.insert("Deck", ["title": .string("A")]) }
+            expectDeckError {
+                try package.insert(
+                    "Card", ["front": .string("x"), "deck": .reference(999), "image": .data(testBytes(100))])
+            }
+            try package.insert("Deck", ["title": .string("B")])
+            try package.save()
+            try package.close()
+            let reopened = try DocumentPackage.open(at: package.url, mode: .readOnly)
+            #expect(
+                strings(try reopened.fetch(RecordQuery("Deck", sort: [SortKey("title")])), "title") == ["A", "B"])
+            #expect(try reopened.count(RecordQuery("Card")) == 0)
+            #expect(try PackageVerifier.verify(at: package.url).isValid)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+@testable import DeckStore
+import DeckSamples
+
+/// A writer that stops without closing leaves its committed changes in the write-ahead log.
+/// Readers must still open the package (found by the long crash run: a read-only connection
+/// cannot replay a log by itself).
+@Suite struct RecoveryTests {
+    @Test func aReaderOpensAStoreWhoseWriterLeftAWriteAheadLog() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-recovery-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let live = directory.appendingPathComponent("Live.deck")
+        let writer = try DocumentPackage.create(
+            at: live, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
+        try FlashcardsSample.populate(writer)
+        try writer.insert("Tag", ["name": .string("only in the log")])
+        try writer.save()
+        // What a crash leaves: the files as they are now, with the log, and SQLite's
+        // shared-memory index in a state that needs rebuilding (here: zeroed).
+        let crashed = directory.appendingPathComponent("Crashed.deck")
+        try FileManager.default.createDirectory(at: crashed, withIntermediateDirectories: false)
+        for name in ["manifest.json", "store.sqlite", "store.sqlite-wal", "blobs"] {
+            try FileManager.default.copyItem(
+                at: live.appendingPathComponent(name), to: crashed.appendingPathComponent(name))
+        }
+        try Data(count: 32_768).write(to: crashed.appendingPathComponent("store.sqlite-shm"))
+        try writer.close()
+        #expect(
+            FileManager.default.fileExists(atPath: crashed.appendingPathComponent("store.sqlite-wal").path))
+
+        let reader = try DocumentPackage.open(at: crashed, mode: .readOnly)
+        #expect(
+            try reader.count(RecordQuery("Tag", filter: .compare("name", .equal, .string("only in the log")))) == 1)
+        try reader.close()
+        let report = try PackageVerifier.verify(at: crashed)
+        #expect(report.isValid, "\(report.findings)")
+    }
+}

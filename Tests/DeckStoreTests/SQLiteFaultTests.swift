@@ -1,0 +1,87 @@
+import CDeckFaultVFS
+import CSQLite
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import DeckStore
+import DeckSamples
+
+/// SQLite's own I/O failing under a save: the VFS in Tests/Harness/FaultVFS fails the n-th
+/// read, write or sync of the package's store files. (Truncation happens only in the
+/// checkpoint at close, whose failure is harmless and ignored by design.) These live in the serialized
+/// `CrashTests` suite, like every test that injects faults.
+extension CrashTests {
+    /// SQLite VFS operations (see CDeckFaultVFS.h) and the errors they are made to return.
+    static let sqliteFaults: [(name: String, operation: Int32, code: Int32)] = [
+        ("write", 2, SQLITE_FULL), ("write", 2, SQLITE_IOERR | (3 << 8)),
+        ("sync", 3, SQLITE_IOERR | (4 << 8)),
+        ("read", 1, SQLITE_IOERR | (1 << 8)),
+    ]
+
+    @Test(arguments: 0..<sqliteFaults.count)
+    func aFailingStoreKeepsTheCommittedState(fault index: Int) throws {
+        let fault = Self.sqliteFaults[index]
+        #expect(deck_fault_vfs_install() == SQLITE_OK)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-sqlfault-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("Store.deck")
+        let document = try DocumentPackage.create(
+            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
+        try FlashcardsSample.populate(document)
+        try document.close()
+        let before = try cards(url)
+
+        var fired = 0
+        for skip in [0, 1, 2, 5, 10, 25] {
+            let writer = try DocumentPackage.open(at: url, mode: .readWrite)
+            deck_fault_vfs_arm(fault.operation, directory.lastPathComponent, Int32(skip), fault.code)
+            var thrown: (any Error)?
+            do {
+                for i in 0..<20 {
+                    try writer.insert(
+                        "Card",
+                        [
+                            "front": .string("new \(i)"), "back": .string("x"), "creationDate": .date(.now),
+                            "image": .data(Data(repeating: UInt8(i), count: 70_000)),
+                        ])
+                }
+                try writer.save()
+            } catch {
+                thrown = error
+            }
+            let didFire = deck_fault_vfs_disarm() == 1
+            writer.rollback()
+            try? writer.close()
+            let context = "\(fault.name) #\(skip)"
+            if didFire {
+                fired += 1
+                #expect(thrown is DeckError, "\(context): \(String(describing: thrown))")
+            }
+            // Whatever happened, the package verifies and holds either the old cards or, when the
+            // save went through, the old ones plus the twenty new.
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid, "\(context): \(report.findings)")
+            let now = try cards(url)
+            #expect(now == before || (thrown == nil && now.count == before.count + 20), "\(context)")
+            if thrown == nil {
+                // Put the package back as it was for the next round.
+                let cleaner = try DocumentPackage.open(at: url, mode: .readWrite)
+                try cleaner.delete(
+                    RecordQuery("Card", filter: .text("front", .beginsWith, "new ", caseInsensitive: false)))
+                try cleaner.save()
+                try cleaner.close()
+            }
+        }
+        #expect(fired > 0, "no \(fault.name) reached the store; the test proved nothing")
+    }
+
+    private func cards(_ url: URL) throws -> [String] {
+        let document = try DocumentPackage.open(at: url, mode: .readOnly)
+        defer { try? document.close() }
+        return try document.fetch(RecordQuery("Card", sort: [SortKey("front")])).compactMap {
+            $0["front"]?.description
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+
+@testable import DeckStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A unique temporary directory for one test, removed (after restoring permissions) when the
+/// body returns or throws.
+func withTestDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+    defer { removeTestTree(url) }
+    return try body(url)
+}
+
+/// Removes a tree even when a test made part of it unreadable.
+func removeTestTree(_ url: URL) {
+    if let enumerator = FileManager.default.enumerator(atPath: url.path) {
+        for case let name as String in enumerator {
+            _ = chmod(url.path + "/" + name, 0o755)
+        }
+    }
+    _ = chmod(url.path, 0o755)
+    try? FileManager.default.removeItem(at: url)
+}
+
+struct StorageTestError: Error, Equatable {}
+
+/// The flash-cards schema used across tests: decks, cards (external images), tags.
+func flashCardsSchema(
+    cardsDeleteRule: DeleteRule = .cascade, threshold: Int = 16
+) -> StoreSchema {
+    StoreSchema(
+        version: "1.0.0",
+        entities: [
+            Entity(
+                "Deck",
+                attributes: [
+                    Attribute("title", .string, options: [.unique]),
+                    Attribute("position", .integer, defaultValue: .integer(0)),
+                ],
+                relationships: [
+                    Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "deck", deleteRule: cardsDeleteRule)
+                ]),
+            Entity(
+                "Card",
+                attributes: [
+                    Attribute("front", .string),
+                    Attribute("back", .string, defaultValue: .string("")),
+                    Attribute(
+                        "image", .data, isOptional: true, options: [.externalStorage],
+                        externalThreshold: threshold),
+                ],
+                relationships: [
+                    Relationship("deck", to: "Deck", inverse: "cards"),
+                    Relationship("tags", to: "Tag", toMany: true, inverse: "cards"),
+                ]),
+            Entity(
+                "Tag",
+                attributes: [Attribute("name", .string, options: [.unique])],
+                relationships: [Relationship("cards", to: "Card", toMany: true, inverse: "tags")]),
+        ])
+}
+
+let flashCardsType = "org.deck.test.flashcards"
+
+/// Creates a package named `name` in `dir` with `schema` (open for writing).
+func makeTestPackage(
+    in dir: URL, name: String = "test.deck", schema: StoreSchema = flashCardsSchema(),
+    contentType: String = flashCardsType
+) throws -> DocumentPackage {
+    try DocumentPackage.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
+}
+
+/// A raw read-write SQLite connection to a (closed) package's store.
+func rawStore(_ package: URL) throws -> Database {
+    try Database(path: package.appendingPathComponent(PackageLayout.store).path, mode: .readWrite)
+}
+
+/// Deterministic bytes of length `count`, distinct per `seed`.
+func testBytes(_ count: Int, seed: UInt8 = 0) -> Data {
+    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed) &* 7 &+ 1) })
+}
+
+/// Every blob file under `blobs/`, relative to the package.
+func blobFiles(_ package: URL) -> [String] {
+    let root = package.appendingPathComponent(PackageLayout.blobsDirectory).path
+    guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+    var files: [String] = []
+    for case let name as String in enumerator {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory),
+            !isDirectory.boolValue
+        {
+            files.append(name)
+        }
+    }
+    return files.sorted()
+}
+
+/// Files in `tmp/`.
+func temporaryFiles(_ package: URL) -> [String] {
+    (try? FileManager.default.contentsOfDirectory(
+        atPath: package.appendingPathComponent(PackageLayout.tmpDirectory).path))?
+        .sorted() ?? []
+}
+
+/// The expected blob file path (relative to `blobs/`) for `data`.
+func blobName(_ data: Data) -> String {
+    let hex = SHA256Hasher.hash(data).hexDigest
+    return String(hex.prefix(2)) + "/" + hex
+}
+
+/// Flips one bit of the byte at `offset` of the file at `path`.
+func flipByte(at path: String, offset: Int = 0) throws {
+    var data = try Data(contentsOf: URL(fileURLWithPath: path))
+    data[data.startIndex + offset] ^= 0x01
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+/// Truncates the file at `path` to `length` bytes.
+func truncateFile(_ path: String, to length: Int) {
+    _ = truncate(path, off_t(length))
+}
+
+/// Every record of every root entity, sorted by entity and id, with the bytes of external values.
+struct ContentSnapshot: Equatable {
+    var records: [Record]
+    var blobBytes: [String: Data]
+}
+
+func contentSnapshot(_ package: DocumentPackage) throws -> ContentSnapshot {
+    var records: [Record] = []
+    var blobBytes: [String: Data] = [:]
+    for root in package.schema.entities where root.superentity == nil {
+        for record in try package.fetch(RecordQuery(root.name)) {
+            records.append(record)
+            for value in record.values.values {
+                if case .blob(let reference) = value {
+                    blobBytes[reference.digest.hexDigest] = try package.data(for: reference)
+                }
+            }
+        }
+    }
+    return ContentSnapshot(records: records, blobBytes: blobBytes)
+}
+
+/// Runs `body` expecting a `DeckError`, and returns it (nil, with an issue recorded, otherwise).
+@discardableResult
+func expectDeckError(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) -> DeckError? {
+    do {
+        try body()
+        Issue.record("expected a DeckError, but nothing was thrown", sourceLocation: sourceLocation)
+    } catch let error as DeckError {
+        return error
+    } catch {
+        Issue.record("expected a DeckError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
+
+/// Codes of the findings in a report.
+extension VerificationReport {
+    var codes: [String] { findings.map(\.code) }
+    func finding(_ code: String) -> Finding? { findings.first { $0.code == code } }
+}
+
+var runningAsRoot: Bool { geteuid() == 0 }
