@@ -98,7 +98,7 @@ static int remove_path(const char *path) {
 
 int deck_staging_remove_tree(const char *path) { return remove_path(path) ? 0 : -1; }
 
-int deck_staging_cleanup(void) {
+int deck_staging_cleanup_under(const char *prefix) {
     int saved = errno;
     int removed = 0;
     for (int slot = 0; slot < slot_count; slot++) {
@@ -112,11 +112,18 @@ int deck_staging_cleanup(void) {
         }
         copy[length] = 0;
         if (atomic_load(&states[slot]) != state) continue;
+        if (prefix != NULL) {
+            size_t i = 0;
+            while (prefix[i] != 0 && prefix[i] == copy[i]) i++;
+            if (prefix[i] != 0) continue;
+        }
         removed += remove_path(copy);
     }
     errno = saved;
     return removed;
 }
+
+int deck_staging_cleanup(void) { return deck_staging_cleanup_under(NULL); }
 
 static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP};
 

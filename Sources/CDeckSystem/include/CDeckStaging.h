@@ -15,6 +15,10 @@ void deck_staging_remove(int slot);
 /// never following a symbolic link. Async-signal-safe. Returns how many paths it removed.
 int deck_staging_cleanup(void);
 
+/// The cleanup of `deck_staging_cleanup`, for the registered paths that begin with `prefix`
+/// only (tests run it on their own directory while other tests stage files of their own).
+int deck_staging_cleanup_under(const char *prefix);
+
 /// Removes `path` the way the cleanup does: a file is unlinked, a directory emptied through
 /// descriptors (`openat` with `O_NOFOLLOW`, `unlinkat`), so that nothing outside it is reached
 /// even if its contents are swapped for symbolic links meanwhile. Returns 0 when it is gone.
