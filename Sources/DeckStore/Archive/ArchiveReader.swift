@@ -43,7 +43,7 @@ final class ArchiveReader {
         // the descriptor itself.
         fd = try ArchiveSystem.openForReading(url.path)
         if archive_read_open_fd(archive, fd, ArchiveSystem.bufferSize) != ARCHIVE_OK {
-            throw ArchiveError.unreadable(entry: fileName, message: Self.message(archive))
+            throw Self.openFailure(archive, fileName: fileName)
         }
     }
 
@@ -77,11 +77,7 @@ final class ArchiveReader {
             if status == ARCHIVE_WARN, let name {
                 throw ArchiveError.unreadable(entry: name, message: Self.message(archive))
             }
-            // libarchive's bidders found no format it knows: say so as a case of its own, so no
-            // caller has to read libarchive's message.
-            if entryIndex == 0, entryName == nil, Self.message(archive).hasPrefix("Unrecognized archive format") {
-                throw ArchiveError.unrecognizedFormat(path: fileName)
-            }
+            if entryIndex == 0, entryName == nil { throw Self.openFailure(archive, fileName: fileName) }
             let context = entryName.map { " (after entry \($0))" } ?? ""
             throw ArchiveError.unreadable(entry: fileName, message: Self.message(archive) + context)
         }
@@ -179,6 +175,15 @@ final class ArchiveReader {
     private static func bytes(_ string: UnsafePointer<CChar>) -> UnsafeBufferPointer<UInt8> {
         UnsafeBufferPointer(
             start: UnsafeRawPointer(string).assumingMemoryBound(to: UInt8.self), count: strlen(string))
+    }
+
+    /// The error for an archive that could not be opened or whose first header failed: when
+    /// libarchive's bidders found no format they know, a case of its own, so that no caller has
+    /// to read libarchive's message.
+    private static func openFailure(_ archive: OpaquePointer, fileName: String) -> ArchiveError {
+        let text = message(archive)
+        return text.hasPrefix("Unrecognized archive format")
+            ? .unrecognizedFormat(path: fileName) : .unreadable(entry: fileName, message: text)
     }
 
     static func message(_ archive: OpaquePointer) -> String {

@@ -150,7 +150,6 @@ extension DeckError {
             switch error {
             case .fileSystem, .insufficientSpace: .io
             case .destinationExists, .destinationNotRegular: .alreadyExists
-            case .unrecognizedFormat, .notAnArchive: .cannotOpen
             default: .invalidData
             }
         case .alreadyExists, .notARegularFile: .alreadyExists
