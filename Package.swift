@@ -61,7 +61,9 @@ let package = Package(
             dependencies: ["DeckArguments"]),
         .testTarget(
             name: "DeckCommandLineTests",
-            dependencies: ["DeckCommandLine", "DeckKit", "DeckStore", "DeckSamples", "deck", "deck-crashtest"]),
+            dependencies: [
+                "DeckCommandLine", "DeckKit", "DeckStore", "DeckSamples", "deck", "deck-crashtest",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,9 +7,11 @@ import Testing
 @Suite("End to end: limits and inheritance")
 struct EndToEndLimitsTests {
     /// Writes `schema` as a schema file in `directory` and runs `deck new` with it.
-    func create(_ schema: StoreSchema, in directory: TemporaryDirectory, name: String = "Test.deck") throws -> (
-        path: String, result: RunResult
-    ) {
+    func create(_ schema: StoreSchema, in directory: TemporaryDirectory, name: String = "Test.deck") throws
+        -> (
+            path: String, result: RunResult
+        )
+    {
         let schemaPath = directory.appending("schema-\(UUID().uuidString.prefix(6)).json")
         try JSONEncoder().encode(schema).write(to: URL(fileURLWithPath: schemaPath))
         let path = directory.appending(name)
@@ -42,14 +44,17 @@ struct EndToEndLimitsTests {
     @Test func schemasBeyondTheLimitsAreRefusedClearly() throws {
         // The tester's 2,100 attributes, formerly "too many columns" and a CREATE TABLE dump (74).
         try expectRefused(
-            StoreSchema(entities: [Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })]),
+            StoreSchema(entities: [
+                Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })
+            ]),
             "hierarchy 'Wide'", "2100 properties", "at most 1000")
         // The 3,000-level chain that took 95 seconds to open.
         let chain = StoreSchema(
             entities: (1...3_000).map { Entity("E\($0)", superentity: $0 == 1 ? nil : "E\($0 - 1)") })
         try expectRefused(chain, "3000 entities", "at most 1000")
         try expectRefused(
-            StoreSchema(entities: Array(chain.entities.prefix(101))), "'E101' is 101 levels deep", "at most 100")
+            StoreSchema(entities: Array(chain.entities.prefix(101))), "'E101' is 101 levels deep",
+            "at most 100")
     }
 
     @Test func siblingsMustSpellASharedColumnAlike() throws {

@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 /// Zip bombs are stopped by declared sizes, free space and the zip structure rules, never by a
 /// compression ratio that Deck's own exports can exceed (spec 16.7).

@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 #if canImport(Glibc)
     import Glibc
@@ -163,7 +163,8 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         let names = try FileManager.default.contentsOfDirectory(atPath: unpacked.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
         let document = try DocumentPackage.open(at: unpacked, mode: .readOnly)
-        #expect(try document.count(RecordQuery("Tag", filter: .compare("name", .equal, .string(logged)))) == 1)
+        #expect(
+            try document.count(RecordQuery("Tag", filter: .compare("name", .equal, .string(logged)))) == 1)
         try document.close()
         #expect(try PackageVerifier.verify(at: unpacked).findings.isEmpty)
     }

@@ -1,9 +1,9 @@
 import CDeckSystem
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 #if canImport(Glibc)
     import Glibc

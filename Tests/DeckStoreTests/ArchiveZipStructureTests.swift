@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 /// A zip's central directory against its local headers (spec 16.7), and the rule that verifying
 /// an archive and importing it always agree (spec 16.8).

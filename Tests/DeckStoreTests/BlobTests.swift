@@ -274,7 +274,8 @@ struct BlobTests {
             #expect(blobFiles(package.url) == [blobName(committed)])
             #expect(temporaryFiles(package.url).isEmpty)
             #expect(
-                try package.data(of: try #require(package.fetch(RecordQuery("Card")).first?["image"])) == committed)
+                try package.data(of: try #require(package.fetch(RecordQuery("Card")).first?["image"]))
+                    == committed)
         }
     }
 
@@ -381,7 +382,9 @@ struct BlobTests {
             #expect(blobFiles(url) == [blobName(kept)])
             #expect(temporaryFiles(url).isEmpty)
             #expect(try package.database.scalar("SELECT count(*) FROM deck_blob")?.int64 == 1)
-            #expect(try package.data(of: try #require(package.fetch(RecordQuery("Card")).first?["image"])) == kept)
+            #expect(
+                try package.data(of: try #require(package.fetch(RecordQuery("Card")).first?["image"])) == kept
+            )
 
             // A second run finds nothing.
             let again = try package.collectGarbage()

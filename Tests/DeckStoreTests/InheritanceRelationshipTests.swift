@@ -111,10 +111,12 @@ struct InheritanceRelationshipTests {
             #expect(items.map(\.entity) == ["Book", "Paperback", "Film"])
             #expect(items.allSatisfy { $0["owner"] == .reference(library.ann) })
             #expect(
-                try package.fetchIDs(RecordQuery("Book", filter: .compare("owner.name", .equal, .string("Ann"))))
+                try package.fetchIDs(
+                    RecordQuery("Book", filter: .compare("owner.name", .equal, .string("Ann"))))
                     == [library.book, library.paperback])
             #expect(
-                try package.fetchIDs(RecordQuery("Film", filter: .compare("owner.name", .equal, .string("Ann"))))
+                try package.fetchIDs(
+                    RecordQuery("Film", filter: .compare("owner.name", .equal, .string("Ann"))))
                     == [library.film])
             // The hierarchy's root has no owner: only its subentities do.
             let rootless = expectDeckError {
@@ -126,7 +128,8 @@ struct InheritanceRelationshipTests {
                 Issue.record("expected unknownProperty, got \(String(describing: rootless))")
             }
             #expect(
-                try package.fetchIDs(RecordQuery("Book", filter: .compare("fan.name", .equal, .string("Ann"))))
+                try package.fetchIDs(
+                    RecordQuery("Book", filter: .compare("fan.name", .equal, .string("Ann"))))
                     == [library.book])
             try package.close()
         }
@@ -265,9 +268,10 @@ struct InheritanceRelationshipTests {
             #expect(items[0].values == ["link": .string("https://example.org")])
             #expect(items[1].values == ["link": .reference(alpha)])
             #expect(
-                try package.fetchIDs(RecordQuery("Film", filter: .compare("link", .equal, .reference(alpha)))) == [
-                    film
-                ])
+                try package.fetchIDs(RecordQuery("Film", filter: .compare("link", .equal, .reference(alpha))))
+                    == [
+                        film
+                    ])
             #expect(try package.fetchIDs(RecordQuery("Book", filter: .isNull("link"))) == [])
             try package.save()
             #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)

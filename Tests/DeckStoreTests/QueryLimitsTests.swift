@@ -180,7 +180,8 @@ struct QueryLimitsTests {
             for count in [1_000, RecordQuery.Limits.conditions] {
                 let filter = Filter.or(
                     (0..<count).map { .compare("n", .equal, .integer(Int64($0 % 10 == 3 ? 3 : 100 + $0))) })
-                #expect(try package.count(RecordQuery("Node", filter: filter)) == rows.filter { $0.n == 3 }.count)
+                #expect(
+                    try package.count(RecordQuery("Node", filter: filter)) == rows.filter { $0.n == 3 }.count)
             }
             let beyond = Filter.or(
                 (0...RecordQuery.Limits.conditions).map { .compare("n", .equal, .integer(Int64($0))) })
@@ -202,7 +203,8 @@ struct QueryLimitsTests {
         try Self.withNodes { package, rows throws in
             let list = (0..<Int64(RecordQuery.Limits.values)).map { Value.integer($0 == 0 ? 4 : 1_000 + $0) }
             #expect(
-                try package.count(RecordQuery("Node", filter: .oneOf("n", list))) == rows.filter { $0.n == 4 }.count
+                try package.count(RecordQuery("Node", filter: .oneOf("n", list)))
+                    == rows.filter { $0.n == 4 }.count
             )
             Self.expectInvalidQuery(
                 package, .oneOf("n", list + [.integer(5)]), "more than \(RecordQuery.Limits.values) values")
@@ -240,7 +242,8 @@ struct QueryLimitsTests {
             var deeper = Filter.compare("n", .equal, .integer(1))
             for _ in 0...RecordQuery.Limits.nesting { deeper = .not(deeper) }
             #expect(try package.fetchIDs(RecordQuery("Node", filter: deeper)) == Self.evaluate(deeper, rows))
-            Self.expectInvalidQuery(package, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
+            Self.expectInvalidQuery(
+                package, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
         }
     }
 
@@ -312,18 +315,21 @@ struct QueryLimitsTests {
                 "Node", id: rows[1].id, ["right": .reference(rows[2].id), "d": .decimal(Decimal(12))])
             try package.update("Node", id: rows[2].id, ["d": .decimal(Decimal(9))])
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .compare("left.n", .equal, .integer(1)))) == [
-                    rows[2].id
-                ])
+                try package.fetchIDs(RecordQuery("Node", filter: .compare("left.n", .equal, .integer(1))))
+                    == [
+                        rows[2].id
+                    ])
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .compare("right.d", .less, .integer(10)))) == [
-                    rows[1].id
-                ])
+                try package.fetchIDs(RecordQuery("Node", filter: .compare("right.d", .less, .integer(10))))
+                    == [
+                        rows[1].id
+                    ])
             #expect(try package.fetchIDs(RecordQuery("Node", filter: .isNull("right"))).count == 79)
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .not(.isNull("d")), sort: [SortKey("d")])) == [
-                    rows[2].id, rows[1].id,
-                ])
+                try package.fetchIDs(RecordQuery("Node", filter: .not(.isNull("d")), sort: [SortKey("d")]))
+                    == [
+                        rows[2].id, rows[1].id,
+                    ])
             #expect(try package.record("Node", id: rows[2].id)?["left"] == .reference(rows[1].id))
             #expect(
                 try package.fetchIDs(
@@ -333,14 +339,16 @@ struct QueryLimitsTests {
             #expect(try package.count(RecordQuery("Node", filter: .isNull("children"))) == 1)
             #expect(
                 try package.count(
-                    RecordQuery("Node", filter: .compare("children", .notEqual, .reference(rows[5].id)))) == 79)
+                    RecordQuery("Node", filter: .compare("children", .notEqual, .reference(rows[5].id))))
+                    == 79)
         }
     }
 
     @Test func partsThatAConstantDecidesAreStillChecked() throws {
         try Self.withNodes { package, rows throws in
             #expect(
-                try package.count(RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .integer(1))])))
+                try package.count(
+                    RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .integer(1))])))
                     == 80)
             #expect(try package.count(RecordQuery("Node", filter: .and([.not(.all), .isNull("s")]))) == 0)
             for filter: Filter in [

@@ -152,13 +152,16 @@ struct RecordTests {
             let low = RecordQuery("Deck", filter: .compare("position", .less, .integer(4)))
             #expect(try package.update(low, ["position": .integer(100)]) == 4)
             #expect(
-                try package.count(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100)))) == 4)
+                try package.count(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100))))
+                    == 4)
             #expect(
-                try package.delete(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100)))) == 4)
+                try package.delete(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100))))
+                    == 4)
             #expect(try package.count(RecordQuery("Deck")) == 6)
             // A window applies to bulk deletes.
             #expect(
-                try package.delete(RecordQuery("Deck", sort: [SortKey("position", ascending: false)], limit: 2))
+                try package.delete(
+                    RecordQuery("Deck", sort: [SortKey("position", ascending: false)], limit: 2))
                     == 2)
             #expect(
                 strings(try package.fetch(RecordQuery("Deck", sort: [SortKey("position")])), "title") == [
@@ -252,7 +255,8 @@ struct RecordTests {
             #expect(Set(known) == Set(package.schema.entities.map(\.name)))
             #expect(error?.description == "unknown entity 'Crad'")
             for body in [
-                { _ = try package.fetch(RecordQuery("Dekc")) }, { _ = try package.count(RecordQuery("deck")) },
+                { _ = try package.fetch(RecordQuery("Dekc")) },
+                { _ = try package.count(RecordQuery("deck")) },
                 { _ = try package.delete("Tga", id: 1) },
             ] as [() throws -> Void] {
                 let error = expectDeckError(body)
@@ -286,7 +290,9 @@ struct RecordTests {
                 return
             }
             #expect(filterKnown.contains("back"))
-            let sortError = expectDeckError { _ = try package.fetch(RecordQuery("Card", sort: [SortKey("xyzzy")])) }
+            let sortError = expectDeckError {
+                _ = try package.fetch(RecordQuery("Card", sort: [SortKey("xyzzy")]))
+            }
             guard case .unknownProperty("Card", "xyzzy", _) = sortError else {
                 Issue.record("expected unknownProperty, got \(String(describing: sortError))")
                 return
@@ -523,9 +529,13 @@ struct RecordTests {
                 try package.insert(
                     "Sample", ["i": .integer(Int64(i)), "price": .decimal(Decimal(string: text)!)])
             }
-            let sorted = try package.fetch(RecordQuery("Sample", sort: [SortKey("price")])).map { $0["price"] }
+            let sorted = try package.fetch(RecordQuery("Sample", sort: [SortKey("price")])).map {
+                $0["price"]
+            }
             #expect(sorted == ["-1", "2", "9.5", "10", "100"].map { .decimal(Decimal(string: $0)!) })
-            #expect(try package.count(RecordQuery("Sample", filter: .compare("price", .greater, .decimal(9)))) == 3)
+            #expect(
+                try package.count(RecordQuery("Sample", filter: .compare("price", .greater, .decimal(9))))
+                    == 3)
         }
     }
 
@@ -576,7 +586,8 @@ struct RecordTests {
             #expect(try cards(.all, sort: [SortKey("deck.title"), SortKey("front")]) == [c4, c2, c3, c1])
 
             // The to-many side filters by membership.
-            let decks = try package.fetchIDs(RecordQuery("Deck", filter: .compare("cards", .equal, .reference(c3))))
+            let decks = try package.fetchIDs(
+                RecordQuery("Deck", filter: .compare("cards", .equal, .reference(c3))))
             #expect(decks == [spanish])
             #expect(try package.fetchIDs(RecordQuery("Deck", filter: .isNull("cards"))) == [])
 
@@ -602,21 +613,25 @@ struct RecordTests {
             let c2 = try package.insert("Card", ["front": .string("b"), "tags": .references([nouns])])
             let c3 = try package.insert("Card", ["front": .string("c")])
             #expect(
-                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(verbs)))) == [
-                    c1
-                ])
+                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(verbs))))
+                    == [
+                        c1
+                    ])
             #expect(
-                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(nouns)))) == [
-                    c1, c2,
-                ])
+                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(nouns))))
+                    == [
+                        c1, c2,
+                    ])
             #expect(
-                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .notEqual, .reference(verbs))))
+                try package.fetchIDs(
+                    RecordQuery("Card", filter: .compare("tags", .notEqual, .reference(verbs))))
                     == [c2, c3])
             #expect(try package.fetchIDs(RecordQuery("Card", filter: .isNull("tags"))) == [c3])
             #expect(
-                try package.fetchIDs(RecordQuery("Tag", filter: .compare("cards", .equal, .reference(c2)))) == [
-                    nouns
-                ])
+                try package.fetchIDs(RecordQuery("Tag", filter: .compare("cards", .equal, .reference(c2))))
+                    == [
+                        nouns
+                    ])
             let error = expectDeckError {
                 _ = try package.fetch(RecordQuery("Card", filter: .compare("tags", .greater, .reference(1))))
             }
@@ -624,7 +639,9 @@ struct RecordTests {
             } else {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")
             }
-            let sortError = expectDeckError { _ = try package.fetch(RecordQuery("Card", sort: [SortKey("tags")])) }
+            let sortError = expectDeckError {
+                _ = try package.fetch(RecordQuery("Card", sort: [SortKey("tags")]))
+            }
             if case .invalidQuery = sortError {
             } else {
                 Issue.record("expected invalidQuery, got \(String(describing: sortError))")
@@ -645,7 +662,8 @@ struct RecordTests {
             }
 
             func fronts(_ sort: [SortKey], limit: Int? = nil, offset: Int = 0) throws -> [String?] {
-                strings(try package.fetch(RecordQuery("Card", sort: sort, limit: limit, offset: offset)), "front")
+                strings(
+                    try package.fetch(RecordQuery("Card", sort: sort, limit: limit, offset: offset)), "front")
             }
             #expect(try fronts([SortKey("front")]) == ["a", "b", "c", "d", "e", "f"])
             #expect(try fronts([SortKey("front", ascending: false)]) == ["f", "e", "d", "c", "b", "a"])
@@ -680,9 +698,10 @@ struct RecordTests {
             _ = try samples(package)
             let ascending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d")])).map { $0["i"] }
             #expect(ascending == [.integer(2), .integer(5), .integer(1), .integer(3), .integer(4)])
-            let descending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d", ascending: false)])).map {
-                $0["i"]
-            }
+            let descending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d", ascending: false)]))
+                .map {
+                    $0["i"]
+                }
             #expect(descending == [.integer(4), .integer(3), .integer(1), .integer(5), .integer(2)])
         }
     }
@@ -794,7 +813,8 @@ struct RecordTests {
             #expect(try package.related("Person", id: p2, "passport") == [b])
             #expect(try package.related("Passport", id: a, "owner") == [], "A let go of Bob")
             #expect(
-                try package.fetchIDs(RecordQuery("Passport", filter: .compare("owner", .equal, .reference(p2))))
+                try package.fetchIDs(
+                    RecordQuery("Passport", filter: .compare("owner", .equal, .reference(p2))))
                     == [b])
 
             // Each person has at most one passport and vice versa.
@@ -824,7 +844,8 @@ struct RecordTests {
             #expect(try package.delete("Deck", id: d1) == 4)
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Card", filter: .not(.text("front", .beginsWith, "filler", caseInsensitive: false)))
+                    RecordQuery(
+                        "Card", filter: .not(.text("front", .beginsWith, "filler", caseInsensitive: false)))
                 ) == [other])
             #expect(try package.count(RecordQuery("Card")) == 6)
             #expect(try package.fetchIDs(RecordQuery("Deck")) == [d2])
@@ -961,11 +982,13 @@ struct RecordTests {
             #expect(try package.record("Animal", id: bit)?.entity == "Puppy")
             #expect(try package.record("Cat", id: rex) == nil)
             #expect(
-                try package.fetchIDs(RecordQuery("Dog", filter: .compare("breed", .equal, .string("pug")))) == [bit]
+                try package.fetchIDs(RecordQuery("Dog", filter: .compare("breed", .equal, .string("pug"))))
+                    == [bit]
             )
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Animal", filter: .text("name", .beginsWith, "r", caseInsensitive: true))) == [rex])
+                    RecordQuery("Animal", filter: .text("name", .beginsWith, "r", caseInsensitive: true)))
+                    == [rex])
         }
     }
 
@@ -1190,7 +1213,9 @@ struct RecordTests {
             try package.close()
             let reopened = try DocumentPackage.open(at: package.url, mode: .readOnly)
             #expect(
-                strings(try reopened.fetch(RecordQuery("Deck", sort: [SortKey("title")])), "title") == ["A", "B"])
+                strings(try reopened.fetch(RecordQuery("Deck", sort: [SortKey("title")])), "title") == [
+                    "A", "B",
+                ])
             #expect(try reopened.count(RecordQuery("Card")) == 0)
             #expect(try PackageVerifier.verify(at: package.url).isValid)
         }

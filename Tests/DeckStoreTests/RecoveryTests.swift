@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 /// A writer that stops without closing leaves its committed changes in the write-ahead log.
 /// Readers must still open the package (found by the long crash run: a read-only connection
@@ -34,7 +34,8 @@ import DeckSamples
 
         let reader = try DocumentPackage.open(at: crashed, mode: .readOnly)
         #expect(
-            try reader.count(RecordQuery("Tag", filter: .compare("name", .equal, .string("only in the log")))) == 1)
+            try reader.count(RecordQuery("Tag", filter: .compare("name", .equal, .string("only in the log"))))
+                == 1)
         try reader.close()
         let report = try PackageVerifier.verify(at: crashed)
         #expect(report.isValid, "\(report.findings)")

@@ -36,7 +36,8 @@ struct ReferenceTrustTests {
             _ = try writer.delete(RecordQuery("Card", filter: .compare("front", .equal, .string("a"))))
             try writer.save()  // refs fell to 0, but card b still names the blob
             #expect(
-                try writer.data(of: try #require(writer.fetch(RecordQuery("Card")).first?["image"])) == Self.shared)
+                try writer.data(of: try #require(writer.fetch(RecordQuery("Card")).first?["image"]))
+                    == Self.shared)
             try writer.close()
             #expect(blobExists(url, Self.shared))
             // The save set refs to the true count, so the package is whole again.

@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 /// Schema defaults (spec 5.4): exact reading, the canonical stored form, `dynamicDefault`, and
 /// the messages schema files get.

@@ -36,7 +36,8 @@ struct SchemaLimitsTests {
     }
 
     /// Creates, fills, verifies and reopens a package of `schema`, inserting one record of `entity`.
-    static func roundTrip(_ schema: StoreSchema, inserting entity: String, _ values: [String: Value] = [:]) throws
+    static func roundTrip(_ schema: StoreSchema, inserting entity: String, _ values: [String: Value] = [:])
+        throws
     {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: schema)
@@ -70,7 +71,8 @@ struct SchemaLimitsTests {
         let many = StoreSchema(
             entities: (1...limit).map { Entity("E\($0)", attributes: [Attribute("a", .string)]) })
         try Self.roundTrip(
-            StoreSchema(entities: [many.entities[limit - 1]] + many.entities.dropLast()), inserting: "E\(limit)",
+            StoreSchema(entities: [many.entities[limit - 1]] + many.entities.dropLast()),
+            inserting: "E\(limit)",
             ["a": .string("x")])
         var tooMany = many
         tooMany.entities.append(Entity("Extra"))
@@ -97,7 +99,9 @@ struct SchemaLimitsTests {
             hierarchy(extra: 1), "hierarchy 'Root'", "declare \(limit + 1) properties", "at most \(limit)")
         // The tester's 2,100 attributes in one entity.
         Self.expectInvalid(
-            StoreSchema(entities: [Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })]),
+            StoreSchema(entities: [
+                Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })
+            ]),
             "hierarchy 'Wide'", "2100 properties")
     }
 
@@ -182,7 +186,8 @@ struct SchemaLimitsTests {
                             "E\(index)", attributes: [Attribute("a", .string)],
                             relationships: [
                                 Relationship(
-                                    "next", to: "E\(index % StoreSchema.Limits.entities + 1)", inverse: "previous"),
+                                    "next", to: "E\(index % StoreSchema.Limits.entities + 1)",
+                                    inverse: "previous"),
                                 Relationship(
                                     "previous", to: "E\((index + 998) % StoreSchema.Limits.entities + 1)",
                                     inverse: "next"),

@@ -234,7 +234,9 @@ struct SchemaTests {
         let json =
             #"{"version":"1","entities":[{"name":"A","attributes":[{"name":"n","type":"#
             + attribute + "}]}]}"
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(StoreSchema.self, from: Data(json.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(StoreSchema.self, from: Data(json.utf8))
+        }
         #expect {
             try StoreSchema(json: Data(json.utf8), source: "s.json")
         } throws: { error in

@@ -1,9 +1,9 @@
+import DeckSamples
 import Foundation
 import Synchronization
 import Testing
 
 @_spi(Testing) @testable import DeckStore
-import DeckSamples
 
 /// File-system failures injected into export and import. These live in the serialized
 /// `CrashTests` suite (an extension of it), because `FaultInjection` is process-global.

@@ -1,8 +1,8 @@
+import DeckSamples
 import Foundation
 import Testing
 
 @testable import DeckStore
-import DeckSamples
 
 #if canImport(Glibc)
     import Glibc

@@ -316,7 +316,8 @@ struct ValuePropertyTests {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(schema)
             for decoded in [
-                try StoreSchema(json: data, source: "t"), try JSONDecoder().decode(StoreSchema.self, from: data),
+                try StoreSchema(json: data, source: "t"),
+                try JSONDecoder().decode(StoreSchema.self, from: data),
             ] {
                 for (a, b) in zip(decoded.entities[0].attributes, attributes) {
                     #expect(

@@ -268,7 +268,8 @@ extension DocumentPackage {
             break
         case S_IFDIR:
             throw DeckError.archive(
-                .notAnArchive(path: path, reason: "is a directory, not an archive (use it as a package directly)"))
+                .notAnArchive(
+                    path: path, reason: "is a directory, not an archive (use it as a package directly)"))
         case S_IFLNK:
             throw DeckError.notAPackage(
                 path: path, reason: "it is a symbolic link; give the archive it points to instead")

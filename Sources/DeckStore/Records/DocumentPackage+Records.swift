@@ -517,9 +517,11 @@ extension DocumentPackage {
         }
     }
 
-    private func selectSQL(_ query: RecordQuery, mapping: EntityMapping, columns: String) throws(DeckError) -> (
-        String, [SQLValue]
-    ) {
+    private func selectSQL(_ query: RecordQuery, mapping: EntityMapping, columns: String) throws(DeckError)
+        -> (
+            String, [SQLValue]
+        )
+    {
         var compiler = QueryCompiler(mapping: self.mapping, entity: mapping)
         return try compiler.select(query, columns: columns)
     }

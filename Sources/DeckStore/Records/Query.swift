@@ -198,7 +198,8 @@ struct QueryCompiler {
         }
         guard query.sort.count <= RecordQuery.Limits.sortKeys else {
             throw DeckError.invalidQuery(
-                "the query has \(query.sort.count) sort keys; at most \(RecordQuery.Limits.sortKeys) are allowed")
+                "the query has \(query.sort.count) sort keys; at most \(RecordQuery.Limits.sortKeys) are allowed"
+            )
         }
         var order: [String] = []
         for key in query.sort {

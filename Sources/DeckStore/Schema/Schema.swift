@@ -154,7 +154,8 @@ extension StoreSchema {
                         throw DecodingError.dataCorrupted(
                             .init(
                                 codingPath: c.codingPath + [IndexKey(intValue: index)],
-                                debugDescription: "unknown attribute option '\(name)' (expected one of: \(known))"
+                                debugDescription:
+                                    "unknown attribute option '\(name)' (expected one of: \(known))"
                             ))
                     }
                     options.insert(option)
@@ -279,7 +280,8 @@ extension StoreSchema {
             if let text = try c.decodeIfPresent(String.self, forKey: .dynamicDefault) {
                 guard let value = DynamicDefault(rawValue: text) else {
                     let known = DynamicDefault.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw invalid(.dynamicDefault, "unknown dynamicDefault '\(text)' (expected one of: \(known))")
+                    throw invalid(
+                        .dynamicDefault, "unknown dynamicDefault '\(text)' (expected one of: \(known))")
                 }
                 dynamicDefault = value
             } else {

@@ -51,7 +51,8 @@ public final class DocumentPackage {
     var path: String { url.path }
 
     private init(
-        url: URL, manifest: Manifest, mode: Mode, schema: StoreSchema, mapping: SchemaMapping, database: Database,
+        url: URL, manifest: Manifest, mode: Mode, schema: StoreSchema, mapping: SchemaMapping,
+        database: Database,
         lock: WriterLock?
     ) {
         self.url = url
@@ -289,7 +290,9 @@ public final class DocumentPackage {
     }
 
     /// The mapping of a stored schema; an invalid one makes the package corrupt (spec: 5.8).
-    static func storedMapping(_ schema: StoreSchema, packagePath path: String) throws(DeckError) -> SchemaMapping {
+    static func storedMapping(_ schema: StoreSchema, packagePath path: String) throws(DeckError)
+        -> SchemaMapping
+    {
         do {
             return try SchemaMapping(schema)
         } catch .invalidSchema(let reason) {

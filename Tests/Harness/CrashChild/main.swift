@@ -45,7 +45,8 @@ func run() throws {
         return
     }
     let document = try DocumentPackage.open(at: url, mode: .readWrite)
-    let newest = try document.fetch(RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+    let newest = try document.fetch(
+        RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
     var batch: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
     while true {
         batch += 1
