@@ -189,7 +189,8 @@ enum Shell {
         switch command.subcommandPath {
         case ["query"]: _ = try document.reading { try QueryCommand.execute(command, on: $0) }
         case ["insert"]:
-            WriteCommands.report(inserted: try WriteCommands.insert(command, on: try document.writing()), command)
+            WriteCommands.report(
+                inserted: try WriteCommands.insert(command, on: try document.writing()), command)
         case ["update"]:
             let count = try WriteCommands.update(command, on: try document.writing())
             WriteCommands.report(command, verb: "Updated", count: count)

@@ -32,11 +32,13 @@ enum WriteCommands {
         return (entity.name, try document.insert(entity.name, values), true)
     }
 
-    static func report(inserted result: (entity: String, id: Int64, inserted: Bool), _ command: ParsedCommand) {
+    static func report(inserted result: (entity: String, id: Int64, inserted: Bool), _ command: ParsedCommand)
+    {
         if command.flag("json") {
             Output.standard.write("{\"id\":\(result.id),\"inserted\":\(result.inserted)}\n")
         } else {
-            Output.standard.write("\(result.inserted ? "Inserted" : "Updated") \(result.entity) #\(result.id)\n")
+            Output.standard.write(
+                "\(result.inserted ? "Inserted" : "Updated") \(result.entity) #\(result.id)\n")
         }
     }
 

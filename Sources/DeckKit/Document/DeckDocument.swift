@@ -322,7 +322,8 @@ public enum DeckDocument {
     ///
     /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
     /// the archive and then ``PackageVerifier/verifyArchived(_:storePath:archivePath:options:)``.
-    public static func verifyArchive(at url: URL, options: PackageVerifier.Options = .init()) throws(DeckError)
+    public static func verifyArchive(at url: URL, options: PackageVerifier.Options = .init())
+        throws(DeckError)
         -> VerificationReport
     {
         try requireArchive(url)

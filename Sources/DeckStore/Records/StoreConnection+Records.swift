@@ -300,7 +300,8 @@ extension StoreConnection {
             case .inverseColumn(let table, let column):
                 let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                 try recordUpdates(
-                    returnedBy: "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family) "
+                    returnedBy:
+                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family) "
                         + "RETURNING _pk, _entity",
                     [.integer(id)])
                 for target in targets {

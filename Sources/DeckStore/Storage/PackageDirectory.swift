@@ -256,7 +256,9 @@ enum PackageDirectory {
     /// open it for writing once. Where SQLite cannot use the index (it is not writable, or
     /// needs a rebuild it refuses), the reader opens the store again with `readonly_shm=1`:
     /// SQLite then reads the log through a private index in memory and writes nothing.
-    static func openStore(_ storePath: String, mode: PackageStore.Mode, packagePath: String) throws -> Database {
+    static func openStore(_ storePath: String, mode: PackageStore.Mode, packagePath: String) throws
+        -> Database
+    {
         guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
         let header: [UInt8]
         do {
@@ -345,7 +347,8 @@ enum PackageDirectory {
     /// A new reader connection to the store of a package that is already open (and checked).
     static func openReaderDatabase(packagePath: String) throws(DeckError) -> Database {
         do {
-            return try openStore(packagePath + "/" + PackageLayout.store, mode: .readOnly, packagePath: packagePath)
+            return try openStore(
+                packagePath + "/" + PackageLayout.store, mode: .readOnly, packagePath: packagePath)
         } catch let error as DeckError {
             throw error
         } catch let error as SQLiteError {

@@ -20,7 +20,9 @@ extension PackageStore {
     public func collectGarbage(
         dryRun: Bool = false, repair: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) -> GarbageReport {
-        try maintenance(dryRun: dryRun) { try $0.collectGarbage(dryRun: dryRun, repair: repair, progress: progress) }
+        try maintenance(dryRun: dryRun) {
+            try $0.collectGarbage(dryRun: dryRun, repair: repair, progress: progress)
+        }
     }
 
     /// Makes `deck_blob` agree with the cells (spec: section 10.8): registers intact blob files

@@ -73,14 +73,32 @@ public final class PackageStore: Sendable {
         var readers: [StoreConnection] = []
         /// Reader connections opened so far (idle or lent).
         var readerCount = 0
-        /// The thread holding ``writerGate``, to refuse a write inside a write on that thread.
+        /// The thread inside a ``write(_:)`` scope (or maintenance), to refuse a write inside a
+        /// write on that thread.
         var gateOwner: pthread_t?
+        /// Who began the open long transaction: the task, or the thread outside any task. A long
+        /// transaction may be ended from anywhere, but its beginner starting a write would wait
+        /// for itself forever; another task that happens to run on the same thread would not.
+        var longOwner: Holder?
         /// The transaction ``beginTransaction()`` handed out, while it is open.
         weak var longTransaction: StoreTransaction?
         /// The writer lock, released at close.
         var lock: WriterLock?
     }
     let state: Locked<State>
+
+    /// The current task, or the current thread when no task runs.
+    struct Holder: Hashable, Sendable {
+        let isTask: Bool
+        let id: Int
+
+        static var current: Holder {
+            if let task = withUnsafeCurrentTask(body: { $0?.hashValue }) {
+                return Holder(isTask: true, id: task)
+            }
+            return Holder(isTask: false, id: Int(bitPattern: UInt(pthread_self())))
+        }
+    }
 
     private init(opened: PackageDirectory.Opened, mode: Mode, configuration: Configuration) {
         url = opened.url
@@ -259,6 +277,12 @@ public final class PackageStore: Sendable {
     /// interactive session that saves when asked. It holds this process's writer until then
     /// (other writers queue), and so must be ended; ``close(discardingChanges:)`` refuses while
     /// it has changes.
+    ///
+    /// It may be used and ended from any thread, one at a time. The task (or, outside Swift
+    /// concurrency, the thread) that began it and then starts another write or maintenance gets
+    /// ``DeckError/misuse(_:)``: it would wait for itself. Writers queue by blocking their
+    /// thread: in async code, do not hold a long transaction across a suspension point while
+    /// other tasks write.
     public func beginTransaction() throws(DeckError) -> StoreTransaction {
         let connection = try acquireWriter()
         do {
@@ -268,7 +292,11 @@ public final class PackageStore: Sendable {
             throw error
         }
         let transaction = StoreTransaction(connection: connection, store: self, isLong: true)
-        state.withLock { $0.longTransaction = transaction }
+        state.withLock { state in
+            state.longTransaction = transaction
+            state.longOwner = Holder.current
+            state.gateOwner = nil
+        }
         return transaction
     }
 
@@ -277,7 +305,10 @@ public final class PackageStore: Sendable {
     func acquireWriter() throws(DeckError) -> StoreConnection {
         guard let writer else { throw DeckError.readOnly(path: path) }
         let me = pthread_self()
-        let reentrant = state.withLock { state in state.gateOwner.map { pthread_equal($0, me) != 0 } ?? false }
+        let holder = Holder.current
+        let reentrant = state.withLock { state in
+            state.gateOwner.map { pthread_equal($0, me) != 0 } ?? false || state.longOwner == holder
+        }
         if reentrant {
             throw DeckError.misuse(
                 "\(path): a write was started on a thread that is already writing (a write inside a write, "

@@ -224,7 +224,10 @@ extension PackageStore {
     /// A long transaction ended: the writer is free for the next one.
     func endLongTransaction(_ transaction: StoreTransaction) {
         state.withLock { state in
-            if state.longTransaction === transaction { state.longTransaction = nil }
+            if state.longTransaction === transaction {
+                state.longTransaction = nil
+                state.longOwner = nil
+            }
         }
         releaseWriter()
     }

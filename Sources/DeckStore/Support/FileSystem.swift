@@ -17,7 +17,9 @@ package enum FileSystem {
         }
     }
 
-    package static func failure(_ op: FaultInjection.Operation, _ path: String, _ code: Int32 = errno) -> DeckError {
+    package static func failure(_ op: FaultInjection.Operation, _ path: String, _ code: Int32 = errno)
+        -> DeckError
+    {
         switch code {
         case EACCES, EPERM: .permissionDenied(path: path, operation: op.rawValue)
         case ENOENT: .notFound(path: path)
@@ -43,7 +45,9 @@ package enum FileSystem {
     /// checking the opened descriptor with `fstat`, refuses anything but a regular file without a
     /// race between the check and the open. A wrong kind is ``DeckError/corrupt(path:reason:)``
     /// naming the path and what it is.
-    package static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError) -> Int32 {
+    package static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError)
+        -> Int32
+    {
         try check(.open, path)
         let fd = Glibc.open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else {
@@ -178,7 +182,8 @@ package enum FileSystem {
         guard Glibc.unlink(path) == 0 || errno == ENOENT else { throw failure(.unlink, path) }
     }
 
-    package static func mkdir(_ path: String, mode: mode_t = 0o755, existingOK: Bool = true) throws(DeckError) {
+    package static func mkdir(_ path: String, mode: mode_t = 0o755, existingOK: Bool = true) throws(DeckError)
+    {
         try check(.mkdir, path)
         if Glibc.mkdir(path, mode) == 0 { return }
         if errno == EEXIST && existingOK && isDirectory(path) { return }
