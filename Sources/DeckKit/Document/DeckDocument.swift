@@ -340,7 +340,7 @@ public enum DeckDocument {
             case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
             default: break
             }
-            if case .unrecognizedFormat = error, !PackageVerifier.looksLikeArchive(path) {
+            if case .unrecognizedFormat = error, !ArchiveFormat.looksLikeArchive(path) {
                 throw DeckError.notAPackage(
                     path: path, reason: "it is neither a package directory nor a package archive")
             }

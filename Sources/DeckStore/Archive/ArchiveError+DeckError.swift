@@ -10,7 +10,7 @@ extension DeckError {
         switch error {
         case let error as DeckError: self = error
         case ArchiveError.unrecognizedFormat
-        where archive.map({ !PackageVerifier.looksLikeArchive($0.path) }) == true:
+        where archive.map({ !ArchiveFormat.looksLikeArchive($0.path) }) == true:
             // Not damage: this file never was an archive.
             self = .notAPackage(
                 path: archive?.path ?? "", reason: "it is neither a package directory nor a package archive")

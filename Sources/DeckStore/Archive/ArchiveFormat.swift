@@ -1,4 +1,5 @@
 import CArchive
+import Foundation
 
 /// A container format that ``ArchiveWriter`` and ``PackageArchive`` can write.
 ///
@@ -55,5 +56,20 @@ public enum ArchiveFormat: String, Sendable, CaseIterable, CustomStringConvertib
         case .zip, .tarGzip: return archive_zlib_version() != nil
         case .tarZstd: return archive_libzstd_version() != nil
         }
+    }
+}
+
+extension ArchiveFormat {
+    /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
+    package static func looksLikeArchive(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 262)) ?? Data())
+        if head.starts(with: [0x50, 0x4B]) || head.starts(with: [0x1F, 0x8B])
+            || head.starts(with: [0x28, 0xB5, 0x2F, 0xFD])
+        {
+            return true
+        }
+        return head.count >= 262 && Array(head[257..<262]) == Array("ustar".utf8)
     }
 }

@@ -182,6 +182,7 @@ public final class ArchiveWriter {
                 remaining -= Int64(count)
                 bytesAdded += Int64(count)
                 progress?(bytesAdded)
+                try Cancellation.checkCurrent()
             }
             if fstat(input, &info) != 0 {
                 throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)

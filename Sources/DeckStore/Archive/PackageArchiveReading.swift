@@ -343,6 +343,7 @@ private struct PackagePass {
             hasher?.update(chunk)
             kept?.append(contentsOf: chunk)
             progress?(reader.compressedBytesRead, archiveSize)
+            try Cancellation.checkCurrent()
             try output?.write(chunk)
         }
         if let declared, size != declared {

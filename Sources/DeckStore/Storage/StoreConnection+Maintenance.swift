@@ -177,6 +177,8 @@ extension StoreConnection {
             }
             let doomed = report.orphanFiles + report.temporaries
             for (index, filePath) in doomed.enumerated() {
+                // Stopping between files leaves only orphans, which the next gc removes.
+                try Cancellation.checkCurrent()
                 try FileSystem.removeTree(filePath)
                 progress?(Int64(index + 1), Int64(doomed.count))
             }

@@ -150,6 +150,8 @@ public enum PackageVerifier {
         do {
             try checkStore(
                 database, schema: schema, manifest: manifest, path: path, options: options, report: &report)
+        } catch DeckError.cancelled {
+            throw DeckError.cancelled
         } catch {
             add(.corruption, "store-unreadable", storePath, "\(error)")
         }
@@ -242,19 +244,6 @@ public enum PackageVerifier {
         let database = try Database(path: storePath, mode: .readWrite)
         defer { database.close() }
         _ = try database.pragma("journal_mode=DELETE")
-    }
-
-    /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
-    package static func looksLikeArchive(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 262)) ?? Data())
-        if head.starts(with: [0x50, 0x4B]) || head.starts(with: [0x1F, 0x8B])
-            || head.starts(with: [0x28, 0xB5, 0x2F, 0xFD])
-        {
-            return true
-        }
-        return head.count >= 262 && Array(head[257..<262]) == Array("ustar".utf8)
     }
 
     /// Where the blob files to check are.
@@ -683,6 +672,8 @@ public enum PackageVerifier {
         let total = toHash.reduce(Int64(0)) { $0 + ($1.2 ?? 0) }
         let results = hashAll(
             toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
+        // A cancelled verify has no verdict: it reports nothing rather than a partial one.
+        try Cancellation.checkCurrent()
         for (digest, outcome) in results {
             switch outcome {
             case .success(let (actual, size)):
@@ -710,8 +701,10 @@ public enum PackageVerifier {
         let next = Atomic<Int>(0)
         let done = Atomic<Int64>(0)
         let work = files.map { ($0.0, $0.1) }
+        // Worker threads do not inherit the caller's thread-local flag: they check this one.
+        let cancellation = Cancellation.current
         DispatchQueue.concurrentPerform(iterations: min(threads, max(1, work.count))) { _ in
-            while true {
+            while cancellation?.isCancelled != true {
                 let index = next.add(1, ordering: .relaxed).oldValue
                 guard index < work.count else { return }
                 let (digest, path) = work[index]
