@@ -9,6 +9,7 @@
 import CSQLite
 import DeckKit
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -127,7 +128,7 @@ let rowSchema = StoreSchema(entities: [
         ])
 ])
 try compare(
-    "insert \(rowCount) rows", target: "≥ 0.5×",
+    "insert \(rowCount) rows", target: "≥ 0.6×",
     deck: {
         let store = try PackageStore.create(
             at: URL(fileURLWithPath: fresh("insert.deck")), contentType: "org.deck.bench", schema: rowSchema)
@@ -172,6 +173,104 @@ try compare(
         sqlite3_exec(db, "COMMIT", nil, nil, nil)
         sqlite3_close(db)
     })
+
+// 1c. Readers beside a writer: four reader threads fetching vs one (reads should scale with
+// cores), and the writer's insert rate with the four readers running vs alone (≥ 0.8×). Each
+// figure is a count over a fixed interval; medians of the runs.
+if selected("readers and writer") {
+    let package = options.workDirectory + "/concurrent.deck"
+    try? FileManager.default.removeItem(atPath: package)
+    let store = try PackageStore.create(
+        at: URL(fileURLWithPath: package), contentType: "org.deck.bench", schema: rowSchema)
+    try store.write { document in
+        for i in 0..<rowCount {
+            try document.insert(
+                "Row",
+                [
+                    "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                    "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                ])
+        }
+    }
+    let interval = 2.0
+    let stop = Atomic<Bool>(false)
+    /// Runs `readers` reader threads (and the writer if asked) for `interval`; returns
+    /// (fetches of 200 rows, rows inserted).
+    func round(readers: Int, writer: Bool) -> (reads: Int, writes: Int) {
+        stop.store(false, ordering: .relaxed)
+        let reads = Atomic<Int>(0)
+        let writes = Atomic<Int>(0)
+        let group = DispatchGroup()
+        // Threads of their own: the global queue runs only as many busy blocks as there are cores.
+        func spawn(_ body: @escaping @Sendable () -> Void) {
+            group.enter()
+            Thread {
+                body()
+                group.leave()
+            }.start()
+        }
+        for r in 0..<readers {
+            spawn {
+                var offset = r * 997
+                while !stop.load(ordering: .relaxed) {
+                    offset = (offset + 7919) % max(1, rowCount - 200)
+                    let rows =
+                        (try? store.read { try $0.fetch(RecordQuery("Row", limit: 200, offset: offset)) })
+                        ?? []
+                    if rows.count == 200 { reads.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        if writer {
+            spawn {
+                var i = 0
+                while !stop.load(ordering: .relaxed) {
+                    do {
+                        try store.write { document in
+                            for _ in 0..<100 {
+                                i += 1
+                                try document.insert(
+                                    "Row",
+                                    [
+                                        "front": .string("w \(i)"), "back": .string(""),
+                                        "n": .integer(Int64(i)),
+                                        "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                                    ])
+                            }
+                        }
+                    } catch {
+                        print("writer: \(error)")
+                        return
+                    }
+                    writes.add(100, ordering: .relaxed)
+                }
+            }
+        }
+        Thread.sleep(forTimeInterval: interval)
+        stop.store(true, ordering: .relaxed)
+        group.wait()
+        return (reads.load(ordering: .relaxed), writes.load(ordering: .relaxed))
+    }
+    var one: [Double] = []
+    var four: [Double] = []
+    var solo: [Double] = []
+    var beside: [Double] = []
+    for _ in 0..<max(1, options.runs) {
+        one.append(Double(round(readers: 1, writer: false).reads) / interval)
+        four.append(Double(round(readers: 4, writer: false).reads) / interval)
+        solo.append(Double(round(readers: 0, writer: true).writes) / interval)
+        beside.append(Double(round(readers: 4, writer: true).writes) / interval)
+    }
+    try store.close()
+    func figure(_ value: Double) -> String { String(format: "%9.0f", value) }
+    print(
+        "reads/s (200 rows) 1 reader \(figure(median(one)))  4 readers \(figure(median(four)))  "
+            + "ratio \(String(format: "%5.2f", median(four) / median(one)))×  (\(ProcessInfo.processInfo.activeProcessorCount) cores)"
+    )
+    print(
+        "writer rows/s alone \(figure(median(solo)))  beside 4 readers \(figure(median(beside)))  "
+            + "ratio \(String(format: "%5.2f", median(beside) / median(solo)))×  (target ≥ 0.8×)")
+}
 
 // 1b. `deck query --json` over those rows vs `sqlite3 -json` on the same table (both processes).
 let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

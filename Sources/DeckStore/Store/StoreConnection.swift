@@ -28,6 +28,9 @@ final class StoreConnection {
     var lastInsert: (mapping: EntityMapping, statement: Statement)?
     /// What the open transaction changed, record by record.
     var changes = ChangeRecorder()
+    /// How many ``change(atomic:_:)`` calls are under way (one inside another when an operation
+    /// is built of others).
+    var changeDepth = 0
 
     var path: String { url.path }
 
@@ -75,11 +78,15 @@ final class StoreConnection {
     func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
         try requireWritable()
         let createdBefore = blobs.createdSinceSave
-        let recordedBefore = changes
+        let mark = changes.mark
+        changeDepth += 1
+        defer { changeDepth -= 1 }
         do {
-            return atomic ? try database.savepoint(body) : try body()
+            let value = atomic ? try database.savepoint(body) : try body()
+            if changeDepth == 1 { changes.keep() }
+            return value
         } catch {
-            changes = recordedBefore
+            changes.drop(to: mark)
             // Files this failed change created and nothing now registers would be orphans.
             removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
             throw translate(error)
