@@ -27,7 +27,7 @@ extension DeckDocument {
         }
     }
 
-    /// ``importArchive(at:to:limits:progress:)``, asynchronously and cancellably. Cancelled, it
+    /// `importArchive(at:to:limits:progress:)`, asynchronously and cancellably. Cancelled, it
     /// leaves nothing at `destination` and no staging directory beside it.
     @discardableResult
     public static func importArchive(
@@ -70,7 +70,7 @@ extension DeckDocument {
 }
 
 extension PackageStore {
-    /// ``collectGarbage(dryRun:repair:progress:)``, asynchronously and cancellably. Cancelled
+    /// `collectGarbage(dryRun:repair:progress:)`, asynchronously and cancellably. Cancelled
     /// while removing files, it stops between two files: the rest stay as orphans for the next
     /// run, and every referenced blob is untouched. It waits for this process's writer like any
     /// write.

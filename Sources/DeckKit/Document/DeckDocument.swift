@@ -28,7 +28,7 @@ public enum DeckDocument {
 
     /// Runs `body` on the package at `url` opened read-only, whether `url` is a package
     /// directory or a package archive: an archive is imported first (with every check of
-    /// ``importArchive(at:to:limits:progress:)``) into a private staging directory, removed
+    /// `importArchive(at:to:limits:progress:)`) into a private staging directory, removed
     /// afterwards, also when the process is interrupted (see ``StagingFiles``).
     public static func withReadOnlyStore<T>(at url: URL, _ body: (PackageStore) throws -> T) throws -> T {
         guard try isArchiveFile(url) else {
@@ -59,6 +59,8 @@ public enum DeckDocument {
     /// snapshot is taken and the archive started again, up to ``exportAttempts`` times in all. The
     /// same document exported twice gives byte-identical archives.
     ///
+    /// - Parameter url: the package directory.
+    /// - Parameter archive: the archive file to write.
     /// - Parameter format: nil infers it from `archive`'s extension, defaulting to zip.
     /// - Parameter overwrite: replace an existing regular file at `archive`; anything else that
     ///   exists there (a directory, FIFO, device, socket or link) is never replaced.
@@ -126,10 +128,13 @@ public enum DeckDocument {
     /// Makes a package from an archive: unpacked safely under a temporary name next to
     /// `destination`, verified, and only then renamed into place. Returns the package's URL.
     ///
-    /// Refuses hostile archives (see ``PackageArchive/unpack(archive:to:limits:validate:progress:)``)
-    /// and anything ``PackageVerifier/verifyArchive(at:options:)`` finds corrupt: the two make the
+    /// Refuses hostile archives (see the spec, section 16.4)
+    /// and anything ``verifyArchive(at:options:)`` finds corrupt: the two make the
     /// same decision, in the same code. In every failure nothing is left behind.
     ///
+    /// - Parameter archive: the archive file (zip, tar, tar.gz, tar.zst).
+    /// - Parameter destination: where the package goes; nothing may exist there yet.
+    /// - Parameter limits: caps on sizes and entry counts, against archive bombs.
     /// - Parameter progress: receives (archive bytes read, archive size).
     @discardableResult
     public static func importArchive(
@@ -161,7 +166,7 @@ public enum DeckDocument {
     }
 
     /// Runs `body` on the package in `archive`, opened read-only: the archive is imported (with
-    /// every check of ``importArchive(at:to:limits:progress:)``) into a private staging directory
+    /// every check of `importArchive(at:to:limits:progress:)`) into a private staging directory
     /// in the temporary directory (`TMPDIR`), which is removed afterwards, also when the process
     /// is interrupted (see ``StagingFiles``).
     public static func withArchive<T>(
@@ -216,7 +221,7 @@ public enum DeckDocument {
     }
 
     /// Unpacks an archive to a new directory safely, checking every blob's digest but not the
-    /// store (``importArchive(at:to:limits:progress:)`` also verifies).
+    /// store (`importArchive(at:to:limits:progress:)` also verifies).
     ///
     /// An archive made from a package that was open or had crashed holds the store's
     /// write-ahead log (or rollback journal) too; import refuses it, but unpacking applies it to
@@ -321,7 +326,7 @@ public enum DeckDocument {
     /// staging directory for SQLite's checks and removed afterwards. Nothing else is written.
     ///
     /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
-    /// the archive and then ``PackageVerifier/verifyArchived(_:storePath:archivePath:options:)``.
+    /// the archive and then the verifier's checks of an archived store.
     public static func verifyArchive(at url: URL, options: PackageVerifier.Options = .init())
         throws(DeckError)
         -> VerificationReport

@@ -118,7 +118,7 @@ public enum ArchiveEntryRefusal: Sendable, Equatable, CustomStringConvertible {
     case digestMismatch(actual: Digest)
     /// The blob sits in a fan-out directory other than the one named by its first two digits.
     case wrongFanOutDirectory(expected: String)
-    /// The `mimetype` entry does not hold exactly ``PackageArchive/mimeType``.
+    /// The `mimetype` entry does not hold exactly the package MIME type, `application/vnd.deck.package`.
     case wrongMimeType
     /// The entry is encrypted.
     case encrypted

@@ -1,7 +1,7 @@
 import CArchive
 import Foundation
 
-/// A container format that ``ArchiveWriter`` and ``PackageArchive`` can write.
+/// A container format that ``ArchiveWriter`` and the package archiver can write.
 ///
 /// Reading detects the format from the data, so any of these (and plain tar compressed with
 /// bzip2 or xz) can be unpacked whatever the file is called.

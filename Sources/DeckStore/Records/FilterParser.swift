@@ -31,7 +31,7 @@
 ///
 /// Keys are names (`[A-Za-z_][A-Za-z0-9_]*`) joined by dots to follow to-one relationships
 /// (`deck.title`). A name in backticks is taken as written, which is how a key that is a keyword, or is
-/// not a plain name, is written: `` `in` = 3 ``, `` deck.`order` > 2 ``.
+/// not a plain name, is written: a backquoted `in`, compared with 3, or `order` in backquotes after `deck.`.
 ///
 /// Values:
 ///
@@ -51,7 +51,7 @@
 /// case-insensitive and defaults to ascending, and keywords need no backticks there.
 ///
 /// Expressions are limited to 65,536 bytes and to 100 levels of nested parentheses and `not`; a query
-/// has further limits on conditions, values and relationship steps (``Query/Limits``), which a fetch
+/// has further limits on conditions, values and relationship steps (``RecordQuery/Limits``), which a fetch
 /// checks. A problem throws a ``FilterSyntaxError`` with its 1-based column:
 ///
 ///     syntax error at column 12: expected a value after '>'

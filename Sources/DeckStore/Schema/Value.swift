@@ -15,9 +15,9 @@ public struct BlobReference: Hashable, Sendable, CustomStringConvertible {
 
 /// One value of a record, as the generic record API reads and writes it.
 ///
-/// Attribute values use the case matching the attribute's ``AttributeType``; `null` stands for a
+/// Attribute values use the case matching the attribute's ``StoreSchema/AttributeType``; `null` stands for a
 /// missing optional value. Data attributes read back as `.data` when stored inline and `.blob`
-/// when stored as a blob file (load it with ``DocumentPackage/data(for:)``); they accept `.data`,
+/// when stored as a blob file (load it with ``StoreReader/data(for:)``); they accept `.data`,
 /// `.blob` (an existing blob) and `.file` (bytes streamed from a file). Relationships use
 /// `.reference` (to-one: the target's record id) and `.references` (to-many).
 ///

@@ -76,7 +76,7 @@ package enum PackageLayout {
 
 /// The package's `manifest.json`: what a tool reads first to know what it holds.
 public struct Manifest: Codable, Sendable, Equatable {
-    /// Always ``PackageLayout/formatIdentifier``.
+    /// Always `org.deck.package`.
     public var format: String
     /// The format version the package was written with.
     public var formatVersion: Int

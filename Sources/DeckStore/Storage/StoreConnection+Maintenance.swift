@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// What ``DocumentPackage/collectGarbage(dryRun:repair:progress:)`` removed (or would remove).
+/// What `PackageStore.collectGarbage(dryRun:repair:progress:)` removed (or would remove).
 public struct GarbageReport: Sendable {
     /// Blob files no record references.
     public var orphanFiles: [String] = []
@@ -18,7 +18,7 @@ public struct GarbageReport: Sendable {
     public var storeBytesBefore: Int64 = 0
     public var storeBytesAfter: Int64 = 0
     /// Digests that `deck_blob` does not count (no row, or `refs` 0) although records name them.
-    /// Their files and rows are kept, never collected; ``DocumentPackage/repairReferences(dryRun:)``
+    /// Their files and rows are kept, never collected; ``PackageStore/repairReferences(dryRun:)``
     /// (`deck gc --repair`) corrects the counts.
     public var uncountedReferences: [String] = []
     /// Indexes the schema derives that the store lacked, created again (or that would be).
@@ -32,7 +32,7 @@ public struct GarbageReport: Sendable {
     }
 }
 
-/// What ``DocumentPackage/repairReferences(dryRun:)`` did (or would do) to make `deck_blob`
+/// What ``PackageStore/repairReferences(dryRun:)`` did (or would do) to make `deck_blob`
 /// agree with the cells.
 public struct ReferenceRepairReport: Sendable {
     /// A `deck_blob.refs` that differed from the cells, and the count it was set to.
