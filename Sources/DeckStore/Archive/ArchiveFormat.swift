@@ -1,7 +1,7 @@
 import CArchive
 import Foundation
 
-/// A container format that ``ArchiveWriter`` and the package archiver can write.
+/// A container format Deck can write packages in.
 ///
 /// Reading detects the format from the data, so any of these (and plain tar compressed with
 /// bzip2 or xz) can be unpacked whatever the file is called.

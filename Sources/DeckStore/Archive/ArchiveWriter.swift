@@ -29,11 +29,11 @@ import Foundation
 /// absolute paths, backslashes and control characters are refused. After an error the writer
 /// cannot be used any more. Without ``finish()`` the file is left incomplete (the caller
 /// removes it). Not thread-safe.
-public final class ArchiveWriter {
+package final class ArchiveWriter {
     /// The container format being written.
-    public let format: ArchiveFormat
+    package let format: ArchiveFormat
     /// Where the archive is written.
-    public let url: URL
+    package let url: URL
 
     private let archive: OpaquePointer
     private var fd: Int32
@@ -54,13 +54,13 @@ public final class ArchiveWriter {
     }
 
     /// 1980-01-01T00:00:00Z, the modification time of every tar entry.
-    public static let fixedModificationTime: Int = 315_532_800
+    package static let fixedModificationTime: Int = 315_532_800
 
     /// Creates `url` (which must not exist) and prepares to write an archive of `format` to it.
     ///
     /// - Throws: ``ArchiveError/destinationExists(path:)`` if something is at `url`,
     ///   ``ArchiveError/unsupportedFormat(format:reason:)`` if this libarchive cannot write `format`.
-    public convenience init(url: URL, format: ArchiveFormat) throws {
+    package convenience init(url: URL, format: ArchiveFormat) throws {
         try self.init(url: url, format: format, intoExistingFile: false)
     }
 
@@ -152,7 +152,7 @@ public final class ArchiveWriter {
     /// `compress` selects deflate (true) or stored (false) for zip; tar formats ignore it.
     /// - Throws: ``ArchiveError/writeFailed(entry:message:)`` also if the file changes size while
     ///   it is being copied.
-    public func addFile(name: String, source: URL, compress: Bool) throws {
+    package func addFile(name: String, source: URL, compress: Bool) throws {
         try addFile(name: name, source: source, compress: compress, hasher: nil)
     }
 
@@ -193,7 +193,7 @@ public final class ArchiveWriter {
     }
 
     /// Adds `data` as a file named `name`; `compress` as in ``addFile(name:source:compress:)``.
-    public func addData(name: String, data: Data, compress: Bool) throws {
+    package func addData(name: String, data: Data, compress: Bool) throws {
         try guarded(name) {
             try writeHeader(name: name, isDirectory: false, size: Int64(data.count), compress: compress)
             try data.withUnsafeBytes { bytes in
@@ -209,7 +209,7 @@ public final class ArchiveWriter {
     }
 
     /// Adds a directory entry (a trailing `/` is added to the stored name if missing).
-    public func addDirectory(name: String) throws {
+    package func addDirectory(name: String) throws {
         try guarded(name) {
             try writeHeader(name: name, isDirectory: true, size: 0, compress: false)
             try check(archive_write_finish_entry(archive), entry: name)
@@ -231,7 +231,7 @@ public final class ArchiveWriter {
     }
 
     /// Writes the archive trailer, flushes the file to disk and closes it.
-    public func finish() throws {
+    package func finish() throws {
         try guarded(url.lastPathComponent) {
             try check(archive_write_close(archive), entry: url.lastPathComponent)
             try ArchiveSystem.sync(fd, path: url.path)

@@ -12,9 +12,9 @@ import Foundation
 /// try db.run("INSERT INTO t VALUES (?)", [.integer(1)])
 /// let n = try db.scalar("SELECT count(*) FROM t")?.int64
 /// ```
-public final class Database {
+package final class Database {
     /// How a connection opens its file.
-    public enum Mode: Sendable {
+    package enum Mode: Sendable {
         /// Read and write; the file must exist.
         case readWrite
         /// Read and write; the file is created if missing.
@@ -25,9 +25,9 @@ public final class Database {
 
     let handle: OpaquePointer
     /// The database file.
-    public let path: String
+    package let path: String
     /// The mode the connection was opened in.
-    public let mode: Mode
+    package let mode: Mode
     private var statementCache: [String: Statement] = [:]
     private var savepointDepth = 0
     private var isClosed = false
@@ -39,7 +39,7 @@ public final class Database {
     /// - Parameter uriParameters: query parameters of SQLite's URI filenames, e.g.
     ///   `("readonly_shm", "1")` (see <https://sqlite.org/uri.html>); the file is then opened
     ///   through a `file:` URI built from `path`.
-    public init(
+    package init(
         path: String, mode: Mode, busyTimeout: Int32 = 5_000, uriParameters: [(String, String)] = []
     ) throws(SQLiteError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -101,7 +101,7 @@ public final class Database {
     deinit { close() }
 
     /// Finalizes cached statements and closes the connection. Safe to call twice.
-    public func close() {
+    package func close() {
         guard !isClosed else { return }
         isClosed = true
         statementCache.removeAll()
@@ -113,18 +113,18 @@ public final class Database {
     }
 
     /// Runs one or more SQL statements that take no parameters.
-    public func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         let code = sqlite3_exec(handle, sql, nil, nil, nil)
         guard code == SQLITE_OK else { throw error(code, sql: sql) }
     }
 
     /// Prepares `sql` without caching it.
-    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+    package func prepare(_ sql: String) throws(SQLiteError) -> Statement {
         try Statement(database: self, sql: sql)
     }
 
     /// A prepared statement for `sql`, reused across calls.
-    public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+    package func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
         if let statement = statementCache[sql] {
             statement.reset()
             return statement
@@ -135,12 +135,12 @@ public final class Database {
     }
 
     /// Runs one statement with `arguments` bound, ignoring any rows.
-    public func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) {
+    package func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) {
         try cachedStatement(sql).run(arguments)
     }
 
     /// All rows of one statement.
-    public func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> [[SQLValue]] {
+    package func rows(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> [[SQLValue]] {
         let statement = try cachedStatement(sql)
         try statement.bind(arguments)
         defer { statement.reset() }
@@ -150,7 +150,7 @@ public final class Database {
     }
 
     /// Calls `body` for each row of one statement, without collecting them.
-    public func forEachRow(
+    package func forEachRow(
         _ sql: String, _ arguments: [SQLValue] = [], _ body: (Statement) throws -> Void
     ) throws {
         let statement = try cachedStatement(sql)
@@ -160,7 +160,7 @@ public final class Database {
     }
 
     /// The first column of the first row, or nil when there is no row.
-    public func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> SQLValue? {
+    package func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) -> SQLValue? {
         let statement = try cachedStatement(sql)
         try statement.bind(arguments)
         defer { statement.reset() }
@@ -168,16 +168,16 @@ public final class Database {
     }
 
     /// The rowid of the most recent successful insert.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// The number of rows the most recent statement changed.
-    public var changes: Int { Int(sqlite3_changes64(handle)) }
+    package var changes: Int { Int(sqlite3_changes64(handle)) }
 
     /// True while a transaction is open.
-    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+    package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.
-    public enum TransactionKind: String, Sendable {
+    package enum TransactionKind: String, Sendable {
         case deferred = "DEFERRED"
         case immediate = "IMMEDIATE"
         case exclusive = "EXCLUSIVE"
@@ -186,7 +186,7 @@ public final class Database {
     /// Runs `body` in a transaction: commits if it returns, rolls back if it throws.
     ///
     /// Nested calls become savepoints, so an inner failure undoes only the inner work.
-    public func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         if isInTransaction { return try savepoint(body) }
         try execute("BEGIN \(kind.rawValue)")
         do {
@@ -200,7 +200,7 @@ public final class Database {
     }
 
     /// Runs `body` inside a savepoint: released if it returns, rolled back to if it throws.
-    public func savepoint<T>(_ body: () throws -> T) throws -> T {
+    package func savepoint<T>(_ body: () throws -> T) throws -> T {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "deck_sp\(savepointDepth)"
@@ -217,13 +217,13 @@ public final class Database {
     }
 
     /// `PRAGMA name`'s first value.
-    public func pragma(_ name: String) throws(SQLiteError) -> SQLValue? {
+    package func pragma(_ name: String) throws(SQLiteError) -> SQLValue? {
         try scalar("PRAGMA \(name)")
     }
 
     /// Copies the whole database into a new file at `path`, as a consistent snapshot, with the
     /// online backup API. See <https://sqlite.org/backup.html>.
-    public func backup(to path: String) throws(SQLiteError) {
+    package func backup(to path: String) throws(SQLiteError) {
         let target = try Database(path: path, mode: .create)
         defer { target.close() }
         guard let backup = sqlite3_backup_init(target.handle, "main", handle, "main") else {

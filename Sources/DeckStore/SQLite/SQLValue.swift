@@ -3,7 +3,7 @@ import Foundation
 /// A value as SQLite stores it: one of its five storage classes.
 ///
 /// See <https://sqlite.org/datatype3.html>.
-public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
+package enum SQLValue: Sendable, Hashable, CustomStringConvertible {
     case null
     case integer(Int64)
     case real(Double)
@@ -11,7 +11,7 @@ public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
     case blob(Data)
 
     /// The SQLite `typeof()` name of the storage class.
-    public var storageClass: String {
+    package var storageClass: String {
         switch self {
         case .null: "null"
         case .integer: "integer"
@@ -21,16 +21,16 @@ public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var isNull: Bool { if case .null = self { true } else { false } }
+    package var isNull: Bool { if case .null = self { true } else { false } }
 
     /// The integer, or nil for any other storage class.
-    public var int64: Int64? { if case .integer(let v) = self { v } else { nil } }
+    package var int64: Int64? { if case .integer(let v) = self { v } else { nil } }
 
     /// The text, or nil for any other storage class.
-    public var string: String? { if case .text(let v) = self { v } else { nil } }
+    package var string: String? { if case .text(let v) = self { v } else { nil } }
 
     /// The number as a double, for `integer` and `real`.
-    public var double: Double? {
+    package var double: Double? {
         switch self {
         case .integer(let v): Double(v)
         case .real(let v): v
@@ -39,9 +39,9 @@ public enum SQLValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The bytes, or nil for any other storage class.
-    public var data: Data? { if case .blob(let v) = self { v } else { nil } }
+    package var data: Data? { if case .blob(let v) = self { v } else { nil } }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .null: "NULL"
         case .integer(let v): String(v)

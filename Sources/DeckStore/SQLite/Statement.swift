@@ -7,10 +7,10 @@ import Foundation
 /// columns with ``value(at:)`` and friends.
 ///
 /// See <https://sqlite.org/c3ref/stmt.html>.
-public final class Statement {
+package final class Statement {
     let handle: OpaquePointer
     /// The SQL text the statement was prepared from.
-    public let sql: String
+    package let sql: String
     unowned let database: Database
 
     init(database: Database, sql: String) throws(SQLiteError) {
@@ -27,22 +27,22 @@ public final class Statement {
     deinit { sqlite3_finalize(handle) }
 
     /// The number of result columns.
-    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    package var columnCount: Int { Int(sqlite3_column_count(handle)) }
 
     /// The name of result column `index`.
-    public func columnName(_ index: Int) -> String {
+    package func columnName(_ index: Int) -> String {
         sqlite3_column_name(handle, Int32(index)).map { String(cString: $0) } ?? ""
     }
 
     /// Resets the statement and clears its bindings, ready for the next use.
-    public func reset() {
+    package func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }
 
     /// Binds `values` to parameters 1…n, after resetting the statement. Parameters beyond
     /// `values.count` are cleared.
-    public func bind(_ values: [SQLValue]) throws(SQLiteError) {
+    package func bind(_ values: [SQLValue]) throws(SQLiteError) {
         sqlite3_reset(handle)
         if Int(sqlite3_bind_parameter_count(handle)) > values.count { sqlite3_clear_bindings(handle) }
         for (offset, value) in values.enumerated() {
@@ -51,7 +51,7 @@ public final class Statement {
     }
 
     /// Binds one value to the 1-based parameter `index`.
-    public func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
+    package func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
         let i = Int32(index)
         let code: Int32
         switch value {
@@ -81,7 +81,7 @@ public final class Statement {
 
     /// Advances to the next row; returns false when the statement is done.
     @discardableResult
-    public func step() throws(SQLiteError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         let code = sqlite3_step(handle)
         switch code {
         case SQLITE_ROW: return true
@@ -94,14 +94,14 @@ public final class Statement {
     }
 
     /// Runs the statement to completion with `values` bound, ignoring any rows.
-    public func run(_ values: [SQLValue] = []) throws(SQLiteError) {
+    package func run(_ values: [SQLValue] = []) throws(SQLiteError) {
         try bind(values)
         while try step() {}
         sqlite3_reset(handle)
     }
 
     /// The value of column `index` of the current row.
-    public func value(at index: Int) -> SQLValue {
+    package func value(at index: Int) -> SQLValue {
         let i = Int32(index)
         switch sqlite3_column_type(handle, i) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
@@ -116,10 +116,10 @@ public final class Statement {
     }
 
     /// Column `index` as an integer (SQLite's conversion rules apply).
-    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+    package func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
 
     /// Column `index` as text (SQLite's conversion rules apply; NULL reads as "").
-    public func text(at index: Int) -> String {
+    package func text(at index: Int) -> String {
         let i = Int32(index)
         guard let base = sqlite3_column_text(handle, i) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, i))
@@ -127,10 +127,10 @@ public final class Statement {
     }
 
     /// True when column `index` of the current row is NULL.
-    public func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
+    package func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
 
     /// All columns of the current row.
-    public func row() -> [SQLValue] { (0..<columnCount).map { value(at: $0) } }
+    package func row() -> [SQLValue] { (0..<columnCount).map { value(at: $0) } }
 }
 
 @available(*, unavailable)

@@ -70,7 +70,7 @@ extension BlobStore {
     ///
     /// Errors name `destination`: ``DeckError/blobUnavailable(digest:reason:)`` for a missing
     /// or corrupt blob, and the file-system errors of creating, writing or renaming.
-    public func copy(_ digest: Digest, toPath destination: String) throws(DeckError) {
+    package func copy(_ digest: Digest, toPath destination: String) throws(DeckError) {
         guard var st = try FileSystem.status(destination) else {
             return try replace(destination, with: digest, keepingMode: nil)
         }
@@ -102,7 +102,7 @@ extension BlobStore {
     /// a socket), after a first pass over the blob file has checked its digest. The second pass
     /// reads the same open file and is checked again; a file changed in between is reported,
     /// though what was written by then stays written. `name` names the destination in errors.
-    public func copy(_ digest: Digest, to fileDescriptor: Int32, name: String) throws(DeckError) {
+    package func copy(_ digest: Digest, to fileDescriptor: Int32, name: String) throws(DeckError) {
         let (blob, path) = try openBlob(digest)
         defer { FileSystem.close(blob) }
         try pass(blob, path: path, digest: digest, into: nil)

@@ -9,15 +9,15 @@ import Foundation
 /// Files are written under `tmp/`, hashed in the same pass, and renamed into place; the
 /// store remembers which files it wrote so that ``makeDurable()`` can flush them before the
 /// transaction that references them commits (the spec's save protocol). Not thread-safe.
-public final class BlobStore {
+package final class BlobStore {
     /// The package directory.
-    public let packagePath: String
+    package let packagePath: String
     /// Digests written since the last ``makeDurable()``, whose files may not be on disk yet.
     private(set) var pendingDurability: Set<Digest> = []
     /// Digests whose files this store created since the last save (for rollback clean-up).
     var createdSinceSave: Set<Digest> = []
     /// Called while a file is streamed into a blob, with (bytes written, file size).
-    public var progress: ((Int64, Int64) -> Void)?
+    package var progress: ((Int64, Int64) -> Void)?
     /// Whether the store already registers a digest (set by the package). A registered blob's
     /// file is never replaced: the committed file stays, the new copy is discarded.
     var isRegistered: (Digest) -> Bool = { _ in false }
@@ -34,14 +34,14 @@ public final class BlobStore {
     var tmpPath: String { packagePath + "/" + PackageLayout.tmpDirectory }
 
     /// The path of the file that holds `digest`'s bytes.
-    public func path(for digest: Digest) -> String {
+    package func path(for digest: Digest) -> String {
         let hex = digest.hexDigest
         return blobsPath + "/" + hex.prefix(2) + "/" + hex
     }
 
     /// Writes `data` as a blob file and returns its reference. Bytes already stored and
     /// registered keep their committed file; the new copy is discarded.
-    public func write(_ data: Data) throws(DeckError) -> BlobReference {
+    package func write(_ data: Data) throws(DeckError) -> BlobReference {
         let writer = try makeWriter()
         do {
             try data.withUnsafeBytes { buffer in try writer.write(buffer) }
@@ -58,7 +58,7 @@ public final class BlobStore {
     /// socket or device is refused with ``DeckError/io(path:operation:errno:)`` before anything can
     /// block on it. The file is read to its end whatever size it reports (files in `/proc` report
     /// 0); ``progress`` receives the size `fstat` reported, or the bytes read when that is more.
-    public func write(contentsOf source: String) throws(DeckError) -> BlobReference {
+    package func write(contentsOf source: String) throws(DeckError) -> BlobReference {
         let input = try InputFile(opening: source) { kind, code in
             DeckError.io(path: source, operation: "read (it is \(kind), not a regular file)", errno: code)
         }
@@ -66,7 +66,7 @@ public final class BlobStore {
     }
 
     /// A writer for a blob whose bytes arrive in pieces.
-    public func makeWriter() throws(DeckError) -> BlobWriter {
+    package func makeWriter() throws(DeckError) -> BlobWriter {
         try FileSystem.mkdir(tmpPath)
         let path = tmpPath + "/blob-" + FileSystem.randomSuffix() + ".part"
         let fd = try FileSystem.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644)
@@ -80,7 +80,7 @@ public final class BlobStore {
 
     /// Makes every blob written since the last call durable: the file contents and their
     /// directory entries. Many files are flushed with one `syncfs`, a few with `fsync` each.
-    public func makeDurable() throws(DeckError) {
+    package func makeDurable() throws(DeckError) {
         guard !pendingDurability.isEmpty else { return }
         if pendingDurability.count >= 16 {
             try FileSystem.syncFileSystem(containing: packagePath)
@@ -117,13 +117,13 @@ public final class BlobStore {
 
     /// True when the file for `digest` exists as a regular file (a FIFO or device in its place
     /// is no blob: writing the same bytes again replaces it).
-    public func contains(_ digest: Digest) -> Bool {
+    package func contains(_ digest: Digest) -> Bool {
         guard let st = try? FileSystem.status(path(for: digest)) else { return false }
         return (st.st_mode & S_IFMT) == S_IFREG
     }
 
     /// Reads a whole blob into memory, checking that its bytes match its digest.
-    public func read(_ digest: Digest) throws(DeckError) -> Data {
+    package func read(_ digest: Digest) throws(DeckError) -> Data {
         var data = Data()
         try stream(digest) { chunk in data.append(contentsOf: chunk) }
         return data
@@ -133,7 +133,7 @@ public final class BlobStore {
     ///
     /// The check comes after the last chunk, so a consumer that must not act on bad bytes
     /// should stage them, or use ``copy(_:toPath:)``, which does.
-    public func stream(_ digest: Digest, _ body: (UnsafeRawBufferPointer) throws -> Void) throws(DeckError) {
+    package func stream(_ digest: Digest, _ body: (UnsafeRawBufferPointer) throws -> Void) throws(DeckError) {
         let path = path(for: digest)
         let fd: Int32
         do {
@@ -213,7 +213,7 @@ extension BlobStore: Sendable {}
 /// Receives a blob's bytes in pieces, hashing them as they are written.
 ///
 /// Call ``finish()`` to name and place the file, or ``abandon()`` to remove it.
-public final class BlobWriter {
+package final class BlobWriter {
     private let store: BlobStore
     private var fd: Int32
     private let temporaryPath: String
@@ -229,14 +229,14 @@ public final class BlobWriter {
     deinit { abandon() }
 
     /// Appends bytes.
-    public func write(_ buffer: UnsafeRawBufferPointer) throws(DeckError) {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(DeckError) {
         try FileSystem.write(fd, buffer, path: temporaryPath)
         hasher.update(buffer)
         size += Int64(buffer.count)
     }
 
     /// Closes the file, renames it to its digest and returns the reference.
-    public func finish() throws(DeckError) -> BlobReference {
+    package func finish() throws(DeckError) -> BlobReference {
         FileSystem.close(fd)
         fd = -1
         let digest = hasher.finalize()
@@ -261,7 +261,7 @@ public final class BlobWriter {
     }
 
     /// Closes and removes the temporary file. Safe to call after ``finish()``.
-    public func abandon() {
+    package func abandon() {
         guard fd >= 0 else { return }
         FileSystem.close(fd)
         fd = -1
