@@ -9,6 +9,8 @@ let package = Package(
     name: "Deck",
     products: [
         .library(name: "DeckKit", targets: ["DeckKit"]),
+        // The flash-cards document type, for tools outside this package (the fuzz targets).
+        .library(name: "DeckSamples", targets: ["DeckSamples"]),
         .executable(name: "deck", targets: ["deck"]),
     ],
     targets: [

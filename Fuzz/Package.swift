@@ -18,12 +18,17 @@ let package = Package(
     targets: [
         .target(
             name: "FuzzSupport",
-            dependencies: [.product(name: "DeckKit", package: "Deck")])
+            dependencies: [
+                .product(name: "DeckKit", package: "Deck"), .product(name: "DeckSamples", package: "Deck"),
+            ])
     ]
         + targets.map {
             .executableTarget(
                 name: $0,
-                dependencies: ["FuzzSupport", .product(name: "DeckKit", package: "Deck")])
+                dependencies: [
+                    "FuzzSupport", .product(name: "DeckKit", package: "Deck"),
+                    .product(name: "DeckSamples", package: "Deck"),
+                ])
         },
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
-// The bytes are an archive file (zip or tar, any supported compression). PackageArchive.scan,
-// PackageArchive.unpack and PackageVerifier.verifyArchive must give a result or an error, and:
+// The bytes are an archive file (zip or tar, any supported compression). the archive scan,
+// unpack and DeckDocument.verifyArchive must give a result or an error, and:
 //   - unpacking writes nothing outside its destination: afterwards the destination's parent
 //     holds only the archive and, if unpack succeeded, the complete destination; a canary
 //     directory beside it and every other directory up to the scratch root stay as they were;
@@ -7,7 +7,7 @@
 //   - a failed scan leaves no `storeTo` file, a failed unpack no destination or temporary;
 //   - scan and unpack agree (the same report, or both fail);
 //   - verifyArchive leaves nothing in the temporary directory.
-import DeckKit
+@_spi(Fuzzing) import DeckKit
 import Foundation
 import FuzzSupport
 
@@ -68,9 +68,9 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let archiveURL = URL(fileURLWithPath: archive)
 
     // scan, with the store copied out.
-    var scanned: ArchiveScanReport?
+    var scanned: FuzzingHooks.ScanResult?
     do {
-        scanned = try PackageArchive.scan(archive: archiveURL, storeTo: URL(fileURLWithPath: scanStore))
+        scanned = try FuzzingHooks.scan(archive: archiveURL, storeTo: URL(fileURLWithPath: scanStore))
     } catch {
         Fuzz.note("scan: \(error)")
         Fuzz.check(!Fuzz.exists(scanStore), "scan failed (\(error)) but left its storeTo file")
@@ -78,9 +78,9 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     Fuzz.removeTree(scanStore)
 
     // unpack.
-    var unpacked: ArchiveScanReport?
+    var unpacked: FuzzingHooks.ScanResult?
     do {
-        unpacked = try PackageArchive.unpack(archive: archiveURL, to: URL(fileURLWithPath: destination))
+        unpacked = try FuzzingHooks.unpack(archive: archiveURL, to: URL(fileURLWithPath: destination))
     } catch {
         Fuzz.note("unpack: \(error)")
         Fuzz.check(!Fuzz.exists(destination), "unpack failed (\(error)) but the destination exists")
@@ -100,13 +100,15 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             Fuzz.kind(destination) == S_IFDIR, "unpack succeeded but the destination is not a directory")
         checkOnlyFilesAndDirectories(destination)
         Fuzz.check(
-            Fuzz.kind(destination + "/" + PackageLayout.blobsDirectory) == S_IFDIR,
+            Fuzz.kind(destination + "/" + FuzzingHooks.blobsDirectoryName) == S_IFDIR,
             "an unpacked package has no blobs/ directory")
         // What unpacking made may still be refused by open; it must not crash it.
         let url = URL(fileURLWithPath: destination)
-        if let package = try? DocumentPackage.open(at: url, mode: .readOnly) {
-            for entity in package.schema.entities { _ = try? package.fetch(RecordQuery(entity.name)) }
-            try? package.close()
+        if let store = try? PackageStore.open(at: url, mode: .readOnly) {
+            for entity in store.schema.entities {
+                _ = try? store.read { try $0.fetch(RecordQuery(entity.name)) }
+            }
+            try? store.close()
         }
         let report = try? PackageVerifier.verify(at: url, options: Fuzz.verifyOptions)
         Fuzz.note(
@@ -121,7 +123,7 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         Fuzz.fail("scan \(s == nil ? "fails" : "succeeds") but unpack \(u == nil ? "fails" : "succeeds")")
     }
 
-    _ = try? PackageVerifier.verifyArchive(at: archiveURL, options: Fuzz.verifyOptions)
+    _ = try? DeckDocument.verifyArchive(at: archiveURL, options: Fuzz.verifyOptions)
     let temporaries = Fuzz.list(temporaryDirectory)
     Fuzz.check(temporaries.isEmpty, "verifyArchive left temporary files: \(temporaries)")
     Fuzz.removeTree(work)

@@ -1,6 +1,6 @@
 // The bytes are a package's manifest.json: the rest of the package is a valid copy of a template.
 // Opening (read-only) and verifying must give a result or a DeckError, never a crash or a hang.
-import DeckKit
+@_spi(Fuzzing) import DeckKit
 import Foundation
 import FuzzSupport
 
@@ -12,18 +12,18 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     Fuzz.removeTree(work)
     Fuzz.makeDirectory(work)
     Fuzz.copyTree(template, to: packagePath)
-    Fuzz.write(Fuzz.data(bytes, size), to: packagePath + "/" + PackageLayout.manifest)
+    Fuzz.write(Fuzz.data(bytes, size), to: packagePath + "/" + FuzzingHooks.manifestName)
     let url = URL(fileURLWithPath: packagePath)
 
     var opened = false
     do {
-        let package = try DocumentPackage.open(at: url, mode: .readOnly)
+        let store = try PackageStore.open(at: url, mode: .readOnly)
         opened = true
-        _ = try? package.info()
-        for entity in package.schema.entities {
-            _ = try? package.count(RecordQuery(entity.name))
+        _ = try? store.info()
+        for entity in store.schema.entities {
+            _ = try? store.read { try $0.count(RecordQuery(entity.name)) }
         }
-        try package.close()
+        try store.close()
         Fuzz.note("opened")
     } catch {
         // Any DeckError is an acceptable answer to a bad manifest.

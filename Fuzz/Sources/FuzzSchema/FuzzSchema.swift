@@ -96,15 +96,21 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     Fuzz.makeDirectory(work)
     defer { Fuzz.removeTree(work) }
 
-    let package: DocumentPackage
+    let store: PackageStore
     do {
-        package = try DocumentPackage.create(at: url, contentType: Fuzz.noteContentType, schema: schema)
+        store = try PackageStore.create(at: url, contentType: Fuzz.noteContentType, schema: schema)
     } catch {
-        Fuzz.fail("StoreSchema(json:) accepted a schema that DocumentPackage.create refuses: \(error)")
+        Fuzz.fail("StoreSchema(json:) accepted a schema that PackageStore.create refuses: \(error)")
+    }
+    let package: StoreTransaction
+    do {
+        package = try store.beginTransaction()
+    } catch {
+        Fuzz.fail("a new store refuses a transaction: \(error)")
     }
     Fuzz.check(
-        sameSchema(package.schema, schema),
-        "the stored schema differs from the one given: \(difference(package.schema, schema))")
+        sameSchema(store.schema, schema),
+        "the stored schema differs from the one given: \(difference(store.schema, schema))")
 
     var ids: [String: Int64] = [:]
     for (index, entity) in schema.entities.enumerated() {
@@ -128,13 +134,13 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         _ = try? package.delete(first.name, id: id)
     }
     do {
-        try package.save()
+        try package.commit()
     } catch {
         Fuzz.fail("save failed after changes that were accepted: \(error)")
     }
     for entity in schema.entities {
-        let records = try? package.fetch(RecordQuery(entity.name))
-        let count = try? package.count(RecordQuery(entity.name))
+        let records = try? store.read { try $0.fetch(RecordQuery(entity.name)) }
+        let count = try? store.read { try $0.count(RecordQuery(entity.name)) }
         if let records, let count {
             Fuzz.check(
                 records.count == count, "\(entity.name): fetch gives \(records.count) records, count \(count)"
@@ -142,12 +148,12 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     do {
-        try package.close()
-        let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+        try store.close()
+        let reopened = try PackageStore.open(at: url, mode: .readOnly)
         Fuzz.check(
             sameSchema(reopened.schema, schema),
             "the reopened schema differs from the one given: \(difference(reopened.schema, schema))")
-        for entity in schema.entities { _ = try reopened.fetch(RecordQuery(entity.name)) }
+        for entity in schema.entities { _ = try reopened.read { try $0.fetch(RecordQuery(entity.name)) } }
         try reopened.close()
     } catch {
         Fuzz.fail("a package made from an accepted schema does not reopen or fetch: \(error)")

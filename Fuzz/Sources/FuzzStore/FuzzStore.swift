@@ -2,7 +2,7 @@
 // flash-cards sample (so a store that names its blobs reaches the blob checks). Opening
 // read-only, info(), fetching every entity the stored schema names and verifying must give
 // results or DeckErrors, never a crash or a hang.
-import DeckKit
+@_spi(Fuzzing) import DeckKit
 import Foundation
 import FuzzSupport
 
@@ -14,21 +14,23 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     Fuzz.removeTree(work)
     Fuzz.makeDirectory(work)
     Fuzz.copyTree(template, to: packagePath)
-    Fuzz.write(Fuzz.data(bytes, size), to: packagePath + "/" + PackageLayout.store)
+    Fuzz.write(Fuzz.data(bytes, size), to: packagePath + "/" + FuzzingHooks.storeName)
     let url = URL(fileURLWithPath: packagePath)
 
-    let opened = Result { () throws(DeckError) in try DocumentPackage.open(at: url, mode: .readOnly) }
+    let opened = Result { () throws(DeckError) in try PackageStore.open(at: url, mode: .readOnly) }
     Fuzz.note("open: \(opened.map { _ in "ok" })")
     if let package = try? opened.get() {
         _ = try? package.info()
         for entity in package.schema.entities {
-            if let records = try? package.fetch(RecordQuery(entity.name)) {
-                // Reading external values goes through the blob store and its digest check.
-                for record in records.prefix(4) {
-                    for value in record.values.values { _ = try? package.data(of: value) }
+            _ = try? package.read { reader in
+                if let records = try? reader.fetch(RecordQuery(entity.name)) {
+                    // Reading external values goes through the blob store and its digest check.
+                    for record in records.prefix(4) {
+                        for value in record.values.values { _ = try? reader.data(of: value) }
+                    }
                 }
+                _ = try? reader.count(RecordQuery(entity.name))
             }
-            _ = try? package.count(RecordQuery(entity.name))
         }
         try? package.close()
     }

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckSamples
 import Foundation
 
 #if canImport(Glibc)
@@ -176,15 +177,14 @@ public enum Fuzz {
     /// records, saves and closes it. For templates made once per process.
     public static func makePackage(
         at path: String, contentType: String, schema: StoreSchema,
-        fill: (DocumentPackage) throws -> Void = { _ in }
+        fill: (StoreTransaction) throws -> Void = { _ in }
     ) {
         guard !exists(path) else { return }
         do {
-            let package = try DocumentPackage.create(
+            let store = try PackageStore.create(
                 at: URL(fileURLWithPath: path), contentType: contentType, schema: schema)
-            try fill(package)
-            try package.save()
-            try package.close()
+            try store.write { try fill($0) }
+            try store.close()
         } catch {
             setupFailed("making the template package \(path): \(error)")
         }

@@ -1,6 +1,12 @@
 import DeckKit
 import Foundation
 
+/// The schema's nested types by their short names, for the fuzz targets.
+public typealias Entity = StoreSchema.Entity
+public typealias Attribute = StoreSchema.Attribute
+public typealias Relationship = StoreSchema.Relationship
+public typealias AttributeType = StoreSchema.AttributeType
+
 extension Fuzz {
     /// The content type of the small template package (the manifest seeds name it).
     public static let noteContentType = "org.deck.fuzz"

@@ -2,13 +2,14 @@
 // What parses runs as a query on every entity of the flash-cards sample: fetch, count and
 // fetchIDs must agree, and errors (unknown keys, type mismatches) are fine.
 import DeckKit
+import DeckSamples
 import Foundation
 import FuzzSupport
 
 /// The sample package, made and opened read-only once per process.
-nonisolated(unsafe) let sample: DocumentPackage = {
+let sample: PackageStore = {
     do {
-        return try DocumentPackage.open(at: URL(fileURLWithPath: Fuzz.flashcardsTemplate), mode: .readOnly)
+        return try PackageStore.open(at: URL(fileURLWithPath: Fuzz.flashcardsTemplate), mode: .readOnly)
     } catch {
         Fuzz.setupFailed("opening the flash-cards sample: \(error)")
     }
@@ -18,10 +19,10 @@ let entities = FlashcardsSample.schema.entities.map(\.name)
 
 /// Runs `query` through fetch, count and fetchIDs; when all succeed they must agree.
 func run(_ query: RecordQuery) {
-    Fuzz.note("\(query.entity): \(Result { () throws(DeckError) in try sample.count(query) })")
-    let records = try? sample.fetch(query)
-    let count = try? sample.count(query)
-    let ids = try? sample.fetchIDs(query)
+    Fuzz.note("\(query.entity): \(Result { () throws in try sample.read { try $0.count(query) } })")
+    let records = try? sample.read { try $0.fetch(query) }
+    let count = try? sample.read { try $0.count(query) }
+    let ids = try? sample.read { try $0.fetchIDs(query) }
     if let records, let count {
         Fuzz.check(records.count == count, "\(query): fetch gives \(records.count) records, count \(count)")
     }
