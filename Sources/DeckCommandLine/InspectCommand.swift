@@ -95,7 +95,8 @@ enum InspectCommand {
         let field = TerminalText.field
         out += "\(field(info.path))\n"
         out += "  type:     \(field(info.manifest.contentType))\n"
-        out += "  format:   \(formatLine(info.formatVersion, manifest: info.manifest.formatVersion))"
+        out +=
+            "  format:   \(formatLine(info.formatVersion, manifest: info.manifest.formatVersion))"
             + "   schema: \(field(info.schemaVersion))\n"
         if let documentID = info.documentID { out += "  document: \(documentID.uuidString.lowercased())\n" }
         if let modified = info.modified { out += "  modified: \(field(modified))\n" }
@@ -193,13 +194,13 @@ enum VerifyCommand {
             let untidy = report.findings.count - corrupt
             var line = TerminalLine("\(TerminalText.field(path)): ")
             line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
-            if let version = report.formatVersion {
-                line.append(
-                    ": format \(InspectCommand.formatLine(version, manifest: report.manifestFormatVersion ?? version))")
+            let format = report.formatVersion.map {
+                " (format \(InspectCommand.formatLine($0, manifest: report.manifestFormatVersion ?? $0)))"
             }
             line.append(
                 ": \(report.records) records, \(report.blobsChecked) blobs hashed "
-                    + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
+                    + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy"
+                    + (format ?? "") + "\n")
             Output.standard.write(line)
         }
         return report.isValid ? 0 : ExitStatus.dataError

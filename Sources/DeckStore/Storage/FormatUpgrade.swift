@@ -87,7 +87,8 @@ enum FormatUpgrade {
                     path: packagePath,
                     reason:
                         "upgrading to format version 2 made the store's \(refusal.object.type) "
-                        + "'\(refusal.object.name)' differ from the one the schema derives; nothing was changed")
+                        + "'\(refusal.object.name)' differ from the one the schema derives; nothing was changed"
+                )
             }
         }
     }

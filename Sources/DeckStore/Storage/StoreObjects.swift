@@ -90,7 +90,9 @@ enum StoreObjects {
     /// The version whose objects a store of `formatVersion` is compared with: its own, or, for a
     /// store newer than this library (which a reader may read when its manifest allows it), the
     /// newest this library knows.
-    static func comparedVersion(_ formatVersion: Int) -> Int { min(formatVersion, PackageLayout.formatVersion) }
+    static func comparedVersion(_ formatVersion: Int) -> Int {
+        min(formatVersion, PackageLayout.formatVersion)
+    }
 
     /// An empty store for `mapping` of `formatVersion`, in memory: what SQLite makes of the
     /// derived statements (for version 2, `sqlite_sequence` included: SQLite creates it with the

@@ -435,15 +435,16 @@ public enum PackageVerifier {
 
     /// The identity rules of a version 2 store (spec: section 6.10), for the complete entity
     /// tables: every global id is 16 bytes (the table's CHECK says so, but a store from elsewhere
-    /// may have been written with checks off) and unique across the document's tables (each
-    /// table's unique index covers its own rows), and `sqlite_sequence` holds, for every table
-    /// with rows, a value at least its highest key, so no key is ever given out again.
+    /// may have been written with checks off; each table's unique index keeps them unique), and
+    /// `sqlite_sequence` holds, for every table with rows, a value at least its highest key, so
+    /// no key is ever given out again.
     private static func checkIdentity(
         _ db: Database, mapping: SchemaMapping, tables: Set<String>, storePath: String,
         report: inout VerificationReport
     ) throws {
         func add(_ code: String, _ object: String, _ message: String) {
-            report.findings.append(Finding(severity: .corruption, code: code, object: object, message: message))
+            report.findings.append(
+                Finding(severity: .corruption, code: code, object: object, message: message))
         }
         let roots = mapping.roots.map(\.table).filter { tables.contains($0) }
         guard !roots.isEmpty else { return }
@@ -454,7 +455,8 @@ public enum PackageVerifier {
         for table in roots {
             let row = try db.rows(
                 "SELECT max(_pk), count(*) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16), "
-                    + "min(_pk) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16) FROM \(quote(table))")[0]
+                    + "min(_pk) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16) FROM \(quote(table))"
+            )[0]
             if let bad = row[1].int64, bad > 0 {
                 add(
                     "gid-invalid", "\(table) #\(row[2].int64 ?? 0)",
@@ -468,17 +470,6 @@ public enum PackageVerifier {
                     "sqlite_sequence says the highest key given out is "
                         + (sequence.map(String.init) ?? "nothing")
                         + ", but the table holds key \(highest): a deleted key could be given out again")
-            }
-        }
-        // A global id in two tables (the unique indexes see one table each).
-        let union = roots.map { "SELECT _gid FROM \(quote($0))" }.joined(separator: " UNION ALL ")
-        if roots.count > 1 {
-            let duplicates = try db.rows(
-                "SELECT hex(_gid), count(*) FROM (\(union)) GROUP BY _gid HAVING count(*) > 1 LIMIT 10")
-            for row in duplicates {
-                add(
-                    "gid-duplicate", storePath,
-                    "the global id \(row[0].string ?? "?") belongs to \(row[1].int64 ?? 0) records")
             }
         }
     }
