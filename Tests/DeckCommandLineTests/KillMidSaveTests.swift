@@ -147,13 +147,25 @@ let crashSchema = StoreSchema(entities: [
             let delay = Double.random(in: 0...window, using: &generator)
             _ = try runChild(url, killAfter: delay)
             let report = try PackageVerifier.verify(at: url)
-            #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")
-            let state = "manifest \(report.manifestFormatVersion ?? 0), store \(report.formatVersion ?? 0)"
+            // A kill while the opening writer switched the store from rollback to WAL mode (before
+            // any upgrade step) leaves a hot rollback journal, which only a writer may roll back
+            // (spec: section 11.2): readers refuse it until then. That is the open's, not the
+            // upgrade's, and the next writer below recovers it.
+            let hotJournal =
+                FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
+                && report.findings.map(\.code) == ["store-unreadable"]
+            let state =
+                hotJournal
+                ? "hot journal (switch to WAL)"
+                : "manifest \(report.manifestFormatVersion ?? 0), store \(report.formatVersion ?? 0)"
             seen.insert(state)
-            #expect(
-                ["manifest 1, store 1", "manifest 2, store 1", "manifest 2, store 2"].contains(state),
-                "seed \(seed) round \(round): \(state)")
-            #expect(try counts(url) == expected, "seed \(seed) round \(round)")
+            if !hotJournal {
+                #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")
+                #expect(
+                    ["manifest 1, store 1", "manifest 2, store 1", "manifest 2, store 2"].contains(state),
+                    "seed \(seed) round \(round): \(state)")
+                #expect(try counts(url) == expected, "seed \(seed) round \(round)")
+            }
             // The next writer finishes what the killed one began.
             #expect(try runChild(url, killAfter: nil) == "upgraded 2")
             let after = try PackageVerifier.verify(at: url)
