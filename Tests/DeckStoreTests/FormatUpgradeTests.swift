@@ -184,6 +184,22 @@ import Testing
         }
     }
 
+    @Test func unknownMetadataKeysSurviveTheUpgrade() throws {
+        try withTestDirectory { dir throws in
+            let url = try Self.copy("Library.deck", to: dir)
+            let db = try rawStore(url)
+            try db.run("INSERT INTO deck_meta VALUES ('schema_fingerprint', x'0102')")
+            db.close()
+            try PackageStore.open(at: url).close()
+            let after = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+            defer { after.close() }
+            #expect(
+                try after.scalar("SELECT value FROM deck_meta WHERE key = 'schema_fingerprint'")
+                    == .blob(Data([1, 2])))
+            #expect(try PackageVerifier.verify(at: url).isValid)
+        }
+    }
+
     @Test func anInterruptedUpgradeIsReadableAndTheNextWriterFinishesIt() throws {
         try withTestDirectory { dir throws in
             let url = try Self.copy("Flashcards.flashcards", to: dir)
