@@ -32,25 +32,64 @@ public struct ChangeSet: Sendable, Hashable {
 }
 
 /// Collects the changes of the writer's open transaction as the record operations make them.
+///
+/// A failed change is undone through ``mark`` and ``undo(to:)``: each operation logs how to take
+/// itself back, so undoing costs what the failed change did, never a copy of the whole set (a
+/// copy per change made a transaction of n inserts take time in n²).
 struct ChangeRecorder {
     private(set) var set = ChangeSet()
 
+    private enum Step {
+        case addedInserted(String, Int64)
+        case removedInserted(String, Int64)
+        case addedUpdated(String, Int64)
+        case removedUpdated(String, Int64)
+        case addedDeleted(String, Int64)
+    }
+
+    /// How to take back each operation since the transaction began, in order.
+    private var log: [Step] = []
+
+    /// The point to come back to if the change that starts now fails.
+    var mark: Int { log.count }
+
+    /// Takes back every operation since `mark`.
+    mutating func undo(to mark: Int) {
+        while log.count > mark, let step = log.popLast() {
+            switch step {
+            case .addedInserted(let entity, let id): Self.remove(id, entity, from: &set.inserted)
+            case .removedInserted(let entity, let id): set.inserted[entity, default: []].insert(id)
+            case .addedUpdated(let entity, let id): Self.remove(id, entity, from: &set.updated)
+            case .removedUpdated(let entity, let id): set.updated[entity, default: []].insert(id)
+            case .addedDeleted(let entity, let id): Self.remove(id, entity, from: &set.deleted)
+            }
+        }
+    }
+
+    private static func remove(_ id: Int64, _ entity: String, from sets: inout [String: Set<Int64>]) {
+        sets[entity]?.remove(id)
+        if sets[entity]?.isEmpty == true { sets[entity] = nil }
+    }
+
     mutating func inserted(_ entity: String, _ id: Int64) {
-        set.inserted[entity, default: []].insert(id)
+        if set.inserted[entity, default: []].insert(id).inserted { log.append(.addedInserted(entity, id)) }
     }
 
     mutating func updated(_ entity: String, _ id: Int64) {
         if set.inserted[entity]?.contains(id) == true || set.deleted[entity]?.contains(id) == true { return }
-        set.updated[entity, default: []].insert(id)
+        if set.updated[entity, default: []].insert(id).inserted { log.append(.addedUpdated(entity, id)) }
     }
 
     mutating func deleted(_ entity: String, _ id: Int64) {
-        set.updated[entity]?.remove(id)
-        if set.updated[entity]?.isEmpty == true { set.updated[entity] = nil }
-        if set.inserted[entity]?.remove(id) != nil {
-            if set.inserted[entity]?.isEmpty == true { set.inserted[entity] = nil }
+        if set.updated[entity]?.contains(id) == true {
+            Self.remove(id, entity, from: &set.updated)
+            log.append(.removedUpdated(entity, id))
+        }
+        if set.inserted[entity]?.contains(id) == true {
+            Self.remove(id, entity, from: &set.inserted)
+            log.append(.removedInserted(entity, id))
             return
         }
-        set.deleted[entity, default: []].insert(id)
+        if set.deleted[entity, default: []].insert(id).inserted { log.append(.addedDeleted(entity, id)) }
     }
 }

@@ -79,11 +79,11 @@ final class StoreConnection {
     func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
         try requireWritable()
         let createdBefore = blobs.createdSinceSave
-        let recordedBefore = changes
+        let recordedBefore = changes.mark
         do {
             return atomic ? try database.savepoint(body) : try body()
         } catch {
-            changes = recordedBefore
+            changes.undo(to: recordedBefore)
             // Files this failed change created and nothing now registers would be orphans.
             removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
             throw translate(error)
