@@ -152,13 +152,17 @@ try compare(
         sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
         sqlite3_exec(
             db,
-            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY, _entity TEXT NOT NULL, front TEXT NOT NULL, "
-                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT", nil, nil, nil)
+            // The table Deck makes (format 2): keys never reused, a random global id per row.
+            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
+                + "_entity TEXT NOT NULL, front TEXT NOT NULL, "
+                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT; "
+                + "CREATE UNIQUE INDEX Row_gid ON Row(_gid)", nil, nil, nil)
         sqlite3_exec(db, "BEGIN", nil, nil, nil)
         var statement: OpaquePointer?
         sqlite3_prepare_v2(
-            db, "INSERT INTO Row(_entity, front, back, n, created) VALUES (?, ?, ?, ?, ?)", -1, &statement,
-            nil)
+            db,
+            "INSERT INTO Row(_gid, _entity, front, back, n, created) VALUES (randomblob(16), ?, ?, ?, ?, ?)",
+            -1, &statement, nil)
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for i in 0..<rowCount {
             sqlite3_bind_text(statement, 1, "Row", -1, transient)
@@ -495,6 +499,102 @@ if options.rssGiB > 0 {
             "deck \(label) of a \(gib) GiB document: peak RSS \(kib / 1024) MiB (target < 64 MiB), \(String(format: "%.1f", now() - t0)) s"
         )
     }
+}
+
+// Upgrading a format 1 package of 1M rows to format 2 (open for writing, which upgrades, and
+// close) vs the same table rewrite as raw SQL through the C API, on copies of one package.
+let upgradeRows = Int(1_000_000 * options.scale)
+if selected("upgrade v1 → v2, \(upgradeRows) rows") {
+    // A format 2 package gives the schema text and the table's SQL; a format 1 package is then
+    // written by hand as version 1 lays it out (spec: section 12.3).
+    let template = fresh("template.deck")
+    try PackageStore.create(
+        at: URL(fileURLWithPath: template), contentType: "org.deck.bench", schema: rowSchema
+    )
+    .close()
+    var db: OpaquePointer?
+    func exec(_ sql: String) {
+        var message: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(db, sql, nil, nil, &message) != SQLITE_OK {
+            print("upgrade benchmark: \(message.map { String(cString: $0) } ?? "?") in \(sql.prefix(80))")
+            exit(1)
+        }
+    }
+    func text(_ sql: String) -> String {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        return sqlite3_step(statement) == SQLITE_ROW ? String(cString: sqlite3_column_text(statement, 0)) : ""
+    }
+    sqlite3_open(template + "/store.sqlite", &db)
+    let schemaText = text("SELECT value FROM deck_meta WHERE key = 'schema'")
+    let tableV2 = text("SELECT sql FROM sqlite_schema WHERE name = 'Row'")
+    sqlite3_close(db)
+    let tableV1 = tableV2.replacingOccurrences(
+        of: "_pk INTEGER PRIMARY KEY AUTOINCREMENT,\n    _gid BLOB NOT NULL CHECK (length(_gid) = 16),",
+        with: "_pk INTEGER PRIMARY KEY,")
+    let v1 = fresh("v1.deck")
+    try FileManager.default.createDirectory(atPath: v1 + "/blobs", withIntermediateDirectories: true)
+    let manifest = try String(contentsOfFile: template + "/manifest.json", encoding: .utf8)
+        .replacingOccurrences(of: "\"formatVersion\" : 2", with: "\"formatVersion\" : 1")
+        .replacingOccurrences(of: "\"minimumReaderVersion\" : 2", with: "\"minimumReaderVersion\" : 1")
+    try manifest.write(toFile: v1 + "/manifest.json", atomically: true, encoding: .utf8)
+    sqlite3_open(v1 + "/store.sqlite", &db)
+    let quotedSchema = schemaText.replacingOccurrences(of: "'", with: "''")
+    exec(
+        """
+        PRAGMA application_id = 1145389899; PRAGMA user_version = 1; BEGIN;
+        CREATE TABLE deck_meta(key TEXT PRIMARY KEY NOT NULL, value ANY) STRICT, WITHOUT ROWID;
+        CREATE TABLE deck_blob(
+            digest TEXT PRIMARY KEY NOT NULL CHECK (length(digest) = 64 AND digest NOT GLOB '*[^0-9a-f]*'),
+            size INTEGER NOT NULL CHECK (size >= 0),
+            refs INTEGER NOT NULL DEFAULT 0 CHECK (refs >= 0)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO deck_meta VALUES ('format_version', 1), ('content_type', 'org.deck.bench'),
+            ('schema', '\(quotedSchema)'), ('schema_version', '1.0.0'),
+            ('created', '2026-12-01T00:00:00.000Z'), ('modified', '2026-12-01T00:00:00.000Z');
+        \(tableV1);
+        WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < \(upgradeRows))
+        INSERT INTO Row(_entity, front, back, n, created)
+            SELECT 'Row', 'front ' || n, 'back ' || n, n, 1800000000.0 FROM i;
+        COMMIT;
+        """)
+    sqlite3_close(db)
+    // The same rewrite, by hand: what the upgrade does to the one entity table and deck_meta.
+    let rewrite = """
+        PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON; BEGIN IMMEDIATE;
+        ALTER TABLE "Row" RENAME TO deck_upgrade_previous;
+        \(tableV2);
+        INSERT INTO "Row"(_pk, _gid, _entity, "front", "back", "n", "created")
+            SELECT _pk, randomblob(16), _entity, "front", "back", "n", "created"
+            FROM deck_upgrade_previous ORDER BY _pk;
+        DROP TABLE deck_upgrade_previous;
+        CREATE UNIQUE INDEX "Row._gid.unique" ON "Row"(_gid);
+        INSERT INTO deck_meta VALUES ('document_id', '00000000-0000-4000-8000-000000000000');
+        UPDATE deck_meta SET value = 2 WHERE key = 'format_version';
+        PRAGMA user_version = 2;
+        COMMIT;
+        """
+    try compare(
+        "upgrade v1 → v2, \(upgradeRows) rows", target: "≥ 0.5×",
+        setup: {
+            for name in ["upgrade-deck.deck", "upgrade-raw.deck"] {
+                _ = shell(
+                    "rm -rf '\(options.workDirectory)/\(name)' && cp -r '\(v1)' '\(options.workDirectory)/\(name)'"
+                )
+            }
+        },
+        deck: {
+            let store = try PackageStore.open(
+                at: URL(fileURLWithPath: options.workDirectory + "/upgrade-deck.deck"))
+            precondition(store.storeFormatVersion == 2)
+            try store.close()
+        },
+        baseline: {
+            sqlite3_open(options.workDirectory + "/upgrade-raw.deck/store.sqlite", &db)
+            exec(rewrite)
+            sqlite3_close(db)
+        })
 }
 
 var usage = rusage()

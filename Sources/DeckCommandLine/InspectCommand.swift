@@ -29,7 +29,9 @@ enum InspectCommand {
         var members: [(String, JSON)] = [
             ("path", .string(info.path)),
             ("contentType", .string(info.manifest.contentType)),
-            ("formatVersion", .int(Int64(info.manifest.formatVersion))),
+            ("formatVersion", .int(Int64(info.formatVersion))),
+            ("manifestFormatVersion", .int(Int64(info.manifest.formatVersion))),
+            ("documentId", info.documentID.map { .string($0.uuidString.lowercased()) } ?? .null),
             ("schemaVersion", .string(info.schemaVersion)),
             ("created", info.created.map(JSON.string) ?? .null),
             ("modified", info.modified.map(JSON.string) ?? .null),
@@ -74,6 +76,18 @@ enum InspectCommand {
         return .object(members)
     }
 
+    /// `2`; `1 (the next writer upgrades it to 2)`; `1 (manifest 2: an interrupted upgrade, which
+    /// the next writer finishes)`.
+    static func formatLine(_ version: Int, manifest: Int) -> String {
+        if version < manifest {
+            return "\(version) (manifest \(manifest): an interrupted upgrade, which the next writer finishes)"
+        }
+        if version < PackageStore.formatVersion {
+            return "\(version) (the next writer upgrades it to \(PackageStore.formatVersion))"
+        }
+        return "\(version)"
+    }
+
     static func text(_ info: PackageInfo, schema: StoreSchema, full: Bool) -> String {
         var out = ""
         // Strings from the package stay on their line (the control characters of all the text
@@ -81,7 +95,10 @@ enum InspectCommand {
         let field = TerminalText.field
         out += "\(field(info.path))\n"
         out += "  type:     \(field(info.manifest.contentType))\n"
-        out += "  format:   \(info.manifest.formatVersion)   schema: \(field(info.schemaVersion))\n"
+        out +=
+            "  format:   \(formatLine(info.formatVersion, manifest: info.manifest.formatVersion))"
+            + "   schema: \(field(info.schemaVersion))\n"
+        if let documentID = info.documentID { out += "  document: \(documentID.uuidString.lowercased())\n" }
         if let modified = info.modified { out += "  modified: \(field(modified))\n" }
         switch info.lockHolder {
         case nil: out += "  writer:   none\n"
@@ -155,6 +172,8 @@ enum VerifyCommand {
             Output.standard.write(
                 JSON.object([
                     ("path", .string(report.path)), ("valid", .bool(report.isValid)),
+                    ("formatVersion", report.formatVersion.map { .int(Int64($0)) } ?? .null),
+                    ("manifestFormatVersion", report.manifestFormatVersion.map { .int(Int64($0)) } ?? .null),
                     ("records", .int(Int64(report.records))),
                     ("blobsChecked", .int(Int64(report.blobsChecked))),
                     ("bytesChecked", .int(report.bytesChecked)), ("findings", .array(findings)),
@@ -175,9 +194,13 @@ enum VerifyCommand {
             let untidy = report.findings.count - corrupt
             var line = TerminalLine("\(TerminalText.field(path)): ")
             line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
+            let format = report.formatVersion.map {
+                " (format \(InspectCommand.formatLine($0, manifest: report.manifestFormatVersion ?? $0)))"
+            }
             line.append(
                 ": \(report.records) records, \(report.blobsChecked) blobs hashed "
-                    + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy\n")
+                    + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy"
+                    + (format ?? "") + "\n")
             Output.standard.write(line)
         }
         return report.isValid ? 0 : ExitStatus.dataError

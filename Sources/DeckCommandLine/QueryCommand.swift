@@ -54,6 +54,7 @@ enum QueryCommand {
             try document.forEach(query) { record in
                 var members: [(String, JSON)] = [
                     ("_id", .int(record.id)), ("_entity", .string(record.entity)),
+                    ("_gid", record.globalID.map { .string($0.uuidString.lowercased()) } ?? .null),
                 ]
                 for name in columns {
                     if let value = record.values[name] { members.append((name, Support.json(value))) }

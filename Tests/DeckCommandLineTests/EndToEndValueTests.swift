@@ -176,7 +176,7 @@ struct EndToEndValueTests {
         #expect(member(records[0], "j") == .string(#"1,"admin":true"#))
         #expect(member(records[0], "admin") == nil)
         #expect(member(records[1], "j") == .string(#"1}],"x":[{"y":2"#))
-        #expect(records.allSatisfy { $0.count == 14 })
+        #expect(records.allSatisfy { $0.count == 15 })
         // And verify calls it corruption.
         let verify = try deck("verify", path, "--json")
         #expect(verify.status == 65)

@@ -19,7 +19,8 @@ struct EndToEndVerifyTests {
         e2eExpectSuccess(result)
         #expect(
             result.stdout
-                == "\(path): valid: 17 records, 6 blobs hashed (527.4 KiB), 0 corruption, 0 untidy\n")
+                == "\(path): valid: 17 records, 6 blobs hashed (527.4 KiB), 0 corruption, 0 untidy (format 2)\n"
+        )
     }
 
     @Test func cleanSampleJSON() throws {
@@ -147,7 +148,9 @@ struct EndToEndVerifyTests {
         let result = try deck("verify", path, "--quick")
         e2eExpectSuccess(result)
         #expect(
-            result.stdout == "\(path): valid: 17 records, 0 blobs hashed (0 bytes), 0 corruption, 0 untidy\n")
+            result.stdout
+                == "\(path): valid: 17 records, 0 blobs hashed (0 bytes), 0 corruption, 0 untidy (format 2)\n"
+        )
         let json = try e2eJSONObject(try deck("verify", path, "--quick", "--json").stdout)
         #expect(json["blobsChecked"] as? Int == 0)
         #expect(json["bytesChecked"] as? Int == 0)

@@ -357,7 +357,7 @@ struct ManifestAndMetadataTests {
     @Test(arguments: [
         ("format_version", SQLValue?.none, "holds no 'format_version'"),
         ("format_version", .text("1"), "not an integer"),
-        ("format_version", .integer(2), "user_version is 1"),
+        ("format_version", .integer(1), "user_version is 2"),
         ("schema_version", nil, "holds no 'schema_version'"),
         ("schema_version", .integer(1), "not text"),
         ("schema_version", .text("9.9"), "'9.9'"),
@@ -389,6 +389,8 @@ struct ManifestAndMetadataTests {
     @Test(arguments: [
         ("created", SQLValue?.none), ("created", .integer(1_700_000_000)), ("created", .text("yesterday")),
         ("modified", .text("2026-02-30T10:00:00.000Z")), ("modified", .text("2026-11-30T10:00:00Z")),
+        ("document_id", nil), ("document_id", .text("6F1C2A4E-0D8B-4B53-9A3E-2C1D0E9F8A7B")),
+        ("document_id", .blob(Data(count: 16))),
     ])
     func aWrongTimeStampIsReportedButReadersOpen(key: String, value: SQLValue?) throws {
         try withTestDirectory { dir throws in

@@ -146,8 +146,8 @@ struct SchemaLimitsTests {
     }
 
     @Test func storeObjects() throws {
-        // Five objects per entity: its table, a unique index, a relationship's index, a join table
-        // and its index.
+        // Seven objects per entity: its table, its global ids' unique index and trigger, a unique
+        // index, a relationship's index, a join table and its index.
         func schema(_ count: Int) -> StoreSchema {
             StoreSchema(
                 entities: (1...count).map { index in
@@ -160,14 +160,15 @@ struct SchemaLimitsTests {
                 })
         }
         let limit = StoreSchema.Limits.storeObjects
-        #expect(StoreDDL.statements(for: try SchemaMapping(schema(limit / 5))).count == limit)
+        #expect(StoreDDL.statements(for: try SchemaMapping(schema(limit / 7))).count == limit / 7 * 7)
         let clock = ContinuousClock()
         let elapsed = try clock.measure {
-            try Self.roundTrip(schema(limit / 5), inserting: "E1", ["key": .string("k")])
+            try Self.roundTrip(schema(limit / 7), inserting: "E1", ["key": .string("k")])
         }
         print("schema limits: \(limit) store objects: create, insert, reopen, verify in \(elapsed)")
         Self.expectInvalid(
-            schema(limit / 5 + 1), "maps to \(limit + 5) tables, indexes and triggers", "at most \(limit)")
+            schema(limit / 7 + 1), "maps to \((limit / 7 + 1) * 7) tables, indexes and triggers",
+            "at most \(limit)")
     }
 
     /// Building the mapping is close to linear: every schema at a limit maps in well under a

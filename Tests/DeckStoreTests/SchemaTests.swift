@@ -596,10 +596,11 @@ struct SchemaTests {
             let db = try rawStore(url)
             let tables = try db.rows("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
                 .compactMap { $0[0].string }
-            #expect(tables == ["Card", "Card.tags", "Deck", "Tag", "deck_blob", "deck_meta"])
+            #expect(
+                tables == ["Card", "Card.tags", "Deck", "Tag", "deck_blob", "deck_meta", "sqlite_sequence"])
             let cardColumns = try db.rows("SELECT name FROM pragma_table_info('Card') ORDER BY cid")
                 .compactMap { $0[0].string }
-            #expect(cardColumns == ["_pk", "_entity", "front", "back", "image", "deck", "hint"])
+            #expect(cardColumns == ["_pk", "_gid", "_entity", "front", "back", "image", "deck", "hint"])
             #expect(
                 try db.scalar("SELECT \"notnull\" FROM pragma_table_info('Card') WHERE name = 'hint'")?.int64
                     == 0)
@@ -610,6 +611,7 @@ struct SchemaTests {
                 .compactMap { $0[0].string }
             #expect(
                 triggers == [
+                    "deck_gid:Card:update", "deck_gid:Deck:update", "deck_gid:Tag:update",
                     "deck_refs:Card.image:delete", "deck_refs:Card.image:insert",
                     "deck_refs:Card.image:update",
                 ])

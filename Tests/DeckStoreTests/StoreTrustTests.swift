@@ -267,7 +267,8 @@ struct StorageClassTests {
             let url = try package(in: dir)
             try setItemSQL(url, strict: false)
             let db = try rawStore(url)
-            try db.run(#"INSERT INTO "Item"(_entity, "i", "flag") VALUES ('Item', 'abc', 0)"#)
+            try db.run(
+                #"INSERT INTO "Item"(_gid, _entity, "i", "flag") VALUES (randomblob(16), 'Item', 'abc', 0)"#)
             db.close()
             let report = try PackageVerifier.verify(at: url)
             #expect(report.codes.contains("table-altered"), "\(report.findings)")
@@ -289,7 +290,7 @@ struct StorageClassTests {
             let db = try untrusted(url)
             try db.execute("PRAGMA ignore_check_constraints = ON")
             try db.run(
-                #"INSERT INTO "Item"(_entity, "i", "flag", "when", "raw", "file") VALUES ('Item', 2.5, 7, 'soon', 'text', 5)"#
+                #"INSERT INTO "Item"(_gid, _entity, "i", "flag", "when", "raw", "file") VALUES (randomblob(16), 'Item', 2.5, 7, 'soon', 'text', 5)"#
             )
             db.close()
             try setItemSQL(url, strict: true)
@@ -326,7 +327,7 @@ struct StorageClassTests {
                 [.text(sql.replacingOccurrences(of: "\"i\" INTEGER NOT NULL", with: "\"i\" INTEGER"))])
             db.close()
             let db2 = try rawStore(url)
-            try db2.run(#"INSERT INTO "Item"(_entity, "flag") VALUES ('Item', 0)"#)
+            try db2.run(#"INSERT INTO "Item"(_gid, _entity, "flag") VALUES (randomblob(16), 'Item', 0)"#)
             db2.close()
             let report = try PackageVerifier.verify(at: url)
             let cell = try #require(

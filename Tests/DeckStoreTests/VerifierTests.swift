@@ -243,7 +243,9 @@ struct VerifierTests {
             let url = try populatedPackage(in: dir)
             let db = try rawStore(url)
             try db.execute("PRAGMA foreign_keys = OFF")
-            try db.run("INSERT INTO Card(_entity, front, back, deck) VALUES ('Card', 'ghost', '', 999)")
+            try db.run(
+                "INSERT INTO Card(_gid, _entity, front, back, deck) VALUES (randomblob(16), 'Card', 'ghost', '', 999)"
+            )
             let id = db.lastInsertRowID
             db.close()
             let report = try PackageVerifier.verify(at: url)

@@ -84,6 +84,10 @@ public struct Record: Sendable, Hashable {
     public var id: Int64
     /// Attribute values, and to-one relationships as `.reference` or `.null`.
     public var values: [String: Value]
+    /// The record's global id (`_gid`, spec section 6.10): random, never changed, unique in the
+    /// document and kept by every copy of it, where ``id`` is local to one store. Nil only when a
+    /// package of format version 1 is read without being upgraded (``PackageStore/storeFormatVersion``).
+    public var globalID: UUID? = nil
 
     public subscript(_ name: String) -> Value? { values[name] }
 }

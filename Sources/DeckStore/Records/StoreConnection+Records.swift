@@ -434,7 +434,8 @@ extension StoreConnection {
         // What to read for each entity the query can return: one result column per distinct column
         // expression. Siblings can give one name different storage (an attribute in one, a to-one
         // relationship in another), so each entity has its own list.
-        var columns = ["r._pk", "r._entity"]
+        // Global ids from format version 2 on: a reader of an older store has none to read.
+        var columns = ["r._pk", "r._entity"] + (formatVersion >= 2 ? ["r._gid"] : [])
         var positions: [String: Int] = [:]
         func column(_ expression: String) -> Int {
             if let known = positions[expression] { return known }
@@ -498,7 +499,10 @@ extension StoreConnection {
                         values[reader.name] = raw.int64.map(Value.reference) ?? .null
                     }
                 }
-                try body(Record(entity: entityName, id: statement.int64(at: 0), values: values))
+                try body(
+                    Record(
+                        entity: entityName, id: statement.int64(at: 0), values: values,
+                        globalID: formatVersion >= 2 ? GlobalID.uuid(statement.value(at: 2)) : nil))
             }
         } catch {
             throw translateQueryError(error)

@@ -96,6 +96,8 @@ package final class Database {
         // Double-quoted string literals are a footgun; refuse them.
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DML, 0, &enabled)
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)
+        // deck_gid(): a new record's global id (GlobalID.swift).
+        _ = deck_sqlite_register_gid(handle)
     }
 
     deinit { close() }

@@ -88,12 +88,13 @@ final class EntityMapping: Sendable {
             + family.map { "'\($0)'" }.joined(separator: ", ") + ")"
     }
 
-    /// `INSERT INTO table(_entity, every attribute) VALUES ('Entity', ?, …)`. The entity name
-    /// is a validated identifier, so it is safe as a literal (and saves binding it per row).
+    /// `INSERT INTO table(_gid, _entity, every attribute) VALUES (deck_gid(), 'Entity', ?, …)`:
+    /// a new row of a current (version 2) store, with a new global id. The entity name is a
+    /// validated identifier, so it is safe as a literal (and saves binding it per row).
     var insertSQL: String {
         "INSERT INTO \(quote(table))("
-            + (["_entity"] + attributes.map { quote($0.name) }).joined(separator: ", ")
-            + ") VALUES ('\(name)'" + String(repeating: ", ?", count: attributes.count) + ")"
+            + (["_gid", "_entity"] + attributes.map { quote($0.name) }).joined(separator: ", ")
+            + ") VALUES (deck_gid(), '\(name)'" + String(repeating: ", ?", count: attributes.count) + ")"
     }
 
     /// The position of attribute `name` in ``attributes``.

@@ -20,13 +20,64 @@ enum StoreDDL {
         ) STRICT, WITHOUT ROWID;
         """
 
-    /// Every statement that creates the entity tables, join tables, indexes and triggers.
-    static func statements(for mapping: SchemaMapping) -> [String] {
+    /// The columns every entity table begins with, in a store of `formatVersion` (spec: sections
+    /// 6.1 and 6.10): from version 2 on, keys are never reused and every row has a global id.
+    static func keyColumns(formatVersion: Int) -> [String] {
+        formatVersion >= 2
+            ? [
+                "_pk INTEGER PRIMARY KEY AUTOINCREMENT",
+                "_gid BLOB NOT NULL CHECK (length(_gid) = 16)",
+                "_entity TEXT NOT NULL",
+            ]
+            : ["_pk INTEGER PRIMARY KEY", "_entity TEXT NOT NULL"]
+    }
+
+    /// The index and trigger of a version 2 entity table's global ids (spec: section 6.10):
+    /// unique, and never changed once a row has one.
+    static func globalIDStatements(table: String) -> [String] {
+        [
+            "CREATE UNIQUE INDEX \(quote(table + "._gid.unique")) ON \(quote(table))(_gid)",
+            """
+            CREATE TRIGGER \(quote("deck_gid:" + table + ":update")) BEFORE UPDATE OF _gid ON \(quote(table))
+            WHEN NEW._gid IS NOT OLD._gid BEGIN
+                SELECT RAISE(ABORT, 'a record''s global id (_gid) never changes');
+            END
+            """,
+        ]
+    }
+
+    /// Every statement that creates the entity tables, join tables, indexes and triggers of a
+    /// store of `formatVersion` (the current one unless a reader reads an older store).
+    static func statements(for mapping: SchemaMapping, formatVersion: Int = PackageLayout.formatVersion)
+        -> [String]
+    {
         var statements: [String] = []
-        let tables = mapping.members
         for root in mapping.roots {
+            statements += tableStatements(root, mapping: mapping, formatVersion: formatVersion).all
+        }
+        statements += joinTableStatements(mapping)
+        return statements
+    }
+
+    /// What one entity table of a hierarchy is made of: the table, then its indexes and triggers.
+    struct TableStatements {
+        var table: String
+        var indexes: [String] = []
+        var triggers: [String] = []
+        var all: [String] { [table] + indexes + triggers }
+    }
+
+    /// The statements of the table of hierarchy `root`: its `CREATE TABLE`, then (in the order
+    /// they are created) its indexes and triggers.
+    static func tableStatements(_ root: EntityMapping, mapping: SchemaMapping, formatVersion: Int)
+        -> TableStatements
+    {
+        var statements: [String] = []
+        var triggerStatements: [String] = []
+        do {
+            let tables = mapping.members
             let members = tables[root.table] ?? [root]
-            var columns = ["_pk INTEGER PRIMARY KEY", "_entity TEXT NOT NULL"]
+            var columns = keyColumns(formatVersion: formatVersion)
             var seen: Set<String> = []
             var externalColumns: [String] = []
             // NOT NULL only for what the root declares: other rows of the table lack the rest.
@@ -53,12 +104,17 @@ enum StoreDDL {
             statements.append(
                 "CREATE TABLE \(quote(root.table))(\n    " + columns.joined(separator: ",\n    ")
                     + "\n) STRICT")
+            if formatVersion >= 2 {
+                let gid = globalIDStatements(table: root.table)
+                statements.append(gid[0])
+                triggerStatements.append(gid[1])
+            }
             if members.count > 1 {
                 // Only a hierarchy needs to find rows by their entity.
                 statements.append(
                     "CREATE INDEX \(quote(root.table + "._entity")) ON \(quote(root.table))(_entity)")
             }
-            for column in externalColumns { statements += triggers(table: root.table, column: column) }
+            for column in externalColumns { triggerStatements += triggers(table: root.table, column: column) }
             // Each index once: every entity that inherits a relationship would repeat its index.
             var indexed: Set<String> = []
             func add(_ index: (name: String, sql: String)) {
@@ -85,7 +141,13 @@ enum StoreDDL {
                 }
             }
         }
-        // Join tables, once per pair.
+        let table = statements.removeFirst()
+        return TableStatements(table: table, indexes: statements, triggers: triggerStatements)
+    }
+
+    /// The join tables of stored to-many links, once per pair, with their indexes.
+    static func joinTableStatements(_ mapping: SchemaMapping) -> [String] {
+        var statements: [String] = []
         var joins: Set<String> = []
         for name in mapping.entityNames {
             guard let entity = mapping.entities[name] else { continue }

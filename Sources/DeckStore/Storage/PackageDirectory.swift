@@ -18,6 +18,11 @@ enum PackageDirectory {
         let database: Database
         /// The writer lock, for a read-write open.
         let lock: WriterLock?
+        /// The store's format version (`user_version`), by whose rules it is read: the current one
+        /// after a read-write open, which upgrades older packages (spec: section 12.2).
+        let formatVersion: Int
+        /// `deck_meta.document_id` (nil for a version 1 store, or one whose value is not a UUID).
+        let documentID: UUID?
     }
 
     /// Creates a new, empty package at `url` (spec: section 10.7) and returns its path.
@@ -62,6 +67,7 @@ enum PackageDirectory {
                         ("schema_version", .text(schema.version)),
                         ("created", .text(now)),
                         ("modified", .text(now)),
+                        ("document_id", .text(StoreMetadata.newDocumentID())),
                     ]
                     for (key, value) in meta {
                         try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
@@ -142,7 +148,7 @@ enum PackageDirectory {
             throw DeckError.permissionDenied(path: path, operation: "open")
         }
         try PackageLayout.refuseLinks(packagePath: path)
-        let manifest = try Manifest.read(packagePath: path)
+        var manifest = try Manifest.read(packagePath: path)
         if mode == .readWrite && manifest.formatVersion > PackageLayout.formatVersion {
             throw DeckError.tooNew(
                 path: path, version: manifest.formatVersion, supported: PackageLayout.formatVersion)
@@ -162,12 +168,16 @@ enum PackageDirectory {
         let database: Database
         let schema: StoreSchema
         let mapping: SchemaMapping
+        var formatVersion: Int
+        var documentID: UUID?
         do {
             database = try openStore(storePath, mode: mode, packagePath: path)
             do {
-                schema = try checkStore(database, packagePath: path, manifest: manifest)
+                (schema, formatVersion) = try checkStore(database, packagePath: path, manifest: manifest)
                 mapping = try storedMapping(schema, packagePath: path)
-                if let refusal = try StoreObjects.firstRefusal(database, mapping: mapping) {
+                if let refusal = try StoreObjects.firstRefusal(
+                    database, mapping: mapping, formatVersion: formatVersion)
+                {
                     throw DeckError.corrupt(
                         path: path,
                         reason:
@@ -177,7 +187,14 @@ enum PackageDirectory {
                 if mode == .readWrite {
                     try createLogFiles(storePath)
                     _ = try database.pragma("journal_mode=WAL")
+                    removeTemporaries(packagePath: path)
+                    // Before anything else changes: a writer writes the current version only.
+                    manifest = try FormatUpgrade.upgrade(
+                        database, packagePath: path, manifest: manifest, mapping: mapping,
+                        storeVersion: formatVersion)
+                    formatVersion = PackageLayout.formatVersion
                 }
+                documentID = try StoreMetadata.read(database, packagePath: path).documentID
             } catch {
                 database.close()
                 throw error
@@ -189,10 +206,9 @@ enum PackageDirectory {
         } catch {
             throw DeckError.wrap(error)
         }
-        if mode == .readWrite { removeTemporaries(packagePath: path) }
         return Opened(
             url: URL(fileURLWithPath: path), manifest: manifest, schema: schema, mapping: mapping,
-            database: database, lock: lock)
+            database: database, lock: lock, formatVersion: formatVersion, documentID: documentID)
     }
 
     /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer
@@ -308,13 +324,18 @@ enum PackageDirectory {
     }
 
     /// Checks the store's identity, versions and `deck_meta` (spec: sections 2.2 and 4.2) and
-    /// reads its schema. Any problem throws ``DeckError``: `notAPackage` for a foreign
-    /// `application_id`, `corrupt` otherwise.
+    /// reads its schema and format version. Any problem throws ``DeckError``: `notAPackage` for a
+    /// foreign `application_id`, `tooNew` for a store of a version this library does not read,
+    /// `corrupt` otherwise.
+    ///
+    /// The store's version (`user_version`) may differ from the manifest's `formatVersion` while
+    /// an upgrade runs or after one was interrupted (spec: section 12.2): both are then versions
+    /// this library reads, and the store is read by its own version's rules.
     /// - Parameter verifying: the verifier reports a wrong `content_type` or `schema_version`
     ///   as findings of their own, so they are not checked here then.
     static func checkStore(
         _ db: Database, packagePath path: String, manifest: Manifest, verifying: Bool = false
-    ) throws -> StoreSchema {
+    ) throws -> (schema: StoreSchema, formatVersion: Int) {
         let applicationID = try db.pragma("application_id")?.int64 ?? 0
         guard applicationID == Int64(PackageLayout.applicationID) else {
             throw DeckError.notAPackage(
@@ -324,7 +345,12 @@ enum PackageDirectory {
             )
         }
         let userVersion = Int(try db.pragma("user_version")?.int64 ?? 0)
-        guard userVersion == manifest.formatVersion else {
+        // A store older than its manifest is an interrupted upgrade, one newer than the manifest
+        // an upgrade that finished after the manifest was read (spec: section 2.2, step 10); a
+        // store newer than this library is read by its newest rules when the manifest allows it.
+        guard userVersion >= PackageLayout.oldestFormatVersion,
+            userVersion <= max(manifest.formatVersion, PackageLayout.formatVersion)
+        else {
             throw DeckError.corrupt(
                 path: path,
                 reason:
@@ -341,7 +367,7 @@ enum PackageDirectory {
         if !verifying, let problem = meta.schemaVersionProblem(schema) {
             throw DeckError.corrupt(path: path, reason: problem)
         }
-        return schema
+        return (schema, userVersion)
     }
 
     /// A new reader connection to the store of a package that is already open (and checked).

@@ -64,8 +64,15 @@ package enum PackageLayout {
         !text.isEmpty && text.utf8.count <= 255 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
-    /// The format version this library writes.
-    package static let formatVersion = 1
+    /// The format version this library writes (spec: section 12). It reads every version from
+    /// ``oldestFormatVersion`` up to this one, and upgrades older packages when it opens them for
+    /// writing (``FormatUpgrade``).
+    package static let formatVersion = 2
+    /// The oldest format version this library reads.
+    package static let oldestFormatVersion = 1
+    /// The `minimumReaderVersion` this library writes: a version 1 reader cannot read a version 2
+    /// store (its tables differ from those a version 1 reader derives; spec: section 12.1).
+    package static let minimumReaderVersion = 2
     /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
     package static let applicationID: Int32 = 0x4445_434B
     /// The manifest's `format` value.
@@ -90,7 +97,7 @@ public struct Manifest: Codable, Sendable, Equatable {
     public init(contentType: String, generator: String? = "DeckKit \(DeckLibrary.version)") {
         self.format = PackageLayout.formatIdentifier
         self.formatVersion = PackageLayout.formatVersion
-        self.minimumReaderVersion = 1
+        self.minimumReaderVersion = PackageLayout.minimumReaderVersion
         self.contentType = contentType
         self.generator = generator
     }

@@ -96,6 +96,13 @@ public struct PackageInfo: Sendable {
     public let freelistCount: Int
     /// The pid of the process holding the writer lock, if any (-1: held, pid unknown).
     public let lockHolder: Int32?
+    /// The store's format version, by whose rules it is read (spec: section 12). It is lower than
+    /// the manifest's `formatVersion` only after an interrupted upgrade, which the next writer
+    /// finishes, and lower than ``PackageStore/formatVersion`` only in a package no writer of this
+    /// version has opened yet.
+    public let formatVersion: Int
+    /// The document id (`deck_meta.document_id`), nil in a version 1 store.
+    public let documentID: UUID?
 }
 
 extension StoreConnection {
@@ -151,7 +158,7 @@ extension StoreConnection {
                 }
             }
             let missingIndexes = try StoreObjects.differences(
-                database, derived: StoreObjects.derived(for: mapping)
+                database, derived: StoreObjects.derived(for: mapping, formatVersion: formatVersion)
             )
             .filter { $0.kind == .missing && !$0.isCorruption }
             report.createdIndexes = missingIndexes.map(\.object.name)
@@ -353,7 +360,9 @@ extension StoreConnection {
                 pageSize: Int(try database.pragma("page_size")?.int64 ?? 0),
                 pageCount: Int(try database.pragma("page_count")?.int64 ?? 0),
                 freelistCount: Int(try database.pragma("freelist_count")?.int64 ?? 0),
-                lockHolder: isWriter ? getpid() : WriterLock.holder(packagePath: path))
+                lockHolder: isWriter ? getpid() : WriterLock.holder(packagePath: path),
+                formatVersion: formatVersion,
+                documentID: try StoreMetadata.read(database, packagePath: path).documentID)
         } catch {
             throw translate(error)
         }

@@ -105,6 +105,28 @@ struct StoreMetadata {
         }
     }
 
+    /// A new document id (spec: section 6.10): a random (version 4) UUID in the canonical text
+    /// form of section 7.1.
+    static func newDocumentID() -> String { UUID().uuidString.lowercased() }
+
+    /// `document_id` when it is TEXT in the canonical UUID form, else nil.
+    var documentID: UUID? {
+        guard case .text(let v) = values["document_id"], ValueSyntax.isCanonicalUUID(v) else { return nil }
+        return UUID(uuidString: v)
+    }
+
+    /// `document_id`: in a store of version 2 or later, TEXT holding a UUID in canonical form
+    /// (36 characters, lowercase). A version 1 store has none.
+    func documentIDProblem(formatVersion: Int) -> String? {
+        guard formatVersion >= 2 else { return nil }
+        switch text("document_id") {
+        case .success(let v):
+            return ValueSyntax.isCanonicalUUID(v)
+                ? nil : "deck_meta's 'document_id' is '\(v)', not a UUID in canonical (lowercase) form"
+        case .failure(let problem): return problem.message
+        }
+    }
+
     /// True for `YYYY-MM-DDTHH:MM:SS.sssZ` naming a real time: month 01–12, a day that month has
     /// (in the proleptic Gregorian calendar), hour 00–23, minute and second 00–59.
     static func isTimestamp(_ text: String) -> Bool {

@@ -87,12 +87,24 @@ enum StoreObjects {
             + "otherwise do not use it"
     }
 
-    /// An empty store for `mapping`, in memory: what SQLite makes of the derived statements.
-    static func expectedStore(for mapping: SchemaMapping) throws -> Database {
+    /// The version whose objects a store of `formatVersion` is compared with: its own, or, for a
+    /// store newer than this library (which a reader may read when its manifest allows it), the
+    /// newest this library knows.
+    static func comparedVersion(_ formatVersion: Int) -> Int {
+        min(formatVersion, PackageLayout.formatVersion)
+    }
+
+    /// An empty store for `mapping` of `formatVersion`, in memory: what SQLite makes of the
+    /// derived statements (for version 2, `sqlite_sequence` included: SQLite creates it with the
+    /// first `AUTOINCREMENT` table).
+    static func expectedStore(for mapping: SchemaMapping, formatVersion: Int) throws -> Database {
         let expected = try Database(path: ":memory:", mode: .create)
         do {
             try expected.execute(StoreDDL.metadata)
-            for statement in StoreDDL.statements(for: mapping) { try expected.execute(statement) }
+            let version = comparedVersion(formatVersion)
+            for statement in StoreDDL.statements(for: mapping, formatVersion: version) {
+                try expected.execute(statement)
+            }
         } catch {
             expected.close()
             throw error
@@ -107,9 +119,9 @@ enum StoreObjects {
         return result
     }
 
-    /// The objects a store for `mapping` has, by name, as SQLite records them.
-    static func derived(for mapping: SchemaMapping) throws -> [String: Object] {
-        let expected = try expectedStore(for: mapping)
+    /// The objects a store for `mapping` of `formatVersion` has, by name, as SQLite records them.
+    static func derived(for mapping: SchemaMapping, formatVersion: Int) throws -> [String: Object] {
+        let expected = try expectedStore(for: mapping, formatVersion: formatVersion)
         defer { expected.close() }
         return try derived(from: expected)
     }
@@ -132,15 +144,26 @@ enum StoreObjects {
     }
 
     /// How the store's objects differ from the derived ones, sorted by name.
-    static func differences(_ db: Database, derived: [String: Object]) throws -> [Difference] {
+    /// - Parameter formatVersion: the store's; for a store newer than this library, objects named
+    ///   `deck_…` that this library does not derive are a later version's bookkeeping, which a
+    ///   reader ignores (spec: section 4.1, "Room for later versions").
+    static func differences(
+        _ db: Database, derived: [String: Object], formatVersion: Int = PackageLayout.formatVersion
+    ) throws -> [Difference] {
         var result: [Difference] = []
         var seen: Set<String> = []
+        let laterBookkeeping = formatVersion > PackageLayout.formatVersion
         for object in try objects(db) {
             seen.insert(object.name)
             if let wanted = derived[object.name] {
                 if !same(wanted, object) {
                     result.append(Difference(kind: .altered(actual: object), object: wanted))
                 }
+            } else if laterBookkeeping,
+                object.name.utf8.prefix(5).map({ (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 })
+                    == Array("deck_".utf8)
+            {
+                continue
             } else if let sql = permittedSQLiteTables[object.name], object.type == "table",
                 object.table.utf8.elementsEqual(object.name.utf8), same(sql, object.sql)
             {
@@ -156,8 +179,12 @@ enum StoreObjects {
     }
 
     /// The differences that make a store unusable: every one but a missing non-unique index.
-    static func firstRefusal(_ db: Database, mapping: SchemaMapping) throws -> Difference? {
-        try differences(db, derived: derived(for: mapping)).first { $0.isCorruption }
+    static func firstRefusal(_ db: Database, mapping: SchemaMapping, formatVersion: Int) throws
+        -> Difference?
+    {
+        try differences(
+            db, derived: derived(for: mapping, formatVersion: formatVersion), formatVersion: formatVersion
+        ).first { $0.isCorruption }
     }
 
     /// Names compare by their bytes: Swift's `==` treats canonically equivalent text as equal,

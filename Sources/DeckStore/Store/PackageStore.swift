@@ -52,6 +52,15 @@ public final class PackageStore: Sendable {
     public let schema: StoreSchema
     /// How the package was opened.
     public let mode: Mode
+    /// The format version of the package's store as it was opened, by whose rules it is read
+    /// (spec: section 12). Always ``formatVersion`` for a read-write store: opening a package of
+    /// an older version for writing upgrades it first. A read-only store reads an older package
+    /// as it is, and its records then have no ``Record/globalID``.
+    public let storeFormatVersion: Int
+    /// The document id: a random UUID made when the package was created (or upgraded from
+    /// format version 1), which every copy of the document keeps, exports and imports included
+    /// (spec: section 6.10). Nil only for a version 1 package opened read-only.
+    public let documentID: UUID?
     /// The schema's mapping to tables.
     let mapping: SchemaMapping
     let configuration: Configuration
@@ -105,12 +114,14 @@ public final class PackageStore: Sendable {
         manifest = opened.manifest
         schema = opened.schema
         mapping = opened.mapping
+        storeFormatVersion = opened.formatVersion
+        documentID = opened.documentID
         self.mode = mode
         self.configuration = configuration
         readerSlots = DispatchSemaphore(value: configuration.maximumReaders)
         let connection = StoreConnection(
             url: opened.url, manifest: opened.manifest, schema: opened.schema, mapping: opened.mapping,
-            database: opened.database, isWriter: mode == .readWrite)
+            database: opened.database, formatVersion: opened.formatVersion, isWriter: mode == .readWrite)
         var initial = State()
         initial.lock = opened.lock
         if mode == .readWrite {
@@ -220,7 +231,7 @@ public final class PackageStore: Sendable {
             let database = try PackageDirectory.openReaderDatabase(packagePath: path)
             return StoreConnection(
                 url: url, manifest: manifest, schema: schema, mapping: mapping, database: database,
-                isWriter: false)
+                formatVersion: storeFormatVersion, isWriter: false)
         } catch {
             state.withLock { $0.readerCount -= 1 }
             readerSlots.signal()

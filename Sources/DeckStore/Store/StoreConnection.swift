@@ -18,6 +18,9 @@ final class StoreConnection {
     let schema: StoreSchema
     let mapping: SchemaMapping
     let database: Database
+    /// The store's format version: the current one for a writer; an older one when a reader
+    /// reads a package no writer has upgraded yet (its rows then have no global id).
+    let formatVersion: Int
     /// Whether this is the writer's connection (the only one that may change the store).
     let isWriter: Bool
     /// The package's blob files; the writer's instance tracks the files its transaction wrote.
@@ -36,8 +39,9 @@ final class StoreConnection {
 
     init(
         url: URL, manifest: Manifest, schema: StoreSchema, mapping: SchemaMapping, database: Database,
-        isWriter: Bool
+        formatVersion: Int, isWriter: Bool
     ) {
+        self.formatVersion = formatVersion
         self.url = url
         self.manifest = manifest
         self.schema = schema

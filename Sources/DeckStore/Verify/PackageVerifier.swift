@@ -45,6 +45,13 @@ public struct VerificationReport: Sendable {
     public var bytesChecked: Int64 = 0
     /// Records counted across all tables.
     public var records = 0
+    /// The format version of the package's store (`user_version`), by whose rules it was
+    /// checked; nil when the store could not be read that far.
+    public var formatVersion: Int?
+    /// The manifest's `formatVersion`, nil when it could not be read. It is higher than
+    /// ``formatVersion`` after an interrupted upgrade, which the next writer finishes (spec:
+    /// section 12.2); that is no finding.
+    public var manifestFormatVersion: Int?
 
     /// True when nothing is corrupt (untidy findings are allowed).
     public var isValid: Bool { !findings.contains { $0.severity == .corruption } }
@@ -108,6 +115,7 @@ public enum PackageVerifier {
         }
         try PackageLayout.refuseLinks(packagePath: path)
         let manifest = try Manifest.read(packagePath: path)
+        report.manifestFormatVersion = manifest.formatVersion
         try PackageLayout.checkKinds(packagePath: path)
         let storePath = path + "/" + PackageLayout.store
         guard try FileSystem.status(storePath) != nil else {
@@ -128,9 +136,11 @@ public enum PackageVerifier {
             return report
         }
         let schema: StoreSchema
+        let formatVersion: Int
         do {
-            schema = try PackageDirectory.checkStore(
+            (schema, formatVersion) = try PackageDirectory.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
+            report.formatVersion = formatVersion
         } catch let error as DeckError {
             database.close()
             if case .notAPackage(_, let reason) = error {
@@ -149,7 +159,8 @@ public enum PackageVerifier {
         defer { database.close() }
         do {
             try checkStore(
-                database, schema: schema, manifest: manifest, path: path, options: options, report: &report)
+                database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
+                options: options, report: &report)
         } catch DeckError.cancelled {
             throw DeckError.cancelled
         } catch {
@@ -215,13 +226,15 @@ public enum PackageVerifier {
         do {
             let database = try Database(path: storePath, mode: .readOnly)
             defer { database.close() }
-            let schema = try PackageDirectory.checkStore(
+            report.manifestFormatVersion = manifest.formatVersion
+            let (schema, formatVersion) = try PackageDirectory.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
+            report.formatVersion = formatVersion
             let archived = Dictionary(
                 scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
             try checkStore(
-                database, schema: schema, manifest: manifest, path: path, options: options,
-                blobFiles: .archived(archived), report: &report)
+                database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
+                options: options, blobFiles: .archived(archived), report: &report)
         } catch DeckError.notAPackage(_, let reason) {
             add("store-identity", object, reason)
         } catch DeckError.corrupt(_, let reason) {
@@ -255,7 +268,8 @@ public enum PackageVerifier {
     }
 
     private static func checkStore(
-        _ db: Database, schema: StoreSchema, manifest: Manifest, path: String, options: Options,
+        _ db: Database, schema: StoreSchema, formatVersion: Int, manifest: Manifest, path: String,
+        options: Options,
         blobFiles: BlobFiles = .directory, report: inout VerificationReport
     ) throws {
         let storePath = path + "/" + PackageLayout.store
@@ -283,7 +297,7 @@ public enum PackageVerifier {
         }
         for problem in [
             meta.schemaVersionProblem(schema), meta.timestampProblem("created"),
-            meta.timestampProblem("modified"),
+            meta.timestampProblem("modified"), meta.documentIDProblem(formatVersion: formatVersion),
         ] {
             if let problem { add(.corruption, "meta-invalid", storePath, problem) }
         }
@@ -294,7 +308,11 @@ public enum PackageVerifier {
             add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
             return
         }
-        let tables = try checkTables(db, mapping: mapping, storePath: storePath, report: &report)
+        let tables = try checkTables(
+            db, mapping: mapping, formatVersion: formatVersion, storePath: storePath, report: &report)
+        if formatVersion >= 2 {
+            try checkIdentity(db, mapping: mapping, tables: tables, storePath: storePath, report: &report)
+        }
         try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
         // Checks of the values themselves, cell by cell, run here: the tables are known to be
         // those the schema derives and every cell to have its column's storage class.
@@ -307,18 +325,19 @@ public enum PackageVerifier {
     /// with those the schema derives, and for each derived table that differs, says how its
     /// columns differ. Returns the derived tables the store has with every derived column, by name.
     private static func checkTables(
-        _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
+        _ db: Database, mapping: SchemaMapping, formatVersion: Int, storePath: String,
+        report: inout VerificationReport
     ) throws -> Set<String> {
         func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
             report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
         }
-        let expected = try StoreObjects.expectedStore(for: mapping)
+        let expected = try StoreObjects.expectedStore(for: mapping, formatVersion: formatVersion)
         defer { expected.close() }
         let derived = try StoreObjects.derived(from: expected)
         var have: [String: String] = [:]
         for object in try StoreObjects.objects(db) { have[object.name] = object.type }
         var altered: Set<String> = []
-        for difference in try StoreObjects.differences(db, derived: derived) {
+        for difference in try StoreObjects.differences(db, derived: derived, formatVersion: formatVersion) {
             var message = difference.message
             if case .altered(let actual) = difference.kind, actual.type == "table",
                 difference.object.type == "table"
@@ -401,6 +420,47 @@ public enum PackageVerifier {
             }
         }
         return complete
+    }
+
+    /// The identity rules of a version 2 store (spec: section 6.10), for the complete entity
+    /// tables: every global id is 16 bytes (the table's CHECK says so, but a store from elsewhere
+    /// may have been written with checks off; each table's unique index keeps them unique), and
+    /// `sqlite_sequence` holds, for every table with rows, a value at least its highest key, so
+    /// no key is ever given out again.
+    private static func checkIdentity(
+        _ db: Database, mapping: SchemaMapping, tables: Set<String>, storePath: String,
+        report: inout VerificationReport
+    ) throws {
+        func add(_ code: String, _ object: String, _ message: String) {
+            report.findings.append(
+                Finding(severity: .corruption, code: code, object: object, message: message))
+        }
+        let roots = mapping.roots.map(\.table).filter { tables.contains($0) }
+        guard !roots.isEmpty else { return }
+        var sequences: [String: SQLValue] = [:]
+        for row in try db.rows("SELECT name, seq FROM sqlite_sequence") {
+            if let name = row[0].string { sequences[name] = row[1] }
+        }
+        for table in roots {
+            let row = try db.rows(
+                "SELECT max(_pk), count(*) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16), "
+                    + "min(_pk) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16) FROM \(quote(table))"
+            )[0]
+            if let bad = row[1].int64, bad > 0 {
+                add(
+                    "gid-invalid", "\(table) #\(row[2].int64 ?? 0)",
+                    "_gid is not 16 bytes (and \(bad - 1) more record(s) of this table)")
+            }
+            guard let highest = row[0].int64 else { continue }
+            let sequence = sequences[table]?.int64
+            if (sequence ?? Int64.min) < highest {
+                add(
+                    "key-sequence", table,
+                    "sqlite_sequence says the highest key given out is "
+                        + (sequence.map(String.init) ?? "nothing")
+                        + ", but the table holds key \(highest): a deleted key could be given out again")
+            }
+        }
     }
 
     /// Whether the store's table `name` is STRICT.

@@ -2,6 +2,8 @@
 //
 //     deck-crashtest PACKAGE SEED            write forever
 //     deck-crashtest PACKAGE SEED --read N   check N snapshots, then exit
+//     deck-crashtest PACKAGE SEED --upgrade  open for writing (which upgrades a version 1 package),
+//                                            print "upgraded", close
 //
 // Writing: opens PACKAGE (made by the parent with the tests' `crashSchema`) and works forever
 // in batches: inserts cards with data of random sizes (most above the blob threshold), updates
@@ -42,6 +44,13 @@ func run() throws {
     let url = URL(fileURLWithPath: CommandLine.arguments[1])
     if CommandLine.arguments.count > 4, CommandLine.arguments[3] == "--read" {
         try read(url, checks: Int(CommandLine.arguments[4]) ?? 100)
+        return
+    }
+    if CommandLine.arguments.count > 3, CommandLine.arguments[3] == "--upgrade" {
+        let store = try PackageStore.open(at: url, mode: .readWrite)
+        let line = Array("upgraded \(store.storeFormatVersion)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        try store.close()
         return
     }
     let store = try PackageStore.open(at: url, mode: .readWrite)

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// `deck` on the format version 1 fixtures (Tests/Fixtures/v1): reading commands read them as they
+/// are and say which version they are; the first writing command upgrades them to version 2.
+@Suite struct EndToEndFormatTests {
+    static func fixture(_ name: String, in directory: TemporaryDirectory) throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/v1/" + name)
+        let path = directory.appending(name)
+        try FileManager.default.copyItem(atPath: source.path, toPath: path)
+        return path
+    }
+
+    static func records(_ result: RunResult) throws -> [[String: Any]] {
+        try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test func readingCommandsSayVersion1AndWritingUpgrades() throws {
+        let directory = try TemporaryDirectory()
+        let path = try Self.fixture("Library.deck", in: directory)
+        let inspect = try deck("inspect", path)
+        e2eExpectSuccess(inspect)
+        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 2)   schema: 3.1.0\n"))
+        #expect(!inspect.stdout.contains("document:"))
+        let json = try deck("inspect", path, "--json")
+        let info = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(info["formatVersion"] as? Int == 1 && info["manifestFormatVersion"] as? Int == 1)
+        #expect(info["documentId"] is NSNull)
+        let verify = try deck("verify", path)
+        e2eExpectSuccess(verify)
+        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 2))\n"))
+        let before = try Self.records(try deck("query", path, "Person", "--json"))
+        #expect(before.count == 3 && before.allSatisfy { $0["_gid"] is NSNull })
+
+        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))
+        let after = try Self.records(try deck("query", path, "Person", "--json"))
+        let ids = after.compactMap { $0["_gid"] as? String }
+        #expect(ids.count == 3 && Set(ids).count == 3)
+        #expect(ids.allSatisfy { UUID(uuidString: $0)?.uuidString.lowercased() == $0 })
+        // Every value as it was, the global ids aside.
+        let strip = { (records: [[String: Any]]) in
+            records.map { record in record.filter { $0.key != "_gid" }.mapValues { "\($0)" } }
+        }
+        #expect(strip(after) == strip(before))
+        let verified = try deck("verify", path, "--json")
+        let report = try #require(
+            JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any])
+        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 2)
+        let upgraded = try deck("inspect", path, "--json")
+        let document = try #require(
+            JSONSerialization.jsonObject(with: Data(upgraded.stdout.utf8)) as? [String: Any])
+        #expect((document["documentId"] as? String).flatMap(UUID.init(uuidString:)) != nil)
+        // The global ids stay what they are: a second query shows the same.
+        let again = try Self.records(try deck("query", path, "Person", "--json"))
+        #expect(again.compactMap { $0["_gid"] as? String } == ids)
+    }
+}
