@@ -1,4 +1,5 @@
 import DeckStore
+import DeckTestSupport
 import Testing
 
 @Suite("FilterParser")
@@ -491,7 +492,8 @@ struct FilterParserTests {
             "]", "begins-with", "ends-with", "'x'", "\"y\\\"z\"", "\"", "'", "\\", "1", "-5", "2.5", "1e999",
             "-", "+", ".", "#4", "#", "2026-11-30", "T10:00:00Z", "é", ":", "~", "99999999999999999999",
         ]
-        var generator = SplitMix64(seed: 0x5EED)
+        let seed = TestSeed("FilterParserTests.randomInput", filter: "FilterParserTests")
+        var generator = seed.generator()
         var parsedCount = 0
         for _ in 0..<4_000 {
             let count = Int.random(in: 0...14, using: &generator)
@@ -505,19 +507,21 @@ struct FilterParserTests {
                 parsedCount += 1
             } catch {
                 let length = text.count
-                #expect(error.column >= 1 && error.column <= length + 1, "\(text): \(error)")
-                #expect(error.expression == text)
-                #expect(error.caret.split(separator: "\n", omittingEmptySubsequences: false).count == 2)
-                #expect(!error.message.isEmpty)
+                #expect(error.column >= 1 && error.column <= length + 1, "\(text): \(error), \(seed)")
+                #expect(error.expression == text, "\(seed)")
+                #expect(
+                    error.caret.split(separator: "\n", omittingEmptySubsequences: false).count == 2,
+                    "\(text), \(seed)")
+                #expect(!error.message.isEmpty, "\(text), \(seed)")
             }
             do {
                 _ = try FilterParser.parseSort(text)
             } catch {
-                #expect(error.column >= 1 && error.column <= text.count + 1, "\(text): \(error)")
+                #expect(error.column >= 1 && error.column <= text.count + 1, "\(text): \(error), \(seed)")
             }
         }
         // The alphabet is rich enough that some inputs are valid.
-        #expect(parsedCount > 0)
+        #expect(parsedCount > 0, "\(seed)")
     }
 
     // MARK: - Sort keys
@@ -564,20 +568,5 @@ struct FilterParserTests {
             #expect(error.column == expected.column)
             #expect(error.expression == expected.text)
         }
-    }
-}
-
-/// A small seeded generator, so the random test is reproducible.
-private struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -43,7 +43,9 @@ extension DocumentPackage {
             defer { snapshot.discard() }
             let store = snapshot.path + "/" + PackageLayout.store
             let referenced = try document.snapshotStore(to: store, for: destination)
-            exportSnapshotHook.withLock { $0 }?(document.url, attempt)
+            #if DEBUG
+                FaultInjection.exportSnapshotTaken(document.url, attempt: attempt)
+            #endif
             do {
                 try PackageArchive.pack(
                     directory: document.url, to: archive, format: format,
@@ -75,10 +77,6 @@ extension DocumentPackage {
     /// How many snapshots an export takes at most when a concurrent writer keeps removing the
     /// blobs they reference (spec: section 16.3).
     public static let exportAttempts = 3
-
-    /// Called after each snapshot an export takes, with the package and the attempt (1, 2, 3):
-    /// tests change the document there, as a concurrent writer would.
-    static let exportSnapshotHook = Mutex<(@Sendable (URL, Int) -> Void)?>(nil)
 
     /// Whether the committed store (read now, in a new transaction) still references `digest`
     /// and its blob file is still missing.
@@ -346,7 +344,7 @@ extension DeckError {
                 path: path, operation: "unpacking (it needs \(needed) bytes; \(available) may be used here)",
                 errno: ENOSPC)
         case ArchiveError.fileSystem(let path, let operation, let code):
-            self = FileSystem.failure(FaultInjection.Operation(rawValue: operation) ?? .open, path, code)
+            self = FileSystem.failure(FileSystem.Operation(rawValue: operation) ?? .open, path, code)
             if case .io = self { self = .io(path: path, operation: operation, errno: code) }
         case let error as ArchiveError: self = .archive(error)
         default: self = .wrap(error)
