@@ -43,7 +43,7 @@ import Testing
     @Test func readersSeeOnlyCommittedStatesWhileAWriterWorks() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("shared.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let seed = TestSeed("ConcurrencyTests.readers", filter: "ConcurrencyTests")
         let writer = try startWriter(url, seed: seed)
         defer { writer.stop() }
@@ -70,13 +70,13 @@ import Testing
     @Test func aSecondWriterIsRefusedWithTheHoldersPid() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("locked.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let seed = TestSeed("ConcurrencyTests.secondWriter", filter: "ConcurrencyTests")
         let writer = try startWriter(url, seed: seed)
         defer { writer.stop() }
         try waitForFirstCommit(writer, seed)
         #expect {
-            try DocumentPackage.open(at: url, mode: .readWrite)
+            try PackageStore.open(at: url, mode: .readWrite)
         } throws: { error in
             guard case DeckError.locked(_, let pid) = error else { return false }
             return pid == writer.process.processIdentifier
@@ -92,7 +92,7 @@ import Testing
     @Test func aDeadWritersLockDoesNotBlockTheNext() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("stale.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let seed = TestSeed("ConcurrencyTests.deadWriter", filter: "ConcurrencyTests")
         let writer = try startWriter(url, seed: seed)
         try waitForFirstCommit(writer, seed)
@@ -100,10 +100,10 @@ import Testing
         // The lock file still names the dead pid, but the kernel released the lock with it.
         let lockText = try String(contentsOfFile: url.appendingPathComponent("lock").path, encoding: .utf8)
         #expect(
-            lockText.trimmingCharacters(in: .whitespacesAndNewlines) == String(writer.process.processIdentifier))
-        let next = try DocumentPackage.open(at: url, mode: .readWrite)
-        try next.insert("Commit", ["sequence": .integer(1_000_000)])
-        try next.save()
+            lockText.trimmingCharacters(in: .whitespacesAndNewlines)
+                == String(writer.process.processIdentifier))
+        let next = try PackageStore.open(at: url, mode: .readWrite)
+        try next.write { try $0.insert("Commit", ["sequence": .integer(1_000_000)]) }
         try next.close()
         #expect(try PackageVerifier.verify(at: url).isValid)
     }

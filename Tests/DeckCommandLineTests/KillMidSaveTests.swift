@@ -41,7 +41,7 @@ let crashSchema = StoreSchema(entities: [
     @Test func killedWriterLosesNothingCommitted() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("crash.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 12
         let seed = TestSeed(
             "KillMidSaveTests.killedWriterLosesNothingCommitted", filter: "KillMidSaveTests",
@@ -55,7 +55,8 @@ let crashSchema = StoreSchema(entities: [
             // round waits for one, so that there is always something to lose), `delay` later.
             let commits = round == 0 ? 1 : Int.random(in: 0...1, using: &generator)
             let delay = UInt32.random(in: 0...250_000, using: &generator)
-            let context = "round \(round) (child seed \(childSeed), kill \(delay) µs after commit \(commits)), \(seed)"
+            let context =
+                "round \(round) (child seed \(childSeed), kill \(delay) µs after commit \(commits)), \(seed)"
 
             let child = Process()
             child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
@@ -77,7 +78,8 @@ let crashSchema = StoreSchema(entities: [
             let (printed, ended) = output.waitForEnd(timeout: Self.commitTimeout)
             #expect(ended, "\(context): the child's output never ended")
             guard reached else {
-                let why = "it exited with \(child.terminationStatus), or took over \(Int(Self.commitTimeout)) s"
+                let why =
+                    "it exited with \(child.terminationStatus), or took over \(Int(Self.commitTimeout)) s"
                 Issue.record("\(context): the child reported no commit (\(why)): \(printed)")
                 break
             }
@@ -92,7 +94,7 @@ let crashSchema = StoreSchema(entities: [
             // temporary names and rename at the end).
             let archive = directory.url.appendingPathComponent("export.zip")
             if FileManager.default.fileExists(atPath: archive.path) {
-                #expect(try PackageVerifier.verifyArchive(at: archive).isValid, "\(context): export.zip")
+                #expect(try DeckDocument.verifyArchive(at: archive).isValid, "\(context): export.zip")
             }
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
             where name.hasPrefix("imported-") {
@@ -101,9 +103,11 @@ let crashSchema = StoreSchema(entities: [
                 try FileManager.default.removeItem(at: imported)
             }
 
-            let document = try DocumentPackage.open(at: url, mode: .readOnly)
-            let newest = try document.fetch(
-                RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+            let document = try PackageStore.open(at: url, mode: .readOnly)
+            let newest = try document.read {
+                try $0.fetch(
+                    RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+            }
             let stored: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
             // Every reported commit survives; at most the batch in flight may also have committed.
             #expect(
@@ -113,8 +117,10 @@ let crashSchema = StoreSchema(entities: [
                 "\(context): store has \(stored), child reported \(lastCommitted)")
             lastCommitted = stored
             // Every card's data is readable and intact.
-            for record in try document.fetch(RecordQuery("Card")) {
-                if let value = record["image"] { _ = try document.data(of: value) }
+            try document.read { reader in
+                for record in try reader.fetch(RecordQuery("Card")) {
+                    if let value = record["image"] { _ = try reader.data(of: value) }
+                }
             }
             try document.close()
         }

@@ -13,9 +13,10 @@ private func writeThroughFileSystem(_ path: String) -> (any Error)? {
     do {
         let fd = try FileSystem.open(path, O_WRONLY | O_CREAT | O_TRUNC)
         defer { FileSystem.close(fd) }
-        try [UInt8(1)].withUnsafeBytes { buffer throws(DeckError) in
-            try FileSystem.write(fd, buffer, path: path)
-        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1, alignment: 1)
+        defer { buffer.deallocate() }
+        buffer[0] = 1
+        try FileSystem.write(fd, UnsafeRawBufferPointer(buffer), path: path)
         return nil
     } catch {
         return error
@@ -86,7 +87,9 @@ extension CrashTests {
     @Test func anInnerFaultGivesTheOuterOneBack() throws {
         try withTestDirectory { dir throws in
             let path = dir.appendingPathComponent("file").path
-            let outer = FaultInjection.inject(.write, pathContains: dir.lastPathComponent, skip: 1, errno: EIO) {
+            let outer = FaultInjection.inject(
+                .write, pathContains: dir.lastPathComponent, skip: 1, errno: EIO
+            ) {
                 let inner = FaultInjection.inject(.write, pathContains: "no-such-path", errno: EACCES) {
                     if let error = writeThroughFileSystem(path) { throw error }
                 }

@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -44,9 +45,9 @@ extension CrashTests {
             "deck-sharefault-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("Sample.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
         return (directory, url)
     }
@@ -66,7 +67,7 @@ extension CrashTests {
             let archive = directory.appendingPathComponent("out-\(attempt).zip")
             let (didFire, _, thrown) = FaultInjection.inject(
                 operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno
-            ) { try DocumentPackage.export(at: url, to: archive) }
+            ) { try DeckDocument.export(at: url, to: archive) }
             if didFire {
                 fired += 1
                 // A fault while removing the snapshot is retried; the export itself succeeded.
@@ -76,11 +77,11 @@ extension CrashTests {
                 // Either no archive, or (a fault after the final rename) a complete, valid one.
                 if FileManager.default.fileExists(atPath: archive.path) {
                     #expect(
-                        try PackageVerifier.verifyArchive(at: archive).isValid, "\(operation) #\(attempt)")
+                        try DeckDocument.verifyArchive(at: archive).isValid, "\(operation) #\(attempt)")
                 }
             } else {
                 #expect(thrown == nil)
-                #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+                #expect(try DeckDocument.verifyArchive(at: archive).isValid)
             }
             let left = try leftovers(directory)
             #expect(left.isEmpty, "\(operation) #\(attempt): \(left)")
@@ -95,13 +96,13 @@ extension CrashTests {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
         let archive = directory.appendingPathComponent("in.zip")
-        try DocumentPackage.export(at: url, to: archive)
+        try DeckDocument.export(at: url, to: archive)
         var fired = 0
         for (attempt, errno) in [(0, ENOSPC), (1, EIO), (2, EACCES), (4, ENOSPC), (9, EIO), (30, EACCES)] {
             let destination = directory.appendingPathComponent("Imported-\(attempt).deck")
             let (didFire, _, thrown) = FaultInjection.inject(
                 operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno
-            ) { _ = try DocumentPackage.importArchive(at: archive, to: destination) }
+            ) { _ = try DeckDocument.importArchive(at: archive, to: destination) }
             if didFire {
                 fired += 1
                 if thrown != nil || operation != .unlink {
@@ -126,7 +127,7 @@ extension CrashTests {
 
 extension CrashTests {
     /// The sample's cards whose image blob no other card shares: (card id, digest).
-    fileprivate func cardsWithOwnBlob(_ document: DocumentPackage) throws -> [(Int64, Digest)] {
+    fileprivate func cardsWithOwnBlob(_ document: TestDocument) throws -> [(Int64, Digest)] {
         var owners: [Digest: [Int64]] = [:]
         for card in try document.fetch(RecordQuery("Card")) {
             if case .blob(let reference)? = card["image"] {
@@ -153,7 +154,7 @@ extension CrashTests {
             do { try body(attempt) } catch { Issue.record("the concurrent writer failed: \(error)") }
         }
         try FaultInjection.withExportSnapshotHook(hook) { () throws(DeckError) in
-            try DocumentPackage.export(at: url, to: archive)
+            try DeckDocument.export(at: url, to: archive)
         }
         return attempts.made
     }
@@ -161,7 +162,7 @@ extension CrashTests {
     @Test func exportTakesANewSnapshotWhenAWriterRemovesABlobAfterTheFirst() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try DocumentPackage.open(at: url)
+        let writer = try TestDocument.open(at: url)
         defer { try? writer.close() }
         let (card, digest) = try #require(try cardsWithOwnBlob(writer).first)
         let archive = directory.appendingPathComponent("out.zip")
@@ -172,12 +173,12 @@ extension CrashTests {
             try writer.save()
         }
         #expect(attempts == [1, 2])
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
         let scan = try PackageArchive.scan(archive: archive)
         #expect(!scan.blobs.contains { $0.digest == digest })
-        let imported = try DocumentPackage.importArchive(
+        let imported = try DeckDocument.importArchive(
             at: archive, to: directory.appendingPathComponent("I.deck"))
-        let copy = try DocumentPackage.open(at: imported, mode: .readOnly)
+        let copy = try TestDocument.open(at: imported, mode: .readOnly)
         #expect(try copy.count(RecordQuery("Card")) == 9)
         try copy.close()
         #expect(try leftovers(directory).isEmpty)
@@ -186,7 +187,7 @@ extension CrashTests {
     @Test func exportRetriesWhenABlobVanishesWhileItIsBeingCopied() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+        let reader = try TestDocument.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         try reader.close()
         // The first open of that blob file fails as if it had just been removed.
@@ -199,14 +200,14 @@ extension CrashTests {
         #expect(thrown == nil, "\(String(describing: thrown))")
         #expect(attempts == [1, 2])
         #expect(try PackageArchive.scan(archive: archive).blobs.contains { $0.digest == digest })
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
         #expect(try leftovers(directory).isEmpty)
     }
 
     @Test func exportGivesUpAfterThreeSnapshotsThatEachLostABlob() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try DocumentPackage.open(at: url)
+        let writer = try TestDocument.open(at: url)
         defer { try? writer.close() }
         let victims = try cardsWithOwnBlob(writer)
         try #require(victims.count >= 3)
@@ -234,7 +235,7 @@ extension CrashTests {
     @Test func exportReportsAReferencedBlobThatIsMissingAsCorruption() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+        let reader = try TestDocument.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         let file = reader.blobs.path(for: digest)
         try reader.close()

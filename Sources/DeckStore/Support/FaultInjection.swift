@@ -18,14 +18,14 @@ import Foundation
 /// Every place that hands file-system work to another thread captures a context on the thread
 /// that asked (``capture()``) and runs the work inside it on the worker (``run(_:)``). Threads
 /// that only compute (the SHA-256 queues of `BackgroundSHA256Hasher`) need none.
-struct WorkerContext: Sendable {
+package struct WorkerContext: Sendable {
     #if DEBUG
         let faults: FaultInjection.Plan?
     #endif
 
     /// The calling thread's context.
     @inline(__always)
-    static func capture() -> WorkerContext {
+    package static func capture() -> WorkerContext {
         #if DEBUG
             WorkerContext(faults: FaultInjection.currentPlan)
         #else
@@ -36,7 +36,7 @@ struct WorkerContext: Sendable {
     /// Runs `body` on the calling thread with this context installed, then puts back the
     /// thread's own (a pool thread carries nothing over to its next job).
     @inline(__always)
-    func run<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    package func run<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         #if DEBUG
             try FaultInjection.withPlan(faults, body)
         #else
@@ -55,12 +55,12 @@ struct WorkerContext: Sendable {
     /// another thread never sees it, except on the worker threads Deck starts for the armed
     /// thread's job, which inherit the plan through ``WorkerContext``. Unarmed, a check costs one
     /// `pthread_getspecific`.
-    enum FaultInjection {
+    package enum FaultInjection {
         /// The file-system operations that can be made to fail.
-        typealias Operation = FileSystem.Operation
+        package typealias Operation = FileSystem.Operation
 
         /// One armed fault, shared by the thread that armed it and the workers it passes it to.
-        final class Plan: Sendable {
+        package final class Plan: Sendable {
             let operation: Operation?
             let pathContains: String?
             let skip: Int
@@ -88,7 +88,7 @@ struct WorkerContext: Sendable {
             }
 
             /// How many matching calls were seen, and whether the fault fired.
-            var outcome: (calls: Int, fired: Bool) { state.withLock { $0 } }
+            package var outcome: (calls: Int, fired: Bool) { state.withLock { $0 } }
         }
 
         /// What one thread has armed. Only its own thread touches it.
@@ -120,10 +120,10 @@ struct WorkerContext: Sendable {
         }
 
         /// The plan armed on (or passed to) the calling thread.
-        static var currentPlan: Plan? { threadState?.plan }
+        package static var currentPlan: Plan? { threadState?.plan }
 
         /// Runs `body` with `plan` as the calling thread's plan, then restores the one it had.
-        static func withPlan<R, E: Error>(_ plan: Plan?, _ body: () throws(E) -> R) throws(E) -> R {
+        package static func withPlan<R, E: Error>(_ plan: Plan?, _ body: () throws(E) -> R) throws(E) -> R {
             // Nothing to install, nothing to restore: a worker of an unarmed job allocates nothing.
             if plan == nil && threadState?.plan == nil { return try body() }
             let state = threadStateCreating
@@ -136,7 +136,7 @@ struct WorkerContext: Sendable {
         /// Fails the `skip`-th later call (0 = the next one) of `operation` (any operation if nil)
         /// on a path containing `pathContains`, with `errno` — made on the calling thread, or on a
         /// worker thread of a job it starts. Replaces the thread's previous plan.
-        static func arm(
+        package static func arm(
             _ operation: Operation?, pathContains: String? = nil, skip: Int = 0, errno: Int32
         ) {
             threadStateCreating.plan = Plan(
@@ -146,7 +146,7 @@ struct WorkerContext: Sendable {
         /// Stops injecting on the calling thread; returns how many matching calls were seen and
         /// whether the fault fired.
         @discardableResult
-        static func disarm() -> (calls: Int, fired: Bool) {
+        package static func disarm() -> (calls: Int, fired: Bool) {
             guard let state = threadState, let plan = state.plan else { return (0, false) }
             state.plan = nil
             return plan.outcome
@@ -155,7 +155,7 @@ struct WorkerContext: Sendable {
         /// Runs `body` with a fault armed (as ``arm(_:pathContains:skip:errno:)`` does), disarms
         /// whatever `body` does, and returns whether the fault fired, the matching calls seen, and
         /// what `body` threw. A plan the thread had before is put back afterwards.
-        static func inject(
+        package static func inject(
             _ operation: Operation?, pathContains: String? = nil, skip: Int = 0, errno: Int32,
             _ body: () throws -> Void
         ) -> (fired: Bool, calls: Int, error: (any Error)?) {
@@ -170,7 +170,7 @@ struct WorkerContext: Sendable {
 
         /// The errno the calling thread's plan fails this call with, or nil.
         @inline(__always)
-        static func shouldFail(_ operation: Operation, path: String) -> Int32? {
+        package static func shouldFail(_ operation: Operation, path: String) -> Int32? {
             guard let plan = currentPlan else { return nil }
             return plan.shouldFail(operation, path: path)
         }
@@ -178,7 +178,7 @@ struct WorkerContext: Sendable {
         /// Runs `body` with `hook` called after each store snapshot that an export started on
         /// this thread takes, with the package and the attempt (1, 2, 3), on this thread and before
         /// the snapshot is archived: tests change the document there, as a concurrent writer would.
-        static func withExportSnapshotHook<R, E: Error>(
+        package static func withExportSnapshotHook<R, E: Error>(
             _ hook: @escaping (URL, Int) -> Void, _ body: () throws(E) -> R
         ) throws(E) -> R {
             let state = threadStateCreating
@@ -189,7 +189,7 @@ struct WorkerContext: Sendable {
         }
 
         /// Called by export after each snapshot it takes.
-        static func exportSnapshotTaken(_ package: URL, attempt: Int) {
+        package static func exportSnapshotTaken(_ package: URL, attempt: Int) {
             threadState?.exportSnapshotHook?(package, attempt)
         }
     }

@@ -33,7 +33,8 @@ public struct TestSeed: Sendable, CustomStringConvertible {
             return UInt64.random(in: 0...UInt64.max)
         }
         guard let value = parse(text) else {
-            preconditionFailure("\(variable) must be an unsigned 64-bit integer (decimal or 0x…), not '\(text)'")
+            preconditionFailure(
+                "\(variable) must be an unsigned 64-bit integer (decimal or 0x…), not '\(text)'")
         }
         return value
     }()
