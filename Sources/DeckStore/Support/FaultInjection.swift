@@ -1,6 +1,6 @@
-import Foundation
-
+// Debug builds only: a release build compiles nothing of this file.
 #if DEBUG
+    import Foundation
     import Synchronization
 
     #if canImport(Glibc)
@@ -8,44 +8,7 @@ import Foundation
     #elseif canImport(Musl)
         import Musl
     #endif
-#endif
 
-/// What a thread that Deck starts for part of a job inherits from the thread that asked for the
-/// job. In debug builds that is the fault-injection plan armed on the asking thread (see
-/// ``FaultInjection``), so that a test's fault reaches, say, the threads `verify` hashes blob
-/// files on; in release builds it is empty and costs nothing.
-///
-/// Every place that hands file-system work to another thread captures a context on the thread
-/// that asked (``capture()``) and runs the work inside it on the worker (``run(_:)``). Threads
-/// that only compute (the SHA-256 queues of `BackgroundSHA256Hasher`) need none.
-package struct WorkerContext: Sendable {
-    #if DEBUG
-        let faults: FaultInjection.Plan?
-    #endif
-
-    /// The calling thread's context.
-    @inline(__always)
-    package static func capture() -> WorkerContext {
-        #if DEBUG
-            WorkerContext(faults: FaultInjection.currentPlan)
-        #else
-            WorkerContext()
-        #endif
-    }
-
-    /// Runs `body` on the calling thread with this context installed, then puts back the
-    /// thread's own (a pool thread carries nothing over to its next job).
-    @inline(__always)
-    package func run<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        #if DEBUG
-            try FaultInjection.withPlan(faults, body)
-        #else
-            try body()
-        #endif
-    }
-}
-
-#if DEBUG
     /// Makes chosen file-system calls fail, so tests can prove that every failure is reported and
     /// loses nothing; and lets a test run code at chosen points of an operation. Compiled into
     /// debug builds only: a release build has neither the hooks nor the checks.
