@@ -46,15 +46,21 @@ let package = Package(
             path: "Benchmarks/DeckBenchmarks"),
         .executableTarget(
             name: "deck-crashtest",
-            dependencies: ["DeckKit"],
+            dependencies: ["DeckKit", "DeckTestSupport"],
             path: "Tests/Harness/CrashChild"),
+        // Seeds, a seeded generator and waiting for a child's output, for every test target.
+        .target(
+            name: "DeckTestSupport",
+            path: "Tests/Harness/TestSupport"),
         .target(
             name: "CDeckFaultVFS",
             dependencies: ["CSQLite"],
             path: "Tests/Harness/FaultVFS"),
         .testTarget(
             name: "DeckStoreTests",
-            dependencies: ["DeckStore", "DeckKit", "DeckSamples", "CSQLite", "CDeckFaultVFS"]),
+            dependencies: [
+                "DeckStore", "DeckKit", "DeckSamples", "CSQLite", "CDeckFaultVFS", "DeckTestSupport",
+            ]),
         .testTarget(
             name: "DeckKitTests",
             dependencies: ["DeckKit", "DeckSamples"]),
@@ -65,6 +71,7 @@ let package = Package(
             name: "DeckCommandLineTests",
             dependencies: [
                 "DeckCommandLine", "DeckKit", "DeckStore", "DeckSamples", "deck", "deck-crashtest",
+                "DeckTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -9,38 +10,44 @@ import Testing
 /// Several processes on one document: one writer, many readers, a refused second writer, and a
 /// dead writer's lock.
 @Suite struct ConcurrencyTests {
-    func startWriter(_ url: URL, seed: Int) throws -> Process {
-        let child = Process()
-        child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
-        child.arguments = [url.path, String(seed)]
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        return child
+    /// A running `deck-crashtest` writer and the lines it prints ("committed N" after each save).
+    struct Writer {
+        let process: Process
+        let output: LineWatcher
+
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
-    /// Waits until the writer has committed at least once (Stats exists).
-    func waitForFirstCommit(_ url: URL) throws {
-        // Up to 30 s: under a sanitizer the child starts slowly.
-        for _ in 0..<3_000 {
-            let store = try PackageStore.open(at: url, mode: .readOnly)
-            defer { try? store.close() }
-            if try store.read({ try $0.count(RecordQuery("Stats")) }) > 0 { return }
-            usleep(10_000)
-        }
-        Issue.record("the writer never committed")
+    /// Starts a writer on `url` whose operations follow from the test's seed.
+    func startWriter(_ url: URL, seed: TestSeed) throws -> Writer {
+        let child = Process()
+        child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
+        child.arguments = [url.path, String(seed.value)]
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        return Writer(process: child, output: LineWatcher(out.fileHandleForReading))
+    }
+
+    /// Waits until the writer has reported its first commit. The timeout only catches a hang (a
+    /// sanitizer-instrumented child on a loaded machine is slow); it is not a timing assertion.
+    func waitForFirstCommit(_ writer: Writer, _ seed: TestSeed) throws {
+        let committed = writer.output.wait(timeout: 300) { $0.hasPrefix("committed ") }
+        try #require(committed, "the writer never committed: \(writer.output.text) (\(seed))")
     }
 
     @Test func readersSeeOnlyCommittedStatesWhileAWriterWorks() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("shared.deck"))
         try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
-        let writer = try startWriter(url, seed: 7)
-        defer {
-            kill(writer.processIdentifier, SIGKILL)
-            writer.waitUntilExit()
-        }
-        try waitForFirstCommit(url)
+        let seed = TestSeed("ConcurrencyTests.readers", filter: "ConcurrencyTests")
+        let writer = try startWriter(url, seed: seed)
+        defer { writer.stop() }
+        try waitForFirstCommit(writer, seed)
         // Three reader processes at once, each checking 150 snapshots against the writer's Stats.
         let readers = try (0..<3).map { _ in
             let reader = Process()
@@ -55,30 +62,28 @@ import Testing
         for (reader, err) in readers {
             let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             reader.waitUntilExit()
-            #expect(reader.terminationStatus == 0, "reader: \(message)")
+            #expect(reader.terminationStatus == 0, "reader: \(message) (\(seed))")
         }
-        #expect(writer.isRunning, "the writer stopped early; the readers raced nothing")
+        #expect(writer.process.isRunning, "the writer stopped early; the readers raced nothing (\(seed))")
     }
 
     @Test func aSecondWriterIsRefusedWithTheHoldersPid() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("locked.deck"))
         try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
-        let writer = try startWriter(url, seed: 3)
-        defer {
-            kill(writer.processIdentifier, SIGKILL)
-            writer.waitUntilExit()
-        }
-        try waitForFirstCommit(url)
+        let seed = TestSeed("ConcurrencyTests.secondWriter", filter: "ConcurrencyTests")
+        let writer = try startWriter(url, seed: seed)
+        defer { writer.stop() }
+        try waitForFirstCommit(writer, seed)
         #expect {
             try PackageStore.open(at: url, mode: .readWrite)
         } throws: { error in
             guard case DeckError.locked(_, let pid) = error else { return false }
-            return pid == writer.processIdentifier
+            return pid == writer.process.processIdentifier
         }
         let cli = try deck("insert", url.path, "Commit", "sequence=999999")
         #expect(cli.status == 75)
-        #expect(cli.stderr.contains("locked by pid \(writer.processIdentifier)"))
+        #expect(cli.stderr.contains("locked by pid \(writer.process.processIdentifier)"))
         // Readers are not blocked.
         let query = try deck("query", url.path, "Stats", "--count")
         #expect(query.status == 0)
@@ -88,13 +93,15 @@ import Testing
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("stale.deck"))
         try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
-        let writer = try startWriter(url, seed: 5)
-        try waitForFirstCommit(url)
-        kill(writer.processIdentifier, SIGKILL)
-        writer.waitUntilExit()
+        let seed = TestSeed("ConcurrencyTests.deadWriter", filter: "ConcurrencyTests")
+        let writer = try startWriter(url, seed: seed)
+        try waitForFirstCommit(writer, seed)
+        writer.stop()
         // The lock file still names the dead pid, but the kernel released the lock with it.
         let lockText = try String(contentsOfFile: url.appendingPathComponent("lock").path, encoding: .utf8)
-        #expect(lockText.trimmingCharacters(in: .whitespacesAndNewlines) == String(writer.processIdentifier))
+        #expect(
+            lockText.trimmingCharacters(in: .whitespacesAndNewlines)
+                == String(writer.process.processIdentifier))
         let next = try PackageStore.open(at: url, mode: .readWrite)
         try next.write { try $0.insert("Commit", ["sequence": .integer(1_000_000)]) }
         try next.close()

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -227,16 +228,10 @@ struct EndToEndValueTests {
     /// Random values of every type (seeded), written with the library and read back from
     /// `deck query --json`: each JSON form gives back the identical value.
     @Test func randomValuesThroughQueryJSON() throws {
-        let seed: UInt64 = 0x5EED_2026
-        print("End to end: values: seed \(seed)")
-        var state = seed
-        func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        let seed = TestSeed("EndToEndValueTests.randomValues", filter: "EndToEndValueTests")
+        print("End to end: values: \(seed)")
+        var generator = seed.generator()
+        func next() -> UInt64 { generator.next() }
         func below(_ n: UInt64) -> UInt64 { next() % n }
         func randomJSON(_ depth: Int) -> String {
             switch below(depth > 3 ? 4 : 6) {
@@ -298,7 +293,7 @@ struct EndToEndValueTests {
         for (record, values) in zip(records, written) {
             for (key, value) in values {
                 let json = member(record, key)
-                let context = "seed \(seed), \(key): wrote \(value), read \(String(describing: json))"
+                let context = "\(seed), \(key): wrote \(value), read \(String(describing: json))"
                 switch (value, json) {
                 case (.string(let v), .string(let r)?): #expect(v == r, "\(context)")
                 case (.integer(let v), .number(let r)?): #expect(String(v) == r, "\(context)")

@@ -1,5 +1,6 @@
 import DeckKit
 import DeckStore
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -28,44 +29,78 @@ let crashSchema = StoreSchema(entities: [
 
 /// Kills a writer with SIGKILL at random moments and checks that the package always verifies
 /// and keeps every batch the writer reported as committed (DESIGN.md's first invariant).
+///
+/// One seed (``TestSeed``: `DECK_TEST_SEED`, or drawn and printed) decides every random choice:
+/// each child's seed (its operations and data) and each kill moment (after how many reported
+/// commits, then how long after). Every failure message names it with the command that replays
+/// the same choices; where in the child's work a kill lands still depends on the machine's speed.
 @Suite struct KillMidSaveTests {
+    /// How long a child may take to report a commit (a sanitizer-instrumented child on a loaded
+    /// machine is slow). Only a hang reaches it; it is not a timing assertion.
+    static let commitTimeout: TimeInterval = 300
+
     @Test func killedWriterLosesNothingCommitted() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("crash.deck"))
         try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
-        var generator = SystemRandomNumberGenerator()
         let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 12
+        let seed = TestSeed(
+            "KillMidSaveTests.killedWriterLosesNothingCommitted", filter: "KillMidSaveTests",
+            environment: ["DECK_CRASH_ROUNDS=\(rounds)"])
+        print("KillMidSaveTests: \(rounds) kills, \(seed)")
+        var generator = seed.generator()
         var lastCommitted: Int64 = 0
         for round in 0..<rounds {
+            let childSeed = generator.next()
+            // The kill moment: once the child has reported `commits` saves of this run (the first
+            // round waits for one, so that there is always something to lose), `delay` later.
+            let commits = round == 0 ? 1 : Int.random(in: 0...1, using: &generator)
+            let delay = UInt32.random(in: 0...250_000, using: &generator)
+            let context =
+                "round \(round) (child seed \(childSeed), kill \(delay) µs after commit \(commits)), \(seed)"
+
             let child = Process()
             child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
-            child.arguments = [url.path, String(round + 1)]
+            child.arguments = [url.path, String(childSeed)]
             let out = Pipe()
             child.standardOutput = out
             child.standardError = FileHandle.nullDevice
             try child.run()
-            // Until something is committed, give a slow (e.g. sanitizer-instrumented) child time.
-            usleep(lastCommitted == 0 ? 1_500_000 : UInt32.random(in: 20_000...250_000, using: &generator))
+            let output = LineWatcher(out.fileHandleForReading)
+            let reached =
+                commits == 0
+                || output.wait(forLines: commits, timeout: Self.commitTimeout) { $0.hasPrefix("committed ") }
+            if reached {
+                // Not synchronisation: the randomly chosen moment of the kill.
+                usleep(delay)
+            }
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
-            let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            for line in printed.split(separator: "\n") where line.hasPrefix("committed ") {
+            let (printed, ended) = output.waitForEnd(timeout: Self.commitTimeout)
+            #expect(ended, "\(context): the child's output never ended")
+            guard reached else {
+                let why =
+                    "it exited with \(child.terminationStatus), or took over \(Int(Self.commitTimeout)) s"
+                Issue.record("\(context): the child reported no commit (\(why)): \(printed)")
+                break
+            }
+            for line in printed where line.hasPrefix("committed ") {
                 lastCommitted = max(lastCommitted, Int64(line.dropFirst("committed ".count)) ?? 0)
             }
 
             let report = try PackageVerifier.verify(at: url)
             let corruption = report.findings.filter { $0.severity == .corruption }
-            #expect(corruption.isEmpty, "round \(round): \(corruption)")
+            #expect(corruption.isEmpty, "\(context): \(corruption)")
             // An archive or imported package that exists is whole (export and import write under
             // temporary names and rename at the end).
             let archive = directory.url.appendingPathComponent("export.zip")
             if FileManager.default.fileExists(atPath: archive.path) {
-                #expect(try DeckDocument.verifyArchive(at: archive).isValid, "round \(round): export.zip")
+                #expect(try DeckDocument.verifyArchive(at: archive).isValid, "\(context): export.zip")
             }
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
             where name.hasPrefix("imported-") {
                 let imported = directory.url.appendingPathComponent(name)
-                #expect(try PackageVerifier.verify(at: imported).isValid, "round \(round): \(name)")
+                #expect(try PackageVerifier.verify(at: imported).isValid, "\(context): \(name)")
                 try FileManager.default.removeItem(at: imported)
             }
 
@@ -77,10 +112,10 @@ let crashSchema = StoreSchema(entities: [
             let stored: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
             // Every reported commit survives; at most the batch in flight may also have committed.
             #expect(
-                stored >= lastCommitted, "round \(round): committed \(lastCommitted) but store has \(stored)")
+                stored >= lastCommitted, "\(context): committed \(lastCommitted) but store has \(stored)")
             #expect(
                 stored <= lastCommitted + 1,
-                "round \(round): store has \(stored), child reported \(lastCommitted)")
+                "\(context): store has \(stored), child reported \(lastCommitted)")
             lastCommitted = stored
             // Every card's data is readable and intact.
             try document.read { reader in
@@ -90,7 +125,7 @@ let crashSchema = StoreSchema(entities: [
             }
             try document.close()
         }
-        #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing")
+        #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing (\(seed))")
     }
 
     /// Kills a writer at random moments while it upgrades a version 1 package to version 2 (the
@@ -98,11 +133,9 @@ let crashSchema = StoreSchema(entities: [
     /// version 1, an interrupted upgrade (manifest 2 over a version 1 store) or version 2, it
     /// verifies, it holds every record, and the next writer finishes the upgrade.
     @Test func killedUpgradeLeavesVersion1OrVersion2() throws {
-        let seed =
-            UInt64(ProcessInfo.processInfo.environment["DECK_CRASH_SEED"] ?? "")
-            ?? UInt64.random(in: 1...999_999)
-        print("killedUpgradeLeavesVersion1OrVersion2: seed \(seed) (DECK_CRASH_SEED=\(seed) replays it)")
-        var generator = SeededGenerator(seed: seed)
+        let seed = TestSeed("killedUpgradeLeavesVersion1OrVersion2", filter: "killedUpgrade")
+        print("killedUpgradeLeavesVersion1OrVersion2: \(seed)")
+        var generator = seed.generator()
         let directory = try TemporaryDirectory()
         let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/v1/Flashcards.flashcards")
@@ -194,18 +227,5 @@ let crashSchema = StoreSchema(entities: [
         child.waitUntilExit()
         return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}
-
-/// SplitMix64: a small generator whose sequence a seed fixes, so a failing round replays.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -526,7 +527,8 @@ import Testing
 
     @Test func garbageAndEmptyFiles() throws {
         let sandbox = try Sandbox()
-        var generator = SystemRandomNumberGenerator()
+        let seed = TestSeed("ArchiveUnpackTests.garbage", filter: "ArchiveUnpackTests")
+        var generator = seed.generator()
         let garbage = sandbox.path("garbage.zip")
         try Data((0..<100_000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: garbage)
         let empty = sandbox.path("empty.tar")
@@ -534,7 +536,7 @@ import Testing
         let zipLike = sandbox.path("ziplike.zip")
         try Data([0x50, 0x4b, 0x03, 0x04] + [UInt8](repeating: 0xff, count: 200)).write(to: zipLike)
         for archive in [garbage, empty, zipLike] {
-            #expect(throws: ArchiveError.self, "\(archive.lastPathComponent)") {
+            #expect(throws: ArchiveError.self, "\(archive.lastPathComponent), \(seed)") {
                 try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
             }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@_spi(Testing) @testable import DeckStore
+@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc
@@ -515,7 +515,7 @@ struct InputFileTests {
     }
 }
 
-/// A failed write of a blob's bytes (fault injection is process-global: serialized suite).
+/// A failed write of a blob's bytes.
 extension CrashTests {
     @Test func aFailedWriteLeavesTheDestinationAndNoTemporary() throws {
         try withTestDirectory { dir in
@@ -524,9 +524,11 @@ extension CrashTests {
             let out = dir.appendingPathComponent("out.bin").path
             try Data("old".utf8).write(to: URL(fileURLWithPath: out))
             for operation in [FaultInjection.Operation.write, .fsync, .rename] {
-                FaultInjection.arm(operation, pathContains: dir.path, errno: ENOSPC)
-                let error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
-                FaultInjection.disarm()
+                var error: DeckError?
+                let fired = FaultInjection.inject(operation, pathContains: dir.path, errno: ENOSPC) {
+                    error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+                }.fired
+                #expect(fired, "\(operation)")
                 #expect(error != nil, "\(operation)")
                 #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data("old".utf8), "\(operation)")
                 #expect(

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@_spi(Testing) @testable import DeckStore
+@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc
@@ -9,10 +9,11 @@ import Testing
 
 /// File-system failures injected into saves, garbage collection and creation.
 ///
-/// `FaultInjection` is process-global, so every test that arms it lives in this serialized
-/// suite, and arms it only for paths containing its own directory's unique name (no other test
-/// touches such paths). The kill-mid-save test with a child process lives elsewhere.
-@Suite("Crash safety (fault injection)", .serialized)
+/// A fault is armed for the test's own thread (`FaultInjection` keeps its plan in thread-local
+/// storage), so these tests run in parallel with each other and with every other test; each
+/// still arms it only for paths containing its own directory's unique name. The kill-mid-save
+/// test with a child process lives elsewhere.
+@Suite("Crash safety (fault injection)")
 struct CrashTests {
     static let savingOperations: [FaultInjection.Operation] = [.write, .fsync, .rename, .mkdir, .open]
     static let errnos: [Int32] = [ENOSPC, EIO, EACCES]
@@ -30,11 +31,8 @@ struct CrashTests {
         _ operation: FaultInjection.Operation, in fragment: String, skip: Int, errno: Int32,
         _ body: () throws -> Void
     ) -> (fired: Bool, error: (any Error)?) {
-        FaultInjection.arm(operation, pathContains: fragment, skip: skip, errno: errno)
-        var thrown: (any Error)?
-        do { try body() } catch { thrown = error }
-        let (_, fired) = FaultInjection.disarm()
-        return (fired, thrown)
+        let outcome = FaultInjection.inject(operation, pathContains: fragment, skip: skip, errno: errno, body)
+        return (outcome.fired, outcome.error)
     }
 
     /// A saved package with a deck and two cards, one with an external image.

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -104,17 +105,8 @@ struct QueryLimitsTests {
         return rows.filter { holds(filter, $0) }.map(\.id)
     }
 
-    /// A deterministic generator (SplitMix64), so that a failure repeats.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The seeded generator (``TestSeed``), so that a failure repeats.
+    typealias Generator = SeededGenerator
 
     static func randomCondition(_ random: inout Generator, rows: [Row]) -> Filter {
         let path = String(repeating: "parent.", count: Int.random(in: 0...2, using: &random))
@@ -163,13 +155,14 @@ struct QueryLimitsTests {
 
     @Test func randomFiltersMatchADirectEvaluation() throws {
         try Self.withNodes { package, rows throws in
-            var random = Generator(state: 8)
+            let seed = TestSeed("QueryLimitsTests.randomFilters", filter: "QueryLimitsTests")
+            var random = seed.generator()
             for round in 0..<300 {
                 // Shallow and narrow, deep and narrow, shallow and wide.
                 let (depth, width) = [(3, 3), (40, 2), (2, 40)][round % 3]
                 let filter = Self.randomFilter(&random, depth: depth, width: width, rows: rows)
                 let ids = try package.fetchIDs(RecordQuery("Node", filter: filter))
-                #expect(ids == Self.evaluate(filter, rows), "round \(round): \(filter)")
+                #expect(ids == Self.evaluate(filter, rows), "round \(round), \(seed): \(filter)")
             }
         }
     }

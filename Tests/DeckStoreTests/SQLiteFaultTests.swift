@@ -4,12 +4,12 @@ import DeckSamples
 import Foundation
 import Testing
 
-@_spi(Testing) @testable import DeckStore
+@testable import DeckStore
 
 /// SQLite's own I/O failing under a save: the VFS in Tests/Harness/FaultVFS fails the n-th
 /// read, write or sync of the package's store files. (Truncation happens only in the
-/// checkpoint at close, whose failure is harmless and ignored by design.) These live in the serialized
-/// `CrashTests` suite, like every test that injects faults.
+/// checkpoint at close, whose failure is harmless and ignored by design.) The VFS keeps one plan
+/// per path fragment, and each test arms its own directory's unique name, so they run in parallel.
 extension CrashTests {
     /// SQLite VFS operations (see CDeckFaultVFS.h) and the errors they are made to return.
     static let sqliteFaults: [(name: String, operation: Int32, code: Int32)] = [
@@ -36,7 +36,9 @@ extension CrashTests {
         var fired = 0
         for skip in [0, 1, 2, 5, 10, 25] {
             let writer = try TestDocument.open(at: url, mode: .readWrite)
-            deck_fault_vfs_arm(fault.operation, directory.lastPathComponent, Int32(skip), fault.code)
+            #expect(
+                deck_fault_vfs_arm(fault.operation, directory.lastPathComponent, Int32(skip), fault.code)
+                    == SQLITE_OK)
             var thrown: (any Error)?
             do {
                 for i in 0..<20 {
@@ -51,7 +53,7 @@ extension CrashTests {
             } catch {
                 thrown = error
             }
-            let didFire = deck_fault_vfs_disarm() == 1
+            let didFire = deck_fault_vfs_disarm(directory.lastPathComponent) == 1
             writer.rollback()
             try? writer.close()
             let context = "\(fault.name) #\(skip)"

@@ -1,13 +1,12 @@
 import DeckKit
 import DeckSamples
 import Foundation
-import Synchronization
 import Testing
 
-@_spi(Testing) @testable import DeckStore
+@testable import DeckStore
 
-/// File-system failures injected into export and import. These live in the serialized
-/// `CrashTests` suite (an extension of it), because `FaultInjection` is process-global.
+/// File-system failures injected into export and import, on the test's own thread (they run in
+/// parallel).
 extension CrashTests {
     /// The calls export makes through `FileSystem` (the snapshot's staging directory is its only
     /// directory).
@@ -66,11 +65,9 @@ extension CrashTests {
         var fired = 0
         for (attempt, errno) in [(0, ENOSPC), (1, EIO), (2, EACCES), (5, ENOSPC), (20, EIO)] {
             let archive = directory.appendingPathComponent("out-\(attempt).zip")
-            FaultInjection.arm(
-                operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno)
-            var thrown: (any Error)?
-            do { try DeckDocument.export(at: url, to: archive) } catch { thrown = error }
-            let (_, didFire) = FaultInjection.disarm()
+            let (didFire, _, thrown) = FaultInjection.inject(
+                operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno
+            ) { try DeckDocument.export(at: url, to: archive) }
             if didFire {
                 fired += 1
                 // A fault while removing the snapshot is retried; the export itself succeeded.
@@ -103,11 +100,9 @@ extension CrashTests {
         var fired = 0
         for (attempt, errno) in [(0, ENOSPC), (1, EIO), (2, EACCES), (4, ENOSPC), (9, EIO), (30, EACCES)] {
             let destination = directory.appendingPathComponent("Imported-\(attempt).deck")
-            FaultInjection.arm(
-                operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno)
-            var thrown: (any Error)?
-            do { try DeckDocument.importArchive(at: archive, to: destination) } catch { thrown = error }
-            let (_, didFire) = FaultInjection.disarm()
+            let (didFire, _, thrown) = FaultInjection.inject(
+                operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno
+            ) { _ = try DeckDocument.importArchive(at: archive, to: destination) }
             if didFire {
                 fired += 1
                 if thrown != nil || operation != .unlink {
@@ -142,33 +137,25 @@ extension CrashTests {
         return owners.compactMap { $0.value.count == 1 ? ($0.value[0], $0.key) : nil }.sorted { $0.0 < $1.0 }
     }
 
-    /// A writer the export hook may use: the hook runs on the exporting thread, synchronously.
-    fileprivate final class Concurrent: @unchecked Sendable {
-        let writer: TestDocument
-        init(_ writer: TestDocument) { self.writer = writer }
-    }
-
     /// The snapshots an export took.
-    fileprivate final class Attempts: Sendable {
-        let list = Mutex<[Int]>([])
-        var made: [Int] { list.withLock { $0 } }
+    fileprivate final class Attempts {
+        var made: [Int] = []
     }
 
     /// Exports `url`, running `body` after each snapshot (attempt 1, 2, 3) as a concurrent
-    /// writer would, and recording the attempts in `attempts`.
+    /// writer would, and recording the attempts in `attempts`. The hook is this thread's: an
+    /// export another test runs meanwhile does not call it.
     fileprivate func exportObserved(
-        _ url: URL, to archive: URL, attempts: Attempts = Attempts(),
-        _ body: @escaping @Sendable (Int) throws -> Void
+        _ url: URL, to archive: URL, attempts: Attempts = Attempts(), _ body: @escaping (Int) throws -> Void
     ) throws(DeckError) -> [Int] {
-        DeckDocument.exportSnapshotHook.withLock {
-            $0 = { package, attempt in
-                guard package.standardizedFileURL.path == url.standardizedFileURL.path else { return }
-                attempts.list.withLock { $0.append(attempt) }
-                try? body(attempt)
-            }
+        let hook: (URL, Int) -> Void = { package, attempt in
+            #expect(package.standardizedFileURL.path == url.standardizedFileURL.path)
+            attempts.made.append(attempt)
+            do { try body(attempt) } catch { Issue.record("the concurrent writer failed: \(error)") }
         }
-        defer { DeckDocument.exportSnapshotHook.withLock { $0 = nil } }
-        try DeckDocument.export(at: url, to: archive)
+        try FaultInjection.withExportSnapshotHook(hook) { () throws(DeckError) in
+            try DeckDocument.export(at: url, to: archive)
+        }
         return attempts.made
     }
 
@@ -179,12 +166,11 @@ extension CrashTests {
         defer { try? writer.close() }
         let (card, digest) = try #require(try cardsWithOwnBlob(writer).first)
         let archive = directory.appendingPathComponent("out.zip")
-        let concurrent = Concurrent(writer)
         let attempts = try exportObserved(url, to: archive) { attempt in
             guard attempt == 1 else { return }
             // The concurrent writer's save: the card goes, and its blob file with it.
-            _ = try concurrent.writer.delete("Card", id: card)
-            try concurrent.writer.save()
+            _ = try writer.delete("Card", id: card)
+            try writer.save()
         }
         #expect(attempts == [1, 2])
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
@@ -205,10 +191,13 @@ extension CrashTests {
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         try reader.close()
         // The first open of that blob file fails as if it had just been removed.
-        FaultInjection.arm(.open, pathContains: digest.hexDigest, errno: ENOENT)
         let archive = directory.appendingPathComponent("out.zip")
-        let attempts = try exportObserved(url, to: archive) { _ in }
-        #expect(FaultInjection.disarm().fired)
+        var attempts: [Int] = []
+        let (fired, _, thrown) = FaultInjection.inject(.open, pathContains: digest.hexDigest, errno: ENOENT) {
+            attempts = try exportObserved(url, to: archive) { _ in }
+        }
+        #expect(fired)
+        #expect(thrown == nil, "\(String(describing: thrown))")
         #expect(attempts == [1, 2])
         #expect(try PackageArchive.scan(archive: archive).blobs.contains { $0.digest == digest })
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
@@ -224,11 +213,10 @@ extension CrashTests {
         try #require(victims.count >= 3)
         let archive = directory.appendingPathComponent("out.zip")
         var thrown: DeckError?
-        let concurrent = Concurrent(writer)
         do {
             _ = try exportObserved(url, to: archive) { attempt in
-                _ = try concurrent.writer.delete("Card", id: victims[attempt - 1].0)
-                try concurrent.writer.save()
+                _ = try writer.delete("Card", id: victims[attempt - 1].0)
+                try writer.save()
             }
         } catch {
             thrown = error

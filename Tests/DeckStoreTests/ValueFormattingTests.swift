@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +11,8 @@ import Testing
 
     @Test func canonicalTextMatchesFoundationsCalendarFields() {
         let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
-        var generator = SeededGenerator(seed: 8)
+        let seed = TestSeed("ValueFormattingTests.canonicalText", filter: "ValueFormattingTests")
+        var generator = seed.generator()
         // Foundation switches to the Julian calendar before 1582; within 1600–2400 the calendar
         // fields (date, hours, minutes, seconds) must agree.
         var samples: [Double] = [0, -0.001, -1, 1_800_000_000, 951_782_400, 4_107_542_400, 1_795_996_800.25]
@@ -21,7 +23,7 @@ import Testing
         for seconds in samples {
             let ours = Timestamp(timeIntervalSince1970: seconds).description
             let theirs = Date(timeIntervalSince1970: seconds).formatted(style)
-            #expect(ours.prefix(19) == theirs.prefix(19), "\(seconds): \(ours) vs \(theirs)")
+            #expect(ours.prefix(19) == theirs.prefix(19), "\(seconds): \(ours) vs \(theirs), \(seed)")
         }
     }
 
@@ -122,7 +124,8 @@ import Testing
     /// Printing a stored date and parsing the text back gives the identical binary64, over the
     /// whole range: random bit patterns, whole milliseconds, and the edges.
     @Test func printAndParseAreExactInverses() throws {
-        var generator = SeededGenerator(seed: 20_261_130)
+        let seed = TestSeed("ValueFormattingTests.printAndParse", filter: "ValueFormattingTests")
+        var generator = seed.generator()
         let low = Timestamp.earliest.timeIntervalSince1970
         let high = Timestamp.end.timeIntervalSince1970
         var samples: [Double] = [
@@ -141,10 +144,11 @@ import Testing
         }
         for value in samples {
             let text = Timestamp(timeIntervalSince1970: value).description
-            let parsed = try #require(seconds(text), "\(value): \(text)")
+            let parsed = try #require(seconds(text), "\(value): \(text), \(seed)")
             #expect(
-                parsed.bitPattern == (value == 0 ? 0.0 : value).bitPattern, "\(value): \(text) → \(parsed)")
-            #expect(text.hasSuffix("Z") && text.count >= 24, "\(text)")
+                parsed.bitPattern == (value == 0 ? 0.0 : value).bitPattern,
+                "\(value): \(text) → \(parsed), \(seed)")
+            #expect(text.hasSuffix("Z") && text.count >= 24, "\(text), \(seed)")
         }
     }
 
@@ -152,7 +156,8 @@ import Testing
     @Test func calendarArithmeticAgreesWithFoundation() throws {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        var generator = SeededGenerator(seed: 1600)
+        let seed = TestSeed("ValueFormattingTests.calendar", filter: "ValueFormattingTests")
+        var generator = seed.generator()
         for _ in 0..<2_000 {
             let year = Int.random(in: 1600...9999, using: &generator)
             let month = Int.random(in: 1...12, using: &generator)
@@ -162,10 +167,10 @@ import Testing
             let second = Int.random(in: 0...59, using: &generator)
             let components = DateComponents(
                 year: year, month: month, day: day, hour: hour, minute: minute, second: second)
-            let expected = try #require(calendar.date(from: components)).timeIntervalSince1970
+            let expected = try #require(calendar.date(from: components), "\(seed)").timeIntervalSince1970
             let text = String(
                 format: "%04d-%02d-%02dT%02d:%02d:%02dZ", year, month, day, hour, minute, second)
-            #expect(seconds(text) == expected.rounded(), "\(text)")
+            #expect(seconds(text) == expected.rounded(), "\(text), \(seed)")
         }
     }
 
@@ -188,18 +193,5 @@ import Testing
         let decoded = try StoreSchema(json: data, source: "test")
         #expect(decoded == schema)
         #expect(try JSONDecoder().decode(StoreSchema.self, from: data) == schema)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so random tests print and replay their seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

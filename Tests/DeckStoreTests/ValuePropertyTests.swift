@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -5,10 +6,11 @@ import Testing
 
 /// Random values of every type over its whole range, plus the edges, printed and parsed and
 /// stored and fetched: each form gives back the identical value (spec 7). The generator is
-/// seeded; a failure message names the seed and the value.
+/// seeded (``TestSeed``: `DECK_TEST_SEED`, or drawn for the run); a failure message names the
+/// seed, the command that replays it, and the value.
 @Suite("Value properties")
 struct ValuePropertyTests {
-    static let seed: UInt64 = 0x0DEC_C0DE_2026
+    static let seed = TestSeed("ValuePropertyTests", filter: "ValuePropertyTests")
     static let perType = 300
 
     /// Random values of `type`, edges first.
@@ -252,24 +254,25 @@ struct ValuePropertyTests {
 
     @Test func everyTypePrintsAndParsesBack() throws {
         print("Value properties: seed \(Self.seed)")
-        var g = SeededGenerator(seed: Self.seed)
+        var g = SeededGenerator(seed: Self.seed.value)
         for type in AttributeType.allCases {
             for value in Self.values(of: type, &g) {
                 let printed = Self.text(value)
                 let parsed = try? Value(parsing: printed, as: type)
                 #expect(
                     Self.same(parsed, value),
-                    "seed \(Self.seed), \(type): \(value) printed as \(printed.debugDescription)")
+                    "\(Self.seed), \(type): \(value) printed as \(printed.debugDescription)")
                 // The JSON scalar of a schema default, through the exact reader and the plain one.
                 let scalar = value.jsonScalar
                 #expect(
-                    Self.same(try? Value(json: scalar, type: type), value), "\(type): \(value) as \(scalar)")
+                    Self.same(try? Value(json: scalar, type: type), value),
+                    "\(Self.seed), \(type): \(value) as \(scalar)")
             }
         }
     }
 
     @Test func everyTypeStoresAndFetchesBack() throws {
-        var g = SeededGenerator(seed: Self.seed &+ 1)
+        var g = SeededGenerator(seed: Self.seed.value &+ 1)
         let schema = recordsSchema()
         let columns: [AttributeType: String] = [
             .string: "s", .integer: "i", .double: "d", .bool: "b", .date: "t", .data: "raw", .uuid: "u",
@@ -295,7 +298,7 @@ struct ValuePropertyTests {
                 let read = try reopened.record("Sample", id: id)?[column]
                 #expect(
                     Self.same(read, value),
-                    "seed \(Self.seed &+ 1), \(column) #\(id): wrote \(value), read \(String(describing: read))"
+                    "\(Self.seed), \(column) #\(id): wrote \(value), read \(String(describing: read))"
                 )
             }
             // And the store verifies clean: every cell is in canonical form.
@@ -304,7 +307,7 @@ struct ValuePropertyTests {
     }
 
     @Test func schemaDefaultsOfEveryTypeSurviveTheSchemaFile() throws {
-        var g = SeededGenerator(seed: Self.seed &+ 2)
+        var g = SeededGenerator(seed: Self.seed.value &+ 2)
         for type in AttributeType.allCases where type != .data {
             var attributes: [Attribute] = []
             for (index, value) in Self.values(of: type, &g).prefix(60).enumerated() {
@@ -322,7 +325,7 @@ struct ValuePropertyTests {
                 for (a, b) in zip(decoded.entities[0].attributes, attributes) {
                     #expect(
                         Self.same(a.defaultValue, b.defaultValue ?? .null),
-                        "\(type): \(String(describing: b.defaultValue))")
+                        "\(Self.seed), \(type): \(String(describing: b.defaultValue))")
                 }
             }
         }

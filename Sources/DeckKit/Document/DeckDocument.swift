@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -88,7 +87,9 @@ public enum DeckDocument {
             defer { snapshot.discard() }
             let store = snapshot.path + "/" + PackageLayout.store
             let referenced = try document.snapshotStore(to: store, for: destination)
-            exportSnapshotHook.withLock { $0 }?(document.url, attempt)
+            #if DEBUG
+                FaultInjection.exportSnapshotTaken(document.url, attempt: attempt)
+            #endif
             do {
                 try PackageArchive.pack(
                     directory: document.url, to: archive, format: format,
@@ -120,10 +121,6 @@ public enum DeckDocument {
     /// How many snapshots an export takes at most when a concurrent writer keeps removing the
     /// blobs they reference (spec: section 16.3).
     public static let exportAttempts = 3
-
-    /// Called after each snapshot an export takes, with the package and the attempt (1, 2, 3):
-    /// tests change the document there, as a concurrent writer would.
-    package static let exportSnapshotHook = Mutex<(@Sendable (URL, Int) -> Void)?>(nil)
 
     /// Makes a package from an archive: unpacked safely under a temporary name next to
     /// `destination`, verified, and only then renamed into place. Returns the package's URL.

@@ -22,7 +22,7 @@ extension DeckError {
                 path: path, operation: "unpacking (it needs \(needed) bytes; \(available) may be used here)",
                 errno: ENOSPC)
         case ArchiveError.fileSystem(let path, let operation, let code):
-            self = FileSystem.failure(FaultInjection.Operation(rawValue: operation) ?? .open, path, code)
+            self = FileSystem.failure(FileSystem.Operation(rawValue: operation) ?? .open, path, code)
             if case .io = self { self = .io(path: path, operation: operation, errno: code) }
         case let error as ArchiveError: self = .archive(error)
         default: self = .wrap(error)

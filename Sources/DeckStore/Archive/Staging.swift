@@ -29,12 +29,15 @@ public enum StagingFiles {
         deck_staging_install_signal_handlers()
     }
 
-    /// Calls `action` with the path of the `count`-th staging item this process creates, right
-    /// after creating it (tests use it to interrupt a command at a known point).
-    @_spi(Testing)
-    public static func afterCreating(_ count: Int, _ action: @escaping @Sendable (String) -> Void) {
-        Staging.hook.withLock { $0 = (count, action) }
-    }
+    #if DEBUG
+        /// Calls `action` with the path of the `count`-th staging item this process creates, right
+        /// after creating it (tests use it to interrupt a command at a known point). Debug builds
+        /// only.
+        @_spi(Testing)
+        public static func afterCreating(_ count: Int, _ action: @escaping @Sendable (String) -> Void) {
+            Staging.hook.withLock { $0 = (count, action) }
+        }
+    #endif
 }
 
 /// Creates, claims, tracks and sweeps staging items.
@@ -56,8 +59,10 @@ package enum Staging {
     /// The longest file name the file systems Deck runs on accept (`NAME_MAX`).
     package static let maximumNameBytes = 255
 
-    fileprivate static let hook = Mutex<(count: Int, action: @Sendable (String) -> Void)?>(nil)
-    private static let created = Atomic<Int>(0)
+    #if DEBUG
+        fileprivate static let hook = Mutex<(count: Int, action: @Sendable (String) -> Void)?>(nil)
+        private static let created = Atomic<Int>(0)
+    #endif
 
     /// `.NAME.KIND-<16 hex digits>`, where NAME is the destination's name, shortened (see
     /// ``base(for:kind:)``) so that the whole name fits in 255 bytes.
@@ -166,13 +171,17 @@ package enum Staging {
         throw DeckError.io(path: directory, operation: "create a temporary name", errno: EEXIST)
     }
 
+    /// Runs the hook of ``StagingFiles/afterCreating(_:_:)`` (debug builds only).
+    @inline(__always)
     private static func runHook(_ path: String) {
-        let number = created.add(1, ordering: .relaxed).newValue
-        let action = hook.withLock { current -> (@Sendable (String) -> Void)? in
-            guard let current, current.count == number else { return nil }
-            return current.action
-        }
-        action?(path)
+        #if DEBUG
+            let number = created.add(1, ordering: .relaxed).newValue
+            let action = hook.withLock { current -> (@Sendable (String) -> Void)? in
+                guard let current, current.count == number else { return nil }
+                return current.action
+            }
+            action?(path)
+        #endif
     }
 
     enum Claim {

@@ -8,18 +8,27 @@ import Foundation
 #endif
 
 /// The one path from Deck to the file system for everything a save, gc, export or import
-/// writes. Every call goes through ``FaultInjection`` so tests can make it fail with a chosen
-/// errno, as swift-system does in debug builds.
+/// writes. In debug builds every call goes through ``FaultInjection`` so tests can make it fail
+/// with a chosen errno, as swift-system does; release builds have no such check.
 package enum FileSystem {
-    package static func check(_ op: FaultInjection.Operation, _ path: String) throws(DeckError) {
-        if let code = FaultInjection.shouldFail(op, path: path) {
-            throw DeckError.io(path: path, operation: op.rawValue, errno: code)
-        }
+    /// The file-system operations, as named in ``DeckError/io(path:operation:errno:)``; in debug
+    /// builds, the calls ``FaultInjection`` can fail.
+    package enum Operation: String, Sendable, CaseIterable {
+        case open, read, write, fsync, rename, unlink, mkdir, stat
     }
 
-    package static func failure(_ op: FaultInjection.Operation, _ path: String, _ code: Int32 = errno)
-        -> DeckError
-    {
+    /// Fails with the injected errno when a debug build's test armed a fault for this call on
+    /// this thread; nothing at all in a release build.
+    @inline(__always)
+    package static func check(_ op: Operation, _ path: String) throws(DeckError) {
+        #if DEBUG
+            if let code = FaultInjection.shouldFail(op, path: path) {
+                throw DeckError.io(path: path, operation: op.rawValue, errno: code)
+            }
+        #endif
+    }
+
+    package static func failure(_ op: Operation, _ path: String, _ code: Int32 = errno) -> DeckError {
         switch code {
         case EACCES, EPERM: .permissionDenied(path: path, operation: op.rawValue)
         case ENOENT: .notFound(path: path)

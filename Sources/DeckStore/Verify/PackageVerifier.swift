@@ -753,7 +753,8 @@ public enum PackageVerifier {
         }
     }
 
-    /// Hashes files on `threads` threads, largest first.
+    /// Hashes files on `threads` threads, largest first. The threads inherit the caller's
+    /// ``WorkerContext`` (a debug build's injected faults).
     private static func hashAll(
         _ files: [(Digest, String)], threads: Int, total: Int64, progress: (@Sendable (Int64, Int64) -> Void)?
     ) -> [(Digest, Result<(Digest, Int64), DeckError>)] {
@@ -761,24 +762,27 @@ public enum PackageVerifier {
         let next = Atomic<Int>(0)
         let done = Atomic<Int64>(0)
         let work = files.map { ($0.0, $0.1) }
+        let context = WorkerContext.capture()
         // Worker threads do not inherit the caller's thread-local flag: they check this one.
         let cancellation = Cancellation.current
         DispatchQueue.concurrentPerform(iterations: min(threads, max(1, work.count))) { _ in
-            while cancellation?.isCancelled != true {
-                let index = next.add(1, ordering: .relaxed).oldValue
-                guard index < work.count else { return }
-                let (digest, path) = work[index]
-                let outcome: Result<(Digest, Int64), DeckError>
-                do {
-                    outcome = .success(try BlobStore.hashFile(at: path))
-                } catch {
-                    outcome = .failure(DeckError.wrap(error))
+            context.run {
+                while cancellation?.isCancelled != true {
+                    let index = next.add(1, ordering: .relaxed).oldValue
+                    guard index < work.count else { return }
+                    let (digest, path) = work[index]
+                    let outcome: Result<(Digest, Int64), DeckError>
+                    do {
+                        outcome = .success(try BlobStore.hashFile(at: path))
+                    } catch {
+                        outcome = .failure(DeckError.wrap(error))
+                    }
+                    if case .success(let (_, size)) = outcome {
+                        let sum = done.add(size, ordering: .relaxed).newValue
+                        progress?(sum, total)
+                    }
+                    results.withLock { $0.append((digest, outcome)) }
                 }
-                if case .success(let (_, size)) = outcome {
-                    let sum = done.add(size, ordering: .relaxed).newValue
-                    progress?(sum, total)
-                }
-                results.withLock { $0.append((digest, outcome)) }
             }
         }
         return results.withLock { $0 }.sorted { $0.0 < $1.0 }

@@ -16,31 +16,26 @@
 // would find them disagreeing. Prints "checked N snapshots" or the disagreement (exit 1).
 
 import DeckKit
+import DeckTestSupport
 import Foundation
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func run() throws {
     guard CommandLine.arguments.count > 1 else {
         FileHandle.standardError.write(Data("usage: deck-crashtest PACKAGE SEED\n".utf8))
         exit(64)
     }
-    var generator = SplitMix(
-        seed: UInt64(CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "1") ?? 1)
+    // Every random choice (sizes, bytes, victims) follows from SEED, so a run replays.
+    let seedText = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "1"
+    guard let seed = TestSeed.parse(seedText) else {
+        FileHandle.standardError.write(
+            Data("deck-crashtest: SEED must be an unsigned integer, not \(seedText)\n".utf8))
+        exit(64)
+    }
+    var generator = SeededGenerator(seed: seed)
     let url = URL(fileURLWithPath: CommandLine.arguments[1])
     if CommandLine.arguments.count > 4, CommandLine.arguments[3] == "--read" {
         try read(url, checks: Int(CommandLine.arguments[4]) ?? 100)
@@ -81,7 +76,8 @@ func run() throws {
 
 /// One batch, in one transaction: cards with data of random sizes inserted, some deleted, one
 /// updated, a `Commit` numbered by the batch, and the `Stats` record.
-func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: inout SplitMix) throws {
+func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: inout SeededGenerator) throws
+{
     let inserts = Int.random(in: 1...6, using: &generator)
     for _ in 0..<inserts {
         var bytes = [UInt8](repeating: 0, count: Int.random(in: 100...300_000, using: &generator))

@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +13,51 @@ typedef struct {
 
 static sqlite3_vfs *real_vfs;
 static sqlite3_vfs fault_vfs;
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int install_result = SQLITE_ERROR;
+
+/* The armed plans, one per path fragment, so tests that run in parallel (each on its own
+   directory) each have their own: arming one never resets or fires another's. A plan applies on
+   every thread, since a test's SQLite I/O may run wherever its connection is used. */
+typedef struct Plan {
+    struct Plan *next;
+    char *fragment;
+    int operation, skip, code, calls, fired;
+} Plan;
+
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
-static char plan_fragment[1024];
-static int plan_operation, plan_skip, plan_code, plan_calls, plan_fired, plan_armed;
+static Plan *plans;
+/* How many plans are armed: unarmed, a call costs one atomic load and takes no lock. */
+static _Atomic int plan_count;
 
 /* Returns the error to inject for this call, or SQLITE_OK. */
 static int should_fail(FaultFile *f, int operation) {
     int result = SQLITE_OK;
-    if (!f->name) return SQLITE_OK;
+    if (!f->name || atomic_load_explicit(&plan_count, memory_order_acquire) == 0) return SQLITE_OK;
     pthread_mutex_lock(&plan_lock);
-    if (plan_armed && !plan_fired && plan_operation == operation && strstr(f->name, plan_fragment)) {
-        if (plan_calls++ >= plan_skip) {
-            plan_fired = 1;
-            result = plan_code;
+    for (Plan *plan = plans; plan; plan = plan->next) {
+        if (plan->fired || plan->operation != operation || !strstr(f->name, plan->fragment)) continue;
+        if (plan->calls++ >= plan->skip) {
+            plan->fired = 1;
+            result = plan->code;
         }
+        break;
     }
     pthread_mutex_unlock(&plan_lock);
     return result;
+}
+
+/* Unlinks and returns the plan for `fragment`, or NULL. Called with plan_lock held. */
+static Plan *take_plan(const char *fragment) {
+    for (Plan **link = &plans; *link; link = &(*link)->next) {
+        if (strcmp((*link)->fragment, fragment) == 0) {
+            Plan *plan = *link;
+            *link = plan->next;
+            atomic_fetch_sub_explicit(&plan_count, 1, memory_order_release);
+            return plan;
+        }
+    }
+    return NULL;
 }
 
 static int f_close(sqlite3_file *file) {
@@ -138,10 +167,9 @@ static int f_current_time_int64(sqlite3_vfs *v, sqlite3_int64 *t) {
     return real_vfs->xCurrentTimeInt64(real_vfs, t);
 }
 
-int deck_fault_vfs_install(void) {
-    if (real_vfs) return SQLITE_OK;
+static void install(void) {
     real_vfs = sqlite3_vfs_find(0);
-    if (!real_vfs) return SQLITE_ERROR;
+    if (!real_vfs) return;
     fault_vfs.iVersion = 2;
     fault_vfs.szOsFile = (int)sizeof(FaultFile) + real_vfs->szOsFile;
     fault_vfs.mxPathname = real_vfs->mxPathname;
@@ -159,25 +187,44 @@ int deck_fault_vfs_install(void) {
     fault_vfs.xCurrentTime = f_current_time;
     fault_vfs.xGetLastError = f_get_last_error;
     fault_vfs.xCurrentTimeInt64 = f_current_time_int64;
-    return sqlite3_vfs_register(&fault_vfs, 1);
+    install_result = sqlite3_vfs_register(&fault_vfs, 1);
 }
 
-void deck_fault_vfs_arm(int operation, const char *fragment, int skip, int code) {
-    pthread_mutex_lock(&plan_lock);
-    strncpy(plan_fragment, fragment, sizeof(plan_fragment) - 1);
-    plan_operation = operation;
-    plan_skip = skip;
-    plan_code = code;
-    plan_calls = 0;
-    plan_fired = 0;
-    plan_armed = 1;
-    pthread_mutex_unlock(&plan_lock);
+int deck_fault_vfs_install(void) {
+    pthread_once(&install_once, install);
+    return install_result;
 }
 
-int deck_fault_vfs_disarm(void) {
+int deck_fault_vfs_arm(int operation, const char *fragment, int skip, int code) {
+    if (!fragment || !*fragment) return SQLITE_MISUSE;
+    Plan *plan = calloc(1, sizeof(Plan));
+    if (!plan || !(plan->fragment = strdup(fragment))) {
+        free(plan);
+        return SQLITE_NOMEM;
+    }
+    plan->operation = operation;
+    plan->skip = skip;
+    plan->code = code;
     pthread_mutex_lock(&plan_lock);
-    int fired = plan_fired;
-    plan_armed = 0;
+    Plan *old = take_plan(fragment);
+    plan->next = plans;
+    plans = plan;
+    atomic_fetch_add_explicit(&plan_count, 1, memory_order_release);
     pthread_mutex_unlock(&plan_lock);
+    if (old) {
+        free(old->fragment);
+        free(old);
+    }
+    return SQLITE_OK;
+}
+
+int deck_fault_vfs_disarm(const char *fragment) {
+    pthread_mutex_lock(&plan_lock);
+    Plan *plan = take_plan(fragment);
+    pthread_mutex_unlock(&plan_lock);
+    if (!plan) return 0;
+    int fired = plan->fired;
+    free(plan->fragment);
+    free(plan);
     return fired;
 }

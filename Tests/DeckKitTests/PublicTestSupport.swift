@@ -1,0 +1,93 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// A directory of its own for one test, removed when the value goes away. Public API and
+/// Foundation only: this target tests Deck as a library user sees it.
+final class ScratchDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// The names in the directory, hidden ones (staging leftovers) included.
+    var names: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
+}
+
+/// Decks of cards, with a unique deck title, a required integer, an external image and a
+/// relationship that refuses to leave cards without their deck.
+let publicSchema = StoreSchema(entities: [
+    StoreSchema.Entity(
+        "Deck",
+        attributes: [StoreSchema.Attribute("title", .string, options: [.unique])],
+        relationships: [
+            StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "deck", deleteRule: .deny)
+        ]),
+    StoreSchema.Entity(
+        "Card",
+        attributes: [
+            StoreSchema.Attribute("front", .string),
+            StoreSchema.Attribute("level", .integer, defaultValue: .integer(0)),
+            StoreSchema.Attribute(
+                "image", .data, isOptional: true, options: [.externalStorage], externalThreshold: 64),
+        ],
+        relationships: [StoreSchema.Relationship("deck", to: "Deck", inverse: "cards", deleteRule: .nullify)]),
+])
+
+/// Bytes that differ from one `seed` to the next.
+func sampleBytes(_ count: Int, seed: UInt8) -> Data {
+    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed })
+}
+
+/// Creates `Cards.deck` in `directory` with one deck of three cards (two with external images),
+/// committed and closed, and returns its URL.
+func makeCardsPackage(in directory: ScratchDirectory, name: String = "Cards.deck") throws -> URL {
+    let url = directory.appending(name)
+    let store = try PackageStore.create(at: url, contentType: "org.example.cards", schema: publicSchema)
+    try store.write { tx in
+        let deck = try tx.insert("Deck", ["title": .string("Spanish")])
+        for (index, front) in ["hola", "adiós", "gracias"].enumerated() {
+            var values: [String: Value] = ["front": .string(front), "deck": .reference(deck)]
+            if index < 2 { values["image"] = .data(sampleBytes(4_000 + index, seed: UInt8(index + 1))) }
+            _ = try tx.insert("Card", values)
+        }
+    }
+    try store.close()
+    return url
+}
+
+/// The cards of the package at `url` as (front, image bytes), sorted by front.
+func cardContents(_ url: URL) throws -> [String: Data?] {
+    let store = try PackageStore.open(at: url, mode: .readOnly)
+    defer { try? store.close() }
+    return try store.read { reader in
+        var contents: [String: Data?] = [:]
+        for record in try reader.fetch(RecordQuery("Card")) {
+            guard case .string(let front)? = record["front"] else { continue }
+            contents[front] = try record["image"].flatMap { try reader.data(of: $0) }
+        }
+        return contents
+    }
+}
+
+/// Runs `body`, which must throw a ``DeckError``, and returns it (recording an issue otherwise).
+func deckError(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) -> DeckError? {
+    do {
+        try body()
+        Issue.record("expected a DeckError, nothing was thrown", sourceLocation: sourceLocation)
+    } catch let error as DeckError {
+        return error
+    } catch {
+        Issue.record("expected a DeckError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
