@@ -63,13 +63,16 @@ package final class Cancellation: Sendable {
         -> T
     {
         let cancellation = Cancellation()
+        // The calling thread's context (in test builds, its fault-injection plan) goes along.
+        let context = WorkerContext.capture()
         let result: Result<T, DeckError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let thread = Thread {
                     let outcome: Result<T, DeckError>
                     do {
                         try cancellation.check()
-                        outcome = .success(try cancellation.installed { () throws(DeckError) in try body() })
+                        outcome = .success(
+                            try context.run { try cancellation.installed { () throws(DeckError) in try body() } })
                     } catch {
                         outcome = .failure(DeckError.wrap(error))
                     }
