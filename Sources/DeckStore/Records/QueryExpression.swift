@@ -1,0 +1,405 @@
+import Foundation
+
+/// An expression over records: the one language that `deck query --where` and the model layer's
+/// predicates compile to, and that the store compiles to parameterised SQL.
+///
+/// A query's condition is a `QueryExpression` whose value is a boolean; its operands are property
+/// paths (an attribute, a to-one or to-many relationship, the record id), values, and what
+/// arithmetic, text tests, nil-coalescing, conditionals and the to-many quantifiers make of them.
+/// The store checks the expression against the schema when it compiles it: a part that cannot be
+/// compiled is a ``DeckError`` naming the part, never an evaluation in memory.
+///
+/// ```swift
+/// let recent: QueryExpression =
+///     .property("front").contains("hola", .caseInsensitive)
+///         && .property("reviewCount") + 1 > 3
+///         && .property("tags").any { tag in tag.property("name").equals("verbs") }
+/// let cards = try document.fetch(RecordQuery("Card", where: recent, sort: [SortKey("front")]))
+/// ```
+///
+/// **Types.** Each operand has the type of what it names: an attribute's type, a record (a to-one
+/// relationship, the record id `_id`, a quantifier's element), or a to-many relationship. A value
+/// takes the type of what it meets — `"2026-11-30"` compared with a date attribute is that date,
+/// `3` compared with a double is `3.0` — by the rules of ``Value`` conversion (spec 7.3); alone it
+/// keeps its own. Decimals compare and compute as numbers (with a double's precision), dates as
+/// seconds since 1970, booleans as 0 and 1, text by its UTF-8 bytes.
+///
+/// **Nulls.** `equals` and `notEquals` treat null as a value (null equals null, as Swift's optionals
+/// do); any other test on a null operand is false, and arithmetic with null is null. Logic is
+/// two-valued: a test that is false for a null is true under `not`.
+///
+/// **Arithmetic.** Integers (integer attributes, record ids, integer values) give integers:
+/// division truncates toward zero and a remainder takes the sign of the dividend; a result beyond
+/// 64 bits becomes the nearest double (SQLite's rule, where Swift would trap). With a double or a
+/// decimal the result is a double. A date plus or minus a number of seconds is a date, and a date
+/// minus a date is the seconds between them. Division or remainder by zero is null.
+public indirect enum QueryExpression: Sendable, Hashable {
+    /// Comparison operators.
+    public enum Comparison: String, Sendable, Hashable, CaseIterable {
+        case equal = "="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+    }
+
+    /// Arithmetic operators.
+    public enum ArithmeticOperator: String, Sendable, Hashable, CaseIterable {
+        case add = "+"
+        case subtract = "-"
+        case multiply = "*"
+        case divide = "/"
+        case remainder = "%"
+    }
+
+    /// Text tests.
+    public enum TextOperator: String, Sendable, Hashable, CaseIterable {
+        /// The two texts are equal (under the comparison's folding).
+        case equals
+        case contains
+        case beginsWith
+        case endsWith
+    }
+
+    /// How text tests compare characters.
+    ///
+    /// The Unicode foldings compare the texts after Unicode's default case folding (no locale:
+    /// `ß` matches `SS`, `ﬁ` matches `fi`, and, unlike in Turkish, `ı` matches neither `I` nor `i`
+    /// while `İ` is `i` with a combining dot above), after removing diacritics (the combining marks
+    /// U+0300–U+036F and their extensions: `é` matches `e`, `Å` matches `A`; letters such as `ø`
+    /// and `ł` are not decomposed and keep their identity), or both, and always after canonical
+    /// composition (NFC), so that `é` written as one character or as `e` and a combining accent
+    /// match. Tests then compare the folded texts' Unicode scalars.
+    public enum TextComparison: String, Sendable, Hashable, CaseIterable {
+        /// The texts as stored, scalar for scalar.
+        case exact
+        /// ASCII letters match their other case; nothing else is folded (`--where`'s `[c]`).
+        case asciiCaseInsensitive
+        /// Unicode case folding (`[u]`): SwiftData's `caseInsensitiveCompare`, `localizedLowercase`.
+        case caseInsensitive
+        /// Diacritics removed (`[d]`); case still counts.
+        case diacriticInsensitive
+        /// Unicode case folding and diacritics removed (`[cd]`): `localizedStandardContains`.
+        case caseAndDiacriticInsensitive
+    }
+
+    /// A name for the element a quantifier (``any(_:element:where:)``, ``all(_:element:where:)``)
+    /// ranges over, so that the condition inside can name it beside the record being queried.
+    public struct Variable: Sendable, Hashable, CustomStringConvertible {
+        /// The variable's name; `deck query` writes it `$name`.
+        public let name: String
+
+        public init(_ name: String) { self.name = name }
+
+        public var description: String { "$" + name }
+    }
+
+    /// A path from a record through to-one relationships: `deck.title` is the title of a card's deck.
+    public struct PropertyPath: Sendable, Hashable, CustomStringConvertible {
+        /// Where the path starts: nil for the record being queried, or a quantifier's element.
+        public var variable: Variable?
+        /// Property names, each but the last a to-one relationship. The last one may also be a
+        /// to-many relationship, `_id` (the record id), or, after a to-many relationship, `count`.
+        /// No names is the record itself (as a record id).
+        public var names: [String]
+
+        public init(_ names: [String], from variable: Variable? = nil) {
+            self.variable = variable
+            self.names = names
+        }
+
+        /// `deck.title`, `$t.name`.
+        public var description: String {
+            let prefix = variable.map { names.isEmpty ? $0.description : $0.description + "." } ?? ""
+            return prefix + names.joined(separator: ".")
+        }
+    }
+
+    /// A value; `.value(.null)` is null.
+    case value(Value)
+    /// An attribute, a relationship or the record id (``PropertyPath``).
+    case path(PropertyPath)
+    /// Compares two operands of the same kind: numbers with numbers, texts, dates, booleans,
+    /// records (by id); a to-many relationship compares with a record by membership (`equal`: it
+    /// holds the record). Ordering a null is false.
+    case compare(QueryExpression, Comparison, QueryExpression)
+    /// A text test; false when either text is null. An empty needle is contained in every text.
+    case text(QueryExpression, TextOperator, QueryExpression, TextComparison)
+    /// The operand equals one of the values (null matches nothing); a to-many relationship holds
+    /// one of the records. An empty list matches nothing.
+    case oneOf(QueryExpression, [QueryExpression])
+    /// The operand is null; a to-many relationship holds no records.
+    case isNull(QueryExpression)
+    /// A to-many relationship holds no records; a text is `""` (a null text is not empty).
+    case isEmpty(QueryExpression)
+    /// Every part holds (an empty list always holds).
+    case and([QueryExpression])
+    /// Some part holds (an empty list never holds).
+    case or([QueryExpression])
+    case not(QueryExpression)
+    /// Arithmetic on numbers and dates (see the type's notes for integer and double results).
+    case arithmetic(QueryExpression, ArithmeticOperator, QueryExpression)
+    /// Minus the operand.
+    case negate(QueryExpression)
+    /// The first operand unless it is null, then the second (Swift's `??`).
+    case coalesce(QueryExpression, QueryExpression)
+    /// The second operand where the condition holds, the third elsewhere.
+    case conditional(QueryExpression, then: QueryExpression, else: QueryExpression)
+    /// The number of characters of a text, as Swift counts them (extended grapheme clusters).
+    case length(QueryExpression)
+    /// The number of records a to-many relationship holds.
+    case count(QueryExpression)
+    /// Some record of the to-many relationship satisfies the condition, in which `element` names
+    /// it (false when it holds none).
+    case any(QueryExpression, element: Variable, where: QueryExpression)
+    /// Every record of the to-many relationship satisfies the condition (true when it holds none).
+    case all(QueryExpression, element: Variable, where: QueryExpression)
+}
+
+// MARK: - Building expressions
+
+extension QueryExpression {
+    /// A property of the record being queried; dots follow to-one relationships (`"deck.title"`),
+    /// `"_id"` is the record id.
+    public static func property(_ path: String) -> QueryExpression {
+        .path(PropertyPath(path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)))
+    }
+
+    /// The record id (`_id`).
+    public static var recordID: QueryExpression { .property("_id") }
+
+    /// The record a variable names (as a record id); `.variable(v).property("name")` is its property.
+    public static func variable(_ variable: Variable) -> QueryExpression {
+        .path(PropertyPath([], from: variable))
+    }
+
+    /// Null.
+    public static var null: QueryExpression { .value(.null) }
+
+    /// The path one property further: `.property("deck").property("title")`. On anything but a
+    /// path the result is a path the compiler refuses.
+    public func property(_ name: String) -> QueryExpression {
+        guard case .path(var path) = self else {
+            return .path(PropertyPath(["(\(self)).\(name)"]))
+        }
+        path.names += name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        return .path(path)
+    }
+
+    // Comparisons
+
+    /// Equal, null equal to null.
+    public func equals(_ other: QueryExpression) -> QueryExpression { .compare(self, .equal, other) }
+
+    /// Not equal; null differs from every value but null.
+    public func notEquals(_ other: QueryExpression) -> QueryExpression { .compare(self, .notEqual, other) }
+
+    public static func < (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .compare(lhs, .less, rhs)
+    }
+
+    public static func <= (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .compare(lhs, .lessOrEqual, rhs)
+    }
+
+    public static func > (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .compare(lhs, .greater, rhs)
+    }
+
+    public static func >= (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .compare(lhs, .greaterOrEqual, rhs)
+    }
+
+    /// Equals one of the values.
+    public func isIn(_ values: [QueryExpression]) -> QueryExpression { .oneOf(self, values) }
+
+    public var isNull: QueryExpression { .isNull(self) }
+    public var isNotNull: QueryExpression { .not(.isNull(self)) }
+    /// No records (a to-many relationship), or `""` (a text).
+    public var isEmpty: QueryExpression { .isEmpty(self) }
+
+    // Text
+
+    public func contains(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression {
+        .text(self, .contains, text, comparison)
+    }
+
+    public func beginsWith(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression
+    {
+        .text(self, .beginsWith, text, comparison)
+    }
+
+    public func endsWith(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression {
+        .text(self, .endsWith, text, comparison)
+    }
+
+    /// Text equality under a folding (false for null, unlike ``equals(_:)``).
+    public func equals(_ text: QueryExpression, _ comparison: TextComparison) -> QueryExpression {
+        .text(self, .equals, text, comparison)
+    }
+
+    /// The number of characters of a text.
+    public var length: QueryExpression { .length(self) }
+
+    // Logic
+
+    public static func && (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        if case .and(let parts) = lhs { return .and(parts + [rhs]) }
+        return .and([lhs, rhs])
+    }
+
+    public static func || (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        if case .or(let parts) = lhs { return .or(parts + [rhs]) }
+        return .or([lhs, rhs])
+    }
+
+    public static prefix func ! (operand: QueryExpression) -> QueryExpression { .not(operand) }
+
+    /// `then` where `condition` holds, `otherwise` elsewhere.
+    public static func conditional(
+        _ condition: QueryExpression, then: QueryExpression, otherwise: QueryExpression
+    ) -> QueryExpression {
+        .conditional(condition, then: then, else: otherwise)
+    }
+
+    // Arithmetic
+
+    public static func + (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .arithmetic(lhs, .add, rhs)
+    }
+
+    public static func - (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .arithmetic(lhs, .subtract, rhs)
+    }
+
+    public static func * (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .arithmetic(lhs, .multiply, rhs)
+    }
+
+    public static func / (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .arithmetic(lhs, .divide, rhs)
+    }
+
+    public static func % (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .arithmetic(lhs, .remainder, rhs)
+    }
+
+    public static prefix func - (operand: QueryExpression) -> QueryExpression { .negate(operand) }
+
+    /// `lhs` unless it is null, then `rhs`.
+    public static func ?? (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
+        .coalesce(lhs, rhs)
+    }
+
+    // To-many relationships
+
+    /// The number of records a to-many relationship holds.
+    public var count: QueryExpression { .count(self) }
+
+    /// Some record of this to-many relationship satisfies `condition`, which is given the record
+    /// (as an expression to take properties of) and may also name the record being queried:
+    /// `.property("tags").any { $0.property("name").equals(.property("front")) }`.
+    public func any(_ condition: (QueryExpression) -> QueryExpression) -> QueryExpression {
+        let (variable, body) = Self.bind(condition)
+        return .any(self, element: variable, where: body)
+    }
+
+    /// Every record of this to-many relationship satisfies `condition` (see ``any(_:)``).
+    public func all(_ condition: (QueryExpression) -> QueryExpression) -> QueryExpression {
+        let (variable, body) = Self.bind(condition)
+        return .all(self, element: variable, where: body)
+    }
+
+    /// Names the element of a quantifier built from a closure. The name is the number of
+    /// quantifiers nested in the condition, plus one, so that the same closure always builds the
+    /// same expression and nested quantifiers never share a name. (`deck query` names the variables
+    /// of `any tags (…)` the same way; names of its own are letters.)
+    private static func bind(_ condition: (QueryExpression) -> QueryExpression) -> (Variable, QueryExpression) {
+        let placeholder = Variable("\u{0}")
+        let body = condition(.variable(placeholder))
+        let variable = Variable(String(body.quantifierHeight + 1))
+        return (variable, body.renaming(placeholder, to: variable))
+    }
+
+    /// How many quantifiers with numbered variables nest in the expression, at most.
+    var quantifierHeight: Int {
+        var height = 0
+        visit { expression in
+            if case .any(_, let variable, _) = expression, let number = Int(variable.name) {
+                height = max(height, number)
+            } else if case .all(_, let variable, _) = expression, let number = Int(variable.name) {
+                height = max(height, number)
+            }
+        }
+        return height
+    }
+
+    /// The expression with every path from `old` starting from `new` instead.
+    func renaming(_ old: Variable, to new: Variable) -> QueryExpression {
+        map { expression in
+            guard case .path(var path) = expression, path.variable == old else { return nil }
+            path.variable = new
+            return .path(path)
+        }
+    }
+
+    /// The operands, in order.
+    var children: [QueryExpression] {
+        switch self {
+        case .value, .path: []
+        case .compare(let a, _, let b), .text(let a, _, let b, _), .arithmetic(let a, _, let b),
+            .coalesce(let a, let b), .any(let a, _, let b), .all(let a, _, let b):
+            [a, b]
+        case .oneOf(let a, let list): [a] + list
+        case .isNull(let a), .isEmpty(let a), .not(let a), .negate(let a), .length(let a), .count(let a): [a]
+        case .and(let parts), .or(let parts): parts
+        case .conditional(let a, let b, let c): [a, b, c]
+        }
+    }
+
+    /// Calls `body` for the expression and everything in it, depth first.
+    func visit(_ body: (QueryExpression) -> Void) {
+        var stack = [self]
+        while let next = stack.popLast() {
+            body(next)
+            stack += next.children.reversed()
+        }
+    }
+
+    /// The expression with each part that `transform` replaces replaced (parts it returns nil for
+    /// are kept, with their own parts transformed).
+    func map(_ transform: (QueryExpression) -> QueryExpression?) -> QueryExpression {
+        if let replaced = transform(self) { return replaced }
+        func go(_ e: QueryExpression) -> QueryExpression { e.map(transform) }
+        switch self {
+        case .value, .path: return self
+        case .compare(let a, let op, let b): return .compare(go(a), op, go(b))
+        case .text(let a, let op, let b, let c): return .text(go(a), op, go(b), c)
+        case .oneOf(let a, let list): return .oneOf(go(a), list.map(go))
+        case .isNull(let a): return .isNull(go(a))
+        case .isEmpty(let a): return .isEmpty(go(a))
+        case .and(let parts): return .and(parts.map(go))
+        case .or(let parts): return .or(parts.map(go))
+        case .not(let a): return .not(go(a))
+        case .arithmetic(let a, let op, let b): return .arithmetic(go(a), op, go(b))
+        case .negate(let a): return .negate(go(a))
+        case .coalesce(let a, let b): return .coalesce(go(a), go(b))
+        case .conditional(let a, let b, let c): return .conditional(go(a), then: go(b), else: go(c))
+        case .length(let a): return .length(go(a))
+        case .count(let a): return .count(go(a))
+        case .any(let a, let v, let b): return .any(go(a), element: v, where: go(b))
+        case .all(let a, let v, let b): return .all(go(a), element: v, where: go(b))
+        }
+    }
+}
+
+extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral
+{
+    /// A string value (not a property: write `.property("front")` for that).
+    public init(stringLiteral value: String) { self = .value(.string(value)) }
+    public init(integerLiteral value: Int64) { self = .value(.integer(value)) }
+    public init(floatLiteral value: Double) { self = .value(.double(value)) }
+    public init(booleanLiteral value: Bool) { self = .value(.bool(value)) }
+}
