@@ -129,19 +129,20 @@ let rowSchema = StoreSchema(entities: [
 try compare(
     "insert \(rowCount) rows", target: "≥ 0.5×",
     deck: {
-        let document = try DocumentPackage.create(
+        let store = try PackageStore.create(
             at: URL(fileURLWithPath: fresh("insert.deck")), contentType: "org.deck.bench", schema: rowSchema)
-        let date = Date(timeIntervalSince1970: 1_800_000_000)
-        for i in 0..<rowCount {
-            try document.insert(
-                "Row",
-                [
-                    "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
-                    "created": .date(date),
-                ])
+        try store.write { document in
+            let date = Date(timeIntervalSince1970: 1_800_000_000)
+            for i in 0..<rowCount {
+                try document.insert(
+                    "Row",
+                    [
+                        "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                        "created": .date(date),
+                    ])
+            }
         }
-        try document.save()
-        try document.close()
+        try store.close()
     },
     baseline: {
         let path = fresh("raw.sqlite")
@@ -178,18 +179,19 @@ let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPath
 if selected("query --json \(rowCount) rows") {
     let package = options.workDirectory + "/insert.deck"
     if !FileManager.default.fileExists(atPath: package) {
-        let document = try DocumentPackage.create(
+        let store = try PackageStore.create(
             at: URL(fileURLWithPath: package), contentType: "org.deck.bench", schema: rowSchema)
-        for i in 0..<rowCount {
-            try document.insert(
-                "Row",
-                [
-                    "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
-                    "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
-                ])
+        try store.write { document in
+            for i in 0..<rowCount {
+                try document.insert(
+                    "Row",
+                    [
+                        "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                        "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                    ])
+            }
         }
-        try document.save()
-        try document.close()
+        try store.close()
     }
     try compare(
         "query --json \(rowCount) rows", target: "≥ 0.33×",
@@ -216,11 +218,12 @@ for i in 0..<blobCount where selected("save \(blobCount) × 256 KiB blobs") {
 try compare(
     "save \(blobCount) × 256 KiB blobs", target: "≥ 0.7×",
     deck: {
-        let document = try DocumentPackage.create(
+        let store = try PackageStore.create(
             at: URL(fileURLWithPath: fresh("blobs.deck")), contentType: "org.deck.bench", schema: blobSchema)
-        for payload in payloads { try document.insert("Item", ["payload": .data(payload)]) }
-        try document.save()
-        try document.close()
+        try store.write { document in
+            for payload in payloads { try document.insert("Item", ["payload": .data(payload)]) }
+        }
+        try store.close()
     },
     baseline: {
         _ = shell("cp -r '\(sourceDirectory)' '\(fresh("copy"))' && sync")
@@ -231,18 +234,19 @@ payloads.removeAll()
 let verifyBlobs = Int(500 * options.scale)
 let verifyPackage = fresh("verify.deck")
 if selected("verify \(verifyBlobs) MiB package") {
-    let document = try DocumentPackage.create(
+    let store = try PackageStore.create(
         at: URL(fileURLWithPath: verifyPackage), contentType: "org.deck.bench", schema: blobSchema)
-    for i in 0..<verifyBlobs {
-        var bytes = [UInt8](repeating: 0, count: 1 << 20)
-        for j in stride(from: 0, to: bytes.count, by: 4096) {
-            bytes[j] = UInt8(truncatingIfNeeded: i &* 31 &+ j)
+    try store.write { document in
+        for i in 0..<verifyBlobs {
+            var bytes = [UInt8](repeating: 0, count: 1 << 20)
+            for j in stride(from: 0, to: bytes.count, by: 4096) {
+                bytes[j] = UInt8(truncatingIfNeeded: i &* 31 &+ j)
+            }
+            withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
+            try document.insert("Item", ["payload": .data(Data(bytes))])
         }
-        withUnsafeBytes(of: UInt64(i)) { for (j, b) in $0.enumerated() { bytes[j] = b } }
-        try document.insert("Item", ["payload": .data(Data(bytes))])
     }
-    try document.save()
-    try document.close()
+    try store.close()
 }
 try compare(
     "verify \(verifyBlobs) MiB package", target: "≥ 1.0×",
@@ -269,32 +273,33 @@ if selected("open + close (1M rows, 10k blobs)") {
                     "payload", .data, isOptional: true, options: [.externalStorage], externalThreshold: 1_024),
             ])
     ])
-    try DocumentPackage.create(
+    try PackageStore.create(
         at: URL(fileURLWithPath: emptyPackage), contentType: "org.deck.bench", schema: smallBlobSchema
     )
     .close()
-    let document = try DocumentPackage.create(
+    let store = try PackageStore.create(
         at: URL(fileURLWithPath: bigPackage), contentType: "org.deck.bench", schema: smallBlobSchema)
-    for i in 0..<bigRows {
-        var values: [String: Value] = ["front": .string("row \(i)"), "n": .integer(Int64(i))]
-        if i < bigBlobs {
-            values["payload"] = .data(Data(repeating: UInt8(i & 0xff), count: 2_048) + Data("\(i)".utf8))
+    try store.write { document in
+        for i in 0..<bigRows {
+            var values: [String: Value] = ["front": .string("row \(i)"), "n": .integer(Int64(i))]
+            if i < bigBlobs {
+                values["payload"] = .data(Data(repeating: UInt8(i & 0xff), count: 2_048) + Data("\(i)".utf8))
+            }
+            try document.insert("Row", values)
         }
-        try document.insert("Row", values)
     }
-    try document.save()
-    try document.close()
+    try store.close()
 }
 try compare(
     "open + close (1M rows, 10k blobs)", target: "≥ 0.5× of empty",
     deck: {
         for _ in 0..<20 {
-            try DocumentPackage.open(at: URL(fileURLWithPath: bigPackage), mode: .readWrite).close()
+            try PackageStore.open(at: URL(fileURLWithPath: bigPackage), mode: .readWrite).close()
         }
     },
     baseline: {
         for _ in 0..<20 {
-            try DocumentPackage.open(at: URL(fileURLWithPath: emptyPackage), mode: .readWrite).close()
+            try PackageStore.open(at: URL(fileURLWithPath: emptyPackage), mode: .readWrite).close()
         }
     })
 
@@ -303,35 +308,36 @@ try compare(
 let shareBlobs = Int(64 * options.scale)
 let sharePackage = fresh("share.deck")
 if selected("export 1 GiB to zip") || selected("import 1 GiB zip") {
-    let document = try DocumentPackage.create(
+    let store = try PackageStore.create(
         at: URL(fileURLWithPath: sharePackage), contentType: "org.deck.bench", schema: blobSchema)
-    // Blob files are usually media, so the bytes are incompressible (from a fixed-seed
-    // generator: every run archives the same data). `--sparse-blobs` uses mostly-zero blobs.
-    let chunk = 16 << 20
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-    for i in 0..<shareBlobs {
-        var words = [UInt64](repeating: 0, count: chunk / 8)
-        if options.sparseBlobs {
-            for j in stride(from: 0, to: words.count, by: 64) { words[j] = UInt64(i &* 131 &+ j) }
-        } else {
-            for j in words.indices {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                words[j] = z ^ (z >> 31)
+    try store.write { document in
+        // Blob files are usually media, so the bytes are incompressible (from a fixed-seed
+        // generator: every run archives the same data). `--sparse-blobs` uses mostly-zero blobs.
+        let chunk = 16 << 20
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for i in 0..<shareBlobs {
+            var words = [UInt64](repeating: 0, count: chunk / 8)
+            if options.sparseBlobs {
+                for j in stride(from: 0, to: words.count, by: 64) { words[j] = UInt64(i &* 131 &+ j) }
+            } else {
+                for j in words.indices {
+                    state &+= 0x9E37_79B9_7F4A_7C15
+                    var z = state
+                    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                    words[j] = z ^ (z >> 31)
+                }
             }
+            words[0] = UInt64(i)
+            try document.insert("Item", ["payload": .data(words.withUnsafeBytes { Data($0) })])
         }
-        words[0] = UInt64(i)
-        try document.insert("Item", ["payload": .data(words.withUnsafeBytes { Data($0) })])
     }
-    try document.save()
-    try document.close()
+    try store.close()
 }
 try compare(
     "export 1 GiB to zip", target: "≥ 0.9×",
     deck: {
-        try DocumentPackage.export(
+        try DeckDocument.export(
             at: URL(fileURLWithPath: sharePackage), to: URL(fileURLWithPath: fresh("e.zip")))
     },
     baseline: {
@@ -344,14 +350,14 @@ try compare(
     "import 1 GiB zip", target: "≥ 0.8×",
     setup: {
         if !FileManager.default.fileExists(atPath: options.workDirectory + "/e.zip") {
-            try DocumentPackage.export(
+            try DeckDocument.export(
                 at: URL(fileURLWithPath: sharePackage), to: URL(fileURLWithPath: fresh("e.zip")))
         }
         _ = fresh("i.deck")
         _ = shell("rm -rf '\(fresh("x"))' && mkdir '\(options.workDirectory)/x'")
     },
     deck: {
-        try DocumentPackage.importArchive(
+        try DeckDocument.importArchive(
             at: URL(fileURLWithPath: options.workDirectory + "/e.zip"),
             to: URL(fileURLWithPath: fresh("i.deck")))
     },
@@ -366,11 +372,12 @@ if options.rssGiB > 0 {
     let source = fresh("rss.bin")
     let gib = options.rssGiB
     _ = shell("head -c \(gib)G /dev/urandom > '\(source)'")
-    let document = try DocumentPackage.create(
+    let store = try PackageStore.create(
         at: URL(fileURLWithPath: big), contentType: "org.deck.bench", schema: blobSchema)
-    try document.insert("Item", ["payload": .file(URL(fileURLWithPath: source))])
-    try document.save()
-    try document.close()
+    try store.write { document in
+        try document.insert("Item", ["payload": .file(URL(fileURLWithPath: source))])
+    }
+    try store.close()
     try? FileManager.default.removeItem(atPath: source)
     let deckBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("deck").path

@@ -12,16 +12,15 @@ enum Support {
     }
 
     /// Opens the package at the command's `<path>`.
-    static func openPackage(_ command: ParsedCommand, mode: DocumentPackage.Mode) throws -> DocumentPackage {
-        try DocumentPackage.open(at: url(try requiredPositional(command, "path")), mode: mode)
+    static func openPackage(_ command: ParsedCommand, mode: PackageStore.Mode) throws -> PackageStore {
+        try PackageStore.open(at: url(try requiredPositional(command, "path")), mode: mode)
     }
 
-    /// The entity named by `<entity>`, checked against the schema (with a suggestion).
-    static func entity(_ command: ParsedCommand, in document: DocumentPackage) throws -> Entity {
+    /// The entity named by `<entity>`, checked against the schema.
+    static func entity(_ command: ParsedCommand, in schema: StoreSchema) throws -> Entity {
         let name = try requiredPositional(command, "entity")
-        guard let entity = document.schema.entity(named: name) else {
-            let names = document.schema.entities.map(\.name)
-            throw DeckError.unknownEntity(name, known: names)
+        guard let entity = schema.entity(named: name) else {
+            throw DeckError.unknownEntity(name, known: schema.entities.map(\.name))
         }
         return entity
     }
@@ -45,24 +44,11 @@ enum Support {
         return .all
     }
 
-    /// All attributes and relationships of `entity`, inherited ones included.
-    static func properties(of entity: Entity, in schema: StoreSchema) -> (
-        attributes: [Attribute], relationships: [Relationship]
-    ) {
-        var chain = [entity]
-        while let parent = chain[0].superentity.flatMap({ schema.entity(named: $0) }),
-            !chain.contains(where: { $0.name == parent.name })
-        {
-            chain.insert(parent, at: 0)
-        }
-        return (chain.flatMap(\.attributes), chain.flatMap(\.relationships))
-    }
-
     /// Parses `key=value` arguments into record values by the schema.
     static func assignments(
         _ command: ParsedCommand, entity: Entity, schema: StoreSchema
     ) throws -> [String: Value] {
-        let (attributes, relationships) = properties(of: entity, in: schema)
+        let (attributes, relationships) = schema.properties(of: entity.name)
         let names = attributes.map(\.name) + relationships.map(\.name)
         var values: [String: Value] = [:]
         func unknown(_ key: String) -> DeckError {

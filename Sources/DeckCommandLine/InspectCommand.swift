@@ -11,7 +11,7 @@ enum InspectCommand {
         }
     }
 
-    static func show(_ command: ParsedCommand, document: DocumentPackage, displayPath: String, full: Bool)
+    static func show(_ command: ParsedCommand, document: PackageStore, displayPath: String, full: Bool)
         throws
         -> Int32
     {
@@ -143,13 +143,7 @@ enum VerifyCommand {
             bar.setTotal(total)
             bar.update(completed: done)
         }
-        var isDirectory: ObjCBool = false
-        let isArchive =
-            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
-        let report =
-            isArchive
-            ? try PackageVerifier.verifyArchive(at: Support.url(path), options: options)
-            : try PackageVerifier.verify(at: Support.url(path), options: options)
+        let report = try DeckDocument.verify(at: Support.url(path), options: options)
         bar.finish()
         if command.flag("json") {
             let findings = report.findings.map { finding in

@@ -13,7 +13,7 @@ enum NewCommand {
             throw command.usageError("--sample and --schema cannot be combined")
         }
         var contentType = command.value("type")
-        if let type = contentType, !PackageLayout.isValidContentType(type) {
+        if let type = contentType, !PackageStore.isValidContentType(type) {
             throw command.usageError(
                 "invalid content type '\(type)': use 1 to 255 printable ASCII characters without spaces, "
                     + "such as org.example.notes")
@@ -30,8 +30,8 @@ enum NewCommand {
         } else {
             schema = StoreSchema(entities: [])
         }
-        let document = try DocumentPackage.create(
-            at: Support.url(path), contentType: contentType ?? PackageLayout.genericContentType,
+        let document = try PackageStore.create(
+            at: Support.url(path), contentType: contentType ?? PackageStore.defaultContentType,
             schema: schema)
         do {
             if sample != nil { try FlashcardsSample.populate(document) }

@@ -5,14 +5,14 @@ import Foundation
 /// `deck query`.
 enum QueryCommand {
     static func run(_ command: ParsedCommand) throws -> Int32 {
-        try Support.withReadableDocument(try Support.requiredPositional(command, "path")) { document in
-            try execute(command, on: document)
+        try Support.withReadableDocument(try Support.requiredPositional(command, "path")) { store in
+            try store.read { try execute(command, on: $0) }
         }
     }
 
     /// Runs the query on an open document (`deck query` and the shell's `query`).
-    static func execute(_ command: ParsedCommand, on document: DocumentPackage) throws -> Int32 {
-        let entity = try Support.entity(command, in: document)
+    static func execute(_ command: ParsedCommand, on document: StoreReader) throws -> Int32 {
+        let entity = try Support.entity(command, in: document.schema)
         if command.flag("json") && command.flag("csv") {
             throw command.usageError("--json and --csv cannot be combined")
         }
@@ -37,14 +37,12 @@ enum QueryCommand {
             Output.standard.write(command.flag("json") ? "{\"count\":\(count)}\n" : "\(count)\n")
             return 0
         }
-        let (attributes, relationships) = Support.properties(of: entity, in: document.schema)
+        let (attributes, relationships) = document.schema.properties(of: entity.name)
         // Subentities may add columns: include every attribute of the family.
         var columns = attributes.map(\.name) + relationships.filter { !$0.isToMany }.map(\.name)
         for other in document.schema.entities where other.name != entity.name {
-            let (subAttributes, subRelationships) = Support.properties(of: other, in: document.schema)
-            guard subAttributes.count >= attributes.count,
-                isDescendant(other, of: entity, in: document.schema)
-            else { continue }
+            let (subAttributes, subRelationships) = document.schema.properties(of: other.name)
+            guard document.schema.entity(other.name, inheritsFrom: entity.name) else { continue }
             for name in subAttributes.map(\.name) + subRelationships.filter({ !$0.isToMany }).map(\.name)
             where !columns.contains(name) {
                 columns.append(name)
@@ -81,17 +79,6 @@ enum QueryCommand {
             Output.standard.write(table(header: ["_id"] + columns, rows: rows))
         }
         return 0
-    }
-
-    static func isDescendant(_ entity: Entity, of ancestor: Entity, in schema: StoreSchema) -> Bool {
-        var current = entity.superentity
-        var steps = 0
-        while let name = current, steps < 100 {
-            if name == ancestor.name { return true }
-            current = schema.entity(named: name)?.superentity
-            steps += 1
-        }
-        return false
     }
 
     static func csv(_ field: String) -> String {

@@ -36,7 +36,7 @@ enum SharingCommands {
         let archive = try output(command)
         let (bar, update) = progress("Exporting", command)
         defer { bar.finish() }
-        try DocumentPackage.export(
+        try DeckDocument.export(
             at: Support.url(path), to: Support.url(archive), format: try format(command),
             overwrite: command.flag("force"), progress: update)
         report(command, "Exported \(path) to \(archive)", ["archive": archive])
@@ -46,10 +46,10 @@ enum SharingCommands {
     static func importArchive(_ command: ParsedCommand) throws -> Int32 {
         let archive = try Support.requiredPositional(command, "archive")
         let destination =
-            command.value("output") ?? DocumentPackage.defaultImportName(for: Support.url(archive))
+            command.value("output") ?? DeckDocument.defaultImportName(for: Support.url(archive))
         let (bar, update) = progress("Importing", command)
         defer { bar.finish() }
-        let url = try DocumentPackage.importArchive(
+        let url = try DeckDocument.importArchive(
             at: Support.url(archive), to: Support.url(destination), progress: update)
         report(command, "Imported \(archive) as \(destination)", ["package": url.path])
         return 0
@@ -60,7 +60,7 @@ enum SharingCommands {
         let archive = try output(command)
         let (bar, update) = progress("Packing", command)
         defer { bar.finish() }
-        try DocumentPackage.pack(
+        try DeckDocument.pack(
             directory: Support.url(path), to: Support.url(archive), format: try format(command),
             overwrite: command.flag("force"), progress: update)
         report(command, "Packed \(path) into \(archive)", ["archive": archive])
@@ -72,7 +72,7 @@ enum SharingCommands {
         let destination = try output(command)
         let (bar, update) = progress("Unpacking", command)
         defer { bar.finish() }
-        try DocumentPackage.unpack(at: Support.url(archive), to: Support.url(destination), progress: update)
+        try DeckDocument.unpack(at: Support.url(archive), to: Support.url(destination), progress: update)
         report(command, "Unpacked \(archive) into \(destination)", ["directory": destination])
         return 0
     }
@@ -89,22 +89,10 @@ enum SharingCommands {
 }
 
 extension Support {
-    /// Runs `body` on the document at `path` opened read-only; an archive file is imported into a
-    /// private temporary directory first (checked and verified exactly as `deck import` does)
-    /// and removed afterwards, also when the command is interrupted.
-    static func withReadableDocument<T>(_ path: String, _ body: (DocumentPackage) throws -> T) throws -> T {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
-        else {
-            let document = try DocumentPackage.open(at: url(path), mode: .readOnly)
-            defer { try? document.close() }
-            return try body(document)
-        }
-        do {
-            return try DocumentPackage.withArchive(at: url(path), body)
-        } catch DeckError.archive(let reason) {
-            throw DeckError.notAPackage(
-                path: path, reason: "not a directory, and not a readable package archive (\(reason))")
-        }
+    /// Runs `body` on the document at `path` opened read-only, in one read scope; an archive
+    /// file is imported into a private temporary directory first (checked and verified exactly
+    /// as `deck import` does) and removed afterwards, also when the command is interrupted.
+    static func withReadableDocument<T>(_ path: String, _ body: (PackageStore) throws -> T) throws -> T {
+        try DeckDocument.withReadOnlyStore(at: url(path), body)
     }
 }

@@ -38,12 +38,13 @@ enum Shell {
     }()
 
     static func run(path: String) throws -> Int32 {
-        let (document, note) = try openForShell(URL(fileURLWithPath: path))
-        defer { try? document.close() }
+        let (store, note) = try openForShell(URL(fileURLWithPath: path))
+        let document = try Session(store: store)
+        defer { document.close() }
         let interactive = StandardStreams.isTerminal(0)
         if interactive {
             Output.standard.write(
-                "deck \(DeckCommandLine.version) — \(document.manifest.contentType) document \(path)\(note)\n"
+                "deck \(DeckCommandLine.version) — \(store.manifest.contentType) document \(path)\(note)\n"
                     + "Enter 'help' for commands, 'quit' to leave.\n")
         }
         var history: [String] = []
@@ -105,27 +106,72 @@ enum Shell {
     }
 
     /// Opens for writing when possible, else read-only with a note saying why.
-    static func openForShell(_ url: URL) throws -> (DocumentPackage, String) {
+    static func openForShell(_ url: URL) throws -> (PackageStore, String) {
         do {
-            return (try DocumentPackage.open(at: url, mode: .readWrite), "")
+            return (try PackageStore.open(at: url, mode: .readWrite), "")
         } catch {
             switch error {
             case .locked(_, let pid):
                 let holder = pid.map { "pid \($0)" } ?? "another process"
-                return (
-                    try DocumentPackage.open(at: url, mode: .readOnly), " (read-only: locked by \(holder))"
-                )
+                return (try PackageStore.open(at: url, mode: .readOnly), " (read-only: locked by \(holder))")
             case .permissionDenied:
-                return (
-                    try DocumentPackage.open(at: url, mode: .readOnly), " (read-only: no write permission)"
-                )
+                return (try PackageStore.open(at: url, mode: .readOnly), " (read-only: no write permission)")
             default:
                 throw error
             }
         }
     }
 
-    static func execute(_ words: [String], on document: DocumentPackage) throws {
+    /// The shell's hold on its document: for a writable one, one long transaction that `save`
+    /// commits and `undo` rolls back (a new one begins after each); for a read-only one, a read
+    /// scope per command.
+    final class Session {
+        let store: PackageStore
+        private var transaction: StoreTransaction?
+
+        init(store: PackageStore) throws {
+            self.store = store
+            if store.mode == .readWrite { transaction = try store.beginTransaction() }
+        }
+
+        var schema: StoreSchema { store.schema }
+
+        /// Whether there are changes that `save` would commit.
+        var hasChanges: Bool { transaction?.hasChanges ?? false }
+
+        /// Runs `body` on what the session sees: its own transaction, or a committed snapshot.
+        func reading<T>(_ body: (StoreReader) throws -> T) throws -> T {
+            if let transaction { return try body(transaction) }
+            return try store.read(body)
+        }
+
+        /// The session's transaction, for changes.
+        func writing() throws -> StoreTransaction {
+            guard let transaction else { throw DeckError.readOnly(path: store.url.path) }
+            return transaction
+        }
+
+        func save() throws {
+            guard let transaction else { throw DeckError.readOnly(path: store.url.path) }
+            try transaction.commit()
+            self.transaction = try store.beginTransaction()
+        }
+
+        func undo() throws {
+            guard let transaction else { return }
+            transaction.rollback()
+            self.transaction = try store.beginTransaction()
+        }
+
+        /// Ends the session, dropping what was not saved (the caller has asked).
+        func close() {
+            transaction?.rollback()
+            transaction = nil
+            try? store.close()
+        }
+    }
+
+    static func execute(_ words: [String], on document: Session) throws {
         let command: ParsedCommand
         switch try ArgumentParser.parse(words, root: root) {
         case .help(let path):
@@ -141,17 +187,23 @@ enum Shell {
         Output.standard.escapesText = !DeckCommandLine.writesExactOutput(command)
         defer { Output.standard.escapesText = true }
         switch command.subcommandPath {
-        case ["query"]: _ = try QueryCommand.execute(command, on: document)
-        case ["insert"]: _ = try WriteCommands.insert(command, on: document, save: false)
-        case ["update"]: _ = try WriteCommands.update(command, on: document, save: false)
-        case ["delete"]: _ = try WriteCommands.delete(command, on: document, save: false)
-        case ["show"]: try show(command, on: document)
+        case ["query"]: _ = try document.reading { try QueryCommand.execute(command, on: $0) }
+        case ["insert"]:
+            WriteCommands.report(
+                inserted: try WriteCommands.insert(command, on: try document.writing()), command)
+        case ["update"]:
+            let count = try WriteCommands.update(command, on: try document.writing())
+            WriteCommands.report(command, verb: "Updated", count: count)
+        case ["delete"]:
+            let count = try WriteCommands.delete(command, on: try document.writing())
+            WriteCommands.report(command, verb: "Deleted", count: count)
+        case ["show"]: try document.reading { try show(command, on: $0) }
         case ["entities"]:
-            for entity in try document.info().entities {
+            for entity in try document.reading({ try $0.info() }).entities {
                 Output.standard.write("\(entity.name)  \(entity.records)\n")
             }
         case ["schema"]:
-            let info = try document.info()
+            let info = try document.reading { try $0.info() }
             var text = InspectCommand.text(info, schema: document.schema, full: true)
             text = String(text[(text.range(of: "schema:\n")?.upperBound ?? text.endIndex)...])
             if let name = command.positional("entity") {
@@ -177,15 +229,15 @@ enum Shell {
             Output.standard.write(had ? "saved\n" : "nothing to save\n")
         case ["undo"]:
             let had = document.hasChanges
-            document.rollback()
+            try document.undo()
             Output.standard.write(had ? "unsaved changes discarded\n" : "nothing to undo\n")
         default:
             Output.standard.write(HelpFormatter.help(for: [""], root: root) + "\n")
         }
     }
 
-    static func show(_ command: ParsedCommand, on document: DocumentPackage) throws {
-        let entity = try Support.entity(command, in: document)
+    static func show(_ command: ParsedCommand, on document: StoreReader) throws {
+        let entity = try Support.entity(command, in: document.schema)
         let text = command.positional("id") ?? ""
         guard let id = Int64(text.hasPrefix("#") ? String(text.dropFirst()) : text) else {
             throw command.usageError("'\(text)' is not a record id")
@@ -194,7 +246,7 @@ enum Shell {
             throw DeckError.recordNotFound(entity: entity.name, id: id)
         }
         Output.standard.write("\(record.entity) #\(record.id)\n")
-        let (attributes, relationships) = Support.properties(of: entity, in: document.schema)
+        let (attributes, relationships) = document.schema.properties(of: entity.name)
         let width = (attributes.map(\.name) + relationships.map(\.name)).map(\.count).max() ?? 0
         func line(_ name: String, _ value: String) {
             Output.standard.write(

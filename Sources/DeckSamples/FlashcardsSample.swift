@@ -69,9 +69,14 @@ public enum FlashcardsSample {
         ]
 
     /// Fills an empty flash-cards document with two decks, ten cards, tags and six images
-    /// (each about 90 KB, above the 64 KiB threshold, so they are stored as blob files), and
-    /// saves it.
-    public static func populate(_ document: DocumentPackage) throws(DeckError) {
+    /// (each about 90 KB, above the 64 KiB threshold, so they are stored as blob files), in one
+    /// transaction.
+    public static func populate(_ store: PackageStore) throws {
+        try store.write { document in try populate(document) }
+    }
+
+    /// Fills an empty flash-cards document within `document`, a write transaction.
+    public static func populate(_ document: StoreTransaction) throws(DeckError) {
         var tags: [String: Int64] = [:]
         let base = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11-18, fixed for reproducibility
         var serial = 0
@@ -103,7 +108,6 @@ public enum FlashcardsSample {
                 try document.insert("Card", values)
             }
         }
-        try document.save()
     }
 
     /// A deterministic 200×150 colour image in binary PPM (netpbm P6) form: 90,015 bytes.

@@ -23,9 +23,9 @@ import Testing
     func waitForFirstCommit(_ url: URL) throws {
         // Up to 30 s: under a sanitizer the child starts slowly.
         for _ in 0..<3_000 {
-            let document = try DocumentPackage.open(at: url, mode: .readOnly)
-            defer { try? document.close() }
-            if try document.count(RecordQuery("Stats")) > 0 { return }
+            let store = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? store.close() }
+            if try store.read({ try $0.count(RecordQuery("Stats")) }) > 0 { return }
             usleep(10_000)
         }
         Issue.record("the writer never committed")
@@ -34,7 +34,7 @@ import Testing
     @Test func readersSeeOnlyCommittedStatesWhileAWriterWorks() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("shared.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let writer = try startWriter(url, seed: 7)
         defer {
             kill(writer.processIdentifier, SIGKILL)
@@ -63,7 +63,7 @@ import Testing
     @Test func aSecondWriterIsRefusedWithTheHoldersPid() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("locked.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let writer = try startWriter(url, seed: 3)
         defer {
             kill(writer.processIdentifier, SIGKILL)
@@ -71,7 +71,7 @@ import Testing
         }
         try waitForFirstCommit(url)
         #expect {
-            try DocumentPackage.open(at: url, mode: .readWrite)
+            try PackageStore.open(at: url, mode: .readWrite)
         } throws: { error in
             guard case DeckError.locked(_, let pid) = error else { return false }
             return pid == writer.processIdentifier
@@ -87,7 +87,7 @@ import Testing
     @Test func aDeadWritersLockDoesNotBlockTheNext() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("stale.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         let writer = try startWriter(url, seed: 5)
         try waitForFirstCommit(url)
         kill(writer.processIdentifier, SIGKILL)
@@ -95,9 +95,8 @@ import Testing
         // The lock file still names the dead pid, but the kernel released the lock with it.
         let lockText = try String(contentsOfFile: url.appendingPathComponent("lock").path, encoding: .utf8)
         #expect(lockText.trimmingCharacters(in: .whitespacesAndNewlines) == String(writer.processIdentifier))
-        let next = try DocumentPackage.open(at: url, mode: .readWrite)
-        try next.insert("Commit", ["sequence": .integer(1_000_000)])
-        try next.save()
+        let next = try PackageStore.open(at: url, mode: .readWrite)
+        try next.write { try $0.insert("Commit", ["sequence": .integer(1_000_000)]) }
         try next.close()
         #expect(try PackageVerifier.verify(at: url).isValid)
     }

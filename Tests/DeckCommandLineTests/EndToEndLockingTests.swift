@@ -15,7 +15,7 @@ struct EndToEndLockingTests {
     @Test func writersAreRefusedWhileWeHoldTheLock() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)
-        let document = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readWrite)
+        let document = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readWrite)
 
         let insert = try deck("insert", path, "Tag", "name=blocked")
         e2eExpectFailure(insert, status: 75, "locked by pid \(pid)", "hint: only one process may write")
@@ -49,11 +49,12 @@ struct EndToEndLockingTests {
     @Test func readersSeeOnlySavedChanges() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)
-        let document = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readWrite)
+        let document = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readWrite)
         defer { try? document.close() }
-        try document.insert("Tag", ["name": .string("pending")])
+        let transaction = try document.beginTransaction()
+        try transaction.insert("Tag", ["name": .string("pending")])
         #expect(try deck("query", path, "Tag", "--where", "name = pending", "--count").stdout == "0\n")
-        try document.save()
+        try transaction.commit()
         let result = try deck("query", path, "Tag", "--where", "name = pending", "--json")
         e2eExpectSuccess(result)
         #expect(try e2eColumn(result.stdout, "name") == ["pending"])
@@ -62,7 +63,7 @@ struct EndToEndLockingTests {
     @Test func shellOnALockedPackageIsReadOnly() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)
-        let document = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readWrite)
+        let document = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readWrite)
         defer { try? document.close() }
         let result = try deck("open", path, "--shell", stdin: "query Tag --count\ninsert Tag name=nope\n")
         #expect(result.status == 1)
@@ -77,7 +78,7 @@ struct EndToEndLockingTests {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)
         for round in 0..<3 {
-            let document = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readWrite)
+            let document = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readWrite)
             #expect(try deck("insert", path, "Tag", "name=r\(round)a").status == 75)
             try document.close()
             e2eExpectSuccess(try deck("insert", path, "Tag", "name=r\(round)b"))

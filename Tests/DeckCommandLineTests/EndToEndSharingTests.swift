@@ -75,7 +75,7 @@ import Testing
     @Test func packRefusesADocumentOpenForWriting() throws {
         let directory = try TemporaryDirectory()
         let path = try sample(directory)
-        let writer = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readWrite)
+        let writer = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readWrite)
         defer { try? writer.close() }
         let pack = try deck("pack", path, "-o", directory.appending("live.zip"))
         #expect(pack.status == 75)

@@ -82,7 +82,7 @@ struct EndToEndStoreTrustTests {
             try deck("export", path, "-o", directory.appending("out.zip")), status: 65, "'wipe'")
         #expect(try e2eBlobFiles(path) == blobsBefore)
 
-        try DocumentPackage.pack(
+        try DeckDocument.pack(
             directory: URL(fileURLWithPath: path), to: URL(fileURLWithPath: directory.appending("raw.zip")))
         e2eExpectFailure(
             try deck("import", directory.appending("raw.zip"), "-o", directory.appending("Copy.deck")),

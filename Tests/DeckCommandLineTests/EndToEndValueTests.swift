@@ -256,7 +256,8 @@ struct EndToEndValueTests {
         }
         let dir = try TemporaryDirectory()
         let path = try makePackage(dir)
-        let package = try DocumentPackage.open(at: URL(fileURLWithPath: path))
+        let package = try PackageStore.open(at: URL(fileURLWithPath: path))
+        let transaction = try package.beginTransaction()
         var written: [[String: Value]] = []
         let low = Timestamp.earliest.timeIntervalSince1970
         let high = Timestamp.end.timeIntervalSince1970
@@ -287,10 +288,10 @@ struct EndToEndValueTests {
                     as: .url),
                 "m": decimal, "j": .json(randomJSON(0)),
             ]
-            try package.insert("S", values)
+            try transaction.insert("S", values)
             written.append(values)
         }
-        try package.save()
+        try transaction.commit()
         try package.close()
         let records = try records(path)
         #expect(records.count == written.count)

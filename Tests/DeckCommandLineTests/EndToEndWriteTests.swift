@@ -18,9 +18,9 @@ struct EndToEndWriteTests {
     }
 
     func related(_ path: String, _ entity: String, _ id: Int64, _ relationship: String) throws -> [Int64] {
-        let document = try DocumentPackage.open(at: URL(fileURLWithPath: path), mode: .readOnly)
+        let document = try PackageStore.open(at: URL(fileURLWithPath: path), mode: .readOnly)
         defer { try? document.close() }
-        return try document.related(entity, id: id, relationship).sorted()
+        return try document.read { try $0.related(entity, id: id, relationship).sorted() }
     }
 
     @Test func insertWithEverySampleAttributeType() throws {

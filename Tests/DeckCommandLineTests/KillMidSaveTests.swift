@@ -31,7 +31,7 @@ let crashSchema = StoreSchema(entities: [
     @Test func killedWriterLosesNothingCommitted() throws {
         let directory = try TemporaryDirectory()
         let url = URL(fileURLWithPath: directory.appending("crash.deck"))
-        try DocumentPackage.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
+        try PackageStore.create(at: url, contentType: "org.deck.crashtest", schema: crashSchema).close()
         var generator = SystemRandomNumberGenerator()
         let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 12
         var lastCommitted: Int64 = 0
@@ -59,7 +59,7 @@ let crashSchema = StoreSchema(entities: [
             // temporary names and rename at the end).
             let archive = directory.url.appendingPathComponent("export.zip")
             if FileManager.default.fileExists(atPath: archive.path) {
-                #expect(try PackageVerifier.verifyArchive(at: archive).isValid, "round \(round): export.zip")
+                #expect(try DeckDocument.verifyArchive(at: archive).isValid, "round \(round): export.zip")
             }
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
             where name.hasPrefix("imported-") {
@@ -68,9 +68,11 @@ let crashSchema = StoreSchema(entities: [
                 try FileManager.default.removeItem(at: imported)
             }
 
-            let document = try DocumentPackage.open(at: url, mode: .readOnly)
-            let newest = try document.fetch(
-                RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+            let document = try PackageStore.open(at: url, mode: .readOnly)
+            let newest = try document.read {
+                try $0.fetch(
+                    RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+            }
             let stored: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
             // Every reported commit survives; at most the batch in flight may also have committed.
             #expect(
@@ -80,8 +82,10 @@ let crashSchema = StoreSchema(entities: [
                 "round \(round): store has \(stored), child reported \(lastCommitted)")
             lastCommitted = stored
             // Every card's data is readable and intact.
-            for record in try document.fetch(RecordQuery("Card")) {
-                if let value = record["image"] { _ = try document.data(of: value) }
+            try document.read { reader in
+                for record in try reader.fetch(RecordQuery("Card")) {
+                    if let value = record["image"] { _ = try reader.data(of: value) }
+                }
             }
             try document.close()
         }

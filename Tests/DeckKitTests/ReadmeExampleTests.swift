@@ -8,34 +8,38 @@ import Testing
     static func example(directory: URL) throws -> [String] {
         // README-EXAMPLE-BEGIN
         let schema = StoreSchema(entities: [
-            Entity(
+            StoreSchema.Entity(
                 "Note",
                 attributes: [
-                    Attribute("title", .string, options: [.unique]),
-                    Attribute("body", .string, defaultValue: .string("")),
-                    Attribute("created", .date),
-                    Attribute("scan", .data, isOptional: true, options: [.externalStorage]),
+                    StoreSchema.Attribute("title", .string, options: [.unique]),
+                    StoreSchema.Attribute("body", .string, defaultValue: .string("")),
+                    StoreSchema.Attribute("created", .date),
+                    StoreSchema.Attribute("scan", .data, isOptional: true, options: [.externalStorage]),
                 ])
         ])
         let url = directory.appendingPathComponent("Notes.deck")
-        let notes = try DocumentPackage.create(at: url, contentType: "org.example.notes", schema: schema)
-        try notes.insert("Note", ["title": .string("Groceries"), "created": .date(.now)])
-        try notes.insert(
-            "Note",
-            [
-                "title": .string("Receipt"), "created": .date(.now),
-                "scan": .data(Data(repeating: 0xAB, count: 200_000)),  // stored as a blob file
-            ])
-        try notes.save()
+        let notes = try PackageStore.create(at: url, contentType: "org.example.notes", schema: schema)
+        let (_, changes) = try notes.write { transaction in
+            try transaction.insert("Note", ["title": .string("Groceries"), "created": .date(.now)])
+            try transaction.insert(
+                "Note",
+                [
+                    "title": .string("Receipt"), "created": .date(.now),
+                    "scan": .data(Data(repeating: 0xAB, count: 200_000)),  // stored as a blob file
+                ])
+        }
+        precondition(changes.inserted["Note"]?.count == 2)
 
-        let found = try notes.fetch(
-            RecordQuery(
-                "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
-                sort: [SortKey("title")]))
-        let titles = found.compactMap { $0["title"]?.description }
+        let titles = try notes.read { reader in
+            try reader.fetch(
+                RecordQuery(
+                    "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
+                    sort: [SortKey("title")])
+            ).compactMap { $0["title"]?.description }
+        }
         try notes.close()
 
-        let report = try PackageVerifier.verify(at: url)
+        let report = try DeckDocument.verify(at: url)
         precondition(report.isValid)
         // README-EXAMPLE-END
         return titles

@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -11,7 +12,7 @@ import Testing
     /// (a blob) and 300 cards with 50 KB of the same letter (a store of some 15 MB).
     static func compressibleDocument(in sandbox: Sandbox) throws -> URL {
         let url = sandbox.path("Compressible.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
         let deck = try document.insert("Deck", ["title": .string("Compressible"), "created": .date(.now)])
         try document.insert(
@@ -39,7 +40,7 @@ import Testing
         let sandbox = try Sandbox()
         let original = try Self.compressibleDocument(in: sandbox)
         let archive = sandbox.path("Compressible.\(format.fileExtension)")
-        try DocumentPackage.export(at: original, to: archive)
+        try DeckDocument.export(at: original, to: archive)
         let archiveSize = try #require(
             try FileManager.default.attributesOfItem(atPath: archive.path)[.size] as? NSNumber
         ).int64Value
@@ -50,8 +51,8 @@ import Testing
             let scan = try PackageArchive.scan(archive: archive)
             #expect(scan.totalBytes / archiveSize > 200, "\(scan.totalBytes) from \(archiveSize)")
         }
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
-        let imported = try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         #expect(try documentDump(imported) == documentDump(original))
     }
 
@@ -76,7 +77,7 @@ import Testing
         #expect(throws: refusal) { try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck")) }
         #expect(throws: refusal) { try PackageArchive.scan(archive: archive, storeTo: sandbox.path("store")) }
         #expect(try sandbox.contents() == ["zeros.tar.gz"])
-        #expect(try !PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try !DeckDocument.verifyArchive(at: archive).isValid)
     }
 
     @Test func aGigabyteOfZerosAsAManifestIsRefusedAtOneMebibyte() throws {
@@ -108,7 +109,7 @@ import Testing
         }
         #expect(try sandbox.contents() == ["zeros.tar.gz"])
         #expect {
-            try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         } throws: { error in
             guard case DeckError.io(_, _, ENOSPC) = error else { return false }
             return (error as? DeckError)?.kind == .io
@@ -135,7 +136,7 @@ import Testing
         let bomb = try Data(contentsOf: inner)
         #expect(bomb.count < 1 << 20)
         let url = sandbox.path("Nested.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
         let deck = try document.insert("Deck", ["title": .string("Bombs"), "created": .date(.now)])
         try document.insert(
@@ -148,8 +149,8 @@ import Testing
         try document.close()
         for format in [ArchiveFormat.zip, .tarGzip] {
             let archive = sandbox.path("nested.\(format.fileExtension)")
-            try DocumentPackage.export(at: url, to: archive)
-            let imported = try DocumentPackage.importArchive(
+            try DeckDocument.export(at: url, to: archive)
+            let imported = try DeckDocument.importArchive(
                 at: archive, to: sandbox.path("Imported-\(format.name).deck"))
             let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(bomb))
             #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == bomb)
@@ -191,6 +192,6 @@ import Testing
             return detail.contains("overlaps")
         }
         #expect(try sandbox.contents() == ["kernel.zip", "overlap.zip"])
-        #expect(try !PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try !DeckDocument.verifyArchive(at: archive).isValid)
     }
 }

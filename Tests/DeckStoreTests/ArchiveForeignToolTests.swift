@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -11,7 +12,7 @@ import Testing
 /// Every record of every entity (blob values loaded, to-many relationships listed), in id order:
 /// what two copies of a document must agree on.
 func documentDump(_ url: URL) throws -> [String: [String]] {
-    let document = try DocumentPackage.open(at: url, mode: .readOnly)
+    let document = try TestDocument.open(at: url, mode: .readOnly)
     defer { try? document.close() }
     var result: [String: [String]] = [:]
     for entity in document.schema.entities {
@@ -79,11 +80,11 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
     /// closed: it has a `lock`, a `tmp/` (with a stray temporary in it) and blobs.
     static func writtenPackage(in sandbox: Sandbox) throws -> URL {
         let url = sandbox.path("Name.deck")
-        let created = try DocumentPackage.create(
+        let created = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(created)
+        try FlashcardsSample.populate(created.store)
         try created.close()
-        let document = try DocumentPackage.open(at: url)
+        let document = try TestDocument.open(at: url)
         try document.insert("Tag", ["name": .string("written later")])
         try document.save()
         try document.close()
@@ -97,7 +98,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
     /// A copy of `url` made while a writer has saved a change and still has the package open:
     /// what a killed writer leaves (store, non-empty `-wal`, `-shm`, `lock`, `tmp/`).
     static func copyWithLog(of url: URL, to copy: URL) throws -> String {
-        let writer = try DocumentPackage.open(at: url)
+        let writer = try TestDocument.open(at: url)
         try writer.insert("Tag", ["name": .string("only in the log")])
         try writer.save()
         try FileManager.default.copyItem(at: url, to: copy)
@@ -114,16 +115,18 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         let original = try Self.writtenPackage(in: sandbox)
         try runTool(tool.executable, tool.arguments, in: sandbox.url)
         let archive = sandbox.path(tool.output)
-        let report = try PackageVerifier.verifyArchive(at: archive)
+        let report = try DeckDocument.verifyArchive(at: archive)
         #expect(report.isValid, "\(report.findings)")
-        let imported = try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         #expect(try documentDump(imported) == documentDump(original))
         // Nothing of `lock` or `tmp/` came along.
         let names = try FileManager.default.contentsOfDirectory(atPath: imported.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
         #expect(try PackageVerifier.verify(at: imported).findings.isEmpty)
         // Reading commands take the archive too.
-        let count = try DocumentPackage.withArchive(at: archive) { try $0.count(RecordQuery("Tag")) }
+        let count = try DeckDocument.withArchive(at: archive) { store in
+            try store.read { try $0.count(RecordQuery("Tag")) }
+        }
         #expect(count == 6)
     }
 
@@ -137,18 +140,18 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         try runTool(tool.executable, tool.arguments, in: live)
         let archive = live.appendingPathComponent(tool.output)
 
-        let report = try PackageVerifier.verifyArchive(at: archive)
+        let report = try DeckDocument.verifyArchive(at: archive)
         #expect(!report.isValid)
         #expect(report.findings.map(\.code) == ["archive-store-log"])
         #expect(report.findings.first?.message.contains("deck export") == true)
         #expect {
-            try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         } throws: { error in
             guard case DeckError.corrupt(_, let reason) = error else { return false }
             return reason.contains("store.sqlite-wal") && reason.contains("deck export")
         }
         #expect(try sandbox.contents() == ["Live", "Name.deck"])
-        #expect(throws: DeckError.self) { try DocumentPackage.withArchive(at: archive) { _ in } }
+        #expect(throws: DeckError.self) { try DeckDocument.withArchive(at: archive) { _ in } }
 
         // The archive layer unpacks the log beside the store, as the package had it (never the
         // -shm, lock or tmp/)...
@@ -159,10 +162,10 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         // ...and the document layer's unpack applies it in its private copy: the change saved only
         // in the log is there, and the result is a tidy package.
         let unpacked = sandbox.path("Unpacked.deck")
-        try DocumentPackage.unpack(at: archive, to: unpacked)
+        try DeckDocument.unpack(at: archive, to: unpacked)
         let names = try FileManager.default.contentsOfDirectory(atPath: unpacked.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
-        let document = try DocumentPackage.open(at: unpacked, mode: .readOnly)
+        let document = try TestDocument.open(at: unpacked, mode: .readOnly)
         #expect(
             try document.count(RecordQuery("Tag", filter: .compare("name", .equal, .string(logged)))) == 1)
         try document.close()
@@ -172,7 +175,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
     @Test func aCopyOfAPackageOpenButNotYetWrittenImports() throws {
         let sandbox = try Sandbox()
         let original = try Self.writtenPackage(in: sandbox)
-        let writer = try DocumentPackage.open(at: original)
+        let writer = try TestDocument.open(at: original)
         let copy = sandbox.path("Copy")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: false)
         try FileManager.default.copyItem(at: original, to: copy.appendingPathComponent("Name.deck"))
@@ -180,8 +183,8 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         try runTool("/usr/bin/zip", ["-qr", "x.zip", "Name.deck"], in: copy)
         let archive = copy.appendingPathComponent("x.zip")
         // An empty (or absent) log holds nothing: the store alone is the committed state.
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
-        let imported = try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         #expect(try documentDump(imported) == documentDump(original))
         let names = try FileManager.default.contentsOfDirectory(atPath: imported.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
@@ -193,12 +196,12 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         let sandbox = try Sandbox()
         let original = try Self.writtenPackage(in: sandbox)
         let exported = sandbox.path("e.zip")
-        try DocumentPackage.export(at: original, to: exported)
+        try DeckDocument.export(at: original, to: exported)
         // The exported entries, plus the given extras.
         func archive(_ name: String, _ extras: [RawEntry]) throws -> URL {
             var entries: [RawEntry] = []
             let scratch = sandbox.path("scratch-\(name)")
-            try DocumentPackage.unpack(at: exported, to: scratch)
+            try DeckDocument.unpack(at: exported, to: scratch)
             for item in ["manifest.json", "store.sqlite"] {
                 entries.append(.file(item, try Data(contentsOf: scratch.appendingPathComponent(item))))
             }
@@ -232,9 +235,9 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         ]
         for (name, extras, accepted) in cases {
             let url = try archive(name, extras)
-            let verified = try PackageVerifier.verifyArchive(at: url).isValid
+            let verified = try DeckDocument.verifyArchive(at: url).isValid
             let destination = sandbox.path("Imported-\(name).deck")
-            let imported = (try? DocumentPackage.importArchive(at: url, to: destination)) != nil
+            let imported = (try? DeckDocument.importArchive(at: url, to: destination)) != nil
             #expect(verified == accepted, "\(name): verify")
             #expect(imported == accepted, "\(name): import")
             if imported {
@@ -254,7 +257,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         value.append(Data(count: 64 << 20))
         value.append(Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) }))
         let url = sandbox.path("Name.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
         let deck = try document.insert("Deck", ["title": .string("Holes"), "created": .date(.now)])
         try document.insert(
@@ -295,8 +298,8 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
             ?? 0
         // Far more than 200 bytes out for every byte in: the old ratio limit refused this.
         #expect(size < value.count / 200, "tar -S should have stored the hole as a sparse map")
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
-        let imported = try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(value))
         #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == value)
         #expect(try documentDump(imported) == documentDump(original))

@@ -1,4 +1,5 @@
 import CDeckSystem
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -14,9 +15,9 @@ import Testing
 @Suite struct ArchiveStagingTests {
     static func sample(in sandbox: Sandbox) throws -> URL {
         let url = sandbox.path("Sample.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
         return url
     }
@@ -57,21 +58,21 @@ import Testing
         try manager.createSymbolicLink(
             atPath: sandbox.path(".out.zip.unpack-fedcba9876543210").path, withDestinationPath: original.path)
 
-        try DocumentPackage.export(at: original, to: sandbox.path("out.zip"))
+        try DeckDocument.export(at: original, to: sandbox.path("out.zip"))
         let hidden = try sandbox.contents().filter { $0.hasPrefix(".") }
         #expect(Set(hidden) == Set(kept + [".out.zip.unpack-fedcba9876543210"]))
         #expect(try PackageVerifier.verify(at: original).isValid)
         #expect(live != nil)
         // Once its process is gone (the lock dropped), the next run removes it too.
         live = nil
-        try DocumentPackage.export(at: original, to: sandbox.path("out.zip"), overwrite: true)
+        try DeckDocument.export(at: original, to: sandbox.path("out.zip"), overwrite: true)
         #expect(!manager.fileExists(atPath: sandbox.path(".out.zip.creating-\(hex)").path))
     }
 
     @Test func createImportAndUnpackSweepTheirNamesToo() throws {
         let sandbox = try Sandbox()
         let original = try Self.sample(in: sandbox)
-        try DocumentPackage.export(at: original, to: sandbox.path("s.zip"))
+        try DeckDocument.export(at: original, to: sandbox.path("s.zip"))
         let hex = "00000000000000aa"
         for name in ["New.deck", "Imported.deck", "Unpacked.deck"] {
             try FileManager.default.createDirectory(
@@ -79,12 +80,12 @@ import Testing
             try FileManager.default.createDirectory(
                 at: sandbox.path(".\(name).unpack-\(hex)"), withIntermediateDirectories: false)
         }
-        try DocumentPackage.create(
+        try TestDocument.create(
             at: sandbox.path("New.deck"), contentType: "org.example.x", schema: FlashcardsSample.schema
         )
         .close()
-        try DocumentPackage.importArchive(at: sandbox.path("s.zip"), to: sandbox.path("Imported.deck"))
-        try DocumentPackage.unpack(at: sandbox.path("s.zip"), to: sandbox.path("Unpacked.deck"))
+        try DeckDocument.importArchive(at: sandbox.path("s.zip"), to: sandbox.path("Imported.deck"))
+        try DeckDocument.unpack(at: sandbox.path("s.zip"), to: sandbox.path("Unpacked.deck"))
         #expect(try sandbox.contents().filter { $0.hasPrefix(".") }.isEmpty)
     }
 
@@ -134,14 +135,14 @@ import Testing
     @Test func readingAnArchiveSweepsStaleScratchDirectories() throws {
         let sandbox = try Sandbox()
         let original = try Self.sample(in: sandbox)
-        try DocumentPackage.export(at: original, to: sandbox.path("s.zip"))
+        try DeckDocument.export(at: original, to: sandbox.path("s.zip"))
         let temporary = FileManager.default.temporaryDirectory
         let stale = temporary.appendingPathComponent("deck-archive-\(Staging.randomSuffix())")
         try FileManager.default.createDirectory(
             at: stale.appendingPathComponent("package.deck/blobs"), withIntermediateDirectories: true)
-        let cards = try DocumentPackage.withArchive(at: sandbox.path("s.zip")) { document in
+        let cards = try DeckDocument.withArchive(at: sandbox.path("s.zip")) { document in
             // While the body runs, its own scratch directory exists and is locked.
-            try document.count(RecordQuery("Card"))
+            try document.read { try $0.count(RecordQuery("Card")) }
         }
         #expect(cards == 10)
         #expect(!FileManager.default.fileExists(atPath: stale.path))

@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -57,11 +58,11 @@ import Testing
     static func exported() throws -> (Sandbox, [UInt8]) {
         let sandbox = try Sandbox()
         let url = sandbox.path("Sample.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
-        try DocumentPackage.export(at: url, to: sandbox.path("good.zip"))
+        try DeckDocument.export(at: url, to: sandbox.path("good.zip"))
         return (sandbox, [UInt8](try Data(contentsOf: sandbox.path("good.zip"))))
     }
 
@@ -176,9 +177,9 @@ import Testing
         default: Issue.record("\(mutation.label): \(String(describing: refusal))")
         }
         #expect(try sandbox.contents() == ["Sample.deck", "bad.zip", "good.zip"])
-        #expect(try !PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try !DeckDocument.verifyArchive(at: archive).isValid)
         #expect(throws: DeckError.self) {
-            try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         }
     }
 
@@ -191,8 +192,8 @@ import Testing
         bytes += comment
         let archive = sandbox.path("commented.zip")
         try Data(bytes).write(to: archive)
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
-        try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
+        try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
     }
 
     @Test func aDeclaredSizeSmallerThanTheDataIsRefused() throws {
@@ -218,7 +219,7 @@ import Testing
             default: false
             }
         }
-        #expect(try !PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try !DeckDocument.verifyArchive(at: archive).isValid)
     }
 
     // MARK: Verify and import agree
@@ -234,7 +235,7 @@ import Testing
     /// The sample's export, unpacked: entries to rebuild archives from.
     static func entries(of archive: URL, in sandbox: Sandbox) throws -> [RawEntry] {
         let scratch = sandbox.path("entries-\(UUID().uuidString)")
-        try DocumentPackage.unpack(at: archive, to: scratch)
+        try DeckDocument.unpack(at: archive, to: scratch)
         defer { try? FileManager.default.removeItem(at: scratch) }
         var entries: [RawEntry] = [.mimeType]
         for item in ["manifest.json", "store.sqlite"] {
@@ -333,10 +334,10 @@ import Testing
     func verifyAndImportAgree(_ item: Case) throws {
         let (sandbox, _) = try Self.exported()
         let archive = try item.make(sandbox, sandbox.path("good.zip"))
-        let report = try PackageVerifier.verifyArchive(at: archive)
+        let report = try DeckDocument.verifyArchive(at: archive)
         var imported = true
         do {
-            try DocumentPackage.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         } catch {
             imported = false
             #expect(error.kind == .invalidData, "\(error)")
@@ -349,7 +350,7 @@ import Testing
         let scan = try? PackageArchive.scan(archive: archive, limits: generous)
         if let scan, !item.acceptable, scan.manifest.count > 1 << 20 {
             #expect(throws: DeckError.self) {
-                try DocumentPackage.importArchive(
+                try DeckDocument.importArchive(
                     at: archive, to: sandbox.path("Generous.deck"), limits: generous)
             }
         }

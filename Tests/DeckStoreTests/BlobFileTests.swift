@@ -9,7 +9,7 @@ import Testing
 
 /// A package holding one external blob, and the blob's bytes and digest.
 private func packageWithBlob(in dir: URL, bytes: Data = testBytes(5_000, seed: 9)) throws -> (
-    DocumentPackage, Data, Digest
+    TestDocument, Data, Digest
 ) {
     let package = try makeTestPackage(in: dir)
     try package.insert("Card", ["front": .string("a"), "image": .data(bytes)])
@@ -342,7 +342,7 @@ private final class ReceivedBytes: @unchecked Sendable {
 @Suite("Values read from files (key=@FILE)")
 struct InputFileTests {
     /// A package with an inline and an external data attribute (threshold 16 bytes).
-    private func package(in dir: URL) throws -> DocumentPackage {
+    private func package(in dir: URL) throws -> TestDocument {
         let schema = StoreSchema(entities: [
             Entity(
                 "F",
@@ -353,12 +353,12 @@ struct InputFileTests {
                         externalThreshold: 16),
                 ])
         ])
-        return try DocumentPackage.create(
+        return try TestDocument.create(
             at: dir.appendingPathComponent("f.deck"), contentType: "org.example.f", schema: schema)
     }
 
     /// The bytes stored for `property` of record `id`.
-    private func stored(_ package: DocumentPackage, _ id: Int64, _ property: String) throws -> Data? {
+    private func stored(_ package: TestDocument, _ id: Int64, _ property: String) throws -> Data? {
         switch try package.record("F", id: id)?[property] {
         case .data(let data): data
         case .blob(let reference): try package.data(for: reference)

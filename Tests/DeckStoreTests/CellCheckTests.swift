@@ -109,7 +109,7 @@ struct CellCheckTests {
             #expect(findings.count == 1, "\(findings)")
             #expect(findings.first?.object == "Sample #\(id).need")
             #expect(findings.first?.message.contains("but the attribute is required") == true)
-            let reopened = try DocumentPackage.open(at: document.url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: document.url, mode: .readOnly)
             defer { try? reopened.close() }
             #expect(try reopened.record("Sample", id: id)?["meta"] == .null)
         }

@@ -38,7 +38,7 @@ struct CrashTests {
     }
 
     /// A saved package with a deck and two cards, one with an external image.
-    private func committedPackage(in dir: URL) throws -> DocumentPackage {
+    private func committedPackage(in dir: URL) throws -> TestDocument {
         let package = try makeTestPackage(in: dir)
         let deck = try package.insert("Deck", ["title": .string("Spanish")])
         try package.insert(
@@ -51,10 +51,10 @@ struct CrashTests {
 
     /// Closes, verifies and reopens the package, checking it holds exactly `expected`.
     private func checkIntact(
-        _ package: DocumentPackage, expected: ContentSnapshot, blobFiles expectedFiles: [String],
+        _ package: TestDocument, expected: ContentSnapshot, blobFiles expectedFiles: [String],
         context: String,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> DocumentPackage {
+    ) throws -> TestDocument {
         let url = package.url
         try package.close()
         let report = try PackageVerifier.verify(at: url)
@@ -62,7 +62,7 @@ struct CrashTests {
         #expect(
             report.findings.filter { $0.code != "blob-orphan" && $0.code != "temporary" }.isEmpty,
             "\(context): \(report.findings)", sourceLocation: sourceLocation)
-        let reopened = try DocumentPackage.open(at: url, mode: .readWrite)
+        let reopened = try TestDocument.open(at: url, mode: .readWrite)
         #expect(
             try contentSnapshot(reopened) == expected, "\(context): content changed",
             sourceLocation: sourceLocation)
@@ -94,7 +94,7 @@ struct CrashTests {
                     #expect(error == nil, "\(context): \(String(describing: error))")
                     try package.close()
                     #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-                    let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+                    let reopened = try TestDocument.open(at: url, mode: .readOnly)
                     #expect(try reopened.count(RecordQuery("Card")) == 3)
                     let card = try reopened.fetch(
                         RecordQuery("Card", filter: .compare("front", .equal, .string("nuevo")))
@@ -146,7 +146,7 @@ struct CrashTests {
 
     /// A saved package with one referenced blob, an orphan blob file, an unreferenced
     /// `deck_blob` row and a temporary.
-    private func untidyPackage(in dir: URL) throws -> DocumentPackage {
+    private func untidyPackage(in dir: URL) throws -> TestDocument {
         let package = try committedPackage(in: dir)
         _ = try package.blobs.write(testBytes(900, seed: 9))
         try package.database.run(
@@ -189,7 +189,7 @@ struct CrashTests {
                 try package.close()
                 let report = try PackageVerifier.verify(at: url)
                 #expect(report.isValid, "\(context): \(report.findings)")
-                package = try DocumentPackage.open(at: url, mode: .readWrite)
+                package = try TestDocument.open(at: url, mode: .readWrite)
                 #expect(try contentSnapshot(package) == before, "\(context): content changed")
                 #expect(
                     Set(referenced).isSubset(of: Set(blobFiles(url))),
@@ -216,7 +216,7 @@ struct CrashTests {
             var failures = 0
             for skip in 0..<16 {
                 let (fired, error) = withFault(operation, in: fragment, skip: skip, errno: EIO) {
-                    let package = try DocumentPackage.create(
+                    let package = try TestDocument.create(
                         at: url, contentType: "org.test", schema: flashCardsSchema())
                     try package.close()
                 }

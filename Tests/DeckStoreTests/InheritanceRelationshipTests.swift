@@ -41,7 +41,7 @@ struct InheritanceRelationshipTests {
     /// A package with two people, a book, a paperback and a film each; the first person owns and
     /// is a fan of one of each.
     struct Library {
-        let package: DocumentPackage
+        let package: TestDocument
         let ann: Int64, bob: Int64
         let book: Int64, paperback: Int64, film: Int64
     }

@@ -62,8 +62,8 @@ struct NonRegularFileTests {
             try replaceWithFIFO(fifo)
             let results = Mutex<[String]>([])
             withoutHanging("opening a package whose \(name) is a FIFO", unblocking: fifo) {
-                for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                    let text = outcome { try DocumentPackage.open(at: url, mode: mode).close() }
+                for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                    let text = outcome { try TestDocument.open(at: url, mode: mode).close() }
                     results.withLock { $0.append(text) }
                 }
                 let text = outcome { _ = try PackageVerifier.verify(at: url) }
@@ -84,7 +84,7 @@ struct NonRegularFileTests {
             let result = Mutex<DeckError?>(nil)
             withoutHanging("opening a package whose manifest is a FIFO", unblocking: fifo) {
                 do {
-                    _ = try DocumentPackage.open(at: url, mode: .readOnly)
+                    _ = try TestDocument.open(at: url, mode: .readOnly)
                 } catch let error as DeckError {
                     result.withLock { $0 = error }
                 } catch {}
@@ -107,7 +107,7 @@ struct NonRegularFileTests {
             withoutHanging("reading a blob that is a FIFO", unblocking: fifo) {
                 read.withLock { text in
                     text = outcome {
-                        let package = try DocumentPackage.open(at: url, mode: .readOnly)
+                        let package = try TestDocument.open(at: url, mode: .readOnly)
                         defer { try? package.close() }
                         let value = try #require(package.fetch(RecordQuery("Card")).first?["image"])
                         _ = try package.data(of: value)
@@ -129,7 +129,7 @@ struct NonRegularFileTests {
             try replaceWithFIFO(fifo)
             withoutHanging("writing a blob whose file is a FIFO", unblocking: fifo) {
                 _ = outcome {
-                    let writer = try DocumentPackage.open(at: url)
+                    let writer = try TestDocument.open(at: url)
                     try writer.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
                     try writer.save()
                     try writer.close()
@@ -149,8 +149,8 @@ struct NonRegularFileTests {
             #expect(FileManager.default.createFile(atPath: target, contents: Data()))
             try FileManager.default.createSymbolicLink(
                 atPath: url.appendingPathComponent(name).path, withDestinationPath: target)
-            for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -168,7 +168,7 @@ struct NonRegularFileTests {
             let path = url.appendingPathComponent(name).path
             try? FileManager.default.removeItem(atPath: path)
             #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
             guard case .corrupt(let named, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -322,7 +322,7 @@ struct ManifestAndMetadataTests {
             try withTestDirectory { dir throws in
                 let url = try package(in: dir, manifest: bytes)
                 let result = Result { () throws(DeckError) in
-                    try DocumentPackage.open(at: url, mode: .readOnly)
+                    try TestDocument.open(at: url, mode: .readOnly)
                 }
                 switch (expected, result) {
                 case (.opens, .success(let package)):
@@ -368,8 +368,8 @@ struct ManifestAndMetadataTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try setMeta(url, key, value)
-            for mode in [DocumentPackage.Mode.readOnly, .readWrite] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readOnly, .readWrite] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 guard case .corrupt(_, let reason) = error else {
                     Issue.record("expected corrupt, got \(String(describing: error))")
                     continue
@@ -394,13 +394,13 @@ struct ManifestAndMetadataTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try setMeta(url, key, value)
-            try DocumentPackage.open(at: url, mode: .readOnly).close()
+            try TestDocument.open(at: url, mode: .readOnly).close()
             let report = try PackageVerifier.verify(at: url)
             #expect(report.codes == ["meta-invalid"], "\(report.findings)")
             #expect(report.finding("meta-invalid")?.message.contains("'\(key)'") == true)
             if key == "modified" {
                 // The next save sets it, even when the row is missing or malformed.
-                let writer = try DocumentPackage.open(at: url)
+                let writer = try TestDocument.open(at: url)
                 try writer.insert("Tag", ["name": .string("t")])
                 try writer.save()
                 try writer.close()
@@ -453,7 +453,7 @@ struct ReaderWritesNothingTests {
             try writer.insert("Tag", ["name": .string("one")])
             try writer.save()
             let before = Set(try FileManager.default.contentsOfDirectory(atPath: writer.url.path))
-            let reader = try DocumentPackage.open(at: writer.url, mode: .readOnly)
+            let reader = try TestDocument.open(at: writer.url, mode: .readOnly)
             #expect(try reader.count(RecordQuery("Tag")) == 1)
             try reader.close()
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: writer.url.path)) == before)
@@ -465,7 +465,7 @@ struct ReaderWritesNothingTests {
     func crashedPackage(in dir: URL, keep: [String] = ["store.sqlite-wal", "store.sqlite-shm"]) throws -> URL
     {
         let live = dir.appendingPathComponent("Live.deck")
-        let writer = try DocumentPackage.create(at: live, contentType: "org.test", schema: flashCardsSchema())
+        let writer = try TestDocument.create(at: live, contentType: "org.test", schema: flashCardsSchema())
         try writer.insert("Tag", ["name": .string("only in the log")])
         try writer.save()
         let crashed = dir.appendingPathComponent("Crashed.deck")
@@ -484,7 +484,7 @@ struct ReaderWritesNothingTests {
             // A zeroed index: SQLite must rebuild it (in -shm, or privately in memory).
             try Data(count: 32_768).write(to: url.appendingPathComponent("store.sqlite-shm"))
             let before = try state(url)
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reader.count(RecordQuery("Tag")) == 1)
             try reader.close()
             #expect(try PackageVerifier.verify(at: url).isValid)
@@ -524,7 +524,7 @@ struct ReaderWritesNothingTests {
         try withTestDirectory { dir throws in
             let url = try crashedPackage(in: dir, keep: keep)
             let before = try state(url)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             guard case .corrupt(_, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -534,7 +534,7 @@ struct ReaderWritesNothingTests {
             #expect(report.codes == ["store-unreadable"], "\(report.findings)")
             #expect(try state(url) == before, "a reader created a file")
             // A writer recovers what it can and leaves a closed package.
-            try DocumentPackage.open(at: url).close()
+            try TestDocument.open(at: url).close()
             #expect(try PackageVerifier.verify(at: url).isValid)
         }
     }

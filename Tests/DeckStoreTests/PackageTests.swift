@@ -14,7 +14,7 @@ struct PackageTests {
     @Test func createLaysOutAPackage() throws {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("notes.deck")
-            let package = try DocumentPackage.create(
+            let package = try TestDocument.create(
                 at: url, contentType: "org.example.notes", schema: flashCardsSchema())
             #expect(package.mode == .readWrite)
             #expect(package.manifest.contentType == "org.example.notes")
@@ -69,7 +69,7 @@ struct PackageTests {
             try Data("keep me".utf8).write(to: precious)
 
             let error = expectDeckError {
-                _ = try DocumentPackage.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+                _ = try TestDocument.create(at: url, contentType: "org.test", schema: flashCardsSchema())
             }
             guard case .alreadyExists(let path) = error else {
                 Issue.record("expected alreadyExists, got \(String(describing: error))")
@@ -94,7 +94,7 @@ struct PackageTests {
             } else {
                 Issue.record("expected alreadyExists, got \(String(describing: error))")
             }
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reopened.count(RecordQuery("Deck")) == 1)
 
             let file = dir.appendingPathComponent("file.deck")
@@ -112,7 +112,7 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("no/such/parent/x.deck")
             let error = expectDeckError {
-                _ = try DocumentPackage.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+                _ = try TestDocument.create(at: url, contentType: "org.test", schema: flashCardsSchema())
             }
             guard case .notFound(let path) = error else {
                 Issue.record("expected notFound, got \(String(describing: error))")
@@ -127,7 +127,7 @@ struct PackageTests {
     func createRefusesABadContentType(contentType: String) throws {
         try withTestDirectory { dir throws in
             let error = expectDeckError {
-                _ = try DocumentPackage.create(
+                _ = try TestDocument.create(
                     at: dir.appendingPathComponent("x.deck"), contentType: contentType,
                     schema: flashCardsSchema())
             }
@@ -144,8 +144,8 @@ struct PackageTests {
     @Test func openingAMissingPathIsNotFound() throws {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("missing.deck")
-            for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 guard case .notFound(let path) = error else {
                     Issue.record("expected notFound, got \(String(describing: error))")
                     continue
@@ -161,7 +161,7 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("file.deck")
             try Data("hello".utf8).write(to: url)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url) }
             guard case .notAPackage(let path, let reason) = error else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
                 return
@@ -176,8 +176,8 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("empty.deck")
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
-            for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -209,7 +209,7 @@ struct PackageTests {
     func aBadManifestIsNotAPackage(manifest: String) throws {
         try withTestDirectory { dir throws in
             let url = try packageWithManifest(in: dir, manifest)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url) }
             guard case .notAPackage(let path, let reason) = error else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
                 return
@@ -227,7 +227,7 @@ struct PackageTests {
             let manifest = url.appendingPathComponent("manifest.json")
             try FileManager.default.removeItem(at: manifest)
             try FileManager.default.createDirectory(at: manifest, withIntermediateDirectories: false)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .notAPackage = error {
             } else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
@@ -235,14 +235,14 @@ struct PackageTests {
         }
     }
 
-    @Test(arguments: [DocumentPackage.Mode.readWrite, .readOnly])
-    func aManifestRequiringANewerReaderIsTooNew(mode: DocumentPackage.Mode) throws {
+    @Test(arguments: [PackageStore.Mode.readWrite, .readOnly])
+    func aManifestRequiringANewerReaderIsTooNew(mode: PackageStore.Mode) throws {
         try withTestDirectory { dir throws in
             let url = try packageWithManifest(
                 in: dir,
                 #"{"format":"org.deck.package","formatVersion":99,"minimumReaderVersion":99,"contentType":"org.test"}"#
             )
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
             guard case .tooNew(let path, let version, let supported) = error else {
                 Issue.record("expected tooNew, got \(String(describing: error))")
                 return
@@ -269,10 +269,10 @@ struct PackageTests {
             try rawStore(url).execute(
                 "PRAGMA user_version = 2; UPDATE deck_meta SET value = 2 WHERE key = 'format_version'")
 
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reader.count(RecordQuery("Deck")) == 1)
             try reader.close()
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
             if case .tooNew(_, 2, 1) = error {
             } else {
                 Issue.record("expected tooNew(2, 1), got \(String(describing: error))")
@@ -286,7 +286,7 @@ struct PackageTests {
                 in: dir,
                 #"{"format":"org.deck.package","formatVersion":1,"minimumReaderVersion":2,"contentType":"x"}"#
             )
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -294,14 +294,14 @@ struct PackageTests {
         }
     }
 
-    @Test(arguments: [DocumentPackage.Mode.readWrite, .readOnly])
-    func aMissingStoreIsCorrupt(mode: DocumentPackage.Mode) throws {
+    @Test(arguments: [PackageStore.Mode.readWrite, .readOnly])
+    func aMissingStoreIsCorrupt(mode: PackageStore.Mode) throws {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir)
             let url = package.url
             try package.close()
             try FileManager.default.removeItem(at: url.appendingPathComponent("store.sqlite"))
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
             guard case .corrupt(let path, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -314,8 +314,8 @@ struct PackageTests {
         }
     }
 
-    @Test(arguments: [DocumentPackage.Mode.readWrite, .readOnly])
-    func aTruncatedStoreIsCorrupt(mode: DocumentPackage.Mode) throws {
+    @Test(arguments: [PackageStore.Mode.readWrite, .readOnly])
+    func aTruncatedStoreIsCorrupt(mode: PackageStore.Mode) throws {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir)
             for i in 0..<200 { try package.insert("Deck", ["title": .string("deck \(i)")]) }
@@ -324,7 +324,7 @@ struct PackageTests {
             try package.close()
             let store = url.appendingPathComponent("store.sqlite").path
             truncateFile(store, to: 100)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -346,8 +346,8 @@ struct PackageTests {
             let other = try Database(path: store, mode: .create)
             try other.execute("CREATE TABLE notes(text); INSERT INTO notes VALUES ('hi');")
             other.close()
-            for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -363,21 +363,21 @@ struct PackageTests {
             let url = package.url
             try package.close()
             try rawStore(url).execute("PRAGMA user_version = 7")
-            var error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            var error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("7"))
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
             try rawStore(url).execute("PRAGMA user_version = 1; DELETE FROM deck_meta WHERE key = 'schema';")
-            error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("schema"))
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
             try rawStore(url).execute("INSERT INTO deck_meta VALUES ('schema', '{not json')")
-            error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -392,7 +392,7 @@ struct PackageTests {
             try package.close()
             let link = dir.appendingPathComponent("link.deck")
             try FileManager.default.createSymbolicLink(at: link, withDestinationURL: url)
-            let error = expectDeckError { _ = try DocumentPackage.open(at: link) }
+            let error = expectDeckError { _ = try TestDocument.open(at: link) }
             if case .notAPackage(_, let reason) = error {
                 #expect(reason.contains("link"))
             } else {
@@ -411,8 +411,8 @@ struct PackageTests {
             try package.close()
             #expect(chmod(url.path, 0o000) == 0)
             defer { _ = chmod(url.path, 0o755) }
-            for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: mode) }
+            for mode in [PackageStore.Mode.readWrite, .readOnly] {
+                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
                 if case .permissionDenied(let path, _) = error {
                     #expect(path == url.path)
                 } else {
@@ -432,12 +432,12 @@ struct PackageTests {
             try package.close()
             #expect(chmod(url.path, 0o555) == 0)
             defer { _ = chmod(url.path, 0o755) }
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
             if case .permissionDenied = error {
             } else {
                 Issue.record("expected permissionDenied, got \(String(describing: error))")
             }
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reader.count(RecordQuery("Deck")) == 1)
         }
     }
@@ -452,7 +452,7 @@ struct PackageTests {
             try writer.save()
             try writer.insert("Deck", ["title": .string("pending")])
 
-            let error = expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
             guard case .locked(let path, let pid) = error else {
                 Issue.record("expected locked, got \(String(describing: error))")
                 return
@@ -464,7 +464,7 @@ struct PackageTests {
             #expect(WriterLock.holder(packagePath: url.path) == getpid())
 
             // Readers are not blocked, and see only the committed state.
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reader.fetch(RecordQuery("Deck")).map { $0["title"] } == [.string("committed")])
             #expect(try reader.info().lockHolder == getpid())
             try reader.close()
@@ -474,7 +474,7 @@ struct PackageTests {
             try writer.close()
             #expect(WriterLock.holder(packagePath: url.path) == nil)
 
-            let next = try DocumentPackage.open(at: url, mode: .readWrite)
+            let next = try TestDocument.open(at: url, mode: .readWrite)
             #expect(try next.count(RecordQuery("Deck")) == 2)
             try next.insert("Deck", ["title": .string("third")])
             try next.save()
@@ -491,7 +491,7 @@ struct PackageTests {
                 try writer.insert("Deck", ["title": .string("x")])
                 try writer.save()
             }  // deinit closes
-            let reopened = try DocumentPackage.open(at: try #require(url), mode: .readWrite)
+            let reopened = try TestDocument.open(at: try #require(url), mode: .readWrite)
             #expect(try reopened.count(RecordQuery("Deck")) == 1)
             try reopened.close()
         }
@@ -520,13 +520,23 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir)
             try package.close()
-            let error = expectDeckError { try package.insert("Deck", ["title": .string("x")]) }
-            if case .invalidQuery(let reason) = error {
-                #expect(reason.contains("closed"))
-            } else {
-                Issue.record("expected invalidQuery(closed), got \(String(describing: error))")
+            let checks: [(String, () throws -> Void)] = [
+                ("insert", { try package.insert("Deck", ["title": .string("x")]) }),
+                ("read", { _ = try package.store.read { try $0.count(RecordQuery("Deck")) } }),
+                ("write", { try package.store.write { _ in } }),
+                ("transaction", { _ = try package.store.beginTransaction() }),
+                ("gc", { _ = try package.store.collectGarbage() }),
+            ]
+            for (name, body) in checks {
+                let error = expectDeckError(body)
+                guard case .closed(let path) = error else {
+                    Issue.record("\(name): expected closed, got \(String(describing: error))")
+                    continue
+                }
+                #expect(path == package.url.path)
             }
-            expectDeckError { try package.save() }
+            // Closing again does nothing.
+            try package.store.close()
         }
     }
 
@@ -538,14 +548,15 @@ struct PackageTests {
             let url = package.url
             try package.close()
 
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             #expect(reader.mode == .readOnly)
             let checks: [(String, () throws -> Void)] = [
                 ("insert", { try reader.insert("Deck", ["title": .string("y")]) }),
                 ("update", { try reader.update("Deck", id: id, ["title": .string("z")]) }),
                 ("delete", { try reader.delete("Deck", id: id) }),
                 ("upsert", { try reader.upsert("Deck", ["title": .string("x")]) }),
-                ("save", { try reader.save() }),
+                ("write", { try reader.store.write { _ in } }),
+                ("transaction", { _ = try reader.store.beginTransaction() }),
                 ("gc", { _ = try reader.collectGarbage() }),
             ]
             for (name, body) in checks {
@@ -576,9 +587,9 @@ struct PackageTests {
                 at: tmp.appendingPathComponent("nested"), withIntermediateDirectories: true)
             try Data("junk".utf8).write(to: tmp.appendingPathComponent("nested/file"))
 
-            try DocumentPackage.open(at: url, mode: .readOnly).close()
+            try TestDocument.open(at: url, mode: .readOnly).close()
             #expect(temporaryFiles(url) == ["blob-123.part", "nested"])
-            try DocumentPackage.open(at: url, mode: .readWrite).close()
+            try TestDocument.open(at: url, mode: .readWrite).close()
             #expect(temporaryFiles(url).isEmpty)
         }
     }

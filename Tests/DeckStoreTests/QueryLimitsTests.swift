@@ -35,7 +35,7 @@ struct QueryLimitsTests {
 
     /// 80 nodes in one chain (each the parent of the next); `n` cycles through 0…9, `s` through
     /// `words` and null.
-    static func withNodes(_ body: (DocumentPackage, [Row]) throws -> Void) throws {
+    static func withNodes(_ body: (TestDocument, [Row]) throws -> Void) throws {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: schema)
             var rows: [Row] = []
@@ -374,7 +374,7 @@ struct QueryLimitsTests {
     }
 
     static func expectInvalidQuery(
-        _ package: DocumentPackage, _ filter: Filter, _ fragment: String,
+        _ package: TestDocument, _ filter: Filter, _ fragment: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         for run in [

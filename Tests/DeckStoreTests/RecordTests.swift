@@ -60,7 +60,7 @@ struct RecordTests {
             try package.save()
             let url = package.url
             try package.close()
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             #expect(try reopened.record("Sample", id: id)?.values == record.values)
         }
     }
@@ -369,7 +369,7 @@ struct RecordTests {
     // MARK: Filters
 
     /// Samples: (s, i, d): ("Apple", 1, 1.5), ("banana", 2, nil), ("Cherry pie", 3, 3.5), (nil, 4, 4.0), ("apple tart", 5, -1)
-    private func samples(_ package: DocumentPackage) throws -> [Int64] {
+    private func samples(_ package: TestDocument) throws -> [Int64] {
         let rows: [(Value, Int64, Value)] = [
             (.string("Apple"), 1, .double(1.5)), (.string("banana"), 2, .null),
             (.string("Cherry pie"), 3, .double(3.5)),
@@ -380,7 +380,7 @@ struct RecordTests {
         }
     }
 
-    private func matching(_ package: DocumentPackage, _ filter: Filter) throws -> [Int64] {
+    private func matching(_ package: TestDocument, _ filter: Filter) throws -> [Int64] {
         try package.fetch(RecordQuery("Sample", filter: filter, sort: [SortKey("i")])).compactMap {
             if case .integer(let i)? = $0["i"] { i } else { nil }
         }
@@ -1167,7 +1167,7 @@ struct RecordTests {
         try withTestDirectory { dir throws in
             let writer = try makeTestPackage(in: dir)
             let url = writer.url
-            let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reader = try TestDocument.open(at: url, mode: .readOnly)
             let id = try writer.insert("Deck", ["title": .string("draft")])
             #expect(try writer.count(RecordQuery("Deck")) == 1, "the writer sees its own changes")
             #expect(try reader.count(RecordQuery("Deck")) == 0)
@@ -1211,7 +1211,7 @@ struct RecordTests {
             try package.insert("Deck", ["title": .string("B")])
             try package.save()
             try package.close()
-            let reopened = try DocumentPackage.open(at: package.url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: package.url, mode: .readOnly)
             #expect(
                 strings(try reopened.fetch(RecordQuery("Deck", sort: [SortKey("title")])), "title") == [
                     "A", "B",

@@ -14,9 +14,9 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let live = directory.appendingPathComponent("Live.deck")
-        let writer = try DocumentPackage.create(
+        let writer = try TestDocument.create(
             at: live, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(writer)
+        try FlashcardsSample.populate(writer.store)
         try writer.insert("Tag", ["name": .string("only in the log")])
         try writer.save()
         // What a crash leaves: the files as they are now, with the log, and SQLite's
@@ -32,7 +32,7 @@ import Testing
         #expect(
             FileManager.default.fileExists(atPath: crashed.appendingPathComponent("store.sqlite-wal").path))
 
-        let reader = try DocumentPackage.open(at: crashed, mode: .readOnly)
+        let reader = try TestDocument.open(at: crashed, mode: .readOnly)
         #expect(
             try reader.count(RecordQuery("Tag", filter: .compare("name", .equal, .string("only in the log"))))
                 == 1)

@@ -32,7 +32,7 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 1 WHERE digest = ?", [.text(sharedDigest)])
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             _ = try writer.delete(RecordQuery("Card", filter: .compare("front", .equal, .string("a"))))
             try writer.save()  // refs fell to 0, but card b still names the blob
             #expect(
@@ -49,7 +49,7 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 0")
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             try writer.insert("Tag", ["name": .string("unrelated")])
             try writer.save()
             try writer.close()
@@ -62,7 +62,7 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 0 WHERE digest = ?", [.text(singleDigest)])
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             let error = expectDeckError {
                 _ = try writer.delete(RecordQuery("Card", filter: .compare("front", .equal, .string("c"))))
             }
@@ -113,7 +113,7 @@ struct ReferenceTrustTests {
                 atPath: (orphanPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try orphan.write(to: URL(fileURLWithPath: orphanPath))
 
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             let dry = try writer.collectGarbage(dryRun: true)
             #expect(dry.orphanFiles == [orphanPath])
             #expect(dry.unreferencedRows == 0)
@@ -142,7 +142,7 @@ struct ReferenceTrustTests {
             try FileManager.default.removeItem(
                 at: url.appendingPathComponent("blobs/" + blobName(Self.single)))
             try flipByte(at: url.appendingPathComponent("blobs/" + blobName(Self.shared)).path)
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             let dry = try writer.repairReferences(dryRun: true)
             let report = try writer.repairReferences()
             #expect(dry.unrepaired == report.unrepaired)
@@ -166,7 +166,7 @@ struct ReferenceTrustTests {
                 "INSERT INTO deck_blob(digest, size, refs) VALUES (?, 3, 4)",
                 [.text(String(repeating: "a", count: 64))])
             db.close()
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             let report = try writer.collectGarbage(repair: true)
             #expect(report.repair?.resized == [singleDigest])
             #expect(report.repair?.recounted.count == 2)
@@ -184,7 +184,7 @@ struct ReferenceTrustTests {
             try rawStore(url).run("DELETE FROM deck_blob WHERE digest = ?", [.text(singleDigest)])
             try FileManager.default.removeItem(
                 at: url.appendingPathComponent("blobs/" + blobName(Self.single)))
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             try writer.insert("Card", ["front": .string("d"), "image": .data(Self.single)])
             writer.rollback()
             #expect(blobExists(url, Self.single))
@@ -197,7 +197,7 @@ struct ReferenceTrustTests {
     @Test func rollbackStillRemovesWhatOnlyItsChangesNamed() throws {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             let fresh = testBytes(300, seed: 3)
             try writer.insert("Card", ["front": .string("d"), "image": .data(fresh)])
             #expect(blobExists(url, fresh))

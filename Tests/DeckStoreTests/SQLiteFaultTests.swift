@@ -27,15 +27,15 @@ extension CrashTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("Store.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
         let before = try cards(url)
 
         var fired = 0
         for skip in [0, 1, 2, 5, 10, 25] {
-            let writer = try DocumentPackage.open(at: url, mode: .readWrite)
+            let writer = try TestDocument.open(at: url, mode: .readWrite)
             deck_fault_vfs_arm(fault.operation, directory.lastPathComponent, Int32(skip), fault.code)
             var thrown: (any Error)?
             do {
@@ -67,7 +67,7 @@ extension CrashTests {
             #expect(now == before || (thrown == nil && now.count == before.count + 20), "\(context)")
             if thrown == nil {
                 // Put the package back as it was for the next round.
-                let cleaner = try DocumentPackage.open(at: url, mode: .readWrite)
+                let cleaner = try TestDocument.open(at: url, mode: .readWrite)
                 try cleaner.delete(
                     RecordQuery("Card", filter: .text("front", .beginsWith, "new ", caseInsensitive: false)))
                 try cleaner.save()
@@ -78,7 +78,7 @@ extension CrashTests {
     }
 
     private func cards(_ url: URL) throws -> [String] {
-        let document = try DocumentPackage.open(at: url, mode: .readOnly)
+        let document = try TestDocument.open(at: url, mode: .readOnly)
         defer { try? document.close() }
         return try document.fetch(RecordQuery("Card", sort: [SortKey("front")])).compactMap {
             $0["front"]?.description

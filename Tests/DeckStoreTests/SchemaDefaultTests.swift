@@ -204,7 +204,7 @@ struct SchemaDefaultTests {
             try StoreSchema(json: Data(contentsOf: file), source: "flashcards.schema.json")
                 == FlashcardsSample.schema)
         try withTestDirectory { dir throws in
-            let package = try DocumentPackage.create(
+            let package = try TestDocument.create(
                 at: dir.appendingPathComponent("S.flashcards"), contentType: FlashcardsSample.contentType,
                 schema: FlashcardsSample.schema)
             let id = try package.insert("Card", ["front": .string("a"), "back": .string("b")])

@@ -45,7 +45,7 @@ struct SchemaLimitsTests {
             try package.save()
             let url = package.url
             try package.close()
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             let root = try #require(schema.entities.first?.name)
             #expect(try reopened.fetch(RecordQuery(root)).map(\.id) == [id])
             #expect(try reopened.record(entity, id: id)?.entity == entity)

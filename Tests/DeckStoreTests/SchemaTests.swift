@@ -184,9 +184,9 @@ struct SchemaTests {
                 entities: [Entity("A", attributes: [Attribute("n", .integer, defaultValue: .integer(.max))])])
             let url = dir.appendingPathComponent("big.deck")
             // create() validates the schema and then reopens the package it built.
-            let package = try DocumentPackage.create(at: url, contentType: "org.test", schema: schema)
+            let package = try TestDocument.create(at: url, contentType: "org.test", schema: schema)
             try package.close()
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             #expect(reopened.schema == schema)
         }
     }
@@ -463,7 +463,7 @@ struct SchemaTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("bad.deck")
             let error = expectDeckError {
-                _ = try DocumentPackage.create(
+                _ = try TestDocument.create(
                     at: url, contentType: "org.test", schema: StoreSchema(entities: [Entity("deck_x")]))
             }
             if case .invalidSchema = error {

@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Synchronization
@@ -45,9 +46,9 @@ extension CrashTests {
             "deck-sharefault-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent("Sample.deck")
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
         return (directory, url)
     }
@@ -68,7 +69,7 @@ extension CrashTests {
             FaultInjection.arm(
                 operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno)
             var thrown: (any Error)?
-            do { try DocumentPackage.export(at: url, to: archive) } catch { thrown = error }
+            do { try DeckDocument.export(at: url, to: archive) } catch { thrown = error }
             let (_, didFire) = FaultInjection.disarm()
             if didFire {
                 fired += 1
@@ -79,11 +80,11 @@ extension CrashTests {
                 // Either no archive, or (a fault after the final rename) a complete, valid one.
                 if FileManager.default.fileExists(atPath: archive.path) {
                     #expect(
-                        try PackageVerifier.verifyArchive(at: archive).isValid, "\(operation) #\(attempt)")
+                        try DeckDocument.verifyArchive(at: archive).isValid, "\(operation) #\(attempt)")
                 }
             } else {
                 #expect(thrown == nil)
-                #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+                #expect(try DeckDocument.verifyArchive(at: archive).isValid)
             }
             let left = try leftovers(directory)
             #expect(left.isEmpty, "\(operation) #\(attempt): \(left)")
@@ -98,14 +99,14 @@ extension CrashTests {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
         let archive = directory.appendingPathComponent("in.zip")
-        try DocumentPackage.export(at: url, to: archive)
+        try DeckDocument.export(at: url, to: archive)
         var fired = 0
         for (attempt, errno) in [(0, ENOSPC), (1, EIO), (2, EACCES), (4, ENOSPC), (9, EIO), (30, EACCES)] {
             let destination = directory.appendingPathComponent("Imported-\(attempt).deck")
             FaultInjection.arm(
                 operation, pathContains: directory.lastPathComponent, skip: attempt, errno: errno)
             var thrown: (any Error)?
-            do { try DocumentPackage.importArchive(at: archive, to: destination) } catch { thrown = error }
+            do { try DeckDocument.importArchive(at: archive, to: destination) } catch { thrown = error }
             let (_, didFire) = FaultInjection.disarm()
             if didFire {
                 fired += 1
@@ -131,7 +132,7 @@ extension CrashTests {
 
 extension CrashTests {
     /// The sample's cards whose image blob no other card shares: (card id, digest).
-    fileprivate func cardsWithOwnBlob(_ document: DocumentPackage) throws -> [(Int64, Digest)] {
+    fileprivate func cardsWithOwnBlob(_ document: TestDocument) throws -> [(Int64, Digest)] {
         var owners: [Digest: [Int64]] = [:]
         for card in try document.fetch(RecordQuery("Card")) {
             if case .blob(let reference)? = card["image"] {
@@ -143,8 +144,8 @@ extension CrashTests {
 
     /// A writer the export hook may use: the hook runs on the exporting thread, synchronously.
     fileprivate final class Concurrent: @unchecked Sendable {
-        let writer: DocumentPackage
-        init(_ writer: DocumentPackage) { self.writer = writer }
+        let writer: TestDocument
+        init(_ writer: TestDocument) { self.writer = writer }
     }
 
     /// The snapshots an export took.
@@ -159,22 +160,22 @@ extension CrashTests {
         _ url: URL, to archive: URL, attempts: Attempts = Attempts(),
         _ body: @escaping @Sendable (Int) throws -> Void
     ) throws(DeckError) -> [Int] {
-        DocumentPackage.exportSnapshotHook.withLock {
+        DeckDocument.exportSnapshotHook.withLock {
             $0 = { package, attempt in
                 guard package.standardizedFileURL.path == url.standardizedFileURL.path else { return }
                 attempts.list.withLock { $0.append(attempt) }
                 try? body(attempt)
             }
         }
-        defer { DocumentPackage.exportSnapshotHook.withLock { $0 = nil } }
-        try DocumentPackage.export(at: url, to: archive)
+        defer { DeckDocument.exportSnapshotHook.withLock { $0 = nil } }
+        try DeckDocument.export(at: url, to: archive)
         return attempts.made
     }
 
     @Test func exportTakesANewSnapshotWhenAWriterRemovesABlobAfterTheFirst() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try DocumentPackage.open(at: url)
+        let writer = try TestDocument.open(at: url)
         defer { try? writer.close() }
         let (card, digest) = try #require(try cardsWithOwnBlob(writer).first)
         let archive = directory.appendingPathComponent("out.zip")
@@ -186,12 +187,12 @@ extension CrashTests {
             try concurrent.writer.save()
         }
         #expect(attempts == [1, 2])
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
         let scan = try PackageArchive.scan(archive: archive)
         #expect(!scan.blobs.contains { $0.digest == digest })
-        let imported = try DocumentPackage.importArchive(
+        let imported = try DeckDocument.importArchive(
             at: archive, to: directory.appendingPathComponent("I.deck"))
-        let copy = try DocumentPackage.open(at: imported, mode: .readOnly)
+        let copy = try TestDocument.open(at: imported, mode: .readOnly)
         #expect(try copy.count(RecordQuery("Card")) == 9)
         try copy.close()
         #expect(try leftovers(directory).isEmpty)
@@ -200,7 +201,7 @@ extension CrashTests {
     @Test func exportRetriesWhenABlobVanishesWhileItIsBeingCopied() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+        let reader = try TestDocument.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         try reader.close()
         // The first open of that blob file fails as if it had just been removed.
@@ -210,14 +211,14 @@ extension CrashTests {
         #expect(FaultInjection.disarm().fired)
         #expect(attempts == [1, 2])
         #expect(try PackageArchive.scan(archive: archive).blobs.contains { $0.digest == digest })
-        #expect(try PackageVerifier.verifyArchive(at: archive).isValid)
+        #expect(try DeckDocument.verifyArchive(at: archive).isValid)
         #expect(try leftovers(directory).isEmpty)
     }
 
     @Test func exportGivesUpAfterThreeSnapshotsThatEachLostABlob() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try DocumentPackage.open(at: url)
+        let writer = try TestDocument.open(at: url)
         defer { try? writer.close() }
         let victims = try cardsWithOwnBlob(writer)
         try #require(victims.count >= 3)
@@ -246,7 +247,7 @@ extension CrashTests {
     @Test func exportReportsAReferencedBlobThatIsMissingAsCorruption() throws {
         let (directory, url) = try sharedSample()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try DocumentPackage.open(at: url, mode: .readOnly)
+        let reader = try TestDocument.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         let file = reader.blobs.path(for: digest)
         try reader.close()

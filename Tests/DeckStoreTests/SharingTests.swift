@@ -1,3 +1,4 @@
+import DeckKit
 import DeckSamples
 import Foundation
 import Testing
@@ -8,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-/// Document-level sharing: export, import, pack and unpack through `DocumentPackage`.
+/// Document-level sharing: export, import, pack and unpack through `TestDocument`.
 @Suite struct SharingTests {
     let directory: URL
 
@@ -21,16 +22,16 @@ import Testing
     func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
     func makeSample(_ name: String = "Sample.deck") throws -> URL {
-        let document = try DocumentPackage.create(
+        let document = try TestDocument.create(
             at: url(name), contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document)
+        try FlashcardsSample.populate(document.store)
         try document.close()
         return url(name)
     }
 
     /// Every record of every entity, with data values loaded, in id order.
     func contents(of url: URL) throws -> [String: [Record]] {
-        let document = try DocumentPackage.open(at: url, mode: .readOnly)
+        let document = try TestDocument.open(at: url, mode: .readOnly)
         defer { try? document.close() }
         var result: [String: [Record]] = [:]
         for entity in document.schema.entities {
@@ -56,8 +57,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         let archive = url("Sample.\(format.fileExtension)")
-        try DocumentPackage.export(at: original, to: archive, format: format)
-        let imported = try DocumentPackage.importArchive(at: archive, to: url("Imported.deck"))
+        try DeckDocument.export(at: original, to: archive, format: format)
+        let imported = try DeckDocument.importArchive(at: archive, to: url("Imported.deck"))
         #expect(try contents(of: imported) == contents(of: original))
         #expect(try PackageVerifier.verify(at: imported).findings.isEmpty)
     }
@@ -65,25 +66,25 @@ import Testing
     @Test func exportIsReproducible() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        try DocumentPackage.export(at: original, to: url("a.zip"))
+        try DeckDocument.export(at: original, to: url("a.zip"))
         // Opening and closing for writing changes nothing committed; the archive must not change.
-        try DocumentPackage.open(at: original).close()
+        try TestDocument.open(at: original).close()
         Thread.sleep(forTimeInterval: 1.1)
-        try DocumentPackage.export(at: original, to: url("b.zip"))
+        try DeckDocument.export(at: original, to: url("b.zip"))
         #expect(try Data(contentsOf: url("a.zip")) == Data(contentsOf: url("b.zip")))
         // A different committed state gives a different archive.
-        let document = try DocumentPackage.open(at: original)
+        let document = try TestDocument.open(at: original)
         try document.insert("Tag", ["name": .string("extra")])
         try document.save()
         try document.close()
-        try DocumentPackage.export(at: original, to: url("c.zip"))
+        try DeckDocument.export(at: original, to: url("c.zip"))
         #expect(try Data(contentsOf: url("a.zip")) != Data(contentsOf: url("c.zip")))
     }
 
     @Test func exportTakesOnlyCommittedChangesAndReferencedBlobs() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        let writer = try DocumentPackage.open(at: original)
+        let writer = try TestDocument.open(at: original)
         try writer.insert(
             "Card",
             [
@@ -93,9 +94,9 @@ import Testing
         // The writer holds the lock and an open transaction; export still works and sees the
         // committed state only, without the unsaved card's blob file.
         let archive = url("snapshot.zip")
-        try DocumentPackage.export(at: original, to: archive)
-        let imported = try DocumentPackage.importArchive(at: archive, to: url("Snapshot.deck"))
-        let copy = try DocumentPackage.open(at: imported, mode: .readOnly)
+        try DeckDocument.export(at: original, to: archive)
+        let imported = try DeckDocument.importArchive(at: archive, to: url("Snapshot.deck"))
+        let copy = try TestDocument.open(at: imported, mode: .readOnly)
         #expect(try copy.count(RecordQuery("Card")) == 10)
         #expect(try copy.info().blobCount == 6)
         try copy.close()
@@ -118,9 +119,9 @@ import Testing
         let victim = try #require(blobs.first)
         try FileManager.default.removeItem(
             at: damaged.appendingPathComponent("blobs").appendingPathComponent(victim))
-        try DocumentPackage.pack(directory: damaged, to: url("damaged.zip"))
+        try DeckDocument.pack(directory: damaged, to: url("damaged.zip"))
         #expect {
-            try DocumentPackage.importArchive(at: url("damaged.zip"), to: url("Result.deck"))
+            try DeckDocument.importArchive(at: url("damaged.zip"), to: url("Result.deck"))
         } throws: { error in
             guard case DeckError.corrupt(_, let reason) = error else { return false }
             // The same finding verify reports: the blob the store references is not archived.
@@ -130,7 +131,7 @@ import Testing
         #expect(!left.contains("Result.deck"))
         #expect(!left.contains { $0.hasPrefix(".Result.deck") })
         // The archive itself is a valid archive of an invalid package: verifyArchive says so.
-        let report = try PackageVerifier.verifyArchive(at: url("damaged.zip"))
+        let report = try DeckDocument.verifyArchive(at: url("damaged.zip"))
         #expect(!report.isValid)
         #expect(report.findings.contains { $0.code == "blob-missing" })
     }
@@ -138,8 +139,8 @@ import Testing
     @Test func importNeverReplacesAnExistingPath() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        try DocumentPackage.export(at: original, to: url("s.zip"))
-        #expect(throws: DeckError.self) { try DocumentPackage.importArchive(at: url("s.zip"), to: original) }
+        try DeckDocument.export(at: original, to: url("s.zip"))
+        #expect(throws: DeckError.self) { try DeckDocument.importArchive(at: url("s.zip"), to: original) }
         #expect(try PackageVerifier.verify(at: original).isValid)
     }
 
@@ -148,48 +149,48 @@ import Testing
         let original = try makeSample()
         try Data("keep me".utf8).write(to: url("taken.zip"))
         #expect {
-            try DocumentPackage.export(at: original, to: url("taken.zip"))
+            try DeckDocument.export(at: original, to: url("taken.zip"))
         } throws: { error in
             if case DeckError.alreadyExists = error { return true }
             return false
         }
         #expect(try Data(contentsOf: url("taken.zip")) == Data("keep me".utf8))
-        try DocumentPackage.export(at: original, to: url("taken.zip"), overwrite: true)
-        #expect(try PackageVerifier.verifyArchive(at: url("taken.zip")).isValid)
+        try DeckDocument.export(at: original, to: url("taken.zip"), overwrite: true)
+        #expect(try DeckDocument.verifyArchive(at: url("taken.zip")).isValid)
     }
 
     @Test func packRefusesALiveDocument() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        let writer = try DocumentPackage.open(at: original)
+        let writer = try TestDocument.open(at: original)
         #expect {
-            try DocumentPackage.pack(directory: original, to: url("live.zip"))
+            try DeckDocument.pack(directory: original, to: url("live.zip"))
         } throws: { error in
             if case DeckError.locked(_, let pid) = error { return pid == getpid() }
             return false
         }
         try writer.close()
-        try DocumentPackage.pack(directory: original, to: url("closed.zip"))
-        try DocumentPackage.unpack(at: url("closed.zip"), to: url("Unpacked.deck"))
+        try DeckDocument.pack(directory: original, to: url("closed.zip"))
+        try DeckDocument.unpack(at: url("closed.zip"), to: url("Unpacked.deck"))
         #expect(try contents(of: url("Unpacked.deck")) == contents(of: original))
     }
 
     @Test func verifyArchiveFindsTruncationAndGarbage() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        try DocumentPackage.export(at: original, to: url("whole.zip"))
+        try DeckDocument.export(at: original, to: url("whole.zip"))
         let bytes = try Data(contentsOf: url("whole.zip"))
         for cut in [10, 100, bytes.count / 2, bytes.count - 10] {
             try bytes.prefix(cut).write(to: url("cut.zip"))
-            let report = try PackageVerifier.verifyArchive(at: url("cut.zip"))
+            let report = try DeckDocument.verifyArchive(at: url("cut.zip"))
             #expect(!report.isValid, "cut at \(cut)")
             #expect(throws: DeckError.self) {
-                try DocumentPackage.importArchive(at: url("cut.zip"), to: url("Cut.deck"))
+                try DeckDocument.importArchive(at: url("cut.zip"), to: url("Cut.deck"))
             }
             #expect(!FileManager.default.fileExists(atPath: url("Cut.deck").path))
         }
-        #expect(throws: DeckError.self) { try PackageVerifier.verifyArchive(at: url("missing.zip")) }
-        #expect(throws: DeckError.self) { try PackageVerifier.verifyArchive(at: original) }
+        #expect(throws: DeckError.self) { try DeckDocument.verifyArchive(at: url("missing.zip")) }
+        #expect(throws: DeckError.self) { try DeckDocument.verifyArchive(at: original) }
     }
 
     @Test func defaultImportNamesAreNeverTheInput() {
@@ -209,13 +210,13 @@ import Testing
             (".deck", ".deck.deck"),
         ]
         for (input, expected) in cases {
-            let name = DocumentPackage.defaultImportName(for: URL(fileURLWithPath: input))
+            let name = DeckDocument.defaultImportName(for: URL(fileURLWithPath: input))
             #expect(name == expected, "\(input)")
             #expect(name != URL(fileURLWithPath: input).lastPathComponent, "\(input)")
         }
         // A name of 255 bytes stays within 255 bytes, cut at a whole character.
         for input in [String(repeating: "n", count: 255), String(repeating: "\u{e9}", count: 125) + ".txt"] {
-            let name = DocumentPackage.defaultImportName(for: URL(fileURLWithPath: input))
+            let name = DeckDocument.defaultImportName(for: URL(fileURLWithPath: input))
             #expect(name.utf8.count <= 255 && name.hasSuffix(".deck") && name != input, "\(name)")
         }
     }
@@ -235,20 +236,20 @@ import Testing
         let packageName = stem + ".abc"
         #expect(archiveName.utf8.count == 255 && packageName.utf8.count == 255)
         // export and pack
-        try DocumentPackage.export(at: original, to: url(archiveName))
-        #expect(try PackageVerifier.verifyArchive(at: url(archiveName)).isValid)
-        try DocumentPackage.export(at: original, to: url(archiveName), overwrite: true)
+        try DeckDocument.export(at: original, to: url(archiveName))
+        #expect(try DeckDocument.verifyArchive(at: url(archiveName)).isValid)
+        try DeckDocument.export(at: original, to: url(archiveName), overwrite: true)
         let packed = stem + ".tar"
-        try DocumentPackage.pack(directory: original, to: url(packed))
+        try DeckDocument.pack(directory: original, to: url(packed))
         // import and unpack
-        try DocumentPackage.importArchive(at: url(archiveName), to: url(packageName))
+        try DeckDocument.importArchive(at: url(archiveName), to: url(packageName))
         #expect(try contents(of: url(packageName)) == contents(of: original))
         let unpacked = stem + ".xyz"
-        try DocumentPackage.unpack(at: url(packed), to: url(unpacked))
+        try DeckDocument.unpack(at: url(packed), to: url(unpacked))
         #expect(try PackageVerifier.verify(at: url(unpacked)).isValid)
         // new
         let created = stem + ".new"
-        try DocumentPackage.create(
+        try TestDocument.create(
             at: url(created), contentType: "org.example.long", schema: FlashcardsSample.schema
         )
         .close()
@@ -336,9 +337,9 @@ import Testing
                 for pack in [false, true] {
                     #expect {
                         if pack {
-                            try DocumentPackage.pack(directory: original, to: url(name), overwrite: overwrite)
+                            try DeckDocument.pack(directory: original, to: url(name), overwrite: overwrite)
                         } else {
-                            try DocumentPackage.export(at: original, to: url(name), overwrite: overwrite)
+                            try DeckDocument.export(at: original, to: url(name), overwrite: overwrite)
                         }
                     } throws: { error in
                         guard case DeckError.notARegularFile(let path, _) = error else { return false }
@@ -354,22 +355,22 @@ import Testing
         #expect(left.isEmpty, "\(left)")
         // A regular file is still replaced when asked.
         try Data("old".utf8).write(to: url("regular.zip"))
-        try DocumentPackage.export(at: original, to: url("regular.zip"), overwrite: true)
-        #expect(try PackageVerifier.verifyArchive(at: url("regular.zip")).isValid)
+        try DeckDocument.export(at: original, to: url("regular.zip"), overwrite: true)
+        #expect(try DeckDocument.verifyArchive(at: url("regular.zip")).isValid)
     }
 
     @Test func archivesThatAreNotRegularFilesAreRefusedAsInput() throws {
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        try DocumentPackage.export(at: original, to: url("real.zip"))
+        try DeckDocument.export(at: original, to: url("real.zip"))
         try FileManager.default.createSymbolicLink(
             atPath: url("link.zip").path, withDestinationPath: "real.zip")
         try #require(mkfifo(url("fifo.zip").path, 0o644) == 0)
         for name in ["link.zip", "fifo.zip"] {
             #expect(throws: DeckError.self, "\(name)") {
-                try DocumentPackage.importArchive(at: url(name), to: url("Out.deck"))
+                try DeckDocument.importArchive(at: url(name), to: url("Out.deck"))
             }
-            #expect(throws: DeckError.self, "\(name)") { try PackageVerifier.verifyArchive(at: url(name)) }
+            #expect(throws: DeckError.self, "\(name)") { try DeckDocument.verifyArchive(at: url(name)) }
         }
         #expect(!FileManager.default.fileExists(atPath: url("Out.deck").path))
     }

@@ -73,8 +73,8 @@ let flashCardsType = "org.deck.test.flashcards"
 func makeTestPackage(
     in dir: URL, name: String = "test.deck", schema: StoreSchema = flashCardsSchema(),
     contentType: String = flashCardsType
-) throws -> DocumentPackage {
-    try DocumentPackage.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
+) throws -> TestDocument {
+    try TestDocument.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
 }
 
 /// A raw read-write SQLite connection to a (closed) package's store.
@@ -134,7 +134,7 @@ struct ContentSnapshot: Equatable {
     var blobBytes: [String: Data]
 }
 
-func contentSnapshot(_ package: DocumentPackage) throws -> ContentSnapshot {
+func contentSnapshot(_ package: TestDocument) throws -> ContentSnapshot {
     var records: [Record] = []
     var blobBytes: [String: Data] = [:]
     for root in package.schema.entities where root.superentity == nil {

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckKit
 import Foundation
 import Testing
 
@@ -45,9 +46,9 @@ struct StoreObjectTests {
         throws
     {
         let before = try contents(url)
-        for mode in [DocumentPackage.Mode.readWrite, .readOnly] {
+        for mode in [PackageStore.Mode.readWrite, .readOnly] {
             let error = expectDeckError(sourceLocation: sourceLocation) {
-                _ = try DocumentPackage.open(at: url, mode: mode)
+                _ = try TestDocument.open(at: url, mode: mode)
             }
             guard case .corrupt(_, let reason) = error else {
                 Issue.record(
@@ -135,7 +136,7 @@ struct StoreObjectTests {
             let report = try PackageVerifier.verify(at: url)
             #expect(report.codes == ["index-missing"], "\(report.findings)")
             #expect(report.isValid)
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             #expect(try writer.collectGarbage(dryRun: true).createdIndexes == ["Card.deck.index"])
             #expect(try writer.collectGarbage().createdIndexes == ["Card.deck.index"])
             try writer.close()
@@ -162,7 +163,7 @@ struct StoreObjectTests {
             let url = try package(in: dir)
             try rawStore(url).execute("ANALYZE")
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-            let writer = try DocumentPackage.open(at: url)
+            let writer = try TestDocument.open(at: url)
             try writer.close()
         }
     }
@@ -177,7 +178,7 @@ struct StoreObjectTests {
                   on "Card" ( "deck" ) /* still the same */;
                 """)
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-            try DocumentPackage.open(at: url).close()
+            try TestDocument.open(at: url).close()
         }
         func same(_ a: String, _ b: String) -> Bool {
             StoreObjects.same(Array(a.utf8), Array(b.utf8))
@@ -202,11 +203,11 @@ struct StoreObjectTests {
                 "CREATE TRIGGER wipe AFTER INSERT ON \"Deck\" BEGIN UPDATE deck_blob SET refs = 0; END")
             let archive = dir.appendingPathComponent("hostile.zip")
             // Export opens the document first, so it refuses; a raw pack carries the store as is.
-            expectDeckError { try DocumentPackage.export(at: url, to: archive) }
-            try DocumentPackage.pack(directory: url, to: archive)
+            expectDeckError { try DeckDocument.export(at: url, to: archive) }
+            try DeckDocument.pack(directory: url, to: archive)
             let destination = dir.appendingPathComponent("Imported.deck")
             let error = expectDeckError {
-                _ = try DocumentPackage.importArchive(at: archive, to: destination)
+                _ = try DeckDocument.importArchive(at: archive, to: destination)
             }
             #expect(error?.description.contains("wipe") == true, "\(String(describing: error))")
             #expect(!FileManager.default.fileExists(atPath: destination.path))
@@ -274,7 +275,7 @@ struct StorageClassTests {
             let cell = try #require(report.finding("cell-type"), "\(report.findings)")
             #expect(cell.object == "Item #2")
             #expect(cell.message.contains("'i'") && cell.message.contains("text"), "\(cell.message)")
-            expectDeckError { _ = try DocumentPackage.open(at: url, mode: .readOnly) }
+            expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
         }
     }
 

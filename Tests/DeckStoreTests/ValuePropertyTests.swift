@@ -289,7 +289,7 @@ struct ValuePropertyTests {
             try package.save()
             let url = package.url
             try package.close()
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
             for (id, column, value) in expected {
                 let read = try reopened.record("Sample", id: id)?[column]

@@ -30,7 +30,7 @@ struct ValueRulesTests {
                     [.integer(id)]
                 )
                 .first)
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
             return (row[0].string ?? "", row[1], try reopened.record("Sample", id: id)?[column])
         }
@@ -394,7 +394,7 @@ struct ValueRulesTests {
                 price = '1.50', meta = '1,"admin":true', d = 9e999 WHERE _pk = ?
                 """, [.integer(id)])
             db.close()
-            let reopened = try DocumentPackage.open(at: url, mode: .readOnly)
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
             let record = try #require(try reopened.record("Sample", id: id))
             #expect(record["b"] == .integer(2))

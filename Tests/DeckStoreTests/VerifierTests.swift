@@ -159,7 +159,7 @@ struct VerifierTests {
     @Test func aLiveWritersTemporariesAreNotReported() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)
-            let writer = try DocumentPackage.open(at: url, mode: .readWrite)
+            let writer = try TestDocument.open(at: url, mode: .readWrite)
             let tmp = url.appendingPathComponent("tmp")
             try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
             try Data("in progress".utf8).write(to: tmp.appendingPathComponent("blob-live.part"))

@@ -11,7 +11,7 @@ import Synchronization
 
 /// The file-system calls of the archive layer: ``FileSystem`` (the one path to disk, which
 /// tests can make fail) with its errors expressed as ``ArchiveError``s.
-enum ArchiveSystem {
+package enum ArchiveSystem {
     /// The size of every streaming buffer.
     static let bufferSize = 1 << 20
 
@@ -51,7 +51,7 @@ enum ArchiveSystem {
     }
 
     /// "a directory", "a FIFO", … for anything `lstat` says is not a regular file; nil for one.
-    static func describeNonRegular(_ info: stat) -> String? {
+    package static func describeNonRegular(_ info: stat) -> String? {
         switch info.st_mode & S_IFMT {
         case S_IFREG: return nil
         case S_IFDIR: return "a directory"

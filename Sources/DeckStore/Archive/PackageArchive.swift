@@ -15,9 +15,9 @@ import Foundation
 /// root. Unpacking also accepts archives made by other tools: one top-level folder
 /// (`Name.deck/…`) is stripped, `__MACOSX/`, `._*` and `.DS_Store` entries are ignored, and the
 /// `mimetype` entry is optional.
-public enum PackageArchive {
+package enum PackageArchive {
     /// The content of the `mimetype` entry that starts every package archive.
-    public static let mimeType = "application/vnd.deck.package"
+    package static let mimeType = "application/vnd.deck.package"
 
     /// Names in a package directory that are never archived (`mimetype` is what unpacking an
     /// archive with `unzip` leaves; every archive gets its own, first).
@@ -45,7 +45,7 @@ public enum PackageArchive {
     ///     ``ArchiveError/destinationNotRegular(path:kind:)``.
     /// - Throws: ``ArchiveError/packageRefused(path:reason:)`` with ``PackageRefusal/missing``
     ///   for a blob that vanished while it was being archived (a concurrent writer removed it).
-    public static func pack(
+    package static func pack(
         directory: URL, to archive: URL, format: ArchiveFormat, storeSnapshot: URL? = nil,
         blobs: Set<Digest>? = nil, overwrite: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     ) throws {
@@ -90,7 +90,7 @@ public enum PackageArchive {
 
     /// Refuses a destination that exists and is not a regular file (whatever `overwrite` says),
     /// and, without `overwrite`, any destination that exists.
-    static func checkDestination(_ destination: String, overwrite: Bool) throws {
+    package static func checkDestination(_ destination: String, overwrite: Bool) throws {
         guard let info = try ArchiveSystem.status(destination) else { return }
         if let kind = ArchiveSystem.describeNonRegular(info) {
             throw ArchiveError.destinationNotRegular(path: destination, kind: kind)

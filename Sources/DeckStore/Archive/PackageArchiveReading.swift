@@ -62,7 +62,7 @@ public struct UnpackLimits: Sendable, Equatable {
 }
 
 /// A blob found in an archive; its content has been verified against the digest.
-public struct ArchivedBlob: Sendable, Hashable {
+package struct ArchivedBlob: Sendable, Hashable {
     /// The blob's name and content hash.
     public let digest: Digest
     /// Its size in bytes.
@@ -70,7 +70,7 @@ public struct ArchivedBlob: Sendable, Hashable {
 }
 
 /// What reading a package archive found.
-public struct ArchiveScanReport: Sendable, Equatable {
+package struct ArchiveScanReport: Sendable, Equatable {
     /// The bytes of `manifest.json`.
     public var manifest: Data
     /// Every blob, in archive order.
@@ -114,7 +114,7 @@ extension PackageArchive {
     /// `destination`'s parent directory fails after the rename, the error is thrown but the
     /// (complete) package stays in place.
     @discardableResult
-    public static func unpack(
+    package static func unpack(
         archive: URL, to destination: URL, limits: UnpackLimits = .default,
         validate: (URL) throws -> Void = { _ in }, progress: ((Int64, Int64) -> Void)? = nil
     ) throws -> ArchiveScanReport {
@@ -126,7 +126,7 @@ extension PackageArchive {
     /// ``unpack(archive:to:limits:validate:progress:)`` with a `validateScan` that also sees what
     /// the pass found.
     @discardableResult
-    static func unpack(
+    package static func unpack(
         archive: URL, to destination: URL, limits: UnpackLimits,
         validateScan: (URL, ArchiveScanReport) throws -> Void, progress: ((Int64, Int64) -> Void)?
     ) throws -> ArchiveScanReport {
@@ -167,7 +167,7 @@ extension PackageArchive {
     /// makes, verifying every blob's digest, without writing anything but, if `storeTo` is given,
     /// the `store.sqlite` entry to that new file (so it can be checked with SQLite). `storeTo`
     /// must not exist; it is removed again if the scan fails.
-    public static func scan(
+    package static func scan(
         archive: URL, limits: UnpackLimits = .default, storeTo: URL? = nil,
         progress: ((Int64, Int64) -> Void)? = nil
     ) throws -> ArchiveScanReport {

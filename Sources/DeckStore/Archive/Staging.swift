@@ -38,9 +38,9 @@ public enum StagingFiles {
 }
 
 /// Creates, claims, tracks and sweeps staging items.
-enum Staging {
+package enum Staging {
     /// What a staging item beside a destination is for; part of its name.
-    enum Kind: String, CaseIterable {
+    package enum Kind: String, CaseIterable {
         /// An archive being written (a file).
         case pack
         /// A store snapshot being taken for an export (a directory holding `store.sqlite`).
@@ -54,7 +54,7 @@ enum Staging {
     /// Hex digits in the random part of every staging name.
     static let suffixLength = 16
     /// The longest file name the file systems Deck runs on accept (`NAME_MAX`).
-    static let maximumNameBytes = 255
+    package static let maximumNameBytes = 255
 
     fileprivate static let hook = Mutex<(count: Int, action: @Sendable (String) -> Void)?>(nil)
     private static let created = Atomic<Int>(0)
@@ -106,7 +106,7 @@ enum Staging {
 
     /// Creates a staging item of `kind` beside `destination` (a full path), after removing the
     /// stale staging items left there for the same name.
-    static func make(beside destination: String, kind: Kind, isDirectory: Bool) throws(DeckError)
+    package static func make(beside destination: String, kind: Kind, isDirectory: Bool) throws(DeckError)
         -> StagingItem
     {
         let parent = (destination as NSString).deletingLastPathComponent
@@ -119,7 +119,7 @@ enum Staging {
 
     /// Creates `deck-PURPOSE-<16 hex digits>` in the temporary directory (`TMPDIR`, else `/tmp`),
     /// after removing stale ones of the same purpose.
-    static func makeScratchDirectory(purpose: String) throws(DeckError) -> StagingItem {
+    package static func makeScratchDirectory(purpose: String) throws(DeckError) -> StagingItem {
         var directory = FileManager.default.temporaryDirectory.path
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
         let prefix = "deck-\(purpose)-"
@@ -224,10 +224,10 @@ enum Staging {
 /// One staging item of this process: registered for signal cleanup and locked until it is
 /// released (it became the result) or discarded (removed). Discarded when it goes away unless
 /// released first.
-final class StagingItem {
+package final class StagingItem {
     /// The item's full path.
-    let path: String
-    let isDirectory: Bool
+    package let path: String
+    package let isDirectory: Bool
     private var lock: Int32
     private var slot: Int32
     private var finished = false
@@ -239,7 +239,7 @@ final class StagingItem {
         self.slot = slot
     }
 
-    var url: URL { URL(fileURLWithPath: path, isDirectory: isDirectory) }
+    package var url: URL { URL(fileURLWithPath: path, isDirectory: isDirectory) }
 
     deinit {
         discard()
@@ -247,7 +247,7 @@ final class StagingItem {
 
     /// The item was renamed into place (or is otherwise no longer ours to remove): stop tracking
     /// it and drop its lock.
-    func release() {
+    package func release() {
         guard !finished else { return }
         finished = true
         deck_staging_remove(slot)
@@ -256,7 +256,7 @@ final class StagingItem {
     }
 
     /// Removes the item (a file, or a directory with everything in it) and releases it.
-    func discard() {
+    package func discard() {
         guard !finished else { return }
         do {
             try FileSystem.removeTree(path)

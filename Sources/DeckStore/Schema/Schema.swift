@@ -50,6 +50,30 @@ public struct StoreSchema: Codable, Sendable, Equatable {
 
     /// The entity called `name`.
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// The entity called `name` and its ancestors, root first (empty for an unknown name; a
+    /// cycle, which a valid schema cannot have, ends the chain).
+    public func inheritanceChain(of name: String) -> [Entity] {
+        var chain: [Entity] = []
+        var next = entity(named: name)
+        while let current = next, !chain.contains(where: { $0.name == current.name }) {
+            chain.insert(current, at: 0)
+            next = current.superentity.flatMap { entity(named: $0) }
+        }
+        return chain
+    }
+
+    /// Every attribute and relationship of the entity called `name`, inherited ones first, as a
+    /// record of it has them.
+    public func properties(of name: String) -> (attributes: [Attribute], relationships: [Relationship]) {
+        let chain = inheritanceChain(of: name)
+        return (chain.flatMap(\.attributes), chain.flatMap(\.relationships))
+    }
+
+    /// Whether `name` is `ancestor` or one of its descendants.
+    public func entity(_ name: String, inheritsFrom ancestor: String) -> Bool {
+        inheritanceChain(of: name).contains { $0.name == ancestor }
+    }
 }
 
 extension StoreSchema {

@@ -5,19 +5,19 @@ import Foundation
 #endif
 
 /// The names the format fixes inside a package directory (spec: "Layout").
-public enum PackageLayout {
+package enum PackageLayout {
     /// The manifest file.
-    public static let manifest = "manifest.json"
+    package static let manifest = "manifest.json"
     /// The SQLite store.
-    public static let store = "store.sqlite"
+    package static let store = "store.sqlite"
     /// The directory of blob files.
-    public static let blobsDirectory = "blobs"
+    package static let blobsDirectory = "blobs"
     /// Temporaries of a writer in progress; anything here is garbage once no writer holds the lock.
-    public static let tmpDirectory = "tmp"
+    package static let tmpDirectory = "tmp"
     /// The writer lock file.
-    public static let lockFile = "lock"
+    package static let lockFile = "lock"
     /// The default package extension.
-    public static let defaultExtension = "deck"
+    package static let defaultExtension = "deck"
 
     /// SQLite's write-ahead log, its index, and its rollback journal, beside the store.
     static let storeCompanions = [store + "-wal", store + "-shm", store + "-journal"]
@@ -60,18 +60,18 @@ public enum PackageLayout {
     }
 
     /// True for a content type the format accepts: 1 to 255 printable ASCII characters, no spaces.
-    public static func isValidContentType(_ text: String) -> Bool {
+    package static func isValidContentType(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 255 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
     /// The format version this library writes.
-    public static let formatVersion = 1
+    package static let formatVersion = 1
     /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
-    public static let applicationID: Int32 = 0x4445_434B
+    package static let applicationID: Int32 = 0x4445_434B
     /// The manifest's `format` value.
-    public static let formatIdentifier = "org.deck.package"
+    package static let formatIdentifier = "org.deck.package"
     /// The content type of packages made without one.
-    public static let genericContentType = "org.deck.document"
+    package static let genericContentType = "org.deck.document"
 }
 
 /// The package's `manifest.json`: what a tool reads first to know what it holds.
@@ -99,7 +99,7 @@ public struct Manifest: Codable, Sendable, Equatable {
     static let maximumSize = 1 << 20
 
     /// Reads and checks the manifest of the package at `packagePath`.
-    static func read(packagePath: String) throws(DeckError) -> Manifest {
+    package static func read(packagePath: String) throws(DeckError) -> Manifest {
         let path = packagePath + "/" + PackageLayout.manifest
         guard let st = try FileSystem.status(path) else {
             throw DeckError.notAPackage(path: packagePath, reason: "it has no \(PackageLayout.manifest)")

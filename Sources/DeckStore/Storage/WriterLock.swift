@@ -7,7 +7,7 @@ import Foundation
 /// The advisory writer lock: an exclusive `flock(2)` on the package's `lock` file, which holds
 /// the holder's pid as decimal text. The kernel drops the lock when the holder exits, so a
 /// crashed writer never blocks the next one.
-final class WriterLock {
+package final class WriterLock {
     private var fd: Int32
     let path: String
 
@@ -39,7 +39,7 @@ final class WriterLock {
     /// The pid of the process holding the writer lock of `packagePath`, or nil when nobody does.
     /// Never blocks: a `lock` that is not a regular file counts as held by nobody (opening refuses
     /// such a package anyway).
-    static func holder(packagePath: String) -> Int32? {
+    package static func holder(packagePath: String) -> Int32? {
         let path = packagePath + "/" + PackageLayout.lockFile
         let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -63,7 +63,7 @@ final class WriterLock {
     }
 
     /// Releases the lock. The pid is left in the file; it means nothing without the lock.
-    func release() {
+    package func release() {
         guard fd >= 0 else { return }
         flock(fd, LOCK_UN)
         Glibc.close(fd)

@@ -57,6 +57,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case unsavedChanges(path: String)
     /// The operation was cancelled; it left nothing behind and the document as it was.
     case cancelled
+    /// A use of the API that cannot work: a reader or transaction used after its scope ended,
+    /// a write started inside a write on the same thread.
+    case misuse(String)
     /// An error from outside Deck (a caller's closure, the platform), passed through.
     case unexpected(String)
 
@@ -103,6 +106,7 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
             return "\(path): there are changes that were never committed; commit or roll them back first"
         case .cancelled: return "cancelled"
         case .unexpected(let text): return text
+        case .misuse(let text): return text
         }
     }
 }
@@ -158,7 +162,7 @@ extension DeckError {
         case .invalidSchema, .unknownEntity, .unknownProperty, .invalidValue, .recordNotFound,
             .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery, .unsavedChanges:
             .invalidData
-        case .closed, .unexpected: .misuse
+        case .closed, .unexpected, .misuse: .misuse
         case .cancelled: .cancelled
         }
     }

@@ -10,14 +10,16 @@ import Foundation
 /// The one path from Deck to the file system for everything a save, gc, export or import
 /// writes. Every call goes through ``FaultInjection`` so tests can make it fail with a chosen
 /// errno, as swift-system does in debug builds.
-enum FileSystem {
-    static func check(_ op: FaultInjection.Operation, _ path: String) throws(DeckError) {
+package enum FileSystem {
+    package static func check(_ op: FaultInjection.Operation, _ path: String) throws(DeckError) {
         if let code = FaultInjection.shouldFail(op, path: path) {
             throw DeckError.io(path: path, operation: op.rawValue, errno: code)
         }
     }
 
-    static func failure(_ op: FaultInjection.Operation, _ path: String, _ code: Int32 = errno) -> DeckError {
+    package static func failure(_ op: FaultInjection.Operation, _ path: String, _ code: Int32 = errno)
+        -> DeckError
+    {
         switch code {
         case EACCES, EPERM: .permissionDenied(path: path, operation: op.rawValue)
         case ENOENT: .notFound(path: path)
@@ -27,7 +29,7 @@ enum FileSystem {
     }
 
     /// open(2), or openat(2) relative to the directory `relativeTo`.
-    static func open(
+    package static func open(
         _ path: String, _ flags: Int32, mode: mode_t = 0o644, relativeTo directory: Int32 = AT_FDCWD
     )
         throws(DeckError) -> Int32
@@ -43,7 +45,9 @@ enum FileSystem {
     /// checking the opened descriptor with `fstat`, refuses anything but a regular file without a
     /// race between the check and the open. A wrong kind is ``DeckError/corrupt(path:reason:)``
     /// naming the path and what it is.
-    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError) -> Int32 {
+    package static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(DeckError)
+        -> Int32
+    {
         try check(.open, path)
         let fd = Glibc.open(path, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else {
@@ -74,7 +78,7 @@ enum FileSystem {
     }
 
     /// The error for a package file that is not a regular file.
-    static func notRegular(_ path: String, _ mode: mode_t) -> DeckError {
+    package static func notRegular(_ path: String, _ mode: mode_t) -> DeckError {
         .corrupt(
             path: path,
             reason: "it is \(kindName(mode)), not a regular file (a package holds only regular files and "
@@ -82,7 +86,7 @@ enum FileSystem {
     }
 
     /// What a file is, for messages: "a FIFO (named pipe)", "a directory", …
-    static func kindName(_ mode: mode_t) -> String {
+    package static func kindName(_ mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFREG: "a regular file"
         case S_IFDIR: "a directory"
@@ -96,7 +100,7 @@ enum FileSystem {
     }
 
     /// Reads the whole file open at `fd`, refusing more than `limit` bytes.
-    static func readAll(_ fd: Int32, path: String, limit: Int) throws(DeckError) -> Data? {
+    package static func readAll(_ fd: Int32, path: String, limit: Int) throws(DeckError) -> Data? {
         var data = Data()
         let chunk = 1 << 16
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
@@ -110,10 +114,10 @@ enum FileSystem {
         }
     }
 
-    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    package static func close(_ fd: Int32) { _ = Glibc.close(fd) }
 
     /// Writes all of `buffer`, retrying short writes and EINTR.
-    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(DeckError) {
+    package static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(DeckError) {
         try check(.write, path)
         guard var base = buffer.baseAddress else { return }
         var remaining = buffer.count
@@ -129,7 +133,7 @@ enum FileSystem {
     }
 
     /// Reads up to `count` bytes; 0 means end of file.
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: String)
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, path: String)
         throws(DeckError)
         -> Int
     {
@@ -142,56 +146,57 @@ enum FileSystem {
         }
     }
 
-    static func fsync(_ fd: Int32, path: String) throws(DeckError) {
+    package static func fsync(_ fd: Int32, path: String) throws(DeckError) {
         try check(.fsync, path)
         guard Glibc.fsync(fd) == 0 else { throw failure(.fsync, path) }
     }
 
     /// Flushes the directory at `path`, making renames and creations in it durable.
-    static func fsyncDirectory(_ path: String) throws(DeckError) {
+    package static func fsyncDirectory(_ path: String) throws(DeckError) {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         try fsync(fd, path: path)
     }
 
     /// Flushes the whole file system holding `path` (one call instead of thousands of fsyncs).
-    static func syncFileSystem(containing path: String) throws(DeckError) {
+    package static func syncFileSystem(containing path: String) throws(DeckError) {
         let fd = try open(path, O_RDONLY | O_DIRECTORY)
         defer { close(fd) }
         try check(.fsync, path)
         guard deck_syncfs(fd) == 0 else { throw failure(.fsync, path) }
     }
 
-    static func rename(_ from: String, _ to: String) throws(DeckError) {
+    package static func rename(_ from: String, _ to: String) throws(DeckError) {
         try check(.rename, to)
         guard Glibc.rename(from, to) == 0 else { throw failure(.rename, to) }
     }
 
     /// Renames `from` to `to` only if `to` does not exist (renameat2 RENAME_NOREPLACE).
-    static func renameNoReplace(_ from: String, _ to: String) throws(DeckError) {
+    package static func renameNoReplace(_ from: String, _ to: String) throws(DeckError) {
         try check(.rename, to)
         guard deck_rename_noreplace(from, to) == 0 else { throw failure(.rename, to) }
     }
 
-    static func unlink(_ path: String) throws(DeckError) {
+    package static func unlink(_ path: String) throws(DeckError) {
         try check(.unlink, path)
         guard Glibc.unlink(path) == 0 || errno == ENOENT else { throw failure(.unlink, path) }
     }
 
-    static func mkdir(_ path: String, mode: mode_t = 0o755, existingOK: Bool = true) throws(DeckError) {
+    package static func mkdir(_ path: String, mode: mode_t = 0o755, existingOK: Bool = true) throws(DeckError)
+    {
         try check(.mkdir, path)
         if Glibc.mkdir(path, mode) == 0 { return }
         if errno == EEXIST && existingOK && isDirectory(path) { return }
         throw failure(.mkdir, path)
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    package static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// lstat(2): nil when the path does not exist.
-    static func status(_ path: String) throws(DeckError) -> stat? {
+    package static func status(_ path: String) throws(DeckError) -> stat? {
         try check(.stat, path)
         var st = stat()
         if lstat(path, &st) == 0 { return st }
@@ -200,7 +205,7 @@ enum FileSystem {
     }
 
     /// The names in a directory (not `.` or `..`), unsorted.
-    static func list(_ path: String) throws(DeckError) -> [String] {
+    package static func list(_ path: String) throws(DeckError) -> [String] {
         guard let dir = opendir(path) else { throw failure(.open, path) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -216,7 +221,7 @@ enum FileSystem {
     }
 
     /// Removes a directory tree without following links.
-    static func removeTree(_ path: String) throws(DeckError) {
+    package static func removeTree(_ path: String) throws(DeckError) {
         guard let st = try status(path) else { return }
         if (st.st_mode & S_IFMT) == S_IFDIR {
             for name in try list(path) { try removeTree(path + "/" + name) }
@@ -228,7 +233,7 @@ enum FileSystem {
     }
 
     /// A random hexadecimal suffix for temporary names.
-    static func randomSuffix() -> String {
+    package static func randomSuffix() -> String {
         String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 }

@@ -26,6 +26,13 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
     public let message: String
 
     public var description: String { "\(severity.rawValue): \(object): \(message)" }
+
+    package init(severity: Severity, code: String, object: String, message: String) {
+        self.severity = severity
+        self.code = code
+        self.object = object
+        self.message = message
+    }
 }
 
 /// The outcome of verifying a package.
@@ -41,6 +48,10 @@ public struct VerificationReport: Sendable {
 
     /// True when nothing is corrupt (untidy findings are allowed).
     public var isValid: Bool { !findings.contains { $0.severity == .corruption } }
+
+    package init(path: String) {
+        self.path = path
+    }
 }
 
 /// Checks a package against the spec without changing it (spec: "Verification").
@@ -105,7 +116,7 @@ public enum PackageVerifier {
         }
         let database: Database
         do {
-            database = try DocumentPackage.openStore(storePath, mode: .readOnly, packagePath: path)
+            database = try PackageDirectory.openStore(storePath, mode: .readOnly, packagePath: path)
         } catch let error as DeckError {
             if case .corrupt(_, let reason) = error {
                 add(.corruption, "store-unreadable", storePath, reason)
@@ -118,7 +129,7 @@ public enum PackageVerifier {
         }
         let schema: StoreSchema
         do {
-            schema = try DocumentPackage.checkStore(
+            schema = try PackageDirectory.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
         } catch let error as DeckError {
             database.close()
@@ -147,43 +158,6 @@ public enum PackageVerifier {
         return report
     }
 
-    /// Verifies a package archive by streaming it: every entry is checked as unpacking would
-    /// check it (paths, links, sizes, each blob's digest), the store is copied to a private
-    /// staging directory for SQLite's checks and removed afterwards. Nothing else is written.
-    ///
-    /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
-    /// the archive and then ``verifyArchived(_:storePath:archivePath:options:)``.
-    public static func verifyArchive(at url: URL, options: Options = Options()) throws(DeckError)
-        -> VerificationReport
-    {
-        try DocumentPackage.requireArchive(url)
-        let path = url.standardizedFileURL.path
-        var report = VerificationReport(path: path)
-        let scratch = try Staging.makeScratchDirectory(purpose: "verify")
-        defer { scratch.discard() }
-        let store = scratch.path + "/" + PackageLayout.store
-        let scan: ArchiveScanReport
-        do {
-            scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
-        } catch let error as ArchiveError {
-            switch error {
-            case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
-            default: break
-            }
-            if case .unrecognizedFormat = error, !looksLikeArchive(path) {
-                throw DeckError.notAPackage(
-                    path: path, reason: "it is neither a package directory nor a package archive")
-            }
-            report.findings.append(
-                Finding(
-                    severity: .corruption, code: "archive-refused", object: path, message: error.description))
-            return report
-        } catch {
-            throw DeckError(archiveError: error)
-        }
-        return try verifyArchived(scan, storePath: store, archivePath: path, options: options)
-    }
-
     /// The decision on what an archive holds, once its entries have passed the pass over the
     /// archive: made here for both ``verifyArchive(at:options:)`` and import, on the archived
     /// store (a private copy: `storePath`) and the blobs the pass found and hashed.
@@ -192,7 +166,7 @@ public enum PackageVerifier {
     /// (the archive is a raw copy of a package in use, not a snapshot), a manifest over 1 MiB or
     /// not valid, and anything the store checks find. A store whose header says WAL mode is
     /// switched to rollback mode first (it is a private copy with no log: nothing changes).
-    static func verifyArchived(
+    package static func verifyArchived(
         _ scan: ArchiveScanReport, storePath: String, archivePath path: String, options: Options
     ) throws(DeckError) -> VerificationReport {
         var report = VerificationReport(path: path)
@@ -239,7 +213,7 @@ public enum PackageVerifier {
         do {
             let database = try Database(path: storePath, mode: .readOnly)
             defer { database.close() }
-            let schema = try DocumentPackage.checkStore(
+            let schema = try PackageDirectory.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
             let archived = Dictionary(
                 scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
@@ -271,7 +245,7 @@ public enum PackageVerifier {
     }
 
     /// True when the file starts like a zip, gzip, zstd or tar file: damage then, not a stranger.
-    static func looksLikeArchive(_ path: String) -> Bool {
+    package static func looksLikeArchive(_ path: String) -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
         let head = [UInt8]((try? handle.read(upToCount: 262)) ?? Data())

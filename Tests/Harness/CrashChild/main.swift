@@ -44,49 +44,24 @@ func run() throws {
         try read(url, checks: Int(CommandLine.arguments[4]) ?? 100)
         return
     }
-    let document = try DocumentPackage.open(at: url, mode: .readWrite)
-    let newest = try document.fetch(
-        RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+    let store = try PackageStore.open(at: url, mode: .readWrite)
+    let newest = try store.read {
+        try $0.fetch(RecordQuery("Commit", sort: [SortKey("sequence", ascending: false)], limit: 1))
+    }
     var batch: Int64 = if case .integer(let n)? = newest.first?["sequence"] { n } else { 0 }
     while true {
         batch += 1
-        let inserts = Int.random(in: 1...6, using: &generator)
-        for _ in 0..<inserts {
-            var bytes = [UInt8](repeating: 0, count: Int.random(in: 100...300_000, using: &generator))
-            for i in stride(from: 0, to: bytes.count, by: 8) {
-                bytes[i] = UInt8.random(in: 0...255, using: &generator)
-            }
-            try document.insert(
-                "Card",
-                ["front": .string("card \(batch)"), "image": .data(Data(bytes)), "batch": .integer(batch)])
-        }
-        let ids = try document.fetchIDs(RecordQuery("Card"))
-        // Keep the document small (about 40 cards) so that a long run verifies quickly.
-        for _ in 0..<max(ids.count > 20 ? 1 : 0, ids.count - 40) {
-            if let victim = ids.randomElement(using: &generator) {
-                _ = try? document.delete("Card", id: victim)
-            }
-        }
-        if let target = ids.randomElement(using: &generator) {
-            try document.update("Card", id: target, ["front": .string("updated in \(batch)")])
-        }
-        try document.insert("Commit", ["sequence": .integer(batch)])
-        let stats: [String: Value] = [
-            "key": .integer(1), "cards": .integer(Int64(try document.count(RecordQuery("Card")))),
-            "sequence": .integer(batch),
-        ]
-        try document.upsert("Stats", stats)
-        try document.save()
+        try store.write { document in try writeBatch(batch, on: document, using: &generator) }
         let line = Array("committed \(batch)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
         // Now and then the other operations that write: gc, export, import. A kill during any
         // of them must leave the document, and any archive or imported package, whole.
-        if batch % 5 == 0 { _ = try document.collectGarbage() }
+        if batch % 5 == 0 { _ = try store.collectGarbage() }
         if batch % 7 == 0 {
             let archive = url.deletingLastPathComponent().appendingPathComponent("export.zip")
-            try DocumentPackage.export(at: url, to: archive, overwrite: true)
+            try DeckDocument.export(at: url, to: archive, overwrite: true)
             let imported = url.deletingLastPathComponent().appendingPathComponent("imported-\(batch).deck")
-            try DocumentPackage.importArchive(at: archive, to: imported)
+            try DeckDocument.importArchive(at: archive, to: imported)
             // Out of the way atomically first, so a kill mid-removal leaves no partial "imported-".
             let trash = url.deletingLastPathComponent().appendingPathComponent(".trash-\(batch)")
             try FileManager.default.moveItem(at: imported, to: trash)
@@ -95,14 +70,45 @@ func run() throws {
     }
 }
 
+/// One batch, in one transaction: cards with data of random sizes inserted, some deleted, one
+/// updated, a `Commit` numbered by the batch, and the `Stats` record.
+func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: inout SplitMix) throws {
+    let inserts = Int.random(in: 1...6, using: &generator)
+    for _ in 0..<inserts {
+        var bytes = [UInt8](repeating: 0, count: Int.random(in: 100...300_000, using: &generator))
+        for i in stride(from: 0, to: bytes.count, by: 8) {
+            bytes[i] = UInt8.random(in: 0...255, using: &generator)
+        }
+        try document.insert(
+            "Card",
+            ["front": .string("card \(batch)"), "image": .data(Data(bytes)), "batch": .integer(batch)])
+    }
+    let ids = try document.fetchIDs(RecordQuery("Card"))
+    // Keep the document small (about 40 cards) so that a long run verifies quickly.
+    for _ in 0..<max(ids.count > 20 ? 1 : 0, ids.count - 40) {
+        if let victim = ids.randomElement(using: &generator) {
+            _ = try? document.delete("Card", id: victim)
+        }
+    }
+    if let target = ids.randomElement(using: &generator) {
+        try document.update("Card", id: target, ["front": .string("updated in \(batch)")])
+    }
+    try document.insert("Commit", ["sequence": .integer(batch)])
+    let stats: [String: Value] = [
+        "key": .integer(1), "cards": .integer(Int64(try document.count(RecordQuery("Card")))),
+        "sequence": .integer(batch),
+    ]
+    try document.upsert("Stats", stats)
+}
+
 func integer(_ value: Value?) -> Int64 {
     if case .integer(let n)? = value { n } else { -1 }
 }
 
 func read(_ url: URL, checks: Int) throws {
-    let document = try DocumentPackage.open(at: url, mode: .readOnly)
+    let store = try PackageStore.open(at: url, mode: .readOnly)
     for check in 0..<checks {
-        try document.withSnapshot {
+        try store.read { document in
             guard let stats = try document.fetch(RecordQuery("Stats")).first else { return }
             let cards = Int64(try document.count(RecordQuery("Card")))
             let newest = try document.fetch(
@@ -117,7 +123,7 @@ func read(_ url: URL, checks: Int) throws {
             }
         }
     }
-    try document.close()
+    try store.close()
     print("checked \(checks) snapshots")
 }
 

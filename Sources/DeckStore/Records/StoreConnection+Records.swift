@@ -5,7 +5,7 @@ import Foundation
     import Glibc
 #endif
 
-extension DocumentPackage {
+extension StoreConnection {
     // MARK: Writing
 
     /// Inserts a record of `entity` and returns its id.
@@ -14,7 +14,7 @@ extension DocumentPackage {
     /// attribute without a default is an error. Relationships are set with `.reference` /
     /// `.references`, and their inverses follow automatically.
     @discardableResult
-    public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
+    func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
         // Inserts come in runs of one entity: remember the last one instead of hashing its name.
         let mapping: EntityMapping
         if let last = lastInsert, last.mapping.name == entity {
@@ -71,13 +71,14 @@ extension DocumentPackage {
             }
             try statement.run(arguments)
             let id = database.lastInsertRowID
+            changes.inserted(mapping.name, id)
             if relationshipValues > 0 { try setRelationships(values, of: mapping, id: id) }
             return id
         }
     }
 
     /// Changes some values of record `id`; values not named keep theirs.
-    public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
+    func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
         let mapping = try self.mapping.entity(entity)
         do {
             try updateRow(mapping, id: id, values)
@@ -89,7 +90,7 @@ extension DocumentPackage {
     private func updateRow(_ mapping: EntityMapping, id: Int64, _ values: [String: Value]) throws(DeckError) {
         try change { () throws in
             try checkNames(values, of: mapping)
-            _ = try concreteEntity(of: id, in: mapping)
+            changes.updated(try concreteEntity(of: id, in: mapping), id)
             var assignments: [String] = []
             var arguments: [SQLValue] = []
             for attribute in mapping.attributes {
@@ -115,7 +116,7 @@ extension DocumentPackage {
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
     /// whether a record was inserted.
     @discardableResult
-    public func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
+    func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
         id: Int64, inserted: Bool
     ) {
         let mapping = try self.mapping.entity(entity)
@@ -141,7 +142,7 @@ extension DocumentPackage {
     /// Deletes record `id`, applying every relationship's delete rule. Returns how many
     /// records were deleted in all (cascades included).
     @discardableResult
-    public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
+    func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
         let mapping = try self.mapping.entity(entity)
         return try change { () throws -> Int in
             var deleted: Set<RecordKey> = []
@@ -152,7 +153,7 @@ extension DocumentPackage {
 
     /// Deletes every record that `query` matches (its sort and window apply). Returns the count.
     @discardableResult
-    public func delete(_ query: RecordQuery) throws(DeckError) -> Int {
+    func delete(_ query: RecordQuery) throws(DeckError) -> Int {
         let mapping = try self.mapping.entity(query.entity)
         let ids = try fetchIDs(query)
         return try change { () throws -> Int in
@@ -166,7 +167,7 @@ extension DocumentPackage {
 
     /// Updates every record that `query` matches with the same values. Returns the count.
     @discardableResult
-    public func update(_ query: RecordQuery, _ values: [String: Value]) throws(DeckError) -> Int {
+    func update(_ query: RecordQuery, _ values: [String: Value]) throws(DeckError) -> Int {
         let ids = try fetchIDs(query)
         try change { () throws in
             for id in ids { try update(query.entity, id: id, values) }
@@ -270,7 +271,14 @@ extension DocumentPackage {
                         ? "a to-many relationship takes a list of record ids"
                         : "a to-one relationship takes one record id or null")
             }
-            for target in targets { _ = try concreteEntity(of: target, in: destination) }
+            for target in targets { changes.updated(try concreteEntity(of: target, in: destination), target) }
+            // The records this one stops pointing at change too, when they see it back.
+            let tracksOtherSide = relationship.inverse != nil
+            if tracksOtherSide {
+                try recordUpdates(
+                    in: destination.table,
+                    try relatedIDs(id, storage: storage, table: mapping.table, destination: destination))
+            }
             switch storage {
             case .ownColumn(let column):
                 if let inverse = relationship.inverse, let target = targets.first,
@@ -281,9 +289,9 @@ extension DocumentPackage {
                     // this relationship: a sibling entity may use the same column for its own.
                     let declarer = self.mapping.entities[mapping.declarers[position]] ?? mapping
                     let family = declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
-                    try database.run(
-                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL "
-                            + "WHERE \(quote(column)) = ? AND _pk != ?\(family)",
+                    try recordUpdates(
+                        returnedBy: "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL "
+                            + "WHERE \(quote(column)) = ? AND _pk != ?\(family) RETURNING _pk, _entity",
                         [.integer(target), .integer(id)])
                 }
                 try database.run(
@@ -291,8 +299,10 @@ extension DocumentPackage {
                     [targets.first.map { .integer($0) } ?? .null, .integer(id)])
             case .inverseColumn(let table, let column):
                 let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
-                try database.run(
-                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
+                try recordUpdates(
+                    returnedBy:
+                        "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family) "
+                        + "RETURNING _pk, _entity",
                     [.integer(id)])
                 for target in targets {
                     try database.run(
@@ -330,6 +340,24 @@ extension DocumentPackage {
         return try database.rows(sql, [.integer(id)]).compactMap { $0.first?.int64 }
     }
 
+    /// Records as updated the rows an `UPDATE … RETURNING _pk, _entity` changed.
+    private func recordUpdates(returnedBy sql: String, _ arguments: [SQLValue]) throws {
+        for row in try database.rows(sql, arguments) {
+            if let id = row[0].int64, let entity = row[1].string { changes.updated(entity, id) }
+        }
+    }
+
+    /// Records as updated the records `ids` of `table` (whatever their concrete entity).
+    private func recordUpdates(in table: String, _ ids: [Int64]) throws {
+        guard !ids.isEmpty else { return }
+        try database.forEachRow(
+            "SELECT _pk, _entity FROM \(quote(table)) WHERE _pk IN (SELECT value FROM json_each(?))",
+            [.text("[" + ids.map(String.init).joined(separator: ",") + "]")]
+        ) { row in
+            changes.updated(row.text(at: 1), row.int64(at: 0))
+        }
+    }
+
     /// A record's identity across tables (ids are unique only within a table).
     struct RecordKey: Hashable {
         let table: String
@@ -341,6 +369,7 @@ extension DocumentPackage {
         guard let actual = self.mapping.entities[concrete],
             deleted.insert(RecordKey(table: actual.table, id: id)).inserted
         else { return }
+        changes.deleted(concrete, id)
         for (relationship, storage) in actual.relationships {
             guard let destination = self.mapping.entities[relationship.destination] else { continue }
             let related = try relatedIDs(id, storage: storage, table: actual.table, destination: destination)
@@ -363,8 +392,10 @@ extension DocumentPackage {
                         "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family)",
                         [.integer(id)])
                 }
+                // The held records see this one go (links in a join table go with its row).
+                if relationship.inverse != nil { try recordUpdates(in: destination.table, related) }
             case .noAction:
-                break
+                if relationship.inverse != nil { try recordUpdates(in: destination.table, related) }
             }
         }
         // Whoever else points at this record through a column must let go too, unless its
@@ -380,9 +411,9 @@ extension DocumentPackage {
                     || (reference.relationship.deleteRule != .noAction && inverseRule != .noAction)
             else { continue }
             let family = reference.declarer.familyCondition(nil).map { " AND " + $0 } ?? ""
-            try database.run(
-                "UPDATE \(quote(reference.declarer.table)) SET \(quote(reference.column)) = NULL "
-                    + "WHERE \(quote(reference.column)) = ?\(family)",
+            try recordUpdates(
+                returnedBy: "UPDATE \(quote(reference.declarer.table)) SET \(quote(reference.column)) = NULL "
+                    + "WHERE \(quote(reference.column)) = ?\(family) RETURNING _pk, _entity",
                 [.integer(id)])
         }
         try database.run("DELETE FROM \(quote(actual.table)) WHERE _pk = ?", [.integer(id)])
@@ -391,14 +422,14 @@ extension DocumentPackage {
     // MARK: Reading
 
     /// The records `query` matches.
-    public func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {
+    func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {
         var records: [Record] = []
         try forEach(query) { records.append($0) }
         return records
     }
 
     /// Calls `body` for each record `query` matches, without collecting them all.
-    public func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
+    func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
         let mapping = try self.mapping.entity(query.entity)
         // What to read for each entity the query can return: one result column per distinct column
         // expression. Siblings can give one name different storage (an attribute in one, a to-one
@@ -475,7 +506,7 @@ extension DocumentPackage {
     }
 
     /// The ids of the records `query` matches, in order.
-    public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
+    func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
         let mapping = try self.mapping.entity(query.entity)
         let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "r._pk")
         do {
@@ -486,7 +517,7 @@ extension DocumentPackage {
     }
 
     /// How many records `query` matches (its window applies).
-    public func count(_ query: RecordQuery) throws(DeckError) -> Int {
+    func count(_ query: RecordQuery) throws(DeckError) -> Int {
         let mapping = try self.mapping.entity(query.entity)
         let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "1")
         do {
@@ -497,12 +528,12 @@ extension DocumentPackage {
     }
 
     /// One record by id, or nil.
-    public func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
+    func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
         try fetch(RecordQuery(entity, filter: .compare("_pk", .equal, .integer(id)), limit: 1)).first
     }
 
     /// The ids a relationship of record `id` holds (to-one: zero or one).
-    public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
+    func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
         let mapping = try self.mapping.entity(entity)
         guard let (found, storage) = mapping.relationship(relationship) else {
             throw DeckError.unknownProperty(

@@ -5,84 +5,26 @@ import Foundation
     import Glibc
 #endif
 
-/// One Deck package on disk: its manifest, SQLite store, blob files and writer lock, with the
-/// generic, schema-driven record API (values by attribute name).
-///
-/// Changes made through a read-write package accumulate in one open transaction until
-/// ``save()`` commits them following the spec's save protocol (blob files durable first, then
-/// the commit, then unreferenced files removed), or ``rollback()`` discards them.
-///
-/// ```swift
-/// let doc = try DocumentPackage.create(at: url, contentType: "org.example.notes", schema: schema)
-/// let id = try doc.insert("Note", ["title": .string("Hello")])
-/// try doc.save()
-/// let notes = try doc.fetch(RecordQuery("Note", sort: [SortKey("title")]))
-/// try doc.close()
-/// ```
-///
-/// Not thread-safe: one package object belongs to one thread or task at a time. Other processes
-/// may read concurrently; a second writer gets ``DeckError/locked(path:pid:)``.
-public final class DocumentPackage {
-    /// How to open a package.
-    public enum Mode: Sendable {
-        /// Take the writer lock; changes are possible.
-        case readWrite
-        /// No lock; reads see committed states only.
-        case readOnly
+/// A package directory on disk: creating one (spec: section 10.7), and opening one with every
+/// check of the spec's section 2.2 — layout, manifest, lock, store identity, stored schema and
+/// derived schema objects. ``PackageStore`` builds on it.
+enum PackageDirectory {
+    /// A package that passed the open checks, with a connection to its store.
+    struct Opened {
+        let url: URL
+        let manifest: Manifest
+        let schema: StoreSchema
+        let mapping: SchemaMapping
+        let database: Database
+        /// The writer lock, for a read-write open.
+        let lock: WriterLock?
     }
 
-    /// The package directory.
-    public let url: URL
-    public let manifest: Manifest
-    public let mode: Mode
-    /// The stored schema.
-    public let schema: StoreSchema
-    let mapping: SchemaMapping
-    let database: Database
-    /// The package's blob files.
-    public let blobs: BlobStore
-    private var lock: WriterLock?
-    private var isClosed = false
-    /// Prepared insert statements by entity, made on first use.
-    var insertStatements: [String: Statement] = [:]
-    /// The entity and statement of the latest insert.
-    var lastInsert: (mapping: EntityMapping, statement: Statement)?
-
-    var path: String { url.path }
-
-    private init(
-        url: URL, manifest: Manifest, mode: Mode, schema: StoreSchema, mapping: SchemaMapping,
-        database: Database,
-        lock: WriterLock?
-    ) {
-        self.url = url
-        self.manifest = manifest
-        self.mode = mode
-        self.schema = schema
-        self.mapping = mapping
-        self.database = database
-        self.blobs = BlobStore(packagePath: url.path)
-        self.lock = lock
-        blobs.isRegistered = { [unowned database] digest in
-            let row = try? database.scalar(
-                "SELECT 1 FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)])
-            return (row ?? nil) != nil
-        }
-    }
-
-    deinit {
-        if !isClosed { try? close() }
-    }
-
-    // MARK: Create
-
-    /// Creates a new, empty package at `url` and opens it for writing.
+    /// Creates a new, empty package at `url` (spec: section 10.7) and returns its path.
     ///
     /// The package is built under a temporary name beside `url` and renamed into place, so
     /// `url` either does not exist or holds a complete package. Never replaces an existing path.
-    public static func create(at url: URL, contentType: String, schema: StoreSchema) throws(DeckError)
-        -> DocumentPackage
-    {
+    static func create(at url: URL, contentType: String, schema: StoreSchema) throws(DeckError) -> String {
         let mapping = try SchemaMapping(schema)
         let target = url.standardizedFileURL.path
         guard try FileSystem.status(target) == nil else { throw DeckError.alreadyExists(path: target) }
@@ -140,7 +82,7 @@ public final class DocumentPackage {
             if case DeckError.alreadyExists = error { throw DeckError.alreadyExists(path: target) }
             throw DeckError.wrap(error)
         }
-        return try open(at: URL(fileURLWithPath: target), mode: .readWrite)
+        return target
     }
 
     static func encodeSchema(_ schema: StoreSchema) throws(DeckError) -> String {
@@ -185,7 +127,9 @@ public final class DocumentPackage {
     /// lies. A read-write open then removes temporaries a crashed writer left in `tmp/`.
     ///
     /// A read-only open writes no file of the package: see ``openStore(_:mode:packagePath:)``.
-    public static func open(at url: URL, mode: Mode = .readWrite) throws(DeckError) -> DocumentPackage {
+    /// Returns the checked package and a connection to its store: the writer's connection, in
+    /// WAL mode, for `.readWrite` (which holds the writer lock), a reader's otherwise.
+    static func open(at url: URL, mode: PackageStore.Mode) throws(DeckError) -> Opened {
         let path = url.standardizedFileURL.path
         guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
         if (st.st_mode & S_IFMT) == S_IFLNK {
@@ -245,11 +189,10 @@ public final class DocumentPackage {
         } catch {
             throw DeckError.wrap(error)
         }
-        let package = DocumentPackage(
-            url: URL(fileURLWithPath: path), manifest: manifest, mode: mode, schema: schema, mapping: mapping,
+        if mode == .readWrite { removeTemporaries(packagePath: path) }
+        return Opened(
+            url: URL(fileURLWithPath: path), manifest: manifest, schema: schema, mapping: mapping,
             database: database, lock: lock)
-        if mode == .readWrite { package.removeTemporaries() }
-        return package
     }
 
     /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer
@@ -266,7 +209,7 @@ public final class DocumentPackage {
     }
 
     /// What an SQLite failure while opening and checking the store means for the user.
-    static func storeError(_ error: SQLiteError, path: String, mode: Mode) -> DeckError {
+    static func storeError(_ error: SQLiteError, path: String, mode: PackageStore.Mode) -> DeckError {
         let storePath = path + "/" + PackageLayout.store
         if error.isCorruption {
             return DeckError.corrupt(
@@ -313,7 +256,9 @@ public final class DocumentPackage {
     /// open it for writing once. Where SQLite cannot use the index (it is not writable, or
     /// needs a rebuild it refuses), the reader opens the store again with `readonly_shm=1`:
     /// SQLite then reads the log through a private index in memory and writes nothing.
-    static func openStore(_ storePath: String, mode: Mode, packagePath: String) throws -> Database {
+    static func openStore(_ storePath: String, mode: PackageStore.Mode, packagePath: String) throws
+        -> Database
+    {
         guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
         let header: [UInt8]
         do {
@@ -399,193 +344,24 @@ public final class DocumentPackage {
         return schema
     }
 
+    /// A new reader connection to the store of a package that is already open (and checked).
+    static func openReaderDatabase(packagePath: String) throws(DeckError) -> Database {
+        do {
+            return try openStore(
+                packagePath + "/" + PackageLayout.store, mode: .readOnly, packagePath: packagePath)
+        } catch let error as DeckError {
+            throw error
+        } catch let error as SQLiteError {
+            throw storeError(error, path: packagePath, mode: .readOnly)
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
     /// Removes everything in `tmp/`: with the lock held, nothing there belongs to a live writer.
-    private func removeTemporaries() {
-        let tmp = blobs.tmpPath
+    static func removeTemporaries(packagePath: String) {
+        let tmp = packagePath + "/" + PackageLayout.tmpDirectory
         guard FileSystem.isDirectory(tmp), let names = try? FileSystem.list(tmp) else { return }
         for name in names { try? FileSystem.removeTree(tmp + "/" + name) }
     }
-
-    // MARK: Transactions
-
-    /// True when there are changes that ``save()`` would commit.
-    public var hasChanges: Bool { database.isInTransaction }
-
-    func requireWritable() throws(DeckError) {
-        guard !isClosed else { throw DeckError.invalidQuery("\(path): the package is closed") }
-        guard mode == .readWrite else { throw DeckError.readOnly(path: path) }
-    }
-
-    /// Runs one change inside the open write transaction: a failed change is undone whole and
-    /// leaves earlier unsaved changes in place. A change of several statements runs in a
-    /// savepoint; one of a single statement (`atomic: false`) relies on SQLite undoing a failed
-    /// statement by itself, which saves two statements per insert.
-    func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
-        try requireWritable()
-        let createdBefore = blobs.createdSinceSave
-        let beginsTransaction = !database.isInTransaction
-        do {
-            if beginsTransaction { try database.run("BEGIN IMMEDIATE") }
-            return atomic ? try database.savepoint(body) : try body()
-        } catch {
-            // The first change failed: nothing was pending, so nothing is now.
-            if beginsTransaction && database.isInTransaction { try? database.run("ROLLBACK") }
-            // Files this failed change created and nothing now registers would be orphans.
-            removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
-            throw translate(error)
-        }
-    }
-
-    /// Runs `body` on one consistent snapshot: every fetch and count inside sees the same
-    /// committed state, even while another process commits. (A read-write package already sees
-    /// its own state, unsaved changes included; `body` simply runs.)
-    ///
-    /// ```swift
-    /// let (cards, decks) = try document.withSnapshot {
-    ///     (try document.count(Query("Card")), try document.count(Query("Deck")))
-    /// }
-    /// ```
-    public func withSnapshot<T>(_ body: () throws -> T) throws -> T {
-        guard mode == .readOnly, !database.isInTransaction else { return try body() }
-        do {
-            try database.execute("BEGIN DEFERRED")
-        } catch {
-            throw translate(error)
-        }
-        defer { try? database.execute("COMMIT") }
-        return try body()
-    }
-
-    /// Commits the unsaved changes (spec: "Save protocol").
-    ///
-    /// 1. Blob files written since the last save are made durable.
-    /// 2. Blobs whose `deck_blob.refs` fell to 0 are dropped from `deck_blob`, and the transaction
-    ///    commits. The count is not trusted: when there are such blobs, the cells that name them
-    ///    are counted again (one scan per external-storage column), and a blob a cell still
-    ///    names keeps its row, with `refs` set to the true count, and its file.
-    /// 3. The dropped blobs' files are removed; a crash here leaves only orphans that
-    ///    ``collectGarbage(dryRun:repair:progress:)`` removes.
-    public func save() throws(DeckError) {
-        try requireWritable()
-        guard database.isInTransaction else { return }
-        var unreferenced: [Digest] = []
-        do {
-            try blobs.makeDurable()
-            var candidates: Set<Digest> = []
-            try database.forEachRow("SELECT digest FROM deck_blob WHERE refs = 0") { row in
-                if let digest = Digest(hex: row.text(at: 0)) { candidates.insert(digest) }
-            }
-            if !candidates.isEmpty {
-                let counted = try ReferenceCounts.count(database, mapping: mapping, among: candidates)
-                for (digest, count) in counted {
-                    try database.run(
-                        "UPDATE deck_blob SET refs = ? WHERE digest = ?",
-                        [.integer(count), .text(digest.hexDigest)])
-                }
-                unreferenced = candidates.subtracting(counted.keys).sorted()
-                try database.run("DELETE FROM deck_blob WHERE refs = 0")
-            }
-            try database.run(
-                "INSERT INTO deck_meta(key, value) VALUES ('modified', ?) "
-                    + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [.text(Value.iso8601(Date()))])
-            try database.execute("COMMIT")
-        } catch {
-            throw translate(error)
-        }
-        blobs.resetTracking()
-        for digest in unreferenced { try? blobs.remove(digest) }
-    }
-
-    /// Discards the unsaved changes, and the blob files only they referenced.
-    public func rollback() {
-        guard database.isInTransaction else { return }
-        try? database.execute("ROLLBACK")
-        removeCreatedFiles(blobs.createdSinceSave)
-        blobs.resetTracking()
-    }
-
-    /// Removes the files among `created` (files this writer created since the last save) that
-    /// no `deck_blob` row registers and no cell names. A cell may name a digest that `deck_blob`
-    /// lacks (a damaged store): such a file is referenced and stays. When the cells cannot be
-    /// counted, every file stays (an orphan is harmless; a lost blob is not).
-    func removeCreatedFiles(_ created: Set<Digest>) {
-        let unregistered = created.filter { !blobs.isRegistered($0) }
-        guard !unregistered.isEmpty,
-            let referenced = try? ReferenceCounts.count(database, mapping: mapping, among: unregistered)
-        else { return }
-        for digest in unregistered where referenced[digest] == nil {
-            try? blobs.remove(digest)
-            blobs.forget(digest)
-        }
-    }
-
-    /// Closes the package: discards unsaved changes, checkpoints the store back into a single
-    /// file (no `-wal` or `-shm` remain) and releases the writer lock.
-    public func close() throws(DeckError) {
-        guard !isClosed else { return }
-        isClosed = true
-        if mode == .readWrite {
-            rollback()
-            // Both fail harmlessly (SQLITE_BUSY) while readers are attached; the WAL stays then.
-            _ = try? database.pragma("wal_checkpoint(TRUNCATE)")
-            if (try? database.pragma("journal_mode=DELETE"))??.string?.lowercased() != "delete" {
-                // Still in WAL mode: should the last reader leave before our connection closes,
-                // SQLite would delete -wal and -shm on closing and leave a store in WAL mode
-                // without them. Keep them (spec: section 10.5).
-                var persist: Int32 = 1
-                _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-            }
-        }
-        database.close()
-        lock?.release()
-        lock = nil
-    }
-
-    /// Maps SQLite constraint errors to the record-level errors users understand.
-    func translate(_ error: any Error) -> DeckError {
-        if let error = error as? SQLiteError {
-            // SQLITE_CONSTRAINT_CHECK on deck_blob.refs: a reference count below the cells that
-            // name the blob (the store is damaged), which the next decrement took below zero.
-            if error.code == .constraintCheck, error.message.contains("refs >= 0") {
-                return .corrupt(
-                    path: path,
-                    reason: "deck_blob counts fewer references to a blob than the records hold, so this "
-                        + "change cannot be counted; run 'deck gc --repair' to count them again")
-            }
-            if error.code == .constraintUnique || error.code == .constraintPrimaryKey {
-                // "UNIQUE constraint failed: Card.front, Card.back"
-                let detail = error.message.components(separatedBy: ": ").last ?? ""
-                let columns = detail.components(separatedBy: ", ").map {
-                    $0.components(separatedBy: ".").last ?? $0
-                }
-                let table = detail.components(separatedBy: ".").first ?? "?"
-                return .uniqueViolation(entity: table, properties: columns)
-            }
-            if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
-            if error.isCorruption { return .corrupt(path: path, reason: error.message) }
-            return .sqlite(error)
-        }
-        return DeckError.wrap(error)
-    }
-
-    // MARK: Blobs
-
-    /// Loads the bytes of an external value, checking its digest.
-    public func data(for reference: BlobReference) throws(DeckError) -> Data {
-        try blobs.read(reference.digest)
-    }
-
-    /// Loads a data value whether inline or external; nil for null.
-    public func data(of value: Value) throws(DeckError) -> Data? {
-        switch value {
-        case .data(let d): d
-        case .blob(let r): try data(for: r)
-        case .null: nil
-        default: throw DeckError.invalidQuery("a \(value.kindName) value holds no data")
-        }
-    }
 }
-
-@available(*, unavailable)
-extension DocumentPackage: Sendable {}

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import Synchronization
 
@@ -6,8 +5,52 @@ import Synchronization
     import Glibc
 #endif
 
-/// Sharing documents as single files (spec: "Sharing"): export, import, pack and unpack.
-extension DocumentPackage {
+/// Whole-document work on packages: sharing them as one file (spec: section 16) — export,
+/// import, pack, unpack — and verifying a package or an archive.
+///
+/// This is the document layer: it orchestrates the store (``PackageStore``), the archive reader
+/// and writer and the verifier, which know nothing of each other.
+///
+/// ```swift
+/// try DeckDocument.export(at: packageURL, to: archiveURL)            // Spanish.deck → Spanish.zip
+/// let copy = try DeckDocument.importArchive(at: archiveURL, to: copyURL)
+/// let report = try DeckDocument.verify(at: archiveURL)               // a package or an archive
+/// ```
+public enum DeckDocument {
+    /// Verifies a package directory (``PackageVerifier/verify(at:options:)``) or a package
+    /// archive (``verifyArchive(at:options:)``), whichever `url` is.
+    public static func verify(at url: URL, options: PackageVerifier.Options = .init()) throws(DeckError)
+        -> VerificationReport
+    {
+        if try isArchiveFile(url) { return try verifyArchive(at: url, options: options) }
+        return try PackageVerifier.verify(at: url, options: options)
+    }
+
+    /// Runs `body` on the package at `url` opened read-only, whether `url` is a package
+    /// directory or a package archive: an archive is imported first (with every check of
+    /// ``importArchive(at:to:limits:progress:)``) into a private staging directory, removed
+    /// afterwards, also when the process is interrupted (see ``StagingFiles``).
+    public static func withReadOnlyStore<T>(at url: URL, _ body: (PackageStore) throws -> T) throws -> T {
+        guard try isArchiveFile(url) else {
+            let store = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? store.close() }
+            return try body(store)
+        }
+        do {
+            return try withArchive(at: url, body)
+        } catch DeckError.archive(let error) {
+            throw DeckError.notAPackage(
+                path: url.path, reason: "not a directory, and not a readable package archive (\(error))")
+        }
+    }
+
+    /// Whether `url` is a regular file (and so, for the commands that take either, an archive
+    /// rather than a package directory).
+    public static func isArchiveFile(_ url: URL) throws(DeckError) -> Bool {
+        guard let st = try FileSystem.status(url.standardizedFileURL.path) else { return false }
+        return (st.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// Writes a consistent snapshot of the package at `url` to a new archive at `archive`.
     ///
     /// Works while another process has the document open for writing: the store is copied with
@@ -28,7 +71,7 @@ extension DocumentPackage {
         progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) {
         let format = format ?? ArchiveFormat(fileName: archive.lastPathComponent) ?? .zip
-        let document = try DocumentPackage.open(at: url, mode: .readOnly)
+        let document = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? document.close() }
         let destination = archive.standardizedFileURL.path
         let parent = (destination as NSString).deletingLastPathComponent
@@ -78,61 +121,7 @@ extension DocumentPackage {
 
     /// Called after each snapshot an export takes, with the package and the attempt (1, 2, 3):
     /// tests change the document there, as a concurrent writer would.
-    static let exportSnapshotHook = Mutex<(@Sendable (URL, Int) -> Void)?>(nil)
-
-    /// Whether the committed store (read now, in a new transaction) still references `digest`
-    /// and its blob file is still missing.
-    func referencesMissingBlob(_ digest: Digest) throws(DeckError) -> Bool {
-        let refs: Int64
-        do {
-            refs =
-                try database.scalar("SELECT refs FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)])?
-                .int64 ?? 0
-        } catch {
-            throw translate(error)
-        }
-        guard refs > 0 else { return false }
-        return try FileSystem.status(blobs.path(for: digest)) == nil
-    }
-
-    /// Copies the committed store into a new file at `path` and returns the blobs it references.
-    /// A failure to write the copy (a full disk) is an I/O error on `destination`, the archive
-    /// the copy is for; one reading the store names the store.
-    func snapshotStore(to path: String, for destination: String) throws(DeckError) -> Set<Digest> {
-        try vacuum(into: path, for: destination)
-        do {
-            let copy = try Database(path: path, mode: .readWrite)
-            defer { copy.close() }
-            _ = try copy.pragma("journal_mode=DELETE")
-            var digests: Set<Digest> = []
-            try copy.forEachRow("SELECT digest FROM deck_blob WHERE refs > 0") { row in
-                if let digest = Digest(hex: row.text(at: 0)) { digests.insert(digest) }
-            }
-            return digests
-        } catch {
-            throw translate(error)
-        }
-    }
-
-    /// `VACUUM INTO path`, with SQLite's I/O failures turned into I/O errors on the file concerned.
-    private func vacuum(into path: String, for destination: String) throws(DeckError) {
-        let failure: SQLiteError
-        do {
-            try database.run("VACUUM INTO ?", [.text(path)])
-            return
-        } catch {
-            failure = error
-        }
-        guard [SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN].contains(failure.primaryCode) else {
-            throw translate(failure)
-        }
-        let system = sqlite3_system_errno(database.handle)
-        let reading = failure.code == .ioErrorRead || failure.code == .ioErrorShortRead
-        throw DeckError.io(
-            path: reading ? database.path : destination,
-            operation: reading ? "read" : "write (the store snapshot)",
-            errno: system != 0 ? system : failure.primaryCode == SQLITE_FULL ? ENOSPC : EIO)
-    }
+    package static let exportSnapshotHook = Mutex<(@Sendable (URL, Int) -> Void)?>(nil)
 
     /// Makes a package from an archive: unpacked safely under a temporary name next to
     /// `destination`, verified, and only then renamed into place. Returns the package's URL.
@@ -176,13 +165,13 @@ extension DocumentPackage {
     /// in the temporary directory (`TMPDIR`), which is removed afterwards, also when the process
     /// is interrupted (see ``StagingFiles``).
     public static func withArchive<T>(
-        at archive: URL, limits: UnpackLimits = .default, _ body: (DocumentPackage) throws -> T
+        at archive: URL, limits: UnpackLimits = .default, _ body: (PackageStore) throws -> T
     ) throws -> T {
         let scratch = try Staging.makeScratchDirectory(purpose: "archive")
         defer { scratch.discard() }
         let package = try importArchive(
             at: archive, to: URL(fileURLWithPath: scratch.path + "/package.deck"), limits: limits)
-        let document = try DocumentPackage.open(at: package, mode: .readOnly)
+        let document = try PackageStore.open(at: package, mode: .readOnly)
         defer { try? document.close() }
         return try body(document)
     }
@@ -326,30 +315,43 @@ extension DocumentPackage {
         }
         return String(shortened) + extensionPart
     }
-}
 
-extension DeckError {
-    /// The document-level form of an archive-layer failure.
-    init(archiveError error: any Error, archive: URL? = nil) {
-        switch error {
-        case let error as DeckError: self = error
-        case ArchiveError.unrecognizedFormat
-        where archive.map({ !PackageVerifier.looksLikeArchive($0.path) }) == true:
-            // Not damage: this file never was an archive.
-            self = .notAPackage(
-                path: archive?.path ?? "", reason: "it is neither a package directory nor a package archive")
-        case ArchiveError.destinationExists(let path): self = .alreadyExists(path: path)
-        case ArchiveError.destinationNotRegular(let path, let kind):
-            self = .notARegularFile(path: path, kind: kind)
-        case ArchiveError.insufficientSpace(let path, let needed, let available):
-            self = .io(
-                path: path, operation: "unpacking (it needs \(needed) bytes; \(available) may be used here)",
-                errno: ENOSPC)
-        case ArchiveError.fileSystem(let path, let operation, let code):
-            self = FileSystem.failure(FaultInjection.Operation(rawValue: operation) ?? .open, path, code)
-            if case .io = self { self = .io(path: path, operation: operation, errno: code) }
-        case let error as ArchiveError: self = .archive(error)
-        default: self = .wrap(error)
+    /// Verifies a package archive by streaming it: every entry is checked as unpacking would
+    /// check it (paths, links, sizes, each blob's digest), the store is copied to a private
+    /// staging directory for SQLite's checks and removed afterwards. Nothing else is written.
+    ///
+    /// The archive is valid exactly when `deck import` accepts it: both run the same pass over
+    /// the archive and then ``PackageVerifier/verifyArchived(_:storePath:archivePath:options:)``.
+    public static func verifyArchive(at url: URL, options: PackageVerifier.Options = .init())
+        throws(DeckError)
+        -> VerificationReport
+    {
+        try requireArchive(url)
+        let path = url.standardizedFileURL.path
+        var report = VerificationReport(path: path)
+        let scratch = try Staging.makeScratchDirectory(purpose: "verify")
+        defer { scratch.discard() }
+        let store = scratch.path + "/" + PackageLayout.store
+        let scan: ArchiveScanReport
+        do {
+            scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
+        } catch let error as ArchiveError {
+            switch error {
+            case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
+            default: break
+            }
+            if case .unrecognizedFormat = error, !PackageVerifier.looksLikeArchive(path) {
+                throw DeckError.notAPackage(
+                    path: path, reason: "it is neither a package directory nor a package archive")
+            }
+            report.findings.append(
+                Finding(
+                    severity: .corruption, code: "archive-refused", object: path, message: error.description))
+            return report
+        } catch {
+            throw DeckError(archiveError: error)
         }
+        return try PackageVerifier.verifyArchived(scan, storePath: store, archivePath: path, options: options)
     }
+
 }

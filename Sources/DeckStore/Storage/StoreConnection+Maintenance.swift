@@ -98,7 +98,7 @@ public struct PackageInfo: Sendable {
     public let lockHolder: Int32?
 }
 
-extension DocumentPackage {
+extension StoreConnection {
     /// Removes what no committed state needs: blob files nothing references, `deck_blob` rows
     /// with no references, and temporaries; creates any index the schema derives that the store
     /// lacks; then compacts the store with `VACUUM`.
@@ -108,21 +108,17 @@ extension DocumentPackage {
     /// and listed in ``GarbageReport/uncountedReferences``. With `repair`, the counts are made
     /// right first (``repairReferences(dryRun:)``).
     ///
-    /// Refuses while there are unsaved changes. With `dryRun`, only reports; a dry run also
-    /// works on a package opened read-only (which, unlike a writer's open, leaves `tmp/` alone).
+    /// With `dryRun`, only reports; a dry run also works on a package opened read-only (which,
+    /// unlike a writer's open, leaves `tmp/` alone).
     /// - Parameter progress: receives (files removed, files to remove) as they go.
-    public func collectGarbage(
+    func collectGarbage(
         dryRun: Bool = false, repair: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     )
         throws(DeckError)
         -> GarbageReport
     {
         // A dry run only reads: it works on a read-only package too.
-        if !dryRun || mode == .readWrite { try requireWritable() }
-        guard !hasChanges else {
-            throw DeckError.invalidQuery(
-                "\(path): save or roll back the unsaved changes before collecting garbage")
-        }
+        guard dryRun || isWriter else { throw DeckError.readOnly(path: path) }
         var report = GarbageReport()
         if repair { report.repair = try repairReferences(dryRun: dryRun) }
         let storePath = path + "/" + PackageLayout.store
@@ -201,13 +197,9 @@ extension DocumentPackage {
     /// lock and does it in one transaction. Removes nothing: ``collectGarbage(dryRun:repair:progress:)``
     /// does that afterwards.
     ///
-    /// Refuses while there are unsaved changes. With `dryRun`, only reports (and also works on
-    /// a package opened read-only).
-    public func repairReferences(dryRun: Bool = false) throws(DeckError) -> ReferenceRepairReport {
-        if !dryRun || mode == .readWrite { try requireWritable() }
-        guard !hasChanges else {
-            throw DeckError.invalidQuery("\(path): save or roll back the unsaved changes before repairing")
-        }
+    /// With `dryRun`, only reports (and also works on a package opened read-only).
+    func repairReferences(dryRun: Bool = false) throws(DeckError) -> ReferenceRepairReport {
+        guard dryRun || isWriter else { throw DeckError.readOnly(path: path) }
         do {
             if dryRun {
                 try database.execute("BEGIN DEFERRED")
@@ -309,7 +301,7 @@ extension DocumentPackage {
     }
 
     /// Counts and sizes for `deck inspect`.
-    public func info() throws(DeckError) -> PackageInfo {
+    func info() throws(DeckError) -> PackageInfo {
         do {
             func meta(_ key: String) throws -> String? {
                 try database.scalar("SELECT value FROM deck_meta WHERE key = ?", [.text(key)])?.string
@@ -359,7 +351,7 @@ extension DocumentPackage {
                 pageSize: Int(try database.pragma("page_size")?.int64 ?? 0),
                 pageCount: Int(try database.pragma("page_count")?.int64 ?? 0),
                 freelistCount: Int(try database.pragma("freelist_count")?.int64 ?? 0),
-                lockHolder: mode == .readWrite ? getpid() : WriterLock.holder(packagePath: path))
+                lockHolder: isWriter ? getpid() : WriterLock.holder(packagePath: path))
         } catch {
             throw translate(error)
         }

@@ -1,0 +1,231 @@
+import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One SQLite connection to a package's store, with what the record API needs around it: the
+/// schema mapping, prepared statements, and — for the writer — the blob files written in the
+/// open transaction and the changes it made.
+///
+/// Not thread-safe, never public: ``PackageStore`` owns its connections and lends one to a
+/// ``StoreReader`` or ``StoreTransaction`` for the length of a scope.
+final class StoreConnection {
+    /// The package directory.
+    let url: URL
+    let manifest: Manifest
+    let schema: StoreSchema
+    let mapping: SchemaMapping
+    let database: Database
+    /// Whether this is the writer's connection (the only one that may change the store).
+    let isWriter: Bool
+    /// The package's blob files; the writer's instance tracks the files its transaction wrote.
+    let blobs: BlobStore
+    /// Prepared insert statements by entity, made on first use.
+    var insertStatements: [String: Statement] = [:]
+    /// The entity and statement of the latest insert.
+    var lastInsert: (mapping: EntityMapping, statement: Statement)?
+    /// What the open transaction changed, record by record.
+    var changes = ChangeRecorder()
+
+    var path: String { url.path }
+
+    init(
+        url: URL, manifest: Manifest, schema: StoreSchema, mapping: SchemaMapping, database: Database,
+        isWriter: Bool
+    ) {
+        self.url = url
+        self.manifest = manifest
+        self.schema = schema
+        self.mapping = mapping
+        self.database = database
+        self.isWriter = isWriter
+        self.blobs = BlobStore(packagePath: url.path)
+        blobs.isRegistered = { [unowned database] digest in
+            let row = try? database.scalar(
+                "SELECT 1 FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)])
+            return (row ?? nil) != nil
+        }
+    }
+
+    // MARK: Transactions
+
+    func requireWritable() throws(DeckError) {
+        guard isWriter else { throw DeckError.readOnly(path: path) }
+        guard database.isInTransaction else {
+            throw DeckError.misuse("\(path): a change outside a transaction")
+        }
+    }
+
+    /// Begins the writer's transaction (`BEGIN IMMEDIATE`).
+    func begin() throws(DeckError) {
+        do {
+            try database.run("BEGIN IMMEDIATE")
+        } catch {
+            throw translate(error)
+        }
+        changes = ChangeRecorder()
+    }
+
+    /// Runs one change inside the open write transaction: a failed change is undone whole and
+    /// leaves earlier changes of the transaction in place. A change of several statements runs in
+    /// a savepoint; one of a single statement (`atomic: false`) relies on SQLite undoing a failed
+    /// statement by itself, which saves two statements per insert.
+    func change<T>(atomic: Bool = true, _ body: () throws -> T) throws(DeckError) -> T {
+        try requireWritable()
+        let createdBefore = blobs.createdSinceSave
+        let recordedBefore = changes
+        do {
+            return atomic ? try database.savepoint(body) : try body()
+        } catch {
+            changes = recordedBefore
+            // Files this failed change created and nothing now registers would be orphans.
+            removeCreatedFiles(blobs.createdSinceSave.subtracting(createdBefore))
+            throw translate(error)
+        }
+    }
+
+    /// Commits the open transaction with the spec's save protocol (section 10.3).
+    ///
+    /// 1. Blob files written in the transaction are made durable.
+    /// 2. Blobs whose `deck_blob.refs` fell to 0 are dropped from `deck_blob`, and the transaction
+    ///    commits. The count is not trusted: when there are such blobs, the cells that name them
+    ///    are counted again (one scan per external-storage column), and a blob a cell still
+    ///    names keeps its row, with `refs` set to the true count, and its file.
+    /// 3. The dropped blobs' files are removed; a crash here leaves only orphans that garbage
+    ///    collection removes.
+    func commit() throws(DeckError) {
+        guard database.isInTransaction else { return }
+        var unreferenced: [Digest] = []
+        do {
+            try blobs.makeDurable()
+            var candidates: Set<Digest> = []
+            try database.forEachRow("SELECT digest FROM deck_blob WHERE refs = 0") { row in
+                if let digest = Digest(hex: row.text(at: 0)) { candidates.insert(digest) }
+            }
+            if !candidates.isEmpty {
+                let counted = try ReferenceCounts.count(database, mapping: mapping, among: candidates)
+                for (digest, count) in counted {
+                    try database.run(
+                        "UPDATE deck_blob SET refs = ? WHERE digest = ?",
+                        [.integer(count), .text(digest.hexDigest)])
+                }
+                unreferenced = candidates.subtracting(counted.keys).sorted()
+                try database.run("DELETE FROM deck_blob WHERE refs = 0")
+            }
+            try database.run(
+                "INSERT INTO deck_meta(key, value) VALUES ('modified', ?) "
+                    + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(Value.iso8601(Date()))])
+            try database.execute("COMMIT")
+        } catch {
+            throw translate(error)
+        }
+        blobs.resetTracking()
+        for digest in unreferenced { try? blobs.remove(digest) }
+    }
+
+    /// Discards the open transaction, and the blob files only it referenced.
+    func rollback() {
+        guard database.isInTransaction else { return }
+        try? database.execute("ROLLBACK")
+        removeCreatedFiles(blobs.createdSinceSave)
+        blobs.resetTracking()
+        changes = ChangeRecorder()
+    }
+
+    /// Removes the files among `created` (files this writer created in the transaction) that no
+    /// `deck_blob` row registers and no cell names. A cell may name a digest that `deck_blob`
+    /// lacks (a damaged store): such a file is referenced and stays. When the cells cannot be
+    /// counted, every file stays (an orphan is harmless; a lost blob is not).
+    func removeCreatedFiles(_ created: Set<Digest>) {
+        let unregistered = created.filter { !blobs.isRegistered($0) }
+        guard !unregistered.isEmpty,
+            let referenced = try? ReferenceCounts.count(database, mapping: mapping, among: unregistered)
+        else { return }
+        for digest in unregistered where referenced[digest] == nil {
+            try? blobs.remove(digest)
+            blobs.forget(digest)
+        }
+    }
+
+    /// Runs `body` in one read transaction, so that everything it reads comes from one committed
+    /// state.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        do {
+            try database.execute("BEGIN DEFERRED")
+        } catch {
+            throw translate(error)
+        }
+        defer { try? database.execute("COMMIT") }
+        return try body()
+    }
+
+    /// Closes the connection. The writer's closing first discards an open transaction,
+    /// checkpoints the log back into `store.sqlite` and returns to rollback mode (spec: section
+    /// 10.5); while readers are attached that fails harmlessly and the log stays.
+    func close() {
+        if isWriter {
+            rollback()
+            _ = try? database.pragma("wal_checkpoint(TRUNCATE)")
+            if (try? database.pragma("journal_mode=DELETE"))??.string?.lowercased() != "delete" {
+                // Still in WAL mode: should the last reader leave before our connection closes,
+                // SQLite would delete -wal and -shm on closing and leave a store in WAL mode
+                // without them. Keep them (spec: section 10.5).
+                var persist: Int32 = 1
+                _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            }
+        }
+        insertStatements.removeAll()
+        lastInsert = nil
+        database.close()
+    }
+
+    /// Maps SQLite constraint errors to the record-level errors users understand.
+    func translate(_ error: any Error) -> DeckError {
+        if let error = error as? SQLiteError {
+            // SQLITE_CONSTRAINT_CHECK on deck_blob.refs: a reference count below the cells that
+            // name the blob (the store is damaged), which the next decrement took below zero.
+            if error.code == .constraintCheck, error.message.contains("refs >= 0") {
+                return .corrupt(
+                    path: path,
+                    reason: "deck_blob counts fewer references to a blob than the records hold, so this "
+                        + "change cannot be counted; run 'deck gc --repair' to count them again")
+            }
+            if error.code == .constraintUnique || error.code == .constraintPrimaryKey {
+                // "UNIQUE constraint failed: Card.front, Card.back"
+                let detail = error.message.components(separatedBy: ": ").last ?? ""
+                let columns = detail.components(separatedBy: ", ").map {
+                    $0.components(separatedBy: ".").last ?? $0
+                }
+                let table = detail.components(separatedBy: ".").first ?? "?"
+                return .uniqueViolation(entity: table, properties: columns)
+            }
+            if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
+            if error.isCorruption { return .corrupt(path: path, reason: error.message) }
+            return .sqlite(error)
+        }
+        return DeckError.wrap(error)
+    }
+
+    // MARK: Blobs
+
+    /// Loads the bytes of an external value, checking its digest.
+    func data(for reference: BlobReference) throws(DeckError) -> Data {
+        try blobs.read(reference.digest)
+    }
+
+    /// Loads a data value whether inline or external; nil for null.
+    func data(of value: Value) throws(DeckError) -> Data? {
+        switch value {
+        case .data(let d): d
+        case .blob(let r): try data(for: r)
+        case .null: nil
+        default: throw DeckError.invalidQuery("a \(value.kindName) value holds no data")
+        }
+    }
+}
+
+@available(*, unavailable)
+extension StoreConnection: Sendable {}

@@ -1,0 +1,234 @@
+import Foundation
+
+/// Read access to a store inside one scope: a ``PackageStore/read(_:)`` snapshot, or (as its
+/// subclass ``StoreTransaction``) a write transaction, which also sees its own changes.
+///
+/// Everything read through one reader comes from one state of the store. A reader belongs to its
+/// scope and its thread; once the scope has ended its methods throw ``DeckError/misuse(_:)``.
+public class StoreReader {
+    /// The connection, until the scope ends.
+    var connection: StoreConnection?
+    /// The store the scope belongs to (kept alive while the scope lasts).
+    let store: PackageStore
+
+    init(connection: StoreConnection, store: PackageStore) {
+        self.connection = connection
+        self.store = store
+    }
+
+    /// Ends the scope: the reader can no longer be used.
+    func end() { connection = nil }
+
+    /// The connection, or the error for a reader used after its scope.
+    func live() throws(DeckError) -> StoreConnection {
+        guard let connection else {
+            throw DeckError.misuse(
+                "\(store.path): a reader or transaction was used after its scope ended "
+                    + "(keep it inside the read { } or write { } that made it, and uncommitted)")
+        }
+        return connection
+    }
+
+    /// The stored schema.
+    public var schema: StoreSchema { store.schema }
+
+    /// The records `query` matches.
+    public func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {
+        try live().fetch(query)
+    }
+
+    /// Calls `body` for each record `query` matches, without collecting them all.
+    public func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
+        try live().forEach(query, body)
+    }
+
+    /// The ids of the records `query` matches, in order.
+    public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
+        try live().fetchIDs(query)
+    }
+
+    /// How many records `query` matches (its window applies).
+    public func count(_ query: RecordQuery) throws(DeckError) -> Int {
+        try live().count(query)
+    }
+
+    /// One record by id, or nil.
+    public func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
+        try live().record(entity, id: id)
+    }
+
+    /// The ids a relationship of record `id` holds (to-one: zero or one).
+    public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
+        try live().related(entity, id: id, relationship)
+    }
+
+    /// The bytes of an external value, checked against its digest.
+    public func data(for reference: BlobReference) throws(DeckError) -> Data {
+        try live().data(for: reference)
+    }
+
+    /// The bytes of a data value, inline or external; nil for null.
+    public func data(of value: Value) throws(DeckError) -> Data? {
+        try live().data(of: value)
+    }
+
+    /// Writes a blob's bytes to `path`, checked against its digest before any byte reaches the
+    /// destination: a regular file is replaced atomically; a FIFO or device is opened and
+    /// written, never replaced; a directory or socket is refused.
+    public func copyBlob(_ digest: Digest, toPath path: String) throws(DeckError) {
+        try live().blobs.copy(digest, toPath: path)
+    }
+
+    /// Writes a blob's bytes to an open file descriptor (standard output, say), after checking
+    /// them against the digest. `name` names the destination in errors.
+    public func copyBlob(_ digest: Digest, to descriptor: Int32, name: String) throws(DeckError) {
+        try live().blobs.copy(digest, to: descriptor, name: name)
+    }
+
+    /// Counts and sizes, as this reader sees the store (its own transaction's changes included).
+    public func info() throws(DeckError) -> PackageInfo {
+        try live().info()
+    }
+
+    /// Whether the package holds a blob file for `digest`.
+    public func hasBlobFile(_ digest: Digest) throws(DeckError) -> Bool {
+        try live().blobs.contains(digest)
+    }
+}
+
+@available(*, unavailable)
+extension StoreReader: Sendable {}
+
+/// A write transaction: every change made through it is committed together, or not at all.
+///
+/// Inside ``PackageStore/write(_:)`` the transaction commits when the closure returns. One from
+/// ``PackageStore/beginTransaction()`` stays open until ``commit()`` or ``rollback()``. A change
+/// that fails is undone whole and leaves the transaction's earlier changes in place.
+public final class StoreTransaction: StoreReader {
+    /// Whether ``PackageStore/beginTransaction()`` made it (it then ends the writer's turn itself).
+    private let isLong: Bool
+
+    init(connection: StoreConnection, store: PackageStore, isLong: Bool) {
+        self.isLong = isLong
+        super.init(connection: connection, store: store)
+    }
+
+    deinit {
+        // A long transaction dropped without commit or rollback: nothing of it is kept.
+        if isLong, connection != nil { rollback() }
+    }
+
+    /// True until the transaction is committed or rolled back.
+    public var isOpen: Bool { connection != nil }
+
+    /// True when the transaction holds changes that a commit would keep.
+    public var hasChanges: Bool {
+        guard let connection else { return false }
+        return !connection.changes.set.isEmpty || !connection.blobs.createdSinceSave.isEmpty
+    }
+
+    /// What the transaction has changed so far.
+    public var changes: ChangeSet { connection?.changes.set ?? ChangeSet() }
+
+    /// Called while a file given as `.file(url)` is streamed into a blob, with (bytes written,
+    /// bytes expected).
+    public var blobWriteProgress: ((Int64, Int64) -> Void)? {
+        get { connection?.blobs.progress }
+        set { connection?.blobs.progress = newValue }
+    }
+
+    // MARK: Changes
+
+    /// Inserts a record of `entity` and returns its id.
+    ///
+    /// Missing attributes take their default, or null when optional; a missing non-optional
+    /// attribute without a default is an error. Relationships are set with `.reference` /
+    /// `.references`, and their inverses follow.
+    @discardableResult
+    public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
+        try live().insert(entity, values)
+    }
+
+    /// Changes some values of record `id`; values not named keep theirs.
+    public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
+        try live().update(entity, id: id, values)
+    }
+
+    /// Inserts a record, or updates the existing record that has the same values for one of the
+    /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
+    /// whether a record was inserted.
+    @discardableResult
+    public func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
+        id: Int64, inserted: Bool
+    ) {
+        try live().upsert(entity, values)
+    }
+
+    /// Deletes record `id`, applying every relationship's delete rule. Returns how many records
+    /// were deleted in all (cascades included).
+    @discardableResult
+    public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
+        try live().delete(entity, id: id)
+    }
+
+    /// Deletes every record that `query` matches (its sort and window apply). Returns how many
+    /// records were deleted in all (cascades included).
+    @discardableResult
+    public func delete(_ query: RecordQuery) throws(DeckError) -> Int {
+        try live().delete(query)
+    }
+
+    /// Updates every record that `query` matches with the same values. Returns the count.
+    @discardableResult
+    public func update(_ query: RecordQuery, _ values: [String: Value]) throws(DeckError) -> Int {
+        try live().update(query, values)
+    }
+
+    // MARK: Ending
+
+    /// Commits the transaction (spec: the save protocol) and returns what it changed. Only for a
+    /// transaction from ``PackageStore/beginTransaction()``; a ``PackageStore/write(_:)`` scope
+    /// commits when its closure returns.
+    @discardableResult
+    public func commit() throws(DeckError) -> ChangeSet {
+        guard isLong else {
+            throw DeckError.misuse("\(store.path): a write { } transaction commits when its closure returns")
+        }
+        let changes = try finishCommit()
+        store.endLongTransaction(self)
+        return changes
+    }
+
+    /// Discards the transaction's changes, and the blob files only they referenced.
+    public func rollback() {
+        guard connection != nil else { return }
+        finishRollback()
+        if isLong { store.endLongTransaction(self) }
+    }
+
+    func finishCommit() throws(DeckError) -> ChangeSet {
+        let connection = try live()
+        let changes = connection.changes.set
+        try connection.commit()
+        end()
+        return changes
+    }
+
+    func finishRollback() {
+        connection?.rollback()
+        end()
+    }
+}
+
+extension PackageStore {
+    /// A long transaction ended: the writer is free for the next one.
+    func endLongTransaction(_ transaction: StoreTransaction) {
+        state.withLock { state in
+            if state.longTransaction === transaction {
+                state.longTransaction = nil
+                state.longOwner = nil
+            }
+        }
+        releaseWriter()
+    }
+}
