@@ -229,12 +229,12 @@ struct QueryLimitsTests {
             let text =
                 String(repeating: "not (n = 1 or ", count: 50) + "s ends-with[c] 'E'"
                 + String(repeating: ")", count: 50)
-            let parsed = try FilterParser.parse(text)
+            let parsed = try QueryParser.parse(text)
             #expect(try package.fetchIDs(RecordQuery("Node", filter: parsed)) == Self.evaluate(parsed, rows))
-            let nots = try FilterParser.parse(String(repeating: "not ", count: 99) + "n = 1")
+            let nots = try QueryParser.parse(String(repeating: "not ", count: 99) + "n = 1")
             #expect(try package.fetchIDs(RecordQuery("Node", filter: nots)) == Self.evaluate(nots, rows))
             // What the parser accepts at its limit compiles: a top-level list, then 100 groups.
-            let groups = try FilterParser.parse(
+            let groups = try QueryParser.parse(
                 "n = 1 or " + String(repeating: "(n = 2 and ", count: 100) + "s is null"
                     + String(repeating: ")", count: 100))
             #expect(try package.fetchIDs(RecordQuery("Node", filter: groups)) == Self.evaluate(groups, rows))

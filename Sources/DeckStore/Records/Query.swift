@@ -3,8 +3,7 @@ import Foundation
 /// A sort key: an expression — usually a property path — and a direction.
 ///
 /// Any expression with a value sorts: attributes, to-one relationships (by record id), the record
-/// id, and what arithmetic, `count`, `length`, `coalesce` and the rest make of them; not a to-many
-/// relationship. Values sort as they compare (``QueryExpression``), nulls first in ascending order.
+/// id, and what arithmetic, `count` and `??` make of them; not a to-many relationship. Values sort as they compare (``QueryExpression``), nulls first in ascending order.
 public struct SortKey: Sendable, Hashable {
     public var expression: QueryExpression
     public var ascending: Bool
@@ -76,14 +75,14 @@ extension RecordQuery {
         /// element of an `in` list too.
         public static let values = 10_000
         /// How deeply `and`, `or` and `not` nest around the conditions: each may have at most this
-        /// many of them around it. (``FilterParser`` accepts at most ``FilterParser/maximumDepth``
-        /// levels of parentheses and `not`, so whatever it parses stays within this limit.)
-        public static let nesting = FilterParser.maximumDepth
-        /// How deeply one condition nests, in levels: each comparison, test, operator and function
-        /// is one level, each quantifier (`any`, `all`) and `count` three, and inside a quantifier
-        /// or a conditional, `not` one and a list joined by `and` or `or` one for each doubling of
-        /// its length (2 parts: one level, 3 or 4: two, 5 to 8: three, …). `a + 1 > 3` takes two
-        /// levels, `any tags (name = x or name = y)` five. A sort key counts as a condition.
+        /// many of them around it. (`deck query --where` accepts at most 100 levels of nesting,
+        /// so whatever it parses stays within this limit.)
+        public static let nesting = 100
+        /// How deeply one condition nests, in levels: each comparison, test, arithmetic operator,
+        /// `??` and `count` is one level, each quantifier (`any`, `all`) three, and inside a
+        /// quantifier `not` one and a list joined by `and` or `or` one for each doubling of its
+        /// length. `a + 1 > 3` takes two levels, `tags.any(name = x or name = y)` five. A sort key
+        /// counts as an operand.
         public static let depth = 10
         /// Different relationship steps that the paths of one query follow in all, inside
         /// quantifiers too: `deck.title` and `deck.size` take one step, `deck.owner.name` two.

@@ -143,7 +143,7 @@ struct QueryCompiler {
         return (sql, commonTableArguments + arguments)
     }
 
-    /// The id of `_id = id`, the condition of ``DocumentPackage/record(_:id:)``, which needs no
+    /// The id of `_id = id`, the condition of `record(_:id:)`, which needs no
     /// compiling.
     static func recordID(_ condition: QueryExpression) -> Int64? {
         guard case .compare(.path(let path), .equal, .value(.integer(let id))) = condition, path.variable == nil,
@@ -362,14 +362,12 @@ struct Counts {
                 conditions += 1
                 stack.append((operand, false, false))
                 stack += list.map { ($0, false, true) }
-            case .compare, .text, .isNull, .isEmpty:
+            case .compare, .text, .isNull:
                 conditions += 1
                 stack += next.children.map { ($0, false, false) }
             case .any(let collection, _, let body), .all(let collection, _, let body):
                 conditions += 1
                 stack += [(collection, false, false), (body, true, false)]
-            case .conditional(let test, let then, let otherwise):
-                stack += [(test, true, false), (then, false, false), (otherwise, false, false)]
             default:
                 stack += next.children.map { ($0, false, false) }
             }

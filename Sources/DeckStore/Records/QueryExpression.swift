@@ -5,13 +5,13 @@ import Foundation
 ///
 /// A query's condition is a `QueryExpression` whose value is a boolean; its operands are property
 /// paths (an attribute, a to-one or to-many relationship, the record id), values, and what
-/// arithmetic, text tests, nil-coalescing, conditionals and the to-many quantifiers make of them.
+/// arithmetic, text tests, nil-coalescing and the to-many quantifiers make of them.
 /// The store checks the expression against the schema when it compiles it: a part that cannot be
 /// compiled is a ``DeckError`` naming the part, never an evaluation in memory.
 ///
 /// ```swift
 /// let recent: QueryExpression =
-///     .property("front").contains("hola", .caseInsensitive)
+///     .property("front").contains("hola", .caseAndDiacriticInsensitive)
 ///         && .property("reviewCount") + 1 > 3
 ///         && .property("tags").any { tag in tag.property("name").equals("verbs") }
 /// let cards = try document.fetch(RecordQuery("Card", where: recent, sort: [SortKey("front")]))
@@ -29,10 +29,10 @@ import Foundation
 /// two-valued: a test that is false for a null is true under `not`.
 ///
 /// **Arithmetic.** Integers (integer attributes, record ids, integer values) give integers:
-/// division truncates toward zero and a remainder takes the sign of the dividend; a result beyond
+/// division truncates toward zero; a result beyond
 /// 64 bits becomes the nearest double (SQLite's rule, where Swift would trap). With a double or a
 /// decimal the result is a double. A date plus or minus a number of seconds is a date, and a date
-/// minus a date is the seconds between them. Division or remainder by zero is null.
+/// minus a date is the seconds between them. Division by zero is null.
 public indirect enum QueryExpression: Sendable, Hashable {
     /// Comparison operators.
     public enum Comparison: String, Sendable, Hashable, CaseIterable {
@@ -50,7 +50,6 @@ public indirect enum QueryExpression: Sendable, Hashable {
         case subtract = "-"
         case multiply = "*"
         case divide = "/"
-        case remainder = "%"
     }
 
     /// Text tests.
@@ -63,24 +62,16 @@ public indirect enum QueryExpression: Sendable, Hashable {
     }
 
     /// How text tests compare characters.
-    ///
-    /// The Unicode foldings compare the texts after Unicode's default case folding (no locale:
-    /// `ß` matches `SS`, `ﬁ` matches `fi`, and, unlike in Turkish, `ı` matches neither `I` nor `i`
-    /// while `İ` is `i` with a combining dot above), after removing diacritics (the combining marks
-    /// U+0300–U+036F and their extensions: `é` matches `e`, `Å` matches `A`; letters such as `ø`
-    /// and `ł` are not decomposed and keep their identity), or both, and always after canonical
-    /// composition (NFC), so that `é` written as one character or as `e` and a combining accent
-    /// match. Tests then compare the folded texts' Unicode scalars.
     public enum TextComparison: String, Sendable, Hashable, CaseIterable {
-        /// The texts as stored, scalar for scalar.
+        /// The texts as stored, byte for byte (`--where`'s plain operators).
         case exact
         /// ASCII letters match their other case; nothing else is folded (`--where`'s `[c]`).
         case asciiCaseInsensitive
-        /// Unicode case folding (`[u]`): SwiftData's `caseInsensitiveCompare`, `localizedLowercase`.
-        case caseInsensitive
-        /// Diacritics removed (`[d]`); case still counts.
-        case diacriticInsensitive
-        /// Unicode case folding and diacritics removed (`[cd]`): `localizedStandardContains`.
+        /// Unicode-aware: case and diacritics are ignored (`--where`'s `[cd]`), by the folding rule
+        /// of the format specification (section "Text folding"): canonical decomposition, each
+        /// character's full uppercase then lowercase mapping, the combining diacritical marks
+        /// removed, canonical composition. `É` matches `e`, `ß` matches `ss`, and the Turkish `ı`
+        /// and `İ` match `i`. It is deterministic and independent of any locale.
         case caseAndDiacriticInsensitive
     }
 
@@ -131,8 +122,6 @@ public indirect enum QueryExpression: Sendable, Hashable {
     case oneOf(QueryExpression, [QueryExpression])
     /// The operand is null; a to-many relationship holds no records.
     case isNull(QueryExpression)
-    /// A to-many relationship holds no records; a text is `""` (a null text is not empty).
-    case isEmpty(QueryExpression)
     /// Every part holds (an empty list always holds).
     case and([QueryExpression])
     /// Some part holds (an empty list never holds).
@@ -144,10 +133,6 @@ public indirect enum QueryExpression: Sendable, Hashable {
     case negate(QueryExpression)
     /// The first operand unless it is null, then the second (Swift's `??`).
     case coalesce(QueryExpression, QueryExpression)
-    /// The second operand where the condition holds, the third elsewhere.
-    case conditional(QueryExpression, then: QueryExpression, else: QueryExpression)
-    /// The number of characters of a text, as Swift counts them (extended grapheme clusters).
-    case length(QueryExpression)
     /// The number of records a to-many relationship holds.
     case count(QueryExpression)
     /// Some record of the to-many relationship satisfies the condition, in which `element` names
@@ -216,8 +201,6 @@ extension QueryExpression {
 
     public var isNull: QueryExpression { .isNull(self) }
     public var isNotNull: QueryExpression { .not(.isNull(self)) }
-    /// No records (a to-many relationship), or `""` (a text).
-    public var isEmpty: QueryExpression { .isEmpty(self) }
 
     // Text
 
@@ -239,9 +222,6 @@ extension QueryExpression {
         .text(self, .equals, text, comparison)
     }
 
-    /// The number of characters of a text.
-    public var length: QueryExpression { .length(self) }
-
     // Logic
 
     public static func && (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
@@ -256,12 +236,6 @@ extension QueryExpression {
 
     public static prefix func ! (operand: QueryExpression) -> QueryExpression { .not(operand) }
 
-    /// `then` where `condition` holds, `otherwise` elsewhere.
-    public static func conditional(
-        _ condition: QueryExpression, then: QueryExpression, otherwise: QueryExpression
-    ) -> QueryExpression {
-        .conditional(condition, then: then, else: otherwise)
-    }
 
     // Arithmetic
 
@@ -279,10 +253,6 @@ extension QueryExpression {
 
     public static func / (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .arithmetic(lhs, .divide, rhs)
-    }
-
-    public static func % (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
-        .arithmetic(lhs, .remainder, rhs)
     }
 
     public static prefix func - (operand: QueryExpression) -> QueryExpression { .negate(operand) }
@@ -352,9 +322,8 @@ extension QueryExpression {
             .coalesce(let a, let b), .any(let a, _, let b), .all(let a, _, let b):
             [a, b]
         case .oneOf(let a, let list): [a] + list
-        case .isNull(let a), .isEmpty(let a), .not(let a), .negate(let a), .length(let a), .count(let a): [a]
+        case .isNull(let a), .not(let a), .negate(let a), .count(let a): [a]
         case .and(let parts), .or(let parts): parts
-        case .conditional(let a, let b, let c): [a, b, c]
         }
     }
 
@@ -378,15 +347,12 @@ extension QueryExpression {
         case .text(let a, let op, let b, let c): return .text(go(a), op, go(b), c)
         case .oneOf(let a, let list): return .oneOf(go(a), list.map(go))
         case .isNull(let a): return .isNull(go(a))
-        case .isEmpty(let a): return .isEmpty(go(a))
         case .and(let parts): return .and(parts.map(go))
         case .or(let parts): return .or(parts.map(go))
         case .not(let a): return .not(go(a))
         case .arithmetic(let a, let op, let b): return .arithmetic(go(a), op, go(b))
         case .negate(let a): return .negate(go(a))
         case .coalesce(let a, let b): return .coalesce(go(a), go(b))
-        case .conditional(let a, let b, let c): return .conditional(go(a), then: go(b), else: go(c))
-        case .length(let a): return .length(go(a))
         case .count(let a): return .count(go(a))
         case .any(let a, let v, let b): return .any(go(a), element: v, where: go(b))
         case .all(let a, let v, let b): return .all(go(a), element: v, where: go(b))
@@ -402,4 +368,52 @@ extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiter
     public init(integerLiteral value: Int64) { self = .value(.integer(value)) }
     public init(floatLiteral value: Double) { self = .value(.double(value)) }
     public init(booleanLiteral value: Bool) { self = .value(.bool(value)) }
+}
+
+extension QueryExpression: CustomStringConvertible {
+    /// The expression in `deck query --where` syntax, for messages; parts nested more than eight
+    /// levels deep are shown as `…`.
+    public var description: String { render(depth: 0) }
+
+    private func render(depth: Int) -> String {
+        guard depth < 8 else { return "…" }
+        func r(_ e: QueryExpression) -> String {
+            let text = e.render(depth: depth + 1)
+            switch e {
+            case .value, .path, .count, .any, .all: return text
+            default: return "(" + text + ")"
+            }
+        }
+        switch self {
+        case .value(let value):
+            switch value {
+            case .string(let text): return "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            case .reference(let id): return "#\(id)"
+            default: return value.description
+            }
+        case .path(let path): return path.description
+        case .compare(let a, let op, let b): return r(a) + " " + op.rawValue + " " + r(b)
+        case .text(let a, let op, let b, let folding):
+            let suffix =
+                switch folding {
+                case .exact: ""
+                case .asciiCaseInsensitive: "[c]"
+                case .caseAndDiacriticInsensitive: "[cd]"
+                }
+            return r(a) + " " + op.rawValue + suffix + " " + r(b)
+        case .oneOf(let a, let list):
+            let shown = list.prefix(8).map { $0.render(depth: depth + 1) } + (list.count > 8 ? ["…"] : [])
+            return r(a) + " in (" + shown.joined(separator: ", ") + ")"
+        case .isNull(let a): return r(a) + " is null"
+        case .and(let parts): return parts.map(r).joined(separator: " and ")
+        case .or(let parts): return parts.map(r).joined(separator: " or ")
+        case .not(let a): return "not " + r(a)
+        case .arithmetic(let a, let op, let b): return r(a) + " " + op.rawValue + " " + r(b)
+        case .negate(let a): return "-" + r(a)
+        case .coalesce(let a, let b): return r(a) + " ?? " + r(b)
+        case .count(let a): return r(a) + ".count"
+        case .any(let a, let v, let body): return r(a) + ".any(\(v) in " + body.render(depth: depth + 1) + ")"
+        case .all(let a, let v, let body): return r(a) + ".all(\(v) in " + body.render(depth: depth + 1) + ")"
+        }
+    }
 }

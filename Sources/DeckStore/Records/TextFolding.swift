@@ -4,60 +4,43 @@ import Foundation
     import Glibc
 #endif
 
-/// The text rules of ``QueryExpression``: the foldings of ``QueryExpression/TextComparison``,
-/// the four text tests, and the length of a text in characters. The SQL functions of
-/// ``QueryFunctions`` call these, so a query and Swift code that calls them agree exactly.
+/// The Unicode-aware folding of ``QueryExpression/TextComparison/caseAndDiacriticInsensitive`` and
+/// the four text tests on folded texts. The SQL function `deck_match` (``QueryFunctions``) calls
+/// these, so a query and Swift code that calls them agree exactly.
 ///
-/// Texts are UTF-8 bytes (a store's invalid UTF-8 is read with U+FFFD replacements); text made
-/// only of ASCII takes a fast path that gives what the general one would.
+/// The folding rule is normative (spec section 8.5, "Text folding"), so that another reader of the
+/// format can reproduce a query's result:
+///
+/// 1. the text is put in Unicode canonical decomposition (NFD);
+/// 2. each scalar is replaced by the full lowercase mapping of its full uppercase mapping
+///    (UnicodeData.txt and the unconditional mappings of SpecialCasing.txt; no locale, no context):
+///    `ß` → `SS` → `ss`, `ς` → `Σ` → `σ`, `ı` → `I` → `i`, `ﬁ` → `FI` → `fi`;
+/// 3. the result is decomposed again (NFD), and every scalar in the blocks Combining Diacritical
+///    Marks (U+0300–U+036F), Combining Diacritical Marks Extended (U+1AB0–U+1AFF), Combining
+///    Diacritical Marks Supplement (U+1DC0–U+1DFF), Combining Diacritical Marks for Symbols
+///    (U+20D0–U+20FF) and Combining Half Marks (U+FE20–U+FE2F) is removed;
+/// 4. the rest is put in canonical composition (NFC).
+///
+/// Texts are then compared as UTF-8 bytes. Text made only of ASCII folds to its ASCII lowercase,
+/// which the fast path computes directly. A store's invalid UTF-8 is read with U+FFFD replacements.
 enum TextFolding {
-    /// A folding, as the SQL functions number it.
+    /// The foldings `deck_match` knows, as its code numbers them.
     enum Mode: Int32, CaseIterable {
         case exact = 0
-        case ascii = 1
-        case caseFold = 2
-        case diacritics = 3
-        case caseAndDiacritics = 4
-
-        init(_ comparison: QueryExpression.TextComparison) {
-            switch comparison {
-            case .exact: self = .exact
-            case .asciiCaseInsensitive: self = .ascii
-            case .caseInsensitive: self = .caseFold
-            case .diacriticInsensitive: self = .diacritics
-            case .caseAndDiacriticInsensitive: self = .caseAndDiacritics
-            }
-        }
-
-        var options: String.CompareOptions {
-            switch self {
-            case .exact, .ascii: []
-            case .caseFold: .caseInsensitive
-            case .diacritics: .diacriticInsensitive
-            case .caseAndDiacritics: [.caseInsensitive, .diacriticInsensitive]
-            }
-        }
+        case unicode = 1
     }
 
-    /// `text` folded by `mode`: exact is the text itself; ascii lowers A–Z only; the others are
-    /// canonical decomposition, Unicode's default case folding and/or the removal of diacritics
-    /// (Foundation's `folding(options:locale:)` with no locale), then canonical composition (NFC).
+    /// `text` folded by `mode`.
     static func fold(_ text: UnsafeBufferPointer<UInt8>, _ mode: Mode) -> [UInt8] {
         switch mode {
         case .exact:
             return Array(text)
-        case .ascii:
-            return text.map(lowerASCII)
-        case .caseFold, .diacritics, .caseAndDiacritics:
+        case .unicode:
             if text.allSatisfy({ $0 < 0x80 }) {
-                // ASCII has no diacritics, and folds its case as ASCII does.
-                return mode == .diacritics ? Array(text) : text.map(lowerASCII)
+                // ASCII has no diacritics, and its case maps within ASCII.
+                return text.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
             }
-            let string = String(decoding: text, as: UTF8.self)
-            let folded = string.decomposedStringWithCanonicalMapping
-                .folding(options: mode.options, locale: nil)
-                .precomposedStringWithCanonicalMapping
-            return Array(folded.utf8)
+            return Array(foldUnicode(String(decoding: text, as: UTF8.self)).utf8)
         }
     }
 
@@ -66,8 +49,35 @@ enum TextFolding {
         return text.withUTF8 { String(decoding: fold($0, mode), as: UTF8.self) }
     }
 
-    private static func lowerASCII(_ byte: UInt8) -> UInt8 {
-        byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+    /// Steps 1 to 4 of the rule.
+    private static func foldUnicode(_ text: String) -> String {
+        var mapped = String.UnicodeScalarView()
+        for scalar in text.decomposedStringWithCanonicalMapping.unicodeScalars {
+            if scalar.isASCII {
+                mapped.append(
+                    scalar.value >= 0x41 && scalar.value <= 0x5A
+                        ? Unicode.Scalar(UInt8(scalar.value + 0x20)) : scalar)
+                continue
+            }
+            let upper = scalar.properties.uppercaseMapping
+            for character in upper.unicodeScalars {
+                mapped.append(contentsOf: character.properties.lowercaseMapping.unicodeScalars)
+            }
+        }
+        var stripped = String.UnicodeScalarView()
+        for scalar in String(mapped).decomposedStringWithCanonicalMapping.unicodeScalars
+        where !isDiacritic(scalar) {
+            stripped.append(scalar)
+        }
+        return String(stripped).precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether `scalar` is in one of the blocks of combining diacritical marks that step 3 removes.
+    static func isDiacritic(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x0300...0x036F, 0x1AB0...0x1AFF, 0x1DC0...0x1DFF, 0x20D0...0x20FF, 0xFE20...0xFE2F: true
+        default: false
+        }
     }
 
     /// Whether `haystack` passes the test with `needle`, both already folded.
@@ -76,52 +86,37 @@ enum TextFolding {
         _ needle: UnsafeBufferPointer<UInt8>
     ) -> Bool {
         let count = needle.count
+        guard count > 0 else { return test != .equals || haystack.isEmpty }
+        guard haystack.count >= count, let base = haystack.baseAddress, let pattern = needle.baseAddress else {
+            return false
+        }
         switch test {
         case .equals:
-            return haystack.count == count && (count == 0 || memcmp(haystack.baseAddress, needle.baseAddress, count) == 0)
+            return haystack.count == count && memcmp(base, pattern, count) == 0
         case .beginsWith:
-            return haystack.count >= count && (count == 0 || memcmp(haystack.baseAddress, needle.baseAddress, count) == 0)
+            return memcmp(base, pattern, count) == 0
         case .endsWith:
-            guard haystack.count >= count else { return false }
-            return count == 0
-                || memcmp(haystack.baseAddress.map { $0 + (haystack.count - count) }, needle.baseAddress, count) == 0
+            return memcmp(base + (haystack.count - count), pattern, count) == 0
         case .contains:
-            guard count > 0 else { return true }
-            guard haystack.count >= count, let base = haystack.baseAddress else { return false }
-            return memmem(base, haystack.count, needle.baseAddress, count) != nil
+            let first = pattern[0]
+            var position = 0
+            let last = haystack.count - count
+            while position <= last {
+                if base[position] == first && memcmp(base + position, pattern, count) == 0 { return true }
+                position += 1
+            }
+            return false
         }
     }
 
-    /// The test on two texts as Swift holds them (what a query computes).
+    /// The test on two texts as Swift holds them, folded by `mode` (what a query computes).
     static func matches(
-        _ test: QueryExpression.TextOperator, _ comparison: QueryExpression.TextComparison,
-        _ haystack: String, _ needle: String
+        _ test: QueryExpression.TextOperator, _ mode: Mode, _ haystack: String, _ needle: String
     ) -> Bool {
-        let mode = Mode(comparison)
-        var haystack = haystack
-        var needle = needle
-        let foldedHaystack = haystack.withUTF8 { fold($0, mode) }
-        let foldedNeedle = needle.withUTF8 { fold($0, mode) }
+        let foldedHaystack = Array(fold(haystack, mode).utf8)
+        let foldedNeedle = Array(fold(needle, mode).utf8)
         return foldedHaystack.withUnsafeBufferPointer { h in
             foldedNeedle.withUnsafeBufferPointer { n in matches(test, h, n) }
         }
-    }
-
-    /// The number of characters (extended grapheme clusters) of `text`, as `String.count` counts.
-    static func length(_ text: UnsafeBufferPointer<UInt8>) -> Int {
-        var ascii = true
-        var pairs = 0
-        var previous: UInt8 = 0
-        for byte in text {
-            if byte >= 0x80 {
-                ascii = false
-                break
-            }
-            // CR LF is one character.
-            if byte == 0x0A && previous == 0x0D { pairs += 1 }
-            previous = byte
-        }
-        if ascii { return text.count - pairs }
-        return String(decoding: text, as: UTF8.self).count
     }
 }

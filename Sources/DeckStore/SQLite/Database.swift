@@ -96,7 +96,7 @@ public final class Database {
         // Double-quoted string literals are a footgun; refuse them.
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DML, 0, &enabled)
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)
-        // The functions compiled queries call (text folding, lengths).
+        // The function compiled queries call for Unicode-aware text tests (QueryFunctions).
         let registered = QueryFunctions.register(on: handle)
         guard registered == SQLITE_OK else { throw error(registered, sql: nil) }
     }

@@ -1,12 +1,12 @@
 import DeckStore
 import Testing
 
-@Suite("FilterParser")
-struct FilterParserTests {
+@Suite("QueryParser")
+struct QueryParserTests {
     /// Parses `text`, recording a test issue (and returning `.all`) if it does not parse.
     private func parsed(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> Filter {
         do {
-            return try FilterParser.parse(text)
+            return try QueryParser.parse(text)
         } catch {
             Issue.record("'\(text)' did not parse: \(error)", sourceLocation: sourceLocation)
             return .all
@@ -16,9 +16,9 @@ struct FilterParserTests {
     /// The error parsing `text` throws, recording a test issue if it parses.
     private func parseError(
         _ text: String, sourceLocation: SourceLocation = #_sourceLocation
-    ) -> FilterSyntaxError? {
+    ) -> QuerySyntaxError? {
         do {
-            let filter = try FilterParser.parse(text)
+            let filter = try QueryParser.parse(text)
             Issue.record("'\(text)' parsed as \(filter)", sourceLocation: sourceLocation)
             return nil
         } catch {
@@ -448,12 +448,12 @@ struct FilterParserTests {
 
     @Test("a long expression is refused at column 1")
     func tooLong() throws {
-        let text = "a = '" + String(repeating: "x", count: FilterParser.maximumLength) + "'"
+        let text = "a = '" + String(repeating: "x", count: QueryParser.maximumLength) + "'"
         let error = try #require(parseError(text))
         #expect(error.column == 1)
         #expect(error.message == "the expression is too long (65542 bytes; the limit is 65536)")
         // Just under the limit parses.
-        let longest = "a = '" + String(repeating: "x", count: FilterParser.maximumLength - 6) + "'"
+        let longest = "a = '" + String(repeating: "x", count: QueryParser.maximumLength - 6) + "'"
         #expect(parsed(longest) == .compare("a", .equal, .string(String(repeating: "x", count: 65_530))))
     }
 
@@ -501,7 +501,7 @@ struct FilterParserTests {
                 if Bool.random(using: &generator) { text += " " }
             }
             do {
-                _ = try FilterParser.parse(text)
+                _ = try QueryParser.parse(text)
                 parsedCount += 1
             } catch {
                 let length = text.count
@@ -511,7 +511,7 @@ struct FilterParserTests {
                 #expect(!error.message.isEmpty)
             }
             do {
-                _ = try FilterParser.parseSort(text)
+                _ = try QueryParser.parseSort(text)
             } catch {
                 #expect(error.column >= 1 && error.column <= text.count + 1, "\(text): \(error)")
             }
@@ -536,7 +536,7 @@ struct FilterParserTests {
             ("deck.`order`", SortKey("deck.order")),
         ])
     func sortKey(text: String, expected: SortKey) throws {
-        #expect(try FilterParser.parseSort(text) == expected)
+        #expect(try QueryParser.parseSort(text) == expected)
     }
 
     @Test(
@@ -557,7 +557,7 @@ struct FilterParserTests {
         ])
     func sortKeyError(_ expected: ErrorCase) {
         do {
-            let key = try FilterParser.parseSort(expected.text)
+            let key = try QueryParser.parseSort(expected.text)
             Issue.record("'\(expected.text)' parsed as \(key)")
         } catch {
             #expect(error.message == expected.message)
