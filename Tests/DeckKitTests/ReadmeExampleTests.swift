@@ -33,7 +33,9 @@ import Testing
         let titles = try notes.read { reader in
             try reader.fetch(
                 RecordQuery(
-                    "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
+                    "Note",
+                    where: .text(
+                        .property("title"), .beginsWith, .value(.string("re")), .asciiCaseInsensitive),
                     sort: [SortKey("title")])
             ).compactMap { $0["title"]?.description }
         }

@@ -122,7 +122,8 @@ extension QueryCompiler {
             case .literal(let value):
                 return Compiled(sql: value.isNull ? "1" : "0", arguments: [], joins: [])
             default:
-                return Compiled(sql: operand.sql + " IS NULL", arguments: operand.arguments, joins: operand.joins)
+                return Compiled(
+                    sql: operand.sql + " IS NULL", arguments: operand.arguments, joins: operand.joins)
             }
         case .any(let collection, let variable, let body), .all(let collection, let variable, let body):
             var isAny = false
@@ -134,12 +135,14 @@ extension QueryCompiler {
             let operand = try self.operand(.path(path), scope: scope, level: level)
             guard case .typed(.bool) = operand.kind else {
                 throw DeckError.invalidQuery(
-                    "'\(Self.abbreviated(path.description))' is \(Self.describe(operand.kind)), not a condition")
+                    "'\(Self.abbreviated(path.description))' is \(Self.describe(operand.kind)), not a condition"
+                )
             }
             return Compiled(sql: operand.sql + " = 1", arguments: operand.arguments, joins: operand.joins)
         default:
             throw DeckError.invalidQuery(
-                "'\(Self.abbreviated("\(expression)"))' is a value, not a condition; compare it with something")
+                "'\(Self.abbreviated("\(expression)"))' is a value, not a condition; compare it with something"
+            )
         }
     }
 
@@ -203,11 +206,13 @@ extension QueryCompiler {
             return operand
         case .null:
             throw DeckError.invalidQuery(
-                "'\(Self.abbreviated(other))' holds no null; use 'is null' for a to-many relationship that is empty")
+                "'\(Self.abbreviated(other))' holds no null; use 'is null' for a to-many relationship that is empty"
+            )
         case .literal(let value):
             switch value {
             case .reference(let id), .integer(let id):
-                return Operand(sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: operand.text)
+                return Operand(
+                    sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: operand.text)
             default: break
             }
         default: break
@@ -218,7 +223,9 @@ extension QueryCompiler {
     }
 
     /// Gives two operands one type: a literal takes the other's; two types must compare.
-    private func unify(_ left: Operand, _ right: Operand, text: String) throws(DeckError) -> (Operand, Operand) {
+    private func unify(_ left: Operand, _ right: Operand, text: String) throws(DeckError) -> (
+        Operand, Operand
+    ) {
         switch (left.kind, right.kind) {
         case (.literal, .literal):
             return (try natural(left), try natural(right))
@@ -228,8 +235,10 @@ extension QueryCompiler {
             return (left, try typed(value, like: left, text: right.text))
         case (.null, _), (_, .null):
             return (
-                left.kind.isNull ? Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null") : left,
-                right.kind.isNull ? Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null") : right
+                left.kind.isNull
+                    ? Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null") : left,
+                right.kind.isNull
+                    ? Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null") : right
             )
         case (.record, .record), (.record, .typed(.integer)), (.typed(.integer), .record):
             return (left, right)
@@ -259,7 +268,8 @@ extension QueryCompiler {
         case .decimal: type = .decimal
         case .json: type = .json
         case .reference(let id):
-            return Operand(sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: operand.text)
+            return Operand(
+                sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: operand.text)
         case .blob, .file, .references:
             throw DeckError.invalidQuery("a \(value.kindName) value cannot appear in a query")
         }
@@ -277,14 +287,17 @@ extension QueryCompiler {
             }
             if isNumber && !other.isAttribute && Self.isNumeric(type) {
                 // Computed numbers meet numbers as they are (`reps + 1 > 2.5`).
-                return try natural(Operand(sql: "", arguments: [], kind: .literal(value), joins: [], text: text))
+                return try natural(
+                    Operand(sql: "", arguments: [], kind: .literal(value), joins: [], text: text))
             }
-            return try encoded(value, as: type, text: text, comparedWith: other.isAttribute ? other.text : nil)
+            return try encoded(
+                value, as: type, text: text, comparedWith: other.isAttribute ? other.text : nil)
         case .record:
             switch value {
             case .null: return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null")
             case .reference(let id), .integer(let id):
-                return Operand(sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: text)
+                return Operand(
+                    sql: placeholder, arguments: [.integer(id)], kind: .record, joins: [], text: text)
             default:
                 throw DeckError.invalidValue(
                     entity: entity.name, property: other.text,
@@ -305,7 +318,9 @@ extension QueryCompiler {
             throw DeckError.invalidValue(
                 entity: entity.name, property: property ?? text, reason: error.description)
         }
-        if sqlValue == .null { return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: text) }
+        if sqlValue == .null {
+            return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: text)
+        }
         // Decimals are stored as text to keep every digit; they compare and compute as numbers.
         let sql = type == .decimal ? "CAST(\(placeholder) AS NUMERIC)" : placeholder
         return Operand(sql: sql, arguments: [sqlValue], kind: .typed(type), joins: [], text: text)
@@ -337,7 +352,9 @@ extension QueryCompiler {
         case .exact, .asciiCaseInsensitive:
             // SQLite's lower() folds ASCII letters only.
             let fold = folding == .asciiCaseInsensitive
-            let (h, n) = (fold ? "lower(\(haystack.sql))" : haystack.sql, fold ? "lower(\(needle.sql))" : needle.sql)
+            let (h, n) = (
+                fold ? "lower(\(haystack.sql))" : haystack.sql, fold ? "lower(\(needle.sql))" : needle.sql
+            )
             let (ha, na) = (haystack.arguments, needle.arguments)
             switch op {
             case .equals:
@@ -346,7 +363,8 @@ extension QueryCompiler {
                 return Compiled(sql: "instr(\(h), \(n)) > 0", arguments: ha + na, joins: joins)
             case .beginsWith:
                 return Compiled(
-                    sql: "substr(\(h), 1, length(\(needle.sql))) = \(n)", arguments: ha + na + na, joins: joins)
+                    sql: "substr(\(h), 1, length(\(needle.sql))) = \(n)", arguments: ha + na + na,
+                    joins: joins)
             case .endsWith:
                 // substr(x, -0) is all of x, so the empty suffix needs a case of its own (which, like
                 // the other tests, a null text does not pass).
@@ -359,14 +377,16 @@ extension QueryCompiler {
     }
 
     /// A text operand of a text test.
-    private func textOperand(_ operand: Operand, test: QueryExpression.TextOperator, text: String) throws(DeckError)
+    private func textOperand(_ operand: Operand, test: QueryExpression.TextOperator, text: String)
+        throws(DeckError)
         -> Operand
     {
         switch operand.kind {
         case .typed(let type) where Self.isText(type):
             return operand
         case .literal(.string(let value)):
-            return Operand(sql: placeholder, arguments: [.text(value)], kind: .typed(.string), joins: [], text: text)
+            return Operand(
+                sql: placeholder, arguments: [.text(value)], kind: .typed(.string), joins: [], text: text)
         case .null:
             return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: text)
         default:
@@ -376,7 +396,9 @@ extension QueryCompiler {
         }
     }
 
-    private mutating func membership(_ lhs: QueryExpression, _ list: [QueryExpression], scope: Scope, level: Int)
+    private mutating func membership(
+        _ lhs: QueryExpression, _ list: [QueryExpression], scope: Scope, level: Int
+    )
         throws(DeckError) -> Compiled
     {
         let subject = try operand(lhs, scope: scope, level: level + 1)
@@ -417,7 +439,8 @@ extension QueryCompiler {
 
     /// `any` or `all` over a to-many relationship, a correlated subquery whose element is `variable`.
     private mutating func quantifier(
-        isAny: Bool, _ collection: QueryExpression, _ variable: QueryExpression.Variable, _ body: QueryExpression,
+        isAny: Bool, _ collection: QueryExpression, _ variable: QueryExpression.Variable,
+        _ body: QueryExpression,
         scope: Scope, level: Int, text: String
     ) throws(DeckError) -> Compiled {
         let relation = try operand(collection, scope: scope, level: level + 1)
@@ -435,7 +458,8 @@ extension QueryCompiler {
         let frame = subqueries
         var inner = try condition(body, scope: element, level: level + 3)
         inner.sql = "coalesce(" + inner.sql + ", 0)"
-        var members = try self.members(storage, destination, owner: owner, level: level, alias: alias, frame: frame)
+        var members = try self.members(
+            storage, destination, owner: owner, level: level, alias: alias, frame: frame)
         // Joins of the element's paths go into the subquery; the statement's joins it refers to stay.
         members.sql += " AND " + (isAny ? inner.sql : "NOT " + inner.sql)
         members.arguments += inner.arguments
@@ -453,7 +477,8 @@ extension QueryCompiler {
     /// alias `alias` (`q` unless given), and with the joins made in `frame` (a quantifier's).
     /// Only records of the destination's family count: siblings may share a table and a column.
     private func members(
-        _ storage: RelationshipStorage, _ destination: EntityMapping, owner: Scope, level: Int, alias: String = "q",
+        _ storage: RelationshipStorage, _ destination: EntityMapping, owner: Scope, level: Int,
+        alias: String = "q",
         frame: Int? = nil
     ) throws(DeckError) -> Compiled {
         let family = destination.familyCondition(alias).map { " AND " + $0 } ?? ""
@@ -483,12 +508,16 @@ extension QueryCompiler {
     // MARK: Operands
 
     /// An operand: a value, a path, arithmetic, `??`, `count`.
-    mutating func operand(_ expression: QueryExpression, scope: Scope, level: Int) throws(DeckError) -> Operand {
+    mutating func operand(_ expression: QueryExpression, scope: Scope, level: Int) throws(DeckError)
+        -> Operand
+    {
         try checkLevel(level, "\(expression)")
         let text = "\(expression)"
         switch expression {
         case .value(let value):
-            if value.isNull { return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null") }
+            if value.isNull {
+                return Operand(sql: "NULL", arguments: [], kind: .null, joins: [], text: "null")
+            }
             return Operand(sql: "", arguments: [], kind: .literal(value), joins: [], text: value.description)
         case .path(let path):
             return try self.path(path, scope: scope)
@@ -500,10 +529,12 @@ extension QueryCompiler {
             let value = try operand(inner, scope: scope, level: level + 1)
             let zero = Operand(sql: "", arguments: [], kind: .literal(.integer(0)), joins: [], text: "0")
             if case .literal(.integer(let number)) = value.kind, number != .min {
-                return Operand(sql: "", arguments: [], kind: .literal(.integer(-number)), joins: [], text: text)
+                return Operand(
+                    sql: "", arguments: [], kind: .literal(.integer(-number)), joins: [], text: text)
             }
             if case .literal(.double(let number)) = value.kind {
-                return Operand(sql: "", arguments: [], kind: .literal(.double(-number)), joins: [], text: text)
+                return Operand(
+                    sql: "", arguments: [], kind: .literal(.double(-number)), joins: [], text: text)
             }
             return try arithmetic(zero, .subtract, value, text: text)
         case .coalesce(let lhs, let rhs):
@@ -535,11 +566,14 @@ extension QueryCompiler {
         }
     }
 
-    private func count(_ storage: RelationshipStorage, _ destination: EntityMapping, owner: Scope, text: String)
+    private func count(
+        _ storage: RelationshipStorage, _ destination: EntityMapping, owner: Scope, text: String
+    )
         throws(DeckError) -> Operand
     {
         let members = try self.members(storage, destination, owner: owner, level: 0)
-        let sql = "(" + members.sql.replacingOccurrences(of: "SELECT 1 FROM", with: "SELECT count(*) FROM") + ")"
+        let sql =
+            "(" + members.sql.replacingOccurrences(of: "SELECT 1 FROM", with: "SELECT count(*) FROM") + ")"
         return Operand(sql: sql, arguments: [], kind: .typed(.integer), joins: [], text: text)
     }
 
@@ -558,7 +592,10 @@ extension QueryCompiler {
             }
             switch value.kind {
             case .typed(let type) where Self.isNumeric(type) || type == .date: return value
-            case .record: return Operand(sql: value.sql, arguments: value.arguments, kind: .typed(.integer), joins: value.joins, text: value.text)
+            case .record:
+                return Operand(
+                    sql: value.sql, arguments: value.arguments, kind: .typed(.integer), joins: value.joins,
+                    text: value.text)
             case .null: return value
             default:
                 throw DeckError.invalidQuery(
@@ -578,7 +615,8 @@ extension QueryCompiler {
         case (.date, .date):
             guard op == .subtract else {
                 throw DeckError.invalidQuery(
-                    "'\(Self.abbreviated(text))': two dates can only be subtracted (giving the seconds between them)")
+                    "'\(Self.abbreviated(text))': two dates can only be subtracted (giving the seconds between them)"
+                )
             }
             result = .typed(.double)
         case (.date, _), (_, .date):
@@ -599,7 +637,9 @@ extension QueryCompiler {
     }
 
     /// A property path from the record being queried or a quantifier's element.
-    private mutating func path(_ path: QueryExpression.PropertyPath, scope: Scope) throws(DeckError) -> Operand {
+    private mutating func path(_ path: QueryExpression.PropertyPath, scope: Scope) throws(DeckError)
+        -> Operand
+    {
         // A path without a variable starts from the record being queried, wherever it is.
         var start = root
         if let variable = path.variable {
@@ -629,9 +669,11 @@ extension QueryCompiler {
             let usedJoins: Set<Int> = join.map { [$0] } ?? []
             if part == "_id" || part == "_pk" {
                 guard isLast else {
-                    throw DeckError.invalidQuery("'\(part)' in '\(Self.abbreviated(text))' is the record id, so nothing can follow it")
+                    throw DeckError.invalidQuery(
+                        "'\(part)' in '\(Self.abbreviated(text))' is the record id, so nothing can follow it")
                 }
-                return Operand(sql: "\(alias)._pk", arguments: [], kind: .record, joins: usedJoins, text: text)
+                return Operand(
+                    sql: "\(alias)._pk", arguments: [], kind: .record, joins: usedJoins, text: text)
             }
             if let attribute = current.attribute(part) {
                 guard isLast else {
@@ -645,7 +687,8 @@ extension QueryCompiler {
                     kind: .typed(attribute.type), joins: usedJoins, text: text, isAttribute: true)
             }
             guard let (relationship, storage) = current.relationship(part) else {
-                throw DeckError.unknownProperty(entity: current.name, name: part, known: current.propertyNames)
+                throw DeckError.unknownProperty(
+                    entity: current.name, name: part, known: current.propertyNames)
             }
             guard let destination = mapping.entities[relationship.destination] else {
                 throw DeckError.unknownEntity(relationship.destination, known: mapping.entityNames)

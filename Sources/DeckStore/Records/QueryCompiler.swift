@@ -146,7 +146,8 @@ struct QueryCompiler {
     /// The id of `_id = id`, the condition of `record(_:id:)`, which needs no
     /// compiling.
     static func recordID(_ condition: QueryExpression) -> Int64? {
-        guard case .compare(.path(let path), .equal, .value(.integer(let id))) = condition, path.variable == nil,
+        guard case .compare(.path(let path), .equal, .value(.integer(let id))) = condition,
+            path.variable == nil,
             path.names == ["_id"] || path.names == ["_pk"]
         else { return nil }
         return id
@@ -193,12 +194,14 @@ struct QueryCompiler {
 
     /// Moves `not` down to the conditions (a condition's null counts as false, so the usual laws of
     /// logic hold), flattens nested lists of one kind and folds constants.
-    mutating func normalize(_ condition: QueryExpression, negated: Bool, depth: Int) throws(DeckError) -> Node {
+    mutating func normalize(_ condition: QueryExpression, negated: Bool, depth: Int) throws(DeckError) -> Node
+    {
         switch condition {
         case .not, .and, .or:
             guard depth <= RecordQuery.Limits.nesting else {
                 throw DeckError.invalidQuery(
-                    "the condition is nested more than \(RecordQuery.Limits.nesting) levels deep (and, or, not)")
+                    "the condition is nested more than \(RecordQuery.Limits.nesting) levels deep (and, or, not)"
+                )
             }
         default:
             break

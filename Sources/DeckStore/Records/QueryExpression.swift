@@ -236,7 +236,6 @@ extension QueryExpression {
 
     public static prefix func ! (operand: QueryExpression) -> QueryExpression { .not(operand) }
 
-
     // Arithmetic
 
     public static func + (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
@@ -285,7 +284,8 @@ extension QueryExpression {
     /// quantifiers nested in the condition, plus one, so that the same closure always builds the
     /// same expression and nested quantifiers never share a name. (`deck query` names the variables
     /// of `any tags (…)` the same way; names of its own are letters.)
-    private static func bind(_ condition: (QueryExpression) -> QueryExpression) -> (Variable, QueryExpression) {
+    private static func bind(_ condition: (QueryExpression) -> QueryExpression) -> (Variable, QueryExpression)
+    {
         let placeholder = Variable("\u{0}")
         let body = condition(.variable(placeholder))
         let variable = Variable(String(body.quantifierHeight + 1))

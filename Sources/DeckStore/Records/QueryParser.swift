@@ -115,7 +115,8 @@ private struct ExpressionParser {
         throws(QuerySyntaxError)
     {
         guard Self.isCondition(expression) else {
-            throw failure("\(what) needs a condition, not a value; compare the value with something", at: position)
+            throw failure(
+                "\(what) needs a condition, not a value; compare the value with something", at: position)
         }
     }
 
@@ -137,7 +138,9 @@ private struct ExpressionParser {
         throw unexpectedAfterCondition(at: index, insideParentheses: false)
     }
 
-    private mutating func parseOr(depth: Int, after context: String?) throws(QuerySyntaxError) -> QueryExpression {
+    private mutating func parseOr(depth: Int, after context: String?) throws(QuerySyntaxError)
+        -> QueryExpression
+    {
         var terms = [try parseAnd(depth: depth, after: context)]
         while true {
             skipSpaces()
@@ -152,7 +155,9 @@ private struct ExpressionParser {
         return terms.count == 1 ? terms[0] : .or(terms)
     }
 
-    private mutating func parseAnd(depth: Int, after context: String?) throws(QuerySyntaxError) -> QueryExpression {
+    private mutating func parseAnd(depth: Int, after context: String?) throws(QuerySyntaxError)
+        -> QueryExpression
+    {
         var terms = [try parseUnary(depth: depth, after: context)]
         while true {
             skipSpaces()
@@ -167,7 +172,9 @@ private struct ExpressionParser {
         return terms.count == 1 ? terms[0] : .and(terms)
     }
 
-    private mutating func parseUnary(depth: Int, after context: String?) throws(QuerySyntaxError) -> QueryExpression {
+    private mutating func parseUnary(depth: Int, after context: String?) throws(QuerySyntaxError)
+        -> QueryExpression
+    {
         skipSpaces()
         let start = index
         guard let first = character(at: start) else {
@@ -241,7 +248,11 @@ private struct ExpressionParser {
     {
         let operandStart = index
         let (lhs, isCondition) = try parseOperand(depth: depth, valuePosition: false, after: context)
-        let lhsText = Self.abbreviated(source(operandStart, index))
+        var operandEnd = index
+        while operandEnd > operandStart, let last = character(at: operandEnd - 1), last.isWhitespace {
+            operandEnd -= 1
+        }
+        let lhsText = Self.abbreviated(source(operandStart, operandEnd))
         skipSpaces()
         let start = index
         guard let first = character(at: start) else {
@@ -297,14 +308,17 @@ private struct ExpressionParser {
     }
 
     /// The right side of a comparison or text test: an operand whose bare words are values.
-    private mutating func parseRight(depth: Int, after symbol: String) throws(QuerySyntaxError) -> QueryExpression {
+    private mutating func parseRight(depth: Int, after symbol: String) throws(QuerySyntaxError)
+        -> QueryExpression
+    {
         skipSpaces()
         guard index < characters.count else {
             throw failure("expected a value after '\(Self.abbreviated(symbol))'", at: index)
         }
         let (rhs, isCondition) = try parseOperand(depth: depth, valuePosition: true, after: symbol)
         if isCondition {
-            throw failure("expected a value after '\(Self.abbreviated(symbol))', found a condition", at: index)
+            throw failure(
+                "expected a value after '\(Self.abbreviated(symbol))', found a condition", at: index)
         }
         return rhs
     }
@@ -349,7 +363,8 @@ private struct ExpressionParser {
                     let valueText = Self.abbreviated(source(valueStart, index))
                     let found = value == .null ? "null" : "the \(value.kindName) \(valueText)"
                     throw failure(
-                        "'\(written)' needs a string, not \(found); quote it to match the text", at: valueStart)
+                        "'\(written)' needs a string, not \(found); quote it to match the text",
+                        at: valueStart)
                 }
             }
             return .text(lhs, test, rhs, folding)
@@ -411,10 +426,6 @@ private struct ExpressionParser {
         var values: [QueryExpression] = []
         var separator = "("
         while true {
-            skipSpaces()
-            guard index < characters.count else {
-                throw failure("unbalanced parenthesis: this '(' is never closed", at: open)
-            }
             values.append(try parseRight(depth: depth, after: separator))
             skipSpaces()
             switch character(at: index) {
@@ -440,7 +451,8 @@ private struct ExpressionParser {
     private mutating func parseOperand(depth: Int, valuePosition: Bool, after context: String?)
         throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
     {
-        var (result, isCondition) = try parseAdditive(depth: depth, valuePosition: valuePosition, after: context)
+        var (result, isCondition) = try parseAdditive(
+            depth: depth, valuePosition: valuePosition, after: context)
         var height = depth
         while true {
             skipSpaces()
@@ -448,7 +460,8 @@ private struct ExpressionParser {
             try checkDepth(height, at: index)
             try checkOperand(result, isCondition, at: index, symbol: "??")
             index += 2
-            let (rhs, rhsCondition) = try parseAdditive(depth: height + 1, valuePosition: valuePosition, after: "??")
+            let (rhs, rhsCondition) = try parseAdditive(
+                depth: height + 1, valuePosition: valuePosition, after: "??")
             try checkOperand(rhs, rhsCondition, at: index, symbol: "??")
             result = .coalesce(result, rhs)
             isCondition = false
@@ -482,7 +495,8 @@ private struct ExpressionParser {
     private mutating func parseMultiplicative(depth: Int, valuePosition: Bool, after context: String?)
         throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
     {
-        var (result, isCondition) = try parseSigned(depth: depth, valuePosition: valuePosition, after: context)
+        var (result, isCondition) = try parseSigned(
+            depth: depth, valuePosition: valuePosition, after: context)
         var height = depth
         while true {
             skipSpaces()
@@ -502,7 +516,9 @@ private struct ExpressionParser {
 
     /// An operand of arithmetic or `??` must be a value, and a bare word on the right side that
     /// looks like a name is most likely a property written without backticks.
-    private func checkOperand(_ operand: QueryExpression, _ isCondition: Bool, at position: Int, symbol: String)
+    private func checkOperand(
+        _ operand: QueryExpression, _ isCondition: Bool, at position: Int, symbol: String
+    )
         throws(QuerySyntaxError)
     {
         if isCondition {
@@ -524,12 +540,17 @@ private struct ExpressionParser {
         let start = index
         if character(at: start) == "-" {
             let next = character(at: start + 1)
-            // -5 is a number; - before a name, a backtick or a parenthesis negates.
-            let isNumber = next.map { Self.isASCIIDigit($0) || $0 == "." } ?? false
-            if !isNumber {
+            // -5 is a number; - before a name, a backtick or a parenthesis negates (on the right of
+            // an operator, where a bare word may start with '-', only before a backtick or a parenthesis).
+            let negates =
+                valuePosition
+                ? next == "`" || next == "("
+                : !(next.map { Self.isASCIIDigit($0) || $0 == "." } ?? false)
+            if negates {
                 try checkDepth(depth, at: start)
                 index += 1
-                let (inner, isCondition) = try parseSigned(depth: depth + 1, valuePosition: valuePosition, after: "-")
+                let (inner, isCondition) = try parseSigned(
+                    depth: depth + 1, valuePosition: valuePosition, after: "-")
                 try checkOperand(inner, isCondition, at: start, symbol: "-")
                 return (-inner, false)
             }
@@ -576,6 +597,12 @@ private struct ExpressionParser {
         if !valuePosition {
             // On the left, numbers and record ids are values; a bare word is no key.
             if first == "#" { return (.value(try parseReference()), false) }
+            if first == "\"" || first == "'", let context,
+                ["+", "-", "*", "/", "??", "coalesce(", ","].contains(context)
+            {
+                // A text operand of arithmetic: `due - '2026-12-01' > 86400`.
+                return (.value(.string(try parseQuoted(quote: first))), false)
+            }
             if Self.isASCIIDigit(first) || first == "." || first == "-" || first == "+" {
                 return (.value(try parseNumber()), false)
             }
@@ -591,7 +618,9 @@ private struct ExpressionParser {
     }
 
     /// `coalesce(a, b, …)`: the first that is not null.
-    private mutating func parseCoalesce(depth: Int, valuePosition: Bool) throws(QuerySyntaxError) -> QueryExpression {
+    private mutating func parseCoalesce(depth: Int, valuePosition: Bool) throws(QuerySyntaxError)
+        -> QueryExpression
+    {
         let start = index
         try checkDepth(depth, at: start)
         index = wordEnd(from: start) + 1
@@ -615,7 +644,8 @@ private struct ExpressionParser {
                 var result = parts[parts.count - 1]
                 for part in parts.dropLast().reversed() { result = .coalesce(part, result) }
                 return result
-            case nil: throw failure("unbalanced parenthesis: this '(' is never closed", at: wordEnd(from: start))
+            case nil:
+                throw failure("unbalanced parenthesis: this '(' is never closed", at: wordEnd(from: start))
             default: throw expected("',' or ')' after a value of coalesce", at: index)
             }
         }
@@ -647,7 +677,8 @@ private struct ExpressionParser {
             index += 1
             let result: QueryExpression =
                 quantifier == "any"
-                ? .any(collection, element: variable, where: body) : .all(collection, element: variable, where: body)
+                ? .any(collection, element: variable, where: body)
+                : .all(collection, element: variable, where: body)
             return (result, true)
         }
         return (.path(.init(names, from: elements.last)), false)
@@ -682,7 +713,10 @@ private struct ExpressionParser {
                     throw failure("unterminated key: this backtick is never closed", at: position)
                 }
                 guard close > position + 1 else { throw failure("empty key between backticks", at: position) }
-                names.append(source(position + 1, close))
+                // Dots inside backticks join names too: `deck.title` is deck.title.
+                names += source(position + 1, close).split(separator: ".", omittingEmptySubsequences: false)
+                    .map(
+                        String.init)
                 lastIsPlain = false
                 position = close + 1
             } else {
@@ -830,7 +864,8 @@ private struct ExpressionParser {
         if isInteger {
             guard let value = Int64(word) else {
                 throw failure(
-                    "invalid number '\(Self.abbreviated(word))': it does not fit in a 64-bit integer", at: start)
+                    "invalid number '\(Self.abbreviated(word))': it does not fit in a 64-bit integer",
+                    at: start)
             }
             return .integer(value)
         }

@@ -87,7 +87,8 @@ enum TextFolding {
     ) -> Bool {
         let count = needle.count
         guard count > 0 else { return test != .equals || haystack.isEmpty }
-        guard haystack.count >= count, let base = haystack.baseAddress, let pattern = needle.baseAddress else {
+        guard haystack.count >= count, let base = haystack.baseAddress, let pattern = needle.baseAddress
+        else {
             return false
         }
         switch test {

@@ -37,7 +37,8 @@ enum QueryFunctions {
         guard sqlite3_value_type(value) != SQLITE_NULL else { return nil }
         let pointer = sqlite3_value_text(value)
         let count = Int(sqlite3_value_bytes(value))
-        return UnsafeBufferPointer(start: pointer.map { UnsafePointer($0) }, count: pointer == nil ? 0 : count)
+        return UnsafeBufferPointer(
+            start: pointer.map { UnsafePointer($0) }, count: pointer == nil ? 0 : count)
     }
 
     private static let match:
@@ -45,7 +46,8 @@ enum QueryFunctions {
             context, count, arguments in
             guard count == 3, let arguments else { return sqlite3_result_null(context) }
             let code = sqlite3_value_int(arguments[2])
-            guard tests.indices.contains(Int(code & 7)), let mode = TextFolding.Mode(rawValue: (code >> 3) & 7)
+            guard tests.indices.contains(Int(code & 7)),
+                let mode = TextFolding.Mode(rawValue: (code >> 3) & 7)
             else { return sqlite3_result_error(context, "deck_match: invalid code", -1) }
             let test = tests[Int(code & 7)]
             guard let haystack = text(arguments[0]) else { return sqlite3_result_null(context) }
