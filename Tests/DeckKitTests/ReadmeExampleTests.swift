@@ -34,8 +34,7 @@ import Testing
             try reader.fetch(
                 RecordQuery(
                     "Note",
-                    where: .text(
-                        .property("title"), .beginsWith, .value(.string("re")), .asciiCaseInsensitive),
+                    where: .property("title").beginsWith("re", .asciiCaseInsensitive),
                     sort: [SortKey("title")])
             ).compactMap { $0["title"]?.description }
         }

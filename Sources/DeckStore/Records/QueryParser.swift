@@ -109,6 +109,8 @@ private struct ExpressionParser {
     private var elements: [QueryExpression.Variable] = []
     /// How many parenthesised groups are open around the operand being parsed.
     private var openGroups = 0
+    /// Whether the last operand parsed was a bare word (not a quoted string).
+    private var lastPrimaryWasBareWord = false
 
     /// Conditions on both sides of `and`, `or`, and after `not`.
     private func requireCondition(_ expression: QueryExpression, _ what: String, at position: Int)
@@ -524,7 +526,8 @@ private struct ExpressionParser {
         if isCondition {
             throw failure("'\(symbol)' needs values on both sides, not a condition", at: position)
         }
-        if case .value(.string(let text)) = operand, let first = text.first, Self.isNameStart(first),
+        if lastPrimaryWasBareWord, case .value(.string(let text)) = operand, let first = text.first,
+            Self.isNameStart(first),
             text.allSatisfy(Self.isNameCharacter)
         {
             throw failure(
@@ -562,6 +565,7 @@ private struct ExpressionParser {
         throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
     {
         skipSpaces()
+        lastPrimaryWasBareWord = false
         let start = index
         guard let first = character(at: start) else {
             if let context, valuePosition {
@@ -609,7 +613,9 @@ private struct ExpressionParser {
             throw notAKey(at: start, forSort: false, after: context)
         }
         if first == "#" || first == "\"" || first == "'" || Self.isBareCharacter(first) {
-            return (.value(try parseValue(after: context ?? "")), false)
+            let value = try parseValue(after: context ?? "")
+            lastPrimaryWasBareWord = first != "\"" && first != "'"
+            return (.value(value), false)
         }
         if valuePosition, let context {
             throw expected("a value after '\(Self.abbreviated(context))'", at: start)
