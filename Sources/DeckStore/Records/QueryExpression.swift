@@ -68,7 +68,7 @@ public indirect enum QueryExpression: Sendable, Hashable {
         /// ASCII letters match their other case; nothing else is folded (`--where`'s `[c]`).
         case asciiCaseInsensitive
         /// Unicode-aware: case and diacritics are ignored (`--where`'s `[cd]`), by the folding rule
-        /// of the format specification (section "Text folding"): canonical decomposition, each
+        /// of the format specification (section 7.6, "Text folding in queries"): canonical decomposition, each
         /// character's full uppercase then lowercase mapping, the combining diacritical marks
         /// removed, canonical composition. `É` matches `e`, `ß` matches `ss`, and the Turkish `ı`
         /// and `İ` match `i`. It is deterministic and independent of any locale.

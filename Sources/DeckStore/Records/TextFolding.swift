@@ -8,7 +8,7 @@ import Foundation
 /// the four text tests on folded texts. The SQL function `deck_match` (``QueryFunctions``) calls
 /// these, so a query and Swift code that calls them agree exactly.
 ///
-/// The folding rule is normative (spec section 8.5, "Text folding"), so that another reader of the
+/// The folding rule is normative (spec section 7.6, "Text folding in queries"), so that another reader of the
 /// format can reproduce a query's result:
 ///
 /// 1. the text is put in Unicode canonical decomposition (NFD);
