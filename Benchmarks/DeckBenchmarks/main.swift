@@ -212,7 +212,8 @@ where selected("contains[cd] vs [c] \(rowCount) rows, \(label)") {
             try document.insert(
                 "Row",
                 [
-                    "front": .string(accented ? "Crème brûlée n° \(i) à la café" : "Creme brulee no \(i) a la cafe"),
+                    "front": .string(
+                        accented ? "Crème brûlée n° \(i) à la café" : "Creme brulee no \(i) a la cafe"),
                     "back": .string("back \(i)"), "n": .integer(Int64(i)),
                     "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
                 ])

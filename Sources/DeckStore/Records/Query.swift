@@ -5,7 +5,9 @@ import Foundation
 /// Any expression with a value sorts: attributes, to-one relationships (by record id), the record
 /// id, and what arithmetic, `count` and `??` make of them; not a to-many relationship. Values sort as they compare (``QueryExpression``), nulls first in ascending order.
 public struct SortKey: Sendable, Hashable {
+    /// What to sort by.
     public var expression: QueryExpression
+    /// Ascending (nulls first) or descending.
     public var ascending: Bool
 
     /// Sorts by a property path: `"front"`, `"deck.title"`, `"_id"`.
@@ -29,15 +31,20 @@ public struct SortKey: Sendable, Hashable {
 ///     sort: [SortKey("front")], limit: 20)
 /// ```
 public struct RecordQuery: Sendable, Hashable {
+    /// The entity whose records are fetched.
     public var entity: String
     /// The condition a record must satisfy; nil for every record.
     public var `where`: QueryExpression?
+    /// The order, by the first key, then the next; the record id breaks ties.
     public var sort: [SortKey]
+    /// At most this many records; nil for all.
     public var limit: Int?
+    /// How many matching records to skip first.
     public var offset: Int
     /// Whether records of subentities are included (true, as in SwiftData).
     public var includesSubentities: Bool
 
+    /// A query of `entity`'s records that satisfy `condition` (all when nil).
     public init(
         _ entity: String, where condition: QueryExpression? = nil, sort: [SortKey] = [], limit: Int? = nil,
         offset: Int = 0, includesSubentities: Bool = true
@@ -60,6 +67,7 @@ public struct Record: Sendable, Hashable {
     /// Attribute values, and to-one relationships as `.reference` or `.null`.
     public var values: [String: Value]
 
+    /// The value of attribute or to-one relationship `name`.
     public subscript(_ name: String) -> Value? { values[name] }
 }
 

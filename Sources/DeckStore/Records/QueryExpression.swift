@@ -81,8 +81,10 @@ public indirect enum QueryExpression: Sendable, Hashable {
         /// The variable's name; `deck query` writes it `$name`.
         public let name: String
 
+        /// A variable named `name`.
         public init(_ name: String) { self.name = name }
 
+        /// `$name`.
         public var description: String { "$" + name }
     }
 
@@ -95,6 +97,7 @@ public indirect enum QueryExpression: Sendable, Hashable {
         /// No names is the record itself (as a record id).
         public var names: [String]
 
+        /// A path through `names`, from the record being queried or from `variable`.
         public init(_ names: [String], from variable: Variable? = nil) {
             self.variable = variable
             self.names = names
@@ -180,18 +183,22 @@ extension QueryExpression {
     /// Not equal; null differs from every value but null.
     public func notEquals(_ other: QueryExpression) -> QueryExpression { .compare(self, .notEqual, other) }
 
+    /// Less than (false when either side is null).
     public static func < (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .compare(lhs, .less, rhs)
     }
 
+    /// Less than or equal (false when either side is null).
     public static func <= (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .compare(lhs, .lessOrEqual, rhs)
     }
 
+    /// Greater than (false when either side is null).
     public static func > (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .compare(lhs, .greater, rhs)
     }
 
+    /// Greater than or equal (false when either side is null).
     public static func >= (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .compare(lhs, .greaterOrEqual, rhs)
     }
@@ -199,20 +206,25 @@ extension QueryExpression {
     /// Equals one of the values.
     public func isIn(_ values: [QueryExpression]) -> QueryExpression { .oneOf(self, values) }
 
+    /// The operand is null (a to-many relationship: holds no records).
     public var isNull: QueryExpression { .isNull(self) }
+    /// The operand is not null (a to-many relationship: holds some record).
     public var isNotNull: QueryExpression { .not(.isNull(self)) }
 
     // Text
 
+    /// The text contains `text` under `comparison`.
     public func contains(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression {
         .text(self, .contains, text, comparison)
     }
 
+    /// The text begins with `text` under `comparison`.
     public func beginsWith(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression
     {
         .text(self, .beginsWith, text, comparison)
     }
 
+    /// The text ends with `text` under `comparison`.
     public func endsWith(_ text: QueryExpression, _ comparison: TextComparison = .exact) -> QueryExpression {
         .text(self, .endsWith, text, comparison)
     }
@@ -224,36 +236,44 @@ extension QueryExpression {
 
     // Logic
 
+    /// Both hold.
     public static func && (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         if case .and(let parts) = lhs { return .and(parts + [rhs]) }
         return .and([lhs, rhs])
     }
 
+    /// Either holds.
     public static func || (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         if case .or(let parts) = lhs { return .or(parts + [rhs]) }
         return .or([lhs, rhs])
     }
 
+    /// The condition does not hold (two-valued: true where it is false for a null).
     public static prefix func ! (operand: QueryExpression) -> QueryExpression { .not(operand) }
 
     // Arithmetic
 
+    /// Sum (SQLite arithmetic; see the type's notes).
     public static func + (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .arithmetic(lhs, .add, rhs)
     }
 
+    /// Difference (SQLite arithmetic; see the type's notes).
     public static func - (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .arithmetic(lhs, .subtract, rhs)
     }
 
+    /// Product (SQLite arithmetic; see the type's notes).
     public static func * (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .arithmetic(lhs, .multiply, rhs)
     }
 
+    /// Quotient: integers truncate toward zero; by zero, null.
     public static func / (lhs: QueryExpression, rhs: QueryExpression) -> QueryExpression {
         .arithmetic(lhs, .divide, rhs)
     }
 
+    /// Minus the operand.
     public static prefix func - (operand: QueryExpression) -> QueryExpression { .negate(operand) }
 
     /// `lhs` unless it is null, then `rhs`.
@@ -365,8 +385,11 @@ extension QueryExpression: ExpressibleByStringLiteral, ExpressibleByIntegerLiter
 {
     /// A string value (not a property: write `.property("front")` for that).
     public init(stringLiteral value: String) { self = .value(.string(value)) }
+    /// An integer value.
     public init(integerLiteral value: Int64) { self = .value(.integer(value)) }
+    /// A double value.
     public init(floatLiteral value: Double) { self = .value(.double(value)) }
+    /// A boolean value; as a condition, always or never.
     public init(booleanLiteral value: Bool) { self = .value(.bool(value)) }
 }
 
