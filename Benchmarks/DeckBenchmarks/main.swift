@@ -302,6 +302,38 @@ if selected("query --json \(rowCount) rows") {
         baseline: { _ = shell("sqlite3 -json '\(package)/store.sqlite' 'SELECT * FROM Row' > /dev/null") })
 }
 
+// 1c. A contains test on 100k rows: the Unicode-aware folding ([cd], the deck_match function)
+// against the ASCII one ([c], SQLite's lower and instr), on ASCII text and on text where every
+// row holds non-ASCII letters. "ratio" is the ASCII query's time over the Unicode one's.
+for (label, accented) in [("ascii text", false), ("accented text", true)]
+where selected("contains[cd] vs [c] \(rowCount) rows, \(label)") {
+    let package = options.workDirectory + "/fold-\(accented).deck"
+    let store = try PackageStore.create(
+        at: URL(fileURLWithPath: package), contentType: "org.deck.bench", schema: rowSchema)
+    try store.write { document in
+        for i in 0..<rowCount {
+            try document.insert(
+                "Row",
+                [
+                    "front": .string(
+                        accented ? "Crème brûlée n° \(i) à la café" : "Creme brulee no \(i) a la cafe"),
+                    "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                    "created": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                ])
+        }
+    }
+    func count(_ folding: QueryExpression.TextComparison) throws {
+        let matched = try store.read { reader in
+            try reader.count(RecordQuery("Row", where: .property("front").contains("99 A LA", folding)))
+        }
+        precondition(matched > 0 || folding == .asciiCaseInsensitive || !accented)
+    }
+    try compare(
+        "contains[cd] vs [c] \(rowCount) rows, \(label)", target: "(measured)",
+        deck: { try count(.caseAndDiacriticInsensitive) }, baseline: { try count(.asciiCaseInsensitive) })
+    try store.close()
+}
+
 // 2. Saving 2,000 external values of 256 KiB vs cp -r + sync of the same files.
 let blobCount = Int(2_000 * options.scale)
 let blobSize = 256 * 1024

@@ -25,15 +25,15 @@ enum Support {
         return entity
     }
 
-    /// The filter of `--where`, or `.all` when `--all` is given; one of them is required when
-    /// `required` (updates and deletes must say what they touch).
-    static func filter(_ command: ParsedCommand, required: Bool) throws -> Filter {
+    /// The condition of `--where`, or nil (every record) when `--all` is given; one of them is
+    /// required when `required` (updates and deletes must say what they touch).
+    static func condition(_ command: ParsedCommand, required: Bool) throws -> QueryExpression? {
         if let text = command.value("where") {
             if required && command.flag("all") {
                 throw command.usageError("--where and --all cannot be combined")
             }
             do {
-                return try FilterParser.parse(text)
+                return try QueryParser.parse(text)
             } catch {
                 throw OptionSyntaxError(option: "--where", error: error)
             }
@@ -41,7 +41,7 @@ enum Support {
         if required && !command.flag("all") {
             throw command.usageError("say which records: --where EXPR, or --all for every record")
         }
-        return .all
+        return nil
     }
 
     /// Parses `key=value` arguments into record values by the schema.

@@ -117,7 +117,12 @@ enum Commands {
         examples: [
             CommandExample(
                 "Cards created since November",
-                command: "deck query Spanish.deck Card --where 'creationDate >= 2026-11-01'")
+                command: "deck query Spanish.deck Card --where 'creationDate >= 2026-11-01'"),
+            CommandExample(
+                "Tagged cards with 'adios' in any case and accent, most-tagged first (see EXPRESSIONS in deck(1))",
+                command:
+                    "deck query Spanish.deck Card --where 'tags.count > 0 and front contains[cd] adios' "
+                    + "--sort tags.count:desc"),
         ])
 
     static let assignment = ArgumentSpec(

@@ -61,7 +61,7 @@ public enum DeckCommandLine {
                 Output.standard.flush()
                 Output.error("deck: \(error.option): \(error.error.description)\n\(error.error.caret)")
                 return ExitStatus.usage
-            } catch let error as FilterSyntaxError {
+            } catch let error as QuerySyntaxError {
                 Output.standard.flush()
                 Output.error("deck: \(error.description)\n\(error.caret)")
                 return ExitStatus.usage
@@ -135,7 +135,7 @@ public enum DeckCommandLine {
 /// A syntax error in the value of an option (`--where`, `--sort`), labelled with the option.
 struct OptionSyntaxError: Error {
     let option: String
-    let error: FilterSyntaxError
+    let error: QuerySyntaxError
 }
 
 /// A command's own failure with a chosen exit status.

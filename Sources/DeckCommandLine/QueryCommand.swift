@@ -16,10 +16,10 @@ enum QueryCommand {
         if command.flag("json") && command.flag("csv") {
             throw command.usageError("--json and --csv cannot be combined")
         }
-        var query = RecordQuery(entity.name, filter: try Support.filter(command, required: false))
+        var query = RecordQuery(entity.name, where: try Support.condition(command, required: false))
         for text in command.values("sort") {
             do {
-                query.sort.append(try FilterParser.parseSort(text))
+                query.sort.append(try QueryParser.parseSort(text))
             } catch {
                 throw OptionSyntaxError(option: "--sort", error: error)
             }

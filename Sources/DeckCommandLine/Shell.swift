@@ -266,7 +266,7 @@ enum Shell {
             "error: \(error)"
         case let error as OptionSyntaxError:
             "error: \(error.option): \(error.error.description)\n\(error.error.caret)"
-        case let error as FilterSyntaxError:
+        case let error as QuerySyntaxError:
             "error: \(error.description)\n\(error.caret)"
         case let error as DeckError:
             "error: " + TerminalText.field(error.message)

@@ -58,12 +58,12 @@ enum WriteCommands {
     /// Updates on an open transaction; returns how many records changed.
     static func update(_ command: ParsedCommand, on document: StoreTransaction) throws -> Int {
         let entity = try Support.entity(command, in: document.schema)
-        let filter = try Support.filter(command, required: true)
+        let condition = try Support.condition(command, required: true)
         let values = try Support.assignments(command, entity: entity, schema: document.schema)
         guard !values.isEmpty else {
             throw command.usageError("nothing to change: give key=value assignments")
         }
-        return try document.update(RecordQuery(entity.name, filter: filter), values)
+        return try document.update(RecordQuery(entity.name, where: condition), values)
     }
 
     static func delete(_ command: ParsedCommand) throws -> Int32 {
@@ -77,8 +77,8 @@ enum WriteCommands {
     /// Deletes on an open transaction; returns how many records went (cascades included).
     static func delete(_ command: ParsedCommand, on document: StoreTransaction) throws -> Int {
         let entity = try Support.entity(command, in: document.schema)
-        let filter = try Support.filter(command, required: true)
-        return try document.delete(RecordQuery(entity.name, filter: filter))
+        let condition = try Support.condition(command, required: true)
+        return try document.delete(RecordQuery(entity.name, where: condition))
     }
 
     static func report(_ command: ParsedCommand, verb: String, count: Int) {

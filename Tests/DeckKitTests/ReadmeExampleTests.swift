@@ -33,7 +33,8 @@ import Testing
         let titles = try notes.read { reader in
             try reader.fetch(
                 RecordQuery(
-                    "Note", filter: .text("title", .beginsWith, "re", caseInsensitive: true),
+                    "Note",
+                    where: .property("title").beginsWith("re", .asciiCaseInsensitive),
                     sort: [SortKey("title")])
             ).compactMap { $0["title"]?.description }
         }

@@ -168,7 +168,8 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
         let document = try TestDocument.open(at: unpacked, mode: .readOnly)
         #expect(
-            try document.count(RecordQuery("Tag", filter: .compare("name", .equal, .string(logged)))) == 1)
+            try document.count(
+                RecordQuery("Tag", where: .compare(.property("name"), .equal, .value(.string(logged))))) == 1)
         try document.close()
         #expect(try PackageVerifier.verify(at: unpacked).findings.isEmpty)
     }

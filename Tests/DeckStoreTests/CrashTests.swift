@@ -95,7 +95,8 @@ struct CrashTests {
                     let reopened = try TestDocument.open(at: url, mode: .readOnly)
                     #expect(try reopened.count(RecordQuery("Card")) == 3)
                     let card = try reopened.fetch(
-                        RecordQuery("Card", filter: .compare("front", .equal, .string("nuevo")))
+                        RecordQuery(
+                            "Card", where: .compare(.property("front"), .equal, .value(.string("nuevo"))))
                     ).first
                     #expect(try reopened.data(of: try #require(card?["image"])) == newImage)
                     break

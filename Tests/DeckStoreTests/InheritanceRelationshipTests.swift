@@ -92,36 +92,53 @@ struct InheritanceRelationshipTests {
             #expect(ann["favoriteBook"] == .reference(library.book))
             #expect(ann["favoriteFilm"] == .reference(library.film))
             // Queries through the inverse: membership, emptiness, and paths.
-            func people(_ filter: Filter) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Person", filter: filter))
+            func people(_ filter: QueryExpression) throws -> [Int64] {
+                try package.fetchIDs(RecordQuery("Person", where: filter))
             }
-            #expect(try people(.compare("books", .equal, .reference(library.film))) == [])
-            #expect(try people(.compare("films", .equal, .reference(library.film))) == [library.ann])
+            #expect(try people(.compare(.property("books"), .equal, .value(.reference(library.film)))) == [])
             #expect(
-                try people(.oneOf("books", [.reference(library.film), .reference(library.paperback)])) == [
+                try people(.compare(.property("films"), .equal, .value(.reference(library.film)))) == [
                     library.ann
                 ])
-            #expect(try people(.isNull("books")) == [library.bob])
-            #expect(try people(.compare("favoriteBook.title", .equal, .string("Alien"))) == [])
-            #expect(try people(.compare("favoriteFilm.title", .equal, .string("Alien"))) == [library.ann])
-            #expect(try people(.isNull("favoriteBook")) == [library.bob])
-            #expect(try people(.compare("favoriteBook", .equal, .reference(library.book))) == [library.ann])
+            #expect(
+                try people(
+                    .oneOf(
+                        .property("books"),
+                        [.reference(library.film), .reference(library.paperback)].map(QueryExpression.value)))
+                    == [
+                        library.ann
+                    ])
+            #expect(try people(.isNull(.property("books"))) == [library.bob])
+            #expect(
+                try people(.compare(.property("favoriteBook.title"), .equal, .value(.string("Alien")))) == [])
+            #expect(
+                try people(.compare(.property("favoriteFilm.title"), .equal, .value(.string("Alien")))) == [
+                    library.ann
+                ])
+            #expect(try people(.isNull(.property("favoriteBook"))) == [library.bob])
+            #expect(
+                try people(.compare(.property("favoriteBook"), .equal, .value(.reference(library.book)))) == [
+                    library.ann
+                ])
             // From the other side, each sibling reads its own relationship.
             let items = try package.fetch(RecordQuery("Item"))
             #expect(items.map(\.entity) == ["Book", "Paperback", "Film"])
             #expect(items.allSatisfy { $0["owner"] == .reference(library.ann) })
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Book", filter: .compare("owner.name", .equal, .string("Ann"))))
+                    RecordQuery(
+                        "Book", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
                     == [library.book, library.paperback])
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Film", filter: .compare("owner.name", .equal, .string("Ann"))))
+                    RecordQuery(
+                        "Film", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
                     == [library.film])
             // The hierarchy's root has no owner: only its subentities do.
             let rootless = expectDeckError {
                 _ = try package.fetchIDs(
-                    RecordQuery("Item", filter: .compare("owner.name", .equal, .string("Ann"))))
+                    RecordQuery(
+                        "Item", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
             }
             if case .unknownProperty("Item", "owner", _) = rootless {
             } else {
@@ -129,7 +146,8 @@ struct InheritanceRelationshipTests {
             }
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Book", filter: .compare("fan.name", .equal, .string("Ann"))))
+                    RecordQuery(
+                        "Book", where: .compare(.property("fan.name"), .equal, .value(.string("Ann")))))
                     == [library.book])
             try package.close()
         }
@@ -268,11 +286,13 @@ struct InheritanceRelationshipTests {
             #expect(items[0].values == ["link": .string("https://example.org")])
             #expect(items[1].values == ["link": .reference(alpha)])
             #expect(
-                try package.fetchIDs(RecordQuery("Film", filter: .compare("link", .equal, .reference(alpha))))
+                try package.fetchIDs(
+                    RecordQuery("Film", where: .compare(.property("link"), .equal, .value(.reference(alpha))))
+                )
                     == [
                         film
                     ])
-            #expect(try package.fetchIDs(RecordQuery("Book", filter: .isNull("link"))) == [])
+            #expect(try package.fetchIDs(RecordQuery("Book", where: .isNull(.property("link")))) == [])
             try package.save()
             #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
             try package.close()

@@ -57,19 +57,20 @@ struct QueryLimitsTests {
     }
 
     /// The ids `filter` matches, evaluated directly (two-valued: a condition on null is false).
-    static func evaluate(_ filter: Filter, _ rows: [Row]) -> [Int64] {
+    static func evaluate(_ filter: QueryExpression, _ rows: [Row]) -> [Int64] {
         func value(_ key: String, _ row: Row) -> Row? {
             var current: Row? = row
             for _ in key.split(separator: ".").dropLast() { current = current?.parent.map { rows[$0] } }
             return current
         }
-        func holds(_ filter: Filter, _ row: Row) -> Bool {
+        func holds(_ filter: QueryExpression, _ row: Row) -> Bool {
             switch filter {
-            case .all: return true
+            case .value(.bool(let value)): return value
             case .and(let parts): return parts.allSatisfy { holds($0, row) }
             case .or(let parts): return parts.contains { holds($0, row) }
             case .not(let inner): return !holds(inner, row)
-            case .compare(let key, let op, .integer(let wanted)):
+            case .compare(.path(let path), let op, .value(.integer(let wanted))):
+                let key = path.names.joined(separator: ".")
                 // != holds for a missing value, as in SQL's IS NOT.
                 guard let target = value(key, row) else { return op == .notEqual }
                 let n = target.n
@@ -81,22 +82,26 @@ struct QueryLimitsTests {
                 case .greater: return n > wanted
                 case .greaterOrEqual: return n >= wanted
                 }
-            case .compare("children", .equal, .reference(let child)):
+            case .compare(.path(let path), .equal, .value(.reference(let child)))
+            where path.names == ["children"]:
                 return rows.first { $0.id == child }?.parent.map { rows[$0].id } == row.id
-            case .isNull(let key) where key.hasSuffix("s"):
-                return value(key, row)?.s == nil
-            case .text(let key, let match, let needle, let folded):
-                guard var text = value(key, row)?.s else { return false }
+            case .isNull(.path(let path)) where path.names.last == "s":
+                return value(path.names.joined(separator: "."), row)?.s == nil
+            case .text(.path(let path), let match, .value(.string(let needle)), let folding):
+                guard var text = value(path.names.joined(separator: "."), row)?.s else { return false }
                 var needle = needle
-                if folded { (text, needle) = (text.lowercased(), needle.lowercased()) }
+                if folding == .asciiCaseInsensitive {
+                    (text, needle) = (text.lowercased(), needle.lowercased())
+                }
                 switch match {
                 case .contains: return needle.isEmpty || text.contains(needle)
                 case .beginsWith: return text.hasPrefix(needle)
                 case .endsWith: return text.hasSuffix(needle)
+                case .equals: return text == needle
                 }
-            case .oneOf(let key, let list):
-                guard let target = value(key, row) else { return false }
-                return list.contains(.integer(target.n))
+            case .oneOf(.path(let path), let list):
+                guard let target = value(path.names.joined(separator: "."), row) else { return false }
+                return list.contains(.value(.integer(target.n)))
             default:
                 Issue.record("the evaluator does not know \(filter)")
                 return false
@@ -108,37 +113,41 @@ struct QueryLimitsTests {
     /// The seeded generator (``TestSeed``), so that a failure repeats.
     typealias Generator = SeededGenerator
 
-    static func randomCondition(_ random: inout Generator, rows: [Row]) -> Filter {
+    static func randomCondition(_ random: inout Generator, rows: [Row]) -> QueryExpression {
         let path = String(repeating: "parent.", count: Int.random(in: 0...2, using: &random))
         switch Int.random(in: 0..<7, using: &random) {
         case 0:
-            let ops: [Filter.Comparison] = [
+            let ops: [QueryExpression.Comparison] = [
                 .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual,
             ]
             return .compare(
-                path + "n", ops.randomElement(using: &random)!,
-                .integer(Int64.random(in: 0...9, using: &random)))
+                .property(path + "n"), ops.randomElement(using: &random)!,
+                .value(.integer(Int64.random(in: 0...9, using: &random))))
         case 1:
-            let matches: [Filter.TextMatch] = [.contains, .beginsWith, .endsWith]
+            let matches: [QueryExpression.TextOperator] = [.contains, .beginsWith, .endsWith]
             return .text(
-                path + "s", matches.randomElement(using: &random)!,
-                ["ap", "e", "", "Pie", "an"].randomElement(using: &random)!,
-                caseInsensitive: Bool.random(using: &random))
-        case 2: return .isNull(path + "s")
+                .property(path + "s"), matches.randomElement(using: &random)!,
+                .value(.string(["ap", "e", "", "Pie", "an"].randomElement(using: &random)!)),
+                Bool.random(using: &random) ? .asciiCaseInsensitive : .exact)
+        case 2: return .isNull(.property(path + "s"))
         case 3:
             return .oneOf(
-                path + "n",
+                .property(path + "n"),
                 (0..<Int.random(in: 1...4, using: &random)).map { _ in
-                    .integer(Int64.random(in: 0...9, using: &random))
+                    .value(.integer(Int64.random(in: 0...9, using: &random)))
                 })
-        case 4: return .compare("children", .equal, .reference(rows.randomElement(using: &random)!.id))
+        case 4:
+            return .compare(
+                .property("children"), .equal, .value(.reference(rows.randomElement(using: &random)!.id)))
         case 5: return .not(randomCondition(&random, rows: rows))
-        default: return .all
+        default: return true
         }
     }
 
     /// A random filter `depth` levels deep, with up to `width` parts per level.
-    static func randomFilter(_ random: inout Generator, depth: Int, width: Int, rows: [Row]) -> Filter {
+    static func randomFilter(_ random: inout Generator, depth: Int, width: Int, rows: [Row])
+        -> QueryExpression
+    {
         guard depth > 0 else { return randomCondition(&random, rows: rows) }
         var parts = (0..<Int.random(in: 0...width, using: &random)).map { _ in
             randomCondition(&random, rows: rows)
@@ -161,7 +170,7 @@ struct QueryLimitsTests {
                 // Shallow and narrow, deep and narrow, shallow and wide.
                 let (depth, width) = [(3, 3), (40, 2), (2, 40)][round % 3]
                 let filter = Self.randomFilter(&random, depth: depth, width: width, rows: rows)
-                let ids = try package.fetchIDs(RecordQuery("Node", filter: filter))
+                let ids = try package.fetchIDs(RecordQuery("Node", where: filter))
                 #expect(ids == Self.evaluate(filter, rows), "round \(round), \(seed): \(filter)")
             }
         }
@@ -171,24 +180,28 @@ struct QueryLimitsTests {
         try Self.withNodes { package, rows throws in
             // The tester's 1,000 or-ed conditions, then the limit.
             for count in [1_000, RecordQuery.Limits.conditions] {
-                let filter = Filter.or(
-                    (0..<count).map { .compare("n", .equal, .integer(Int64($0 % 10 == 3 ? 3 : 100 + $0))) })
+                let filter = QueryExpression.or(
+                    (0..<count).map {
+                        .compare(.property("n"), .equal, .value(.integer(Int64($0 % 10 == 3 ? 3 : 100 + $0))))
+                    })
                 #expect(
-                    try package.count(RecordQuery("Node", filter: filter)) == rows.filter { $0.n == 3 }.count)
+                    try package.count(RecordQuery("Node", where: filter)) == rows.filter { $0.n == 3 }.count)
             }
-            let beyond = Filter.or(
-                (0...RecordQuery.Limits.conditions).map { .compare("n", .equal, .integer(Int64($0))) })
+            let beyond = QueryExpression.or(
+                (0...RecordQuery.Limits.conditions).map {
+                    .compare(.property("n"), .equal, .value(.integer(Int64($0))))
+                })
             Self.expectInvalidQuery(package, beyond, "more than \(RecordQuery.Limits.conditions) conditions")
             // Negated, nested in pairs: still fine.
-            let pairs = Filter.and(
+            let pairs = QueryExpression.and(
                 (0..<(RecordQuery.Limits.conditions / 2)).map { index in
                     .not(
                         .and([
-                            .compare("n", .equal, .integer(Int64(index + 100))),
-                            .text("s", .endsWith, "x", caseInsensitive: true),
+                            .compare(.property("n"), .equal, .value(.integer(Int64(index + 100)))),
+                            .text(.property("s"), .endsWith, .value(.string("x")), .asciiCaseInsensitive),
                         ]))
                 })
-            #expect(try package.count(RecordQuery("Node", filter: pairs)) == rows.count)
+            #expect(try package.count(RecordQuery("Node", where: pairs)) == rows.count)
         }
     }
 
@@ -196,13 +209,19 @@ struct QueryLimitsTests {
         try Self.withNodes { package, rows throws in
             let list = (0..<Int64(RecordQuery.Limits.values)).map { Value.integer($0 == 0 ? 4 : 1_000 + $0) }
             #expect(
-                try package.count(RecordQuery("Node", filter: .oneOf("n", list)))
+                try package.count(
+                    RecordQuery("Node", where: .oneOf(.property("n"), list.map(QueryExpression.value))))
                     == rows.filter { $0.n == 4 }.count
             )
             Self.expectInvalidQuery(
-                package, .oneOf("n", list + [.integer(5)]), "more than \(RecordQuery.Limits.values) values")
+                package, .oneOf(.property("n"), (list + [.integer(5)]).map(QueryExpression.value)),
+                "more than \(RecordQuery.Limits.values) values")
             Self.expectInvalidQuery(
-                package, .and([.compare("n", .equal, .integer(1)), .oneOf("n", list)]),
+                package,
+                .and([
+                    .compare(.property("n"), .equal, .value(.integer(1))),
+                    .oneOf(.property("n"), list.map(QueryExpression.value)),
+                ]),
                 "more than \(RecordQuery.Limits.values) values")
         }
     }
@@ -210,31 +229,39 @@ struct QueryLimitsTests {
     @Test func nestingToTheLimit() throws {
         try Self.withNodes { package, rows throws in
             // Alternating and/or with the heaviest conditions at every level, down to the limit.
-            var filter = Filter.text("parent.s", .endsWith, "e", caseInsensitive: true)
+            var filter: QueryExpression = .text(
+                .property("parent.s"), .endsWith, .value(.string("e")), .asciiCaseInsensitive)
             for level in 0..<(RecordQuery.Limits.nesting / 2) {
                 filter = .not(
                     level % 2 == 0
-                        ? .or([filter, .compare("children", .equal, .reference(rows[level].id))])
-                        : .and([.oneOf("parent.parent.n", [.integer(1), .integer(2)]), filter]))
+                        ? .or([
+                            filter,
+                            .compare(.property("children"), .equal, .value(.reference(rows[level].id))),
+                        ])
+                        : .and([
+                            .oneOf(
+                                .property("parent.parent.n"),
+                                [.integer(1), .integer(2)].map(QueryExpression.value)), filter,
+                        ]))
             }
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: filter)) == Self.evaluate(filter, rows))
+            #expect(try package.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
             // As the parser reads it: 100 levels of parentheses and not.
             let text =
                 String(repeating: "not (n = 1 or ", count: 50) + "s ends-with[c] 'E'"
                 + String(repeating: ")", count: 50)
-            let parsed = try FilterParser.parse(text)
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: parsed)) == Self.evaluate(parsed, rows))
-            let nots = try FilterParser.parse(String(repeating: "not ", count: 99) + "n = 1")
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: nots)) == Self.evaluate(nots, rows))
+            let parsed = try QueryParser.parse(text)
+            #expect(try package.fetchIDs(RecordQuery("Node", where: parsed)) == Self.evaluate(parsed, rows))
+            let nots = try QueryParser.parse(String(repeating: "not ", count: 99) + "n = 1")
+            #expect(try package.fetchIDs(RecordQuery("Node", where: nots)) == Self.evaluate(nots, rows))
             // What the parser accepts at its limit compiles: a top-level list, then 100 groups.
-            let groups = try FilterParser.parse(
+            let groups = try QueryParser.parse(
                 "n = 1 or " + String(repeating: "(n = 2 and ", count: 100) + "s is null"
                     + String(repeating: ")", count: 100))
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: groups)) == Self.evaluate(groups, rows))
+            #expect(try package.fetchIDs(RecordQuery("Node", where: groups)) == Self.evaluate(groups, rows))
             // Each not may have 100 around it; one more is refused.
-            var deeper = Filter.compare("n", .equal, .integer(1))
+            var deeper: QueryExpression = .compare(.property("n"), .equal, .value(.integer(1)))
             for _ in 0...RecordQuery.Limits.nesting { deeper = .not(deeper) }
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: deeper)) == Self.evaluate(deeper, rows))
+            #expect(try package.fetchIDs(RecordQuery("Node", where: deeper)) == Self.evaluate(deeper, rows))
             Self.expectInvalidQuery(
                 package, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
         }
@@ -243,15 +270,17 @@ struct QueryLimitsTests {
     @Test func wideAndDeepAtOnce() throws {
         try Self.withNodes { package, rows throws in
             // 100 levels, each with 99 conditions beside the next level: 9,900 conditions.
-            var filter = Filter.compare("n", .equal, .integer(5))
+            var filter: QueryExpression = .compare(.property("n"), .equal, .value(.integer(5)))
             for level in 0..<RecordQuery.Limits.nesting {
-                let siblings = (0..<99).map { index in
-                    Filter.text("s", .contains, "zz\(level)-\(index)", caseInsensitive: index % 2 == 0)
+                let siblings = (0..<99).map { index -> QueryExpression in
+                    .text(
+                        .property("s"), .contains, .value(.string("zz\(level)-\(index)")),
+                        (index % 2 == 0 ? .asciiCaseInsensitive : .exact))
                 }
                 filter =
                     level % 2 == 0 ? .or(siblings + [filter]) : .and([filter] + siblings.map { .not($0) })
             }
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: filter)) == Self.evaluate(filter, rows))
+            #expect(try package.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
         }
     }
 
@@ -263,26 +292,33 @@ struct QueryLimitsTests {
                 rows[Int($0.id - rows[0].id) - limit].n == 7
             }
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .compare(key, .equal, .integer(7))))
+                try package.fetchIDs(
+                    RecordQuery("Node", where: .compare(.property(key), .equal, .value(.integer(7)))))
                     == expected.map(\.id))
             // Sorting by a path shares its steps with the filter.
             #expect(
                 try package.fetchIDs(
                     RecordQuery(
-                        "Node", filter: .compare(key, .equal, .integer(7)),
+                        "Node", where: .compare(.property(key), .equal, .value(.integer(7))),
                         sort: [SortKey("parent.n", ascending: false)])
                 )
                 .count == expected.count)
             Self.expectInvalidQuery(
-                package, .compare("parent." + key, .equal, .integer(7)), "follows \(limit + 1) relationships")
+                package, .compare(.property("parent." + key), .equal, .value(.integer(7))),
+                "follows \(limit + 1) relationships")
             // A tester's thousands of hops: refused at once.
             Self.expectInvalidQuery(
-                package, .compare(String(repeating: "parent.", count: 9_000) + "n", .equal, .integer(1)),
+                package,
+                .compare(
+                    .property(String(repeating: "parent.", count: 9_000) + "n"), .equal, .value(.integer(1))),
                 "follows 9000 relationships")
             // Different steps add up across keys.
             Self.expectInvalidQuery(
                 package,
-                .and([.compare(key, .equal, .integer(7)), .compare("left.n", .equal, .integer(1))]),
+                .and([
+                    .compare(.property(key), .equal, .value(.integer(7))),
+                    .compare(.property("left.n"), .equal, .value(.integer(1))),
+                ]),
                 "more than \(limit) different relationship steps")
         }
     }
@@ -308,31 +344,38 @@ struct QueryLimitsTests {
                 "Node", id: rows[1].id, ["right": .reference(rows[2].id), "d": .decimal(Decimal(12))])
             try package.update("Node", id: rows[2].id, ["d": .decimal(Decimal(9))])
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .compare("left.n", .equal, .integer(1))))
+                try package.fetchIDs(
+                    RecordQuery("Node", where: .compare(.property("left.n"), .equal, .value(.integer(1)))))
                     == [
                         rows[2].id
                     ])
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .compare("right.d", .less, .integer(10))))
+                try package.fetchIDs(
+                    RecordQuery("Node", where: .compare(.property("right.d"), .less, .value(.integer(10)))))
                     == [
                         rows[1].id
                     ])
-            #expect(try package.fetchIDs(RecordQuery("Node", filter: .isNull("right"))).count == 79)
+            #expect(try package.fetchIDs(RecordQuery("Node", where: .isNull(.property("right")))).count == 79)
             #expect(
-                try package.fetchIDs(RecordQuery("Node", filter: .not(.isNull("d")), sort: [SortKey("d")]))
+                try package.fetchIDs(
+                    RecordQuery("Node", where: .not(.isNull(.property("d"))), sort: [SortKey("d")]))
                     == [
                         rows[2].id, rows[1].id,
                     ])
             #expect(try package.record("Node", id: rows[2].id)?["left"] == .reference(rows[1].id))
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Node", filter: .compare("children", .equal, .reference(rows[5].id)))) == [
+                    RecordQuery(
+                        "Node", where: .compare(.property("children"), .equal, .value(.reference(rows[5].id)))
+                    )) == [
                         rows[4].id
                     ])
-            #expect(try package.count(RecordQuery("Node", filter: .isNull("children"))) == 1)
+            #expect(try package.count(RecordQuery("Node", where: .isNull(.property("children")))) == 1)
             #expect(
                 try package.count(
-                    RecordQuery("Node", filter: .compare("children", .notEqual, .reference(rows[5].id))))
+                    RecordQuery(
+                        "Node",
+                        where: .compare(.property("children"), .notEqual, .value(.reference(rows[5].id)))))
                     == 79)
         }
     }
@@ -341,14 +384,20 @@ struct QueryLimitsTests {
         try Self.withNodes { package, rows throws in
             #expect(
                 try package.count(
-                    RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .integer(1))])))
+                    RecordQuery(
+                        "Node", where: .or([true, .compare(.property("n"), .equal, .value(.integer(1)))])))
                     == 80)
-            #expect(try package.count(RecordQuery("Node", filter: .and([.not(.all), .isNull("s")]))) == 0)
-            for filter: Filter in [
-                .or([.compare("nope", .equal, .integer(1)), .all]),
-                .and([.oneOf("n", []), .not(.isNull("parent.nope"))]),
+            #expect(
+                try package.count(RecordQuery("Node", where: .and([.not(true), .isNull(.property("s"))])))
+                    == 0)
+            for filter: QueryExpression in [
+                .or([.compare(.property("nope"), .equal, .value(.integer(1))), true]),
+                .and([
+                    .oneOf(.property("n"), [].map(QueryExpression.value)),
+                    .not(.isNull(.property("parent.nope"))),
+                ]),
             ] {
-                let error = expectDeckError { _ = try package.count(RecordQuery("Node", filter: filter)) }
+                let error = expectDeckError { _ = try package.count(RecordQuery("Node", where: filter)) }
                 guard case .unknownProperty("Node", "nope", _) = error else {
                     Issue.record("expected unknownProperty, got \(String(describing: error))")
                     continue
@@ -356,7 +405,8 @@ struct QueryLimitsTests {
             }
             let wrongValue = expectDeckError {
                 _ = try package.count(
-                    RecordQuery("Node", filter: .or([.all, .compare("n", .equal, .string("x"))])))
+                    RecordQuery(
+                        "Node", where: .or([true, .compare(.property("n"), .equal, .value(.string("x")))])))
             }
             guard case .invalidValue = wrongValue else {
                 Issue.record("expected invalidValue, got \(String(describing: wrongValue))")
@@ -367,12 +417,12 @@ struct QueryLimitsTests {
     }
 
     static func expectInvalidQuery(
-        _ package: TestDocument, _ filter: Filter, _ fragment: String,
+        _ package: TestDocument, _ filter: QueryExpression, _ fragment: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         for run in [
-            { _ = try package.count(RecordQuery("Node", filter: filter)) },
-            { _ = try package.fetch(RecordQuery("Node", filter: filter)) },
+            { _ = try package.count(RecordQuery("Node", where: filter)) },
+            { _ = try package.fetch(RecordQuery("Node", where: filter)) },
         ] {
             let error = expectDeckError(sourceLocation: sourceLocation, run)
             guard case .invalidQuery(let message) = error else {

@@ -149,13 +149,17 @@ struct RecordTests {
             for i in 0..<10 {
                 try package.insert("Deck", ["title": .string("d\(i)"), "position": .integer(Int64(i))])
             }
-            let low = RecordQuery("Deck", filter: .compare("position", .less, .integer(4)))
+            let low = RecordQuery("Deck", where: .compare(.property("position"), .less, .value(.integer(4))))
             #expect(try package.update(low, ["position": .integer(100)]) == 4)
             #expect(
-                try package.count(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100))))
+                try package.count(
+                    RecordQuery("Deck", where: .compare(.property("position"), .equal, .value(.integer(100))))
+                )
                     == 4)
             #expect(
-                try package.delete(RecordQuery("Deck", filter: .compare("position", .equal, .integer(100))))
+                try package.delete(
+                    RecordQuery("Deck", where: .compare(.property("position"), .equal, .value(.integer(100))))
+                )
                     == 4)
             #expect(try package.count(RecordQuery("Deck")) == 6)
             // A window applies to bulk deletes.
@@ -283,7 +287,8 @@ struct RecordTests {
             #expect(known.contains("front") && known.contains("tags"))
             #expect(try package.count(RecordQuery("Card")) == 0, "nothing was inserted")
             let filterError = expectDeckError {
-                _ = try package.fetch(RecordQuery("Card", filter: .compare("bakc", .equal, .string("x"))))
+                _ = try package.fetch(
+                    RecordQuery("Card", where: .compare(.property("bakc"), .equal, .value(.string("x")))))
             }
             guard case .unknownProperty("Card", "bakc", let filterKnown) = filterError else {
                 Issue.record("expected unknownProperty, got \(String(describing: filterError))")
@@ -380,8 +385,8 @@ struct RecordTests {
         }
     }
 
-    private func matching(_ package: TestDocument, _ filter: Filter) throws -> [Int64] {
-        try package.fetch(RecordQuery("Sample", filter: filter, sort: [SortKey("i")])).compactMap {
+    private func matching(_ package: TestDocument, _ filter: QueryExpression) throws -> [Int64] {
+        try package.fetch(RecordQuery("Sample", where: filter, sort: [SortKey("i")])).compactMap {
             if case .integer(let i)? = $0["i"] { i } else { nil }
         }
     }
@@ -390,32 +395,47 @@ struct RecordTests {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             _ = try samples(package)
-            #expect(try matching(package, .compare("i", .equal, .integer(3))) == [3])
-            #expect(try matching(package, .compare("i", .notEqual, .integer(3))) == [1, 2, 4, 5])
-            #expect(try matching(package, .compare("i", .less, .integer(3))) == [1, 2])
-            #expect(try matching(package, .compare("i", .lessOrEqual, .integer(3))) == [1, 2, 3])
-            #expect(try matching(package, .compare("i", .greater, .integer(3))) == [4, 5])
-            #expect(try matching(package, .compare("i", .greaterOrEqual, .integer(3))) == [3, 4, 5])
-            #expect(try matching(package, .compare("d", .greater, .double(1.5))) == [3, 4])
-            #expect(try matching(package, .compare("d", .less, .integer(0))) == [5])
-            #expect(try matching(package, .compare("s", .equal, .string("banana"))) == [2])
+            #expect(try matching(package, .compare(.property("i"), .equal, .value(.integer(3)))) == [3])
             #expect(
-                try matching(package, .compare("s", .notEqual, .string("banana"))) == [1, 3, 4, 5],
+                try matching(package, .compare(.property("i"), .notEqual, .value(.integer(3)))) == [
+                    1, 2, 4, 5,
+                ])
+            #expect(try matching(package, .compare(.property("i"), .less, .value(.integer(3)))) == [1, 2])
+            #expect(
+                try matching(package, .compare(.property("i"), .lessOrEqual, .value(.integer(3)))) == [
+                    1, 2, 3,
+                ])
+            #expect(try matching(package, .compare(.property("i"), .greater, .value(.integer(3)))) == [4, 5])
+            #expect(
+                try matching(package, .compare(.property("i"), .greaterOrEqual, .value(.integer(3)))) == [
+                    3, 4, 5,
+                ])
+            #expect(
+                try matching(package, .compare(.property("d"), .greater, .value(.double(1.5)))) == [3, 4])
+            #expect(try matching(package, .compare(.property("d"), .less, .value(.integer(0)))) == [5])
+            #expect(try matching(package, .compare(.property("s"), .equal, .value(.string("banana")))) == [2])
+            #expect(
+                try matching(package, .compare(.property("s"), .notEqual, .value(.string("banana")))) == [
+                    1, 3, 4, 5,
+                ],
                 "!= includes nulls")
             #expect(
-                try matching(package, .compare("s", .greater, .string("a"))) == [2, 5],
+                try matching(package, .compare(.property("s"), .greater, .value(.string("a")))) == [2, 5],
                 "text compares by bytes")
-            #expect(try matching(package, .compare("b", .equal, .bool(true))) == [2, 4])
-            #expect(try matching(package, .compare("s", .equal, .null)) == [4])
-            #expect(try matching(package, .compare("s", .notEqual, .null)) == [1, 2, 3, 5])
-            #expect(try matching(package, .all) == [1, 2, 3, 4, 5])
-            let error = expectDeckError { _ = try matching(package, .compare("s", .less, .null)) }
+            #expect(try matching(package, .compare(.property("b"), .equal, .value(.bool(true)))) == [2, 4])
+            #expect(try matching(package, .compare(.property("s"), .equal, .value(.null))) == [4])
+            #expect(
+                try matching(package, .compare(.property("s"), .notEqual, .value(.null))) == [1, 2, 3, 5])
+            #expect(try matching(package, true) == [1, 2, 3, 4, 5])
+            let error = expectDeckError {
+                _ = try matching(package, .compare(.property("s"), .less, .value(.null)))
+            }
             if case .invalidQuery = error {
             } else {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")
             }
             let mismatch = expectDeckError {
-                _ = try matching(package, .compare("i", .equal, .string("three")))
+                _ = try matching(package, .compare(.property("i"), .equal, .value(.string("three"))))
             }
             if case .invalidValue = mismatch {
             } else {
@@ -428,10 +448,10 @@ struct RecordTests {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             _ = try samples(package)
-            #expect(try matching(package, .isNull("d")) == [2])
-            #expect(try matching(package, .isNull("s")) == [4])
-            #expect(try matching(package, .not(.isNull("d"))) == [1, 3, 4, 5])
-            #expect(try matching(package, .isNull("u")) == [1, 2, 3, 4, 5])
+            #expect(try matching(package, .isNull(.property("d"))) == [2])
+            #expect(try matching(package, .isNull(.property("s"))) == [4])
+            #expect(try matching(package, .not(.isNull(.property("d")))) == [1, 3, 4, 5])
+            #expect(try matching(package, .isNull(.property("u"))) == [1, 2, 3, 4, 5])
         }
     }
 
@@ -439,23 +459,54 @@ struct RecordTests {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             _ = try samples(package)
-            #expect(try matching(package, .text("s", .contains, "pp", caseInsensitive: false)) == [1, 5])
-            #expect(try matching(package, .text("s", .contains, "Apple", caseInsensitive: false)) == [1])
-            #expect(try matching(package, .text("s", .contains, "APPLE", caseInsensitive: true)) == [1, 5])
             #expect(
-                try matching(package, .text("s", .contains, "%", caseInsensitive: false)) == [],
+                try matching(package, .text(.property("s"), .contains, .value(.string("pp")), .exact)) == [
+                    1, 5,
+                ])
+            #expect(
+                try matching(package, .text(.property("s"), .contains, .value(.string("Apple")), .exact)) == [
+                    1
+                ])
+            #expect(
+                try matching(
+                    package, .text(.property("s"), .contains, .value(.string("APPLE")), .asciiCaseInsensitive)
+                ) == [1, 5])
+            #expect(
+                try matching(package, .text(.property("s"), .contains, .value(.string("%")), .exact)) == [],
                 "no LIKE wildcards")
-            #expect(try matching(package, .text("s", .beginsWith, "apple", caseInsensitive: false)) == [5])
-            #expect(try matching(package, .text("s", .beginsWith, "apple", caseInsensitive: true)) == [1, 5])
-            #expect(try matching(package, .text("s", .beginsWith, "_pple", caseInsensitive: true)) == [])
-            #expect(try matching(package, .text("s", .endsWith, "pie", caseInsensitive: false)) == [3])
-            #expect(try matching(package, .text("s", .endsWith, "PIE", caseInsensitive: false)) == [])
-            #expect(try matching(package, .text("s", .endsWith, "PIE", caseInsensitive: true)) == [3])
-            #expect(try matching(package, .text("s", .endsWith, "e", caseInsensitive: false)) == [1, 3])
             #expect(
-                try matching(package, .text("s", .endsWith, "an apple tart", caseInsensitive: false)) == [])
+                try matching(package, .text(.property("s"), .beginsWith, .value(.string("apple")), .exact))
+                    == [5])
+            #expect(
+                try matching(
+                    package,
+                    .text(.property("s"), .beginsWith, .value(.string("apple")), .asciiCaseInsensitive)) == [
+                        1, 5,
+                    ])
+            #expect(
+                try matching(
+                    package,
+                    .text(.property("s"), .beginsWith, .value(.string("_pple")), .asciiCaseInsensitive)) == []
+            )
+            #expect(
+                try matching(package, .text(.property("s"), .endsWith, .value(.string("pie")), .exact)) == [3]
+            )
+            #expect(
+                try matching(package, .text(.property("s"), .endsWith, .value(.string("PIE")), .exact)) == [])
+            #expect(
+                try matching(
+                    package, .text(.property("s"), .endsWith, .value(.string("PIE")), .asciiCaseInsensitive))
+                    == [3])
+            #expect(
+                try matching(package, .text(.property("s"), .endsWith, .value(.string("e")), .exact)) == [
+                    1, 3,
+                ])
+            #expect(
+                try matching(
+                    package, .text(.property("s"), .endsWith, .value(.string("an apple tart")), .exact)) == []
+            )
             let error = expectDeckError {
-                _ = try matching(package, .text("i", .contains, "1", caseInsensitive: false))
+                _ = try matching(package, .text(.property("i"), .contains, .value(.string("1")), .exact))
             }
             if case .invalidQuery = error {
             } else {
@@ -469,10 +520,22 @@ struct RecordTests {
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             try package.insert("Sample", ["s": .string("日本語のテキスト"), "i": .integer(1)])
             try package.insert("Sample", ["s": .string("Ünïcödé 🃏 cards"), "i": .integer(2)])
-            #expect(try matching(package, .text("s", .beginsWith, "日本", caseInsensitive: false)) == [1])
-            #expect(try matching(package, .text("s", .endsWith, "テキスト", caseInsensitive: true)) == [1])
-            #expect(try matching(package, .text("s", .contains, "🃏", caseInsensitive: false)) == [2])
-            #expect(try matching(package, .text("s", .endsWith, "🃏 CARDS", caseInsensitive: true)) == [2])
+            #expect(
+                try matching(package, .text(.property("s"), .beginsWith, .value(.string("日本")), .exact)) == [
+                    1
+                ])
+            #expect(
+                try matching(
+                    package, .text(.property("s"), .endsWith, .value(.string("テキスト")), .asciiCaseInsensitive))
+                    == [1])
+            #expect(
+                try matching(package, .text(.property("s"), .contains, .value(.string("🃏")), .exact)) == [2])
+            #expect(
+                try matching(
+                    package,
+                    .text(.property("s"), .endsWith, .value(.string("🃏 CARDS")), .asciiCaseInsensitive)) == [
+                        2
+                    ])
         }
     }
 
@@ -480,32 +543,60 @@ struct RecordTests {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             _ = try samples(package)
-            #expect(try matching(package, .oneOf("i", [.integer(1), .integer(3), .integer(99)])) == [1, 3])
-            #expect(try matching(package, .oneOf("s", [.string("banana"), .string("Apple")])) == [1, 2])
-            #expect(try matching(package, .oneOf("i", [])) == [])
             #expect(
                 try matching(
                     package,
-                    .and([.compare("i", .greater, .integer(1)), .compare("d", .greater, .integer(0))])) == [
+                    .oneOf(
+                        .property("i"), [.integer(1), .integer(3), .integer(99)].map(QueryExpression.value)))
+                    == [1, 3])
+            #expect(
+                try matching(
+                    package,
+                    .oneOf(.property("s"), [.string("banana"), .string("Apple")].map(QueryExpression.value)))
+                    == [1, 2])
+            #expect(try matching(package, .oneOf(.property("i"), [].map(QueryExpression.value))) == [])
+            #expect(
+                try matching(
+                    package,
+                    .and([
+                        .compare(.property("i"), .greater, .value(.integer(1))),
+                        .compare(.property("d"), .greater, .value(.integer(0))),
+                    ])) == [
                         3, 4,
                     ])
             #expect(
                 try matching(
                     package,
-                    .or([.compare("i", .equal, .integer(1)), .compare("s", .equal, .string("banana"))])) == [
+                    .or([
+                        .compare(.property("i"), .equal, .value(.integer(1))),
+                        .compare(.property("s"), .equal, .value(.string("banana"))),
+                    ])) == [
                         1, 2,
                     ])
-            #expect(try matching(package, .not(.compare("i", .greater, .integer(2)))) == [1, 2])
+            #expect(
+                try matching(package, .not(.compare(.property("i"), .greater, .value(.integer(2))))) == [
+                    1, 2,
+                ])
             #expect(try matching(package, .and([])) == [1, 2, 3, 4, 5])
             #expect(try matching(package, .or([])) == [])
             #expect(
                 try matching(
                     package,
                     .or([
-                        .and([.compare("i", .greater, .integer(3)), .not(.isNull("s"))]),
-                        .not(.or([.compare("i", .greater, .integer(1)), .isNull("d")])),
+                        .and([
+                            .compare(.property("i"), .greater, .value(.integer(3))),
+                            .not(.isNull(.property("s"))),
+                        ]),
+                        .not(
+                            .or([
+                                .compare(.property("i"), .greater, .value(.integer(1))),
+                                .isNull(.property("d")),
+                            ])),
                     ])) == [1, 5])
-            #expect(try matching(package, .not(.not(.compare("i", .equal, .integer(2))))) == [2])
+            #expect(
+                try matching(package, .not(.not(.compare(.property("i"), .equal, .value(.integer(2)))))) == [
+                    2
+                ])
         }
     }
 
@@ -514,11 +605,18 @@ struct RecordTests {
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             _ = try samples(package)
             // Record 4 has s = null: it is not "banana", so .not(s == banana) holds for it,
-            // as .compare(s, .notEqual, banana) already does.
-            #expect(try matching(package, .not(.compare("s", .equal, .string("banana")))) == [1, 3, 4, 5])
-            #expect(try matching(package, .not(.compare("d", .greater, .integer(2)))) == [1, 2, 5])
+            // as .compare(.property(s), .notEqual, .value(banana)) already does.
             #expect(
-                try matching(package, .not(.text("s", .contains, "a", caseInsensitive: false))) == [1, 3, 4])
+                try matching(package, .not(.compare(.property("s"), .equal, .value(.string("banana"))))) == [
+                    1, 3, 4, 5,
+                ])
+            #expect(
+                try matching(package, .not(.compare(.property("d"), .greater, .value(.integer(2))))) == [
+                    1, 2, 5,
+                ])
+            #expect(
+                try matching(package, .not(.text(.property("s"), .contains, .value(.string("a")), .exact)))
+                    == [1, 3, 4])
         }
     }
 
@@ -534,7 +632,8 @@ struct RecordTests {
             }
             #expect(sorted == ["-1", "2", "9.5", "10", "100"].map { .decimal(Decimal(string: $0)!) })
             #expect(
-                try package.count(RecordQuery("Sample", filter: .compare("price", .greater, .decimal(9))))
+                try package.count(
+                    RecordQuery("Sample", where: .compare(.property("price"), .greater, .value(.decimal(9)))))
                     == 3)
         }
     }
@@ -553,11 +652,17 @@ struct RecordTests {
             }
             #expect(
                 try matching(
-                    package, .compare("t", .greaterOrEqual, .date(Date(timeIntervalSince1970: 2_000)))) == [
+                    package,
+                    .compare(
+                        .property("t"), .greaterOrEqual, .value(.date(Date(timeIntervalSince1970: 2_000)))))
+                    == [
                         2, 3, 4,
                     ])
-            #expect(try matching(package, .compare("u", .equal, .uuid(id))) == [3])
-            #expect(try matching(package, .compare("u", .equal, .string(id.uuidString.uppercased()))) == [3])
+            #expect(try matching(package, .compare(.property("u"), .equal, .value(.uuid(id)))) == [3])
+            #expect(
+                try matching(
+                    package, .compare(.property("u"), .equal, .value(.string(id.uuidString.uppercased()))))
+                    == [3])
         }
     }
 
@@ -571,32 +676,44 @@ struct RecordTests {
             let c3 = try package.insert("Card", ["front": .string("adiós"), "deck": .reference(spanish)])
             let c4 = try package.insert("Card", ["front": .string("loose")])
 
-            func cards(_ filter: Filter, sort: [SortKey] = []) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Card", filter: filter, sort: sort))
+            func cards(_ filter: QueryExpression, sort: [SortKey] = []) throws -> [Int64] {
+                try package.fetchIDs(RecordQuery("Card", where: filter, sort: sort))
             }
-            #expect(try cards(.compare("deck.title", .equal, .string("Spanish"))) == [c1, c3])
-            #expect(try cards(.text("deck.title", .beginsWith, "fr", caseInsensitive: true)) == [c2])
-            #expect(try cards(.compare("deck.position", .greater, .integer(1))) == [c1, c3])
-            #expect(try cards(.isNull("deck")) == [c4])
-            #expect(try cards(.isNull("deck.title")) == [c4])
-            #expect(try cards(.compare("deck", .equal, .reference(french))) == [c2])
-            #expect(try cards(.compare("deck", .notEqual, .reference(french))) == [c1, c3, c4])
-            #expect(try cards(.oneOf("deck", [.reference(french), .reference(spanish)])) == [c1, c2, c3])
+            #expect(
+                try cards(.compare(.property("deck.title"), .equal, .value(.string("Spanish")))) == [c1, c3])
+            #expect(
+                try cards(
+                    .text(.property("deck.title"), .beginsWith, .value(.string("fr")), .asciiCaseInsensitive))
+                    == [c2])
+            #expect(
+                try cards(.compare(.property("deck.position"), .greater, .value(.integer(1)))) == [c1, c3])
+            #expect(try cards(.isNull(.property("deck"))) == [c4])
+            #expect(try cards(.isNull(.property("deck.title"))) == [c4])
+            #expect(try cards(.compare(.property("deck"), .equal, .value(.reference(french)))) == [c2])
+            #expect(
+                try cards(.compare(.property("deck"), .notEqual, .value(.reference(french)))) == [c1, c3, c4])
+            #expect(
+                try cards(
+                    .oneOf(
+                        .property("deck"),
+                        [.reference(french), .reference(spanish)].map(QueryExpression.value))) == [
+                        c1, c2, c3,
+                    ])
             // Sorting by a dotted path: French (c2) before Spanish (c1, c3); no deck (null) first.
-            #expect(try cards(.all, sort: [SortKey("deck.title"), SortKey("front")]) == [c4, c2, c3, c1])
+            #expect(try cards(true, sort: [SortKey("deck.title"), SortKey("front")]) == [c4, c2, c3, c1])
 
             // The to-many side filters by membership.
             let decks = try package.fetchIDs(
-                RecordQuery("Deck", filter: .compare("cards", .equal, .reference(c3))))
+                RecordQuery("Deck", where: .compare(.property("cards"), .equal, .value(.reference(c3)))))
             #expect(decks == [spanish])
-            #expect(try package.fetchIDs(RecordQuery("Deck", filter: .isNull("cards"))) == [])
+            #expect(try package.fetchIDs(RecordQuery("Deck", where: .isNull(.property("cards")))) == [])
 
             for (key, kind) in [
                 ("front.x", "attribute"), ("cards.front", "to-many"), ("deck.nope", "unknown"),
             ] {
                 let error = expectDeckError {
                     _ = try package.fetch(
-                        RecordQuery(key.hasPrefix("cards") ? "Deck" : "Card", filter: .isNull(key)))
+                        RecordQuery(key.hasPrefix("cards") ? "Deck" : "Card", where: .isNull(.property(key))))
                 }
                 #expect(error != nil, "\(key) (\(kind)) must be refused")
             }
@@ -613,27 +730,34 @@ struct RecordTests {
             let c2 = try package.insert("Card", ["front": .string("b"), "tags": .references([nouns])])
             let c3 = try package.insert("Card", ["front": .string("c")])
             #expect(
-                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(verbs))))
+                try package.fetchIDs(
+                    RecordQuery("Card", where: .compare(.property("tags"), .equal, .value(.reference(verbs))))
+                )
                     == [
                         c1
                     ])
             #expect(
-                try package.fetchIDs(RecordQuery("Card", filter: .compare("tags", .equal, .reference(nouns))))
+                try package.fetchIDs(
+                    RecordQuery("Card", where: .compare(.property("tags"), .equal, .value(.reference(nouns))))
+                )
                     == [
                         c1, c2,
                     ])
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Card", filter: .compare("tags", .notEqual, .reference(verbs))))
+                    RecordQuery(
+                        "Card", where: .compare(.property("tags"), .notEqual, .value(.reference(verbs)))))
                     == [c2, c3])
-            #expect(try package.fetchIDs(RecordQuery("Card", filter: .isNull("tags"))) == [c3])
+            #expect(try package.fetchIDs(RecordQuery("Card", where: .isNull(.property("tags")))) == [c3])
             #expect(
-                try package.fetchIDs(RecordQuery("Tag", filter: .compare("cards", .equal, .reference(c2))))
+                try package.fetchIDs(
+                    RecordQuery("Tag", where: .compare(.property("cards"), .equal, .value(.reference(c2)))))
                     == [
                         nouns
                     ])
             let error = expectDeckError {
-                _ = try package.fetch(RecordQuery("Card", filter: .compare("tags", .greater, .reference(1))))
+                _ = try package.fetch(
+                    RecordQuery("Card", where: .compare(.property("tags"), .greater, .value(.reference(1)))))
             }
             if case .invalidQuery = error {
             } else {
@@ -814,7 +938,8 @@ struct RecordTests {
             #expect(try package.related("Passport", id: a, "owner") == [], "A let go of Bob")
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Passport", filter: .compare("owner", .equal, .reference(p2))))
+                    RecordQuery(
+                        "Passport", where: .compare(.property("owner"), .equal, .value(.reference(p2)))))
                     == [b])
 
             // Each person has at most one passport and vice versa.
@@ -845,7 +970,9 @@ struct RecordTests {
             #expect(
                 try package.fetchIDs(
                     RecordQuery(
-                        "Card", filter: .not(.text("front", .beginsWith, "filler", caseInsensitive: false)))
+                        "Card",
+                        where: .not(.text(.property("front"), .beginsWith, .value(.string("filler")), .exact))
+                    )
                 ) == [other])
             #expect(try package.count(RecordQuery("Card")) == 6)
             #expect(try package.fetchIDs(RecordQuery("Deck")) == [d2])
@@ -982,12 +1109,16 @@ struct RecordTests {
             #expect(try package.record("Animal", id: bit)?.entity == "Puppy")
             #expect(try package.record("Cat", id: rex) == nil)
             #expect(
-                try package.fetchIDs(RecordQuery("Dog", filter: .compare("breed", .equal, .string("pug"))))
+                try package.fetchIDs(
+                    RecordQuery("Dog", where: .compare(.property("breed"), .equal, .value(.string("pug")))))
                     == [bit]
             )
             #expect(
                 try package.fetchIDs(
-                    RecordQuery("Animal", filter: .text("name", .beginsWith, "r", caseInsensitive: true)))
+                    RecordQuery(
+                        "Animal",
+                        where: .text(
+                            .property("name"), .beginsWith, .value(.string("r")), .asciiCaseInsensitive)))
                     == [rex])
         }
     }

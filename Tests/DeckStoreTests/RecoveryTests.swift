@@ -34,7 +34,9 @@ import Testing
 
         let reader = try TestDocument.open(at: crashed, mode: .readOnly)
         #expect(
-            try reader.count(RecordQuery("Tag", filter: .compare("name", .equal, .string("only in the log"))))
+            try reader.count(
+                RecordQuery(
+                    "Tag", where: .compare(.property("name"), .equal, .value(.string("only in the log")))))
                 == 1)
         try reader.close()
         let report = try PackageVerifier.verify(at: crashed)

@@ -33,7 +33,8 @@ struct ReferenceTrustTests {
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 1 WHERE digest = ?", [.text(sharedDigest)])
             let writer = try TestDocument.open(at: url)
-            _ = try writer.delete(RecordQuery("Card", filter: .compare("front", .equal, .string("a"))))
+            _ = try writer.delete(
+                RecordQuery("Card", where: .compare(.property("front"), .equal, .value(.string("a")))))
             try writer.save()  // refs fell to 0, but card b still names the blob
             #expect(
                 try writer.data(of: try #require(writer.fetch(RecordQuery("Card")).first?["image"]))
@@ -64,7 +65,8 @@ struct ReferenceTrustTests {
             try rawStore(url).run("UPDATE deck_blob SET refs = 0 WHERE digest = ?", [.text(singleDigest)])
             let writer = try TestDocument.open(at: url)
             let error = expectDeckError {
-                _ = try writer.delete(RecordQuery("Card", filter: .compare("front", .equal, .string("c"))))
+                _ = try writer.delete(
+                    RecordQuery("Card", where: .compare(.property("front"), .equal, .value(.string("c")))))
             }
             guard case .corrupt(_, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")

@@ -71,7 +71,9 @@ extension CrashTests {
                 // Put the package back as it was for the next round.
                 let cleaner = try TestDocument.open(at: url, mode: .readWrite)
                 try cleaner.delete(
-                    RecordQuery("Card", filter: .text("front", .beginsWith, "new ", caseInsensitive: false)))
+                    RecordQuery(
+                        "Card", where: .text(.property("front"), .beginsWith, .value(.string("new ")), .exact)
+                    ))
                 try cleaner.save()
                 try cleaner.close()
             }

@@ -291,7 +291,9 @@ struct ValueRulesTests {
             let package = try makeTestPackage(in: dir, schema: recordsSchema())
             try package.insert("Sample", ["link": lower])
             try package.insert("Sample", ["link": upper])
-            #expect(try package.count(RecordQuery("Sample", filter: .compare("link", .equal, lower))) == 1)
+            #expect(
+                try package.count(
+                    RecordQuery("Sample", where: .compare(.property("link"), .equal, .value(lower)))) == 1)
         }
     }
 

@@ -129,9 +129,9 @@ extension StoreConnection {
             ancestor = parent.entity.superentity
         }
         for group in groups where group.allSatisfy({ values[$0] != nil && values[$0]?.isNull == false }) {
-            let filter = Filter.and(
-                group.compactMap { name in values[name].map { Filter.compare(name, .equal, $0) } })
-            if let existing = try fetchIDs(RecordQuery(mapping.name, filter: filter, limit: 1)).first {
+            let condition = QueryExpression.and(
+                group.compactMap { name in values[name].map { .property(name).equals(.value($0)) } })
+            if let existing = try fetchIDs(RecordQuery(mapping.name, where: condition, limit: 1)).first {
                 try update(mapping.name, id: existing, values)
                 return (existing, false)
             }
@@ -533,7 +533,7 @@ extension StoreConnection {
 
     /// One record by id, or nil.
     func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
-        try fetch(RecordQuery(entity, filter: .compare("_pk", .equal, .integer(id)), limit: 1)).first
+        try fetch(RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)).first
     }
 
     /// The ids a relationship of record `id` holds (to-one: zero or one).

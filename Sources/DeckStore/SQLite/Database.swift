@@ -98,6 +98,9 @@ package final class Database {
         _ = deck_sqlite_db_config_int(handle, SQLITE_DBCONFIG_DQS_DDL, 0, &enabled)
         // deck_gid(): a new record's global id (GlobalID.swift).
         _ = deck_sqlite_register_gid(handle)
+        // The function compiled queries call for Unicode-aware text tests (QueryFunctions).
+        let registered = QueryFunctions.register(on: handle)
+        guard registered == SQLITE_OK else { throw error(registered, sql: nil) }
     }
 
     deinit { close() }
