@@ -1,7 +1,7 @@
 // The bytes are a `--where` expression (UTF-8, invalid sequences repaired) and a `--sort` key.
 // What parses runs as a query on every entity of the flash-cards sample: fetch, count and
 // fetchIDs must agree, and errors (unknown keys, type mismatches) are fine.
-import DeckKit
+@_spi(Fuzzing) import DeckKit
 import DeckSamples
 import Foundation
 import FuzzSupport
@@ -39,16 +39,19 @@ func run(_ query: RecordQuery) {
     }
 }
 
-/// Every text value in `filter` (bare words such as dates arrive as strings).
-func strings(in filter: Filter) -> [String] {
-    func text(_ value: Value) -> [String] { if case .string(let s) = value { [s] } else { [] } }
-    switch filter {
-    case .all, .isNull: return []
-    case .compare(_, _, let value): return text(value)
-    case .text(_, _, let s, _): return [s]
-    case .oneOf(_, let values): return values.flatMap(text)
-    case .and(let filters), .or(let filters): return filters.flatMap(strings(in:))
-    case .not(let inner): return strings(in: inner)
+/// Every text value in `expression` (bare words such as dates arrive as strings).
+func strings(in expression: QueryExpression) -> [String] {
+    switch expression {
+    case .value(.string(let s)): return [s]
+    case .value, .path: return []
+    case .compare(let a, _, let b), .text(let a, _, let b, _), .arithmetic(let a, _, let b),
+        .coalesce(let a, let b):
+        return strings(in: a) + strings(in: b)
+    case .oneOf(let a, let list): return strings(in: a) + list.flatMap(strings(in:))
+    case .isNull(let a), .not(let a), .negate(let a), .count(let a): return strings(in: a)
+    case .and(let list), .or(let list): return list.flatMap(strings(in:))
+    case .any(let a, _, let b), .all(let a, _, let b): return strings(in: a) + strings(in: b)
+    @unknown default: return []
     }
 }
 
@@ -71,26 +74,26 @@ func checkDateRoundTrip(_ text: String) {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: size), as: UTF8.self)
-    Fuzz.note("parse: \(Result { () throws(FilterSyntaxError) in try FilterParser.parse(text) })")
-    if let filter = try? FilterParser.parse(text) {
+    Fuzz.note("parse: \(Result { try FuzzingHooks.parseWhere(text) })")
+    if let filter = try? FuzzingHooks.parseWhere(text) {
         for value in strings(in: filter) { checkDateRoundTrip(value) }
         for entity in entities {
-            run(RecordQuery(entity, filter: filter))
-            run(RecordQuery(entity, filter: filter, limit: 3, offset: 1))
+            run(RecordQuery(entity, where: filter))
+            run(RecordQuery(entity, where: filter, limit: 3, offset: 1))
         }
     }
-    if let key = try? FilterParser.parseSort(text) {
+    if let key = try? FuzzingHooks.parseSort(text) {
         for entity in entities {
             run(RecordQuery(entity, sort: [key]))
         }
     }
     // A line break splits the input into an expression and a sort key, so both can be combined.
     if let newline = text.firstIndex(of: "\n"),
-        let filter = try? FilterParser.parse(String(text[..<newline])),
-        let key = try? FilterParser.parseSort(String(text[text.index(after: newline)...]))
+        let filter = try? FuzzingHooks.parseWhere(String(text[..<newline])),
+        let key = try? FuzzingHooks.parseSort(String(text[text.index(after: newline)...]))
     {
         for entity in entities {
-            run(RecordQuery(entity, filter: filter, sort: [key], limit: 5))
+            run(RecordQuery(entity, where: filter, sort: [key], limit: 5))
         }
     }
     return 0
