@@ -71,8 +71,10 @@ package final class Cancellation: Sendable {
                     let outcome: Result<T, DeckError>
                     do {
                         try cancellation.check()
-                        outcome = .success(
-                            try context.run { try cancellation.installed { () throws(DeckError) in try body() } })
+                        let value = try context.run {
+                            try cancellation.installed { () throws(DeckError) in try body() }
+                        }
+                        outcome = .success(value)
                     } catch {
                         outcome = .failure(DeckError.wrap(error))
                     }
