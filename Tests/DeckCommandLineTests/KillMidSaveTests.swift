@@ -64,7 +64,10 @@ let crashSchema = StoreSchema(entities: [
             child.arguments = [url.path, String(childSeed)]
             let out = Pipe()
             child.standardOutput = out
-            child.standardError = FileHandle.nullDevice
+            // What the child says when it fails goes into the test's message.
+            let errorLog = directory.url.appendingPathComponent("child-\(round).stderr")
+            _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil)
+            child.standardError = try FileHandle(forWritingTo: errorLog)
             try child.run()
             let output = LineWatcher(out.fileHandleForReading)
             let reached =
@@ -81,7 +84,8 @@ let crashSchema = StoreSchema(entities: [
             guard reached else {
                 let why =
                     "it exited with \(child.terminationStatus), or took over \(Int(Self.commitTimeout)) s"
-                Issue.record("\(context): the child reported no commit (\(why)): \(printed)")
+                let said = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
+                Issue.record("\(context): the child reported no commit (\(why)): \(printed); stderr: \(said)")
                 break
             }
             for line in printed where line.hasPrefix("committed ") {

@@ -90,12 +90,14 @@ func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: 
     }
     let ids = try document.fetchIDs(RecordQuery("Card"))
     // Keep the document small (about 40 cards) so that a long run verifies quickly.
+    var deleted: Set<Int64> = []
     for _ in 0..<max(ids.count > 20 ? 1 : 0, ids.count - 40) {
         if let victim = ids.randomElement(using: &generator) {
-            _ = try? document.delete("Card", id: victim)
+            if (try? document.delete("Card", id: victim)) != nil { deleted.insert(victim) }
         }
     }
-    if let target = ids.randomElement(using: &generator) {
+    // A card the loop above deleted is gone: update one that is still there.
+    if let target = ids.filter({ !deleted.contains($0) }).randomElement(using: &generator) {
         try document.update("Card", id: target, ["front": .string("updated in \(batch)")])
     }
     try document.insert("Commit", ["sequence": .integer(batch)])
