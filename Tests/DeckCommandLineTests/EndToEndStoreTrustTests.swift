@@ -28,7 +28,7 @@ func e2eDeckWithoutHanging(_ arguments: String..., sourceLocation: SourceLocatio
         kill(process.processIdentifier, SIGKILL)
     }
     DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
-    let errData = Mutex(Data())
+    let errData = Locked(Data())
     let group = DispatchGroup()
     group.enter()
     DispatchQueue.global().async {

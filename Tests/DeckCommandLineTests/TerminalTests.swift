@@ -1,11 +1,11 @@
 import DeckCommandLine
+import DeckStore
 import Foundation
-import Synchronization
 import Testing
 
 /// A manually advanced clock for progress-bar tests.
 final class TestClock: Sendable {
-    private let seconds = Mutex(100.0)
+    private let seconds = Locked(100.0)
 
     /// The current time in seconds.
     @Sendable func now() -> Double {
@@ -20,7 +20,7 @@ final class TestClock: Sendable {
 
 /// Collects everything a progress bar writes.
 final class OutputRecorder: Sendable {
-    private let chunks = Mutex<[String]>([])
+    private let chunks = Locked<[String]>([])
 
     /// Records one write.
     @Sendable func write(_ text: String) {

@@ -84,7 +84,7 @@ import Testing
             let sync = directory.appendingPathComponent("sync.zip")
             let async = directory.appendingPathComponent("async.zip")
             try { () throws in try DeckDocument.export(at: url, to: sync) }()  // the synchronous form
-            let reports = Mutex<[(Int64, Int64)]>([])
+            let reports = Locked<[(Int64, Int64)]>([])
             try await DeckDocument.export(at: url, to: async) { done, total in
                 reports.withLock { $0.append((done, total)) }
             }

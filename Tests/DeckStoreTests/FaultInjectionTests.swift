@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import DeckStore
@@ -39,7 +38,7 @@ extension CrashTests {
     @Test func aFaultReachesOnlyTheThreadThatArmedIt() throws {
         try withTestDirectory { dir throws in
             let path = dir.appendingPathComponent("file").path
-            let elsewhere = Mutex<String?>(nil)
+            let elsewhere = Locked<String?>(nil)
             let outcome = FaultInjection.inject(.write, pathContains: dir.lastPathComponent, errno: EIO) {
                 // Another thread writes the same file while the fault is armed here: it succeeds.
                 onAnotherThread {
@@ -64,7 +63,7 @@ extension CrashTests {
     @Test func aWorkerRunsWithTheContextItWasGivenAndKeepsNoneAfterwards() throws {
         try withTestDirectory { dir throws in
             let path = dir.appendingPathComponent("file").path
-            let seen = Mutex<[String]>([])
+            let seen = Locked<[String]>([])
             let outcome = FaultInjection.inject(.write, pathContains: dir.lastPathComponent, errno: ENOSPC) {
                 let context = WorkerContext.capture()
                 onAnotherThread {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import DeckStore
@@ -60,7 +59,7 @@ struct NonRegularFileTests {
             let url = try package(in: dir)
             let fifo = url.appendingPathComponent(name).path
             try replaceWithFIFO(fifo)
-            let results = Mutex<[String]>([])
+            let results = Locked<[String]>([])
             withoutHanging("opening a package whose \(name) is a FIFO", unblocking: fifo) {
                 for mode in [PackageStore.Mode.readWrite, .readOnly] {
                     let text = outcome { try TestDocument.open(at: url, mode: mode).close() }
@@ -81,7 +80,7 @@ struct NonRegularFileTests {
             let url = try package(in: dir)
             let fifo = url.appendingPathComponent("manifest.json").path
             try replaceWithFIFO(fifo)
-            let result = Mutex<DeckError?>(nil)
+            let result = Locked<DeckError?>(nil)
             withoutHanging("opening a package whose manifest is a FIFO", unblocking: fifo) {
                 do {
                     _ = try TestDocument.open(at: url, mode: .readOnly)
@@ -102,8 +101,8 @@ struct NonRegularFileTests {
             let url = try package(in: dir)
             let fifo = url.appendingPathComponent("blobs/" + blobName(testBytes(100))).path
             try replaceWithFIFO(fifo)
-            let read = Mutex<String>("")
-            let report = Mutex<VerificationReport?>(nil)
+            let read = Locked<String>("")
+            let report = Locked<VerificationReport?>(nil)
             withoutHanging("reading a blob that is a FIFO", unblocking: fifo) {
                 read.withLock { text in
                     text = outcome {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import DeckStore
@@ -359,7 +358,7 @@ struct VerifierTests {
     @Test func progressIsReportedUpToTheTotal() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)
-            let seen = Mutex<[(Int64, Int64)]>([])
+            let seen = Locked<[(Int64, Int64)]>([])
             let report = try PackageVerifier.verify(
                 at: url,
                 options: .init(

@@ -1,4 +1,4 @@
-import Synchronization
+import DeckStore
 
 #if canImport(Glibc)
     import Glibc
@@ -54,7 +54,7 @@ public final class ProgressBar: Sendable {
     private let startTime: Double
     private let clock: @Sendable () -> Double
     private let output: @Sendable (String) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a progress bar; the clock starts now.
     ///
@@ -90,7 +90,7 @@ public final class ProgressBar: Sendable {
         self.clock = clock
         self.output = output
         self.startTime = clock()
-        self.state = Mutex(State(total: total))
+        self.state = Locked(State(total: total))
     }
 
     /// Sets the completed count (absolute) and redraws if due.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -149,7 +148,7 @@ package enum ArchiveSystem {
 
     /// Tests set this to pretend the file systems whose paths contain `pathContains` have only
     /// `bytes` available.
-    static let freeSpaceOverride = Mutex<(pathContains: String, bytes: Int64)?>(nil)
+    static let freeSpaceOverride = Locked<(pathContains: String, bytes: Int64)?>(nil)
 
     /// The bytes an unprivileged process may still write on the file system holding `path`
     /// (`statvfs`: `f_bavail` blocks of `f_frsize` bytes), or nil when it cannot be told.

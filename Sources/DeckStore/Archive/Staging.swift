@@ -60,7 +60,7 @@ package enum Staging {
     package static let maximumNameBytes = 255
 
     #if DEBUG
-        fileprivate static let hook = Mutex<(count: Int, action: @Sendable (String) -> Void)?>(nil)
+        fileprivate static let hook = Locked<(count: Int, action: @Sendable (String) -> Void)?>(nil)
         private static let created = Atomic<Int>(0)
     #endif
 

@@ -1,7 +1,6 @@
 // Debug builds only: a release build compiles nothing of this file.
 #if DEBUG
     import Foundation
-    import Synchronization
 
     #if canImport(Glibc)
         import Glibc
@@ -28,7 +27,7 @@
             let pathContains: String?
             let skip: Int
             let errno: Int32
-            private let state = Mutex<(calls: Int, fired: Bool)>((0, false))
+            private let state = Locked<(calls: Int, fired: Bool)>((0, false))
 
             init(operation: Operation?, pathContains: String?, skip: Int, errno: Int32) {
                 self.operation = operation

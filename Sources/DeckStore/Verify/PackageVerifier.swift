@@ -758,7 +758,7 @@ public enum PackageVerifier {
     private static func hashAll(
         _ files: [(Digest, String)], threads: Int, total: Int64, progress: (@Sendable (Int64, Int64) -> Void)?
     ) -> [(Digest, Result<(Digest, Int64), DeckError>)] {
-        let results = Mutex<[(Digest, Result<(Digest, Int64), DeckError>)]>([])
+        let results = Locked<[(Digest, Result<(Digest, Int64), DeckError>)]>([])
         let next = Atomic<Int>(0)
         let done = Atomic<Int64>(0)
         let work = files.map { ($0.0, $0.1) }
