@@ -29,7 +29,7 @@ let package = Package(
             dependencies: ["CSQLite", "CArchive", "CCrypto", "CDeckSystem"]),
         .target(
             name: "DeckKit",
-            dependencies: ["DeckStore"]),
+            dependencies: ["DeckStore", "CDeckSystem"]),
         .target(name: "DeckArguments"),
         .target(
             name: "DeckSamples",

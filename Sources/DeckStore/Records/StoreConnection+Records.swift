@@ -12,9 +12,11 @@ extension StoreConnection {
     ///
     /// Missing attributes take their default, or null when optional; a missing non-optional
     /// attribute without a default is an error. Relationships are set with `.reference` /
-    /// `.references`, and their inverses follow automatically.
+    /// `.references`, and their inverses follow automatically. The record gets `globalID`, or a
+    /// new one when nil; a global id that a record of the table already has is refused.
     @discardableResult
-    func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
+    func insert(_ entity: String, _ values: [String: Value], globalID: UUID? = nil) throws(DeckError) -> Int64
+    {
         // Inserts come in runs of one entity: remember the last one instead of hashing its name.
         let mapping: EntityMapping
         if let last = lastInsert, last.mapping.name == entity {
@@ -38,14 +40,21 @@ extension StoreConnection {
         // Without relationship values the insert is one statement, atomic by itself.
         do {
             return try insertRow(
-                mapping, given: given, values: values, relationshipValues: relationshipValues)
+                mapping, given: given, values: values, relationshipValues: relationshipValues,
+                globalID: globalID)
         } catch {
+            if globalID != nil, case .uniqueViolation(_, let columns) = error, columns == ["_gid"] {
+                throw DeckError.invalidValue(
+                    entity: entity, property: "_gid",
+                    reason: "a record of the same table already has global id \(globalID!.uuidString)")
+            }
             throw naming(error, writing: mapping)
         }
     }
 
     private func insertRow(
-        _ mapping: EntityMapping, given: [Value?], values: [String: Value], relationshipValues: Int
+        _ mapping: EntityMapping, given: [Value?], values: [String: Value], relationshipValues: Int,
+        globalID: UUID?
     ) throws(DeckError) -> Int64 {
         try change(atomic: relationshipValues > 0) { () throws -> Int64 in
             let statement: Statement
@@ -59,7 +68,8 @@ extension StoreConnection {
             }
             lastInsert = (mapping, statement)
             var arguments: [SQLValue] = []
-            arguments.reserveCapacity(mapping.attributes.count)
+            arguments.reserveCapacity(mapping.attributes.count + 1)
+            arguments.append(globalID.map { .blob(GlobalID.bytes($0)) } ?? .null)
             for (index, attribute) in mapping.attributes.enumerated() {
                 let value = given[index] ?? attribute.initialValue()
                 if value.isNull && !attribute.isOptional {
@@ -116,7 +126,7 @@ extension StoreConnection {
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
     /// whether a record was inserted.
     @discardableResult
-    func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
+    func upsert(_ entity: String, _ values: [String: Value], globalID: UUID? = nil) throws(DeckError) -> (
         id: Int64, inserted: Bool
     ) {
         let mapping = try self.mapping.entity(entity)
@@ -136,7 +146,7 @@ extension StoreConnection {
                 return (existing, false)
             }
         }
-        return (try insert(mapping.name, values), true)
+        return (try insert(mapping.name, values, globalID: globalID), true)
     }
 
     /// Deletes record `id`, applying every relationship's delete rule. Returns how many
@@ -534,6 +544,21 @@ extension StoreConnection {
     /// One record by id, or nil.
     func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
         try fetch(RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)).first
+    }
+
+    /// The record of `entity` (or one of its subentities) whose global id is `globalID`, or nil.
+    func recordID(_ entity: String, globalID: UUID) throws(DeckError) -> Int64? {
+        let mapping = try self.mapping.entity(entity)
+        guard formatVersion >= 2 else { return nil }
+        let family = mapping.familyCondition(nil).map { " AND " + $0 } ?? ""
+        do {
+            return try database.prepareAndCollect(
+                "SELECT _pk FROM \(quote(mapping.table)) WHERE _gid = ?\(family)",
+                [.blob(GlobalID.bytes(globalID))]
+            ) { $0.int64(at: 0) }.first
+        } catch {
+            throw translate(error)
+        }
     }
 
     /// The ids a relationship of record `id` holds (to-one: zero or one).

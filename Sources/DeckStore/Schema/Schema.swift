@@ -51,6 +51,13 @@ public struct StoreSchema: Codable, Sendable, Equatable {
     /// The entity called `name`.
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
 
+    /// Checks the schema as creating a document does (names, types, inheritance, relationships
+    /// and their inverses, constraints), and throws ``DeckError/invalidSchema(_:)`` saying what is
+    /// wrong.
+    public func validate() throws(DeckError) {
+        _ = try SchemaMapping(self)
+    }
+
     /// The entity called `name` and its ancestors, root first (empty for an unknown name; a
     /// cycle, which a valid schema cannot have, ends the chain).
     public func inheritanceChain(of name: String) -> [Entity] {

@@ -88,13 +88,15 @@ final class EntityMapping: Sendable {
             + family.map { "'\($0)'" }.joined(separator: ", ") + ")"
     }
 
-    /// `INSERT INTO table(_gid, _entity, every attribute) VALUES (deck_gid(), 'Entity', ?, …)`:
-    /// a new row of a current (version 2) store, with a new global id. The entity name is a
-    /// validated identifier, so it is safe as a literal (and saves binding it per row).
+    /// `INSERT INTO table(_gid, _entity, every attribute) VALUES (coalesce(?, deck_gid()),
+    /// 'Entity', ?, …)`: a new row of a current (version 2) store, with the global id bound first
+    /// (null makes a new one). The entity name is a validated identifier, so it is safe as a
+    /// literal (and saves binding it per row).
     var insertSQL: String {
         "INSERT INTO \(quote(table))("
             + (["_gid", "_entity"] + attributes.map { quote($0.name) }).joined(separator: ", ")
-            + ") VALUES (deck_gid(), '\(name)'" + String(repeating: ", ?", count: attributes.count) + ")"
+            + ") VALUES (coalesce(?, deck_gid()), '\(name)'"
+            + String(repeating: ", ?", count: attributes.count) + ")"
     }
 
     /// The position of attribute `name` in ``attributes``.

@@ -57,6 +57,12 @@ public class StoreReader {
         try live().record(entity, id: id)
     }
 
+    /// The id of the record of `entity` (or of one of its subentities) whose global id is
+    /// `globalID`, or nil when there is none.
+    public func recordID(_ entity: String, globalID: UUID) throws(DeckError) -> Int64? {
+        try live().recordID(entity, globalID: globalID)
+    }
+
     /// The ids a relationship of record `id` holds (to-one: zero or one).
     public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
         try live().related(entity, id: id, relationship)
@@ -149,6 +155,16 @@ public final class StoreTransaction: StoreReader {
         try live().insert(entity, values)
     }
 
+    /// Inserts a record of `entity` with global id `globalID` (``Record/globalID``) and returns
+    /// its record id: what a copy of a record made elsewhere keeps. A global id that a record of
+    /// the same table already has is an error (``DeckError/invalidValue(entity:property:reason:)``,
+    /// property `_gid`).
+    @discardableResult
+    public func insert(_ entity: String, _ values: [String: Value], globalID: UUID) throws(DeckError) -> Int64
+    {
+        try live().insert(entity, values, globalID: globalID)
+    }
+
     /// Changes some values of record `id`; values not named keep theirs.
     public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
         try live().update(entity, id: id, values)
@@ -156,12 +172,15 @@ public final class StoreTransaction: StoreReader {
 
     /// Inserts a record, or updates the existing record that has the same values for one of the
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
-    /// whether a record was inserted.
+    /// whether a record was inserted. An inserted record gets `globalID` (a new one when nil);
+    /// an updated one keeps its own.
     @discardableResult
-    public func upsert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> (
-        id: Int64, inserted: Bool
-    ) {
-        try live().upsert(entity, values)
+    public func upsert(_ entity: String, _ values: [String: Value], globalID: UUID? = nil) throws(DeckError)
+        -> (
+            id: Int64, inserted: Bool
+        )
+    {
+        try live().upsert(entity, values, globalID: globalID)
     }
 
     /// Deletes record `id`, applying every relationship's delete rule. Returns how many records

@@ -26,6 +26,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case corrupt(path: String, reason: String)
     /// The schema is invalid (`reason` names the entity and attribute).
     case invalidSchema(String)
+    /// The document's stored schema is not the one the caller's models (or schema) describe; each
+    /// difference is named (`Card.back: missing from the document`).
+    case schemaMismatch(path: String, differences: [String])
     /// No entity has that name; `known` lists the entities that exist.
     case unknownEntity(String, known: [String])
     /// The entity has no attribute or relationship of that name; `known` lists those it has.
@@ -82,6 +85,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .corrupt(let path, let reason):
             return "\(path): package is corrupt: \(reason); run 'deck verify' for details"
         case .invalidSchema(let reason): return "invalid schema: \(reason)"
+        case .schemaMismatch(let path, let differences):
+            return "\(path): the document's schema differs from the models: "
+                + differences.joined(separator: "; ")
         case .unknownEntity(let name, _):
             return "unknown entity '\(name)'"
         case .unknownProperty(let entity, let name, _):
@@ -159,7 +165,8 @@ extension DeckError {
         case .alreadyExists, .notARegularFile: .alreadyExists
         case .io: .io
         case .sqlite(let e): e.isBusy ? .busy : (e.isCorruption ? .invalidData : .io)
-        case .invalidSchema, .unknownEntity, .unknownProperty, .invalidValue, .recordNotFound,
+        case .invalidSchema, .schemaMismatch, .unknownEntity, .unknownProperty, .invalidValue,
+            .recordNotFound,
             .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery, .unsavedChanges:
             .invalidData
         case .closed, .unexpected, .misuse: .misuse

@@ -1,0 +1,145 @@
+import CDeckSystem
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// What a property wrapper holds besides its value: the model's backing once the model is
+/// registered (or has been touched), or, in the instance Deck makes to discover a type, a
+/// ``DiscoveryMarker`` naming the wrapper's accessor.
+class PropertyOwner {
+    /// True for ``DiscoveryMarker``: lets the getters tell the two apart without a dynamic cast.
+    final let isMarker: Bool
+
+    init(isMarker: Bool) { self.isMarker = isMarker }
+}
+
+/// Stands in a discovery instance's wrapper for the model backing. The marker's address, found in
+/// the instance's memory, gives the wrapper's place in every instance of the type; its accessor
+/// reads and writes the wrapper there.
+final class DiscoveryMarker: PropertyOwner {
+    let accessor: PropertyAccessor
+    /// For a to-one relationship of a discovery instance: the destination's discovery instance,
+    /// so that a key path through the relationship (`\Card.deck?.title`) can be followed.
+    var destinationProbe: AnyObject?
+
+    init(accessor: PropertyAccessor) {
+        self.accessor = accessor
+        super.init(isMarker: true)
+    }
+}
+
+/// The per-process state of discovery (a model type's properties, found once) and of key-path
+/// resolution (which properties a key path reads, found by applying it to a discovery instance).
+///
+/// Both run on one thread at a time, under ``lock``; the wrappers of other threads' instances,
+/// made meanwhile, must not take part, so the thread is recorded and compared.
+enum Discovery {
+    /// Nonzero while a discovery runs somewhere: the one check a wrapper's initializer pays.
+    static let active = Atomic<Int>(0)
+
+    private struct State {
+        var thread: pthread_t?
+        var registered: [PropertyAccessor] = []
+        var recording: [PropertyAccessor]? = nil
+    }
+
+    private static let state = Locked(State())
+    /// Serialises discoveries and key-path resolutions (they share ``state``).
+    static let lock = NSRecursiveLock()
+
+    /// Called by a wrapper's initializer: in a discovery instance, registers the wrapper's
+    /// accessor (made by `makeAccessor`) and returns the marker the wrapper holds.
+    @inline(__always)
+    static func register(_ makeAccessor: () -> PropertyAccessor) -> DiscoveryMarker? {
+        guard active.load(ordering: .acquiring) > 0 else { return nil }
+        return state.withLock { state -> DiscoveryMarker? in
+            guard let thread = state.thread, pthread_equal(thread, pthread_self()) != 0 else { return nil }
+            let accessor = makeAccessor()
+            state.registered.append(accessor)
+            return DiscoveryMarker(accessor: accessor)
+        }
+    }
+
+    /// Runs `make` (which makes a discovery instance) with registration on, and returns the
+    /// instance and the accessors its wrappers registered, in the order they were made.
+    static func discover<T>(_ make: () -> T) -> (T, [PropertyAccessor]) {
+        lock.lock()
+        defer { lock.unlock() }
+        let saved = state.withLock { state in
+            defer {
+                state.thread = pthread_self()
+                state.registered = []
+            }
+            return (state.thread, state.registered)
+        }
+        active.add(1, ordering: .releasing)
+        let instance = make()
+        active.subtract(1, ordering: .releasing)
+        let registered = state.withLock { state in
+            defer { (state.thread, state.registered) = saved }
+            return state.registered
+        }
+        return (instance, registered)
+    }
+
+    /// Called by a getter that finds a marker: records the property read.
+    static func recordRead(_ accessor: PropertyAccessor) {
+        state.withLock { state in
+            guard state.recording != nil, let thread = state.thread,
+                pthread_equal(thread, pthread_self()) != 0
+            else { return }
+            state.recording?.append(accessor)
+        }
+    }
+
+    /// Runs `body` (which reads through discovery instances) and returns the properties it read.
+    static func recordReads(_ body: () -> Void) -> [PropertyAccessor] {
+        lock.lock()
+        defer { lock.unlock() }
+        let saved = state.withLock { state in
+            defer {
+                state.thread = pthread_self()
+                state.recording = []
+            }
+            return (state.thread, state.recording)
+        }
+        body()
+        return state.withLock { state in
+            defer { (state.thread, state.recording) = saved }
+            return state.recording ?? []
+        }
+    }
+}
+
+/// Finds where in an instance each wrapper lives: the byte offset, from the instance's address,
+/// of each marker's reference. Every instance of a class has the same layout, so the offsets found
+/// in the discovery instance hold for all of them.
+///
+/// The scan reads the instance's memory one pointer-sized word at a time, from just after the
+/// object header, and stops once every marker is found: each marker is referenced by its own
+/// wrapper's field and by nothing else in the instance. The instance's allocation bounds it.
+func markerOffsets(in instance: AnyObject, markers: [DiscoveryMarker]) -> [ObjectIdentifier: Int]? {
+    var wanted: [UInt: ObjectIdentifier] = [:]
+    for marker in markers {
+        wanted[UInt(bitPattern: Unmanaged.passUnretained(marker).toOpaque())] = ObjectIdentifier(marker)
+    }
+    var found: [ObjectIdentifier: Int] = [:]
+    let base = UnsafeRawPointer(Unmanaged.passUnretained(instance).toOpaque())
+    let word = MemoryLayout<UInt>.size
+    // The header: the isa pointer and the reference counts.
+    var offset = 2 * word
+    // The instance's allocation bounds the scan, should a marker ever go unfound.
+    let limit = deck_malloc_usable_size(UnsafeMutableRawPointer(mutating: base)) - word + 1
+    while found.count < wanted.count, offset < limit {
+        let value = base.load(fromByteOffset: offset, as: UInt.self)
+        if let marker = wanted[value], found[marker] == nil { found[marker] = offset }
+        offset += word
+    }
+    withExtendedLifetime(instance) {}
+    return found.count == wanted.count ? found : nil
+}

@@ -1,0 +1,223 @@
+import Foundation
+import Observation
+
+/// The state Deck keeps for one model instance: its identity, its context and record, what has
+/// changed since the last save, and what is not loaded yet. Every wrapper of the instance holds it.
+final class ModelBacking: PropertyOwner {
+    enum Status {
+        /// Not in any context.
+        case detached
+        /// Inserted into its context, not saved yet.
+        case inserted
+        /// Stands for a saved record.
+        case persisted
+        /// Deleted in its context (``rowID`` says whether the record is still in the store).
+        case deleted
+    }
+
+    /// A property not loaded yet.
+    enum Pending {
+        /// An external data value, in a blob file.
+        case blob(BlobReference)
+        /// A to-one relationship: the target's record id, or nil for none.
+        case toOne(Int64?)
+        /// A to-many relationship.
+        case toMany
+    }
+
+    let metadata: ModelMetadata
+    private(set) weak var object: AnyObject?
+    private(set) var identifier: PersistentIdentifier
+    weak var context: ModelContext?
+    var status: Status = .detached
+    /// The record's id, once it is in the store.
+    var rowID: Int64?
+    /// Which properties have changed since the last save (by index).
+    private(set) var changed: [Bool]
+    private(set) var changedCount = 0
+    /// The properties not loaded yet, by index (empty when all are).
+    private(set) var pending: [Pending?] = []
+    let registrar = ObservationRegistrar()
+
+    private init(metadata: ModelMetadata, object: AnyObject, globalID: UUID) {
+        self.metadata = metadata
+        self.object = object
+        self.identifier = PersistentIdentifier(entityName: metadata.entityName, id: globalID)
+        self.changed = Array(repeating: false, count: metadata.properties.count)
+        super.init(isMarker: false)
+    }
+
+    /// The backing of `object`, made (with a new global id) on first use.
+    static func of(_ object: AnyObject) -> ModelBacking {
+        guard let type = Swift.type(of: object) as? any PersistentModel.Type else {
+            preconditionFailure("\(Swift.type(of: object)) is not a PersistentModel")
+        }
+        let metadata = ModelMetadata.of(type)
+        guard let first = metadata.properties.first else {
+            // A type without properties cannot hold its backing (the schema refuses it).
+            return ModelBacking(metadata: metadata, object: object, globalID: UUID())
+        }
+        if let owner = first.ownerPointer(in: object).pointee, !owner.isMarker {
+            return unsafeDowncast(owner, to: ModelBacking.self)
+        }
+        return attach(to: object, metadata: metadata, globalID: UUID())
+    }
+
+    /// Makes the backing of a fresh instance (from ``ModelMetadata/makeInstance()``) that stands
+    /// for record `rowID`.
+    static func attach(to object: AnyObject, metadata: ModelMetadata, globalID: UUID) -> ModelBacking {
+        let backing = ModelBacking(metadata: metadata, object: object, globalID: globalID)
+        for accessor in metadata.properties { accessor.attach(backing, in: object) }
+        return backing
+    }
+
+    var isDeleted: Bool { status == .deleted }
+
+    var hasChanges: Bool {
+        switch status {
+        case .detached: false
+        case .inserted, .deleted: true
+        case .persisted: changedCount > 0
+        }
+    }
+
+    // MARK: Loading
+
+    @inline(__always)
+    func needsLoading(_ index: Int) -> Bool {
+        index < pending.count && pending[index] != nil
+    }
+
+    func setPending(_ index: Int, _ value: Pending?) {
+        if pending.isEmpty {
+            guard value != nil else { return }
+            pending = Array(repeating: nil, count: metadata.properties.count)
+        }
+        pending[index] = value
+    }
+
+    /// Loads property `index` (through the context; without one, it keeps its default).
+    func load(_ index: Int) {
+        guard let kind = pending[index] else { return }
+        pending[index] = nil
+        guard let object, let context else { return }
+        context.load(kind, property: metadata.properties[index], of: object, backing: self)
+    }
+
+    /// Replaces the identity: the record an upsert matched already had one.
+    func adopt(_ globalID: UUID) {
+        identifier = PersistentIdentifier(entityName: metadata.entityName, id: globalID)
+    }
+
+    // MARK: Changes
+
+    func willSet(_ index: Int) {
+        guard needsLoading(index) else { return }
+        if case .blob = pending[index] {
+            pending[index] = nil  // Replaced whole: no need to read it.
+        } else {
+            load(index)
+        }
+    }
+
+    func didSet(_ index: Int) {
+        markChanged(index)
+    }
+
+    func markChanged(_ index: Int) {
+        if !changed[index] {
+            changed[index] = true
+            changedCount += 1
+        }
+        if status == .persisted, let context { context.noteChanged(self) }
+    }
+
+    func clearChanges() {
+        if changedCount > 0 {
+            changed = Array(repeating: false, count: changed.count)
+            changedCount = 0
+        }
+    }
+
+    func isChanged(_ index: Int) -> Bool { changed[index] }
+
+    /// Keeps the other side of relationship `index` in step after it changed from `old` to `new`,
+    /// and inserts new targets into this model's context.
+    func relationshipChanged(_ index: Int, from old: [AnyObject], to new: [AnyObject]) {
+        guard let object else { return }
+        let removed = old.filter { target in !new.contains { $0 === target } }
+        let added = new.filter { target in !old.contains { $0 === target } }
+        // Relating models joins them in a context: this model's, or a new target's.
+        let context = self.context ?? added.lazy.compactMap { ModelBacking.of($0).context }.first
+        if let context, status != .deleted {
+            if status == .detached { context.insertModel(object) }
+            for target in added where ModelBacking.of(target).status == .detached {
+                context.insertModel(target)
+            }
+        }
+        guard let inverseName = metadata.inverseNames.withLock({ $0[index] }) else { return }
+        for target in removed { InverseUpdate.remove(object, from: target, inverse: inverseName) }
+        for target in added { InverseUpdate.add(object, to: target, inverse: inverseName) }
+    }
+}
+
+/// Changes the other side of a relationship in memory, where it is loaded (what is not loaded
+/// loads from the store, which the save keeps in step).
+enum InverseUpdate {
+    static func remove(_ source: AnyObject, from target: AnyObject, inverse name: String) {
+        let backing = ModelBacking.of(target)
+        guard
+            let accessor = backing.metadata.property(named: name)
+                as? (any RelationshipDescribing & PropertyAccessor),
+            !backing.needsLoading(accessor.index)
+        else { return }
+        let current = accessor.targets(in: target)
+        guard current.contains(where: { $0 === source }) else { return }
+        backing.notifyingChange(of: accessor) {
+            accessor.setTargets(current.filter { $0 !== source }, in: target)
+        }
+    }
+
+    static func add(_ source: AnyObject, to target: AnyObject, inverse name: String) {
+        let backing = ModelBacking.of(target)
+        guard
+            let accessor = backing.metadata.property(named: name)
+                as? (any RelationshipDescribing & PropertyAccessor)
+        else { return }
+        if accessor.isToMany {
+            guard !backing.needsLoading(accessor.index) else { return }
+            let current = accessor.targets(in: target)
+            guard !current.contains(where: { $0 === source }) else { return }
+            backing.notifyingChange(of: accessor) { accessor.setTargets(current + [source], in: target) }
+        } else {
+            // A to-one inverse: the target leaves whatever it pointed at before.
+            if backing.needsLoading(accessor.index) { backing.load(accessor.index) }
+            let previous = accessor.targets(in: target)
+            if previous.count == 1, previous[0] === source { return }
+            if let previous = previous.first, let ownName = accessor.inverseName(in: backing) {
+                remove(target, from: previous, inverse: ownName)
+            }
+            backing.notifyingChange(of: accessor) { accessor.setTargets([source], in: target) }
+        }
+    }
+}
+
+extension ModelBacking {
+    /// Runs `change` (a change Deck makes to property `accessor`, not the user) and records it,
+    /// telling Observation's observers of the property.
+    func notifyingChange(of accessor: PropertyAccessor, _ change: () -> Void) {
+        if let object, let notify = accessor.observationNotifier {
+            notify(object, registrar, change)
+        } else {
+            change()
+        }
+        markChanged(accessor.index)
+    }
+}
+
+extension RelationshipDescribing where Self: PropertyAccessor {
+    /// The name of this relationship's inverse, as the schema paired them.
+    func inverseName(in backing: ModelBacking) -> String? {
+        backing.metadata.inverseNames.withLock { $0[index] }
+    }
+}

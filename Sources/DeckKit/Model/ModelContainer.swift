@@ -1,0 +1,118 @@
+import Foundation
+
+/// The document a set of models lives in: SwiftData's `ModelContainer`. It opens the document at
+/// its configuration's URL, or creates it, and checks that the document's schema is the models'.
+///
+/// ```swift
+/// let container = try ModelContainer(
+///     for: Card.self, Deck.self, configurations: ModelConfiguration(url: url))
+/// let context = ModelContext(container)
+/// ```
+///
+/// A container is `Sendable`: share it between actors, and give each its own ``ModelContext``.
+/// It keeps the document open (holding the writer lock, unless read-only) until it goes away.
+public final class ModelContainer: Sendable {
+    /// The models' schema.
+    public let schema: Schema
+    /// The configuration the container was made with.
+    public let configurations: [ModelConfiguration]
+    /// The store the container's contexts read and write.
+    public let store: PackageStore
+    /// The temporary directory of an in-memory container, removed with it.
+    private let temporaryDirectory: URL?
+    private let main = MainContextBox()
+
+    /// Opens or creates the document of `configurations` (one) for `types` and the models they reach.
+    public convenience init(for types: any PersistentModel.Type..., configurations: ModelConfiguration...)
+        throws(DeckError)
+    {
+        try self.init(for: Schema(types), configurations: configurations)
+    }
+
+    /// Opens or creates the document of `configurations` (one; none means the default document)
+    /// for `schema`.
+    ///
+    /// Throws ``DeckError/invalidSchema(_:)`` when the models cannot be stored (each problem named),
+    /// ``DeckError/schemaMismatch(path:differences:)`` when the document holds another schema, and
+    /// the errors of ``PackageStore/open(at:mode:configuration:)``.
+    public init(for schema: Schema, configurations: [ModelConfiguration] = []) throws(DeckError) {
+        guard configurations.count <= 1 else {
+            throw DeckError.misuse(
+                "a ModelContainer takes one configuration (Deck keeps one document per container)")
+        }
+        let configuration = configurations.first ?? ModelConfiguration()
+        guard let storeSchema = schema.storeSchema else {
+            throw DeckError.invalidSchema(schema.problems.joined(separator: "; "))
+        }
+        self.schema = schema
+        self.configurations = [configuration]
+        let mode: PackageStore.Mode = configuration.allowsSave ? .readWrite : .readOnly
+        if configuration.isStoredInMemoryOnly {
+            let directory = try Self.makeTemporaryDirectory()
+            temporaryDirectory = directory
+            let url = directory.appendingPathComponent(configuration.url.lastPathComponent)
+            do {
+                store = try PackageStore.create(
+                    at: url, contentType: configuration.contentType, schema: storeSchema)
+            } catch {
+                try? FileManager.default.removeItem(at: directory)
+                throw error
+            }
+            return
+        }
+        temporaryDirectory = nil
+        let url = configuration.url
+        if FileManager.default.fileExists(atPath: url.path) {
+            let opened = try PackageStore.open(at: url, mode: mode)
+            let differences = SchemaComparison.differences(stored: opened.schema, models: storeSchema)
+            guard differences.isEmpty else {
+                try? opened.close(discardingChanges: true)
+                throw DeckError.schemaMismatch(path: url.path, differences: differences)
+            }
+            store = opened
+        } else {
+            guard configuration.allowsSave else { throw DeckError.notFound(path: url.path) }
+            let parent = url.deletingLastPathComponent()
+            do {
+                try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+            } catch {
+                throw DeckError.io(path: parent.path, operation: "create the directory", errno: EACCES)
+            }
+            store = try PackageStore.create(
+                at: url, contentType: configuration.contentType, schema: storeSchema)
+        }
+    }
+
+    deinit {
+        try? store.close(discardingChanges: true)
+        if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
+    }
+
+    /// The context of the main actor, made on first use (SwiftData's `mainContext`).
+    @MainActor public var mainContext: ModelContext {
+        if let context = main.context { return context }
+        let context = ModelContext(self, ownedByContainer: true)
+        main.context = context
+        return context
+    }
+
+    private static func makeTemporaryDirectory() throws(DeckError) -> URL {
+        let base = FileManager.default.temporaryDirectory
+        for _ in 0..<8 {
+            let directory = base.appendingPathComponent("deck-memory-" + UUID().uuidString)
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+                return directory
+            } catch {
+                continue
+            }
+        }
+        throw DeckError.io(path: base.path, operation: "create a temporary directory", errno: EEXIST)
+    }
+}
+
+/// Holds the main context, on the main actor.
+private final class MainContextBox: Sendable {
+    @MainActor var context: ModelContext?
+    nonisolated init() {}
+}

@@ -1,0 +1,587 @@
+import Foundation
+
+/// Where models are made, fetched, changed and saved: SwiftData's `ModelContext`.
+///
+/// A context holds one instance per record (fetching a record twice gives the same instance) and
+/// tracks each change until ``save()`` writes them, all in one store transaction, or
+/// ``rollback()`` drops them. Contexts of one container are independent: each sees the others'
+/// changes once they are saved. A context and its models belong to one isolation domain (the
+/// main actor for ``ModelContainer/mainContext``); other actors make their own context and
+/// reach records through ``PersistentIdentifier``.
+public final class ModelContext {
+    /// The container whose document the context reads and writes.
+    public var container: ModelContainer { strongContainer ?? unownedContainer! }
+    private let strongContainer: ModelContainer?
+    private unowned(unsafe) let unownedContainer: ModelContainer?
+
+    /// Whether the context saves by itself. Deck saves a context only when asked, so this stays
+    /// false unless set; setting it makes ``insert(_:)`` and the other changes save at once when
+    /// ``processPendingChanges()`` runs (call it where SwiftData would autosave).
+    public var autosaveEnabled = false
+
+    /// One weak entry per record that has an instance here (uniquing).
+    private var registry: [RowKey: WeakModel] = [:]
+    private var registryPruneThreshold = 1024
+    /// Models with unsaved changes, strongly held until saved or rolled back.
+    private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
+    private var insertionOrder: [ObjectIdentifier] = []
+    private(set) var changed: [ObjectIdentifier: AnyObject] = [:]
+    private(set) var deleted: [ObjectIdentifier: AnyObject] = [:]
+
+    /// The last failure to load a property when it was first read (a blob file that cannot be
+    /// read, a related record that is gone): the property then keeps its default.
+    public private(set) var lastLoadError: DeckError?
+
+    /// A context of `container`.
+    public init(_ container: ModelContainer) {
+        strongContainer = container
+        unownedContainer = nil
+    }
+
+    /// The main context, which its container owns (and so must not own back).
+    init(_ container: ModelContainer, ownedByContainer: Bool) {
+        strongContainer = ownedByContainer ? nil : container
+        unownedContainer = ownedByContainer ? container : nil
+    }
+
+    var store: PackageStore { container.store }
+    var schema: Schema { container.schema }
+
+    // MARK: State
+
+    /// True when there are inserted, changed or deleted models not saved yet.
+    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+
+    /// The models inserted since the last save.
+    public var insertedModelsArray: [any PersistentModel] {
+        insertionOrder.compactMap { inserted[$0] as? any PersistentModel }
+    }
+
+    /// The models changed since the last save (not inserted ones).
+    public var changedModelsArray: [any PersistentModel] {
+        changed.values.compactMap { $0 as? any PersistentModel }
+    }
+
+    /// The models deleted since the last save.
+    public var deletedModelsArray: [any PersistentModel] {
+        deleted.values.compactMap { $0 as? any PersistentModel }
+    }
+
+    // MARK: Changes
+
+    /// Inserts `model` (and the models it reaches through relationships that are not in a context
+    /// yet); saved by the next ``save()``. A model already here is left as it is; one deleted here
+    /// and not saved is undeleted.
+    public func insert<T: PersistentModel>(_ model: T) {
+        insertModel(model)
+    }
+
+    func insertModel(_ object: AnyObject) {
+        let backing = ModelBacking.of(object)
+        let key = ObjectIdentifier(object)
+        switch backing.status {
+        case .detached:
+            guard backing.context == nil || backing.context === self else { return }
+            backing.context = self
+            backing.status = .inserted
+            inserted[key] = object
+            insertionOrder.append(key)
+            for accessor in backing.metadata.properties where !backing.needsLoading(accessor.index) {
+                guard let relationship = accessor as? any RelationshipDescribing else { continue }
+                for target in relationship.targets(in: object)
+                where ModelBacking.of(target).status == .detached {
+                    insertModel(target)
+                }
+            }
+        case .deleted where backing.context === self:
+            deleted[key] = nil
+            backing.status = backing.rowID == nil ? .inserted : .persisted
+            if backing.rowID == nil {
+                inserted[key] = object
+                insertionOrder.append(key)
+            } else if backing.hasChanges {
+                changed[key] = object
+            }
+        default:
+            return
+        }
+    }
+
+    /// Deletes `model`; the next ``save()`` deletes its record, with the delete rules of its
+    /// relationships (cascade, nullify, deny, no action) applied by the store. Deleting an
+    /// inserted model that was never saved only forgets it.
+    public func delete<T: PersistentModel>(_ model: T) {
+        let backing = ModelBacking.of(model)
+        guard backing.context === self, backing.status != .deleted else { return }
+        let key = ObjectIdentifier(model)
+        if backing.status == .inserted {
+            inserted[key] = nil
+            insertionOrder.removeAll { $0 == key }
+            backing.status = .detached
+            backing.context = nil
+            return
+        }
+        changed[key] = nil
+        deleted[key] = model
+        backing.status = .deleted
+    }
+
+    /// Called by a persisted model's backing when one of its properties changes.
+    func noteChanged(_ backing: ModelBacking) {
+        guard let object = backing.object else { return }
+        changed[ObjectIdentifier(object)] = object
+    }
+
+    /// Saves the changes now if ``autosaveEnabled`` is set.
+    public func processPendingChanges() throws(DeckError) {
+        if autosaveEnabled { try save() }
+    }
+
+    /// Writes every change since the last save in one store transaction: the inserted models'
+    /// records, the changed properties (only those), the deletions with their delete rules. On
+    /// failure nothing is written and the context keeps its changes.
+    public func save() throws(DeckError) {
+        guard hasChanges else { return }
+        guard container.configurations.first?.allowsSave ?? true else {
+            throw DeckError.readOnly(path: store.url.path)
+        }
+        let result: (value: FlushResult, changes: ChangeSet)
+        do {
+            result = try store.write { transaction in try self.flush(into: transaction) }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+        finishSave(result.value, changes: result.changes)
+    }
+
+    /// Runs `block`, then saves; when `block` or the save throws, rolls back and rethrows.
+    public func transaction(block: () throws -> Void) throws {
+        do {
+            try block()
+            try save()
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+
+    /// Drops every change since the last save: inserted models leave the context, deleted ones
+    /// come back, changed ones read their saved values again.
+    public func rollback() {
+        for key in insertionOrder {
+            guard let object = inserted[key] else { continue }
+            let backing = ModelBacking.of(object)
+            backing.status = .detached
+            backing.context = nil
+        }
+        let refresh = Array(changed.values) + Array(deleted.values)
+        inserted = [:]
+        insertionOrder = []
+        changed = [:]
+        deleted = [:]
+        for object in refresh {
+            let backing = ModelBacking.of(object)
+            backing.status = .persisted
+            reload(object, backing: backing)
+        }
+    }
+
+    // MARK: Flushing changes into a transaction
+
+    struct FlushResult {
+        /// The record ids the inserted models got.
+        var rowIDs: [ObjectIdentifier: Int64] = [:]
+        /// Inserted models that an upsert matched to an existing record, with that record's global id.
+        var adopted: [ObjectIdentifier: UUID] = [:]
+    }
+
+    /// Writes the context's changes into `transaction`.
+    func flush(into transaction: StoreTransaction) throws(DeckError) -> FlushResult {
+        var result = FlushResult()
+        for object in deleted.values {
+            let backing = ModelBacking.of(object)
+            guard let id = backing.rowID else { continue }
+            // A record a cascade already deleted in this transaction is gone: nothing to do.
+            guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { continue }
+            _ = try transaction.delete(backing.metadata.entityName, id: id)
+        }
+        let insertedObjects = insertionOrder.compactMap { inserted[$0] }
+        for object in insertedObjects {
+            let backing = ModelBacking.of(object)
+            var values: [String: Value] = [:]
+            for accessor in backing.metadata.properties {
+                guard let attribute = accessor as? any AttributeValueAccess else { continue }
+                values[accessor.name] = try attribute.storeValue(
+                    in: object, entity: backing.metadata.entityName)
+            }
+            let entity = backing.metadata.entityName
+            if hasUniqueness(backing.metadata) {
+                let (id, wasInserted) = try transaction.upsert(
+                    entity, values, globalID: backing.identifier.id)
+                result.rowIDs[ObjectIdentifier(object)] = id
+                if !wasInserted, let record = try transaction.record(entity, id: id),
+                    let gid = record.globalID
+                {
+                    result.adopted[ObjectIdentifier(object)] = gid
+                }
+            } else {
+                result.rowIDs[ObjectIdentifier(object)] = try transaction.insert(
+                    entity, values, globalID: backing.identifier.id)
+            }
+        }
+        func rowID(of target: AnyObject, for accessor: PropertyAccessor, of owner: ModelBacking)
+            throws(DeckError)
+            -> Int64
+        {
+            let backing = ModelBacking.of(target)
+            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID, backing.status != .deleted {
+                return id
+            }
+            throw DeckError.invalidValue(
+                entity: owner.metadata.entityName, property: accessor.name,
+                reason: backing.status == .deleted
+                    ? "refers to a deleted \(backing.metadata.entityName)"
+                    : "refers to a \(backing.metadata.entityName) that is not in this context")
+        }
+        func relationshipValue(_ accessor: PropertyAccessor, of object: AnyObject, _ backing: ModelBacking)
+            throws(DeckError) -> Value
+        {
+            let relationship = accessor as! any RelationshipDescribing
+            let targets = relationship.targets(in: object)
+            if relationship.isToMany {
+                let (minimum, maximum) = relationship.modelCountBounds
+                if let minimum, targets.count < minimum {
+                    throw DeckError.invalidValue(
+                        entity: backing.metadata.entityName, property: accessor.name,
+                        reason: "holds \(targets.count) models, fewer than its minimum of \(minimum)")
+                }
+                if let maximum, targets.count > maximum {
+                    throw DeckError.invalidValue(
+                        entity: backing.metadata.entityName, property: accessor.name,
+                        reason: "holds \(targets.count) models, more than its maximum of \(maximum)")
+                }
+                var ids: [Int64] = []
+                for target in targets { ids.append(try rowID(of: target, for: accessor, of: backing)) }
+                return .references(ids)
+            }
+            guard let target = targets.first else { return .null }
+            return .reference(try rowID(of: target, for: accessor, of: backing))
+        }
+        for object in insertedObjects {
+            let backing = ModelBacking.of(object)
+            guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
+            var values: [String: Value] = [:]
+            for accessor in backing.metadata.properties where accessor is any RelationshipDescribing {
+                let value = try relationshipValue(accessor, of: object, backing)
+                if value != .null && value != .references([]) { values[accessor.name] = value }
+            }
+            if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
+        }
+        for object in changed.values {
+            let backing = ModelBacking.of(object)
+            guard let id = backing.rowID, backing.status == .persisted else { continue }
+            var values: [String: Value] = [:]
+            for accessor in backing.metadata.properties where backing.isChanged(accessor.index) {
+                if let attribute = accessor as? any AttributeValueAccess {
+                    values[accessor.name] = try attribute.storeValue(
+                        in: object, entity: backing.metadata.entityName)
+                } else if !backing.needsLoading(accessor.index) {
+                    values[accessor.name] = try relationshipValue(accessor, of: object, backing)
+                }
+            }
+            if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
+        }
+        return result
+    }
+
+    private func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
+        guard let schema = schema.storeSchema else { return false }
+        return schema.inheritanceChain(of: metadata.entityName).contains { entity in
+            !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
+        }
+    }
+
+    /// Brings the models in step with a committed save.
+    private func finishSave(_ result: FlushResult, changes: ChangeSet) {
+        for key in insertionOrder {
+            guard let object = inserted[key] else { continue }
+            let backing = ModelBacking.of(object)
+            backing.rowID = result.rowIDs[key]
+            if let gid = result.adopted[key] { backing.adopt(gid) }
+            backing.status = .persisted
+            backing.clearChanges()
+            if let id = backing.rowID { register(object, backing: backing, id: id) }
+        }
+        for object in changed.values { ModelBacking.of(object).clearChanges() }
+        var gone: [AnyObject] = Array(deleted.values)
+        // Records deleted by cascades, and so their models here.
+        for (entity, ids) in changes.deleted {
+            guard let metadata = schema.metadata(named: entity) else { continue }
+            for id in ids {
+                let key = RowKey(root: metadata.rootEntityName, id: id)
+                if let object = registry[key]?.object { gone.append(object) }
+            }
+        }
+        for object in gone {
+            let backing = ModelBacking.of(object)
+            if let id = backing.rowID {
+                registry[RowKey(root: backing.metadata.rootEntityName, id: id)] = nil
+            }
+            backing.status = .deleted
+            backing.rowID = nil
+            backing.context = nil
+            backing.clearChanges()
+        }
+        inserted = [:]
+        insertionOrder = []
+        changed = [:]
+        deleted = [:]
+        // The store nullified references to deleted records: so do the models here.
+        if !gone.isEmpty { dropDeletedTargets(changes) }
+    }
+
+    private func dropDeletedTargets(of object: AnyObject) {
+        let backing = ModelBacking.of(object)
+        for accessor in backing.metadata.properties where !backing.needsLoading(accessor.index) {
+            guard let relationship = accessor as? any RelationshipDescribing else { continue }
+            let targets = relationship.targets(in: object)
+            let kept = targets.filter { ModelBacking.of($0).status != .deleted }
+            if kept.count != targets.count {
+                if let notify = accessor.observationNotifier {
+                    notify(object, backing.registrar) { relationship.setTargets(kept, in: object) }
+                } else {
+                    relationship.setTargets(kept, in: object)
+                }
+            }
+        }
+    }
+
+    // MARK: Records and instances
+
+    /// The inserted models, in the order they were inserted.
+    var insertedObjects: [AnyObject] { insertionOrder.compactMap { inserted[$0] } }
+
+    /// The models of the records this context has instances of (live ones).
+    var registeredModels: [any PersistentModel] {
+        registry.values.compactMap { $0.object as? any PersistentModel }
+    }
+
+    /// Marks the models of records a store-side delete removed as deleted.
+    func forgetDeleted(_ changes: ChangeSet) {
+        for (entity, ids) in changes.deleted {
+            guard let metadata = schema.metadata(named: entity) else { continue }
+            for id in ids {
+                let key = RowKey(root: metadata.rootEntityName, id: id)
+                guard let object = registry[key]?.object else { continue }
+                registry[key] = nil
+                let backing = ModelBacking.of(object)
+                backing.status = .deleted
+                backing.rowID = nil
+                backing.context = nil
+            }
+        }
+        dropDeletedTargets(changes)
+    }
+
+    /// Takes the deleted models out of the relationships of the models the store updated.
+    private func dropDeletedTargets(_ changes: ChangeSet) {
+        for (entity, ids) in changes.updated {
+            guard let metadata = schema.metadata(named: entity) else { continue }
+            for id in ids {
+                guard let object = registry[RowKey(root: metadata.rootEntityName, id: id)]?.object else {
+                    continue
+                }
+                dropDeletedTargets(of: object)
+            }
+        }
+    }
+
+    struct RowKey: Hashable {
+        var root: String
+        var id: Int64
+    }
+
+    struct WeakModel {
+        weak var object: AnyObject?
+    }
+
+    private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
+        registry[RowKey(root: backing.metadata.rootEntityName, id: id)] = WeakModel(object: object)
+        if registry.count > registryPruneThreshold {
+            registry = registry.filter { $0.value.object != nil }
+            registryPruneThreshold = max(1024, registry.count * 2)
+        }
+    }
+
+    /// The instance for `record`: the registered one, or a new one with the record's values.
+    func instance(for record: Record, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
+        guard let metadata = schema.metadata(named: record.entity) else {
+            throw DeckError.unknownEntity(record.entity, known: schema.metadata.keys.sorted())
+        }
+        if let object = temporary[record.id] { return object }
+        let key = RowKey(root: metadata.rootEntityName, id: record.id)
+        if let object = registry[key]?.object { return object }
+        let object = metadata.makeInstance()
+        let backing = ModelBacking.attach(to: object, metadata: metadata, globalID: record.globalID ?? UUID())
+        backing.context = self
+        backing.status = .persisted
+        backing.rowID = record.id
+        try load(record, into: object, backing: backing)
+        register(object, backing: backing, id: record.id)
+        return object
+    }
+
+    /// Sets every property of `object` from `record` (relationships and blobs to load later).
+    private func load(_ record: Record, into object: AnyObject, backing: ModelBacking) throws(DeckError) {
+        for accessor in backing.metadata.properties {
+            let cell = record.values[accessor.name] ?? .null
+            if let attribute = accessor as? any AttributeValueAccess {
+                if case .blob(let reference) = cell {
+                    backing.setPending(accessor.index, .blob(reference))
+                } else if !attribute.load(cell, into: object) {
+                    throw DeckError.corrupt(
+                        path: store.url.path,
+                        reason:
+                            "\(record.entity) #\(record.id): \(accessor.name) holds \(cell.kindName), which is "
+                            + "not a \(accessor.typeDescription)")
+                }
+            } else if let relationship = accessor as? any RelationshipDescribing {
+                if relationship.isToMany {
+                    backing.setPending(accessor.index, .toMany)
+                } else if case .reference(let id) = cell {
+                    backing.setPending(accessor.index, .toOne(id))
+                } else {
+                    backing.setPending(accessor.index, .toOne(nil))
+                }
+            }
+        }
+    }
+
+    /// Reads `object`'s saved values again (after a rollback).
+    private func reload(_ object: AnyObject, backing: ModelBacking) {
+        backing.clearChanges()
+        guard let id = backing.rowID else { return }
+        do {
+            let record = try store.read { try $0.record(backing.metadata.entityName, id: id) }
+            guard let record else {
+                backing.status = .deleted
+                return
+            }
+            try load(record, into: object, backing: backing)
+        } catch {
+            lastLoadError = DeckError.wrap(error)
+        }
+    }
+
+    /// Loads a property that was not loaded yet (called from its getter).
+    func load(
+        _ kind: ModelBacking.Pending, property accessor: PropertyAccessor, of object: AnyObject,
+        backing: ModelBacking
+    ) {
+        do {
+            switch kind {
+            case .blob(let reference):
+                let data = try store.read { try $0.data(for: reference) }
+                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
+            case .toOne(let id):
+                guard let id, let relationship = accessor as? any RelationshipDescribing else { return }
+                let destination = ModelMetadata.of(relationship.destinationType)
+                let targets = try instances(of: destination, ids: [id])
+                relationship.setTargets(targets, in: object)
+            case .toMany:
+                guard let relationship = accessor as? any RelationshipDescribing, let id = backing.rowID
+                else {
+                    return
+                }
+                let destination = ModelMetadata.of(relationship.destinationType)
+                let ids = try store.read {
+                    try $0.related(backing.metadata.entityName, id: id, accessor.name)
+                }
+                let stored = try instances(of: destination, ids: ids)
+                relationship.setTargets(
+                    overlay(
+                        stored, of: object, backing: backing, accessor: accessor,
+                        destination: destination), in: object)
+            }
+        } catch {
+            lastLoadError = DeckError.wrap(error)
+        }
+    }
+
+    /// The instances of records `ids` (registered ones, or fetched in one statement), in order.
+    private func instances(of destination: ModelMetadata, ids: [Int64]) throws(DeckError) -> [AnyObject] {
+        var found: [Int64: AnyObject] = [:]
+        var missing: [Int64] = []
+        for id in ids {
+            if let object = registry[RowKey(root: destination.rootEntityName, id: id)]?.object {
+                found[id] = object
+            } else {
+                missing.append(id)
+            }
+        }
+        if !missing.isEmpty {
+            let records: [Record]
+            do {
+                records = try store.read { reader in
+                    try reader.fetch(
+                        RecordQuery(
+                            destination.entityName,
+                            where: .recordID.isIn(missing.map { .value(.integer($0)) })))
+                }
+            } catch {
+                throw DeckError.wrap(error)
+            }
+            for record in records { found[record.id] = try instance(for: record) }
+        }
+        return ids.compactMap { found[$0] }
+    }
+
+    /// A to-many relationship loaded from the store, with this context's unsaved changes to the
+    /// other side applied: a model whose inverse changed here belongs if its inverse now holds
+    /// `object`; deleted models do not belong.
+    private func overlay(
+        _ stored: [AnyObject], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
+        destination: ModelMetadata
+    ) -> [AnyObject] {
+        guard hasChanges, let inverseName = backing.metadata.inverseNames.withLock({ $0[accessor.index] })
+        else {
+            return stored.filter { ModelBacking.of($0).status != .deleted }
+        }
+        func decided(_ candidate: AnyObject) -> Bool? {
+            let other = ModelBacking.of(candidate)
+            if other.status == .deleted { return false }
+            guard let inverse = other.metadata.property(named: inverseName) as? any RelationshipDescribing,
+                let index = other.metadata.property(named: inverseName)?.index,
+                other.status == .inserted || other.isChanged(index), !other.needsLoading(index)
+            else { return nil }
+            return inverse.targets(in: candidate).contains { $0 === object }
+        }
+        var result = stored.filter { decided($0) ?? true }
+        for candidate in Array(inserted.values) + Array(changed.values)
+        where ModelBacking.of(candidate).metadata.inherits(from: destination)
+            && !result.contains(where: { $0 === candidate }) && decided(candidate) == true
+        {
+            result.append(candidate)
+        }
+        return result
+    }
+}
+
+/// Attribute access without the value type.
+protocol AttributeValueAccess {
+    func storeValue(in object: AnyObject, entity: String) throws(DeckError) -> Value
+    func load(_ cell: Value, into object: AnyObject) -> Bool
+}
+
+extension AttributeAccessor: AttributeValueAccess {
+    func storeValue(in object: AnyObject, entity: String) throws(DeckError) -> Value {
+        do {
+            return try storeValue(in: object)
+        } catch {
+            if case .invalidValue(_, _, let reason) = error {
+                throw DeckError.invalidValue(entity: entity, property: name, reason: reason)
+            }
+            throw error
+        }
+    }
+}

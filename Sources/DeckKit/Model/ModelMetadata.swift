@@ -1,0 +1,208 @@
+import Foundation
+
+/// What a wrapper gives discovery: the marker it holds in a discovery instance.
+protocol DiscoverableWrapper {
+    var discoveryOwner: PropertyOwner? { get }
+}
+
+extension Attribute: DiscoverableWrapper {
+    var discoveryOwner: PropertyOwner? { owner }
+}
+
+extension Relationship: DiscoverableWrapper {
+    var discoveryOwner: PropertyOwner? { owner }
+}
+
+extension Transient: DiscoverableWrapper {
+    var discoveryOwner: PropertyOwner? { marker }
+}
+
+/// A model type's properties, found once per type from a discovery instance (`init()`), and how
+/// to reach each one's wrapper in any instance.
+final class ModelMetadata: @unchecked Sendable {
+    let type: any PersistentModel.Type
+    let entityName: String
+    /// The root of the entity's hierarchy: its records' table, where record ids are unique.
+    let rootEntityName: String
+    /// The metadata of the superclass, when it is a model too (the superentity).
+    let superMetadata: ModelMetadata?
+    /// The persistent properties, inherited ones first, each at its ``PropertyAccessor/index``.
+    let properties: [PropertyAccessor]
+    /// What discovery found wrong (a property it cannot store, one not marked): the schema reports
+    /// these, naming the properties.
+    let problems: [String]
+    /// The discovery instance, kept to resolve key paths on.
+    let probe: AnyObject
+    private let byName: [String: Int]
+    private let resolved = Locked<[AnyKeyPath: [PropertyAccessor]]>([:])
+    /// The names of the relationships' inverses, by property index (set when the schema is built).
+    let inverseNames = Locked<[Int: String]>([:])
+
+    private static let cache = Locked<[ObjectIdentifier: ModelMetadata]>([:])
+
+    /// The metadata of `type`, discovered on first use.
+    static func of(_ type: any PersistentModel.Type) -> ModelMetadata {
+        let key = ObjectIdentifier(type)
+        if let found = cache.withLock({ $0[key] }) { return found }
+        Discovery.lock.lock()
+        defer { Discovery.lock.unlock() }
+        if let found = cache.withLock({ $0[key] }) { return found }
+        let metadata = ModelMetadata(discovering: type)
+        cache.withLock { $0[key] = metadata }
+        return metadata
+    }
+
+    private init(discovering type: any PersistentModel.Type) {
+        self.type = type
+        entityName = type.entityName
+        let (probe, registered) = Discovery.discover { type.init() }
+        self.probe = probe
+        var problems: [String] = []
+
+        // The class and its model superclasses, root first.
+        var levels: [(type: Any.Type, mirror: Mirror)] = []
+        var mirror: Mirror? = Mirror(reflecting: probe)
+        while let level = mirror {
+            levels.insert((level.subjectType, level), at: 0)
+            mirror = level.superclassMirror
+        }
+        let superType = levels.count > 1 ? levels[levels.count - 2].type as? any PersistentModel.Type : nil
+        superMetadata = superType.map { ModelMetadata.of($0) }
+        rootEntityName = superMetadata?.rootEntityName ?? type.entityName
+
+        var properties: [PropertyAccessor] = []
+        var markers: [DiscoveryMarker] = []
+        var seen = Set<ObjectIdentifier>()
+        for level in levels {
+            let declaring = level.type as? any PersistentModel.Type
+            for child in level.mirror.children {
+                let label = child.label ?? "?"
+                let owner = (child.value as? any DiscoverableWrapper)?.discoveryOwner
+                guard let marker = owner as? DiscoveryMarker else {
+                    if declaring != nil {
+                        problems.append(
+                            "\(level.type).\(label) is a stored property without @Attribute, @Relationship or "
+                                + "@Transient: mark it (Deck stores only marked properties)")
+                    }
+                    continue
+                }
+                let accessor = marker.accessor
+                seen.insert(ObjectIdentifier(accessor))
+                accessor.name = label.hasPrefix("_") ? String(label.dropFirst()) : label
+                accessor.declaringType = declaring
+                guard accessor.isPersistent else { continue }
+                accessor.index = properties.count
+                properties.append(accessor)
+                markers.append(marker)
+            }
+        }
+        if registered.contains(where: { !seen.contains(ObjectIdentifier($0)) }) {
+            problems.append(
+                "\(type): a property's default value makes another model; give it a default of nil or [] instead"
+            )
+        }
+        if properties.isEmpty {
+            problems.append("\(type) has no @Attribute or @Relationship property: a model needs at least one")
+        } else if let offsets = markerOffsets(in: probe, markers: markers) {
+            for (accessor, marker) in zip(properties, markers) {
+                accessor.offset = offsets[ObjectIdentifier(marker)]! - accessor.ownerFieldOffset
+            }
+        } else {
+            problems.append("\(type): Deck could not find its properties in an instance")
+        }
+        for accessor in properties {
+            if let invalid = accessor as? InvalidRelationshipAccessor {
+                problems.append(
+                    "\(type).\(accessor.name): @Relationship needs a model, an optional model or an array of "
+                        + "models, not \(invalid.typeDescription)")
+            } else if let attribute = accessor as? any AttributeDescribing, !attribute.isStorable {
+                problems.append(
+                    "\(type).\(accessor.name): Deck cannot store a \(accessor.typeDescription) (use a store type, "
+                        + "a RawRepresentable or a Codable type)")
+            }
+        }
+        self.properties = properties
+        self.problems = problems
+        byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The persistent property called `name`.
+    func property(named name: String) -> PropertyAccessor? { byName[name].map { properties[$0] } }
+
+    /// Makes an instance with every property at its default.
+    func makeInstance() -> AnyObject { type.init() }
+
+    /// Whether this entity is `other` or inherits from it.
+    func inherits(from other: ModelMetadata) -> Bool {
+        var current: ModelMetadata? = self
+        while let metadata = current {
+            if metadata === other { return true }
+            current = metadata.superMetadata
+        }
+        return false
+    }
+
+    /// The persistent properties a key path reads, in order: one for `\Card.front`, two for
+    /// `\Card.deck?.title`. Empty when the key path reads none (a computed property that reads no
+    /// stored one, or a key path of another type).
+    func resolve(_ keyPath: AnyKeyPath) -> [PropertyAccessor] {
+        if let found = resolved.withLock({ $0[keyPath] }) { return found }
+        Discovery.lock.lock()
+        defer { Discovery.lock.unlock() }
+        prepareProbesForPaths()
+        func read<Root>(_ root: Root) { _ = root[keyPath: keyPath] }
+        let reads = Discovery.recordReads { _openExistential(probe, do: read) }
+        resolved.withLock { $0[keyPath] = reads }
+        return reads
+    }
+
+    /// Gives each to-one relationship of the discovery instance the destination's discovery
+    /// instance, so that key paths can follow it.
+    private func prepareProbesForPaths() {
+        for accessor in properties {
+            guard let relationship = accessor as? any RelationshipDescribing, !relationship.isToMany,
+                let marker = accessor.ownerPointer(in: probe).pointee as? DiscoveryMarker,
+                marker.destinationProbe == nil
+            else { continue }
+            marker.destinationProbe = ModelMetadata.of(relationship.destinationType).probe
+        }
+    }
+}
+
+/// What the metadata asks of an attribute accessor without knowing its value type.
+protocol AttributeDescribing {
+    var isStorable: Bool { get }
+    var attributeType: StoreSchema.AttributeType? { get }
+    var isOptional: Bool { get }
+    var attributeOptions: Set<AttributeOption> { get }
+    var attributeOriginalName: String? { get }
+}
+
+extension AttributeAccessor: AttributeDescribing {
+    var isStorable: Bool { codec != nil }
+    var attributeType: StoreSchema.AttributeType? { codec?.type }
+    var isOptional: Bool { codec?.isOptional ?? false }
+    var attributeOptions: Set<AttributeOption> { options }
+    var attributeOriginalName: String? { originalName }
+}
+
+/// What the metadata asks of a relationship accessor without knowing its value type.
+protocol RelationshipDescribing {
+    var destinationType: any PersistentModel.Type { get }
+    var isToMany: Bool { get }
+    var relationshipDeleteRule: StoreSchema.DeleteRule { get }
+    var relationshipInverse: AnyKeyPath? { get }
+    var relationshipOriginalName: String? { get }
+    var modelCountBounds: (minimum: Int?, maximum: Int?) { get }
+    func targets(in object: AnyObject) -> [AnyObject]
+    func setTargets(_ targets: [AnyObject], in object: AnyObject)
+}
+
+extension RelationshipAccessor: RelationshipDescribing {
+    var destinationType: any PersistentModel.Type { V.destinationType }
+    var isToMany: Bool { V.isToMany }
+    var relationshipDeleteRule: StoreSchema.DeleteRule { deleteRule }
+    var relationshipInverse: AnyKeyPath? { inverseKeyPath }
+    var relationshipOriginalName: String? { originalName }
+    var modelCountBounds: (minimum: Int?, maximum: Int?) { (minimumModelCount, maximumModelCount) }
+}

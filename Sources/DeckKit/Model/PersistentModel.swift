@@ -1,0 +1,78 @@
+import Foundation
+import Observation
+
+/// A class whose instances are stored in a document: SwiftData's `PersistentModel`, without the
+/// macro.
+///
+/// Declare each stored property with ``Attribute`` or ``Relationship`` (``Transient`` for one that
+/// is not stored), and a `required init()` that Deck uses to make instances when it reads them:
+///
+/// ```swift
+/// final class Card: PersistentModel {
+///     @Attribute var front = ""
+///     @Attribute var back = ""
+///     @Attribute var creationDate = Date.now
+///     @Attribute(.externalStorage) var image: Data? = nil
+///     @Relationship(inverse: \Deck.cards) var deck: Deck? = nil
+///     required init() {}
+/// }
+/// ```
+///
+/// Deck discovers a model's properties once per type, from an instance made with `init()`, and
+/// checks them (a property it cannot store is a ``DeckError`` naming it). The entity is named
+/// after the class (``entityName``); a subclass of a model class is a subentity, and a fetch of
+/// the parent returns instances of the subclasses too.
+///
+/// Models are `Observable`: reading a property inside `withObservationTracking` tracks it, and
+/// changing it (or Deck changing it, as when the other side of a relationship changes) notifies.
+/// Instances are not `Sendable`: a model belongs to the ``ModelContext`` that made or fetched it.
+/// Another context reaches the same record through ``persistentModelID``.
+public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
+    /// Makes an instance with every property at its default: Deck calls it to discover the
+    /// properties and to make instances of fetched records.
+    init()
+
+    /// The entity's name in the store; the class's name unless the type says otherwise.
+    static var entityName: String { get }
+
+    /// Sets of properties whose values together are unique (SwiftData's `#Unique`). An insert
+    /// whose values match an existing record's updates that record instead (an upsert).
+    static var uniqueConstraints: [[PartialKeyPath<Self>]] { get }
+
+    /// Indexes the store keeps, each on one or more attributes (SwiftData's `#Index`).
+    static var indexes: [[PartialKeyPath<Self>]] { get }
+
+    /// The entity's name in the previous schema version, when the type was renamed.
+    static var originalEntityName: String? { get }
+}
+
+extension PersistentModel {
+    public static var entityName: String { String(describing: Self.self) }
+    public static var uniqueConstraints: [[PartialKeyPath<Self>]] { [] }
+    public static var indexes: [[PartialKeyPath<Self>]] { [] }
+    public static var originalEntityName: String? { nil }
+
+    /// The record's identity, stable for its life and across export and import. Assigned when the
+    /// model is made, so it does not change when the model is first saved.
+    public var persistentModelID: PersistentIdentifier { ModelBacking.of(self).identifier }
+
+    /// `Identifiable`: the ``persistentModelID``.
+    public var id: PersistentIdentifier { persistentModelID }
+
+    /// The context the model is registered in, or nil before it is inserted (and after it is
+    /// deleted and saved).
+    public var modelContext: ModelContext? { ModelBacking.of(self).context }
+
+    /// True when the model has changes that its context has not saved (inserted, changed, or
+    /// deleted).
+    public var hasChanges: Bool { ModelBacking.of(self).hasChanges }
+
+    /// True once the model is deleted from its context (saved or not).
+    public var isDeleted: Bool { ModelBacking.of(self).isDeleted }
+
+    /// Models are equal when they are the same instance (one instance per record in a context).
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+
+    /// Hashes the instance's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

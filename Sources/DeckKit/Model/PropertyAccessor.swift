@@ -1,0 +1,190 @@
+import Foundation
+import Observation
+import Synchronization
+
+/// Reads and writes one wrapper in any instance of a model class, at the offset discovery found
+/// (``markerOffsets(in:markers:)``). Made by the wrapper's initializer in the discovery instance,
+/// so it knows the wrapper's type; completed by ``ModelMetadata`` with the property's name,
+/// offset and index.
+class PropertyAccessor: @unchecked Sendable {
+    /// The property's name (the wrapper's storage name without its leading underscore).
+    var name = ""
+    /// The wrapper's offset in an instance.
+    var offset = -1
+    /// The property's position in its entity's properties (inherited ones first).
+    var index = -1
+    /// The model type that declares the property.
+    var declaringType: (any PersistentModel.Type)?
+
+    /// The offset of the wrapper's ``PropertyOwner`` field within the wrapper.
+    var ownerFieldOffset: Int { 0 }
+
+    /// Persisted (an attribute or a relationship), not ``Transient``.
+    var isPersistent: Bool { true }
+
+    final func ownerPointer(in object: AnyObject) -> UnsafeMutablePointer<PropertyOwner?> {
+        (UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + ownerFieldOffset)
+            .assumingMemoryBound(to: PropertyOwner?.self)
+    }
+
+    /// Makes the wrapper in `object` belong to `owner`, at `index`.
+    func attach(_ owner: ModelBacking, in object: AnyObject) {}
+
+    /// Runs a change Deck makes to the property of a model (not one the user makes) inside
+    /// Observation's `withMutation`, so that observers hear of it. Set by the property's getter on
+    /// first use, where the key path is known: an observer of the property has read it, so
+    /// whenever there can be observers there is a notifier.
+    var observationNotifier: ((AnyObject, ObservationRegistrar, () -> Void) -> Void)? {
+        notifier.withLock { $0 }
+    }
+    private let notifier = Locked<((AnyObject, ObservationRegistrar, () -> Void) -> Void)?>(nil)
+    private let hasNotifier = Atomic<Bool>(false)
+
+    /// Records how to notify observers of the property, given its key path (once).
+    @inline(__always)
+    final func noteKeyPath<Model: PersistentModel, Member>(_ keyPath: KeyPath<Model, Member>) {
+        guard !hasNotifier.load(ordering: .acquiring) else { return }
+        notifier.withLock { notifier in
+            notifier = { object, registrar, change in
+                guard let model = object as? Model else { return change() }
+                registrar.withMutation(of: model, keyPath: keyPath, change)
+            }
+        }
+        hasNotifier.store(true, ordering: .releasing)
+    }
+
+    /// A description of the property's Swift type, for messages.
+    var typeDescription: String { "" }
+}
+
+/// Runs `body` on the wrapper of type `W` at `offset` in `object`.
+@inline(__always)
+func withWrapper<W, R>(_ type: W.Type, at offset: Int, in object: AnyObject, _ body: (inout W) throws -> R)
+    rethrows
+    -> R
+{
+    let pointer = (UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset)
+        .assumingMemoryBound(to: W.self)
+    return try body(&pointer.pointee)
+}
+
+/// The accessor of an ``Attribute``.
+final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
+    let options: Set<AttributeOption>
+    let originalName: String?
+    /// Nil when Deck cannot store a `V` (reported by the schema's checks).
+    let codec: Codec<V>?
+
+    init(options: Set<AttributeOption>, originalName: String?) {
+        self.options = options
+        self.originalName = originalName
+        self.codec = Codec<V>.make()
+    }
+
+    override var ownerFieldOffset: Int { MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.owner) ?? 0 }
+
+    override var typeDescription: String { String(describing: V.self) }
+
+    override func attach(_ owner: ModelBacking, in object: AnyObject) {
+        attachWrapper(Attribute<V>.self, owner, in: object)
+    }
+
+    func value(in object: AnyObject) -> V {
+        withWrapper(Attribute<V>.self, at: offset, in: object) { $0.value }
+    }
+
+    func setValue(_ value: V, in object: AnyObject) {
+        withWrapper(Attribute<V>.self, at: offset, in: object) { $0.value = value }
+    }
+
+    /// The store value of the property in `object`.
+    func storeValue(in object: AnyObject) throws(DeckError) -> Value {
+        guard let codec else { throw DeckError.invalidSchema("\(name): Deck cannot store a \(V.self)") }
+        return try codec.encode(value(in: object))
+    }
+
+    /// Sets the property in `object` from a cell; false when the cell does not hold a `V`.
+    func load(_ cell: Value, into object: AnyObject) -> Bool {
+        guard let value = codec?.decode(cell) else { return false }
+        setValue(value, in: object)
+        return true
+    }
+
+    /// The value a fresh instance has (the property's default), as a store value.
+    func defaultStoreValue(in object: AnyObject) -> Value? { try? storeValue(in: object) }
+}
+
+/// The accessor of a ``Relationship``.
+final class RelationshipAccessor<V: RelationshipValue>: PropertyAccessor, @unchecked Sendable {
+    let deleteRule: StoreSchema.DeleteRule
+    let inverseKeyPath: AnyKeyPath?
+    let minimumModelCount: Int?
+    let maximumModelCount: Int?
+    let originalName: String?
+
+    init(
+        deleteRule: StoreSchema.DeleteRule, inverse: AnyKeyPath?, minimumModelCount: Int?,
+        maximumModelCount: Int?,
+        originalName: String?
+    ) {
+        self.deleteRule = deleteRule
+        self.inverseKeyPath = inverse
+        self.minimumModelCount = minimumModelCount
+        self.maximumModelCount = maximumModelCount
+        self.originalName = originalName
+    }
+
+    override var ownerFieldOffset: Int {
+        MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.owner) ?? 0
+    }
+
+    override var typeDescription: String { String(describing: V.self) }
+
+    override func attach(_ owner: ModelBacking, in object: AnyObject) {
+        attachWrapper(Relationship<V>.self, owner, in: object)
+    }
+
+    func targets(in object: AnyObject) -> [AnyObject] {
+        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value.models }
+    }
+
+    func setTargets(_ targets: [AnyObject], in object: AnyObject) {
+        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value = V(models: targets) }
+    }
+}
+
+/// The accessor of a ``Transient`` property: discovery notes it so that the schema's checks know
+/// the property is meant not to be stored.
+final class TransientAccessor: PropertyAccessor, @unchecked Sendable {
+    override var isPersistent: Bool { false }
+}
+
+/// A ``Relationship`` whose type is neither a model, an optional model nor an array of models:
+/// the schema's checks report it.
+final class InvalidRelationshipAccessor: PropertyAccessor, @unchecked Sendable {
+    let type: Any.Type
+    init(type: Any.Type) { self.type = type }
+    override var typeDescription: String { String(describing: type) }
+}
+
+/// What a relationship property holds: an optional model (to-one) or an array of models (to-many).
+protocol RelationshipValue {
+    static var destinationType: any PersistentModel.Type { get }
+    static var isToMany: Bool { get }
+    var models: [AnyObject] { get }
+    init(models: [AnyObject])
+}
+
+extension Optional: RelationshipValue where Wrapped: PersistentModel {
+    static var destinationType: any PersistentModel.Type { Wrapped.self }
+    static var isToMany: Bool { false }
+    var models: [AnyObject] { self.map { [$0] } ?? [] }
+    init(models: [AnyObject]) { self = models.first.map { $0 as! Wrapped } }
+}
+
+extension Array: RelationshipValue where Element: PersistentModel {
+    static var destinationType: any PersistentModel.Type { Element.self }
+    static var isToMany: Bool { true }
+    var models: [AnyObject] { self }
+    init(models: [AnyObject]) { self = models.map { $0 as! Element } }
+}

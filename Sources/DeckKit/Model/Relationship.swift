@@ -1,0 +1,72 @@
+import Foundation
+import Observation
+
+/// A reference from a ``PersistentModel`` to others: SwiftData's `@Relationship`. An optional
+/// model is a to-one relationship, an array of models a to-many one.
+///
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \Card.deck) var cards: [Card] = []
+/// @Relationship var deck: Deck? = nil
+/// ```
+///
+/// Name the inverse on one side (or both, the same pair): Deck keeps both sides in step, in
+/// memory and in the store. Related models load when the property is first read. Setting a
+/// relationship to a model not yet in a context inserts that model with this one.
+@propertyWrapper
+public struct Relationship<Value> {
+    // The layout matters: ModelMetadata finds `owner` in instances (see Discovery.swift).
+    var owner: PropertyOwner?
+    var index: Int
+    var value: Value
+
+    /// A relationship. `deleteRule` says what deleting this model does to the related ones (as
+    /// the store does it: cascade, nullify, deny or no action). `inverse` is the property of the
+    /// destination that points back;
+    /// `minimumModelCount` and `maximumModelCount` bound a to-many relationship's size, checked at
+    /// save; `originalName` is the property's name in the previous schema version.
+    public init(
+        wrappedValue: Value, deleteRule: StoreSchema.DeleteRule = .nullify, inverse: AnyKeyPath? = nil,
+        minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil
+    ) {
+        value = wrappedValue
+        index = -1
+        owner = Discovery.register {
+            guard let kind = Value.self as? any RelationshipValue.Type else {
+                return InvalidRelationshipAccessor(type: Value.self)
+            }
+            func make<R: RelationshipValue>(_: R.Type) -> PropertyAccessor {
+                RelationshipAccessor<R>(
+                    deleteRule: deleteRule, inverse: inverse, minimumModelCount: minimumModelCount,
+                    maximumModelCount: maximumModelCount, originalName: originalName)
+            }
+            return make(kind)
+        }
+    }
+
+    /// Not available: `@Relationship` is for the properties of ``PersistentModel`` classes.
+    @available(*, unavailable, message: "@Relationship is for the properties of PersistentModel classes")
+    public var wrappedValue: Value {
+        get { fatalError("@Relationship is for the properties of PersistentModel classes") }
+        set { fatalError("@Relationship is for the properties of PersistentModel classes") }
+    }
+
+    /// The related models, read through the model: tracked by Observation, loaded on first read.
+    public static subscript<Model: PersistentModel>(
+        _enclosingInstance instance: Model,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value {
+        get {
+            // In a discovery instance, a to-one relationship gives the destination's discovery
+            // instance, so that a key path can go on through it (`\Card.deck?.title`).
+            read(instance, wrappedKeyPath, storageKeyPath) { $0.destinationProbe as? Value }
+        }
+        set {
+            write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index, old in
+                backing.relationshipChanged(
+                    index, from: (old as? any RelationshipValue)?.models ?? [],
+                    to: (newValue as? any RelationshipValue)?.models ?? [])
+            }
+        }
+    }
+}

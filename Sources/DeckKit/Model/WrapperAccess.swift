@@ -1,0 +1,86 @@
+import Foundation
+import Observation
+
+/// What ``Attribute`` and ``Relationship`` share: the layout their accessors rely on, and the
+/// path of a read and a write through the model.
+protocol ModelPropertyWrapper {
+    associatedtype Value
+    /// The model's backing (or, in a discovery instance, the marker).
+    var owner: PropertyOwner? { get set }
+    /// The property's index in its entity.
+    var index: Int { get set }
+    var value: Value { get set }
+}
+
+extension Attribute: ModelPropertyWrapper {}
+extension Relationship: ModelPropertyWrapper {}
+
+extension ModelPropertyWrapper {
+    /// A read: tracked by Observation, loaded first when not loaded yet. In a discovery instance
+    /// the read is recorded (key-path resolution) and `probeValue` may stand in for the value.
+    @inline(__always)
+    static func read<Model: PersistentModel>(
+        _ instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
+        _ storage: ReferenceWritableKeyPath<Model, Self>,
+        probeValue: (DiscoveryMarker) -> Value? = { _ in nil }
+    ) -> Value {
+        let wrapper = instance[keyPath: storage]
+        guard let owner = wrapper.owner else {
+            ModelBacking.of(instance).registrar.access(instance, keyPath: wrapped)
+            return instance[keyPath: storage].value
+        }
+        if owner.isMarker {
+            let marker = unsafeDowncast(owner, to: DiscoveryMarker.self)
+            Discovery.recordRead(marker.accessor)
+            return probeValue(marker) ?? wrapper.value
+        }
+        let backing = unsafeDowncast(owner, to: ModelBacking.self)
+        backing.registrar.access(instance, keyPath: wrapped)
+        backing.metadata.properties[wrapper.index].noteKeyPath(wrapped)
+        if backing.needsLoading(wrapper.index) {
+            backing.load(wrapper.index)
+            return instance[keyPath: storage].value
+        }
+        return wrapper.value
+    }
+
+    /// A write: loads what it replaces if needed, tells Observation, records the change, and
+    /// calls `changed` with the old value (inside the mutation).
+    @inline(__always)
+    static func write<Model: PersistentModel>(
+        _ newValue: Value, to instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
+        _ storage: ReferenceWritableKeyPath<Model, Self>,
+        changed: ((ModelBacking, Int, Value) -> Void)? = nil
+    ) {
+        let owner = instance[keyPath: storage].owner
+        if let owner, owner.isMarker {
+            instance[keyPath: storage].value = newValue
+            return
+        }
+        let backing = owner.map { unsafeDowncast($0, to: ModelBacking.self) } ?? ModelBacking.of(instance)
+        let index = instance[keyPath: storage].index
+        backing.registrar.withMutation(of: instance, keyPath: wrapped) {
+            backing.willSet(index)
+            if let changed {
+                let old = instance[keyPath: storage].value
+                instance[keyPath: storage].value = newValue
+                changed(backing, index, old)
+            } else {
+                instance[keyPath: storage].value = newValue
+            }
+        }
+        backing.didSet(index)
+    }
+}
+
+extension PropertyAccessor {
+    /// Makes the wrapper of type `W` in `object` belong to `owner`.
+    final func attachWrapper<W: ModelPropertyWrapper>(_: W.Type, _ owner: ModelBacking, in object: AnyObject)
+    {
+        let index = self.index
+        withWrapper(W.self, at: offset, in: object) {
+            $0.owner = owner
+            $0.index = index
+        }
+    }
+}

@@ -1,0 +1,272 @@
+import DeckKit
+import Foundation
+import Observation
+import Testing
+
+/// The flash-cards models of the issue's example.
+enum Flash {
+    final class Card: PersistentModel {
+        @Attribute var front = ""
+        @Attribute var back = ""
+        @Attribute var creationDate = Date.now
+        @Attribute var reviews = 0
+        @Attribute(.externalStorage) var image: Data? = nil
+        @Relationship(inverse: \Deck.cards) var deck: Deck? = nil
+        @Transient var isSelected = false
+        required init() {}
+
+        convenience init(front: String, back: String = "", created: Date = .now) {
+            self.init()
+            self.front = front
+            self.back = back
+            self.creationDate = created
+        }
+    }
+
+    final class Deck: PersistentModel {
+        @Attribute var title = ""
+        @Relationship(deleteRule: .cascade) var cards: [Card] = []
+        required init() {}
+
+        convenience init(title: String) {
+            self.init()
+            self.title = title
+        }
+    }
+}
+
+/// A temporary directory for one test, removed afterwards.
+func withModelDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "deck-models-" + UUID().uuidString)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try body(directory)
+}
+
+@Suite("Typed models: containers, contexts, saving and fetching")
+struct ModelLayerTests {
+    typealias Card = Flash.Card
+    typealias Deck = Flash.Deck
+
+    @Test("Inserted models are saved, and a new container reads them back with their values")
+    func saveAndReopen() throws {
+        try withModelDirectory { directory in
+            let url = directory.appendingPathComponent("cards.deck")
+            let created = Date(timeIntervalSince1970: 1_700_000_000)
+            let id: PersistentIdentifier
+            do {
+                let container = try ModelContainer(
+                    for: Card.self, configurations: ModelConfiguration(url: url))
+                let context = ModelContext(container)
+                let card = Card(front: "hola", back: "hello", created: created)
+                card.reviews = 3
+                card.image = Data([1, 2, 3])
+                id = card.persistentModelID
+                context.insert(card)
+                #expect(context.hasChanges)
+                #expect(context.insertedModelsArray.count == 1)
+                try context.save()
+                #expect(!context.hasChanges)
+                #expect(card.persistentModelID == id)
+                #expect(card.modelContext === context)
+            }
+            let container = try ModelContainer(for: Card.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let cards = try context.fetch(FetchDescriptor<Card>())
+            #expect(cards.count == 1)
+            let card = try #require(cards.first)
+            #expect(card.front == "hola")
+            #expect(card.back == "hello")
+            #expect(card.creationDate == created)
+            #expect(card.reviews == 3)
+            #expect(card.image == Data([1, 2, 3]))
+            #expect(card.persistentModelID == id)
+            #expect(card.isSelected == false)
+            // One instance per record.
+            #expect(try context.fetch(FetchDescriptor<Card>()).first === card)
+            // Deck was reached through Card's relationship: it is in the schema too.
+            #expect(container.schema.storeSchema?.entity(named: "Deck") != nil)
+        }
+    }
+
+    @Test("Both sides of a relationship stay in step in memory and on disk; cascade deletes")
+    func relationships() throws {
+        try withModelDirectory { directory in
+            let url = directory.appendingPathComponent("cards.deck")
+            do {
+                let container = try ModelContainer(
+                    for: Deck.self, configurations: ModelConfiguration(url: url))
+                let context = ModelContext(container)
+                let spanish = Deck(title: "Spanish")
+                context.insert(spanish)
+                let hola = Card(front: "hola")
+                hola.deck = spanish
+                #expect(spanish.cards.map(\.front) == ["hola"])
+                // The card joined the context with its deck.
+                #expect(hola.modelContext === context)
+                let adios = Card(front: "adiós")
+                spanish.cards.append(adios)
+                #expect(adios.deck === spanish)
+                try context.save()
+            }
+            let container = try ModelContainer(for: Deck.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            let decks = try context.fetch(FetchDescriptor<Deck>())
+            let spanish = try #require(decks.first)
+            #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós"])
+            let cards = try context.fetch(FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front)]))
+            #expect(cards.map(\.front) == ["adiós", "hola"])
+            #expect(cards.allSatisfy { $0.deck === spanish })
+
+            // Moving a card to another deck takes it out of the first, before and after saving.
+            let french = Deck(title: "French")
+            context.insert(french)
+            cards[0].deck = french
+            #expect(spanish.cards.map(\.front) == ["hola"])
+            #expect(french.cards.map(\.front) == ["adiós"])
+            try context.save()
+            let other = ModelContext(container)
+            let reread = try other.fetch(FetchDescriptor<Deck>(sortBy: [SortDescriptor(\.title)]))
+            #expect(reread.map(\.title) == ["French", "Spanish"])
+            #expect(reread.map { $0.cards.map(\.front) } == [["adiós"], ["hola"]])
+
+            // Cascade: deleting a deck deletes its cards.
+            context.delete(spanish)
+            #expect(spanish.isDeleted)
+            try context.save()
+            #expect(cards[1].isDeleted)
+            #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
+            #expect(try ModelContext(container).fetch(FetchDescriptor<Card>()).map(\.front) == ["adiós"])
+        }
+    }
+
+    @Test("Unsaved changes count in fetches; rollback drops them")
+    func pendingChangesAndRollback() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let saved = Card(front: "uno")
+        context.insert(saved)
+        try context.save()
+        let unsaved = Card(front: "dos")
+        context.insert(unsaved)
+        saved.front = "one"
+        let all = try context.fetch(FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(all.map(\.front) == ["dos", "one"])
+        #expect(all[0] === unsaved)
+        var without = FetchDescriptor<Card>()
+        without.includePendingChanges = false
+        // Without pending changes the unsaved card is not fetched; the saved one is the same
+        // instance, with its unsaved value.
+        #expect(try context.fetch(without).map(\.front) == ["one"])
+        #expect(context.changedModelsArray.count == 1)
+        context.rollback()
+        #expect(!context.hasChanges)
+        #expect(saved.front == "uno")
+        #expect(unsaved.modelContext == nil)
+        #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
+    }
+
+    @Test("A persistent identifier reaches the same record from another context")
+    func identifiers() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let card = Card(front: "hola")
+        context.insert(card)
+        let id = card.persistentModelID
+        try context.save()
+        let other = ModelContext(container)
+        let found = try #require(try other.model(for: id) as? Card)
+        #expect(found !== card)
+        #expect(found.front == "hola")
+        #expect((other.registeredModel(for: id) as Card?) === found)
+        #expect(try other.fetchIdentifiers(FetchDescriptor<Card>()) == [id])
+        let data = try JSONEncoder().encode(id)
+        #expect(try JSONDecoder().decode(PersistentIdentifier.self, from: data) == id)
+        let missing = PersistentIdentifier(entityName: "Card", id: UUID())
+        #expect(throws: DeckError.self) { try other.model(for: missing) }
+    }
+
+    @Test("Models are observable: a change is seen by withObservationTracking")
+    func observation() throws {
+        let card = Card(front: "hola")
+        let changed = ObservedFlag()
+        withObservationTracking {
+            _ = card.front
+        } onChange: {
+            changed.set()
+        }
+        card.front = "adiós"
+        #expect(changed.isSet)
+    }
+
+    @Test("A model Deck cannot store is refused, naming the property")
+    func problems() throws {
+        final class Loose: PersistentModel {
+            @Attribute var name = ""
+            var forgotten = 0
+            required init() {}
+        }
+        #expect(Schema(Loose.self).problems.contains { $0.contains("forgotten") })
+        #expect {
+            try ModelContainer(
+                for: Loose.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        } throws: { error in
+            guard case .invalidSchema(let message) = error as? DeckError else { return false }
+            return message.contains("forgotten")
+        }
+    }
+
+    @Test("A document with another schema is refused, naming the differences")
+    func schemaMismatch() throws {
+        try withModelDirectory { directory in
+            let url = directory.appendingPathComponent("cards.deck")
+            _ = try ModelContainer(for: Card.self, configurations: ModelConfiguration(url: url))
+            final class OtherCard: PersistentModel {
+                static var entityName: String { "Card" }
+                @Attribute var front = ""
+                @Attribute var extra = 0
+                required init() {}
+            }
+            #expect {
+                try ModelContainer(for: OtherCard.self, configurations: ModelConfiguration(url: url))
+            } throws: { error in
+                guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+                return differences.contains { $0.contains("extra") }
+                    && differences.contains { $0.contains("back") }
+            }
+        }
+    }
+
+    @Test("A typed document is an ordinary document to the store API")
+    func genericAccess() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let deck = Deck(title: "Spanish")
+        let card = Card(front: "hola")
+        card.deck = deck
+        context.insert(card)
+        try context.save()
+        let records = try container.store.read { try $0.fetch(RecordQuery("Card")) }
+        #expect(records.count == 1)
+        #expect(records[0]["front"] == .string("hola"))
+        #expect(records[0].globalID == card.persistentModelID.id)
+        guard case .reference = records[0]["deck"] else {
+            Issue.record("the card's deck is not a reference: \(String(describing: records[0]["deck"]))")
+            return
+        }
+        let report = try DeckDocument.verify(at: container.store.url)
+        #expect(report.findings.isEmpty)
+    }
+}
+
+/// A flag set from an observation's change handler.
+final class ObservedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
