@@ -27,6 +27,7 @@ public final class ModelContext {
     private var insertionOrder: [ObjectIdentifier] = []
     private(set) var changed: [ObjectIdentifier: AnyObject] = [:]
     private(set) var deleted: [ObjectIdentifier: AnyObject] = [:]
+    private var deletionOrder: [ObjectIdentifier] = []
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
     /// read, a related record that is gone): the property then keeps its default.
@@ -95,6 +96,7 @@ public final class ModelContext {
             }
         case .deleted where backing.context === self:
             deleted[key] = nil
+            deletionOrder.removeAll { $0 == key }
             backing.status = backing.rowID == nil ? .inserted : .persisted
             if backing.rowID == nil {
                 inserted[key] = object
@@ -123,6 +125,7 @@ public final class ModelContext {
         }
         changed[key] = nil
         deleted[key] = model
+        deletionOrder.append(key)
         backing.status = .deleted
     }
 
@@ -179,6 +182,7 @@ public final class ModelContext {
         insertionOrder = []
         changed = [:]
         deleted = [:]
+        deletionOrder = []
         for object in refresh {
             let backing = ModelBacking.of(object)
             backing.status = .persisted
@@ -198,12 +202,28 @@ public final class ModelContext {
     /// Writes the context's changes into `transaction`.
     func flush(into transaction: StoreTransaction) throws(DeckError) -> FlushResult {
         var result = FlushResult()
-        for object in deleted.values {
-            let backing = ModelBacking.of(object)
-            guard let id = backing.rowID else { continue }
-            // A record a cascade already deleted in this transaction is gone: nothing to do.
-            guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { continue }
-            _ = try transaction.delete(backing.metadata.entityName, id: id)
+        // Deletions in the order they were made; one that a deny rule refuses waits for the
+        // others (the records that hold it back may be among them), and fails only when a whole
+        // round makes no progress.
+        var waiting = deletionOrder.compactMap { deleted[$0] }
+        while !waiting.isEmpty {
+            var refused: [AnyObject] = []
+            var firstRefusal: DeckError?
+            for object in waiting {
+                let backing = ModelBacking.of(object)
+                guard let id = backing.rowID else { continue }
+                // A record a cascade already deleted in this transaction is gone: nothing to do.
+                guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { continue }
+                do {
+                    _ = try transaction.delete(backing.metadata.entityName, id: id)
+                } catch {
+                    guard case .deleteDenied = error else { throw error }
+                    refused.append(object)
+                    firstRefusal = firstRefusal ?? error
+                }
+            }
+            if let firstRefusal, refused.count == waiting.count { throw firstRefusal }
+            waiting = refused
         }
         let insertedObjects = insertionOrder.compactMap { inserted[$0] }
         for object in insertedObjects {
@@ -336,6 +356,7 @@ public final class ModelContext {
         insertionOrder = []
         changed = [:]
         deleted = [:]
+        deletionOrder = []
         // The store nullified references to deleted records: so do the models here.
         if !gone.isEmpty { dropDeletedTargets(changes) }
     }

@@ -199,8 +199,8 @@ protocol RelationshipDescribing {
 }
 
 extension RelationshipAccessor: RelationshipDescribing {
-    var destinationType: any PersistentModel.Type { V.destinationType }
-    var isToMany: Bool { V.isToMany }
+    var destinationType: any PersistentModel.Type { kind.destinationType }
+    var isToMany: Bool { kind.isToMany }
     var relationshipDeleteRule: StoreSchema.DeleteRule { deleteRule }
     var relationshipInverse: AnyKeyPath? { inverseKeyPath }
     var relationshipOriginalName: String? { originalName }

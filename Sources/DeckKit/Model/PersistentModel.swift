@@ -35,12 +35,17 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// The entity's name in the store; the class's name unless the type says otherwise.
     static var entityName: String { get }
 
-    /// Sets of properties whose values together are unique (SwiftData's `#Unique`). An insert
-    /// whose values match an existing record's updates that record instead (an upsert).
-    static var uniqueConstraints: [[PartialKeyPath<Self>]] { get }
+    /// Sets of attributes whose values together are unique (SwiftData's `#Unique`), as key paths
+    /// of the type: `[[\Order.orderNumber], [\Order.customer, \Order.date]]`. An insert whose
+    /// values match an existing record's updates that record instead (an upsert).
+    ///
+    /// (Key paths of `Self` would tie the requirement to the type, which a non-final class cannot
+    /// satisfy; the schema checks that each key path is an attribute of the type.)
+    static var uniqueConstraints: [[AnyKeyPath]] { get }
 
-    /// Indexes the store keeps, each on one or more attributes (SwiftData's `#Index`).
-    static var indexes: [[PartialKeyPath<Self>]] { get }
+    /// Indexes the store keeps, each on one or more attributes (SwiftData's `#Index`), as key
+    /// paths of the type: `[[\Order.status, \Order.createdAt]]`.
+    static var indexes: [[AnyKeyPath]] { get }
 
     /// The entity's name in the previous schema version, when the type was renamed.
     static var originalEntityName: String? { get }
@@ -48,8 +53,8 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
 
 extension PersistentModel {
     public static var entityName: String { String(describing: Self.self) }
-    public static var uniqueConstraints: [[PartialKeyPath<Self>]] { [] }
-    public static var indexes: [[PartialKeyPath<Self>]] { [] }
+    public static var uniqueConstraints: [[AnyKeyPath]] { [] }
+    public static var indexes: [[AnyKeyPath]] { [] }
     public static var originalEntityName: String? { nil }
 
     /// The record's identity, stable for its life and across export and import. Assigned when the

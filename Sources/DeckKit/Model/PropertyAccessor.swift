@@ -115,7 +115,8 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
 }
 
 /// The accessor of a ``Relationship``.
-final class RelationshipAccessor<V: RelationshipValue>: PropertyAccessor, @unchecked Sendable {
+final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
+    let kind: RelationshipKind<V>
     let deleteRule: StoreSchema.DeleteRule
     let inverseKeyPath: AnyKeyPath?
     let minimumModelCount: Int?
@@ -123,10 +124,12 @@ final class RelationshipAccessor<V: RelationshipValue>: PropertyAccessor, @unche
     let originalName: String?
 
     init(
-        deleteRule: StoreSchema.DeleteRule, inverse: AnyKeyPath?, minimumModelCount: Int?,
+        kind: RelationshipKind<V>, deleteRule: StoreSchema.DeleteRule, inverse: AnyKeyPath?,
+        minimumModelCount: Int?,
         maximumModelCount: Int?,
         originalName: String?
     ) {
+        self.kind = kind
         self.deleteRule = deleteRule
         self.inverseKeyPath = inverse
         self.minimumModelCount = minimumModelCount
@@ -145,11 +148,11 @@ final class RelationshipAccessor<V: RelationshipValue>: PropertyAccessor, @unche
     }
 
     func targets(in object: AnyObject) -> [AnyObject] {
-        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value.models }
+        withWrapper(Relationship<V>.self, at: offset, in: object) { kind.models($0.value) }
     }
 
     func setTargets(_ targets: [AnyObject], in object: AnyObject) {
-        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value = V(models: targets) }
+        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value = kind.make(targets) }
     }
 }
 
@@ -167,24 +170,60 @@ final class InvalidRelationshipAccessor: PropertyAccessor, @unchecked Sendable {
     override var typeDescription: String { String(describing: type) }
 }
 
-/// What a relationship property holds: an optional model (to-one) or an array of models (to-many).
-protocol RelationshipValue {
-    static var destinationType: any PersistentModel.Type { get }
-    static var isToMany: Bool { get }
+/// What a relationship property of type `V` holds, found once per property: an optional model
+/// (to-one), or an array of models, optional or not (to-many).
+struct RelationshipKind<V> {
+    let destinationType: any PersistentModel.Type
+    let isToMany: Bool
+    let models: (V) -> [AnyObject]
+    let make: ([AnyObject]) -> V
+
+    /// The kind of `V`, or nil when `V` is not a relationship type.
+    static func of(_: V.Type) -> RelationshipKind<V>? {
+        if let array = V.self as? any ModelArray.Type {
+            func open<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {
+                guard V.self == A.self else { return nil }
+                return RelationshipKind(
+                    destinationType: A.elementType, isToMany: true,
+                    models: { unsafeBitCast($0, to: A.self).models },
+                    make: { unsafeBitCast(A(models: $0), to: V.self) })
+            }
+            return open(array)
+        }
+        guard let optional = V.self as? any OptionalType.Type else { return nil }
+        func open<W>(_: W.Type) -> RelationshipKind<V>? {
+            guard V.self == W?.self else { return nil }
+            if let model = W.self as? any PersistentModel.Type {
+                return RelationshipKind(
+                    destinationType: model, isToMany: false,
+                    models: { unsafeBitCast($0, to: W?.self).map { [$0 as AnyObject] } ?? [] },
+                    make: { unsafeBitCast($0.first.map { $0 as! W }, to: V.self) })
+            }
+            if let array = W.self as? any ModelArray.Type {
+                func openArray<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {
+                    guard W.self == A.self else { return nil }
+                    return RelationshipKind(
+                        destinationType: A.elementType, isToMany: true,
+                        models: { unsafeBitCast($0, to: A?.self)?.models ?? [] },
+                        make: { unsafeBitCast(A?.some(A(models: $0)), to: V.self) })
+                }
+                return openArray(array)
+            }
+            return nil
+        }
+        return _openExistential(optional.wrappedType, do: open)
+    }
+}
+
+/// An array of models: a to-many relationship's value.
+protocol ModelArray {
+    static var elementType: any PersistentModel.Type { get }
     var models: [AnyObject] { get }
     init(models: [AnyObject])
 }
 
-extension Optional: RelationshipValue where Wrapped: PersistentModel {
-    static var destinationType: any PersistentModel.Type { Wrapped.self }
-    static var isToMany: Bool { false }
-    var models: [AnyObject] { self.map { [$0] } ?? [] }
-    init(models: [AnyObject]) { self = models.first.map { $0 as! Wrapped } }
-}
-
-extension Array: RelationshipValue where Element: PersistentModel {
-    static var destinationType: any PersistentModel.Type { Element.self }
-    static var isToMany: Bool { true }
+extension Array: ModelArray where Element: PersistentModel {
+    static var elementType: any PersistentModel.Type { Element.self }
     var models: [AnyObject] { self }
     init(models: [AnyObject]) { self = models.map { $0 as! Element } }
 }

@@ -2,7 +2,8 @@ import Foundation
 import Observation
 
 /// A reference from a ``PersistentModel`` to others: SwiftData's `@Relationship`. An optional
-/// model is a to-one relationship, an array of models a to-many one.
+/// model is a to-one relationship, an array of models (optional or not, as CloudKit wants) a
+/// to-many one.
 ///
 /// ```swift
 /// @Relationship(deleteRule: .cascade, inverse: \Card.deck) var cards: [Card] = []
@@ -31,15 +32,12 @@ public struct Relationship<Value> {
         value = wrappedValue
         index = -1
         owner = Discovery.register {
-            guard let kind = Value.self as? any RelationshipValue.Type else {
+            guard let kind = RelationshipKind<Value>.of(Value.self) else {
                 return InvalidRelationshipAccessor(type: Value.self)
             }
-            func make<R: RelationshipValue>(_: R.Type) -> PropertyAccessor {
-                RelationshipAccessor<R>(
-                    deleteRule: deleteRule, inverse: inverse, minimumModelCount: minimumModelCount,
-                    maximumModelCount: maximumModelCount, originalName: originalName)
-            }
-            return make(kind)
+            return RelationshipAccessor<Value>(
+                kind: kind, deleteRule: deleteRule, inverse: inverse, minimumModelCount: minimumModelCount,
+                maximumModelCount: maximumModelCount, originalName: originalName)
         }
     }
 
@@ -63,9 +61,11 @@ public struct Relationship<Value> {
         }
         set {
             write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index, old in
+                guard let accessor = backing.metadata.properties[index] as? RelationshipAccessor<Value> else {
+                    return
+                }
                 backing.relationshipChanged(
-                    index, from: (old as? any RelationshipValue)?.models ?? [],
-                    to: (newValue as? any RelationshipValue)?.models ?? [])
+                    index, from: accessor.kind.models(old), to: accessor.kind.models(newValue))
             }
         }
     }

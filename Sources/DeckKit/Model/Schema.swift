@@ -200,8 +200,13 @@ private struct SchemaBuilder {
             groups.compactMap { group in
                 let names = group.map { keyPath -> String? in
                     let path = entity.resolve(keyPath)
-                    guard path.count == 1, path[0] is any AttributeDescribing else {
-                        problems.append("\(entity.type): the \(what) key path \(keyPath) is not an attribute")
+                    guard let root = Swift.type(of: keyPath).rootType as? any PersistentModel.Type,
+                        entity.inherits(from: ModelMetadata.of(root)), path.count == 1,
+                        path[0] is any AttributeDescribing
+                    else {
+                        problems.append(
+                            "\(entity.type): the \(what) key path \(keyPath) is not an attribute of \(entity.type)"
+                        )
                         return nil
                     }
                     return path[0].name
@@ -209,12 +214,8 @@ private struct SchemaBuilder {
                 return names.contains(nil) ? nil : names.compactMap { $0 }
             }
         }
-        func declared<M: PersistentModel>(_ type: M.Type) -> (unique: [[AnyKeyPath]], indexes: [[AnyKeyPath]])
-        {
-            (
-                type.uniqueConstraints.map { $0.map { $0 as AnyKeyPath } },
-                type.indexes.map { $0.map { $0 as AnyKeyPath } }
-            )
+        func declared(_ type: any PersistentModel.Type) -> (unique: [[AnyKeyPath]], indexes: [[AnyKeyPath]]) {
+            (type.uniqueConstraints, type.indexes)
         }
         let (unique, indexes) = declared(entity.type)
         var uniqueNames = names(unique, "unique constraint")
@@ -222,13 +223,8 @@ private struct SchemaBuilder {
         // A subclass inherits its superclass's static lists: keep them on the superentity only.
         if let parent = entity.superMetadata {
             let (parentUnique, parentIndexes) = declared(parent.type)
-            let inheritedUnique = Set(parentUnique.map { $0.map { ObjectIdentifier($0) } })
-            if Set(unique.map { $0.map { ObjectIdentifier($0) } }) == inheritedUnique { uniqueNames = [] }
-            if Set(indexes.map { $0.map { ObjectIdentifier($0) } })
-                == Set(parentIndexes.map { $0.map { ObjectIdentifier($0) } })
-            {
-                indexNames = []
-            }
+            if unique == parentUnique { uniqueNames = [] }
+            if indexes == parentIndexes { indexNames = [] }
         }
         return StoreSchema.Entity(
             entity.entityName, superentity: entity.superMetadata?.entityName, attributes: attributes,
