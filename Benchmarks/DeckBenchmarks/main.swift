@@ -629,6 +629,8 @@ if selected("upgrade v1 → v2, \(upgradeRows) rows") {
         })
 }
 
+try runModelBenchmarks()
+
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)
 print("peak RSS of the benchmark process: \(usage.ru_maxrss / 1024) MiB")

@@ -1,11 +1,53 @@
 import Foundation
 
 /// A Swift type Deck stores as one of the store's own value types.
+///
+/// The `read` and `write` requirements move values between cells and a property's storage (a
+/// `Self` or a `Self?`) through raw pointers: implemented, through the witness table, with
+/// `Self` concrete, so that reading a fetched record costs no generic metadata lookups.
 protocol BasicStoreValue {
     static var attributeType: StoreSchema.AttributeType { get }
     var storeValue: Value { get }
     /// The value a cell holds, or nil when it holds another type (or one out of range).
     init?(storeValue: Value)
+    /// Sets the `Self` at `slot` from `cell`; false when the cell does not hold one.
+    static func read(_ cell: Value, into slot: UnsafeMutableRawPointer) -> Bool
+    /// Sets the `Self?` at `slot` from `cell` (null is nil).
+    static func readOptional(_ cell: Value, into slot: UnsafeMutableRawPointer) -> Bool
+    /// The cell for the `Self` at `slot`.
+    static func write(from slot: UnsafeRawPointer) -> Value
+    /// The cell for the `Self?` at `slot` (nil is null).
+    static func writeOptional(from slot: UnsafeRawPointer) -> Value
+}
+
+extension BasicStoreValue {
+    @inline(__always)
+    static func read(_ cell: Value, into slot: UnsafeMutableRawPointer) -> Bool {
+        guard let value = Self(storeValue: cell) else { return false }
+        slot.assumingMemoryBound(to: Self.self).pointee = value
+        return true
+    }
+
+    @inline(__always)
+    static func readOptional(_ cell: Value, into slot: UnsafeMutableRawPointer) -> Bool {
+        if cell.isNull {
+            slot.assumingMemoryBound(to: Self?.self).pointee = nil
+            return true
+        }
+        guard let value = Self(storeValue: cell) else { return false }
+        slot.assumingMemoryBound(to: Self?.self).pointee = value
+        return true
+    }
+
+    @inline(__always)
+    static func write(from slot: UnsafeRawPointer) -> Value {
+        slot.assumingMemoryBound(to: Self.self).pointee.storeValue
+    }
+
+    @inline(__always)
+    static func writeOptional(from slot: UnsafeRawPointer) -> Value {
+        slot.assumingMemoryBound(to: Self?.self).pointee?.storeValue ?? .null
+    }
 }
 
 extension String: BasicStoreValue {
@@ -128,64 +170,116 @@ extension Optional: OptionalType {
 }
 
 /// How values of one Swift type `V` become store values and back: found once per property (the
-/// type checks happen then, not per value).
+/// type checks happen then, not per value). Values move through pointers to a `V` (a property's
+/// storage), so that the store's own types need no generic code per value.
 struct Codec<V> {
     /// The attribute type the values are stored as.
     let type: StoreSchema.AttributeType
     /// Whether `V` is an optional (the attribute may be null).
     let isOptional: Bool
-    let encode: (V) throws(DeckError) -> Value
-    /// Decodes a cell; nil when the cell does not hold a `V`.
-    let decode: (Value) -> V?
+    /// The cell for the `V` at a pointer.
+    let write: (UnsafeRawPointer) throws(DeckError) -> Value
+    /// Sets the `V` at a pointer from a cell; false when the cell does not hold a `V`.
+    let read: (Value, UnsafeMutableRawPointer) -> Bool
+
+    /// The cell for `value`.
+    func encode(_ value: V) throws(DeckError) -> Value {
+        var copy = value
+        return try withUnsafePointer(to: &copy) { pointer throws(DeckError) in try write(UnsafeRawPointer(pointer)) }
+    }
 
     /// The codec for `V`, or nil when Deck cannot store it: the store's own types (and the other
     /// integer widths and `Float`), `RawRepresentable` types by their raw value, and other
     /// `Codable` types as JSON; each of them optional or not.
     static func make() -> Codec<V>? {
-        // Optionals first: an optional of a Codable type is Codable itself.
-        if let optional = V.self as? any OptionalType.Type { return wrapping(optional.wrappedType) }
-        return nonOptional(V.self)
+        if let basic = V.self as? any BasicStoreValue.Type {
+            return Codec(type: basic.attributeType, isOptional: false, write: basic.write, read: basic.read)
+        }
+        // Optionals next: an optional of a Codable type is Codable itself.
+        if let optional = V.self as? any OptionalType.Type {
+            if let basic = optional.wrappedType as? any BasicStoreValue.Type {
+                return Codec(
+                    type: basic.attributeType, isOptional: true, write: basic.writeOptional, read: basic.readOptional)
+            }
+            return wrapping(optional.wrappedType)
+        }
+        return typed(V.self)
     }
 
-    /// A codec for a `V` that is not an optional.
-    private static func nonOptional(_ type: Any.Type) -> Codec<V>? {
-        if let basic = type as? any BasicStoreValue.Type { return basicCodec(basic) }
-        if let raw = type as? any RawRepresentable.Type, let codec = rawCodec(raw) { return codec }
-        if let codable = type as? any Codable.Type { return jsonCodec(codable) }
+    /// A codec for a `V` (not an optional) that converts whole values: raw values and JSON.
+    private static func typed(_ type: Any.Type) -> Codec<V>? {
+        guard let (storeType, encode, decode) = conversions(type) else { return nil }
+        return Codec(
+            type: storeType, isOptional: false,
+            write: { pointer throws(DeckError) in try encode(pointer.assumingMemoryBound(to: V.self).pointee) },
+            read: { cell, pointer in
+                guard let value = decode(cell) else { return false }
+                pointer.assumingMemoryBound(to: V.self).pointee = value
+                return true
+            })
+    }
+
+    /// The codec for `V == Optional<wrapped>`, `wrapped` a raw-value or JSON type.
+    private static func wrapping(_ wrapped: Any.Type) -> Codec<V>? {
+        func open<W>(_: W.Type) -> Codec<V>? {
+            guard V.self == W?.self, let (storeType, encode, decode) = Codec<W>.conversions(W.self) else {
+                return nil
+            }
+            return Codec(
+                type: storeType, isOptional: true,
+                write: { pointer throws(DeckError) in
+                    guard let value = pointer.assumingMemoryBound(to: W?.self).pointee else { return .null }
+                    return try encode(value)
+                },
+                read: { cell, pointer in
+                    if cell.isNull {
+                        pointer.assumingMemoryBound(to: W?.self).pointee = nil
+                        return true
+                    }
+                    guard let value = decode(cell) else { return false }
+                    pointer.assumingMemoryBound(to: W?.self).pointee = value
+                    return true
+                })
+        }
+        return _openExistential(wrapped, do: open)
+    }
+
+    typealias Conversions = (
+        StoreSchema.AttributeType, (V) throws(DeckError) -> Value, (Value) -> V?
+    )
+
+    /// Whole-value conversions for a `V` that is `RawRepresentable` with a store raw value, or
+    /// `Codable` (as JSON).
+    private static func conversions(_ type: Any.Type) -> Conversions? {
+        if let raw = type as? any RawRepresentable.Type, let found = rawConversions(raw) { return found }
+        if let codable = type as? any Codable.Type { return jsonConversions(codable) }
         return nil
     }
 
-    private static func basicCodec<B: BasicStoreValue>(_: B.Type) -> Codec<V>? {
-        guard V.self == B.self else { return nil }
-        return Codec(
-            type: B.attributeType, isOptional: false,
-            encode: { unsafeBitCast($0, to: B.self).storeValue },
-            decode: { B(storeValue: $0).map { unsafeBitCast($0, to: V.self) } })
-    }
-
-    private static func rawCodec<R: RawRepresentable>(_: R.Type) -> Codec<V>? {
+    private static func rawConversions<R: RawRepresentable>(_: R.Type) -> Conversions? {
         guard V.self == R.self, let raw = R.RawValue.self as? any BasicStoreValue.Type else { return nil }
-        return Codec(
-            type: raw.attributeType, isOptional: false,
-            encode: { value throws(DeckError) in
+        return (
+            raw.attributeType,
+            { value throws(DeckError) in
                 guard let raw = unsafeBitCast(value, to: R.self).rawValue as? any BasicStoreValue else {
                     throw DeckError.unexpected("\(R.self)'s raw value is not a store value")
                 }
                 return raw.storeValue
             },
-            decode: { cell in
+            { cell in
                 guard let raw = raw.init(storeValue: cell) as? R.RawValue, let value = R(rawValue: raw) else {
                     return nil
                 }
                 return unsafeBitCast(value, to: V.self)
-            })
+            }
+        )
     }
 
-    private static func jsonCodec<C: Codable>(_: C.Type) -> Codec<V>? {
+    private static func jsonConversions<C: Codable>(_: C.Type) -> Conversions? {
         guard V.self == C.self else { return nil }
-        return Codec(
-            type: .json, isOptional: false,
-            encode: { value throws(DeckError) in
+        return (
+            .json,
+            { value throws(DeckError) in
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 do {
@@ -196,31 +290,13 @@ struct Codec<V> {
                         entity: "\(C.self)", property: "", reason: "cannot be encoded as JSON: \(error)")
                 }
             },
-            decode: { cell in
+            { cell in
                 guard case .json(let text) = cell,
                     let value = try? JSONDecoder().decode(C.self, from: Data(text.utf8))
                 else { return nil }
                 return unsafeBitCast(value, to: V.self)
-            })
-    }
-
-    /// The codec for `V == Optional<wrapped>`.
-    private static func wrapping(_ wrapped: Any.Type) -> Codec<V>? {
-        func open<W>(_: W.Type) -> Codec<V>? {
-            guard V.self == W?.self, let inner = Codec<W>.nonOptional(W.self) else { return nil }
-            return Codec(
-                type: inner.type, isOptional: true,
-                encode: { value throws(DeckError) in
-                    guard let value = unsafeBitCast(value, to: W?.self) else { return .null }
-                    return try inner.encode(value)
-                },
-                decode: { cell in
-                    if cell.isNull { return unsafeBitCast(W?.none, to: V.self) }
-                    guard let value = inner.decode(cell) else { return nil }
-                    return unsafeBitCast(W?.some(value), to: V.self)
-                })
-        }
-        return _openExistential(wrapped, do: open)
+            }
+        )
     }
 }
 

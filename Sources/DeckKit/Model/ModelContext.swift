@@ -338,14 +338,14 @@ public final class ModelContext {
         for (entity, ids) in changes.deleted {
             guard let metadata = schema.metadata(named: entity) else { continue }
             for id in ids {
-                let key = RowKey(root: metadata.rootEntityName, id: id)
+                let key = RowKey(root: metadata.rootKey, id: id)
                 if let object = registry[key]?.object { gone.append(object) }
             }
         }
         for object in gone {
             let backing = ModelBacking.of(object)
             if let id = backing.rowID {
-                registry[RowKey(root: backing.metadata.rootEntityName, id: id)] = nil
+                registry[RowKey(root: backing.metadata.rootKey, id: id)] = nil
             }
             backing.status = .deleted
             backing.rowID = nil
@@ -392,7 +392,7 @@ public final class ModelContext {
         for (entity, ids) in changes.deleted {
             guard let metadata = schema.metadata(named: entity) else { continue }
             for id in ids {
-                let key = RowKey(root: metadata.rootEntityName, id: id)
+                let key = RowKey(root: metadata.rootKey, id: id)
                 guard let object = registry[key]?.object else { continue }
                 registry[key] = nil
                 let backing = ModelBacking.of(object)
@@ -409,7 +409,7 @@ public final class ModelContext {
         for (entity, ids) in changes.updated {
             guard let metadata = schema.metadata(named: entity) else { continue }
             for id in ids {
-                guard let object = registry[RowKey(root: metadata.rootEntityName, id: id)]?.object else {
+                guard let object = registry[RowKey(root: metadata.rootKey, id: id)]?.object else {
                     continue
                 }
                 dropDeletedTargets(of: object)
@@ -418,7 +418,8 @@ public final class ModelContext {
     }
 
     struct RowKey: Hashable {
-        var root: String
+        /// The root entity's type (``ModelMetadata/rootKey``).
+        var root: ObjectIdentifier
         var id: Int64
     }
 
@@ -427,10 +428,10 @@ public final class ModelContext {
     }
 
     private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
-        registry[RowKey(root: backing.metadata.rootEntityName, id: id)] = WeakModel(object: object)
+        registry[RowKey(root: backing.metadata.rootKey, id: id)] = WeakModel(object: object)
         if registry.count > registryPruneThreshold {
             registry = registry.filter { $0.value.object != nil }
-            registryPruneThreshold = max(1024, registry.count * 2)
+            registryPruneThreshold = max(4096, registry.count * 4)
         }
     }
 
@@ -440,7 +441,7 @@ public final class ModelContext {
             throw DeckError.unknownEntity(record.entity, known: schema.metadata.keys.sorted())
         }
         if let object = temporary[record.id] { return object }
-        let key = RowKey(root: metadata.rootEntityName, id: record.id)
+        let key = RowKey(root: metadata.rootKey, id: record.id)
         if let object = registry[key]?.object { return object }
         let object = metadata.makeInstance()
         let backing = ModelBacking.attach(to: object, metadata: metadata, globalID: record.globalID ?? UUID())
@@ -534,7 +535,7 @@ public final class ModelContext {
         var found: [Int64: AnyObject] = [:]
         var missing: [Int64] = []
         for id in ids {
-            if let object = registry[RowKey(root: destination.rootEntityName, id: id)]?.object {
+            if let object = registry[RowKey(root: destination.rootKey, id: id)]?.object {
                 found[id] = object
             } else {
                 missing.append(id)

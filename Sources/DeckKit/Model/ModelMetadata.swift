@@ -24,6 +24,12 @@ final class ModelMetadata: @unchecked Sendable {
     let entityName: String
     /// The root of the entity's hierarchy: its records' table, where record ids are unique.
     let rootEntityName: String
+    /// The root's type, as a key: records are identified by it and their id.
+    let rootKey: ObjectIdentifier
+    /// The attributes and the relationships, each with its accessor's type-erased view (found
+    /// once here rather than cast for each record).
+    private(set) var attributes: [(accessor: PropertyAccessor, access: any AttributeValueAccess)] = []
+    private(set) var relationships: [(accessor: PropertyAccessor, access: any RelationshipDescribing)] = []
     /// The metadata of the superclass, when it is a model too (the superentity).
     let superMetadata: ModelMetadata?
     /// The persistent properties, inherited ones first, each at its ``PropertyAccessor/index``.
@@ -69,6 +75,7 @@ final class ModelMetadata: @unchecked Sendable {
         let superType = levels.count > 1 ? levels[levels.count - 2].type as? any PersistentModel.Type : nil
         superMetadata = superType.map { ModelMetadata.of($0) }
         rootEntityName = superMetadata?.rootEntityName ?? type.entityName
+        rootKey = superMetadata?.rootKey ?? ObjectIdentifier(type)
 
         var properties: [PropertyAccessor] = []
         var markers: [DiscoveryMarker] = []
@@ -123,6 +130,13 @@ final class ModelMetadata: @unchecked Sendable {
         }
         self.properties = properties
         self.problems = problems
+        for accessor in properties {
+            if let attribute = accessor as? any AttributeValueAccess {
+                attributes.append((accessor, attribute))
+            } else if let relationship = accessor as? any RelationshipDescribing {
+                relationships.append((accessor, relationship))
+            }
+        }
         byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
     }
 

@@ -16,19 +16,35 @@ class PropertyAccessor: @unchecked Sendable {
     /// The model type that declares the property.
     var declaringType: (any PersistentModel.Type)?
 
-    /// The offset of the wrapper's ``PropertyOwner`` field within the wrapper.
-    var ownerFieldOffset: Int { 0 }
+    /// Where the wrapper's fields are within the wrapper (nil for a wrapper without them).
+    let ownerFieldOffset: Int
+    let indexFieldOffset: Int
+    let valueFieldOffset: Int
+
+    init(ownerFieldOffset: Int = 0, indexFieldOffset: Int = -1, valueFieldOffset: Int = -1) {
+        self.ownerFieldOffset = ownerFieldOffset
+        self.indexFieldOffset = indexFieldOffset
+        self.valueFieldOffset = valueFieldOffset
+    }
+
+    /// The address of a field of the wrapper in `object`.
+    @inline(__always)
+    final func field(_ fieldOffset: Int, in object: AnyObject) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + fieldOffset
+    }
 
     /// Persisted (an attribute or a relationship), not ``Transient``.
     var isPersistent: Bool { true }
 
     final func ownerPointer(in object: AnyObject) -> UnsafeMutablePointer<PropertyOwner?> {
-        (UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + ownerFieldOffset)
-            .assumingMemoryBound(to: PropertyOwner?.self)
+        field(ownerFieldOffset, in: object).assumingMemoryBound(to: PropertyOwner?.self)
     }
 
-    /// Makes the wrapper in `object` belong to `owner`, at `index`.
-    func attach(_ owner: ModelBacking, in object: AnyObject) {}
+    /// Makes the wrapper in `object` belong to `owner`, at its index.
+    final func attach(_ owner: ModelBacking, in object: AnyObject) {
+        ownerPointer(in: object).pointee = owner
+        field(indexFieldOffset, in: object).assumingMemoryBound(to: Int.self).pointee = index
+    }
 
     /// Runs a change Deck makes to the property of a model (not one the user makes) inside
     /// Observation's `withMutation`, so that observers hear of it. Set by the property's getter on
@@ -57,17 +73,6 @@ class PropertyAccessor: @unchecked Sendable {
     var typeDescription: String { "" }
 }
 
-/// Runs `body` on the wrapper of type `W` at `offset` in `object`.
-@inline(__always)
-func withWrapper<W, R>(_ type: W.Type, at offset: Int, in object: AnyObject, _ body: (inout W) throws -> R)
-    rethrows
-    -> R
-{
-    let pointer = (UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset)
-        .assumingMemoryBound(to: W.self)
-    return try body(&pointer.pointee)
-}
-
 /// The accessor of an ``Attribute``.
 final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     let options: Set<AttributeOption>
@@ -79,35 +84,32 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
         self.options = options
         self.originalName = originalName
         self.codec = Codec<V>.make()
+        super.init(
+            ownerFieldOffset: MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.owner)!,
+            indexFieldOffset: MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.index)!,
+            valueFieldOffset: MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.value)!)
     }
-
-    override var ownerFieldOffset: Int { MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.owner) ?? 0 }
 
     override var typeDescription: String { String(describing: V.self) }
 
-    override func attach(_ owner: ModelBacking, in object: AnyObject) {
-        attachWrapper(Attribute<V>.self, owner, in: object)
+    @inline(__always)
+    private func valuePointer(in object: AnyObject) -> UnsafeMutablePointer<V> {
+        field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self)
     }
 
-    func value(in object: AnyObject) -> V {
-        withWrapper(Attribute<V>.self, at: offset, in: object) { $0.value }
-    }
+    func value(in object: AnyObject) -> V { valuePointer(in: object).pointee }
 
-    func setValue(_ value: V, in object: AnyObject) {
-        withWrapper(Attribute<V>.self, at: offset, in: object) { $0.value = value }
-    }
+    func setValue(_ value: V, in object: AnyObject) { valuePointer(in: object).pointee = value }
 
     /// The store value of the property in `object`.
     func storeValue(in object: AnyObject) throws(DeckError) -> Value {
         guard let codec else { throw DeckError.invalidSchema("\(name): Deck cannot store a \(V.self)") }
-        return try codec.encode(value(in: object))
+        return try codec.write(UnsafeRawPointer(field(valueFieldOffset, in: object)))
     }
 
     /// Sets the property in `object` from a cell; false when the cell does not hold a `V`.
     func load(_ cell: Value, into object: AnyObject) -> Bool {
-        guard let value = codec?.decode(cell) else { return false }
-        setValue(value, in: object)
-        return true
+        codec?.read(cell, field(valueFieldOffset, in: object)) ?? false
     }
 
     /// The value a fresh instance has (the property's default), as a store value.
@@ -135,24 +137,20 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
         self.minimumModelCount = minimumModelCount
         self.maximumModelCount = maximumModelCount
         self.originalName = originalName
-    }
-
-    override var ownerFieldOffset: Int {
-        MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.owner) ?? 0
+        super.init(
+            ownerFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.owner)!,
+            indexFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.index)!,
+            valueFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.value)!)
     }
 
     override var typeDescription: String { String(describing: V.self) }
 
-    override func attach(_ owner: ModelBacking, in object: AnyObject) {
-        attachWrapper(Relationship<V>.self, owner, in: object)
-    }
-
     func targets(in object: AnyObject) -> [AnyObject] {
-        withWrapper(Relationship<V>.self, at: offset, in: object) { kind.models($0.value) }
+        kind.models(field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee)
     }
 
     func setTargets(_ targets: [AnyObject], in object: AnyObject) {
-        withWrapper(Relationship<V>.self, at: offset, in: object) { $0.value = kind.make(targets) }
+        field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee = kind.make(targets)
     }
 }
 
@@ -166,7 +164,13 @@ final class TransientAccessor: PropertyAccessor, @unchecked Sendable {
 /// the schema's checks report it.
 final class InvalidRelationshipAccessor: PropertyAccessor, @unchecked Sendable {
     let type: Any.Type
-    init(type: Any.Type) { self.type = type }
+    init<V>(type: V.Type) {
+        self.type = type
+        super.init(
+            ownerFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.owner)!,
+            indexFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.index)!,
+            valueFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.value)!)
+    }
     override var typeDescription: String { String(describing: type) }
 }
 

@@ -72,15 +72,3 @@ extension ModelPropertyWrapper {
         backing.didSet(index)
     }
 }
-
-extension PropertyAccessor {
-    /// Makes the wrapper of type `W` in `object` belong to `owner`.
-    final func attachWrapper<W: ModelPropertyWrapper>(_: W.Type, _ owner: ModelBacking, in object: AnyObject)
-    {
-        let index = self.index
-        withWrapper(W.self, at: offset, in: object) {
-            $0.owner = owner
-            $0.index = index
-        }
-    }
-}

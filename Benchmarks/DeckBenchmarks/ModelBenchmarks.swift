@@ -1,0 +1,167 @@
+import CSQLite
+import DeckKit
+import Foundation
+
+/// The flash-cards model the typed benchmarks use.
+final class BenchCard: PersistentModel {
+    static var entityName: String { "Card" }
+    @DeckKit.Attribute var front = ""
+    @DeckKit.Attribute var back = ""
+    @DeckKit.Attribute var creationDate = Date(timeIntervalSince1970: 0)
+    @DeckKit.Attribute var reviews = 0
+    required init() {}
+}
+
+/// The resident set size now (`VmRSS`), in bytes.
+func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
+    return kib * 1024
+}
+
+/// The typed model layer's targets (issue 10): inserting and saving N cards against the raw C API
+/// inserting the same rows; fetching N cards sorted into models against raw reads into structs;
+/// enumerating a million cards in batches within 64 MiB.
+func runModelBenchmarks() throws {
+    let count = rowCount
+    let base = Date(timeIntervalSince1970: 1_800_000_000)
+    let rawTable =
+        "CREATE TABLE Card(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
+        + "_entity TEXT NOT NULL, front TEXT NOT NULL, back TEXT NOT NULL, creationDate REAL NOT NULL, "
+        + "reviews INTEGER NOT NULL) STRICT; CREATE UNIQUE INDEX Card_gid ON Card(_gid)"
+
+    func rawInsert(_ path: String, rows: Int) {
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
+        sqlite3_exec(db, rawTable, nil, nil, nil)
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            db,
+            "INSERT INTO Card(_gid, _entity, front, back, creationDate, reviews) VALUES (?, 'Card', ?, ?, ?, ?)",
+            -1, &statement, nil)
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for i in 0..<rows {
+            // A global id made in Swift, as the model layer makes one per model.
+            var uuid = UUID().uuid
+            sqlite3_bind_blob(statement, 1, &uuid, 16, transient)
+            sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
+            sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
+            sqlite3_bind_double(statement, 4, base.timeIntervalSince1970 + Double(i))
+            sqlite3_bind_int64(statement, 5, Int64(i % 7))
+            sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        sqlite3_close(db)
+    }
+
+    func typedInsert(_ url: URL, rows: Int) throws {
+        let container = try ModelContainer(for: BenchCard.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        for i in 0..<rows {
+            let card = BenchCard()
+            card.front = "front \(i)"
+            card.back = "back \(i)"
+            card.creationDate = base.addingTimeInterval(Double(i))
+            card.reviews = i % 7
+            context.insert(card)
+        }
+        try context.save()
+    }
+
+    try compare(
+        "typed insert \(count) cards and save", target: "≥ 0.5×",
+        deck: { try typedInsert(URL(fileURLWithPath: fresh("typed-insert.deck")), rows: count) },
+        baseline: { rawInsert(fresh("typed-raw.sqlite"), rows: count) })
+
+    if selected("typed fetch") {
+        let url = URL(fileURLWithPath: fresh("typed-fetch.deck"))
+        try typedInsert(url, rows: count)
+        let container = try ModelContainer(for: BenchCard.self, configurations: ModelConfiguration(url: url))
+        let storePath = url.path + "/store.sqlite"
+        struct RawCard {
+            var front: String
+            var back: String
+            var creationDate: Date
+            var reviews: Int
+        }
+        var checksum = 0
+        try compare(
+            "typed fetch \(count) cards sorted", target: "≥ 0.6×",
+            deck: {
+                // A new context each run: every model is made afresh.
+                let context = ModelContext(container)
+                let cards = try context.fetch(
+                    FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
+                for card in cards { checksum &+= card.front.utf8.count &+ card.reviews }
+            },
+            baseline: {
+                var db: OpaquePointer?
+                sqlite3_open_v2(storePath, &db, SQLITE_OPEN_READONLY, nil)
+                var statement: OpaquePointer?
+                sqlite3_prepare_v2(
+                    db, "SELECT front, back, creationDate, reviews FROM Card ORDER BY creationDate DESC", -1,
+                    &statement, nil)
+                var cards: [RawCard] = []
+                while sqlite3_step(statement) == SQLITE_ROW {
+                    cards.append(
+                        RawCard(
+                            front: String(cString: sqlite3_column_text(statement, 0)),
+                            back: String(cString: sqlite3_column_text(statement, 1)),
+                            creationDate: Date(timeIntervalSince1970: sqlite3_column_double(statement, 2)),
+                            reviews: Int(sqlite3_column_int64(statement, 3))))
+                }
+                sqlite3_finalize(statement)
+                sqlite3_close(db)
+                for card in cards { checksum &+= card.front.utf8.count &+ card.reviews }
+            })
+        precondition(checksum != 0)
+    }
+
+    if selected("typed enumerate") {
+        let rows = Int(1_000_000 * options.scale)
+        let path = fresh("typed-enumerate.deck")
+        let schema = StoreSchema(entities: [
+            Entity(
+                "Card",
+                attributes: [
+                    Attribute("front", .string), Attribute("back", .string), Attribute("creationDate", .date),
+                    Attribute("reviews", .integer),
+                ])
+        ])
+        let store = try PackageStore.create(at: URL(fileURLWithPath: path), contentType: "org.deck.bench", schema: schema)
+        try store.write { transaction in
+            for i in 0..<rows {
+                try transaction.insert(
+                    "Card",
+                    [
+                        "front": .string("front \(i)"), "back": .string("back \(i)"),
+                        "creationDate": .date(base.addingTimeInterval(Double(i))), "reviews": .integer(Int64(i % 7)),
+                    ])
+            }
+        }
+        try store.close()
+        let container = try ModelContainer(
+            for: BenchCard.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: path)))
+        let context = ModelContext(container)
+        let before = residentBytes()
+        var peak = before
+        var seen = 0
+        let start = now()
+        try context.enumerate(FetchDescriptor<BenchCard>(), batchSize: 5000) { card in
+            seen += 1
+            if seen % 5000 == 0 { peak = max(peak, residentBytes()) }
+            _ = card.front
+        }
+        let seconds = now() - start
+        print(
+            "typed enumerate \(seen) cards in batches of 5000: \(String(format: "%.2f", seconds)) s, resident "
+                + "\(before / 1_048_576) MiB before, \(peak / 1_048_576) MiB at most (+\((peak - before) / 1_048_576) "
+                + "MiB; target: under 64 MiB)")
+    }
+}
