@@ -424,7 +424,7 @@ struct QueryParserExpressionTests {
             ("a = coalesce(1)", 5, "coalesce needs at least two values"),
             (
                 "a contains[u] x", 11,
-                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode)"
+                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode), '[u]' case (Unicode)"
             ),
             ("a not b", 7, "expected 'in' after 'not', found 'b'"),
             ("a = 'unterminated", 5, "unterminated string: this single quote is never closed"),
