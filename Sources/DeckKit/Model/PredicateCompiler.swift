@@ -85,7 +85,10 @@ package enum PredicateCompiler {
             switch property.kind {
             case .attribute(let type):
                 var folding = QueryExpression.TextComparison.exact
-                if type == .string, descriptor.stringComparator != .lexical {
+                let comparator = descriptor.stringComparator.map {
+                    String.StandardComparator($0, order: .forward)
+                }
+                if type == .string, comparator != .lexical {
                     folding = .caseAndDiacriticInsensitive
                 }
                 keys.append(SortKey(.property(property.name), ascending: ascending, folding: folding))
@@ -176,9 +179,9 @@ struct PredicateCompilation {
         case .value(let value, .scalar(.bool)), .value(let value, .scalar(nil)):
             return .compare(value, .equal, .value(.bool(true)))
         case .choice(let test, let a, let b):
-            return .or([
+            return QueryExpression.or([
                 .and([test, try condition(a, text: text)]), .and([.not(test), try condition(b, text: text)]),
-            ])
+            ]).simplified
         default:
             throw DeckError.invalidQuery("#Predicate: \(text) is not a condition the store can test")
         }
@@ -261,6 +264,9 @@ struct PredicateCompilation {
             return .condition(.value(.bool(x == y)))
         default:
             break
+        }
+        if case .value(_, .literal(let x)) = a, case .value(_, .literal(let y)) = b {
+            return .condition(.value(.bool(x == y)))
         }
         if isLogical(a) || isLogical(b) {
             func sides(_ part: PredicatePart) throws(DeckError) -> (QueryExpression, QueryExpression) {

@@ -83,7 +83,7 @@ extension PredicateExpressions.KeyPath: QueryCompilable {
                     "String.count", "the store does not count characters; test isEmpty or compare the text")
             }
             throw PredicateCompilation.unsupported("\(keyPath)", "only a record's properties can be followed")
-        case .value(_, .literal):
+        case .value(_, .literal), .value(.value, .record):
             throw PredicateCompilation.unsupported(
                 "\(keyPath) of a captured value", "compute it before the predicate and capture the result")
         default:
