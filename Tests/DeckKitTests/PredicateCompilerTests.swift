@@ -272,3 +272,216 @@ struct TestResolver: PredicateSchemaResolver {
         }
     }
 }
+
+/// Predicates run for real: each one fetched from a store and evaluated in memory on the same
+/// cards must select the same ones, nulls included.
+@Suite struct PredicateAgreementTests {
+    static let schema = StoreSchema(entities: [
+        StoreSchema.Entity(
+            "Deck", attributes: [StoreSchema.Attribute("title", .string)],
+            relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "deck")]),
+        StoreSchema.Entity(
+            "Tag", attributes: [StoreSchema.Attribute("name", .string)],
+            relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "tags")]),
+        StoreSchema.Entity(
+            "Card",
+            attributes: [
+                StoreSchema.Attribute("front", .string),
+                StoreSchema.Attribute("back", .string, isOptional: true),
+                StoreSchema.Attribute("reps", .integer), StoreSchema.Attribute("ease", .double),
+                StoreSchema.Attribute("due", .double, isOptional: true), StoreSchema.Attribute("done", .bool),
+            ],
+            relationships: [
+                StoreSchema.Relationship("deck", to: "Deck", inverse: "cards"),
+                StoreSchema.Relationship("tags", to: "Tag", toMany: true, inverse: "cards"),
+            ]),
+    ])
+
+    /// The objects, with ids the store gave them.
+    struct World {
+        var spanish: PDeck
+        var french: PDeck
+        var verb: PTag
+        var noun: PTag
+        var cards: [PCard]
+    }
+
+    /// The same cards as objects and as records of a fresh store.
+    func withWorld(_ body: (World, PackageStore) throws -> Void) throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try PackageStore.create(
+            at: directory.appendingPathComponent("P.deck"), contentType: "org.example.p", schema: Self.schema)
+        defer { try? store.close(discardingChanges: true) }
+        let world = try store.write { tx in
+            let spanish = PDeck(try tx.insert("Deck", ["title": .string("Spanish")]), "Spanish")
+            let french = PDeck(try tx.insert("Deck", ["title": .string("Français")]), "Français")
+            let verb = PTag(try tx.insert("Tag", ["name": .string("verb")]), "verb")
+            let noun = PTag(try tx.insert("Tag", ["name": .string("noun")]), "noun")
+            let cards = [
+                PCard(
+                    0, "hola", back: "hello", reps: 3, ease: 2.5, due: 1, done: true, deck: spanish,
+                    tags: [noun]),
+                PCard(0, "comer", back: nil, reps: 0, ease: 1.3, due: nil, deck: spanish, tags: [verb]),
+                PCard(
+                    0, "Éclair", back: "éclair", reps: 5, ease: 3.1, due: 2.5, deck: french,
+                    tags: [noun, verb]),
+                PCard(0, "école", back: "", reps: 1, ease: 2.0, due: 0.5, done: true, deck: french),
+                PCard(0, "Straße", back: "street", reps: 2, ease: 2.6, due: nil, deck: nil, tags: [noun]),
+                PCard(0, "STRASSE", back: nil, reps: 4, ease: 1.0, due: 3, done: true, tags: [verb]),
+                PCard(0, "", back: "x", reps: 0, ease: 4.0, due: nil),
+                PCard(0, "verb", back: "vx", reps: 2, ease: 2.5, due: 2, deck: spanish, tags: [verb]),
+            ]
+            for card in cards {
+                card.id = try tx.insert(
+                    "Card",
+                    [
+                        "front": .string(card.front), "back": card.back.map(Value.string) ?? .null,
+                        "reps": .integer(Int64(card.reps)), "ease": .double(card.ease),
+                        "due": card.due.map(Value.double) ?? .null, "done": .bool(card.done),
+                        "deck": card.deck.map { .reference($0.id) } ?? .null,
+                        "tags": .references(card.tags.map(\.id)),
+                    ])
+            }
+            return World(spanish: spanish, french: french, verb: verb, noun: noun, cards: cards)
+        }.value
+        try body(world, store)
+    }
+
+    /// Checks that the store and `evaluate` select the same cards; returns how many they select.
+    @discardableResult
+    func agree(
+        _ predicate: Predicate<PCard>, _ world: World, _ store: PackageStore,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Int {
+        let condition = try PredicateCompiler.compile(predicate, resolver: TestResolver())
+        let fetched = try store.read { try $0.fetchIDs(RecordQuery("Card", where: condition)) }
+        let evaluated = try world.cards.filter { try predicate.evaluate($0) }.map(\.id)
+        #expect(fetched == evaluated, "\(condition)", sourceLocation: sourceLocation)
+        return evaluated.count
+    }
+
+    @Test func comparisonsLogicAndNulls() throws {
+        try withWorld { world, store throws in
+            #expect(try agree(#Predicate { $0.reps > 2 && $0.done }, world, store) == 2)
+            #expect(try agree(#Predicate { $0.back == nil }, world, store) == 2)
+            #expect(try agree(#Predicate { $0.back != "hello" }, world, store) == 7)
+            #expect(try agree(#Predicate { $0.back == $0.deck?.title }, world, store) == 1)
+            #expect(try agree(#Predicate { !($0.ease < 2.5) || $0.reps == 0 }, world, store) == 6)
+            #expect(try agree(#Predicate { $0.done == ($0.reps > 2) }, world, store) == 6)
+        }
+    }
+
+    @Test func arithmeticAndOptionals() throws {
+        try withWorld { world, store throws in
+            #expect(try agree(#Predicate { $0.reps * 2 - 1 >= 3 }, world, store) == 5)
+            #expect(try agree(#Predicate { $0.reps / 2 == 1 }, world, store) == 3)
+            #expect(try agree(#Predicate { $0.ease / 2.0 > 1.25 }, world, store) == 3)
+            #expect(try agree(#Predicate { -$0.reps < -2 }, world, store) == 3)
+            #expect(try agree(#Predicate { ($0.due ?? 0) > 1.5 }, world, store) == 3)
+            #expect(try agree(#Predicate { ($0.due ?? 10) + 1 > 3.5 }, world, store) == 4)
+            #expect(try agree(#Predicate { $0.deck?.title == "Spanish" }, world, store) == 3)
+            #expect(try agree(#Predicate { $0.deck?.title != "Spanish" }, world, store) == 5)
+            #expect(try agree(#Predicate { $0.deck == nil }, world, store) == 3)
+            let spanish = world.spanish
+            #expect(try agree(#Predicate { $0.deck == spanish }, world, store) == 3)
+            #expect(try agree(#Predicate { $0.deck != spanish }, world, store) == 5)
+            #expect(try agree(#Predicate { $0.back?.contains("x") == false }, world, store) == 4)
+            #expect(try agree(#Predicate { $0.back?.contains("x") != true }, world, store) == 6)
+            #expect(try agree(#Predicate { !($0.back?.isEmpty ?? true) }, world, store) == 5)
+            #expect(
+                try agree(
+                    #Predicate { $0.deck?.title.localizedStandardContains("FRAN") == true }, world, store)
+                    == 2)
+        }
+    }
+
+    @Test func text() throws {
+        try withWorld { world, store throws in
+            let same = ComparisonResult.orderedSame
+            #expect(try agree(#Predicate { $0.front.contains("ol") }, world, store) == 2)
+            #expect(try agree(#Predicate { $0.front.starts(with: "é") }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.front.isEmpty }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.front.localizedStandardContains("ECL") }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.front.localizedStandardContains("eco") }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.front.localizedStandardContains("") }, world, store) == 8)
+            #expect(
+                try agree(#Predicate { $0.front.caseInsensitiveCompare("strasse") == same }, world, store)
+                    == 2)
+            #expect(
+                try agree(#Predicate { $0.front.caseInsensitiveCompare("ÉCLAIR") == same }, world, store) == 1
+            )
+            #expect(
+                try agree(#Predicate { $0.front.caseInsensitiveCompare("eclair") == same }, world, store) == 0
+            )
+            #expect(
+                try agree(#Predicate { $0.front.caseInsensitiveCompare($0.back ?? "") != same }, world, store)
+                    == 7)
+        }
+    }
+
+    @Test func toManyRelationships() throws {
+        try withWorld { world, store throws in
+            let verb = world.verb
+            #expect(try agree(#Predicate { $0.tags.contains { $0.name == "verb" } }, world, store) == 4)
+            #expect(
+                try agree(#Predicate { $0.tags.allSatisfy { $0.name.starts(with: "v") } }, world, store) == 5)
+            #expect(try agree(#Predicate { $0.tags.count >= 2 }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.tags.isEmpty }, world, store) == 2)
+            #expect(try agree(#Predicate { $0.tags.contains(verb) }, world, store) == 4)
+            #expect(try agree(#Predicate { !$0.tags.contains(verb) }, world, store) == 4)
+            #expect(
+                try agree(
+                    #Predicate<PCard> { card in card.tags.contains { tag in tag.name == card.front } }, world,
+                    store)
+                    == 1)
+        }
+    }
+
+    @Test func conditionalsListsAndRanges() throws {
+        try withWorld { world, store throws in
+            #expect(try agree(#Predicate { ($0.done ? $0.reps : $0.reps + 10) > 11 }, world, store) == 3)
+            #expect(
+                try agree(#Predicate { ($0.done ? $0.back : $0.deck?.title) == "hello" }, world, store) == 1)
+            #expect(try agree(#Predicate { $0.done ? $0.reps > 3 : $0.ease > 3 }, world, store) == 3)
+            #expect(try agree(#Predicate { [1, 3].contains($0.reps) }, world, store) == 2)
+            let backs: [String?] = ["hello", nil]
+            #expect(try agree(#Predicate { backs.contains($0.back) }, world, store) == 3)
+            #expect(try agree(#Predicate { (1...3).contains($0.reps) }, world, store) == 4)
+            let window = 1..<3
+            #expect(try agree(#Predicate { window.contains($0.reps) }, world, store) == 3)
+            let empty: [Int] = []
+            #expect(try agree(#Predicate { empty.contains($0.reps) }, world, store) == 0)
+        }
+    }
+
+    @Test func sortsAsDescribed() throws {
+        try withWorld { world, store throws in
+            func fronts(_ descriptors: [SortDescriptor<PCard>]) throws -> [String] {
+                let keys = try PredicateCompiler.sortKeys(descriptors, resolver: TestResolver())
+                return try store.read { try $0.fetch(RecordQuery("Card", sort: keys)) }.compactMap {
+                    if case .string(let front)? = $0["front"] { front } else { nil }
+                }
+            }
+            #expect(
+                try fronts([SortDescriptor(\.front)])
+                    == ["", "comer", "Éclair", "école", "hola", "STRASSE", "Straße", "verb"])
+            #expect(
+                try fronts([SortDescriptor(\.front, order: .reverse)])
+                    == ["verb", "Straße", "STRASSE", "hola", "école", "Éclair", "comer", ""])
+            #expect(
+                try fronts([SortDescriptor(\.front, comparator: .lexical)])
+                    == ["", "STRASSE", "Straße", "comer", "hola", "verb", "Éclair", "école"])
+            // Nulls first going forward, last in reverse; then the record id.
+            #expect(
+                try fronts([SortDescriptor(\.due), SortDescriptor(\.reps, order: .reverse)])
+                    == ["Straße", "comer", "", "école", "hola", "verb", "Éclair", "STRASSE"])
+            #expect(
+                try fronts([SortDescriptor(\.due, order: .reverse)])
+                    == ["STRASSE", "Éclair", "verb", "hola", "école", "comer", "Straße", ""])
+            _ = world
+        }
+    }
+}
