@@ -246,6 +246,11 @@ struct TestResolver: PredicateSchemaResolver {
         let captured = PCard(1, "x")
         #expect(refusal(#Predicate { $0.front == captured.front }).contains("of a captured value"))
         #expect(refusal(#Predicate { $0.reps == $0.tags.count % 2 }).contains("IntRemainder"))
+        let ranks = ["hola": 1]
+        #expect(
+            refusal(#Predicate { ranks[$0.front] == 1 })
+                .hasPrefix(
+                    "#Predicate: DictionaryKeySubscript is not supported: the store has no translation"))
         let date = Date(timeIntervalSince1970: 0)
         #expect(refusal(#Predicate { _ in date == date }) == "#Predicate: a captured Date has no store value")
     }
@@ -432,6 +437,9 @@ struct TestResolver: PredicateSchemaResolver {
             #expect(try agree(#Predicate { $0.tags.isEmpty }, world, store) == 2)
             #expect(try agree(#Predicate { $0.tags.contains(verb) }, world, store) == 4)
             #expect(try agree(#Predicate { !$0.tags.contains(verb) }, world, store) == 4)
+            #expect(try agree(#Predicate { $0.tags.contains { $0 == verb } }, world, store) == 4)
+            #expect(
+                try agree(#Predicate { $0.tags.contains { $0 != verb } && $0.reps > 1 }, world, store) == 3)
             #expect(
                 try agree(
                     #Predicate<PCard> { card in card.tags.contains { tag in tag.name == card.front } }, world,
