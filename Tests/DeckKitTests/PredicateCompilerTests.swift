@@ -125,6 +125,8 @@ struct TestResolver: PredicateSchemaResolver {
             try compiled(#Predicate { $0.reps <= 2 || !($0.ease >= 1.5) })
                 == .or([.property("reps") <= 2, .not(.property("ease") >= 1.5)]))
         #expect(try compiled(#Predicate { $0.back == nil }) == .property("back").equals(.null))
+        #expect(try compiled(#Predicate<PCard> { _ in true }) == true)
+        #expect(try compiled(Predicate<PCard>.false) == false)
         #expect(try compiled(#Predicate { $0.back != "x" }) == .not(.property("back").equals("x")))
         #expect(
             try compiled(#Predicate { $0.done == ($0.reps > 1) })
@@ -246,6 +248,13 @@ struct TestResolver: PredicateSchemaResolver {
         let captured = PCard(1, "x")
         #expect(refusal(#Predicate { $0.front == captured.front }).contains("of a captured value"))
         #expect(refusal(#Predicate { $0.reps == $0.tags.count % 2 }).contains("IntRemainder"))
+        // Conditionals multiply: 2 × 2 × 2 × … alternatives for one comparison are capped.
+        let (a, b): (Int, Int) = (1, 2)
+        let many = #Predicate<PCard> {
+            (($0.done ? a : b) * ($0.done ? a : b)) * (($0.done ? a : b) * ($0.done ? a : b))
+                * (($0.done ? a : b) * ($0.done ? a : b) * ($0.done ? a : b)) > a
+        }
+        #expect(refusal(many).contains("combine into more than 64 alternatives"))
         let ranks = ["hola": 1]
         #expect(
             refusal(#Predicate { ranks[$0.front] == 1 })

@@ -133,6 +133,12 @@ indirect enum PredicatePart {
         if case .choice = self { return true }
         return false
     }
+
+    /// The number of alternatives a choice stands for (1 for anything else).
+    var branches: Int {
+        guard case .choice(_, let a, let b) = self else { return 1 }
+        return a.branches + b.branches
+    }
 }
 
 /// The state of one compilation: the resolver and what each predicate variable stands for.
@@ -140,6 +146,9 @@ struct PredicateCompilation {
     let resolver: any PredicateSchemaResolver
     var bindings: [PredicateExpressions.VariableID: PredicatePart] = [:]
     var quantifiers = 0
+
+    /// The most alternatives that conditionals may make of one test.
+    static let maximumBranches = 64
 
     init(resolver: any PredicateSchemaResolver) { self.resolver = resolver }
 
@@ -191,6 +200,17 @@ struct PredicateCompilation {
     func lift(_ parts: [PredicatePart], _ body: ([PredicatePart]) throws(DeckError) -> PredicatePart)
         throws(DeckError) -> PredicatePart
     {
+        // Each choice multiplies the alternatives of what contains it: keep the product small.
+        var alternatives = 1
+        for part in parts where part.isChoice {
+            alternatives *= part.branches
+            guard alternatives <= Self.maximumBranches else {
+                throw DeckError.invalidQuery(
+                    "#Predicate: the conditionals (?: and ?. on values) of one test combine into more than "
+                        + "\(Self.maximumBranches) alternatives; split the predicate or test the cases with && and ||"
+                )
+            }
+        }
         guard let index = parts.firstIndex(where: \.isChoice),
             case .choice(let test, let a, let b) = parts[index]
         else { return try body(parts) }
