@@ -37,6 +37,7 @@ final class PCard: Codable, Hashable, @unchecked Sendable {
     var ease = 2.5
     var due: Double? = nil
     var done = false
+    var created = Date(timeIntervalSince1970: 0)
     var deck: PDeck? = nil
     var tags: [PTag] = []
     /// Not persistent: the resolver does not know it.
@@ -69,6 +70,7 @@ struct TestResolver: PredicateSchemaResolver {
         \PCard.ease: ResolvedProperty("ease", .attribute(.double)),
         \PCard.due: ResolvedProperty("due", .attribute(.double)),
         \PCard.done: ResolvedProperty("done", .attribute(.bool)),
+        \PCard.created: ResolvedProperty("created", .attribute(.date)),
         \PCard.deck: ResolvedProperty("deck", .toOne),
         \PCard.tags: ResolvedProperty("tags", .toMany),
         \PDeck.title: ResolvedProperty("title", .attribute(.string)),
@@ -88,6 +90,7 @@ struct TestResolver: PredicateSchemaResolver {
         case let number as Int: return .integer(Int64(number))
         case let number as Double: return .double(number)
         case let flag as Bool: return .bool(flag)
+        case let date as Date: return .date(Timestamp(date))
         case let deck as PDeck: return .reference(deck.id)
         case let tag as PTag: return .reference(tag.id)
         case let card as PCard: return .reference(card.id)
@@ -260,8 +263,8 @@ struct TestResolver: PredicateSchemaResolver {
             refusal(#Predicate { ranks[$0.front] == 1 })
                 .hasPrefix(
                     "#Predicate: DictionaryKeySubscript is not supported: the store has no translation"))
-        let date = Date(timeIntervalSince1970: 0)
-        #expect(refusal(#Predicate { _ in date == date }) == "#Predicate: a captured Date has no store value")
+        let url = URL(fileURLWithPath: "/")
+        #expect(refusal(#Predicate { _ in url == url }) == "#Predicate: a captured URL has no store value")
     }
 
     // MARK: Sort descriptors
@@ -304,6 +307,7 @@ struct TestResolver: PredicateSchemaResolver {
                 StoreSchema.Attribute("back", .string, isOptional: true),
                 StoreSchema.Attribute("reps", .integer), StoreSchema.Attribute("ease", .double),
                 StoreSchema.Attribute("due", .double, isOptional: true), StoreSchema.Attribute("done", .bool),
+                StoreSchema.Attribute("created", .date),
             ],
             relationships: [
                 StoreSchema.Relationship("deck", to: "Deck", inverse: "cards"),
@@ -348,13 +352,15 @@ struct TestResolver: PredicateSchemaResolver {
                 PCard(0, "", back: "x", reps: 0, ease: 4.0, due: nil),
                 PCard(0, "verb", back: "vx", reps: 2, ease: 2.5, due: 2, deck: spanish, tags: [verb]),
             ]
-            for card in cards {
+            for (index, card) in cards.enumerated() {
+                card.created = Date(timeIntervalSince1970: Double(1_000 * (index % 3)))
                 card.id = try tx.insert(
                     "Card",
                     [
                         "front": .string(card.front), "back": card.back.map(Value.string) ?? .null,
                         "reps": .integer(Int64(card.reps)), "ease": .double(card.ease),
                         "due": card.due.map(Value.double) ?? .null, "done": .bool(card.done),
+                        "created": .date(Timestamp(card.created)),
                         "deck": card.deck.map { .reference($0.id) } ?? .null,
                         "tags": .references(card.tags.map(\.id)),
                     ])
@@ -390,6 +396,9 @@ struct TestResolver: PredicateSchemaResolver {
 
     @Test func arithmeticAndOptionals() throws {
         try withWorld { world, store throws in
+            let (cutoff, second) = (Date(timeIntervalSince1970: 500), Date(timeIntervalSince1970: 1_000))
+            #expect(try agree(#Predicate { $0.created > cutoff }, world, store) == 5)
+            #expect(try agree(#Predicate { $0.created == second && $0.reps >= 2 }, world, store) == 2)
             #expect(try agree(#Predicate { $0.reps * 2 - 1 >= 3 }, world, store) == 5)
             #expect(try agree(#Predicate { $0.reps / 2 == 1 }, world, store) == 3)
             #expect(try agree(#Predicate { $0.ease / 2.0 > 1.25 }, world, store) == 3)
@@ -491,6 +500,9 @@ struct TestResolver: PredicateSchemaResolver {
             #expect(
                 try fronts([SortDescriptor(\.front, comparator: .lexical)])
                     == ["", "STRASSE", "Straße", "comer", "hola", "verb", "Éclair", "école"])
+            #expect(
+                try fronts([SortDescriptor(\.created, order: .reverse), SortDescriptor(\.front)])
+                    == ["Éclair", "STRASSE", "comer", "Straße", "verb", "", "école", "hola"])
             // Nulls first going forward, last in reverse; then the record id.
             #expect(
                 try fronts([SortDescriptor(\.due), SortDescriptor(\.reps, order: .reverse)])
