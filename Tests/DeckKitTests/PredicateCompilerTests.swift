@@ -3,11 +3,17 @@ import Foundation
 import Testing
 
 // Plain classes stand for models: the compiler only sees their key paths, through a resolver.
-// (Codable and Sendable so that a `#Predicate` can capture one.)
+// (Codable and Sendable so that a `#Predicate` can capture one, Hashable for `==` and `contains`.)
 
-final class PDeck: Codable, Hashable, @unchecked Sendable {
-    static func == (a: PDeck, b: PDeck) -> Bool { a === b }
+/// Equal when the same object, as models are.
+protocol IdentityHashable: AnyObject, Hashable {}
+
+extension IdentityHashable {
+    static func == (a: Self, b: Self) -> Bool { a === b }
     func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+final class PDeck: IdentityHashable, Codable, @unchecked Sendable {
     var id: Int64 = 0
     var title = ""
     init(_ id: Int64, _ title: String) {
@@ -16,9 +22,7 @@ final class PDeck: Codable, Hashable, @unchecked Sendable {
     }
 }
 
-final class PTag: Codable, Hashable, @unchecked Sendable {
-    static func == (a: PTag, b: PTag) -> Bool { a === b }
-    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+final class PTag: IdentityHashable, Codable, @unchecked Sendable {
     var id: Int64 = 0
     var name = ""
     init(_ id: Int64, _ name: String) {
@@ -27,9 +31,7 @@ final class PTag: Codable, Hashable, @unchecked Sendable {
     }
 }
 
-final class PCard: Codable, Hashable, @unchecked Sendable {
-    static func == (a: PCard, b: PCard) -> Bool { a === b }
-    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+final class PCard: IdentityHashable, Codable, @unchecked Sendable {
     var id: Int64 = 0
     var front = ""
     var back: String? = nil
@@ -258,6 +260,11 @@ struct TestResolver: PredicateSchemaResolver {
                 * (($0.done ? a : b) * ($0.done ? a : b) * ($0.done ? a : b)) > a
         }
         #expect(refusal(many).contains("combine into more than 64 alternatives"))
+        let prefix = [PTag(1, "x")]
+        let startsWith = #Predicate<PCard> { $0.tags.starts(with: prefix) }
+        #expect(
+            refusal(startsWith)
+                .hasPrefix("#Predicate: starts(with:) of a collection that is not a text is not supported"))
         let ranks = ["hola": 1]
         #expect(
             refusal(#Predicate { ranks[$0.front] == 1 })

@@ -329,9 +329,12 @@ extension PredicateCompilation {
     /// A text test of `text` with `needle`.
     fileprivate mutating func textTest(
         _ text: Any, _ needle: Any, _ kind: String, _ test: QueryExpression.TextOperator,
-        _ folding: QueryExpression.TextComparison
+        _ folding: QueryExpression.TextComparison, isText: Bool = true
     ) throws(DeckError) -> PredicatePart {
-        try operands([text, needle], kind) { (values) throws(DeckError) -> PredicatePart in
+        guard isText else {
+            throw Self.unsupported("\(kind) of a collection that is not a text", "only texts have text tests")
+        }
+        return try operands([text, needle], kind) { (values) throws(DeckError) -> PredicatePart in
             .condition(.text(values[0].0, test, values[1].0, folding))
         }
     }
@@ -339,21 +342,15 @@ extension PredicateCompilation {
 
 extension PredicateExpressions.CollectionContainsCollection: QueryCompilable {
     func compile(_ compilation: inout PredicateCompilation) throws(DeckError) -> PredicatePart {
-        guard Base.Output.self == String.self else {
-            throw PredicateCompilation.unsupported(
-                "contains(_:) of a collection in a collection", "only a text contains a text")
-        }
-        return try compilation.textTest(base, other, "contains", .contains, .exact)
+        try compilation.textTest(
+            base, other, "contains(_:)", .contains, .exact, isText: Base.Output.self == String.self)
     }
 }
 
 extension PredicateExpressions.SequenceStartsWith: QueryCompilable {
     func compile(_ compilation: inout PredicateCompilation) throws(DeckError) -> PredicatePart {
-        guard Base.Output.self == String.self else {
-            throw PredicateCompilation.unsupported(
-                "starts(with:) of a collection", "only a text starts with a text")
-        }
-        return try compilation.textTest(base, prefix, "starts(with:)", .beginsWith, .exact)
+        try compilation.textTest(
+            base, prefix, "starts(with:)", .beginsWith, .exact, isText: Base.Output.self == String.self)
     }
 }
 
