@@ -10,9 +10,9 @@ public struct SortKey: Sendable, Hashable {
     /// Ascending (nulls first) or descending.
     public var ascending: Bool
     /// How a text sorts: `.exact` by its UTF-8 bytes; with a folding, by its folded text (spec
-    /// 7.6) and then, among texts that fold alike, by their bytes — so `"apple"`, `"Apple"`,
-    /// `"Äpfel"`, `"banana"` under `.caseAndDiacriticInsensitive`. Only a text expression sorts
-    /// with a folding.
+    /// 7.6) and then, among texts that fold alike, by their bytes — so `"Äpfel"` (`apfel`),
+    /// `"Apple"`, `"apple"`, `"banana"` under `.caseAndDiacriticInsensitive`. Only a text
+    /// expression sorts with a folding; `.asciiCaseInsensitive` folds ASCII letters only.
     public var folding: QueryExpression.TextComparison
 
     /// Sorts by a property path: `"front"`, `"deck.title"`, `"_id"`.
