@@ -43,6 +43,8 @@ struct EndToEndExpressionTests {
             ("front equals[c] HOLA", [1]),
             ("front begins-with[cd] ÁD", [2]),
             ("back ends-with[cd] DOG", [6]),
+            ("front equals[u] ADIÓS", [2]),
+            ("front equals[u] ADIOS", []),
             ("deck.title equals[c] `deck.title`", Array(1...10)),
             // to-many quantifiers and counts
             ("tags.any(name = animal)", [5, 6, 9]),

@@ -423,8 +423,8 @@ struct QueryParserExpressionTests {
             ("tags.any(name = x", 9, "unbalanced parenthesis: this '(' is never closed"),
             ("a = coalesce(1)", 5, "coalesce needs at least two values"),
             (
-                "a contains[u] x", 11,
-                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode)"
+                "a contains[cu] x", 11,
+                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode), '[u]' case (Unicode)"
             ),
             ("a not b", 7, "expected 'in' after 'not', found 'b'"),
             ("a = 'unterminated", 5, "unterminated string: this single quote is never closed"),

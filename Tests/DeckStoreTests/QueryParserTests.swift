@@ -399,7 +399,7 @@ struct QueryParserTests {
             ErrorCase("a (1)", 3, "expected an operator after 'a', found '('"),
             ErrorCase(
                 "a contains[x] b", 11,
-                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode)"
+                "unknown option after 'contains'; '[c]' ignores ASCII case, '[cd]' case and diacritics (Unicode), '[u]' case (Unicode)"
             ),
             ErrorCase("a in[c] (1)", 5, "'[c]' applies only to contains, begins-with, ends-with and equals"),
             ErrorCase("a = 1 & b = 2", 7, "unknown operator '&'; use 'and' or '&&'"),

@@ -61,4 +61,83 @@ struct TextFoldingTests {
             try package.close()
         }
     }
+
+    @Test(
+        "case-only folded forms",
+        arguments: [
+            ("É", "é"), ("e\u{301}", "é"), ("ß", "ss"), ("Straße", "strasse"), ("İ", "i\u{307}"), ("ı", "i"),
+            ("Σ", "σ"), ("ﬁ", "fi"), ("Ångström", "ångström"), ("ABC", "abc"), ("", ""),
+        ])
+    func caseFolded(text: String, expected: String) {
+        #expect(TextFolding.fold(text, .unicodeCase) == expected.precomposedStringWithCanonicalMapping)
+    }
+
+    @Test func theCaseOnlyFoldingKeepsDiacritics() throws {
+        try withTestDirectory { dir throws in
+            let schema = StoreSchema(entities: [Entity("Word", attributes: [Attribute("text", .string)])])
+            let package = try makeTestPackage(in: dir, schema: schema)
+            let words = ["Été", "ÉTÉ", "ete", "e\u{301}te\u{301}", "Straße", "STRASSE", "strasse"]
+            for word in words { _ = try package.insert("Word", ["text": .string(word)]) }
+            try package.save()
+            func texts(_ condition: QueryExpression) throws -> [String] {
+                try package.fetch(RecordQuery("Word", where: condition)).compactMap {
+                    if case .string(let text)? = $0["text"] { text } else { nil }
+                }
+            }
+            #expect(
+                try texts(.property("text").equals("été", .caseInsensitive)) == [
+                    "Été", "ÉTÉ", "e\u{301}te\u{301}",
+                ])
+            #expect(
+                try texts(.property("text").equals("STRASSE", .caseInsensitive)) == [
+                    "Straße", "STRASSE", "strasse",
+                ])
+            // The needle as an operand (folded per row) and through `--where`'s [u].
+            #expect(
+                try texts(try QueryParser.parse("text equals[u] `text` and text begins-with[u] ÉT")) == [
+                    "Été", "ÉTÉ", "e\u{301}te\u{301}",
+                ])
+            #expect(try texts(.property("text").contains("TÉ", .caseInsensitive)).count == 3)
+            try package.close()
+        }
+    }
+
+    @Test func sortKeysWithAFoldingOrderByTheFoldedTextThenTheBytes() throws {
+        try withTestDirectory { dir throws in
+            let schema = StoreSchema(entities: [
+                Entity(
+                    "Word",
+                    attributes: [Attribute("text", .string, isOptional: true), Attribute("n", .integer)])
+            ])
+            let package = try makeTestPackage(in: dir, schema: schema)
+            let words: [String?] = ["banana", "Äpfel", nil, "apple", "Apple", "Banana", "apfel", ""]
+            for (index, word) in words.enumerated() {
+                _ = try package.insert(
+                    "Word", ["text": word.map(Value.string) ?? .null, "n": .integer(Int64(index))])
+            }
+            try package.save()
+            func texts(_ key: SortKey) throws -> [String?] {
+                try package.fetch(RecordQuery("Word", sort: [key])).map {
+                    if case .string(let text)? = $0["text"] { text } else { nil }
+                }
+            }
+            #expect(
+                try texts(SortKey("text", folding: .caseAndDiacriticInsensitive))
+                    == [nil, "", "apfel", "Äpfel", "Apple", "apple", "Banana", "banana"])
+            #expect(
+                try texts(SortKey("text", ascending: false, folding: .caseAndDiacriticInsensitive))
+                    == ["banana", "Banana", "apple", "Apple", "Äpfel", "apfel", "", nil])
+            #expect(
+                try texts(SortKey("text", folding: .caseInsensitive))
+                    == [nil, "", "apfel", "Apple", "apple", "Banana", "banana", "Äpfel"])
+            #expect(
+                try texts(SortKey("text")) == [
+                    nil, "", "Apple", "Banana", "apfel", "apple", "banana", "Äpfel",
+                ])
+            #expect(throws: DeckError.self) {
+                try package.fetch(RecordQuery("Word", sort: [SortKey("n", folding: .caseInsensitive)]))
+            }
+            try package.close()
+        }
+    }
 }

@@ -9,17 +9,27 @@ public struct SortKey: Sendable, Hashable {
     public var expression: QueryExpression
     /// Ascending (nulls first) or descending.
     public var ascending: Bool
+    /// How a text sorts: `.exact` by its UTF-8 bytes; with a folding, by its folded text (spec
+    /// 7.6) and then, among texts that fold alike, by their bytes — so `"Äpfel"` (`apfel`),
+    /// `"Apple"`, `"apple"`, `"banana"` under `.caseAndDiacriticInsensitive`. Only a text
+    /// expression sorts with a folding; `.asciiCaseInsensitive` folds ASCII letters only.
+    public var folding: QueryExpression.TextComparison
 
     /// Sorts by a property path: `"front"`, `"deck.title"`, `"_id"`.
-    public init(_ key: String, ascending: Bool = true) {
+    public init(_ key: String, ascending: Bool = true, folding: QueryExpression.TextComparison = .exact) {
         self.expression = .property(key)
         self.ascending = ascending
+        self.folding = folding
     }
 
     /// Sorts by an expression: `SortKey(.property("tags").count, ascending: false)`.
-    public init(_ expression: QueryExpression, ascending: Bool = true) {
+    public init(
+        _ expression: QueryExpression, ascending: Bool = true,
+        folding: QueryExpression.TextComparison = .exact
+    ) {
         self.expression = expression
         self.ascending = ascending
+        self.folding = folding
     }
 }
 

@@ -333,10 +333,11 @@ extension QueryCompiler {
         let text = "\(lhs) \(op.rawValue) \(rhs)"
         let haystack = try textOperand(try operand(lhs, scope: scope, level: level + 1), test: op, text: text)
         var needle = try operand(rhs, scope: scope, level: level + 1)
-        if folding == .caseAndDiacriticInsensitive, case .literal(.string(let value)) = needle.kind {
+        let mode = TextFolding.Mode(folding)
+        if mode != .exact, case .literal(.string(let value)) = needle.kind {
             // The needle is folded once, here, rather than once per row.
             let code = Int64(QueryFunctions.code(op, folding, needleFolded: true))
-            let folded = TextFolding.fold(value, .unicode)
+            let folded = TextFolding.fold(value, mode)
             return Compiled(
                 sql: "deck_match(\(haystack.sql), \(placeholder), \(code))",
                 arguments: haystack.arguments + [.text(folded)], joins: haystack.joins)
@@ -344,7 +345,7 @@ extension QueryCompiler {
         needle = try textOperand(needle, test: op, text: text)
         let joins = haystack.joins.union(needle.joins)
         switch folding {
-        case .caseAndDiacriticInsensitive:
+        case .caseAndDiacriticInsensitive, .caseInsensitive:
             let code = QueryFunctions.code(op, folding, needleFolded: false)
             return Compiled(
                 sql: "deck_match(\(haystack.sql), \(needle.sql), \(code))",
@@ -765,14 +766,30 @@ extension QueryCompiler {
         }
     }
 
-    /// A sort key's operand: any value but a to-many relationship.
-    mutating func sortOperand(_ expression: QueryExpression) throws(DeckError) -> Compiled {
+    /// A sort key's operand: any value but a to-many relationship; with a folding, a text, which
+    /// sorts by its folding first and then by its bytes (two keys).
+    mutating func sortOperand(_ expression: QueryExpression, folding: QueryExpression.TextComparison = .exact)
+        throws(DeckError) -> [Compiled]
+    {
         let value = try natural(try operand(expression, scope: root, level: 0))
         if case .toMany = value.kind {
             throw DeckError.invalidQuery(
                 "cannot sort by to-many relationship '\(Self.abbreviated(value.text))'; sort by its count")
         }
-        return Compiled(sql: value.sql, arguments: value.arguments, joins: value.joins)
+        let plain = Compiled(sql: value.sql, arguments: value.arguments, joins: value.joins)
+        guard folding != .exact else { return [plain] }
+        switch value.kind {
+        case .typed(let type) where Self.isText(type): break
+        case .null: return [plain]
+        default:
+            throw DeckError.invalidQuery(
+                "'\(Self.abbreviated(value.text))' is \(Self.describe(value.kind)), not text, so it cannot sort "
+                    + "with a text folding")
+        }
+        let folded =
+            folding == .asciiCaseInsensitive
+            ? "lower(\(value.sql))" : "deck_fold(\(value.sql), \(TextFolding.Mode(folding).rawValue))"
+        return [Compiled(sql: folded, arguments: value.arguments, joins: value.joins), plain]
     }
 }
 

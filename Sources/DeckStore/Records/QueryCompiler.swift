@@ -123,10 +123,11 @@ struct QueryCompiler {
         }
         var order: [String] = []
         for key in query.sort {
-            let operand = try sortOperand(key.expression)
-            used.formUnion(operand.joins)
-            arguments += operand.arguments
-            order.append("\(operand.sql) \(key.ascending ? "ASC" : "DESC")")
+            for operand in try sortOperand(key.expression, folding: key.folding) {
+                used.formUnion(operand.joins)
+                arguments += operand.arguments
+                order.append("\(operand.sql) \(key.ascending ? "ASC" : "DESC")")
+            }
         }
         order.append("r._pk ASC")
         var sql = ""

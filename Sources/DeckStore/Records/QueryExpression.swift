@@ -73,6 +73,10 @@ public indirect enum QueryExpression: Sendable, Hashable {
         /// removed, canonical composition. `É` matches `e`, `ß` matches `ss`, and the Turkish `ı`
         /// and `İ` match `i`. It is deterministic and independent of any locale.
         case caseAndDiacriticInsensitive
+        /// Unicode-aware case only (`--where`'s `[u]`): the folding of
+        /// ``caseAndDiacriticInsensitive`` without removing the diacritical marks, so `É` matches
+        /// `é` and `ß` matches `SS`, but `é` does not match `e`.
+        case caseInsensitive
     }
 
     /// A name for the element a quantifier (``any(_:element:where:)``, ``all(_:element:where:)``)
@@ -422,6 +426,7 @@ extension QueryExpression: CustomStringConvertible {
                 case .exact: ""
                 case .asciiCaseInsensitive: "[c]"
                 case .caseAndDiacriticInsensitive: "[cd]"
+                case .caseInsensitive: "[u]"
                 }
             return r(a) + " " + op.rawValue + suffix + " " + r(b)
         case .oneOf(let a, let list):

@@ -4,7 +4,8 @@
 ///     front = hola                             a property and a value (a bare word is text)
 ///     reps + 1 > `lapses` * 2                  arithmetic; on the right, a property in backticks
 ///     (ease ?? 2.5) < 2 and not suspended = true
-///     deck.title begins-with[c] span           [c] ASCII case, [cd] Unicode case and diacritics
+///     deck.title begins-with[c] span           [c] ASCII case, [cd] Unicode case and diacritics,
+///                                              [u] Unicode case
 ///     front contains[cd] "É"  ·  back equals[cd] strasse
 ///     kind in (verb, noun) · kind not in (verb) · note is null · note is not null
 ///     tags.any(name = verbs) · cards.all(reps > 3) · cards.count >= 2 · coalesce(a, b, 0) > 1
@@ -342,16 +343,21 @@ private struct ExpressionParser {
             var close = index + 1
             while let next = character(at: close), next != "]", close - index < 4 { close += 1 }
             let option = source(index + 1, close).lowercased()
-            guard character(at: close) == "]", option == "c" || option == "cd" else {
+            guard character(at: close) == "]", option == "c" || option == "cd" || option == "u" else {
                 throw failure(
                     "unknown option after '\(Self.abbreviated(name))'; '[c]' ignores ASCII case, '[cd]' "
-                        + "case and diacritics (Unicode)", at: index)
+                        + "case and diacritics (Unicode), '[u]' case (Unicode)", at: index)
             }
             guard test != nil else {
                 throw failure(
                     "'[\(option)]' applies only to contains, begins-with, ends-with and equals", at: index)
             }
-            folding = option == "c" ? .asciiCaseInsensitive : .caseAndDiacriticInsensitive
+            folding =
+                switch option {
+                case "c": .asciiCaseInsensitive
+                case "u": .caseInsensitive
+                default: .caseAndDiacriticInsensitive
+                }
             index = close + 1
         }
         if let test {

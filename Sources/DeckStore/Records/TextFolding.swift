@@ -23,11 +23,26 @@ import Foundation
 ///
 /// Texts are then compared as UTF-8 bytes. Text made only of ASCII folds to its ASCII lowercase,
 /// which the fast path computes directly. A store's invalid UTF-8 is read with U+FFFD replacements.
-enum TextFolding {
-    /// The foldings `deck_match` knows, as its code numbers them.
-    enum Mode: Int32, CaseIterable {
+///
+/// The case-only folding of ``QueryExpression/TextComparison/caseInsensitive`` is the same rule
+/// without the removal of step 3 (the result of step 2 is put in NFC).
+package enum TextFolding {
+    /// The foldings `deck_match` and `deck_fold` know, as their codes number them.
+    package enum Mode: Int32, CaseIterable, Sendable {
         case exact = 0
+        /// Case and diacritics (steps 1 to 4).
         case unicode = 1
+        /// Case only (steps 1, 2 and 4).
+        case unicodeCase = 2
+
+        /// The folding a text comparison uses.
+        package init(_ comparison: QueryExpression.TextComparison) {
+            switch comparison {
+            case .exact, .asciiCaseInsensitive: self = .exact
+            case .caseAndDiacriticInsensitive: self = .unicode
+            case .caseInsensitive: self = .unicodeCase
+            }
+        }
     }
 
     /// `text` folded by `mode`.
@@ -35,22 +50,24 @@ enum TextFolding {
         switch mode {
         case .exact:
             return Array(text)
-        case .unicode:
+        case .unicode, .unicodeCase:
             if text.allSatisfy({ $0 < 0x80 }) {
                 // ASCII has no diacritics, and its case maps within ASCII.
                 return text.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }
             }
-            return Array(foldUnicode(String(decoding: text, as: UTF8.self)).utf8)
+            return Array(
+                foldUnicode(String(decoding: text, as: UTF8.self), removingDiacritics: mode == .unicode).utf8)
         }
     }
 
-    static func fold(_ text: String, _ mode: Mode) -> String {
+    /// `text` folded by `mode` (what a query compares).
+    package static func fold(_ text: String, _ mode: Mode) -> String {
         var text = text
         return text.withUTF8 { String(decoding: fold($0, mode), as: UTF8.self) }
     }
 
-    /// Steps 1 to 4 of the rule.
-    private static func foldUnicode(_ text: String) -> String {
+    /// Steps 1 to 4 of the rule (without the removal of step 3 unless `removingDiacritics`).
+    private static func foldUnicode(_ text: String, removingDiacritics: Bool) -> String {
         var mapped = String.UnicodeScalarView()
         for scalar in text.decomposedStringWithCanonicalMapping.unicodeScalars {
             if scalar.isASCII {
@@ -66,7 +83,7 @@ enum TextFolding {
         }
         var stripped = String.UnicodeScalarView()
         for scalar in String(mapped).decomposedStringWithCanonicalMapping.unicodeScalars
-        where !isDiacritic(scalar) {
+        where !removingDiacritics || !isDiacritic(scalar) {
             stripped.append(scalar)
         }
         return String(stripped).precomposedStringWithCanonicalMapping
@@ -111,7 +128,7 @@ enum TextFolding {
     }
 
     /// The test on two texts as Swift holds them, folded by `mode` (what a query computes).
-    static func matches(
+    package static func matches(
         _ test: QueryExpression.TextOperator, _ mode: Mode, _ haystack: String, _ needle: String
     ) -> Bool {
         let foldedHaystack = Array(fold(haystack, mode).utf8)

@@ -1,8 +1,8 @@
 import CSQLite
 import Foundation
 
-/// The application-defined SQL function that compiled queries call, registered on every
-/// connection the store opens (``Database`` registers it as it opens one; see
+/// The application-defined SQL functions that compiled queries call, registered on every
+/// connection the store opens (``Database`` registers them as it opens one; see
 /// <https://sqlite.org/c3ref/create_function.html>):
 ///
 /// `deck_match(text, needle, code)` is 1 when `text` passes a text test with `needle` under the
@@ -11,9 +11,12 @@ import Foundation
 /// (``TextFolding/Mode``), plus 64 when the needle is folded already (a query folds its values
 /// once, in Swift, rather than once per row).
 ///
-/// It is deterministic, so SQLite may compute it once for constant arguments, and direct-only: a
-/// store's own triggers, views and indexes cannot call it (spec 4.1 allows none that would), so
-/// what it computes never becomes part of a file.
+/// `deck_fold(text, mode)` is `text` folded by `mode` (``TextFolding/Mode``), null for null: sort
+/// keys with a folding order by it.
+///
+/// They are deterministic, so SQLite may compute them once for constant arguments, and direct-only:
+/// a store's own triggers, views and indexes cannot call them (spec 4.1 allows none that would), so
+/// what they compute never becomes part of a file.
 enum QueryFunctions {
     static let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY
 
@@ -23,13 +26,15 @@ enum QueryFunctions {
     static func code(
         _ test: QueryExpression.TextOperator, _ folding: QueryExpression.TextComparison, needleFolded: Bool
     ) -> Int32 {
-        let mode: TextFolding.Mode = folding == .caseAndDiacriticInsensitive ? .unicode : .exact
+        let mode = TextFolding.Mode(folding)
         return Int32(tests.firstIndex(of: test) ?? 0) + 8 * mode.rawValue + (needleFolded ? 64 : 0)
     }
 
-    /// Registers the function on a connection.
+    /// Registers the functions on a connection.
     static func register(on handle: OpaquePointer) -> Int32 {
-        sqlite3_create_function_v2(handle, "deck_match", 3, flags, nil, match, nil, nil, nil)
+        let result = sqlite3_create_function_v2(handle, "deck_match", 3, flags, nil, match, nil, nil, nil)
+        guard result == SQLITE_OK else { return result }
+        return sqlite3_create_function_v2(handle, "deck_fold", 2, flags, nil, fold, nil, nil, nil)
     }
 
     /// The bytes of a text argument (valid until the next conversion of the same argument).
@@ -58,5 +63,27 @@ enum QueryFunctions {
                 foldedNeedle.withUnsafeBufferPointer { n in TextFolding.matches(test, h, n) }
             }
             sqlite3_result_int(context, result ? 1 : 0)
+        }
+
+    private static let fold:
+        @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+            context, count, arguments in
+            guard count == 2, let arguments else { return sqlite3_result_null(context) }
+            guard let mode = TextFolding.Mode(rawValue: sqlite3_value_int(arguments[1])) else {
+                return sqlite3_result_error(context, "deck_fold: invalid mode", -1)
+            }
+            guard let text = text(arguments[0]) else { return sqlite3_result_null(context) }
+            let folded = TextFolding.fold(text, mode)
+            folded.withUnsafeBufferPointer { bytes in
+                // A zero-length text still needs a pointer: nil would be null.
+                let empty: [CChar] = [0]
+                empty.withUnsafeBufferPointer { fallback in
+                    let pointer = bytes.baseAddress.map {
+                        UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)
+                    }
+                    sqlite3_result_text(
+                        context, pointer ?? fallback.baseAddress, Int32(bytes.count), deck_sqlite_transient())
+                }
+            }
         }
 }
