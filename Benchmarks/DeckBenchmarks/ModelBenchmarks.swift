@@ -134,14 +134,16 @@ func runModelBenchmarks() throws {
                     Attribute("reviews", .integer),
                 ])
         ])
-        let store = try PackageStore.create(at: URL(fileURLWithPath: path), contentType: "org.deck.bench", schema: schema)
+        let store = try PackageStore.create(
+            at: URL(fileURLWithPath: path), contentType: "org.deck.bench", schema: schema)
         try store.write { transaction in
             for i in 0..<rows {
                 try transaction.insert(
                     "Card",
                     [
                         "front": .string("front \(i)"), "back": .string("back \(i)"),
-                        "creationDate": .date(base.addingTimeInterval(Double(i))), "reviews": .integer(Int64(i % 7)),
+                        "creationDate": .date(base.addingTimeInterval(Double(i))),
+                        "reviews": .integer(Int64(i % 7)),
                     ])
             }
         }

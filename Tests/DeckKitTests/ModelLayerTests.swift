@@ -168,6 +168,74 @@ struct ModelLayerTests {
         #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
     }
 
+    @Test("#Predicate and SortDescriptor run in the store, unsaved changes included")
+    func predicates() throws {
+        let container = try ModelContainer(
+            for: Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let spanish = Deck(title: "Spanish")
+        let french = Deck(title: "French")
+        for (index, front) in ["hola", "adiós", "Hola amigo", "bonjour"].enumerated() {
+            let card = Card(front: front, created: Date(timeIntervalSince1970: Double(index) * 100))
+            card.reviews = index
+            card.deck = front == "bonjour" ? french : spanish
+        }
+        context.insert(spanish)
+        context.insert(french)
+        try context.save()
+        let recent = try context.fetch(
+            FetchDescriptor<Card>(
+                predicate: #Predicate { $0.front.contains("hola") || $0.reviews > 2 },
+                sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
+        #expect(recent.map(\.front) == ["bonjour", "hola"])
+        let folded = try context.fetch(
+            FetchDescriptor<Card>(
+                predicate: #Predicate { $0.front.localizedStandardContains("HOLA") },
+                sortBy: [SortDescriptor(\.front)]))
+        #expect(folded.map(\.front) == ["hola", "Hola amigo"])
+        let inSpanish = try context.fetch(
+            FetchDescriptor<Card>(
+                predicate: #Predicate { $0.deck?.title == "Spanish" }, sortBy: [SortDescriptor(\.reviews)]))
+        #expect(inSpanish.map(\.front) == ["hola", "adiós", "Hola amigo"])
+        // Sorting through a to-one relationship.
+        let byDeck = try context.fetch(
+            FetchDescriptor<Card>(sortBy: [
+                SortDescriptor(\.deck?.title), SortDescriptor(\.reviews, order: .reverse),
+            ]))
+        #expect(byDeck.map(\.front) == ["bonjour", "Hola amigo", "adiós", "hola"])
+        // A captured identifier stands for its record.
+        let frenchID = french.persistentModelID
+        #expect(
+            try context.fetchCount(
+                FetchDescriptor<Card>(predicate: #Predicate { $0.deck?.persistentModelID == frenchID }))
+                == 1)
+        // An unsaved card that matches is fetched; a deleted one is not; limit and offset apply.
+        let unsaved = Card(front: "hola otra vez")
+        context.insert(unsaved)
+        context.delete(recent[1])
+        var descriptor = FetchDescriptor<Card>(
+            predicate: #Predicate { $0.front.localizedStandardContains("hola") },
+            sortBy: [SortDescriptor(\.front)])
+        #expect(try context.fetch(descriptor).map(\.front) == ["Hola amigo", "hola otra vez"])
+        descriptor.fetchOffset = 1
+        descriptor.fetchLimit = 1
+        #expect(try context.fetch(descriptor) == [unsaved])
+        // A predicate the store cannot run is an error naming the part.
+        #expect {
+            try context.fetch(FetchDescriptor<Card>(predicate: #Predicate { $0.reviews % 2 == 0 }))
+        } throws: { error in
+            guard case .invalidQuery(let message) = error as? DeckError else { return false }
+            return message.contains("%")
+        }
+        // delete(model:where:) saves, then deletes in one statement.
+        try context.delete(model: Card.self, where: #Predicate { $0.reviews < 2 })
+        #expect(!context.hasChanges)
+        #expect(
+            try ModelContext(container).fetch(FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front)])).map(
+                \.front)
+                == ["bonjour", "Hola amigo"])
+    }
+
     @Test("A persistent identifier reaches the same record from another context")
     func identifiers() throws {
         let container = try ModelContainer(

@@ -162,11 +162,13 @@ extension Decimal: BasicStoreValue {
 protocol OptionalType {
     static var wrappedType: Any.Type { get }
     var isNone: Bool { get }
+    var wrappedValue: Any? { get }
 }
 
 extension Optional: OptionalType {
     static var wrappedType: Any.Type { Wrapped.self }
     var isNone: Bool { self == nil }
+    var wrappedValue: Any? { self.map { $0 } }
 }
 
 /// How values of one Swift type `V` become store values and back: found once per property (the
@@ -185,7 +187,9 @@ struct Codec<V> {
     /// The cell for `value`.
     func encode(_ value: V) throws(DeckError) -> Value {
         var copy = value
-        return try withUnsafePointer(to: &copy) { pointer throws(DeckError) in try write(UnsafeRawPointer(pointer)) }
+        return try withUnsafePointer(to: &copy) { pointer throws(DeckError) in
+            try write(UnsafeRawPointer(pointer))
+        }
     }
 
     /// The codec for `V`, or nil when Deck cannot store it: the store's own types (and the other
@@ -199,7 +203,8 @@ struct Codec<V> {
         if let optional = V.self as? any OptionalType.Type {
             if let basic = optional.wrappedType as? any BasicStoreValue.Type {
                 return Codec(
-                    type: basic.attributeType, isOptional: true, write: basic.writeOptional, read: basic.readOptional)
+                    type: basic.attributeType, isOptional: true, write: basic.writeOptional,
+                    read: basic.readOptional)
             }
             return wrapping(optional.wrappedType)
         }
@@ -211,7 +216,8 @@ struct Codec<V> {
         guard let (storeType, encode, decode) = conversions(type) else { return nil }
         return Codec(
             type: storeType, isOptional: false,
-            write: { pointer throws(DeckError) in try encode(pointer.assumingMemoryBound(to: V.self).pointee) },
+            write: { pointer throws(DeckError) in try encode(pointer.assumingMemoryBound(to: V.self).pointee)
+            },
             read: { cell, pointer in
                 guard let value = decode(cell) else { return false }
                 pointer.assumingMemoryBound(to: V.self).pointee = value

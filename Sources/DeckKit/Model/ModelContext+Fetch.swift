@@ -8,9 +8,10 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        let query = try recordQuery(for: descriptor)
-        return try withRecords(query, includingChanges: descriptor.includePendingChanges) {
-            records, temporary throws(DeckError) in
+        try withRecords(
+            includingChanges: descriptor.includePendingChanges,
+            query: queryBuilder(for: descriptor)
+        ) { records, temporary throws(DeckError) in
             var models: [T] = []
             models.reserveCapacity(records.count)
             for record in records {
@@ -23,12 +24,17 @@ extension ModelContext {
 
     /// How many models `descriptor` selects (its limit and offset apply).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> Int {
-        var query = try recordQuery(for: descriptor)
-        query.sort = []
-        if descriptor.includePendingChanges && hasChanges {
-            return try withRecords(query, includingChanges: true) { records, _ in records.count }
+        func query(_ rowID: @escaping (AnyObject) -> Int64?, _ reader: StoreReader?) throws(DeckError)
+            -> RecordQuery
+        {
+            var query = try recordQuery(for: descriptor, rowID: rowID, reader: reader)
+            query.sort = []
+            return query
         }
-        let counted = query
+        if descriptor.includePendingChanges && hasChanges {
+            return try withRecords(includingChanges: true, query: query) { records, _ in records.count }
+        }
+        let counted = try query({ ModelBacking.of($0).rowID }, nil)
         do {
             return try store.read { try $0.count(counted) }
         } catch {
@@ -40,9 +46,10 @@ extension ModelContext {
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
         -> [PersistentIdentifier]
     {
-        let query = try recordQuery(for: descriptor)
-        return try withRecords(query, includingChanges: descriptor.includePendingChanges) {
-            records, temporary in
+        try withRecords(
+            includingChanges: descriptor.includePendingChanges,
+            query: queryBuilder(for: descriptor)
+        ) { records, temporary in
             records.compactMap { record in
                 if let object = temporary[record.id] { return ModelBacking.of(object).identifier }
                 return record.globalID.map { PersistentIdentifier(entityName: record.entity, id: $0) }
@@ -135,18 +142,33 @@ extension ModelContext {
 
     // MARK: Queries
 
-    /// The store query of `descriptor`.
-    func recordQuery<T: PersistentModel>(for descriptor: FetchDescriptor<T>) throws(DeckError) -> RecordQuery
-    {
+    typealias QueryBuilder = (@escaping (AnyObject) -> Int64?, StoreReader?) throws(DeckError) -> RecordQuery
+
+    /// Builds the store query of `descriptor` (see ``recordQuery(for:rowID:reader:)``).
+    func queryBuilder<T: PersistentModel>(for descriptor: FetchDescriptor<T>) -> QueryBuilder {
+        { rowID, reader throws(DeckError) in
+            try self.recordQuery(for: descriptor, rowID: rowID, reader: reader)
+        }
+    }
+
+    /// The store query of `descriptor`. `rowID` gives the record id of a model a predicate
+    /// captures (by default its saved one); `reader` is where the record ids of captured
+    /// identifiers are looked up (by default a new read).
+    func recordQuery<T: PersistentModel>(
+        for descriptor: FetchDescriptor<T>,
+        rowID: @escaping (AnyObject) -> Int64? = { ModelBacking.of($0).rowID },
+        reader: StoreReader? = nil
+    ) throws(DeckError) -> RecordQuery {
         let metadata = ModelMetadata.of(T.self)
         guard schema.metadata(named: metadata.entityName) === metadata else {
             throw DeckError.unknownEntity(metadata.entityName, known: schema.metadata.keys.sorted())
         }
+        let resolver = ModelPredicateResolver(context: self, rowID: rowID, reader: reader)
         var condition: QueryExpression?
         if let predicate = descriptor.predicate {
-            condition = try PredicateTranslation.condition(predicate, metadata: metadata)
+            condition = try PredicateCompiler.compile(predicate, resolver: resolver)
         }
-        let sort = try PredicateTranslation.sortKeys(descriptor.sortBy, metadata: metadata)
+        let sort = try PredicateCompiler.sortKeys(descriptor.sortBy, resolver: resolver)
         if let limit = descriptor.fetchLimit, limit < 0 {
             throw DeckError.misuse("fetchLimit must not be negative")
         }
@@ -158,17 +180,22 @@ extension ModelContext {
             offset: descriptor.fetchOffset ?? 0)
     }
 
-    /// Runs `query` and gives `body` its records — with the unsaved changes applied, in a
-    /// transaction then rolled back, when `includingChanges` and there are any — and the models
-    /// that unsaved records stand for, by their record id in that transaction.
+    /// Runs the query `makeQuery` builds and gives `body` its records — with the unsaved changes
+    /// applied, in a transaction then rolled back, when `includingChanges` and there are any — and
+    /// the models that unsaved records stand for, by their record id in that transaction.
+    /// `makeQuery` gets the record id of a model (an unsaved one's in that transaction) and the
+    /// reader the query runs on.
     func withRecords<R>(
-        _ query: RecordQuery, includingChanges: Bool,
+        includingChanges: Bool,
+        query makeQuery: QueryBuilder,
         _ body: ([Record], [Int64: AnyObject]) throws(DeckError) -> R
     ) throws(DeckError) -> R {
         if includingChanges && hasChanges {
             let transaction = try store.beginTransaction()
             defer { transaction.rollback() }
             let flushed = try flush(into: transaction)
+            let query = try makeQuery(
+                { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
             let records = try transaction.fetch(query)
             var temporary: [Int64: AnyObject] = [:]
             for object in insertedObjects {
@@ -177,6 +204,7 @@ extension ModelContext {
             }
             return try body(records, temporary)
         }
+        let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)
         let records: [Record]
         do {
             records = try store.read { try $0.fetch(query) }
@@ -187,27 +215,75 @@ extension ModelContext {
     }
 }
 
-/// Foundation's `Predicate` and `SortDescriptor` in the store's expression language.
-enum PredicateTranslation {
-    static func condition<T: PersistentModel>(_ predicate: Predicate<T>, metadata: ModelMetadata)
-        throws(DeckError)
-        -> QueryExpression
-    {
-        throw DeckError.invalidQuery("#Predicate is not supported yet")
+/// What the predicate compiler learns of the models: key paths by the model metadata, captured
+/// models and identifiers by their record ids (`rowID` gives an unsaved model's id in the
+/// transaction that holds it).
+struct ModelPredicateResolver: PredicateSchemaResolver {
+    let context: ModelContext
+    let rowID: (AnyObject) -> Int64?
+    let reader: StoreReader?
+
+    func property(_ keyPath: AnyKeyPath) -> ResolvedProperty? {
+        guard let path = path(keyPath), path.count == 1 else { return nil }
+        return path[0]
     }
 
-    static func sortKeys<T: PersistentModel>(_ descriptors: [SortDescriptor<T>], metadata: ModelMetadata)
-        throws(DeckError) -> [SortKey]
-    {
-        try descriptors.map { descriptor throws(DeckError) in
-            guard let keyPath = descriptor.keyPath else {
-                throw DeckError.invalidQuery("a SortDescriptor without a key path cannot run in the store")
+    func path(_ keyPath: AnyKeyPath) -> [ResolvedProperty]? {
+        guard let root = type(of: keyPath).rootType as? any PersistentModel.Type else { return nil }
+        if keyPath == Self.identifierKeyPath(root) { return [ResolvedProperty("_id", .toOne)] }
+        let accessors = ModelMetadata.of(root).resolve(keyPath)
+        guard !accessors.isEmpty,
+            type(of: keyPath).valueType == accessors.last?.valueType(optional: true)
+                || type(of: keyPath).valueType == accessors.last?.valueType(optional: false)
+        else { return nil }
+        return accessors.map { accessor in
+            if let attribute = accessor as? any AttributeDescribing, let type = attribute.attributeType {
+                return ResolvedProperty(accessor.name, .attribute(type))
             }
-            let path = metadata.resolve(keyPath)
-            guard !path.isEmpty else {
-                throw DeckError.invalidQuery("\(keyPath) is not a stored property of \(T.self)")
-            }
-            return SortKey(.path(.init(path.map(\.name))), ascending: descriptor.order == .forward)
+            let relationship = accessor as? any RelationshipDescribing
+            return ResolvedProperty(accessor.name, relationship?.isToMany == true ? .toMany : .toOne)
         }
+    }
+
+    /// `\Model.persistentModelID`, which stands for the record itself.
+    private static func identifierKeyPath(_ type: any PersistentModel.Type) -> AnyKeyPath {
+        func make<M: PersistentModel>(_: M.Type) -> AnyKeyPath { \M.persistentModelID }
+        return make(type)
+    }
+
+    func value(_ value: Any) throws(DeckError) -> Value {
+        if let optional = value as? any OptionalType, optional.isNone { return .null }
+        if let identifier = value as? PersistentIdentifier { return .reference(try recordID(of: identifier)) }
+        if let object = unwrapped(value) as? any PersistentModel {
+            guard let id = rowID(object) else {
+                throw DeckError.invalidQuery(
+                    "#Predicate: the captured \(type(of: object)) is neither saved nor inserted in this context"
+                )
+            }
+            return .reference(id)
+        }
+        guard let stored = storeValue(of: value) else {
+            throw DeckError.invalidQuery(
+                "#Predicate: a captured \(type(of: value)) is not a value the store holds")
+        }
+        return stored
+    }
+
+    /// The record id of `identifier` (one no record has matches nothing: record ids are positive).
+    private func recordID(of identifier: PersistentIdentifier) throws(DeckError) -> Int64 {
+        if let model = context.registeredModel(identifier), let id = rowID(model) { return id }
+        guard let metadata = context.schema.metadata(named: identifier.entityName) else { return -1 }
+        do {
+            if let reader { return try reader.recordID(metadata.entityName, globalID: identifier.id) ?? -1 }
+            return try context.store.read { try $0.recordID(metadata.entityName, globalID: identifier.id) }
+                ?? -1
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
+    private func unwrapped(_ value: Any) -> Any {
+        guard let optional = value as? any OptionalType else { return value }
+        return optional.wrappedValue ?? value
     }
 }

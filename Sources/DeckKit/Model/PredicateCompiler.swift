@@ -8,6 +8,13 @@ package protocol PredicateSchemaResolver {
     /// The store value for a Swift value captured in a predicate (a `String`, `Int`, `Date`,
     /// enum, model object, `PersistentIdentifier`, optional ...), or a DeckError saying why not.
     func value(_ value: Any) throws(DeckError) -> Value
+    /// The properties a key path reads, in order (`\Card.deck?.title`: `deck`, then `title`), or
+    /// nil when it reads something else; by default the one property ``property(_:)`` finds.
+    func path(_ keyPath: AnyKeyPath) -> [ResolvedProperty]?
+}
+
+extension PredicateSchemaResolver {
+    package func path(_ keyPath: AnyKeyPath) -> [ResolvedProperty]? { property(keyPath).map { [$0] } }
 }
 
 /// A persistent property as the predicate compiler sees it.
@@ -61,8 +68,8 @@ package enum PredicateCompiler {
 
     /// The sort keys `descriptors` stand for, in order.
     ///
-    /// Each descriptor's key path must name one persistent attribute of `Model` (a one-step key
-    /// path). Texts sort as SwiftData's default `.localizedStandard` comparator is approximated
+    /// Each descriptor's key path must name a persistent attribute of `Model`, directly or through
+    /// to-one relationships (`\Card.deck?.title`). Texts sort as SwiftData's default `.localizedStandard` comparator is approximated
     /// here: by their case- and diacritic-insensitive folding (spec 7.6), then by their bytes —
     /// deterministic and the same in every locale, where Apple's order follows the user's locale
     /// and compares digit runs as numbers. A descriptor made with `comparator: .lexical` sorts by
@@ -76,12 +83,16 @@ package enum PredicateCompiler {
                 throw DeckError.invalidQuery(
                     "SortDescriptor: only a descriptor made from a key path can sort a fetch")
             }
-            guard let property = resolver.property(keyPath) else {
+            guard let path = resolver.path(keyPath), let property = path.last,
+                path.dropLast().allSatisfy({ $0.kind == .toOne })
+            else {
                 throw DeckError.invalidQuery(
-                    "SortDescriptor: '\(keyPath)' is not a persistent property of \(Model.self) (sort by one stored "
-                        + "attribute: a computed, transient or multi-step key path does not translate)")
+                    "SortDescriptor: '\(keyPath)' is not a persistent property of \(Model.self) (sort by a stored "
+                        + "attribute, directly or through to-one relationships; a computed or transient one does not "
+                        + "translate)")
             }
             let ascending = descriptor.order == .forward
+            let names = path.map(\.name)
             switch property.kind {
             case .attribute(let type):
                 var folding = QueryExpression.TextComparison.exact
@@ -91,7 +102,7 @@ package enum PredicateCompiler {
                 if type == .string, comparator != .lexical {
                     folding = .caseAndDiacriticInsensitive
                 }
-                keys.append(SortKey(.property(property.name), ascending: ascending, folding: folding))
+                keys.append(SortKey(.path(.init(names)), ascending: ascending, folding: folding))
             case .toOne, .toMany:
                 throw DeckError.invalidQuery(
                     "SortDescriptor: '\(property.name)' is a relationship; sort by an attribute")

@@ -69,6 +69,9 @@ class PropertyAccessor: @unchecked Sendable {
         hasNotifier.store(true, ordering: .releasing)
     }
 
+    /// The property's Swift type, or (`optional`) that type made optional.
+    func valueType(optional: Bool) -> Any.Type? { nil }
+
     /// A description of the property's Swift type, for messages.
     var typeDescription: String { "" }
 }
@@ -91,6 +94,8 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
 
     override var typeDescription: String { String(describing: V.self) }
+
+    override func valueType(optional: Bool) -> Any.Type? { optional ? V?.self : V.self }
 
     @inline(__always)
     private func valuePointer(in object: AnyObject) -> UnsafeMutablePointer<V> {
@@ -144,6 +149,8 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
 
     override var typeDescription: String { String(describing: V.self) }
+
+    override func valueType(optional: Bool) -> Any.Type? { optional ? V?.self : V.self }
 
     func targets(in object: AnyObject) -> [AnyObject] {
         kind.models(field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee)
