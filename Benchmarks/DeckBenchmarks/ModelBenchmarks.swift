@@ -121,6 +121,23 @@ func runModelBenchmarks() throws {
                 for card in cards { checksum &+= card.front.utf8.count &+ card.reviews }
             })
         precondition(checksum != 0)
+        if selected("typed fetch parts") {
+            let query = RecordQuery("Card", sort: [SortKey("creationDate", ascending: false)])
+            for _ in 0..<3 {
+                let t0 = now()
+                let records = try container.store.read { try $0.fetch(query) }
+                let t1 = now()
+                var rows = 0
+                try container.store.read { reader in try reader.forEachRow(query) { _ in rows += 1 } }
+                let t2 = now()
+                let context = ModelContext(container)
+                let cards = try context.fetch(FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
+                let t3 = now()
+                print(
+                    "  parts: records \(String(format: "%.3f", t1 - t0)) s, rows \(String(format: "%.3f", t2 - t1)) s, "
+                        + "models \(String(format: "%.3f", t3 - t2)) s (\(records.count), \(rows), \(cards.count))")
+            }
+        }
     }
 
     if selected("typed enumerate") {

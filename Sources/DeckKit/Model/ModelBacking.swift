@@ -26,15 +26,19 @@ final class ModelBacking: PropertyOwner {
     }
 
     let metadata: ModelMetadata
-    private(set) weak var object: AnyObject?
+    /// The instance: its wrappers hold the backing, so the backing never outlives it.
+    unowned let object: AnyObject
+    /// The instance's identity, which can be compared while the instance is being destroyed.
+    let objectID: ObjectIdentifier
     private(set) var identifier: PersistentIdentifier
     weak var context: ModelContext?
     var status: Status = .detached
     /// The record's id, once it is in the store.
     var rowID: Int64?
-    /// Which properties have changed since the last save (by index).
-    private(set) var changed: [Bool]
-    private(set) var changedCount = 0
+    /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
+    private var changedMask: UInt64 = 0
+    private var changedBeyondMask: Set<Int> = []
+    var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
     /// The properties not loaded yet, by index (empty when all are).
     private(set) var pending: [Pending?] = []
     let registrar = ObservationRegistrar()
@@ -42,9 +46,14 @@ final class ModelBacking: PropertyOwner {
     private init(metadata: ModelMetadata, object: AnyObject, globalID: UUID) {
         self.metadata = metadata
         self.object = object
+        self.objectID = ObjectIdentifier(object)
         self.identifier = PersistentIdentifier(entityName: metadata.entityName, id: globalID)
-        self.changed = Array(repeating: false, count: metadata.properties.count)
         super.init(isMarker: false)
+    }
+
+    deinit {
+        // The instance is going away: its context forgets the record's instance.
+        if let rowID, let context { context.unregister(metadata.rootKey, rowID, self) }
     }
 
     /// The backing of `object`, made (with a new global id) on first use.
@@ -100,7 +109,7 @@ final class ModelBacking: PropertyOwner {
     func load(_ index: Int) {
         guard let kind = pending[index] else { return }
         pending[index] = nil
-        guard let object, let context else { return }
+        guard let context else { return }
         context.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
 
@@ -125,26 +134,26 @@ final class ModelBacking: PropertyOwner {
     }
 
     func markChanged(_ index: Int) {
-        if !changed[index] {
-            changed[index] = true
-            changedCount += 1
+        if index < 64 {
+            changedMask |= 1 << UInt64(index)
+        } else {
+            changedBeyondMask.insert(index)
         }
         if status == .persisted, let context { context.noteChanged(self) }
     }
 
     func clearChanges() {
-        if changedCount > 0 {
-            changed = Array(repeating: false, count: changed.count)
-            changedCount = 0
-        }
+        changedMask = 0
+        if !changedBeyondMask.isEmpty { changedBeyondMask = [] }
     }
 
-    func isChanged(_ index: Int) -> Bool { changed[index] }
+    func isChanged(_ index: Int) -> Bool {
+        index < 64 ? changedMask & (1 << UInt64(index)) != 0 : changedBeyondMask.contains(index)
+    }
 
     /// Keeps the other side of relationship `index` in step after it changed from `old` to `new`,
     /// and inserts new targets into this model's context.
     func relationshipChanged(_ index: Int, from old: [AnyObject], to new: [AnyObject]) {
-        guard let object else { return }
         let removed = old.filter { target in !new.contains { $0 === target } }
         let added = new.filter { target in !old.contains { $0 === target } }
         // Relating models joins them in a context: this model's, or a new target's.
@@ -206,7 +215,7 @@ extension ModelBacking {
     /// Runs `change` (a change Deck makes to property `accessor`, not the user) and records it,
     /// telling Observation's observers of the property.
     func notifyingChange(of accessor: PropertyAccessor, _ change: () -> Void) {
-        if let object, let notify = accessor.observationNotifier {
+        if let notify = accessor.observationNotifier {
             notify(object, registrar, change)
         } else {
             change()

@@ -11,11 +11,11 @@ extension ModelContext {
         try withRecords(
             includingChanges: descriptor.includePendingChanges,
             query: queryBuilder(for: descriptor)
-        ) { records, temporary throws(DeckError) in
+        ) { rows, temporary throws(DeckError) in
             var models: [T] = []
-            models.reserveCapacity(records.count)
-            for record in records {
-                guard let model = try instance(for: record, temporary: temporary) as? T else { continue }
+            models.reserveCapacity(rows.count)
+            for row in rows {
+                guard let model = try instance(for: row, temporary: temporary) as? T else { continue }
                 models.append(model)
             }
             return models
@@ -49,10 +49,10 @@ extension ModelContext {
         try withRecords(
             includingChanges: descriptor.includePendingChanges,
             query: queryBuilder(for: descriptor)
-        ) { records, temporary in
-            records.compactMap { record in
-                if let object = temporary[record.id] { return ModelBacking.of(object).identifier }
-                return record.globalID.map { PersistentIdentifier(entityName: record.entity, id: $0) }
+        ) { rows, temporary in
+            rows.compactMap { row in
+                if let object = temporary[row.id] { return ModelBacking.of(object).identifier }
+                return row.globalID.map { PersistentIdentifier(entityName: row.entity, id: $0) }
             }
         }
     }
@@ -91,18 +91,18 @@ extension ModelContext {
         guard let metadata = schema.metadata(named: identifier.entityName) else {
             throw DeckError.unknownEntity(identifier.entityName, known: schema.metadata.keys.sorted())
         }
-        let record: Record?
+        let row: StoreRow?
         do {
-            record = try store.read { reader -> Record? in
+            row = try store.read { reader -> StoreRow? in
                 guard let id = try reader.recordID(metadata.entityName, globalID: identifier.id) else {
                     return nil
                 }
-                return try reader.record(metadata.entityName, id: id)
+                return try rows(recordQuery(metadata.entityName, id: id), in: reader).first
             }
         } catch {
             throw DeckError.wrap(error)
         }
-        guard let record, let model = try instance(for: record) as? any PersistentModel else {
+        guard let row, let model = try instance(for: row) as? any PersistentModel else {
             throw DeckError.recordNotFound(entity: identifier.entityName, id: -1)
         }
         return model
@@ -188,7 +188,7 @@ extension ModelContext {
     func withRecords<R>(
         includingChanges: Bool,
         query makeQuery: QueryBuilder,
-        _ body: ([Record], [Int64: AnyObject]) throws(DeckError) -> R
+        _ body: ([StoreRow], [Int64: AnyObject]) throws(DeckError) -> R
     ) throws(DeckError) -> R {
         if includingChanges && hasChanges {
             let transaction = try store.beginTransaction()
@@ -196,7 +196,7 @@ extension ModelContext {
             let flushed = try flush(into: transaction)
             let query = try makeQuery(
                 { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
-            let records = try transaction.fetch(query)
+            let records = try rows(query, in: transaction)
             var temporary: [Int64: AnyObject] = [:]
             for object in insertedObjects {
                 guard let id = flushed.rowIDs[ObjectIdentifier(object)] else { continue }
@@ -205,13 +205,7 @@ extension ModelContext {
             return try body(records, temporary)
         }
         let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)
-        let records: [Record]
-        do {
-            records = try store.read { try $0.fetch(query) }
-        } catch {
-            throw DeckError.wrap(error)
-        }
-        return try body(records, [:])
+        return try body(try rows(query), [:])
     }
 }
 

@@ -19,9 +19,11 @@ public final class ModelContext {
     /// ``processPendingChanges()`` runs (call it where SwiftData would autosave).
     public var autosaveEnabled = false
 
-    /// One weak entry per record that has an instance here (uniquing).
+    /// One entry per record that has an instance here (uniquing), not retaining it.
     private var registry: [RowKey: WeakModel] = [:]
-    private var registryPruneThreshold = 1024
+    /// The row layouts of the entities fetched so far.
+    private var layouts: [String: RowLayout] = [:]
+    private var lastLayout: RowLayout?
     /// Models with unsaved changes, strongly held until saved or rolled back.
     private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
     private var insertionOrder: [ObjectIdentifier] = []
@@ -131,8 +133,7 @@ public final class ModelContext {
 
     /// Called by a persisted model's backing when one of its properties changes.
     func noteChanged(_ backing: ModelBacking) {
-        guard let object = backing.object else { return }
-        changed[ObjectIdentifier(object)] = object
+        changed[ObjectIdentifier(backing.object)] = backing.object
     }
 
     /// Saves the changes now if ``autosaveEnabled`` is set.
@@ -423,60 +424,122 @@ public final class ModelContext {
         var id: Int64
     }
 
+    /// A registered instance, not retained: its backing unregisters it when it goes away
+    /// (``unregister(_:_:_:)``), so an entry always names a live instance.
     struct WeakModel {
-        weak var object: AnyObject?
+        unowned let object: AnyObject
+        let id: ObjectIdentifier
+
+        init(object: AnyObject) {
+            self.object = object
+            id = ObjectIdentifier(object)
+        }
+    }
+
+    /// Called by a backing whose instance is going away.
+    func unregister(_ root: ObjectIdentifier, _ id: Int64, _ backing: ModelBacking) {
+        let key = RowKey(root: root, id: id)
+        if let entry = registry[key], entry.id == backing.objectID { registry[key] = nil }
     }
 
     private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
         registry[RowKey(root: backing.metadata.rootKey, id: id)] = WeakModel(object: object)
-        if registry.count > registryPruneThreshold {
-            registry = registry.filter { $0.value.object != nil }
-            registryPruneThreshold = max(4096, registry.count * 4)
-        }
     }
 
-    /// The instance for `record`: the registered one, or a new one with the record's values.
-    func instance(for record: Record, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
-        guard let metadata = schema.metadata(named: record.entity) else {
-            throw DeckError.unknownEntity(record.entity, known: schema.metadata.keys.sorted())
-        }
-        if let object = temporary[record.id] { return object }
-        let key = RowKey(root: metadata.rootKey, id: record.id)
+    /// The instance for `row`: the registered one, or a new one with the row's values.
+    func instance(for row: StoreRow, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
+        let layout = try self.layout(for: row)
+        if let object = temporary[row.id] { return object }
+        let key = RowKey(root: layout.metadata.rootKey, id: row.id)
         if let object = registry[key]?.object { return object }
-        let object = metadata.makeInstance()
-        let backing = ModelBacking.attach(to: object, metadata: metadata, globalID: record.globalID ?? UUID())
+        let object = layout.metadata.makeInstance()
+        let backing = ModelBacking.attach(to: object, metadata: layout.metadata, globalID: row.globalID ?? UUID())
         backing.context = self
         backing.status = .persisted
-        backing.rowID = record.id
-        try load(record, into: object, backing: backing)
-        register(object, backing: backing, id: record.id)
+        backing.rowID = row.id
+        try load(row, layout: layout, into: object, backing: backing)
+        register(object, backing: backing, id: row.id)
         return object
     }
 
-    /// Sets every property of `object` from `record` (relationships and blobs to load later).
-    private func load(_ record: Record, into object: AnyObject, backing: ModelBacking) throws(DeckError) {
-        for accessor in backing.metadata.properties {
-            let cell = record.values[accessor.name] ?? .null
-            if let attribute = accessor as? any AttributeValueAccess {
-                if case .blob(let reference) = cell {
-                    backing.setPending(accessor.index, .blob(reference))
-                } else if !attribute.load(cell, into: object) {
-                    throw DeckError.corrupt(
-                        path: store.url.path,
-                        reason:
-                            "\(record.entity) #\(record.id): \(accessor.name) holds \(cell.kindName), which is "
-                            + "not a \(accessor.typeDescription)")
-                }
-            } else if let relationship = accessor as? any RelationshipDescribing {
-                if relationship.isToMany {
-                    backing.setPending(accessor.index, .toMany)
-                } else if case .reference(let id) = cell {
-                    backing.setPending(accessor.index, .toOne(id))
-                } else {
-                    backing.setPending(accessor.index, .toOne(nil))
-                }
+    /// Where each of an entity's properties is in its rows.
+    struct RowLayout {
+        let metadata: ModelMetadata
+        let names: [String]
+        let attributes: [(cell: Int, accessor: PropertyAccessor, access: any AttributeValueAccess)]
+        /// To-one relationships have a cell (their target's id); to-many ones none.
+        let relationships: [(cell: Int?, accessor: PropertyAccessor, toMany: Bool)]
+    }
+
+    /// The layout of `row`'s entity (kept for the next rows of it).
+    private func layout(for row: StoreRow) throws(DeckError) -> RowLayout {
+        if let last = lastLayout, last.metadata.entityName == row.entity, last.names == row.names { return last }
+        if let known = layouts[row.entity], known.names == row.names {
+            lastLayout = known
+            return known
+        }
+        guard let metadata = schema.metadata(named: row.entity) else {
+            throw DeckError.unknownEntity(row.entity, known: schema.metadata.keys.sorted())
+        }
+        let position = Dictionary(row.names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let layout = RowLayout(
+            metadata: metadata, names: row.names,
+            attributes: metadata.attributes.compactMap { accessor, access in
+                position[accessor.name].map { ($0, accessor, access) }
+            },
+            relationships: metadata.relationships.map { accessor, relationship in
+                (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
+            })
+        layouts[row.entity] = layout
+        lastLayout = layout
+        return layout
+    }
+
+    /// Sets every property of `object` from `row` (relationships and blobs to load later).
+    private func load(_ row: StoreRow, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
+        throws(DeckError)
+    {
+        for (cell, accessor, access) in layout.attributes {
+            let value = row.cells[cell]
+            if case .blob(let reference) = value {
+                backing.setPending(accessor.index, .blob(reference))
+            } else if !access.load(value, into: object) {
+                throw DeckError.corrupt(
+                    path: store.url.path,
+                    reason: "\(row.entity) #\(row.id): \(accessor.name) holds \(value.kindName), which is "
+                        + "not a \(accessor.typeDescription)")
             }
         }
+        for (cell, accessor, toMany) in layout.relationships {
+            if toMany {
+                backing.setPending(accessor.index, .toMany)
+            } else if let cell, case .reference(let id) = row.cells[cell] {
+                backing.setPending(accessor.index, .toOne(id))
+            } else {
+                backing.setPending(accessor.index, .toOne(nil))
+            }
+        }
+    }
+
+    /// The rows `query` matches, read by `reader`.
+    func rows(_ query: RecordQuery, in reader: StoreReader) throws(DeckError) -> [StoreRow] {
+        var rows: [StoreRow] = []
+        try reader.forEachRow(query) { rows.append($0) }
+        return rows
+    }
+
+    /// The rows `query` matches, in a read of the committed store.
+    func rows(_ query: RecordQuery) throws(DeckError) -> [StoreRow] {
+        do {
+            return try store.read { reader in try rows(query, in: reader) }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
+    /// The query for record `id` of `entity`.
+    func recordQuery(_ entity: String, id: Int64) -> RecordQuery {
+        RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)
     }
 
     /// Reads `object`'s saved values again (after a rollback).
@@ -484,12 +547,11 @@ public final class ModelContext {
         backing.clearChanges()
         guard let id = backing.rowID else { return }
         do {
-            let record = try store.read { try $0.record(backing.metadata.entityName, id: id) }
-            guard let record else {
+            guard let row = try rows(recordQuery(backing.metadata.entityName, id: id)).first else {
                 backing.status = .deleted
                 return
             }
-            try load(record, into: object, backing: backing)
+            try load(row, layout: layout(for: row), into: object, backing: backing)
         } catch {
             lastLoadError = DeckError.wrap(error)
         }
@@ -542,18 +604,9 @@ public final class ModelContext {
             }
         }
         if !missing.isEmpty {
-            let records: [Record]
-            do {
-                records = try store.read { reader in
-                    try reader.fetch(
-                        RecordQuery(
-                            destination.entityName,
-                            where: .recordID.isIn(missing.map { .value(.integer($0)) })))
-                }
-            } catch {
-                throw DeckError.wrap(error)
-            }
-            for record in records { found[record.id] = try instance(for: record) }
+            let query = RecordQuery(
+                destination.entityName, where: .recordID.isIn(missing.map { .value(.integer($0)) }))
+            for row in try rows(query) { found[row.id] = try instance(for: row) }
         }
         return ids.compactMap { found[$0] }
     }

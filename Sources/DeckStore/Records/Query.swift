@@ -85,6 +85,19 @@ public struct Record: Sendable, Hashable {
     public subscript(_ name: String) -> Value? { values[name] }
 }
 
+/// One record as ``StoreReader``'s row-by-row reading gives it: the values in a fixed order per
+/// entity, without a dictionary.
+package struct StoreRow {
+    package let entity: String
+    package let id: Int64
+    package let globalID: UUID?
+    /// The entity's attributes, then its to-one relationships (the same array for every row of
+    /// the entity).
+    package let names: [String]
+    /// The values, in the order of ``names``.
+    package let cells: [Value]
+}
+
 extension RecordQuery {
     /// The limits on one query (documented in deck(1), "Expressions"). Beyond them a fetch throws
     /// ``DeckError/invalidQuery(_:)``; below them every query compiles, in time linear in its size,

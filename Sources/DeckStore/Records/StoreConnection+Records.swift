@@ -440,6 +440,17 @@ extension StoreConnection {
 
     /// Calls `body` for each record `query` matches, without collecting them all.
     func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
+        try forEachRow(query) { row in
+            var values: [String: Value] = [:]
+            values.reserveCapacity(row.cells.count)
+            for (name, cell) in zip(row.names, row.cells) { values[name] = cell }
+            try body(Record(entity: row.entity, id: row.id, values: values, globalID: row.globalID))
+        }
+    }
+
+    /// Calls `body` for each record `query` matches, with its values in the order of the
+    /// entity's attributes then to-one relationships (``StoreRow/names``): no dictionary per row.
+    func forEachRow(_ query: RecordQuery, _ body: (StoreRow) throws -> Void) throws(DeckError) {
         let mapping = try self.mapping.entity(query.entity)
         // What to read for each entity the query can return: one result column per distinct column
         // expression. Siblings can give one name different storage (an attribute in one, a to-one
@@ -453,13 +464,17 @@ extension StoreConnection {
             positions[expression] = columns.count - 1
             return columns.count - 1
         }
-        typealias Reader = (name: String, column: Int, attribute: Attribute?)
-        var readers: [String: [Reader]] = [:]
+        // Only the attribute's type: copying the whole attribute for every cell costs more than
+        // reading it.
+        typealias Reader = (column: Int, type: AttributeType?)
+        var layouts: [String: (names: [String], readers: [Reader])] = [:]
         let members = query.includesSubentities ? mapping.family : [mapping.name]
         for member in members.compactMap({ self.mapping.entities[$0] }) {
+            var names: [String] = []
             var list: [Reader] = []
             for attribute in member.attributes {
-                list.append((attribute.name, column("r.\(quote(attribute.name))"), attribute))
+                names.append(attribute.name)
+                list.append((column("r.\(quote(attribute.name))"), attribute.type))
             }
             for (relationship, storage) in member.relationships where !relationship.isToMany {
                 let expression: String
@@ -477,9 +492,10 @@ extension StoreConnection {
                         + "ORDER BY u._pk LIMIT 1)"
                 case .joinTable: continue
                 }
-                list.append((relationship.name, column(expression), nil))
+                names.append(relationship.name)
+                list.append((column(expression), nil))
             }
-            readers[member.name] = list
+            layouts[member.name] = (names, list)
         }
         let (sql, arguments) = try selectSQL(
             query, mapping: mapping, columns: columns.joined(separator: ", "))
@@ -495,24 +511,27 @@ extension StoreConnection {
         do {
             let statement = try database.prepare(sql)
             try statement.bind(arguments)
-            var last: (entity: String, readers: [Reader]) = ("", [])
+            var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
             while try statement.step() {
                 let entityName = statement.text(at: 1)
-                if entityName != last.entity { last = (entityName, readers[entityName] ?? []) }
-                var values: [String: Value] = [:]
-                values.reserveCapacity(last.readers.count)
+                if entityName != last.entity {
+                    let layout = layouts[entityName] ?? ([], [])
+                    last = (entityName, layout.names, layout.readers)
+                }
+                var cells: [Value] = []
+                cells.reserveCapacity(last.readers.count)
                 for reader in last.readers {
                     let raw = statement.value(at: reader.column)
-                    if let attribute = reader.attribute {
-                        values[reader.name] = Value(sql: raw, attribute: attribute, blobSize: blobSize)
+                    if let type = reader.type {
+                        cells.append(Value(sql: raw, type: type, blobSize: blobSize))
                     } else {
-                        values[reader.name] = raw.int64.map(Value.reference) ?? .null
+                        cells.append(raw.int64.map(Value.reference) ?? .null)
                     }
                 }
                 try body(
-                    Record(
-                        entity: entityName, id: statement.int64(at: 0), values: values,
-                        globalID: formatVersion >= 2 ? GlobalID.uuid(statement.value(at: 2)) : nil))
+                    StoreRow(
+                        entity: entityName, id: statement.int64(at: 0),
+                        globalID: formatVersion >= 2 ? statement.uuid(at: 2) : nil, names: last.names, cells: cells))
             }
         } catch {
             throw translateQueryError(error)

@@ -126,6 +126,15 @@ package final class Statement {
         return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
     }
 
+    /// Column `index` as a UUID when it is a 16-byte blob (a global id), else nil.
+    package func uuid(at index: Int) -> UUID? {
+        let i = Int32(index)
+        guard sqlite3_column_type(handle, i) == SQLITE_BLOB, sqlite3_column_bytes(handle, i) == 16,
+            let base = sqlite3_column_blob(handle, i)
+        else { return nil }
+        return UUID(uuid: UnsafeRawPointer(base).loadUnaligned(as: uuid_t.self))
+    }
+
     /// True when column `index` of the current row is NULL.
     package func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
 

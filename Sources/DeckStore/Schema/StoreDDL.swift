@@ -330,7 +330,11 @@ extension Value {
     /// that breaks its type's encoding (spec 7.1) reads as the case of its storage class, holding
     /// the cell as it is.
     init(sql: SQLValue, attribute: Attribute, blobSize: (Digest) -> Int64) {
-        switch (sql, attribute.type) {
+        self.init(sql: sql, type: attribute.type, blobSize: blobSize)
+    }
+
+    init(sql: SQLValue, type: AttributeType, blobSize: (Digest) -> Int64) {
+        switch (sql, type) {
         case (.null, _): self = .null
         case (.text(let v), .string): self = .string(v)
         case (.integer(let v), .integer): self = .integer(v)

@@ -42,6 +42,12 @@ public class StoreReader {
         try live().forEach(query, body)
     }
 
+    /// Calls `body` for each record `query` matches, with its values by position (for callers that
+    /// map many records onto fixed layouts, such as the model layer).
+    package func forEachRow(_ query: RecordQuery, _ body: (StoreRow) throws -> Void) throws(DeckError) {
+        try live().forEachRow(query, body)
+    }
+
     /// The ids of the records `query` matches, in order.
     public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
         try live().fetchIDs(query)
