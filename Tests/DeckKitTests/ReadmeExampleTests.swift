@@ -2,11 +2,69 @@ import DeckKit
 import Foundation
 import Testing
 
-/// The README's library example, compiled and run. `readmeExampleIsInReadme` keeps the README's
-/// copy identical to the code between the markers.
+/// The README's models, the same as the ones `GettingStarted.md` starts from.
+enum ReadmeModels {
+    // README-EXAMPLE-BEGIN
+    final class Card: PersistentModel {
+        @Attribute var front = ""
+        @Attribute var back = ""
+        @Attribute var creationDate = Date.now
+        @Attribute(.externalStorage) var image: Data? = nil
+        @Relationship(inverse: \Deck.cards) var deck: Deck? = nil
+        required init() {}
+
+        convenience init(front: String, back: String) {
+            self.init()
+            self.front = front
+            self.back = back
+        }
+    }
+
+    final class Deck: PersistentModel {
+        @Attribute var title = ""
+        @Relationship(deleteRule: .cascade) var cards: [Card] = []
+        required init() {}
+
+        convenience init(title: String) {
+            self.init()
+            self.title = title
+        }
+    }
+    // README-EXAMPLE-END
+}
+
+/// The README's library examples, compiled and run, and the code of `GettingStarted.md`.
+/// `readmeExamplesAreInReadme` and `gettingStartedIsInTheArticle` keep the documents' copies
+/// identical to the code between the markers (each block without its marker's indentation).
 @Suite struct ReadmeExampleTests {
+    typealias Card = ReadmeModels.Card
+    typealias Deck = ReadmeModels.Deck
+
     static func example(directory: URL) throws -> [String] {
         // README-EXAMPLE-BEGIN
+        let url = directory.appendingPathComponent("Cards.deck")
+        let container = try ModelContainer(
+            for: Card.self, Deck.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let spanish = Deck(title: "Spanish")
+        context.insert(spanish)
+        let words = [("hola", "hello"), ("adiós", "goodbye"), ("gracias", "thanks"), ("uno", "one")]
+        for (front, back) in words {
+            spanish.cards.append(Card(front: front, back: back))  // inserted with their deck
+        }
+        try context.save()
+
+        let cards = try context.fetch(
+            FetchDescriptor<Card>(
+                predicate: #Predicate { $0.deck?.title == "Spanish" && $0.front.contains("a") },
+                sortBy: [SortDescriptor(\.front)]))
+        let fronts = cards.map(\.front)  // ["adiós", "gracias", "hola"]
+        // README-EXAMPLE-END
+        return fronts
+    }
+
+    static func storeExample(directory: URL) throws -> [String] {
+        // README-STORE-EXAMPLE-BEGIN
         let schema = StoreSchema(entities: [
             StoreSchema.Entity(
                 "Note",
@@ -42,33 +100,284 @@ import Testing
 
         let report = try DeckDocument.verify(at: url)
         precondition(report.isValid)
-        // README-EXAMPLE-END
+        // README-STORE-EXAMPLE-END
         return titles
     }
 
-    @Test func readmeExampleRuns() throws {
+    /// A temporary directory for one example, removed afterwards.
+    static func inDirectory<T>(_ body: (URL) throws -> T) throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "deck-readme-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        #expect(try Self.example(directory: directory) == ["Receipt"])
+        return try body(directory)
     }
 
-    @Test func readmeExampleIsInReadme() throws {
-        let here = URL(fileURLWithPath: #filePath)
-        let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: here, encoding: .utf8)
-        guard let begin = source.range(of: "// README-EXAMPLE-BEGIN\n"),
-            let end = source.range(of: "        // README-EXAMPLE-END")
-        else {
-            Issue.record("markers missing")
-            return
+    @Test func readmeExampleRuns() throws {
+        #expect(try Self.inDirectory(Self.example) == ["adiós", "gracias", "hola"])
+        #expect(try Self.inDirectory(Self.storeExample) == ["Receipt"])
+    }
+
+    /// The steps of `GettingStarted.md`, in its order.
+    @Test func gettingStartedRuns() throws {
+        try Self.inDirectory { directory in
+            // GETTING-STARTED-BEGIN
+            let url = directory.appendingPathComponent("Spanish.deck")
+            let container = try ModelContainer(
+                for: Card.self, Deck.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            // GETTING-STARTED-END
+
+            // GETTING-STARTED-BEGIN
+            let preview = try ModelContainer(
+                for: Card.self, Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+            // GETTING-STARTED-END
+            #expect(preview.store.url.path.hasPrefix(FileManager.default.temporaryDirectory.path))
+
+            // GETTING-STARTED-BEGIN
+            let spanish = Deck(title: "Spanish")
+            context.insert(spanish)
+            let hola = Card(front: "hola", back: "hello")
+            hola.deck = spanish  // hola joins spanish's context; spanish.cards == [hola]
+            spanish.cards.append(Card(front: "adiós", back: "goodbye"))
+            spanish.cards.append(Card(front: "gracias", back: "thanks"))
+            let id = hola.persistentModelID
+            try context.save()
+            // hola.persistentModelID == id: the identifier does not change at save.
+            // GETTING-STARTED-END
+            #expect(hola.persistentModelID == id)
+            #expect(hola.modelContext === context)
+            #expect(spanish.cards.map(\.front) == ["hola", "adiós", "gracias"])
+
+            // GETTING-STARTED-BEGIN
+            var descriptor = FetchDescriptor<Card>(
+                predicate: #Predicate { $0.front.localizedStandardContains("ADIOS") || $0.back == "hello" },
+                sortBy: [SortDescriptor(\.front)])
+            let found = try context.fetch(descriptor)  // adiós, hola
+            descriptor.fetchLimit = 1
+            let first = try context.fetch(descriptor)  // adiós
+            let count = try context.fetchCount(FetchDescriptor<Card>())  // 3
+            // GETTING-STARTED-END
+            #expect(found.map(\.front) == ["adiós", "hola"])
+            #expect(found[1] === hola)
+            #expect(first.map(\.front) == ["adiós"])
+            #expect(count == 3)
+
+            // GETTING-STARTED-BEGIN
+            let newest = try context.fetch(
+                FetchDescriptor<Card>(
+                    predicate: #Predicate { $0.deck?.title == "Spanish" },
+                    sortBy: [SortDescriptor(\.creationDate, order: .reverse), SortDescriptor(\.front)]))
+            // GETTING-STARTED-END
+            #expect(newest.count == 3)
+
+            // GETTING-STARTED-BEGIN
+            let french = Deck(title: "French")
+            context.insert(french)
+            let merci = Card(front: "merci", back: "thanks")
+            context.insert(merci)
+            let unsaved = try context.fetch(
+                FetchDescriptor<Card>(
+                    predicate: #Predicate { $0.back == "thanks" }, sortBy: [SortDescriptor(\.front)]))
+            // gracias, merci: the unsaved card is fetched
+            merci.deck = french  // french.cards == [merci]
+            try context.save()
+            // GETTING-STARTED-END
+            #expect(unsaved.map(\.front) == ["gracias", "merci"])
+            #expect(french.cards.map(\.front) == ["merci"])
+
+            // GETTING-STARTED-BEGIN
+            let gracias = spanish.cards.first { $0.front == "gracias" }!
+            gracias.deck = french
+            // spanish.cards: hola, adiós; french.cards: merci, gracias
+            try context.save()
+            // GETTING-STARTED-END
+            #expect(spanish.cards.map(\.front) == ["hola", "adiós"])
+            #expect(french.cards.map(\.front) == ["merci", "gracias"])
+
+            // GETTING-STARTED-BEGIN
+            let photo = Data(repeating: 0x5A, count: 300_000)
+            hola.image = photo  // 64 KiB or more: a blob file beside the store
+            try context.save()
+            let reader = ModelContext(container)
+            let holaOnly = FetchDescriptor<Card>(predicate: #Predicate { $0.front == "hola" })
+            let card = try reader.fetch(holaOnly)[0]
+            // card.image is read from its blob file here, when first read
+            // GETTING-STARTED-END
+            #expect(card.image == photo)
+            #expect(reader.lastLoadError == nil)
+
+            // GETTING-STARTED-BEGIN
+            let other = ModelContext(container)
+            let same = try other.model(for: id) as? Card  // another instance of hola's record
+            let encoded = try JSONEncoder().encode(id)  // identifiers are Codable and Sendable
+            // GETTING-STARTED-END
+            #expect(same !== hola)
+            #expect(same?.front == "hola")
+            #expect(try JSONDecoder().decode(PersistentIdentifier.self, from: encoded) == id)
+
+            // GETTING-STARTED-BEGIN
+            context.delete(french)
+            try context.save()
+            // french, merci and gracias are deleted: Deck.cards cascades
+            let left = try context.fetch(FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front)]))
+            // adiós, hola
+            // GETTING-STARTED-END
+            #expect(french.isDeleted && merci.isDeleted && gracias.isDeleted)
+            #expect(left.map(\.front) == ["adiós", "hola"])
+
+            // GETTING-STARTED-BEGIN
+            hola.back = "hi"
+            context.insert(Card(front: "sí", back: "yes"))
+            context.delete(spanish)
+            context.rollback()
+            // hola.back == "hello" again, the new card is gone, spanish is not deleted
+            // GETTING-STARTED-END
+            #expect(hola.back == "hello")
+            #expect(!spanish.isDeleted)
+            #expect(!context.hasChanges)
+            #expect(try context.fetchCount(FetchDescriptor<Card>()) == 2)
+            #expect(try DeckDocument.verify(at: url).findings.isEmpty)
         }
-        let body = source[begin.upperBound..<end.lowerBound].split(
-            separator: "\n", omittingEmptySubsequences: false
-        )
-        .map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
-        #expect(readme.contains(body), "README.md's library example differs from ReadmeExampleTests.swift")
+    }
+
+    // MARK: The documents' copies
+
+    /// The blocks between `begin` and `end` markers in this file, each without the indentation
+    /// of its marker.
+    static func blocks(_ name: String) throws -> [String] {
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        var blocks: [String] = []
+        var current: [Substring]?
+        var indentation = 0
+        for line in source.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.drop { $0 == " " }
+            if trimmed == "// \(name)-BEGIN" {
+                current = []
+                indentation = line.count - trimmed.count
+            } else if trimmed == "// \(name)-END" {
+                blocks.append(
+                    (current ?? []).map { $0.dropFirst(min(indentation, $0.count)) }.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    static func document(_ path: String) throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    @Test func readmeExamplesAreInReadme() throws {
+        let readme = try Self.document("README.md")
+        let typed = try Self.blocks("README-EXAMPLE")
+        #expect(typed.count == 2)
+        #expect(
+            readme.contains("```swift\nimport DeckKit\n\n" + typed.joined(separator: "\n\n") + "\n```"),
+            "README.md's typed example differs from ReadmeExampleTests.swift")
+        let store = try Self.blocks("README-STORE-EXAMPLE")
+        #expect(store.count == 1)
+        #expect(
+            readme.contains("```swift\n" + store.joined() + "\n```"),
+            "README.md's store example differs from ReadmeExampleTests.swift")
+    }
+
+    @Test func gettingStartedIsInTheArticle() throws {
+        let article = try Self.document("Sources/DeckKit/DeckKit.docc/GettingStarted.md")
+        let models = try Self.blocks("README-EXAMPLE")[0]
+        #expect(article.contains("```swift\n" + models + "\n```"), "GettingStarted.md's models differ")
+        let steps = try Self.blocks("GETTING-STARTED")
+        #expect(steps.count > 10)
+        var rest = article[...]
+        for step in steps {
+            guard let range = rest.range(of: "```swift\n" + step + "\n```") else {
+                Issue.record("GettingStarted.md lacks, or has out of order, this block:\n\(step)")
+                continue
+            }
+            rest = rest[range.upperBound...]
+        }
+    }
+}
+
+/// What `ComingFromSwiftData.md` says differs from SwiftData, checked.
+@Suite struct ReadmeExampleSwiftDataDifferences {
+    typealias Card = ReadmeModels.Card
+    typealias Deck = ReadmeModels.Deck
+
+    @Test func anotherContextsSaveDoesNotRefreshAnInstance() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let first = ModelContext(container)
+        let card = Card(front: "hola", back: "hello")
+        first.insert(card)
+        try first.save()
+        let second = ModelContext(container)
+        let copy = try #require(try second.model(for: card.persistentModelID) as? Card)
+        copy.back = "hi"
+        try second.save()
+        // The first context's instance keeps the values it had, even when fetched again.
+        #expect(try first.fetch(FetchDescriptor<Card>()).first === card)
+        #expect(card.back == "hello")
+        #expect(try first.fetchCount(FetchDescriptor<Card>(predicate: #Predicate { $0.back == "hi" })) == 1)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Card>()).first?.back == "hi")
+    }
+
+    @MainActor @Test func mainContextDoesNotAutosave() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        #expect(!container.mainContext.autosaveEnabled)
+        container.mainContext.insert(Card(front: "hola", back: "hello"))
+        try container.mainContext.processPendingChanges()
+        #expect(container.mainContext.hasChanges)
+        container.mainContext.autosaveEnabled = true
+        try container.mainContext.processPendingChanges()
+        #expect(!container.mainContext.hasChanges)
+    }
+
+    @Test func relatingBeforeAnyContainerIsSaved() throws {
+        let deck = Deck(title: "Spanish")
+        let card = Card(front: "hola", back: "hello")
+        card.deck = deck
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(card)
+        #expect(deck.modelContext === context)
+        try context.save()
+        // Whether `deck.cards` holds the card in memory depends on whether a schema of these types
+        // was made before `card.deck = deck` (the inverses are known from then on); the store has it.
+        let reader = ModelContext(container)
+        let decks = try reader.fetch(FetchDescriptor<Deck>())
+        #expect(decks.first?.cards.map(\.front) == ["hola"])
+    }
+
+    @Test func aModelWhoseContextIsGoneDoesNotLoad() throws {
+        let container = try ModelContainer(
+            for: Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let deck = Deck(title: "Spanish")
+        deck.cards.append(Card(front: "hola", back: "hello"))
+        context.insert(deck)
+        try context.save()
+        let fetched = try ModelContext(container).fetch(FetchDescriptor<Deck>())
+        // The context that fetched the deck is gone: its relationship cannot load, and stays empty.
+        #expect(fetched.first?.modelContext == nil)
+        #expect(fetched.first?.cards.isEmpty == true)
+    }
+
+    @Test func modelForAMissingIdentifierThrows() throws {
+        let container = try ModelContainer(
+            for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let missing = PersistentIdentifier(entityName: "Card", id: UUID())
+        #expect {
+            try ModelContext(container).model(for: missing)
+        } throws: { error in
+            guard case .recordNotFound(let entity, let id) = error as? DeckError else { return false }
+            return entity == "Card" && id == -1
+        }
     }
 }
