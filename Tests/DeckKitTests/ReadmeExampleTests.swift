@@ -376,8 +376,8 @@ enum ReadmeModels {
         #expect {
             try ModelContext(container).model(for: missing)
         } throws: { error in
-            guard case .recordNotFound(let entity, let id) = error as? DeckError else { return false }
-            return entity == "Card" && id == -1
+            guard case .globalIDNotFound(let entity, let globalID) = error as? DeckError else { return false }
+            return entity == "Card" && globalID == missing.id
         }
     }
 }

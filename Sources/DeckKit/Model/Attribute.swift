@@ -21,7 +21,8 @@ public enum AttributeOption: Hashable, Sendable {
 /// @Attribute(originalName: "text") var back = ""
 /// ```
 ///
-/// The value may be any type the store holds (`String`, the integers, `Double`, `Float`, `Bool`,
+/// The value may be any type the store holds (`String`, the integers but `UInt` and `UInt64`,
+/// `Double`, `Float`, `Bool`,
 /// `Date`, `Data`, `UUID`, `URL`, `Decimal`), a `RawRepresentable` type whose raw value is one of
 /// those (stored as the raw value), or another `Codable` type (stored as JSON), each optional or
 /// not. An optional property's attribute may be null.

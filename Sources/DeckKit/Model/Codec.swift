@@ -196,6 +196,11 @@ struct Codec<V> {
     /// integer widths and `Float`), `RawRepresentable` types by their raw value, and other
     /// `Codable` types as JSON; each of them optional or not.
     static func make() -> Codec<V>? {
+        // 64-bit unsigned integers do not fit the store's integers whole: refused rather than
+        // stored as JSON text that sorts and compares as text.
+        if V.self == UInt.self || V.self == UInt64.self || V.self == UInt?.self || V.self == UInt64?.self {
+            return nil
+        }
         if let basic = V.self as? any BasicStoreValue.Type {
             return Codec(type: basic.attributeType, isOptional: false, write: basic.write, read: basic.read)
         }

@@ -31,6 +31,9 @@ final class ModelBacking: PropertyOwner {
     /// The instance's identity, which can be compared while the instance is being destroyed.
     let objectID: ObjectIdentifier
     private(set) var identifier: PersistentIdentifier
+    /// The context the model is in. Held weakly: related models hold each other, and a strong
+    /// reference would keep their context, its container and the document's writer lock alive
+    /// for as long as any of them lives.
     weak var context: ModelContext?
     var status: Status = .detached
     /// The record's id, once it is in the store.
@@ -164,7 +167,7 @@ final class ModelBacking: PropertyOwner {
                 context.insertModel(target)
             }
         }
-        guard let inverseName = metadata.inverseNames.withLock({ $0[index] }) else { return }
+        guard let inverseName = metadata.inverseName(of: index) else { return }
         for target in removed { InverseUpdate.remove(object, from: target, inverse: inverseName) }
         for target in added { InverseUpdate.add(object, to: target, inverse: inverseName) }
     }
@@ -227,6 +230,6 @@ extension ModelBacking {
 extension RelationshipDescribing where Self: PropertyAccessor {
     /// The name of this relationship's inverse, as the schema paired them.
     func inverseName(in backing: ModelBacking) -> String? {
-        backing.metadata.inverseNames.withLock { $0[index] }
+        backing.metadata.inverseName(of: index)
     }
 }

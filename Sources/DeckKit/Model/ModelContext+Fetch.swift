@@ -85,7 +85,7 @@ extension ModelContext {
     }
 
     /// The model of `identifier`: the registered instance, or one read from the store.
-    /// Throws ``DeckError/recordNotFound(entity:id:)`` when no record has it.
+    /// Throws ``DeckError/globalIDNotFound(entity:globalID:)`` when no record has it.
     public func model(for identifier: PersistentIdentifier) throws(DeckError) -> any PersistentModel {
         if let model = registeredModel(identifier) { return model }
         guard let metadata = schema.metadata(named: identifier.entityName) else {
@@ -103,7 +103,7 @@ extension ModelContext {
             throw DeckError.wrap(error)
         }
         guard let row, let model = try instance(for: row) as? any PersistentModel else {
-            throw DeckError.recordNotFound(entity: identifier.entityName, id: -1)
+            throw DeckError.globalIDNotFound(entity: identifier.entityName, globalID: identifier.id)
         }
         return model
     }

@@ -453,7 +453,8 @@ public final class ModelContext {
         let key = RowKey(root: layout.metadata.rootKey, id: row.id)
         if let object = registry[key]?.object { return object }
         let object = layout.metadata.makeInstance()
-        let backing = ModelBacking.attach(to: object, metadata: layout.metadata, globalID: row.globalID ?? UUID())
+        let backing = ModelBacking.attach(
+            to: object, metadata: layout.metadata, globalID: row.globalID ?? UUID())
         backing.context = self
         backing.status = .persisted
         backing.rowID = row.id
@@ -473,7 +474,9 @@ public final class ModelContext {
 
     /// The layout of `row`'s entity (kept for the next rows of it).
     private func layout(for row: StoreRow) throws(DeckError) -> RowLayout {
-        if let last = lastLayout, last.metadata.entityName == row.entity, last.names == row.names { return last }
+        if let last = lastLayout, last.metadata.entityName == row.entity, last.names == row.names {
+            return last
+        }
         if let known = layouts[row.entity], known.names == row.names {
             lastLayout = known
             return known
@@ -481,7 +484,8 @@ public final class ModelContext {
         guard let metadata = schema.metadata(named: row.entity) else {
             throw DeckError.unknownEntity(row.entity, known: schema.metadata.keys.sorted())
         }
-        let position = Dictionary(row.names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let position = Dictionary(
+            row.names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let layout = RowLayout(
             metadata: metadata, names: row.names,
             attributes: metadata.attributes.compactMap { accessor, access in
@@ -618,7 +622,7 @@ public final class ModelContext {
         _ stored: [AnyObject], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
         destination: ModelMetadata
     ) -> [AnyObject] {
-        guard hasChanges, let inverseName = backing.metadata.inverseNames.withLock({ $0[accessor.index] })
+        guard hasChanges, let inverseName = backing.metadata.inverseName(of: accessor.index)
         else {
             return stored.filter { ModelBacking.of($0).status != .deleted }
         }

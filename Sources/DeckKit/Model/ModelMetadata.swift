@@ -41,8 +41,21 @@ final class ModelMetadata: @unchecked Sendable {
     let probe: AnyObject
     private let byName: [String: Int]
     private let resolved = Locked<[AnyKeyPath: [PropertyAccessor]]>([:])
-    /// The names of the relationships' inverses, by property index (set when the schema is built).
-    let inverseNames = Locked<[Int: String]>([:])
+    /// The names of the relationships' inverses, by property index (set when a schema of the
+    /// type is built: ``inverseName(of:)`` builds one if none was).
+    let inverseNames = Locked<[Int: String]?>(nil)
+
+    /// The name of the inverse of relationship `index`, or nil when it has none.
+    func inverseName(of index: Int) -> String? {
+        if let names = inverseNames.withLock({ $0 }) { return names[index] }
+        // Pairs the inverses of this type and the types it reaches (Schema records them here).
+        _ = Schema([type])
+        return inverseNames.withLock { names in
+            // A schema with problems pairs nothing: do not try again.
+            if names == nil { names = [:] }
+            return names?[index]
+        }
+    }
 
     private static let cache = Locked<[ObjectIdentifier: ModelMetadata]>([:])
 

@@ -531,7 +531,8 @@ extension StoreConnection {
                 try body(
                     StoreRow(
                         entity: entityName, id: statement.int64(at: 0),
-                        globalID: formatVersion >= 2 ? statement.uuid(at: 2) : nil, names: last.names, cells: cells))
+                        globalID: formatVersion >= 2 ? statement.uuid(at: 2) : nil, names: last.names,
+                        cells: cells))
             }
         } catch {
             throw translateQueryError(error)

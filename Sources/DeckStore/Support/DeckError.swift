@@ -37,6 +37,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case invalidValue(entity: String, property: String, reason: String)
     /// No record of the entity has that id.
     case recordNotFound(entity: String, id: Int64)
+    /// No record of the entity (or its subentities) has the global id.
+    case globalIDNotFound(entity: String, globalID: UUID)
     /// A unique constraint would be violated.
     case uniqueViolation(entity: String, properties: [String])
     /// A delete rule `deny` refused the delete.
@@ -94,6 +96,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
             return "entity '\(entity)' has no attribute or relationship '\(name)'"
         case .invalidValue(let entity, let property, let reason): return "\(entity).\(property): \(reason)"
         case .recordNotFound(let entity, let id): return "\(entity) #\(id) does not exist"
+        case .globalIDNotFound(let entity, let globalID):
+            return "no \(entity) record has the global id \(globalID.uuidString)"
         case .uniqueViolation(let entity, let properties):
             return "\(entity): another record already has the same \(properties.joined(separator: ", "))"
         case .deleteDenied(let entity, let id, let relationship, let count):
@@ -166,8 +170,8 @@ extension DeckError {
         case .io: .io
         case .sqlite(let e): e.isBusy ? .busy : (e.isCorruption ? .invalidData : .io)
         case .invalidSchema, .schemaMismatch, .unknownEntity, .unknownProperty, .invalidValue,
-            .recordNotFound,
-            .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery, .unsavedChanges:
+            .recordNotFound, .globalIDNotFound, .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery,
+            .unsavedChanges:
             .invalidData
         case .closed, .unexpected, .misuse: .misuse
         case .cancelled: .cancelled
