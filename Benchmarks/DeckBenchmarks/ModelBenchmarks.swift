@@ -131,11 +131,13 @@ func runModelBenchmarks() throws {
                 try container.store.read { reader in try reader.forEachRow(query) { _ in rows += 1 } }
                 let t2 = now()
                 let context = ModelContext(container)
-                let cards = try context.fetch(FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
+                let cards = try context.fetch(
+                    FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
                 let t3 = now()
                 print(
                     "  parts: records \(String(format: "%.3f", t1 - t0)) s, rows \(String(format: "%.3f", t2 - t1)) s, "
-                        + "models \(String(format: "%.3f", t3 - t2)) s (\(records.count), \(rows), \(cards.count))")
+                        + "models \(String(format: "%.3f", t3 - t2)) s (\(records.count), \(rows), \(cards.count))"
+                )
             }
         }
     }
