@@ -9,7 +9,7 @@ import FuzzSupport
 
 /// The attributes and relationships of `entity`, its superentities' first.
 func properties(of entity: Entity, in schema: StoreSchema) -> (
-    attributes: [Attribute], relationships: [Relationship]
+    attributes: [StoreSchema.Attribute], relationships: [StoreSchema.Relationship]
 ) {
     var chain: [Entity] = []
     var current: Entity? = entity

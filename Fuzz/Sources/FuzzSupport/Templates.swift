@@ -1,10 +1,11 @@
 import DeckKit
 import Foundation
 
-/// The schema's nested types by their short names, for the fuzz targets.
+/// The schema's nested types by their short names, for the fuzz targets. (`Attribute` and
+/// `Relationship` stay inside this module: DeckKit's property wrappers have those names.)
 public typealias Entity = StoreSchema.Entity
-public typealias Attribute = StoreSchema.Attribute
-public typealias Relationship = StoreSchema.Relationship
+typealias Attribute = StoreSchema.Attribute
+typealias Relationship = StoreSchema.Relationship
 public typealias AttributeType = StoreSchema.AttributeType
 
 extension Fuzz {
