@@ -192,4 +192,19 @@ struct EndToEndLimitsTests {
             #expect(debug.stderr.contains("while executing: SELECT"), "\(debug.stderr)")
         }
     }
+
+    @Test func everyStatementIsLoggedAtLevelTwoWithoutItsValues() throws {
+        let directory = try TemporaryDirectory()
+        let path = try e2eSample(in: directory)
+        let quiet = try deck(
+            "query", path, "Card", "--where", "front = 'secret value'", environment: ["DECK_DEBUG_SQL": "1"])
+        #expect(!quiet.stderr.contains("deck sql:"), "\(quiet.stderr)")
+        let traced = try deck(
+            "query", path, "Card", "--where", "front = 'secret value'", environment: ["DECK_DEBUG_SQL": "2"])
+        #expect(traced.status == quiet.status)
+        #expect(traced.stdout == quiet.stdout)
+        #expect(traced.stderr.contains("deck sql: SELECT"), "\(traced.stderr)")
+        // Values are bound, never logged.
+        #expect(!traced.stderr.contains("secret value"), "\(traced.stderr)")
+    }
 }

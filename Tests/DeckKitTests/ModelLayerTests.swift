@@ -1,4 +1,5 @@
 import DeckKit
+import DeckStore
 import Foundation
 import Observation
 import Testing
@@ -234,6 +235,49 @@ struct ModelLayerTests {
             try ModelContext(container).fetch(FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front)])).map(
                 \.front)
                 == ["bonjour", "Hola amigo"])
+    }
+
+    @Test("Prefetching a relationship of N models takes a constant number of statements")
+    func prefetching() throws {
+        /// The statements this thread runs while `body` runs.
+        func statements(_ body: () throws -> Void) rethrows -> Int {
+            let thread = pthread_self()
+            let count = Locked(0)
+            SQLTrace.observer.withLock { observer in
+                observer = { _ in if pthread_equal(pthread_self(), thread) != 0 { count.withLock { $0 += 1 } }
+                }
+            }
+            defer { SQLTrace.observer.withLock { $0 = nil } }
+            try body()
+            return count.withLock { $0 }
+        }
+        func run(decks: Int, prefetch: Bool) throws -> Int {
+            let container = try ModelContainer(
+                for: Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+            let writer = ModelContext(container)
+            for number in 0..<decks {
+                let deck = Deck(title: "deck \(number)")
+                writer.insert(deck)
+                for card in 0..<3 { deck.cards.append(Card(front: "card \(number).\(card)")) }
+            }
+            try writer.save()
+            return try statements {
+                let context = ModelContext(container)
+                var descriptor = FetchDescriptor<Deck>()
+                if prefetch { descriptor.relationshipKeyPathsForPrefetching = [\Deck.cards] }
+                let fetched = try context.fetch(descriptor)
+                #expect(fetched.count == decks)
+                #expect(fetched.allSatisfy { $0.cards.count == 3 })
+                // The cards' decks are the fetched decks, loaded with them.
+                #expect(fetched.allSatisfy { deck in deck.cards.allSatisfy { $0.deck === deck } })
+            }
+        }
+        let few = try run(decks: 5, prefetch: true)
+        let many = try run(decks: 50, prefetch: true)
+        #expect(few == many)
+        #expect(many < 20)
+        // Without prefetching each deck loads its cards by itself.
+        #expect(try run(decks: 50, prefetch: false) > 50)
     }
 
     @Test("A persistent identifier reaches the same record from another context")

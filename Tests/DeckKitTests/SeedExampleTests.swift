@@ -213,7 +213,10 @@ struct SeedExampleTests {
             try context.save()
 
             let fresh = ModelContext(container)
-            let tags = try fresh.fetch(FetchDescriptor<Seeds.Tag>(sortBy: [SortDescriptor(\.name)]))
+            // A many-to-many relationship prefetched (a join table).
+            var descriptor = FetchDescriptor<Seeds.Tag>(sortBy: [SortDescriptor(\.name)])
+            descriptor.relationshipKeyPathsForPrefetching = [\Seeds.Tag.articles]
+            let tags = try fresh.fetch(descriptor)
             #expect(tags.map(\.name) == ["linux", "swift"])
             #expect(Set(tags[0].articles?.map(\.title) ?? []) == ["Deck", "SQLite"])
             #expect(tags[1].articles?.map(\.title) == ["Deck"])

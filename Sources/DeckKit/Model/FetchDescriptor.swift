@@ -26,8 +26,9 @@ public struct FetchDescriptor<T: PersistentModel> {
     /// Accepted for SwiftData's sake; Deck loads every attribute but external blobs, which load
     /// when first read.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
-    /// Relationships to load with the fetched models, a constant number of statements for all of
-    /// them, instead of one or two statements per model when each is first read.
+    /// Relationships to load with the fetched models (each a relationship of `T`, one step): a
+    /// fixed number of statements for all of them — the related ids in one, the related records
+    /// in one per 10,000 — instead of one or two statements per model when each is first read.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     /// A descriptor of the models that match `predicate`, in the order of `sortBy`.

@@ -18,6 +18,9 @@ extension ModelContext {
                 guard let model = try instance(for: row, temporary: temporary) as? T else { continue }
                 models.append(model)
             }
+            for keyPath in descriptor.relationshipKeyPathsForPrefetching {
+                try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
+            }
             return models
         }
     }

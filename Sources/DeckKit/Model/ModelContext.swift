@@ -607,12 +607,66 @@ public final class ModelContext {
                 missing.append(id)
             }
         }
-        if !missing.isEmpty {
+        // One statement per 10,000 records: far below SQLite's limit on bound values.
+        var start = 0
+        while start < missing.count {
+            let chunk = missing[start..<min(start + 10_000, missing.count)]
             let query = RecordQuery(
-                destination.entityName, where: .recordID.isIn(missing.map { .value(.integer($0)) }))
+                destination.entityName, where: .recordID.isIn(chunk.map { .value(.integer($0)) }))
             for row in try rows(query) { found[row.id] = try instance(for: row) }
+            start += chunk.count
         }
         return ids.compactMap { found[$0] }
+    }
+
+    /// Loads relationship `keyPath` of every model of `objects` (of `metadata`'s entity or its
+    /// subentities) that has not loaded it: one statement for the related ids of a to-many
+    /// relationship, and one (per 10,000) for the related records, however many models there are.
+    func prefetch(_ keyPath: AnyKeyPath, of objects: [AnyObject], metadata: ModelMetadata) throws(DeckError) {
+        let path = metadata.resolve(keyPath)
+        guard path.count == 1, let accessor = path.first,
+            let relationship = accessor as? any RelationshipDescribing
+        else {
+            throw DeckError.invalidQuery(
+                "relationshipKeyPathsForPrefetching: \(keyPath) is not a relationship of \(metadata.type)")
+        }
+        let index = accessor.index
+        var waiting: [(object: AnyObject, backing: ModelBacking, id: Int64)] = []
+        var targets: [Int64: [Int64]] = [:]
+        for object in objects {
+            let backing = ModelBacking.of(object)
+            guard backing.needsLoading(index), let id = backing.rowID else { continue }
+            waiting.append((object, backing, id))
+            if case .toOne(let target)? = backing.pending[index] { targets[id] = target.map { [$0] } ?? [] }
+        }
+        guard !waiting.isEmpty else { return }
+        if relationship.isToMany {
+            let owners = waiting.map(\.id)
+            do {
+                targets = try store.read { try $0.related(metadata.entityName, ids: owners, accessor.name) }
+            } catch {
+                throw DeckError.wrap(error)
+            }
+        }
+        let destination = ModelMetadata.of(relationship.destinationType)
+        let all = Array(Set(targets.values.joined()))
+        let found = try instances(of: destination, ids: all)
+        var instancesByID: [Int64: AnyObject] = [:]
+        for object in found {
+            if let id = ModelBacking.of(object).rowID { instancesByID[id] = object }
+        }
+        for (object, backing, id) in waiting {
+            let related = (targets[id] ?? []).compactMap { instancesByID[$0] }
+            backing.setPending(index, nil)
+            if relationship.isToMany {
+                relationship.setTargets(
+                    overlay(
+                        related, of: object, backing: backing, accessor: accessor, destination: destination),
+                    in: object)
+            } else {
+                relationship.setTargets(related, in: object)
+            }
+        }
     }
 
     /// A to-many relationship loaded from the store, with this context's unsaved changes to the

@@ -350,6 +350,43 @@ extension StoreConnection {
         return try database.rows(sql, [.integer(id)]).compactMap { $0.first?.int64 }
     }
 
+    /// The ids relationship `relationship` of each of records `ids` of `entity` holds, in one
+    /// statement however many there are (the ids go in as one JSON array).
+    func related(_ entity: String, ids: [Int64], _ relationship: String) throws(DeckError) -> [Int64: [Int64]]
+    {
+        let mapping = try self.mapping.entity(entity)
+        guard let (found, storage) = mapping.relationship(relationship) else {
+            throw DeckError.unknownProperty(entity: entity, name: relationship, known: mapping.propertyNames)
+        }
+        let list = "(SELECT value FROM json_each(?))"
+        do {
+            let destination = try self.mapping.entity(found.destination)
+            let sql: String
+            switch storage {
+            case .ownColumn(let column):
+                sql =
+                    "SELECT _pk, \(quote(column)) FROM \(quote(mapping.table)) WHERE _pk IN \(list) "
+                    + "AND \(quote(column)) IS NOT NULL"
+            case .inverseColumn(let other, let column):
+                let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+                sql =
+                    "SELECT \(quote(column)), _pk FROM \(quote(other)) WHERE \(quote(column)) IN \(list)\(family) "
+                    + "ORDER BY _pk"
+            case .joinTable(let join, let near, let far):
+                sql = "SELECT \(near), \(far) FROM \(quote(join)) WHERE \(near) IN \(list) ORDER BY \(far)"
+            }
+            let json = "[" + ids.map(String.init).joined(separator: ",") + "]"
+            var result: [Int64: [Int64]] = [:]
+            for row in try database.rows(sql, [.text(json)]) {
+                guard let owner = row[0].int64, let target = row[1].int64 else { continue }
+                result[owner, default: []].append(target)
+            }
+            return result
+        } catch {
+            throw translate(error)
+        }
+    }
+
     /// Records as updated the rows an `UPDATE … RETURNING _pk, _entity` changed.
     private func recordUpdates(returnedBy sql: String, _ arguments: [SQLValue]) throws {
         for row in try database.rows(sql, arguments) {

@@ -101,6 +101,7 @@ package final class Database {
         // The function compiled queries call for Unicode-aware text tests (QueryFunctions).
         let registered = QueryFunctions.register(on: handle)
         guard registered == SQLITE_OK else { throw error(registered, sql: nil) }
+        if SQLTrace.isEnabled { SQLTrace.install(on: handle) }
     }
 
     deinit { close() }
@@ -258,5 +259,40 @@ extension Database: Sendable {}
 extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
+
+/// A log of the SQL the store runs, the analogue of Core Data's `SQLDebug` levels: with the
+/// environment variable `DECK_DEBUG_SQL` at `1`, an SQLite error's description shows the
+/// statement that failed; at `2` or more, every statement is also written to standard error as it
+/// starts, as `deck sql: …` — its text with `?` for the values, which are never logged. Tests
+/// count statements through ``observer``. Connections opened while neither is on are not traced.
+package enum SQLTrace {
+    /// Called with each statement's text, on the thread that runs it.
+    package static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+
+    /// `DECK_DEBUG_SQL` as a number (0 when unset or not a number).
+    static var debugLevel: Int { Int(ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] ?? "") ?? 0 }
+
+    private static let printsToStandardError = debugLevel >= 2
+
+    static var isEnabled: Bool { printsToStandardError || observer.withLock { $0 != nil } }
+
+    static func install(on handle: OpaquePointer) {
+        sqlite3_trace_v2(
+            handle, UInt32(SQLITE_TRACE_STMT),
+            { _, _, statement, text in
+                // For a statement the text is its SQL; for a trigger's, a comment naming it.
+                let sql =
+                    text.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+                    ?? statement.flatMap { sqlite3_sql(OpaquePointer($0)) }.map { String(cString: $0) } ?? ""
+                SQLTrace.record(sql)
+                return 0
+            }, nil)
+    }
+
+    static func record(_ sql: String) {
+        if printsToStandardError { FileHandle.standardError.write(Data(("deck sql: " + sql + "\n").utf8)) }
+        if let observer = observer.withLock({ $0 }) { observer(sql) }
     }
 }

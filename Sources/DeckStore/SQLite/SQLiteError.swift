@@ -103,7 +103,7 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 ///
 /// ``description`` leaves the SQL out (it can carry values and says little to a user); it is in
 /// ``sql`` and ``debugDescription``, and in ``description`` too when the environment variable
-/// `DECK_DEBUG_SQL` is `1`.
+/// `DECK_DEBUG_SQL` is `1` or more.
 public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     /// The extended result code.
     public let code: ResultCode
@@ -144,7 +144,7 @@ public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConv
     /// True when SQLite found the database file damaged or not a database.
     public var isCorruption: Bool { code.primary == .corrupt || code.primary == .notADatabase }
 
-    /// The code, SQLite's message and the file; the SQL only when `DECK_DEBUG_SQL` is set to `1`.
+    /// The code, SQLite's message and the file; the SQL only when `DECK_DEBUG_SQL` is `1` or more.
     public var description: String {
         Self.showsSQL ? debugDescription : text(withSQL: false)
     }
@@ -159,8 +159,8 @@ public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConv
         return text
     }
 
-    /// Whether `DECK_DEBUG_SQL=1` asks for the SQL in descriptions.
-    static var showsSQL: Bool { ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] == "1" }
+    /// Whether `DECK_DEBUG_SQL` (1 or more) asks for the SQL in descriptions.
+    static var showsSQL: Bool { SQLTrace.debugLevel >= 1 }
 }
 
 /// Matches an error whose extended or primary SQLite code equals `code`, inside the store

@@ -69,6 +69,14 @@ public class StoreReader {
         try live().recordID(entity, globalID: globalID)
     }
 
+    /// The ids relationship `relationship` holds for each of records `ids` of `entity`, read in one
+    /// statement (the model layer's prefetching).
+    package func related(_ entity: String, ids: [Int64], _ relationship: String) throws(DeckError)
+        -> [Int64: [Int64]]
+    {
+        try live().related(entity, ids: ids, relationship)
+    }
+
     /// The ids a relationship of record `id` holds (to-one: zero or one).
     public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
         try live().related(entity, id: id, relationship)
