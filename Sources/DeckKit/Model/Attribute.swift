@@ -29,17 +29,24 @@ public enum AttributeOption: Hashable, Sendable {
 @propertyWrapper
 public struct Attribute<Value> {
     // The layout matters: ModelMetadata finds `owner` in instances (see Discovery.swift).
-    var owner: PropertyOwner?
-    var index: Int
-    var value: Value
+    // Inlinable, with the subscript's common paths, so that the models' module reads and writes
+    // the fields directly instead of through unspecialized generic code.
+    @usableFromInline var owner: PropertyOwner?
+    @usableFromInline var index: Int
+    @usableFromInline var value: Value
 
     /// A stored property with `options`; `originalName` is its name in the previous schema version.
+    @inlinable
     public init(wrappedValue: Value, _ options: AttributeOption..., originalName: String? = nil) {
         value = wrappedValue
         index = -1
-        owner = Discovery.register {
-            AttributeAccessor<Value>(options: Set(options), originalName: originalName)
-        }
+        owner = Discovery.isActive ? Self.discoveryMarker(options, originalName) : nil
+    }
+
+    /// The marker of a discovery instance's wrapper.
+    @usableFromInline
+    static func discoveryMarker(_ options: [AttributeOption], _ originalName: String?) -> PropertyOwner? {
+        Discovery.register { AttributeAccessor<Value>(options: Set(options), originalName: originalName) }
     }
 
     /// Not available: `@Attribute` is for the properties of ``PersistentModel`` classes.
@@ -56,8 +63,48 @@ public struct Attribute<Value> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
-        get { read(instance, wrappedKeyPath, storageKeyPath) }
-        set { write(newValue, to: instance, wrappedKeyPath, storageKeyPath) }
+        @inlinable get {
+            let wrapper = instance[keyPath: storageKeyPath]
+            // The common case: a registered model whose property is loaded.
+            if let owner = wrapper.owner, !owner.isMarker {
+                let backing = unsafeDowncast(owner, to: ModelBacking.self)
+                if !backing.needsLoading(wrapper.index) {
+                    backing.registrar.access(instance, keyPath: wrappedKeyPath)
+                    return wrapper.value
+                }
+            }
+            return slowRead(instance, wrappedKeyPath, storageKeyPath)
+        }
+        @inlinable set {
+            if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
+                let backing = unsafeDowncast(owner, to: ModelBacking.self)
+                let index = instance[keyPath: storageKeyPath].index
+                if !backing.needsLoading(index) {
+                    backing.registrar.withMutation(of: instance, keyPath: wrappedKeyPath) {
+                        instance[keyPath: storageKeyPath].value = newValue
+                    }
+                    backing.didSet(index)
+                    return
+                }
+            }
+            slowWrite(newValue, to: instance, wrappedKeyPath, storageKeyPath)
+        }
+    }
+
+    @usableFromInline
+    static func slowRead<Model: PersistentModel>(
+        _ instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
+        _ storage: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value {
+        read(instance, wrapped, storage)
+    }
+
+    @usableFromInline
+    static func slowWrite<Model: PersistentModel>(
+        _ newValue: Value, to instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
+        _ storage: ReferenceWritableKeyPath<Model, Self>
+    ) {
+        write(newValue, to: instance, wrapped, storage)
     }
 }
 

@@ -11,9 +11,10 @@ import Synchronization
 /// What a property wrapper holds besides its value: the model's backing once the model is
 /// registered (or has been touched), or, in the instance Deck makes to discover a type, a
 /// ``DiscoveryMarker`` naming the wrapper's accessor.
+@usableFromInline
 class PropertyOwner {
     /// True for ``DiscoveryMarker``: lets the getters tell the two apart without a dynamic cast.
-    final let isMarker: Bool
+    @usableFromInline final let isMarker: Bool
 
     init(isMarker: Bool) { self.isMarker = isMarker }
 }
@@ -38,9 +39,13 @@ final class DiscoveryMarker: PropertyOwner {
 ///
 /// Both run on one thread at a time, under ``lock``; the wrappers of other threads' instances,
 /// made meanwhile, must not take part, so the thread is recorded and compared.
+@usableFromInline
 enum Discovery {
     /// Nonzero while a discovery runs somewhere: the one check a wrapper's initializer pays.
     static let active = Atomic<Int>(0)
+
+    /// Whether a discovery runs somewhere (then a wrapper's initializer asks ``register(_:)``).
+    @usableFromInline static var isActive: Bool { active.load(ordering: .acquiring) > 0 }
 
     private struct State {
         var thread: pthread_t?

@@ -3,6 +3,7 @@ import Observation
 
 /// The state Deck keeps for one model instance: its identity, its context and record, what has
 /// changed since the last save, and what is not loaded yet. Every wrapper of the instance holds it.
+@usableFromInline
 final class ModelBacking: PropertyOwner {
     enum Status {
         /// Not in any context.
@@ -44,7 +45,7 @@ final class ModelBacking: PropertyOwner {
     var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
     /// The properties not loaded yet, by index (empty when all are).
     private(set) var pending: [Pending?] = []
-    let registrar = ObservationRegistrar()
+    @usableFromInline let registrar = ObservationRegistrar()
 
     private init(metadata: ModelMetadata, object: AnyObject, globalID: UUID) {
         self.metadata = metadata
@@ -95,7 +96,7 @@ final class ModelBacking: PropertyOwner {
 
     // MARK: Loading
 
-    @inline(__always)
+    @usableFromInline
     func needsLoading(_ index: Int) -> Bool {
         index < pending.count && pending[index] != nil
     }
@@ -132,6 +133,7 @@ final class ModelBacking: PropertyOwner {
         }
     }
 
+    @usableFromInline
     func didSet(_ index: Int) {
         markChanged(index)
     }

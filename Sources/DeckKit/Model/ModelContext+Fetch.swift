@@ -14,6 +14,7 @@ extension ModelContext {
         ) { rows, temporary throws(DeckError) in
             var models: [T] = []
             models.reserveCapacity(rows.count)
+            reserveRegistry(rows.count)
             for row in rows {
                 guard let model = try instance(for: row, temporary: temporary) as? T else { continue }
                 models.append(model)

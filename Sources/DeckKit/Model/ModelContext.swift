@@ -436,6 +436,11 @@ public final class ModelContext {
         }
     }
 
+    /// Makes room in the registry for `count` more instances (a fetch about to make them).
+    func reserveRegistry(_ count: Int) {
+        registry.reserveCapacity(registry.count + count)
+    }
+
     /// Called by a backing whose instance is going away.
     func unregister(_ root: ObjectIdentifier, _ id: Int64, _ backing: ModelBacking) {
         let key = RowKey(root: root, id: id)
