@@ -1,0 +1,98 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// The flash-cards sample's schema (samples/flashcards.schema.json) written as typed models.
+/// (`DeckKit.` because this module names the store schema's `Attribute` and `Relationship`.)
+enum Vocabulary {
+    final class Deck: PersistentModel {
+        @DeckKit.Attribute(.unique) var title = ""
+        @DeckKit.Attribute var created = Date.now
+        @DeckKit.Relationship(deleteRule: .cascade, inverse: \Card.deck) var cards: [Card] = []
+        required init() {}
+    }
+
+    final class Card: PersistentModel {
+        @DeckKit.Attribute var front = ""
+        @DeckKit.Attribute var back = ""
+        @DeckKit.Attribute var creationDate = Date.now
+        @DeckKit.Attribute(.externalStorage) var image: Data? = nil
+        @DeckKit.Attribute var reviewCount = 0
+        @DeckKit.Relationship var deck: Deck? = nil
+        @DeckKit.Relationship(inverse: \Tag.cards) var tags: [Tag] = []
+        required init() {}
+    }
+
+    final class Tag: PersistentModel {
+        @DeckKit.Attribute(.unique) var name = ""
+        @DeckKit.Relationship var cards: [Card] = []
+        required init() {}
+    }
+}
+
+/// Typed and generic access agree: a document `deck new --schema` made opens in the typed API,
+/// and what the typed API saved reads back in `deck query` and verifies clean.
+@Suite struct EndToEndTypedModelTests {
+    @Test func aDocumentFromTheCLIOpensInTheTypedAPIAndBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("Typed.deck")
+        let made = try deck("new", path, "--schema", e2eSampleSchemaPath)
+        try #require(made.status == 0, "\(made.stderr)")
+        do {
+            let container = try ModelContainer(
+                for: Vocabulary.Deck.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: path))
+            )
+            let context = ModelContext(container)
+            let spanish = Vocabulary.Deck()
+            spanish.title = "Spanish"
+            let card = Vocabulary.Card()
+            card.front = "hola"
+            card.back = "hello"
+            card.reviewCount = 2
+            card.deck = spanish
+            let greeting = Vocabulary.Tag()
+            greeting.name = "greeting"
+            card.tags = [greeting]
+            context.insert(spanish)
+            try context.save()
+        }
+        let query = try deck("query", path, "Card", "--json")
+        #expect(query.status == 0, "\(query.stderr)")
+        let cards = try e2eJSONArray(query.stdout)
+        #expect(cards.count == 1)
+        #expect(cards.first?["front"] as? String == "hola")
+        #expect(cards.first?["reviewCount"] as? Int == 2)
+        let verify = try deck("verify", path)
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        // And a record the CLI adds is a model to the typed API.
+        let inserted = try deck("insert", path, "Card", "front=adiós", "back=goodbye")
+        try #require(inserted.status == 0, "\(inserted.stderr)")
+        let container = try ModelContainer(
+            for: Vocabulary.Deck.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: path)))
+        let fronts = try ModelContext(container).fetch(
+            FetchDescriptor<Vocabulary.Card>(sortBy: [SortDescriptor(\.front)])
+        ).map(\.front)
+        #expect(fronts == ["adiós", "hola"])
+    }
+
+    @Test func modelsThatDifferFromTheDocumentAreRefusedNamingTheDifference() throws {
+        final class Card: PersistentModel {
+            @DeckKit.Attribute var front = ""
+            @DeckKit.Attribute var back = 0
+            required init() {}
+        }
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("Typed.deck")
+        let made = try deck("new", path, "--schema", e2eSampleSchemaPath)
+        try #require(made.status == 0, "\(made.stderr)")
+        #expect {
+            try ModelContainer(
+                for: Card.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: path)))
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.contains { $0.contains("Card.back") && $0.contains("string") }
+                && differences.contains { $0.contains("Card.reviewCount") }
+                && differences.contains { $0.hasPrefix("Deck") }
+        }
+    }
+}
