@@ -459,67 +459,77 @@ private struct ExpressionParser {
     private mutating func parseOperand(depth: Int, valuePosition: Bool, after context: String?)
         throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
     {
-        var (result, isCondition) = try parseAdditive(
-            depth: depth, valuePosition: valuePosition, after: context)
+        try parseBinary(.coalescing, depth: depth, valuePosition: valuePosition, after: context)
+    }
+
+    /// The left-associative operator levels, loosest first.
+    private enum BinaryLevel {
+        case coalescing, additive, multiplicative
+
+        /// The tighter level its operands are, or nil for unary `-` and primaries.
+        var operands: BinaryLevel? {
+            switch self {
+            case .coalescing: .additive
+            case .additive: .multiplicative
+            case .multiplicative: nil
+            }
+        }
+
+        var symbols: [String] {
+            switch self {
+            case .coalescing: ["??"]
+            case .additive: ["+", "-"]
+            case .multiplicative: ["*", "/"]
+            }
+        }
+
+        func combine(_ lhs: QueryExpression, _ symbol: String, _ rhs: QueryExpression) -> QueryExpression {
+            switch symbol {
+            case "??": .coalesce(lhs, rhs)
+            case "+": lhs + rhs
+            case "-": lhs - rhs
+            case "*": lhs * rhs
+            default: lhs / rhs
+            }
+        }
+    }
+
+    /// Operands of `level` joined by its operators, left to right; each operator nests one level
+    /// deeper (the depth limit counts them).
+    private mutating func parseBinary(
+        _ level: BinaryLevel, depth: Int, valuePosition: Bool, after context: String?
+    ) throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool) {
+        var (result, isCondition) = try parseOperand(
+            of: level, depth: depth, valuePosition: valuePosition, after: context)
         var height = depth
         while true {
             skipSpaces()
-            guard character(at: index) == "?", character(at: index + 1) == "?" else { break }
+            guard
+                let symbol = level.symbols.first(where: { symbol in
+                    symbol.enumerated().allSatisfy { character(at: index + $0.offset) == $0.element }
+                })
+            else { break }
             try checkDepth(height, at: index)
-            try checkOperand(result, isCondition, at: index, symbol: "??")
-            index += 2
-            let (rhs, rhsCondition) = try parseAdditive(
-                depth: height + 1, valuePosition: valuePosition, after: "??")
-            try checkOperand(rhs, rhsCondition, at: index, symbol: "??")
-            result = .coalesce(result, rhs)
+            try checkOperand(result, isCondition, at: index, symbol: symbol)
+            index += symbol.count
+            let (rhs, rhsCondition) = try parseOperand(
+                of: level, depth: height + 1, valuePosition: valuePosition, after: symbol)
+            try checkOperand(rhs, rhsCondition, at: index, symbol: symbol)
+            result = level.combine(result, symbol, rhs)
             isCondition = false
             height += 1
         }
         return (result, isCondition)
     }
 
-    private mutating func parseAdditive(depth: Int, valuePosition: Bool, after context: String?)
-        throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
-    {
-        var (result, isCondition) = try parseMultiplicative(
-            depth: depth, valuePosition: valuePosition, after: context)
-        var height = depth
-        while true {
-            skipSpaces()
-            guard let next = character(at: index), next == "+" || next == "-" else { break }
-            try checkDepth(height, at: index)
-            try checkOperand(result, isCondition, at: index, symbol: String(next))
-            index += 1
-            let (rhs, rhsCondition) = try parseMultiplicative(
-                depth: height + 1, valuePosition: valuePosition, after: String(next))
-            try checkOperand(rhs, rhsCondition, at: index, symbol: String(next))
-            result = next == "+" ? result + rhs : result - rhs
-            isCondition = false
-            height += 1
+    /// One operand of `level`'s operators: the next tighter level, or a signed primary.
+    private mutating func parseOperand(
+        of level: BinaryLevel, depth: Int, valuePosition: Bool, after context: String?
+    ) throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool) {
+        if let tighter = level.operands {
+            return try parseBinary(tighter, depth: depth, valuePosition: valuePosition, after: context)
         }
-        return (result, isCondition)
-    }
-
-    private mutating func parseMultiplicative(depth: Int, valuePosition: Bool, after context: String?)
-        throws(QuerySyntaxError) -> (QueryExpression, isCondition: Bool)
-    {
-        var (result, isCondition) = try parseSigned(
-            depth: depth, valuePosition: valuePosition, after: context)
-        var height = depth
-        while true {
-            skipSpaces()
-            guard let next = character(at: index), next == "*" || next == "/" else { break }
-            try checkDepth(height, at: index)
-            try checkOperand(result, isCondition, at: index, symbol: String(next))
-            index += 1
-            let (rhs, rhsCondition) = try parseSigned(
-                depth: height + 1, valuePosition: valuePosition, after: String(next))
-            try checkOperand(rhs, rhsCondition, at: index, symbol: String(next))
-            result = next == "*" ? result * rhs : result / rhs
-            isCondition = false
-            height += 1
-        }
-        return (result, isCondition)
+        return try parseSigned(depth: depth, valuePosition: valuePosition, after: context)
     }
 
     /// An operand of arithmetic or `??` must be a value, and a bare word on the right side that
