@@ -74,18 +74,12 @@ extension ModelContext {
             var batch = descriptor
             batch.fetchOffset = offset
             batch.fetchLimit = min(batchSize, remaining)
-            let models = try autoreleasingFetch(batch)
+            let models = try fetch(batch)
             for model in models { try block(model) }
             if models.count < batch.fetchLimit! { break }
             offset += models.count
             remaining -= models.count
         }
-    }
-
-    private func autoreleasingFetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
-        -> [T]
-    {
-        try fetch(descriptor)
     }
 
     /// The model of `identifier`: the registered instance, or one read from the store.

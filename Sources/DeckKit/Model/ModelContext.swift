@@ -89,8 +89,8 @@ public final class ModelContext {
             backing.status = .inserted
             inserted[key] = object
             insertionOrder.append(key)
-            for accessor in backing.metadata.properties where !backing.needsLoading(accessor.index) {
-                guard let relationship = accessor as? any RelationshipDescribing else { continue }
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
                 for target in relationship.targets(in: object)
                 where ModelBacking.of(target).status == .detached {
                     insertModel(target)
@@ -230,8 +230,7 @@ public final class ModelContext {
         for object in insertedObjects {
             let backing = ModelBacking.of(object)
             var values: [String: Value] = [:]
-            for accessor in backing.metadata.properties {
-                guard let attribute = accessor as? any AttributeValueAccess else { continue }
+            for (accessor, attribute) in backing.metadata.attributes {
                 values[accessor.name] = try attribute.storeValue(
                     in: object, entity: backing.metadata.entityName)
             }
@@ -264,10 +263,10 @@ public final class ModelContext {
                     ? "refers to a deleted \(backing.metadata.entityName)"
                     : "refers to a \(backing.metadata.entityName) that is not in this context")
         }
-        func relationshipValue(_ accessor: PropertyAccessor, of object: AnyObject, _ backing: ModelBacking)
-            throws(DeckError) -> Value
-        {
-            let relationship = accessor as! any RelationshipDescribing
+        func relationshipValue(
+            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
+            _ backing: ModelBacking
+        ) throws(DeckError) -> Value {
             let targets = relationship.targets(in: object)
             if relationship.isToMany {
                 let (minimum, maximum) = relationship.modelCountBounds
@@ -292,8 +291,8 @@ public final class ModelContext {
             let backing = ModelBacking.of(object)
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             var values: [String: Value] = [:]
-            for accessor in backing.metadata.properties where accessor is any RelationshipDescribing {
-                let value = try relationshipValue(accessor, of: object, backing)
+            for (accessor, relationship) in backing.metadata.relationships {
+                let value = try relationshipValue(accessor, relationship, of: object, backing)
                 if value != .null && value != .references([]) { values[accessor.name] = value }
             }
             if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
@@ -302,13 +301,13 @@ public final class ModelContext {
             let backing = ModelBacking.of(object)
             guard let id = backing.rowID, backing.status == .persisted else { continue }
             var values: [String: Value] = [:]
-            for accessor in backing.metadata.properties where backing.isChanged(accessor.index) {
-                if let attribute = accessor as? any AttributeValueAccess {
-                    values[accessor.name] = try attribute.storeValue(
-                        in: object, entity: backing.metadata.entityName)
-                } else if !backing.needsLoading(accessor.index) {
-                    values[accessor.name] = try relationshipValue(accessor, of: object, backing)
-                }
+            for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
+                values[accessor.name] = try attribute.storeValue(
+                    in: object, entity: backing.metadata.entityName)
+            }
+            for (accessor, relationship) in backing.metadata.relationships
+            where backing.isChanged(accessor.index) && !backing.needsLoading(accessor.index) {
+                values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
             }
             if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
         }
@@ -364,8 +363,8 @@ public final class ModelContext {
 
     private func dropDeletedTargets(of object: AnyObject) {
         let backing = ModelBacking.of(object)
-        for accessor in backing.metadata.properties where !backing.needsLoading(accessor.index) {
-            guard let relationship = accessor as? any RelationshipDescribing else { continue }
+        for (accessor, relationship) in backing.metadata.relationships
+        where !backing.needsLoading(accessor.index) {
             let targets = relationship.targets(in: object)
             let kept = targets.filter { ModelBacking.of($0).status != .deleted }
             if kept.count != targets.count {

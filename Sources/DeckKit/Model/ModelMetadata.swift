@@ -22,9 +22,8 @@ extension Transient: DiscoverableWrapper {
 final class ModelMetadata: @unchecked Sendable {
     let type: any PersistentModel.Type
     let entityName: String
-    /// The root of the entity's hierarchy: its records' table, where record ids are unique.
-    let rootEntityName: String
-    /// The root's type, as a key: records are identified by it and their id.
+    /// The root of the entity's hierarchy (whose table holds its records, and where record ids
+    /// are unique), by its type: records are identified by it and their id.
     let rootKey: ObjectIdentifier
     /// The attributes and the relationships, each with its accessor's type-erased view (found
     /// once here rather than cast for each record).
@@ -87,7 +86,6 @@ final class ModelMetadata: @unchecked Sendable {
         }
         let superType = levels.count > 1 ? levels[levels.count - 2].type as? any PersistentModel.Type : nil
         superMetadata = superType.map { ModelMetadata.of($0) }
-        rootEntityName = superMetadata?.rootEntityName ?? type.entityName
         rootKey = superMetadata?.rootKey ?? ObjectIdentifier(type)
 
         var properties: [PropertyAccessor] = []

@@ -97,15 +97,6 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
 
     override func valueType(optional: Bool) -> Any.Type? { optional ? V?.self : V.self }
 
-    @inline(__always)
-    private func valuePointer(in object: AnyObject) -> UnsafeMutablePointer<V> {
-        field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self)
-    }
-
-    func value(in object: AnyObject) -> V { valuePointer(in: object).pointee }
-
-    func setValue(_ value: V, in object: AnyObject) { valuePointer(in: object).pointee = value }
-
     /// The store value of the property in `object`.
     func storeValue(in object: AnyObject) throws(DeckError) -> Value {
         guard let codec else { throw DeckError.invalidSchema("\(name): Deck cannot store a \(V.self)") }
@@ -116,9 +107,6 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     func load(_ cell: Value, into object: AnyObject) -> Bool {
         codec?.read(cell, field(valueFieldOffset, in: object)) ?? false
     }
-
-    /// The value a fresh instance has (the property's default), as a store value.
-    func defaultStoreValue(in object: AnyObject) -> Value? { try? storeValue(in: object) }
 }
 
 /// The accessor of a ``Relationship``.
