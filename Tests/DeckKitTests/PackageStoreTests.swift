@@ -39,6 +39,24 @@ import Testing
         try store.read { try $0.count(RecordQuery(entity)) }
     }
 
+    @Test func aRecordKeepsTheGlobalIdItIsGivenAndATakenOneIsRefused() throws {
+        try withStore { store, _ in
+            let gid = UUID()
+            let id = try store.write { try $0.insert("Card", ["front": .string("hola")], globalID: gid) }
+                .value
+            #expect(try store.read { try $0.recordID("Card", globalID: gid) } == id)
+            #expect(try store.read { try $0.record("Card", id: id)?.globalID } == gid)
+            #expect(try store.read { try $0.recordID("Card", globalID: UUID()) } == nil)
+            #expect {
+                try store.write { try $0.insert("Card", ["front": .string("again")], globalID: gid) }
+            } throws: { error in
+                guard case .invalidValue("Card", "_gid", _) = error as? DeckError else { return false }
+                return true
+            }
+            #expect(try count(store, "Card") == 1)
+        }
+    }
+
     @Test func aWriteReturnsItsValueAndWhatItChanged() throws {
         try withStore { store, _ in
             let (ids, inserted) = try store.write { tx in
