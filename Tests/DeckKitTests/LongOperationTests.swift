@@ -24,7 +24,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("Cards.deck")
         let store = try PackageStore.create(at: url, contentType: "org.example.cards", schema: Self.schema)
-        try store.write { tx in
+        try await store.write { tx in
             for n in 0..<cards {
                 try tx.insert(
                     "Card",

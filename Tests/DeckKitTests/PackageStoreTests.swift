@@ -341,7 +341,7 @@ import Testing
 
     @Test func readsRunBesideALongTransactionOnOtherThreads() async throws {
         try await withStoreAsync { store in
-            try store.write { try $0.insert("Deck", ["title": .string("seed")]) }
+            try await store.write { try $0.insert("Deck", ["title": .string("seed")]) }
             let transaction = try store.beginTransaction()
             try transaction.insert("Deck", ["title": .string("pending")])
             // Eight reads at once on four reader connections, while the writer holds its turn.

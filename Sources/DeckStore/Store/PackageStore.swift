@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AmbiguousTrailingClosureOverload
+// (`write` has a blocking and an async form, as GRDB's has: in async code the compiler picks the
+// async one.)
 import Dispatch
 import Foundation
 
@@ -66,11 +69,12 @@ public final class PackageStore: Sendable {
     let configuration: Configuration
 
     /// The writer's connection (nil for a read-only store). Used only by the one thread that holds
-    /// ``writerGate``.
+    /// ``writerQueue``.
     nonisolated(unsafe) let writer: StoreConnection?
     /// Held by the writer's user: a ``write(_:)`` scope, a ``StoreTransaction`` from
-    /// ``beginTransaction()``, or maintenance. Writers in this process queue on it.
-    let writerGate = DispatchSemaphore(value: 1)
+    /// ``beginTransaction()``, or maintenance. Writers in this process queue on it, first come,
+    /// first served, threads and tasks alike.
+    let writerQueue = WriterQueue()
     /// One slot per reader connection that may be in use.
     let readerSlots: DispatchSemaphore
 
@@ -258,9 +262,10 @@ public final class PackageStore: Sendable {
     /// what `body` returned and what the transaction changed. If `body` throws, nothing of it
     /// is kept (blob files it wrote included) and the error is rethrown.
     ///
-    /// Writers in this process queue; calling `write` inside a `write` on the same thread is an
-    /// error (it would wait for itself). Another process's writer is refused when the store is
-    /// opened, not here.
+    /// Writers in this process queue, first come, first served; this one blocks its thread while
+    /// it waits (in async code, use the `async` form, which suspends instead). Calling `write`
+    /// inside a `write` on the same thread is an error (it would wait for itself). Another
+    /// process's writer is refused when the store is opened, not here.
     ///
     /// ```swift
     /// let (id, changes) = try store.write { tx in
@@ -271,6 +276,35 @@ public final class PackageStore: Sendable {
     public func write<T>(_ body: (StoreTransaction) throws -> T) throws -> (value: T, changes: ChangeSet) {
         let connection = try acquireWriter()
         defer { releaseWriter() }
+        return try runWrite(on: connection, body)
+    }
+
+    /// Runs `body` in one write transaction, as ``write(_:)-(_)`` does, waiting for this process's
+    /// other writers by suspending the task rather than blocking a thread.
+    ///
+    /// The wait is in line with the blocking writers (first come, first served). A task cancelled
+    /// while it waits stops waiting and gets ``DeckError/cancelled``, having changed nothing; once
+    /// `body` runs, it runs to its end and commits (check `Task.isCancelled` in it to stop early
+    /// by throwing). `body` runs on the caller's executor, without suspending, so it may use what
+    /// the caller's isolation owns; keep it short, as it holds that executor meanwhile.
+    ///
+    /// ```swift
+    /// let (_, changes) = try await store.write { try $0.insert("Card", ["front": .string("hola")]) }
+    /// ```
+    @discardableResult
+    public nonisolated(nonsending) func write<T>(_ body: (StoreTransaction) throws -> T) async throws -> (
+        value: T, changes: ChangeSet
+    ) {
+        let connection = try await acquireWriterSuspending()
+        defer { releaseWriter() }
+        return try runWrite(on: connection, body)
+    }
+
+    private typealias WriteResult<T> = (value: T, changes: ChangeSet)
+
+    private func runWrite<T>(on connection: StoreConnection, _ body: (StoreTransaction) throws -> T) throws
+        -> WriteResult<T>
+    {
         try connection.begin()
         let transaction = StoreTransaction(connection: connection, store: self, isLong: false)
         do {
@@ -314,6 +348,19 @@ public final class PackageStore: Sendable {
     /// Takes the writer: waits for this process's other writers, refuses a write inside a write on
     /// the same thread, a read-only store and a closed one.
     func acquireWriter() throws(DeckError) -> StoreConnection {
+        let writer = try checkWriterRequest()
+        writerQueue.acquire()
+        return try tookWriter(writer)
+    }
+
+    /// ``acquireWriter()`` for async callers: waits by suspending the task.
+    private func acquireWriterSuspending() async throws(DeckError) -> StoreConnection {
+        let writer = try checkWriterRequest()
+        try await writerQueue.acquireSuspending()
+        return try tookWriter(writer)
+    }
+
+    private func checkWriterRequest() throws(DeckError) -> StoreConnection {
         guard let writer else { throw DeckError.readOnly(path: path) }
         let me = pthread_self()
         let holder = Holder.current
@@ -325,14 +372,20 @@ public final class PackageStore: Sendable {
                 "\(path): a write was started on a thread that is already writing (a write inside a write, "
                     + "or an open transaction that was not committed or rolled back)")
         }
-        writerGate.wait()
+        return writer
+    }
+
+    /// The caller holds the writer's turn: records on which thread, or gives it back when the store
+    /// closed meanwhile.
+    private func tookWriter(_ writer: StoreConnection) throws(DeckError) -> StoreConnection {
+        let me = pthread_self()
         let closed = state.withLock { state -> Bool in
             if state.isClosed { return true }
             state.gateOwner = me
             return false
         }
         if closed {
-            writerGate.signal()
+            writerQueue.release()
             throw DeckError.closed(path: path)
         }
         return writer
@@ -340,7 +393,7 @@ public final class PackageStore: Sendable {
 
     func releaseWriter() {
         state.withLock { $0.gateOwner = nil }
-        writerGate.signal()
+        writerQueue.release()
     }
 
     /// Runs `body` with the writer's connection and no transaction open (maintenance that
@@ -376,7 +429,7 @@ public final class PackageStore: Sendable {
         guard proceed else { return }
         // Ends it and lets the writer go (its user must not be using it meanwhile).
         long?.rollback()
-        if writer != nil { writerGate.wait() }
+        if writer != nil { writerQueue.acquire() }
         let idle: [StoreConnection] = state.withLock { state in
             state.isClosed = true
             defer { state.readers.removeAll() }
@@ -395,6 +448,6 @@ public final class PackageStore: Sendable {
         }
         lock?.release()
         // Writers waiting meanwhile find the store closed.
-        if writer != nil { writerGate.signal() }
+        if writer != nil { writerQueue.release() }
     }
 }

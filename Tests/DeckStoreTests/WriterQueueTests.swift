@@ -1,0 +1,226 @@
+import DeckSamples
+import Foundation
+import Testing
+
+@testable import DeckStore
+
+/// This process's writers queue for the one writer connection, first come, first served, whether
+/// they block a thread or suspend a task; a cancelled task leaves the line and changes nothing.
+@Suite struct WriterQueueTests {
+    func withStore<T>(_ body: (PackageStore) async throws -> T) async throws -> T {
+        let sandbox = try Sandbox()
+        let store = try PackageStore.create(
+            at: sandbox.path("Cards.deck"), contentType: FlashcardsSample.contentType,
+            schema: FlashcardsSample.schema)
+        defer { try? store.close(discardingChanges: true) }
+        return try await body(store)
+    }
+
+    func titles(_ store: PackageStore) throws -> [String] {
+        try store.read { reader in
+            try reader.fetch(RecordQuery("Deck", sort: [SortKey("title")])).compactMap {
+                if case .string(let title) = $0["title"] { return title }
+                return nil
+            }
+        }
+    }
+
+    func isCancelled(_ error: DeckError) -> Bool {
+        if case .cancelled = error { return true }
+        return false
+    }
+
+    /// Waits until `count` writers are in line (they get there within milliseconds).
+    func waitForWaiters(_ store: PackageStore, _ count: Int) async throws {
+        for _ in 0..<10_000 where store.writerQueue.waitingCount < count {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        try #require(store.writerQueue.waitingCount == count)
+    }
+
+    @Test func anAsyncWriteCommitsAndReturnsItsChanges() async throws {
+        try await withStore { store in
+            let (id, changes) = try await store.write { tx in
+                try tx.insert("Deck", ["title": .string("Spanish"), "created": .date(.now)])
+            }
+            #expect(changes.inserted["Deck"] == [id])
+            #expect(try titles(store) == ["Spanish"])
+        }
+    }
+
+    @Test func aThrowingAsyncWriteKeepsNothingAndFreesTheWriter() async throws {
+        struct Stop: Error {}
+        try await withStore { store in
+            await #expect(throws: Stop.self) {
+                try await store.write { tx in
+                    try tx.insert("Deck", ["title": .string("gone"), "created": .date(.now)])
+                    throw Stop()
+                }
+            }
+            try await store.write {
+                try $0.insert("Deck", ["title": .string("kept"), "created": .date(.now)])
+            }
+            #expect(try titles(store) == ["kept"])
+        }
+    }
+
+    @Test func manyTasksWritingAtOnceAllLand() async throws {
+        try await withStore { store in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        for n in 0..<25 {
+                            try await store.write { tx in
+                                try tx.insert(
+                                    "Deck", ["title": .string("w\(worker)-\(n)"), "created": .date(.now)])
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try titles(store).count == 200)
+        }
+    }
+
+    @Test func threadsAndTasksAreServedInTheOrderTheyCame() async throws {
+        try await withStore { store in
+            let transaction = try store.beginTransaction()
+            let order = Locked<[String]>([])
+            // A task, then a thread, then a task, each queued behind the open transaction.
+            let first = Task {
+                try await store.write { tx in
+                    order.withLock { $0.append("task 1") }
+                    try tx.insert("Deck", ["title": .string("task 1"), "created": .date(.now)])
+                }
+            }
+            try await waitForWaiters(store, 1)
+            let threadDone = DispatchSemaphore(value: 0)
+            Thread {
+                _ = try? store.write { tx in
+                    order.withLock { $0.append("thread") }
+                    try tx.insert("Deck", ["title": .string("thread"), "created": .date(.now)])
+                }
+                threadDone.signal()
+            }.start()
+            try await waitForWaiters(store, 2)
+            let third = Task {
+                try await store.write { tx in
+                    order.withLock { $0.append("task 2") }
+                    try tx.insert("Deck", ["title": .string("task 2"), "created": .date(.now)])
+                }
+            }
+            try await waitForWaiters(store, 3)
+            try transaction.commit()
+            _ = try await first.value
+            _ = try await third.value
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    threadDone.wait()
+                    continuation.resume()
+                }
+            }
+            #expect(order.withLock { $0 } == ["task 1", "thread", "task 2"])
+            #expect(try titles(store) == ["task 1", "task 2", "thread"])
+        }
+    }
+
+    @Test func aTaskCancelledWhileItWaitsLeavesTheLineAndChangesNothing() async throws {
+        try await withStore { store in
+            let transaction = try store.beginTransaction()
+            let ran = Locked(false)
+            let waiting = Task {
+                try await store.write { tx in
+                    ran.withLock { $0 = true }
+                    try tx.insert("Deck", ["title": .string("cancelled"), "created": .date(.now)])
+                }
+            }
+            try await waitForWaiters(store, 1)
+            waiting.cancel()
+            let error = await #expect(throws: DeckError.self) { _ = try await waiting.value }
+            #expect(error.map(isCancelled) == true)
+            #expect(store.writerQueue.waitingCount == 0)
+            try transaction.insert("Deck", ["title": .string("open"), "created": .date(.now)])
+            try transaction.commit()
+            // The line is not stuck: the next writer gets its turn at once.
+            try await store.write {
+                try $0.insert("Deck", ["title": .string("next"), "created": .date(.now)])
+            }
+            #expect(ran.withLock { $0 } == false)
+            #expect(try titles(store) == ["next", "open"])
+        }
+    }
+
+    @Test func aTaskCancelledBeforeItAsksDoesNotWrite() async throws {
+        try await withStore { (store: PackageStore) async throws -> Void in
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await store.write { tx in
+                    try tx.insert("Deck", ["title": .string("never"), "created": .date(.now)])
+                }
+            }
+            let error = await #expect(throws: DeckError.self) { _ = try await task.value }
+            #expect(error.map(isCancelled) == true)
+            #expect(try titles(store).isEmpty)
+        }
+    }
+
+    @Test func aTaskHoldingAnOpenTransactionCannotWaitForItself() async throws {
+        try await withStore { store in
+            let transaction = try store.beginTransaction()
+            defer { transaction.rollback() }
+            await #expect {
+                try await store.write { tx in
+                    try tx.insert("Deck", ["title": .string("self"), "created": .date(.now)])
+                }
+            } throws: { error in
+                guard case .misuse = error as? DeckError else { return false }
+                return true
+            }
+        }
+    }
+
+    @Test func writersWaitingWhenTheStoreClosesFindItClosed() async throws {
+        try await withStore { store in
+            let transaction = try store.beginTransaction()
+            let waiting = Task {
+                try await store.write { tx in
+                    try tx.insert("Deck", ["title": .string("late"), "created": .date(.now)])
+                }
+            }
+            try await waitForWaiters(store, 1)
+            transaction.rollback()
+            // The waiter may get its turn before the close; either way it must not hang.
+            try store.close()
+            do {
+                _ = try await waiting.value
+            } catch let error as DeckError {
+                guard case .closed = error else { throw error }
+            }
+            await #expect(throws: DeckError.self) {
+                try await store.write { tx in
+                    try tx.insert("Deck", ["title": .string("after"), "created": .date(.now)])
+                }
+            }
+        }
+    }
+
+    @Test func aReadOnlyStoreRefusesAnAsyncWrite() async throws {
+        let sandbox = try Sandbox()
+        let url = sandbox.path("Cards.deck")
+        try PackageStore.create(
+            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema
+        ).close()
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        let error = await #expect(throws: DeckError.self) {
+            try await store.write { tx in
+                try tx.insert("Deck", ["title": .string("x"), "created": .date(.now)])
+            }
+        }
+        guard case .readOnly = error else {
+            Issue.record("expected readOnly, got \(String(describing: error))")
+            return
+        }
+    }
+}
