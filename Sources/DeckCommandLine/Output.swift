@@ -10,7 +10,7 @@ import Foundation
 /// unbuffered standard error.
 ///
 /// Text output is escaped for the terminal here, in one place (``TerminalText``): every string
-/// given to ``write(_:)`` or ``error(_:)`` has its control characters and bidirectional
+/// given to ``write(_:)-5jhun`` or ``error(_:)`` has its control characters and bidirectional
 /// overrides made visible, on a terminal or not, so that no package can drive the terminal
 /// that shows it (or the one a pipe ends in). Exact forms (`--json`, `--csv`, completion
 /// scripts) switch that off with ``escapesText`` for their command; styled text is built as a
@@ -21,7 +21,7 @@ final class Output: @unchecked Sendable {
 
     private let fd: Int32
     private var buffer: [UInt8] = []
-    /// Whether ``write(_:)`` escapes its text (true for text output, false for exact forms).
+    /// Whether ``write(_:)-5jhun`` escapes its text (true for text output, false for exact forms).
     var escapesText = true
 
     private init(fd: Int32) {

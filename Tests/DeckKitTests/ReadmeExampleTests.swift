@@ -33,6 +33,25 @@ enum ReadmeModels {
     // README-EXAMPLE-END
 }
 
+// GETTING-STARTED-ACTOR-BEGIN
+actor Importer: ModelActor {
+    nonisolated let modelContainer: ModelContainer
+    nonisolated let modelExecutor: any ModelExecutor
+
+    init(modelContainer: ModelContainer) {
+        self.modelContainer = modelContainer
+        modelExecutor = DefaultSerialModelExecutor(modelContext: ModelContext(modelContainer))
+    }
+
+    func importCards(_ words: [(String, String)]) throws -> [PersistentIdentifier] {
+        let cards = words.map { ReadmeModels.Card(front: $0.0, back: $0.1) }
+        for card in cards { modelContext.insert(card) }
+        try modelContext.save()
+        return cards.map(\.persistentModelID)
+    }
+}
+// GETTING-STARTED-ACTOR-END
+
 /// The README's library examples, compiled and run, and the code of `GettingStarted.md`.
 /// `readmeExamplesAreInReadme` and `gettingStartedIsInTheArticle` keep the documents' copies
 /// identical to the code between the markers (each block without its marker's indentation).
@@ -286,6 +305,19 @@ enum ReadmeModels {
             "README.md's store example differs from ReadmeExampleTests.swift")
     }
 
+    /// The background-work section of `GettingStarted.md`.
+    @MainActor @Test func gettingStartedActorRuns() async throws {
+        let container = try ModelContainer(
+            for: Card.self, Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        // GETTING-STARTED-ACTOR-USE-BEGIN
+        let importer = Importer(modelContainer: container)
+        let ids = try await importer.importCards([("gato", "cat"), ("perro", "dog")])
+        let gato = try container.mainContext.model(for: ids[0]) as? Card
+        // GETTING-STARTED-ACTOR-USE-END
+        #expect(gato?.back == "cat")
+        #expect(try container.mainContext.fetchCount(FetchDescriptor<Card>()) == 2)
+    }
+
     @Test func gettingStartedIsInTheArticle() throws {
         let article = try Self.document("Sources/DeckKit/DeckKit.docc/GettingStarted.md")
         let models = try Self.blocks("README-EXAMPLE")[0]
@@ -299,6 +331,10 @@ enum ReadmeModels {
                 continue
             }
             rest = rest[range.upperBound...]
+        }
+        for name in ["GETTING-STARTED-ACTOR", "GETTING-STARTED-ACTOR-USE"] {
+            let block = try #require(try Self.blocks(name).first)
+            #expect(article.contains("```swift\n" + block + "\n```"), "GettingStarted.md lacks \(name)")
         }
     }
 }
@@ -326,16 +362,18 @@ enum ReadmeModels {
         #expect(try ModelContext(container).fetch(FetchDescriptor<Card>()).first?.back == "hi")
     }
 
-    @MainActor @Test func mainContextDoesNotAutosave() throws {
+    @MainActor @Test func onlyTheMainContextAutosaves() throws {
         let container = try ModelContainer(
             for: Card.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        #expect(!container.mainContext.autosaveEnabled)
-        container.mainContext.insert(Card(front: "hola", back: "hello"))
-        try container.mainContext.processPendingChanges()
-        #expect(container.mainContext.hasChanges)
-        container.mainContext.autosaveEnabled = true
-        try container.mainContext.processPendingChanges()
-        #expect(!container.mainContext.hasChanges)
+        #expect(container.mainContext.autosaveEnabled)
+        let context = ModelContext(container)
+        #expect(!context.autosaveEnabled)
+        context.insert(Card(front: "hola", back: "hello"))
+        try context.processPendingChanges()
+        #expect(context.hasChanges)
+        context.autosaveEnabled = true
+        try context.processPendingChanges()
+        #expect(!context.hasChanges)
     }
 
     @Test func relatingBeforeAnyContainerIsSaved() throws {

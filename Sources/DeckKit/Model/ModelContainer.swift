@@ -84,6 +84,7 @@ public final class ModelContainer: Sendable {
     }
 
     deinit {
+        main.autosaveBeforeClosing()
         try? store.close(discardingChanges: true)
         if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
     }
@@ -91,7 +92,7 @@ public final class ModelContainer: Sendable {
     /// The context of the main actor, made on first use (SwiftData's `mainContext`).
     @MainActor public var mainContext: ModelContext {
         if let context = main.context { return context }
-        let context = ModelContext(self, ownedByContainer: true)
+        let context = ModelContext(self, isMainContext: true)
         main.context = context
         return context
     }
@@ -111,8 +112,24 @@ public final class ModelContainer: Sendable {
     }
 }
 
-/// Holds the main context, on the main actor.
-private final class MainContextBox: Sendable {
-    @MainActor var context: ModelContext?
+/// Holds the main context, used on the main actor.
+private final class MainContextBox: @unchecked Sendable {
+    /// Reached on the main actor only, but for ``autosaveBeforeClosing()``.
+    nonisolated(unsafe) private var storage: ModelContext?
+
+    @MainActor var context: ModelContext? {
+        get { storage }
+        set { storage = newValue }
+    }
+
     nonisolated init() {}
+
+    /// The main context's last autosave, as its container goes away: on the main thread, or on
+    /// another when nothing but the container holds the context (nothing can be using it then).
+    func autosaveBeforeClosing() {
+        guard storage != nil else { return }
+        if Thread.isMainThread || isKnownUniquelyReferenced(&storage!) {
+            storage?.autosave()
+        }
+    }
 }

@@ -10,14 +10,50 @@ import Foundation
 /// reach records through ``PersistentIdentifier``.
 public final class ModelContext {
     /// The container whose document the context reads and writes.
-    public var container: ModelContainer { strongContainer ?? unownedContainer! }
+    ///
+    /// A context keeps its container alive, but for the container's own ``ModelContainer/mainContext``:
+    /// using that one after its container has gone away stops the program with a message saying so.
+    public var container: ModelContainer {
+        guard let container = strongContainer ?? weakContainer else {
+            preconditionFailure(
+                "the ModelContainer of this main context has gone away: keep the container while you use its mainContext"
+            )
+        }
+        return container
+    }
     private let strongContainer: ModelContainer?
-    private unowned(unsafe) let unownedContainer: ModelContainer?
+    private weak let weakContainer: ModelContainer?
 
-    /// Whether the context saves by itself. Deck saves a context only when asked, so this stays
-    /// false unless set; setting it makes ``insert(_:)`` and the other changes save at once when
-    /// ``processPendingChanges()`` runs (call it where SwiftData would autosave).
-    public var autosaveEnabled = false
+    /// Whether the context saves by itself.
+    ///
+    /// True for a container's ``ModelContainer/mainContext``, which then saves on the main actor
+    /// once ``autosaveDelay`` has passed without a new insert, delete or change of a saved model,
+    /// and once more when its container goes away on the main actor (both with the context's own
+    /// ``save()``; a failure is kept in ``lastAutosaveError``, and the changes stay pending). False
+    /// for other contexts, as in SwiftData; setting it on one makes ``processPendingChanges()``
+    /// save, which its owner calls where it wants a save.
+    public var autosaveEnabled: Bool {
+        didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
+    }
+
+    /// How long the main context's autosave waits after the last change before it saves (one
+    /// second unless set; a Deck addition to SwiftData's API).
+    public var autosaveDelay: Duration = .seconds(1)
+
+    /// The last autosave's failure, nil after one that succeeded (a Deck addition: SwiftData
+    /// does not report autosave failures).
+    public private(set) var lastAutosaveError: DeckError?
+
+    /// The store and the schema, held here too so that a main context can still save while its
+    /// container goes away.
+    let store: PackageStore
+    let schema: Schema
+    private let allowsSave: Bool
+    /// The main context, which autosaves on the main actor.
+    let isMainContext: Bool
+    /// When the last change that restarts the autosave's quiet interval was made.
+    private var lastChange: ContinuousClock.Instant?
+    private var isAutosaveScheduled = false
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
     private var registry: [RowKey: WeakModel] = [:]
@@ -36,19 +72,21 @@ public final class ModelContext {
     public private(set) var lastLoadError: DeckError?
 
     /// A context of `container`.
-    public init(_ container: ModelContainer) {
-        strongContainer = container
-        unownedContainer = nil
+    public convenience init(_ container: ModelContainer) {
+        self.init(container, isMainContext: false)
     }
 
-    /// The main context, which its container owns (and so must not own back).
-    init(_ container: ModelContainer, ownedByContainer: Bool) {
-        strongContainer = ownedByContainer ? nil : container
-        unownedContainer = ownedByContainer ? container : nil
+    /// The main context (`isMainContext`), which its container owns and so must not own back,
+    /// and which autosaves; or another one.
+    init(_ container: ModelContainer, isMainContext: Bool) {
+        strongContainer = isMainContext ? nil : container
+        weakContainer = isMainContext ? container : nil
+        store = container.store
+        schema = container.schema
+        allowsSave = container.configurations.first?.allowsSave ?? true
+        self.isMainContext = isMainContext
+        autosaveEnabled = isMainContext
     }
-
-    var store: PackageStore { container.store }
-    var schema: Schema { container.schema }
 
     // MARK: State
 
@@ -89,6 +127,7 @@ public final class ModelContext {
             backing.status = .inserted
             inserted[key] = object
             insertionOrder.append(key)
+            noteChangeForAutosave()
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
                 for target in relationship.targets(in: object)
@@ -129,11 +168,62 @@ public final class ModelContext {
         deleted[key] = model
         deletionOrder.append(key)
         backing.status = .deleted
+        noteChangeForAutosave()
     }
 
     /// Called by a persisted model's backing when one of its properties changes.
     func noteChanged(_ backing: ModelBacking) {
         changed[ObjectIdentifier(backing.object)] = backing.object
+        noteChangeForAutosave()
+    }
+
+    // MARK: Autosave
+
+    /// Restarts the main context's quiet interval, scheduling its autosave if none is.
+    @inline(__always)
+    private func noteChangeForAutosave() {
+        guard isMainContext, autosaveEnabled else { return }
+        lastChange = .now
+        if !isAutosaveScheduled { scheduleAutosave() }
+    }
+
+    /// Starts a task on the main actor that saves once the quiet interval has passed, waiting
+    /// again while changes keep coming; it holds the context weakly, so a context that goes away
+    /// is not kept for it.
+    private func scheduleAutosave() {
+        guard isMainContext, !isAutosaveScheduled else { return }
+        isAutosaveScheduled = true
+        if lastChange == nil { lastChange = .now }
+        let box = WeakContext(self)
+        Task { @MainActor in
+            while let due = box.context?.autosaveDue() {
+                try? await Task.sleep(until: due, clock: .continuous)
+            }
+        }
+    }
+
+    /// Saves when the quiet interval has passed and returns nil, or returns when it will have.
+    private func autosaveDue() -> ContinuousClock.Instant? {
+        guard autosaveEnabled, hasChanges, let lastChange else {
+            isAutosaveScheduled = false
+            return nil
+        }
+        let due = lastChange + autosaveDelay
+        if ContinuousClock.now < due { return due }
+        isAutosaveScheduled = false
+        autosave()
+        return nil
+    }
+
+    /// Saves now as the autosave does, keeping a failure in ``lastAutosaveError``.
+    func autosave() {
+        guard autosaveEnabled, hasChanges else { return }
+        do {
+            try save()
+            lastAutosaveError = nil
+        } catch {
+            lastAutosaveError = error
+        }
     }
 
     /// Saves the changes now if ``autosaveEnabled`` is set.
@@ -146,7 +236,7 @@ public final class ModelContext {
     /// failure nothing is written and the context keeps its changes.
     public func save() throws(DeckError) {
         guard hasChanges else { return }
-        guard container.configurations.first?.allowsSave ?? true else {
+        guard allowsSave else {
             throw DeckError.readOnly(path: store.url.path)
         }
         let result: (value: FlushResult, changes: ChangeSet)
@@ -156,6 +246,7 @@ public final class ModelContext {
             throw DeckError.wrap(error)
         }
         finishSave(result.value, changes: result.changes)
+        lastChange = nil
     }
 
     /// Runs `block`, then saves; when `block` or the save throws, rolls back and rethrows.
@@ -721,4 +812,12 @@ extension AttributeAccessor: AttributeValueAccess {
             throw error
         }
     }
+}
+
+/// A main context reached from its autosave task, which runs on the main actor as the context
+/// does; weak, so the task does not keep the context.
+private final class WeakContext: @unchecked Sendable {
+    weak var context: ModelContext?
+
+    init(_ context: ModelContext) { self.context = context }
 }

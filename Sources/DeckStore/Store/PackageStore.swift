@@ -13,7 +13,7 @@ import Foundation
 /// A read-write store holds the package's writer lock, one writer connection and a small pool of
 /// reader connections (the store runs in SQLite's WAL mode while it is open). Reads run in
 /// ``read(_:)`` scopes, each on one committed snapshot, in parallel with each other and with the
-/// writer. Changes run in ``write(_:)`` scopes, one transaction each, committed with the spec's
+/// writer. Changes run in ``write(_:)-5jhun`` scopes, one transaction each, committed with the spec's
 /// save protocol (blob files durable first, then the commit, then unreferenced files removed);
 /// writers in one process queue, and a writer in another process is refused with
 /// ``DeckError/locked(path:pid:)``. A change that must stay open across calls — an interactive
@@ -71,7 +71,7 @@ public final class PackageStore: Sendable {
     /// The writer's connection (nil for a read-only store). Used only by the one thread that holds
     /// ``writerQueue``.
     nonisolated(unsafe) let writer: StoreConnection?
-    /// Held by the writer's user: a ``write(_:)`` scope, a ``StoreTransaction`` from
+    /// Held by the writer's user: a ``write(_:)-5jhun`` scope, a ``StoreTransaction`` from
     /// ``beginTransaction()``, or maintenance. Writers in this process queue on it, first come,
     /// first served, threads and tasks alike.
     let writerQueue = WriterQueue()
@@ -86,7 +86,7 @@ public final class PackageStore: Sendable {
         var readers: [StoreConnection] = []
         /// Reader connections opened so far (idle or lent).
         var readerCount = 0
-        /// The thread inside a ``write(_:)`` scope (or maintenance), to refuse a write inside a
+        /// The thread inside a ``write(_:)-5jhun`` scope (or maintenance), to refuse a write inside a
         /// write on that thread.
         var gateOwner: pthread_t?
         /// Who began the open long transaction: the task, or the thread outside any task. A long
@@ -279,7 +279,7 @@ public final class PackageStore: Sendable {
         return try runWrite(on: connection, body)
     }
 
-    /// Runs `body` in one write transaction, as ``write(_:)-(_)`` does, waiting for this process's
+    /// Runs `body` in one write transaction, as ``write(_:)-5jhun`` does, waiting for this process's
     /// other writers by suspending the task rather than blocking a thread.
     ///
     /// The wait is in line with the blocking writers (first come, first served). A task cancelled

@@ -121,7 +121,7 @@ extension StoreReader: Sendable {}
 
 /// A write transaction: every change made through it is committed together, or not at all.
 ///
-/// Inside ``PackageStore/write(_:)`` the transaction commits when the closure returns. One from
+/// Inside ``PackageStore/write(_:)-5jhun`` the transaction commits when the closure returns. One from
 /// ``PackageStore/beginTransaction()`` stays open until ``commit()`` or ``rollback()``. A change
 /// that fails is undone whole and leaves the transaction's earlier changes in place.
 public final class StoreTransaction: StoreReader {
@@ -220,7 +220,7 @@ public final class StoreTransaction: StoreReader {
     // MARK: Ending
 
     /// Commits the transaction (spec: the save protocol) and returns what it changed. Only for a
-    /// transaction from ``PackageStore/beginTransaction()``; a ``PackageStore/write(_:)`` scope
+    /// transaction from ``PackageStore/beginTransaction()``; a ``PackageStore/write(_:)-5jhun`` scope
     /// commits when its closure returns.
     @discardableResult
     public func commit() throws(DeckError) -> ChangeSet {

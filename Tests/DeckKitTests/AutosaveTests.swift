@@ -1,0 +1,117 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// The main context saves by itself after a quiet interval, and as its container goes away;
+/// other contexts save when told.
+@Suite("Autosave of the main context")
+@MainActor struct AutosaveTests {
+    func makeContainer(_ url: URL, allowsSave: Bool = true) throws -> ModelContainer {
+        try ModelContainer(
+            for: Flash.Card.self, Flash.Deck.self,
+            configurations: ModelConfiguration(url: url, allowsSave: allowsSave))
+    }
+
+    /// The cards saved in the document, as a context of its own sees them.
+    func savedCount(_ container: ModelContainer) throws -> Int {
+        try ModelContext(container).fetchCount(FetchDescriptor<Flash.Card>())
+    }
+
+    /// Waits (on the main actor, so the autosave can run) until `condition` holds, or ten seconds.
+    func waitUntil(_ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try !condition(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test("The main context autosaves; a context of one's own does not")
+    func defaults() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory.appending("cards.deck"))
+        #expect(container.mainContext.autosaveEnabled)
+        #expect(container.mainContext.autosaveDelay == .seconds(1))
+        #expect(!ModelContext(container).autosaveEnabled)
+    }
+
+    @Test("An insert is saved once the quiet interval has passed, not before")
+    func savesAfterTheQuietInterval() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory.appending("cards.deck"))
+        let context = container.mainContext
+        context.autosaveDelay = .milliseconds(20)
+        context.insert(Flash.Card(front: "hola"))
+        // Nothing has run on the main actor since: the autosave cannot have happened yet.
+        #expect(try savedCount(container) == 0)
+        try await waitUntil { !context.hasChanges }
+        #expect(!context.hasChanges)
+        #expect(try savedCount(container) == 1)
+        #expect(context.lastAutosaveError == nil)
+    }
+
+    @Test("A change to a saved model and a delete are autosaved too")
+    func changesAndDeletesAreAutosaved() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory.appending("cards.deck"))
+        let context = container.mainContext
+        context.autosaveDelay = .milliseconds(20)
+        let card = Flash.Card(front: "hola")
+        let other = Flash.Card(front: "adiós")
+        context.insert(card)
+        context.insert(other)
+        try context.save()
+        card.back = "hello"
+        context.delete(other)
+        #expect(context.hasChanges)
+        try await waitUntil { !context.hasChanges }
+        let saved = try ModelContext(container).fetch(FetchDescriptor<Flash.Card>())
+        #expect(saved.map(\.back) == ["hello"])
+    }
+
+    @Test("Turning autosave off keeps the changes pending until a save")
+    func disabled() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory.appending("cards.deck"))
+        let context = container.mainContext
+        context.autosaveDelay = .milliseconds(10)
+        context.autosaveEnabled = false
+        context.insert(Flash.Card(front: "hola"))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(context.hasChanges)
+        #expect(try savedCount(container) == 0)
+        // Turned on again, it saves what is pending.
+        context.autosaveEnabled = true
+        try await waitUntil { !context.hasChanges }
+        #expect(try savedCount(container) == 1)
+    }
+
+    @Test("The main context's changes are saved when its container goes away")
+    func savesWhenTheContainerGoesAway() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        do {
+            let container = try makeContainer(url)
+            container.mainContext.insert(Flash.Card(front: "kept"))
+        }
+        let reopened = try makeContainer(url)
+        let cards = try ModelContext(reopened).fetch(FetchDescriptor<Flash.Card>())
+        #expect(cards.map(\.front) == ["kept"])
+    }
+
+    @Test("A failed autosave is reported and the changes stay pending")
+    func failureIsReported() async throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeContainer(url).mainContext.save()
+        let container = try makeContainer(url, allowsSave: false)
+        let context = container.mainContext
+        context.autosaveDelay = .milliseconds(10)
+        context.insert(Flash.Card(front: "hola"))
+        try await waitUntil { context.lastAutosaveError != nil }
+        guard case .readOnly = context.lastAutosaveError else {
+            Issue.record("expected readOnly, got \(String(describing: context.lastAutosaveError))")
+            return
+        }
+        #expect(context.hasChanges)
+    }
+}
