@@ -72,12 +72,18 @@ struct EndToEndLintTests {
         #expect(try snapshot(path) == before)
     }
 
-    @Test func anArchiveIsCheckedLikeItsPackage() throws {
-        let directory = try TemporaryDirectory()
+    /// The sample in `directory` (`Spanish.deck`), exported to `Spanish.zip`: the archive's path
+    /// and bytes.
+    func exportedSample(in directory: TemporaryDirectory) throws -> (path: String, bytes: Data) {
         let path = try e2eSample(in: directory)
         let archive = directory.appending("Spanish.zip")
         e2eExpectSuccess(try deck("export", path, "-o", archive, "--quiet"))
-        let archiveBytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        return (archive, try Data(contentsOf: URL(fileURLWithPath: archive)))
+    }
+
+    @Test func anArchiveIsCheckedLikeItsPackage() throws {
+        let directory = try TemporaryDirectory()
+        let (archive, archiveBytes) = try exportedSample(in: directory)
         let json = try deck("lint", archive, "--json")
         #expect(json.status == 1, "\(json.stderr)")
         #expect(try findings(json.stdout) == Self.sampleFindings)
@@ -179,10 +185,7 @@ struct EndToEndLintTests {
 
     @Test func aTruncatedArchive() throws {
         let directory = try TemporaryDirectory()
-        let path = try e2eSample(in: directory)
-        let archive = directory.appending("Spanish.zip")
-        e2eExpectSuccess(try deck("export", path, "-o", archive, "--quiet"))
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        let bytes = try exportedSample(in: directory).bytes
         let truncated = directory.appending("Truncated.zip")
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: truncated))
         // Cannot open: not a package directory, and not an archive Deck can read.
