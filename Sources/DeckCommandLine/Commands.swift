@@ -23,8 +23,8 @@ enum Commands {
             works on any package without the app that made it.
             """,
         subcommands: [
-            new, open, inspect, verify, gc, query, insert, update, delete, blob, export, importArchive, pack,
-            unpack,
+            new, open, inspect, verify, lint, gc, query, insert, update, delete, blob, export, importArchive,
+            pack, unpack,
             completions,
         ],
         examples: [
@@ -82,6 +82,32 @@ enum Commands {
             """,
         arguments: [pathArgument],
         options: [json, .flag("quick", help: "Skip hashing blob files; use SQLite's quick_check."), quiet])
+
+    static let lint = CommandSpec(
+        name: "lint",
+        abstract: "Check a schema for CloudKit compatibility.",
+        discussion: """
+            Checks the schema of a package (or a package archive), or a schema file, against \
+            the rules CloudKit sets for a store that syncs: no unique attributes or unique \
+            constraints, a default for every non-optional attribute, an inverse for every \
+            relationship, no deny delete rule. Each finding names the entity and property. \
+            Never writes to the package. Exit status 0 means no findings, 1 findings.
+            """,
+        arguments: [
+            ArgumentSpec(
+                "path", help: "The package directory or package archive whose schema to check.",
+                isOptional: true, completion: .file)
+        ],
+        options: [
+            .value(
+                "schema", valueName: "file", completion: .file,
+                help: "Check a schema file (JSON, as 'deck new --schema' takes) instead of a package."),
+            json,
+        ],
+        examples: [
+            CommandExample("Check a document", command: "deck lint Spanish.deck"),
+            CommandExample("Check a schema file", command: "deck lint --schema notes.schema.json"),
+        ])
 
     static let gc = CommandSpec(
         name: "gc",

@@ -94,6 +94,7 @@ public enum DeckCommandLine {
             return try InspectCommand.run(command, full: false)
         case ["inspect"]: return try InspectCommand.run(command, full: true)
         case ["verify"]: return try VerifyCommand.run(command)
+        case ["lint"]: return try LintCommand.run(command)
         case ["gc"]: return try GCCommand.run(command)
         case ["query"]: return try QueryCommand.run(command)
         case ["insert"]: return try WriteCommands.insert(command)

@@ -5,6 +5,8 @@ import DeckKit
 enum ExitStatus {
     static let ok: Int32 = 0
     static let failure: Int32 = 1
+    /// `deck lint` found something: the check ran, and the schema breaks one of its rules.
+    static let findings: Int32 = 1
     static let usage: Int32 = 64
     static let dataError: Int32 = 65
     static let noInput: Int32 = 66

@@ -57,10 +57,6 @@ enum NewCommand {
 
     /// Reads a schema file: the JSON form documented in deck(1) and spec/format.md.
     static func loadSchema(_ path: String) throws -> StoreSchema {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FileManager.default.fileExists(atPath: path)
-                ? DeckError.permissionDenied(path: path, operation: "read") : DeckError.notFound(path: path)
-        }
-        return try StoreSchema(json: data, source: path)
+        try StoreSchema(contentsOf: Support.url(path))
     }
 }

@@ -119,7 +119,7 @@ indirect enum JSON {
         case .string(let s): JSON.escape(s, into: &out)
         case .raw(let text):
             if let compact = Value.json(text).compactJSONText {
-                out += compact.utf8
+                JSON.appendEscapingControls(compact, into: &out)
             } else {
                 JSON.escape(text, into: &out)
             }
@@ -158,32 +158,75 @@ indirect enum JSON {
         }
     }
 
-    /// Appends `s` as a JSON string literal: quotes, backslashes and control characters escaped.
+    /// Appends `s` as a JSON string literal: quotes, backslashes and control characters escaped,
+    /// and so are, as `\uXXXX`, the characters a terminal acts on that JSON allows raw (DEL, the C1
+    /// controls U+0080–U+009F, the bidirectional controls and the line and paragraph separators:
+    /// the table of ``TerminalText``), so that `--json` output shown on a terminal cannot drive
+    /// it. The string decodes to `s` exactly.
     static func escape(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
             // Most strings need no escaping: copy them whole.
-            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
+            guard
+                bytes.contains(where: {
+                    TerminalText.mayStartControl($0) || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\")
+                })
             else {
                 out.append(contentsOf: bytes)
                 return
             }
-            let hex = Array("0123456789abcdef".utf8)
-            for byte in bytes {
+            var i = 0
+            while i < bytes.count {
+                let byte = bytes[i]
                 switch byte {
                 case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
                 case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
                 case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
                 case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
                 case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-                case ..<0x20:
-                    out += "\\u00".utf8
-                    out += [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
-                default: out.append(byte)
+                default:
+                    let length = TerminalText.mayStartControl(byte) ? TerminalText.controlLength(bytes, i) : 0
+                    guard length > 0 else {
+                        out.append(byte)
+                        i += 1
+                        continue
+                    }
+                    appendUnicodeEscape(TerminalText.scalar(bytes, i, length: length), into: &out)
+                    i += length
+                    continue
                 }
+                i += 1
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends valid JSON text with the characters ``escape(_:into:)`` escapes, which can only
+    /// stand inside its strings there (none is JSON white space), written as `\uXXXX`.
+    static func appendEscapingControls(_ text: String, into out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes in
+            var i = 0
+            while i < bytes.count {
+                let length = TerminalText.mayStartControl(bytes[i]) ? TerminalText.controlLength(bytes, i) : 0
+                guard length > 0 else {
+                    out.append(bytes[i])
+                    i += 1
+                    continue
+                }
+                appendUnicodeEscape(TerminalText.scalar(bytes, i, length: length), into: &out)
+                i += length
+            }
+        }
+    }
+
+    /// `\uXXXX` for a scalar of the Basic Multilingual Plane.
+    private static func appendUnicodeEscape(_ scalar: UInt32, into out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out += "\\u".utf8
+        for shift in stride(from: 12, through: 0, by: -4) {
+            out.append(hex[Int((scalar >> UInt32(shift)) & 0xF)])
+        }
     }
 }

@@ -392,6 +392,41 @@ private final class PausedDeck {
             }
         }
 
+        /// `blob get -o` stages the bytes beside the destination as a staging item: a signal
+        /// removes it, and one a kill left behind goes with the next copy to that name.
+        @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
+        func anInterruptedBlobGetLeavesNothing(signal: Int32) throws {
+            let directory = try TemporaryDirectory()
+            let path = try e2eSample(in: directory)
+            let digest = try #require(try e2eBlobFiles(path).keys.sorted().first)
+            let out = directory.appending("hola.jpg")
+            let paused = try PausedDeck(["blob", "get", path, digest, "-o", out], pauseAt: 1)
+            #expect(paused.staged.hasPrefix(directory.path + "/.hola.jpg.blob-"), "\(paused.staged)")
+            #expect(FileManager.default.fileExists(atPath: paused.staged))
+            // Another copy to the same name leaves this live one alone.
+            e2eExpectSuccess(try deck("blob", "get", path, digest, "-o", out))
+            #expect(FileManager.default.fileExists(atPath: paused.staged))
+            let (reason, status) = paused.end(with: signal)
+            #expect(reason == .uncaughtSignal && status == signal)
+            #expect(try e2eHidden(directory.path).isEmpty)
+            #expect(e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: out))) == digest)
+        }
+
+        @Test func aKilledBlobGetLeavesAStaleFileThatTheNextRunRemoves() throws {
+            let directory = try TemporaryDirectory()
+            let path = try e2eSample(in: directory)
+            let digest = try #require(try e2eBlobFiles(path).keys.sorted().first)
+            let out = directory.appending("hola.jpg")
+            let paused = try PausedDeck(["blob", "get", path, digest, "-o", out], pauseAt: 1)
+            let (reason, status) = paused.end(with: SIGKILL)
+            #expect(reason == .uncaughtSignal && status == SIGKILL)
+            #expect(try e2eHidden(directory.path).count == 1)
+            #expect(!FileManager.default.fileExists(atPath: out))
+            e2eExpectSuccess(try deck("blob", "get", path, digest, "-o", out))
+            #expect(try e2eHidden(directory.path).isEmpty)
+            #expect(e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: out))) == digest)
+        }
+
         @Test func interruptedReadingOfAnArchiveLeavesNothingInTheTemporaryDirectory() throws {
             let directory = try TemporaryDirectory()
             let path = try e2eSample(in: directory)

@@ -5,7 +5,7 @@ import Testing
 @Suite("End to end: help, version and usage errors")
 struct EndToEndHelpTests {
     static let subcommands = [
-        "new", "open", "inspect", "verify", "gc", "query", "insert", "update", "delete", "blob",
+        "new", "open", "inspect", "verify", "lint", "gc", "query", "insert", "update", "delete", "blob",
         "completions",
     ]
 

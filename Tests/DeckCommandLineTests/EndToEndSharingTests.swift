@@ -72,6 +72,65 @@ import Testing
         #expect(again.status == 73)
     }
 
+    /// `deck pack` and `deck export` in two time zones, with different source metadata in
+    /// between, give byte-identical archives. Each `deck` is a child process with its own `TZ`, so
+    /// no other test sees the change. Control: bsdtar (the same libarchive) zipping a dated file
+    /// does depend on `TZ`, so the switch reaches the library and the test proves something.
+    @Test func packingIsReproducibleAcrossTimeZones() throws {
+        let directory = try TemporaryDirectory()
+        let path = try sample(directory)
+        let formats = ["zip", "tar", "tar.gz", "tar.zst"]
+        func archive(_ zone: String) throws {
+            for format in formats {
+                for command in ["pack", "export"] {
+                    let result = try e2eDeck(
+                        [
+                            command, path, "-o", directory.appending("\(command)-\(zone).\(format)"),
+                            "--quiet",
+                        ],
+                        environment: ["TZ": zone])
+                    e2eExpectSuccess(result)
+                }
+            }
+        }
+        try archive("UTC0")
+        // Different source metadata, set explicitly: times three days back, other permissions.
+        for file in ["manifest.json", "store.sqlite"] {
+            let url = URL(fileURLWithPath: path + "/" + file)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -3 * 86_400), .posixPermissions: 0o600],
+                ofItemAtPath: url.path)
+        }
+        try archive("JST-9")
+        for format in formats {
+            for command in ["pack", "export"] {
+                let first = try Data(
+                    contentsOf: URL(fileURLWithPath: directory.appending("\(command)-UTC0.\(format)")))
+                let second = try Data(
+                    contentsOf: URL(fileURLWithPath: directory.appending("\(command)-JST-9.\(format)")))
+                #expect(first == second, "\(command) \(format) archives differ between time zones")
+            }
+        }
+
+        let dated = directory.appending("dated")
+        try FileManager.default.createDirectory(atPath: dated, withIntermediateDirectories: false)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dated + "/file"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 631_152_000)], ofItemAtPath: dated + "/file")
+        var controls: [Data] = []
+        for zone in ["UTC0", "JST-9"] {
+            let out = directory.appending("control-\(zone).zip")
+            let result = try runExecutable(
+                URL(fileURLWithPath: "/usr/bin/bsdtar"),
+                ["--format", "zip", "-cf", out, "-C", dated, "file"],
+                environment: ["TZ": zone])
+            try #require(result.status == 0, "bsdtar: \(result.stderr)")
+            controls.append(try Data(contentsOf: URL(fileURLWithPath: out)))
+        }
+        #expect(
+            controls[0] != controls[1], "TZ had no effect on libarchive in a child; the test proves nothing")
+    }
+
     @Test func packRefusesADocumentOpenForWriting() throws {
         let directory = try TemporaryDirectory()
         let path = try sample(directory)

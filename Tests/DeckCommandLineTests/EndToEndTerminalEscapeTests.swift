@@ -17,6 +17,13 @@ func e2eTerminalControls(in text: String) -> [String] {
     }.map { "U+" + String($0.value, radix: 16) }
 }
 
+/// The bidirectional controls and the line and paragraph separators in `text`.
+func bidiAndSeparators(in text: String) -> [String] {
+    let listed: Set<UInt32> = [0x61C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E]
+    return text.unicodeScalars.filter { listed.contains($0.value) || (0x2066...0x2069).contains($0.value) }
+        .map { "U+" + String($0.value, radix: 16) }
+}
+
 /// Text output escapes what a package holds, everywhere; `--json` and `--csv` stay exact.
 @Suite("End to end: terminal escapes from a package")
 struct EndToEndTerminalEscapeTests {
@@ -131,6 +138,65 @@ struct EndToEndTerminalEscapeTests {
         #expect(shellRecord["title"] as? String == e2eHostile)
         // Text again after the exact command.
         #expect(shell.stdout.contains(e2eHostileShown.prefix(20)))
+    }
+
+    /// JSON allows C1 controls, bidirectional controls and the line and paragraph separators raw,
+    /// but a terminal acts on them: `--json` writes them as `\uXXXX`, in strings of its own and
+    /// in JSON text it passes on (a json attribute's value, the schema), and the values still
+    /// decode to the stored text exactly. Text output escapes the same characters.
+    @Test func jsonEscapesWhatATerminalActsOn() throws {
+        let controls =
+            "C1\u{80}\u{85}\u{9B}31m\u{9F} bidi\u{202A}\u{202B}\u{202C}\u{202D}\u{202E}"
+            + "\u{2066}\u{2067}\u{2068}\u{2069}\u{200E}\u{200F}\u{61C} seps\u{2028}\u{2029} del\u{7F} é—€"
+        let escaped =
+            #"C1\u0080\u0085\u009b31m\u009f bidi\u202a\u202b\u202c\u202d\u202e"#
+            + #"\u2066\u2067\u2068\u2069\u200e\u200f\u061c seps\u2028\u2029 del\u007f é—€"#
+        let directory = try TemporaryDirectory()
+        let schema = directory.appending("notes.json")
+        try """
+        {"version":"\(controls)","entities":[{"name":"Note","attributes":[{"name":"title","type":"string"},\
+        {"name":"extra","type":"json","optional":true}]}]}
+        """.write(toFile: schema, atomically: true, encoding: .utf8)
+        let path = directory.appending("Notes.deck")
+        e2eExpectSuccess(try deck("new", path, "--schema", schema))
+        let jsonValue = "{\"k\":\"\(controls)\"}"
+        e2eExpectSuccess(
+            try deck("insert", path, "Note", "title=\(controls)", "extra=\(jsonValue)", "--quiet"))
+
+        let json = try deck("query", path, "Note", "--json")
+        e2eExpectSuccess(json)
+        #expect(e2eTerminalControls(in: json.stdout).isEmpty, "\(json.stdout)")
+        #expect(bidiAndSeparators(in: json.stdout).isEmpty, "\(json.stdout)")
+        #expect(json.stdout.contains("\"title\":\"\(escaped)\""), "\(json.stdout)")
+        #expect(json.stdout.contains(#"{"k":"\#(escaped)"}"#), "\(json.stdout)")
+        let record = try #require(try e2eJSONArray(json.stdout).first)
+        #expect(record["title"] as? String == controls)
+        #expect((record["extra"] as? [String: Any])?["k"] as? String == controls)
+
+        let inspect = try deck("inspect", path, "--json")
+        e2eExpectSuccess(inspect)
+        #expect(e2eTerminalControls(in: inspect.stdout).isEmpty)
+        #expect(bidiAndSeparators(in: inspect.stdout).isEmpty)
+        let info = try e2eJSONObject(inspect.stdout)
+        #expect(info["schemaVersion"] as? String == controls)
+        #expect((info["schema"] as? [String: Any])?["version"] as? String == controls)
+
+        // Text output: the same characters, escaped for reading (a table cell is cut; the schema
+        // version that open prints is not).
+        let text = try deck("query", path, "Note")
+        e2eExpectSuccess(text)
+        #expect(e2eTerminalControls(in: text.stdout).isEmpty)
+        #expect(bidiAndSeparators(in: text.stdout).isEmpty)
+        #expect(text.stdout.contains(#"C1\x80\x85\x9b31m\x9f bidi\u202a"#), "\(text.stdout)")
+        let open = try deck("open", path)
+        e2eExpectSuccess(open)
+        #expect(e2eTerminalControls(in: open.stdout).isEmpty)
+        #expect(bidiAndSeparators(in: open.stdout).isEmpty)
+        #expect(
+            open.stdout.contains(
+                #"schema: C1\x80\x85\x9b31m\x9f bidi\u202a\u202b\u202c\u202d\u202e"#
+                    + #"\u2066\u2067\u2068\u2069\u200e\u200f\u061c seps\u2028\u2029 del\x7f é—€"#),
+            "\(open.stdout)")
     }
 
     @Test func coloursSurviveOnATerminalWhileThePackageIsEscaped() throws {

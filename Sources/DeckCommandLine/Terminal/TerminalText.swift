@@ -38,9 +38,22 @@ public enum TerminalText {
     private static func escapeLength(_ bytes: UnsafeBufferPointer<UInt8>, _ i: Int, keepingNewlines: Bool)
         -> Int
     {
+        bytes[i] == 0x0A ? (keepingNewlines ? 0 : 1) : controlLength(bytes, i)
+    }
+
+    /// Whether `byte` can start a character of the table above (the bytes ``controlLength(_:_:)``
+    /// needs to look at).
+    @inline(__always)
+    static func mayStartControl(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xD8 || byte == 0xE2
+    }
+
+    /// The length in bytes (1–3) of the character of the table above that starts at `bytes[i]`,
+    /// line feed included, or 0 when the character there is not one. `bytes` is valid UTF-8. The
+    /// JSON writer escapes the same characters (``JSON``).
+    static func controlLength(_ bytes: UnsafeBufferPointer<UInt8>, _ i: Int) -> Int {
         let byte = bytes[i]
         switch byte {
-        case 0x0A: return keepingNewlines ? 0 : 1
         case ..<0x20, 0x7F: return 1
         case 0xC2:
             return i + 1 < bytes.count && (0x80...0x9F).contains(bytes[i + 1]) ? 2 : 0
@@ -61,7 +74,7 @@ public enum TerminalText {
         while i < bytes.count {
             let byte = bytes[i]
             // Only these bytes can start an escaped character.
-            if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xD8 || byte == 0xE2,
+            if mayStartControl(byte),
                 escapeLength(bytes, i, keepingNewlines: keepingNewlines) > 0
             {
                 return i
@@ -86,15 +99,7 @@ public enum TerminalText {
                 i += 1
                 continue
             }
-            let scalar: UInt32
-            switch length {
-            case 1: scalar = UInt32(bytes[i])
-            case 2: scalar = (UInt32(bytes[i] & 0x1F) << 6) | UInt32(bytes[i + 1] & 0x3F)
-            default:
-                scalar =
-                    (UInt32(bytes[i] & 0x0F) << 12) | (UInt32(bytes[i + 1] & 0x3F) << 6)
-                    | UInt32(bytes[i + 2] & 0x3F)
-            }
+            let scalar = scalar(bytes, i, length: length)
             out.append(UInt8(ascii: "\\"))
             switch scalar {
             case 0x09: out.append(UInt8(ascii: "t"))
@@ -111,6 +116,16 @@ public enum TerminalText {
             i += length
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The scalar of the UTF-8 sequence of `length` bytes (1–3) at `bytes[i]`.
+    static func scalar(_ bytes: UnsafeBufferPointer<UInt8>, _ i: Int, length: Int) -> UInt32 {
+        switch length {
+        case 1: UInt32(bytes[i])
+        case 2: (UInt32(bytes[i] & 0x1F) << 6) | UInt32(bytes[i + 1] & 0x3F)
+        default:
+            (UInt32(bytes[i] & 0x0F) << 12) | (UInt32(bytes[i + 1] & 0x3F) << 6) | UInt32(bytes[i + 2] & 0x3F)
+        }
     }
 }
 

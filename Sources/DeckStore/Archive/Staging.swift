@@ -52,6 +52,8 @@ package enum Staging {
         case unpack
         /// A package being created (a directory).
         case creating
+        /// A blob's bytes being copied out (`deck blob get -o`; a file).
+        case blob
     }
 
     /// Hex digits in the random part of every staging name.
@@ -110,16 +112,19 @@ package enum Staging {
     }
 
     /// Creates a staging item of `kind` beside `destination` (a full path), after removing the
-    /// stale staging items left there for the same name.
-    package static func make(beside destination: String, kind: Kind, isDirectory: Bool) throws(DeckError)
-        -> StagingItem
-    {
+    /// stale staging items left there for the same name. A file is created with permission bits
+    /// `mode` (less the umask).
+    package static func make(
+        beside destination: String, kind: Kind, isDirectory: Bool, mode: mode_t = 0o644
+    ) throws(DeckError) -> StagingItem {
         let parent = (destination as NSString).deletingLastPathComponent
         let directory = parent.isEmpty ? "." : parent
         let target = (destination as NSString).lastPathComponent
         let prefixes = prefixes(for: target)
         removeStale(in: directory) { name in prefixes.contains { hasSuffix(name, after: $0) } }
-        return try make(in: directory, isDirectory: isDirectory) { name(for: target, kind: kind, suffix: $0) }
+        return try make(in: directory, isDirectory: isDirectory, mode: mode) {
+            name(for: target, kind: kind, suffix: $0)
+        }
     }
 
     /// Creates `deck-PURPOSE-<16 hex digits>` in the temporary directory (`TMPDIR`, else `/tmp`),
@@ -132,9 +137,9 @@ package enum Staging {
         return try make(in: directory, isDirectory: true) { prefix + $0 }
     }
 
-    private static func make(in directory: String, isDirectory: Bool, name: (String) -> String)
-        throws(DeckError) -> StagingItem
-    {
+    private static func make(
+        in directory: String, isDirectory: Bool, mode: mode_t = 0o644, name: (String) -> String
+    ) throws(DeckError) -> StagingItem {
         for _ in 0..<16 {
             let path = directory + "/" + name(randomSuffix())
             // Registered before it exists, so a signal at any moment after creation removes it.
@@ -144,7 +149,7 @@ package enum Staging {
                     try FileSystem.mkdir(path, existingOK: false)
                 } else {
                     FileSystem.close(
-                        try FileSystem.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644))
+                        try FileSystem.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))
                 }
             } catch .alreadyExists {
                 deck_staging_remove(slot)

@@ -48,6 +48,32 @@ public struct StoreSchema: Codable, Sendable, Equatable {
         _ = try SchemaMapping(self)
     }
 
+    /// The most bytes ``init(contentsOf:)`` reads: 64 MiB, far more than a schema within the
+    /// format's limits (``Limits``) needs.
+    public static let maximumFileBytes = 64 << 20
+
+    /// Reads and validates the schema file at `url` (``init(json:source:)``, naming the file).
+    ///
+    /// Only a regular file is read (a link to one is followed); a directory, FIFO, socket or
+    /// device is refused before anything blocks on it, and so is a file over
+    /// ``maximumFileBytes``.
+    ///
+    /// - Throws: ``DeckError/notFound(path:)`` and ``DeckError/permissionDenied(path:operation:)``
+    ///   when the file cannot be opened; ``DeckError/invalidSchema(_:)`` when it is not a regular
+    ///   file, is too large, or is not a valid schema.
+    public init(contentsOf url: URL) throws(DeckError) {
+        let path = url.path
+        let input = try InputFile(opening: path) { kind, _ in
+            DeckError.invalidSchema("\(path): is \(kind), not a schema file")
+        }
+        let data = try input.read(upTo: Self.maximumFileBytes + 1)
+        guard data.count <= Self.maximumFileBytes else {
+            throw DeckError.invalidSchema(
+                "\(path): larger than \(Self.maximumFileBytes >> 20) MiB, the most a schema file may be")
+        }
+        try self.init(json: data, source: path)
+    }
+
     /// The entity called `name`.
     public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
 

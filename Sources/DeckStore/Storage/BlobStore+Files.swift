@@ -113,25 +113,30 @@ extension BlobStore {
     }
 
     /// Stages the blob's bytes next to `target` and renames them over it once they check out.
+    ///
+    /// The staging file is a staging item (``Staging``, spec 16.9: `.NAME.blob-<hex>`): removed
+    /// on SIGINT, SIGTERM and SIGHUP, and, when a kill or crash left it, by the next copy to the
+    /// same name.
     private func replace(_ target: String, with digest: Digest, keepingMode mode: mode_t?) throws(DeckError) {
         let (blob, path) = try openBlob(digest)
         defer { FileSystem.close(blob) }
-        let slash = target.lastIndex(of: "/")
-        let directory = slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? "."
-        // A short name of its own: a long destination name must not make it exceed NAME_MAX.
-        let temporary =
-            (directory == "/" ? "" : directory) + "/.deck-blob-" + FileSystem.randomSuffix() + ".tmp"
-        let out: Int32
+        let staging: StagingItem
         do {
-            out = try FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o666)
+            staging = try Staging.make(beside: target, kind: .blob, isDirectory: false, mode: 0o666)
         } catch {
             switch error {
             case .permissionDenied: throw DeckError.permissionDenied(path: target, operation: "create")
-            case .notFound: throw DeckError.notFound(path: directory)
+            case .notFound:
+                let slash = target.lastIndex(of: "/")
+                throw DeckError.notFound(
+                    path: slash.map { $0 == target.startIndex ? "/" : String(target[..<$0]) } ?? ".")
             case .io(_, _, let code): throw DeckError.io(path: target, operation: "create", errno: code)
             default: throw error
             }
         }
+        // Discarded (removed) on any failure below, when `staging` goes away unreleased.
+        let out = try FileSystem.open(staging.path, O_WRONLY | O_NOFOLLOW)
+        var isOpen = true
         do {
             try pass(blob, path: path, digest: digest) { chunk throws(DeckError) in
                 try FileSystem.write(out, chunk, path: target)
@@ -139,10 +144,13 @@ extension BlobStore {
             if let mode { _ = fchmod(out, mode) }
             try FileSystem.fsync(out, path: target)
             FileSystem.close(out)
-            try FileSystem.rename(temporary, target)
+            isOpen = false
+            try FileSystem.rename(staging.path, target)
+            staging.release()
         } catch {
-            FileSystem.close(out)
-            try? FileSystem.unlink(temporary)
+            // Closed once only: a descriptor number closed twice may by then be another file's.
+            if isOpen { FileSystem.close(out) }
+            staging.discard()
             throw error
         }
     }
