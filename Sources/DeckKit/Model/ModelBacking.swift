@@ -20,6 +20,9 @@ final class ModelBacking: PropertyOwner {
     enum Pending {
         /// An external data value, in a blob file.
         case blob(BlobReference)
+        /// An external data value to be written from a file at the next save (read from the
+        /// file if the property is read first).
+        case file(URL)
         /// A to-one relationship: the target's record id, or nil for none.
         case toOne(Int64?)
         /// A to-many relationship.
@@ -101,6 +104,11 @@ final class ModelBacking: PropertyOwner {
         index < pending.count && pending[index] != nil
     }
 
+    /// What property `index` waits for, if anything.
+    func pendingValue(_ index: Int) -> Pending? {
+        index < pending.count ? pending[index] : nil
+    }
+
     func setPending(_ index: Int, _ value: Pending?) {
         if pending.isEmpty {
             guard value != nil else { return }
@@ -126,10 +134,9 @@ final class ModelBacking: PropertyOwner {
 
     func willSet(_ index: Int) {
         guard needsLoading(index) else { return }
-        if case .blob = pending[index] {
-            pending[index] = nil  // Replaced whole: no need to read it.
-        } else {
-            load(index)
+        switch pending[index] {
+        case .blob, .file: pending[index] = nil  // Replaced whole: no need to read it.
+        default: load(index)
         }
     }
 

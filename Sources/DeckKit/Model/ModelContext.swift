@@ -289,6 +289,10 @@ public final class ModelContext {
         var rowIDs: [ObjectIdentifier: Int64] = [:]
         /// Inserted models that an upsert matched to an existing record, with that record's global id.
         var adopted: [ObjectIdentifier: UUID] = [:]
+        /// External values written from files (``ModelContext/setExternalStorage(_:of:contentsOf:)``).
+        var fromFiles: [(object: AnyObject, accessor: PropertyAccessor)] = []
+        /// What the store holds for each of them after the writes: a blob, or inline data.
+        var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] = []
     }
 
     /// Writes the context's changes into `transaction`.
@@ -322,6 +326,11 @@ public final class ModelContext {
             let backing = ModelBacking.of(object)
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes {
+                if case .file(let url)? = backing.pendingValue(accessor.index) {
+                    values[accessor.name] = .file(url)
+                    result.fromFiles.append((object, accessor))
+                    continue
+                }
                 values[accessor.name] = try attribute.storeValue(
                     in: object, entity: backing.metadata.entityName)
             }
@@ -393,6 +402,11 @@ public final class ModelContext {
             guard let id = backing.rowID, backing.status == .persisted else { continue }
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
+                if case .file(let url)? = backing.pendingValue(accessor.index) {
+                    values[accessor.name] = .file(url)
+                    result.fromFiles.append((object, accessor))
+                    continue
+                }
                 values[accessor.name] = try attribute.storeValue(
                     in: object, entity: backing.metadata.entityName)
             }
@@ -401,6 +415,13 @@ public final class ModelContext {
                 values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
             }
             if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
+        }
+        for (object, accessor) in result.fromFiles {
+            let backing = ModelBacking.of(object)
+            guard let id = result.rowIDs[ObjectIdentifier(object)] ?? backing.rowID,
+                let record = try transaction.record(backing.metadata.entityName, id: id)
+            else { continue }
+            result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
         }
         return result
     }
@@ -414,6 +435,17 @@ public final class ModelContext {
 
     /// Brings the models in step with a committed save.
     private func finishSave(_ result: FlushResult, changes: ChangeSet) {
+        // Values written from files are read from the store from now on.
+        for (object, index, value) in result.storedFromFiles {
+            let backing = ModelBacking.of(object)
+            if case .blob(let reference) = value {
+                backing.setPending(index, .blob(reference))
+            } else {
+                backing.setPending(index, nil)
+                _ = (backing.metadata.properties[index] as? any AttributeValueAccess)?.load(
+                    value, into: object)
+            }
+        }
         for key in insertionOrder {
             guard let object = inserted[key] else { continue }
             let backing = ModelBacking.of(object)
@@ -602,7 +634,11 @@ public final class ModelContext {
             let value = row.cells[cell]
             if case .blob(let reference) = value {
                 backing.setPending(accessor.index, .blob(reference))
-            } else if !access.load(value, into: object) {
+                continue
+            }
+            // A reload replaces a value still to be written from a file.
+            if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
+            if !access.load(value, into: object) {
                 throw DeckError.corrupt(
                     path: store.url.path,
                     reason: "\(row.entity) #\(row.id): \(accessor.name) holds \(value.kindName), which is "
@@ -666,6 +702,10 @@ public final class ModelContext {
             case .blob(let reference):
                 let data = try store.read { try $0.data(for: reference) }
                 _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
+            case .file(let url):
+                let data = try InputFile.contents(of: url)
+                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
+            // Read: the value is in memory now, and the save writes it from there.
             case .toOne(let id):
                 guard let id, let relationship = accessor as? any RelationshipDescribing else { return }
                 let destination = ModelMetadata.of(relationship.destinationType)

@@ -15,7 +15,7 @@ import Foundation
 /// the open), and checked again with `fstat(2)` on the open descriptor. The file is then read to
 /// its end, whatever size it reports: files in `/proc` and `/sys` report 0 and return one page per
 /// read, and a file that grows while it is read is read to its end at the time.
-final class InputFile {
+package final class InputFile {
     let path: String
     private var fd: Int32
     /// The size `fstat` reported when the file was opened: a hint for progress, not a limit.
@@ -58,6 +58,17 @@ final class InputFile {
     }
 
     deinit { FileSystem.close(fd) }
+
+    /// The whole contents of the regular file at `url` (a directory, FIFO, socket or device is
+    /// ``DeckError/notARegularFile(path:kind:)``).
+    package static func contents(of url: URL) throws(DeckError) -> Data {
+        try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind) }.read()
+    }
+
+    /// Checks that `url` names a regular file that can be opened for reading.
+    package static func checkReadable(_ url: URL) throws(DeckError) {
+        _ = try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind) }
+    }
 
     /// Reads up to `count` bytes into `buffer`; 0 means end of file.
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(DeckError) -> Int {

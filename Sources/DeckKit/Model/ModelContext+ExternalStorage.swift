@@ -1,0 +1,113 @@
+import Foundation
+import Observation
+
+extension ModelContext {
+    /// Sets an `@Attribute(.externalStorage)` data property of `model` to the contents of the file
+    /// at `url`, without reading the file into memory: the next ``save()`` streams it into the
+    /// document's blob files (or stores it inline when it is under the attribute's threshold).
+    ///
+    /// ```swift
+    /// try context.setExternalStorage(\.image, of: card, contentsOf: photoURL)
+    /// try context.save()  // the photo is copied into the document here
+    /// ```
+    ///
+    /// The file must stay as it is until that save; reading the property before then reads the
+    /// file whole. Assigning the property replaces this. Throws ``DeckError/misuse(_:)`` when
+    /// `model` is not in this context or is deleted, ``DeckError/invalidQuery(_:)`` when the key
+    /// path is not an external-storage data attribute of the model, and ``DeckError/notFound(path:)``
+    /// or ``DeckError/notARegularFile(path:kind:)`` when `url` does not name a readable regular file.
+    public func setExternalStorage<T: PersistentModel, V>(
+        _ keyPath: ReferenceWritableKeyPath<T, V>, of model: T, contentsOf url: URL
+    ) throws(DeckError) {
+        let (backing, accessor) = try externalAttribute(keyPath, of: model)
+        try InputFile.checkReadable(url)
+        backing.registrar.withMutation(of: model, keyPath: keyPath) {
+            backing.setPending(accessor.index, .file(url.standardizedFileURL))
+        }
+        backing.markChanged(accessor.index)
+    }
+
+    /// Writes an `@Attribute(.externalStorage)` data property of `model` to the file at `url`,
+    /// streaming it from the document's blob file when it is not loaded (it is never read into
+    /// memory then). Returns false, writing nothing, when the property is nil.
+    ///
+    /// ```swift
+    /// if try context.copyExternalStorage(\.image, of: card, to: exportURL) { share(exportURL) }
+    /// ```
+    ///
+    /// The blob's bytes are checked against its digest before any reaches `url`; a regular file
+    /// there is replaced atomically, a FIFO or device is written, a directory is refused. Throws as
+    /// ``setExternalStorage(_:of:contentsOf:)`` does for the model and key path, and
+    /// ``DeckError/blobUnavailable(digest:reason:)`` or ``DeckError/io(path:operation:errno:)``
+    /// when the copy fails.
+    @discardableResult
+    public func copyExternalStorage<T: PersistentModel, V>(
+        _ keyPath: ReferenceWritableKeyPath<T, V>, of model: T, to url: URL
+    ) throws(DeckError) -> Bool {
+        let (backing, accessor) = try externalAttribute(keyPath, of: model)
+        switch backing.pendingValue(accessor.index) {
+        case .blob(let reference):
+            do {
+                try store.read { try $0.copyBlob(reference.digest, toPath: url.path) }
+            } catch {
+                throw DeckError.wrap(error)
+            }
+            return true
+        case .file(let source):
+            // Not saved yet: the file it will be saved from, mapped rather than read.
+            let data: Data
+            do {
+                data = try Data(contentsOf: source, options: .alwaysMapped)
+            } catch {
+                throw DeckError.io(path: source.path, operation: "read", errno: Self.errno(of: error))
+            }
+            try Self.write(data, to: url)
+            return true
+        default:
+            let data: Data?
+            switch model[keyPath: keyPath] {
+            case let value as Data: data = value
+            case let value as Data?: data = value
+            default: data = nil
+            }
+            guard let data else { return false }
+            try Self.write(data, to: url)
+            return true
+        }
+    }
+
+    private static func write(_ data: Data, to url: URL) throws(DeckError) {
+        do {
+            try data.write(to: url, options: .atomic)
+        } catch {
+            throw DeckError.io(path: url.path, operation: "write", errno: errno(of: error))
+        }
+    }
+
+    private static func errno(of error: any Error) -> Int32 {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let underlying, underlying.domain == NSPOSIXErrorDomain { return Int32(underlying.code) }
+        return EIO
+    }
+
+    /// The backing of `model`, in this context, and the accessor of `keyPath`, an external
+    /// data attribute.
+    private func externalAttribute<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, of model: T)
+        throws(DeckError) -> (ModelBacking, PropertyAccessor)
+    {
+        let backing = ModelBacking.of(model)
+        guard backing.context === self, backing.status != .deleted, backing.status != .detached else {
+            throw DeckError.misuse(
+                "\(T.self) is not in this context (insert it first, or use the context it was fetched in)")
+        }
+        let path = backing.metadata.resolve(keyPath)
+        guard path.count == 1, let accessor = path.first,
+            let attribute = accessor as? any AttributeDescribing,
+            attribute.attributeOptions.contains(.externalStorage), attribute.attributeType == .data
+        else {
+            throw DeckError.invalidQuery(
+                "\(keyPath) is not an @Attribute(.externalStorage) data property of \(T.self)")
+        }
+        return (backing, accessor)
+    }
+}
