@@ -65,10 +65,16 @@ final class ModelBacking: PropertyOwner {
 
     /// The backing of `object`, made (with a new global id) on first use.
     static func of(_ object: AnyObject) -> ModelBacking {
-        guard let type = Swift.type(of: object) as? any PersistentModel.Type else {
-            preconditionFailure("\(Swift.type(of: object)) is not a PersistentModel")
+        // Known types skip the conformance cast, which costs more than the lookup.
+        let metadata: ModelMetadata
+        if let known = ModelMetadata.known(Swift.type(of: object)) {
+            metadata = known
+        } else {
+            guard let type = Swift.type(of: object) as? any PersistentModel.Type else {
+                preconditionFailure("\(Swift.type(of: object)) is not a PersistentModel")
+            }
+            metadata = ModelMetadata.of(type)
         }
-        let metadata = ModelMetadata.of(type)
         guard let first = metadata.properties.first else {
             // A type without properties cannot hold its backing (the schema refuses it).
             return ModelBacking(metadata: metadata, object: object, globalID: UUID())

@@ -321,9 +321,42 @@ public final class ModelContext {
             if let firstRefusal, refused.count == waiting.count { throw firstRefusal }
             waiting = refused
         }
-        let insertedObjects = insertionOrder.compactMap { inserted[$0] }
-        for object in insertedObjects {
-            let backing = ModelBacking.of(object)
+        let insertedObjects = insertionOrder.compactMap { key in
+            inserted[key].map { ($0, ModelBacking.of($0)) }
+        }
+        // Where each model attribute goes in a positional insert, by entity.
+        var positions: [ObjectIdentifier: (count: Int, of: [Int])] = [:]
+        func positionalInsert(_ object: AnyObject, _ backing: ModelBacking) throws(DeckError) -> Int64? {
+            let metadata = backing.metadata
+            guard !hasUniqueness(metadata) else { return nil }
+            let key = ObjectIdentifier(metadata)
+            if positions[key] == nil {
+                let order = try transaction.attributeOrder(of: metadata.entityName)
+                let position = Dictionary(
+                    order.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+                let of = metadata.attributes.map { position[$0.0.name] ?? -1 }
+                // A model attribute the store lacks goes the named way, which reports it.
+                guard !of.contains(-1) else { return nil }
+                positions[key] = (order.count, of)
+            }
+            guard let (count, of) = positions[key] else { return nil }
+            var given = [Value?](repeating: nil, count: count)
+            for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
+                if case .file(let url)? = backing.pendingValue(accessor.index) {
+                    given[of[k]] = .file(url)
+                    result.fromFiles.append((object, accessor))
+                    continue
+                }
+                given[of[k]] = try attribute.storeValue(in: object, entity: metadata.entityName)
+            }
+            return try transaction.insert(
+                metadata.entityName, positional: given, globalID: backing.identifier.id)
+        }
+        for (object, backing) in insertedObjects {
+            if let id = try positionalInsert(object, backing) {
+                result.rowIDs[ObjectIdentifier(object)] = id
+                continue
+            }
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes {
                 if case .file(let url)? = backing.pendingValue(accessor.index) {
@@ -387,8 +420,7 @@ public final class ModelContext {
             guard let target = targets.first else { return .null }
             return .reference(try rowID(of: target, for: accessor, of: backing))
         }
-        for object in insertedObjects {
-            let backing = ModelBacking.of(object)
+        for (object, backing) in insertedObjects {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             var values: [String: Value] = [:]
             for (accessor, relationship) in backing.metadata.relationships {

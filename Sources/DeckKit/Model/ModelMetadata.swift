@@ -59,6 +59,12 @@ final class ModelMetadata: @unchecked Sendable {
     private static let cache = Locked<[ObjectIdentifier: ModelMetadata]>([:])
 
     /// The metadata of `type`, discovered on first use.
+    /// The metadata of `type` if it was discovered already: one lookup, no cast.
+    static func known(_ type: AnyObject.Type) -> ModelMetadata? {
+        let key = ObjectIdentifier(type)
+        return cache.withLock { $0[key] }
+    }
+
     static func of(_ type: any PersistentModel.Type) -> ModelMetadata {
         let key = ObjectIdentifier(type)
         if let found = cache.withLock({ $0[key] }) { return found }

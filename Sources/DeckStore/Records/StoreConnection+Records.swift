@@ -37,16 +37,41 @@ extension StoreConnection {
                 try checkNames(values, of: mapping)
             }
         }
+        return try insertGiven(
+            mapping, given: given, values: values, relationshipValues: relationshipValues, globalID: globalID)
+    }
+
+    /// Inserts a record of `entity` from its attribute values in the order of its mapping's
+    /// attributes (nil: the default), without relationships.
+    func insert(_ entity: String, positional given: [Value?], globalID: UUID?) throws(DeckError) -> Int64 {
+        let mapping: EntityMapping
+        if let last = lastInsert, last.mapping.name == entity {
+            mapping = last.mapping
+        } else {
+            mapping = try self.mapping.entity(entity)
+        }
+        guard given.count == mapping.attributes.count else {
+            throw DeckError.misuse(
+                "\(entity): \(given.count) values for \(mapping.attributes.count) attributes in a positional insert"
+            )
+        }
+        return try insertGiven(mapping, given: given, values: [:], relationshipValues: 0, globalID: globalID)
+    }
+
+    private func insertGiven(
+        _ mapping: EntityMapping, given: [Value?], values: [String: Value], relationshipValues: Int,
+        globalID: UUID?
+    ) throws(DeckError) -> Int64 {
         // Without relationship values the insert is one statement, atomic by itself.
         do {
             return try insertRow(
                 mapping, given: given, values: values, relationshipValues: relationshipValues,
                 globalID: globalID)
         } catch {
-            if globalID != nil, case .uniqueViolation(_, let columns) = error, columns == ["_gid"] {
+            if let globalID, case .uniqueViolation(_, let columns) = error, columns == ["_gid"] {
                 throw DeckError.invalidValue(
-                    entity: entity, property: "_gid",
-                    reason: "a record of the same table already has global id \(globalID!.uuidString)")
+                    entity: mapping.name, property: "_gid",
+                    reason: "a record of the same table already has global id \(globalID.uuidString)")
             }
             throw naming(error, writing: mapping)
         }

@@ -179,6 +179,22 @@ public final class StoreTransaction: StoreReader {
         try live().insert(entity, values, globalID: globalID)
     }
 
+    /// The names of `entity`'s attributes in the order ``insert(_:positional:globalID:)`` takes
+    /// their values (its own and inherited ones).
+    package func attributeOrder(of entity: String) throws(DeckError) -> [String] {
+        try live().mapping.entity(entity).attributes.map(\.name)
+    }
+
+    /// Inserts a record of `entity` from its attribute values by position (``attributeOrder(of:)``;
+    /// nil takes the default), without relationships: what ``insert(_:_:globalID:)`` does without
+    /// a dictionary per record.
+    @discardableResult
+    package func insert(_ entity: String, positional values: [Value?], globalID: UUID) throws(DeckError)
+        -> Int64
+    {
+        try live().insert(entity, positional: values, globalID: globalID)
+    }
+
     /// Changes some values of record `id`; values not named keep theirs.
     public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
         try live().update(entity, id: id, values)
