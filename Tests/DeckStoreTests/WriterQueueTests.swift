@@ -7,7 +7,7 @@ import Testing
 /// This process's writers queue for the one writer connection, first come, first served, whether
 /// they block a thread or suspend a task; a cancelled task leaves the line and changes nothing.
 @Suite struct WriterQueueTests {
-    func withStore<T>(_ body: (PackageStore) async throws -> T) async throws -> T {
+    nonisolated(nonsending) func withStore<T>(_ body: (PackageStore) async throws -> T) async throws -> T {
         let sandbox = try Sandbox()
         let store = try PackageStore.create(
             at: sandbox.path("Cards.deck"), contentType: FlashcardsSample.contentType,
@@ -31,7 +31,7 @@ import Testing
     }
 
     /// Waits until `count` writers are in line (they get there within milliseconds).
-    func waitForWaiters(_ store: PackageStore, _ count: Int) async throws {
+    nonisolated(nonsending) func waitForWaiters(_ store: PackageStore, _ count: Int) async throws {
         for _ in 0..<10_000 where store.writerQueue.waitingCount < count {
             try await Task.sleep(for: .milliseconds(1))
         }
@@ -83,7 +83,7 @@ import Testing
         }
     }
 
-    @Test func threadsAndTasksAreServedInTheOrderTheyCame() async throws {
+    @Test func blockedThreadsGoFirstThenTasksInTheOrderTheyCame() async throws {
         try await withStore { store in
             let transaction = try store.beginTransaction()
             let order = Locked<[String]>([])
@@ -120,8 +120,135 @@ import Testing
                     continuation.resume()
                 }
             }
-            #expect(order.withLock { $0 } == ["task 1", "thread", "task 2"])
+            #expect(order.withLock { $0 } == ["thread", "task 1", "task 2"])
             #expect(try titles(store) == ["task 1", "task 2", "thread"])
+        }
+    }
+
+    /// Stops the test process if `body` has not returned after `seconds`: what these tests guard
+    /// against is a wait that never ends, which would otherwise hang the run.
+    nonisolated(nonsending) func withWatchdog<T>(
+        _ seconds: Double, _ what: String, _ body: () async throws -> T
+    ) async rethrows -> T {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            if done.wait(timeout: .now() + seconds) == .timedOut {
+                fatalError("WriterQueueTests: \(what) did not finish in \(seconds) s")
+            }
+        }.start()
+        defer { done.signal() }
+        return try await body()
+    }
+
+    /// A task waiting ahead of as many blocked writers as Swift concurrency has threads: the turn
+    /// must go to the blocked writers first (the task cannot resume until one of them is done).
+    @Test func aTaskAheadOfBlockedWritersOnEveryThreadDoesNotDeadlock() async throws {
+        let threads = ProcessInfo.processInfo.activeProcessorCount
+        try await withStore { store in
+            try await withWatchdog(60, "a task ahead of blocked writers") {
+                let transaction = try store.beginTransaction()
+                let waiting = Task {
+                    try await store.write { tx in
+                        try tx.insert("Deck", ["title": .string("task"), "created": .date(.now)])
+                    }
+                }
+                try await waitForWaiters(store, 1)
+                let blocked = (0..<threads).map { n in
+                    Task.detached {
+                        try store.write { tx in
+                            try tx.insert("Deck", ["title": .string("blocked \(n)"), "created": .date(.now)])
+                        }
+                    }
+                }
+                // The shared threads may all be blocked now: a thread of its own ends the transaction
+                // (which may be ended from any thread, one at a time).
+                struct Handoff: @unchecked Sendable { let transaction: StoreTransaction }
+                let handoff = Handoff(transaction: transaction)
+                Thread {
+                    while store.writerQueue.waitingCount < threads + 1 { usleep(1000) }
+                    _ = try? handoff.transaction.commit()
+                }.start()
+                _ = try await waiting.value
+                for task in blocked { _ = try await task.value }
+                #expect(try titles(store).count == threads + 1)
+            }
+        }
+    }
+
+    /// An actor on an executor of its own, as a model actor is.
+    actor QueueActor {
+        final class Executor: SerialExecutor, @unchecked Sendable {
+            let queue = DispatchQueue(label: "deck.tests.queue-actor")
+            func enqueue(_ job: consuming ExecutorJob) {
+                let job = UnownedJob(job)
+                let executor = asUnownedSerialExecutor()
+                queue.async { job.runSynchronously(on: executor) }
+            }
+            func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+        }
+        let executor = Executor()
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        /// A blocking write inside an async one: refused, not waited for.
+        func nestedWrite(_ store: PackageStore) async throws {
+            try await store.write { _ in try store.write { _ in } }
+        }
+    }
+
+    nonisolated(nonsending) func expectMisuse(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+            Issue.record("expected misuse, got no error")
+        } catch let error as DeckError {
+            guard case .misuse = error else {
+                Issue.record("expected misuse, got \(error)")
+                return
+            }
+        } catch {
+            Issue.record("expected misuse, got \(error)")
+        }
+    }
+
+    @Test func aWriteInsideAnAsyncWriteOnAnActorOfItsOwnIsRefused() async throws {
+        try await withStore { store in
+            try await withWatchdog(60, "a write inside an async write") {
+                await expectMisuse { try await QueueActor().nestedWrite(store) }
+                // The refusal left the writer free.
+                try await store.write {
+                    try $0.insert("Deck", ["title": .string("after"), "created": .date(.now)])
+                }
+            }
+        }
+    }
+
+    @MainActor @Test func aWriteInsideAnAsyncWriteOnTheMainActorIsRefused() async throws {
+        try await withStore { store in
+            await withWatchdog(60, "a write inside an async write on the main actor") {
+                await expectMisuse { try await store.write { _ in try store.write { _ in } } }
+            }
+        }
+    }
+
+    /// Other writers are not taken for the async writer's nested ones: a blocking writer on another
+    /// thread waits its turn while a main-actor async write runs.
+    @MainActor @Test func anAsyncWriteOnTheMainActorDoesNotRefuseOtherThreads() async throws {
+        try await withStore { store in
+            try await withWatchdog(60, "writers beside a main-actor async write") {
+                let others = (0..<4).map { n in
+                    Task.detached {
+                        try store.write { tx in
+                            try tx.insert("Deck", ["title": .string("other \(n)"), "created": .date(.now)])
+                        }
+                    }
+                }
+                for n in 0..<20 {
+                    try await store.write { tx in
+                        try tx.insert("Deck", ["title": .string("main \(n)"), "created": .date(.now)])
+                    }
+                }
+                for task in others { _ = try await task.value }
+                #expect(try titles(store).count == 24)
+            }
         }
     }
 

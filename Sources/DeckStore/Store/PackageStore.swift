@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AmbiguousTrailingClosureOverload
+
 // (`write` has a blocking and an async form, as GRDB's has: in async code the compiler picks the
 // async one.)
 import Dispatch
@@ -72,8 +73,7 @@ public final class PackageStore: Sendable {
     /// ``writerQueue``.
     nonisolated(unsafe) let writer: StoreConnection?
     /// Held by the writer's user: a ``write(_:)-5jhun`` scope, a ``StoreTransaction`` from
-    /// ``beginTransaction()``, or maintenance. Writers in this process queue on it, first come,
-    /// first served, threads and tasks alike.
+    /// ``beginTransaction()``, or maintenance. Writers in this process queue on it.
     let writerQueue = WriterQueue()
     /// One slot per reader connection that may be in use.
     let readerSlots: DispatchSemaphore
@@ -262,8 +262,8 @@ public final class PackageStore: Sendable {
     /// what `body` returned and what the transaction changed. If `body` throws, nothing of it
     /// is kept (blob files it wrote included) and the error is rethrown.
     ///
-    /// Writers in this process queue, first come, first served; this one blocks its thread while
-    /// it waits (in async code, use the `async` form, which suspends instead). Calling `write`
+    /// Writers in this process queue, in the order they came (blocked threads before suspended
+    /// tasks); this one blocks its thread while it waits (in async code, use the `async` form, which suspends instead). Calling `write`
     /// inside a `write` on the same thread is an error (it would wait for itself). Another
     /// process's writer is refused when the store is opened, not here.
     ///
@@ -282,11 +282,13 @@ public final class PackageStore: Sendable {
     /// Runs `body` in one write transaction, as ``write(_:)-5jhun`` does, waiting for this process's
     /// other writers by suspending the task rather than blocking a thread.
     ///
-    /// The wait is in line with the blocking writers (first come, first served). A task cancelled
-    /// while it waits stops waiting and gets ``DeckError/cancelled``, having changed nothing; once
-    /// `body` runs, it runs to its end and commits (check `Task.isCancelled` in it to stop early
-    /// by throwing). `body` runs on the caller's executor, without suspending, so it may use what
-    /// the caller's isolation owns; keep it short, as it holds that executor meanwhile.
+    /// Blocked writers (``write(_:)-5jhun``) get the turn before waiting tasks, for they hold
+    /// threads that the tasks may need; tasks among themselves go in the order they came. A task
+    /// cancelled before it gets the turn stops waiting and gets ``DeckError/cancelled``, having
+    /// changed nothing; once `body` runs, it runs to its end and commits (check `Task.isCancelled`
+    /// in it to stop early by throwing). `body` runs on the caller's executor, without
+    /// suspending, so it may use what the caller's isolation owns; keep it short, as it holds that
+    /// executor meanwhile.
     ///
     /// ```swift
     /// let (_, changes) = try await store.write { try $0.insert("Card", ["front": .string("hola")]) }
@@ -353,8 +355,10 @@ public final class PackageStore: Sendable {
         return try tookWriter(writer)
     }
 
-    /// ``acquireWriter()`` for async callers: waits by suspending the task.
-    private func acquireWriterSuspending() async throws(DeckError) -> StoreConnection {
+    /// ``acquireWriter()`` for async callers: waits by suspending the task. Runs on the caller's
+    /// executor, so the thread it records as the writer's is the one the write's body runs on.
+    private nonisolated(nonsending) func acquireWriterSuspending() async throws(DeckError) -> StoreConnection
+    {
         let writer = try checkWriterRequest()
         try await writerQueue.acquireSuspending()
         return try tookWriter(writer)
