@@ -114,4 +114,54 @@ import Testing
         }
         #expect(context.hasChanges)
     }
+
+    @Test("A container that goes away off the main actor saves its main context there, then closes")
+    func containerGoesAwayOnAnotherThread() async throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        var container: ModelContainer? = try makeContainer(url)
+        let context = try #require(container?.mainContext)
+        context.insert(Flash.Card(front: "kept"))
+        // The last reference goes away on another thread.
+        struct Handoff: @unchecked Sendable { var container: ModelContainer? }
+        var handoff = Handoff(container: container)
+        container = nil
+        let released = Task.detached { [handoff] in
+            var last = handoff
+            last.container = nil
+        }
+        handoff.container = nil
+        await released.value
+        // The save and the close run on the main actor, which this test leaves free while it waits.
+        try await waitUntil { !context.hasChanges }
+        #expect(context.lastAutosaveError == nil)
+        var reopened: ModelContainer?
+        try await waitUntil {
+            reopened = try? makeContainer(url)
+            return reopened != nil
+        }
+        let cards = try ModelContext(try #require(reopened)).fetch(FetchDescriptor<Flash.Card>())
+        #expect(cards.map(\.front) == ["kept"])
+    }
+
+    @Test("The autosave waits for another writer without blocking the main actor")
+    func autosaveDoesNotBlockTheMainActor() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory.appending("cards.deck"))
+        let context = container.mainContext
+        context.autosaveDelay = .milliseconds(10)
+        // Another writer holds the document's writer.
+        let transaction = try container.store.beginTransaction()
+        context.insert(Flash.Card(front: "hola"))
+        // Let the autosave start and wait; the main actor keeps running this test meanwhile.
+        var ticks = 0
+        while ticks < 20 {
+            try await Task.sleep(for: .milliseconds(10))
+            ticks += 1
+        }
+        #expect(context.hasChanges)
+        transaction.rollback()
+        try await waitUntil { !context.hasChanges }
+        #expect(try savedCount(container) == 1)
+    }
 }

@@ -171,4 +171,31 @@ struct ExternalStorageTests {
                 != "no error")
         #expect(!context.hasChanges)
     }
+
+    @Test("A file that goes away before the save fails the save, which keeps the change and the old value")
+    func fileGoneBeforeTheSave() throws {
+        let directory = try ScratchDirectory()
+        let old = try makeFile(directory, "old.bin", count: 100_000, seed: 5)
+        let new = try makeFile(directory, "new.bin", count: 120_000, seed: 6)
+        let container = try makeContainer(directory)
+        let context = ModelContext(container)
+        let card = Card(front: "gato")
+        context.insert(card)
+        try context.setExternalStorage(\.image, of: card, contentsOf: old)
+        try context.save()
+        try context.setExternalStorage(\.image, of: card, contentsOf: new)
+        try FileManager.default.removeItem(at: new)
+        // A fetch with the change pending neither copies nor needs the file.
+        #expect(try context.fetchCount(FetchDescriptor<Card>(predicate: #Predicate { $0.image != nil })) == 1)
+        // Reading the value fails to load it; the save must not write nil in its place.
+        _ = card.image
+        #expect(context.lastLoadError != nil)
+        #expect(throws: DeckError.self) { try context.save() }
+        #expect(context.hasChanges)
+        let reader = ModelContext(container)
+        let stored = try #require(try reader.fetch(FetchDescriptor<Card>()).first)
+        #expect(stored.image == (try Data(contentsOf: old)))
+        #expect(try container.store.info().blobCount == 1)
+        #expect(try DeckDocument.verify(at: container.store.url).findings.isEmpty)
+    }
 }

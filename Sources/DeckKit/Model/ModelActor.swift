@@ -21,8 +21,10 @@ public final class DefaultSerialModelExecutor: SerialModelExecutor, @unchecked S
     public let modelContext: ModelContext
     private let queue: DispatchQueue
 
-    /// An executor for the actor whose context is `modelContext` (made for this executor alone).
-    public init(modelContext: ModelContext) {
+    /// An executor for the actor whose context is `modelContext`, which is handed over: the
+    /// caller cannot use it afterwards (`sending`). Use the context only from the actor's work;
+    /// ``modelContext`` is reachable from anywhere, as in SwiftData, but is not for other code.
+    public init(modelContext: sending ModelContext) {
         self.modelContext = modelContext
         queue = DispatchQueue(label: "deck.model-executor")
     }

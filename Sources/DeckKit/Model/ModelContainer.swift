@@ -84,9 +84,24 @@ public final class ModelContainer: Sendable {
     }
 
     deinit {
-        main.autosaveBeforeClosing()
-        try? store.close(discardingChanges: true)
-        if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
+        let store = store
+        let temporaryDirectory = temporaryDirectory
+        let close: @Sendable () -> Void = {
+            try? store.close(discardingChanges: true)
+            if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
+        }
+        // The main context's last autosave runs on the main actor, before the document closes:
+        // now when the container goes away there, later (on the main actor) otherwise.
+        guard let context = main.take() else { return close() }
+        if MainQueue.isCurrent {
+            MainActor.assumeIsolated { context.value.autosave() }
+            close()
+        } else {
+            Task { @MainActor in
+                context.value.autosave()
+                close()
+            }
+        }
     }
 
     /// The context of the main actor, made on first use (SwiftData's `mainContext`).
@@ -114,7 +129,7 @@ public final class ModelContainer: Sendable {
 
 /// Holds the main context, used on the main actor.
 private final class MainContextBox: @unchecked Sendable {
-    /// Reached on the main actor only, but for ``autosaveBeforeClosing()``.
+    /// Reached on the main actor only, but for ``take()``.
     nonisolated(unsafe) private var storage: ModelContext?
 
     @MainActor var context: ModelContext? {
@@ -124,12 +139,27 @@ private final class MainContextBox: @unchecked Sendable {
 
     nonisolated init() {}
 
-    /// The main context's last autosave, as its container goes away: on the main thread, or on
-    /// another when nothing but the container holds the context (nothing can be using it then).
-    func autosaveBeforeClosing() {
-        guard storage != nil else { return }
-        if Thread.isMainThread || isKnownUniquelyReferenced(&storage!) {
-            storage?.autosave()
-        }
+    /// The main context, taken out as its container goes away (nothing else can reach the box
+    /// then), to be used on the main actor only.
+    func take() -> MainActorContext? {
+        defer { storage = nil }
+        return storage.map(MainActorContext.init)
     }
+}
+
+/// A main context on its way to the main actor, where alone it is used.
+private struct MainActorContext: @unchecked Sendable {
+    let value: ModelContext
+}
+
+/// Whether the code runs on the main dispatch queue, where the main actor's jobs run (on Linux,
+/// not always on the main thread: `Thread.isMainThread` does not tell).
+enum MainQueue {
+    private static let key: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    static var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
 }

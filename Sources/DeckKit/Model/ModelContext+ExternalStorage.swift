@@ -35,8 +35,10 @@ extension ModelContext {
     /// if try context.copyExternalStorage(\.image, of: card, to: exportURL) { share(exportURL) }
     /// ```
     ///
-    /// The blob's bytes are checked against its digest before any reaches `url`; a regular file
-    /// there is replaced atomically, a FIFO or device is written, a directory is refused. Throws as
+    /// A value in a blob file is checked against its digest before any byte reaches `url`; a
+    /// regular file there is replaced atomically, a FIFO or device is written, a directory is
+    /// refused. A value stored inline, or not saved yet, is written from memory (or from the file
+    /// it will be saved from) with an atomic replace, which makes `url` a regular file. Throws as
     /// ``setExternalStorage(_:of:contentsOf:)`` does for the model and key path, and
     /// ``DeckError/blobUnavailable(digest:reason:)`` or ``DeckError/io(path:operation:errno:)``
     /// when the copy fails.

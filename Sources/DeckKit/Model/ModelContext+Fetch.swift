@@ -191,7 +191,7 @@ extension ModelContext {
         if includingChanges && hasChanges {
             let transaction = try store.beginTransaction()
             defer { transaction.rollback() }
-            let flushed = try flush(into: transaction)
+            let flushed = try flush(into: transaction, forFetch: true)
             let query = try makeQuery(
                 { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
             let records = try rows(query, in: transaction)

@@ -12,7 +12,8 @@ public final class ModelContext {
     /// The container whose document the context reads and writes.
     ///
     /// A context keeps its container alive, but for the container's own ``ModelContainer/mainContext``:
-    /// using that one after its container has gone away stops the program with a message saying so.
+    /// once its container has gone away, reading this property stops the program with a message
+    /// saying so, and the context's reads and saves throw ``DeckError/closed(path:)``.
     public var container: ModelContainer {
         guard let container = strongContainer ?? weakContainer else {
             preconditionFailure(
@@ -196,23 +197,35 @@ public final class ModelContext {
         if lastChange == nil { lastChange = .now }
         let box = WeakContext(self)
         Task { @MainActor in
-            while let due = box.context?.autosaveDue() {
-                try? await Task.sleep(until: due, clock: .continuous)
+            while true {
+                switch box.context?.autosaveStep() {
+                case .wait(let due)?: try? await Task.sleep(until: due, clock: .continuous)
+                case .save?:
+                    // Waits for the writer without blocking the main actor.
+                    await box.context?.autosaveSuspending()
+                    return
+                case .stop?, nil: return
+                }
             }
         }
     }
 
-    /// Saves when the quiet interval has passed and returns nil, or returns when it will have.
-    private func autosaveDue() -> ContinuousClock.Instant? {
+    private enum AutosaveStep {
+        case wait(ContinuousClock.Instant)
+        case save
+        case stop
+    }
+
+    /// What the autosave does next: wait until the quiet interval has passed, save, or stop.
+    private func autosaveStep() -> AutosaveStep {
         guard autosaveEnabled, hasChanges, let lastChange else {
             isAutosaveScheduled = false
-            return nil
+            return .stop
         }
         let due = lastChange + autosaveDelay
-        if ContinuousClock.now < due { return due }
+        if ContinuousClock.now < due { return .wait(due) }
         isAutosaveScheduled = false
-        autosave()
-        return nil
+        return .save
     }
 
     /// Saves now as the autosave does, keeping a failure in ``lastAutosaveError``.
@@ -224,6 +237,19 @@ public final class ModelContext {
         } catch {
             lastAutosaveError = error
         }
+    }
+
+    /// ``autosave()``, waiting for this process's other writers by suspending.
+    nonisolated(nonsending) func autosaveSuspending() async {
+        guard autosaveEnabled, hasChanges else { return }
+        do {
+            try await saveSuspending()
+            lastAutosaveError = nil
+        } catch {
+            lastAutosaveError = error
+        }
+        // Changes made while it waited start a new quiet interval.
+        if hasChanges { scheduleAutosave() }
     }
 
     /// Saves the changes now if ``autosaveEnabled`` is set.
@@ -242,6 +268,22 @@ public final class ModelContext {
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try store.write { transaction in try self.flush(into: transaction) }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+        finishSave(result.value, changes: result.changes)
+        lastChange = nil
+    }
+
+    /// ``save()``, waiting for this process's other writers by suspending the task rather than
+    /// blocking its thread (the flush and the commit run without suspending, on the caller's
+    /// executor).
+    nonisolated(nonsending) func saveSuspending() async throws(DeckError) {
+        guard hasChanges else { return }
+        guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
+        let result: (value: FlushResult, changes: ChangeSet)
+        do {
+            result = try await store.write { transaction in try self.flush(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
@@ -296,7 +338,10 @@ public final class ModelContext {
     }
 
     /// Writes the context's changes into `transaction`.
-    func flush(into transaction: StoreTransaction) throws(DeckError) -> FlushResult {
+    /// `forFetch`: the flush of a fetch with pending changes, whose transaction is rolled back. It
+    /// writes an empty value for a value to be read from a file (what a predicate can tell of it:
+    /// that there is one), so that a fetch neither copies the file nor fails with it.
+    func flush(into transaction: StoreTransaction, forFetch: Bool = false) throws(DeckError) -> FlushResult {
         var result = FlushResult()
         // Deletions in the order they were made; one that a deny rule refuses waits for the
         // others (the records that hold it back may be among them), and fails only when a whole
@@ -343,8 +388,8 @@ public final class ModelContext {
             var given = [Value?](repeating: nil, count: count)
             for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
                 if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    given[of[k]] = .file(url)
-                    result.fromFiles.append((object, accessor))
+                    given[of[k]] = forFetch ? .data(Data()) : .file(url)
+                    if !forFetch { result.fromFiles.append((object, accessor)) }
                     continue
                 }
                 given[of[k]] = try attribute.storeValue(in: object, entity: metadata.entityName)
@@ -360,8 +405,8 @@ public final class ModelContext {
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes {
                 if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    values[accessor.name] = .file(url)
-                    result.fromFiles.append((object, accessor))
+                    values[accessor.name] = forFetch ? .data(Data()) : .file(url)
+                    if !forFetch { result.fromFiles.append((object, accessor)) }
                     continue
                 }
                 values[accessor.name] = try attribute.storeValue(
@@ -435,8 +480,8 @@ public final class ModelContext {
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
                 if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    values[accessor.name] = .file(url)
-                    result.fromFiles.append((object, accessor))
+                    values[accessor.name] = forFetch ? .data(Data()) : .file(url)
+                    if !forFetch { result.fromFiles.append((object, accessor)) }
                     continue
                 }
                 values[accessor.name] = try attribute.storeValue(
@@ -760,6 +805,9 @@ public final class ModelContext {
             }
         } catch {
             lastLoadError = DeckError.wrap(error)
+            // A file that cannot be read stays the value to save, so that the save fails rather
+            // than write the default in its place.
+            if case .file = kind { backing.setPending(accessor.index, kind) }
         }
     }
 
