@@ -220,6 +220,25 @@ import Testing
         }
     }
 
+    @Test func aReplacedHistoryTableIsReportedAndRefused() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            let url = package.url
+            try package.close()
+            let db = try rawStore(url)
+            try db.execute("DROP TABLE deck_migration; CREATE TABLE deck_migration(x ANY) STRICT")
+            db.close()
+            let report = try PackageVerifier.verify(at: url)
+            #expect(Set(report.codes) == ["table-altered", "column-missing"], "\(report.findings)")
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
+            if case .corrupt(_, let reason) = error {
+                #expect(reason.contains("deck_migration"))
+            } else {
+                Issue.record("expected corrupt, got \(String(describing: error))")
+            }
+        }
+    }
+
     @Test func theVerifierReportsLyingBookkeeping() throws {
         try withTestDirectory { dir throws in
             let package = try makeTestPackage(in: dir)

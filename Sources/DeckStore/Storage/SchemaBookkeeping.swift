@@ -123,9 +123,11 @@ enum SchemaBookkeeping {
                 "deck_meta's 'schema_floor' is \(StoreMetadata.describeValue(other)), not text")
         }
         var history: [(String, String)] = []
-        let rows = try db.rows(
-            "SELECT sequence, from_version, from_fingerprint, to_version, to_fingerprint, applied, stage, breaking, "
-                + "typeof(stage) FROM deck_migration ORDER BY sequence")
+        // A table altered so that the columns are not there is reported as such (table-altered).
+        let rows =
+            (try? db.rows(
+                "SELECT sequence, from_version, from_fingerprint, to_version, to_fingerprint, applied, stage, "
+                    + "breaking FROM deck_migration ORDER BY sequence")) ?? []
         var previous: (version: String, fingerprint: String)?
         var chained = true
         for (index, row) in rows.enumerated() {
