@@ -24,7 +24,7 @@ enum Commands {
             """,
         subcommands: [
             new, open, inspect, verify, lint, gc, query, insert, update, delete, blob, export, importArchive,
-            pack, unpack,
+            pack, unpack, diffSchema,
             completions,
         ],
         examples: [
@@ -52,6 +52,22 @@ enum Commands {
                 help: "Create a bundled sample document."),
             json,
         ])
+
+    static let diffSchema = CommandSpec(
+        name: "diff-schema",
+        abstract: "Show the steps that migrate a document from one schema to another.",
+        discussion: """
+            Compares two schemas, each a package's or a schema file's (JSON, see deck(1)), and \
+            lists the changes in order, each lightweight (the store carries it out) or needing \
+            a custom stage, with the reason. Renames are found through originalName. Exit \
+            status 0 when every step is lightweight (or there is none), 1 otherwise.
+            """,
+        arguments: [
+            ArgumentSpec("old", help: "The schema now: a package or a schema file.", completion: .file),
+            ArgumentSpec(
+                "new", help: "The schema to migrate to: a package or a schema file.", completion: .file),
+        ],
+        options: [json])
 
     static let open = CommandSpec(
         name: "open",

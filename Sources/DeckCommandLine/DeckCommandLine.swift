@@ -105,6 +105,7 @@ public enum DeckCommandLine {
         case ["import"]: return try SharingCommands.importArchive(command)
         case ["pack"]: return try SharingCommands.pack(command)
         case ["unpack"]: return try SharingCommands.unpack(command)
+        case ["diff-schema"]: return try DiffSchemaCommand.run(command)
         case ["completions"]: return try completions(command)
         default:
             Output.standard.write(HelpFormatter.help(for: command.commandPath, root: Commands.root) + "\n")

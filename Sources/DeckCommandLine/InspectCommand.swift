@@ -33,6 +33,24 @@ enum InspectCommand {
             ("manifestFormatVersion", .int(Int64(info.manifest.formatVersion))),
             ("documentId", info.documentID.map { .string($0.uuidString.lowercased()) } ?? .null),
             ("schemaVersion", .string(info.schemaVersion)),
+            ("schemaFingerprint", .string(info.schemaFingerprint)),
+            ("schemaFloor", info.schemaFloor.map(JSON.string) ?? .null),
+            (
+                "migrations",
+                .array(
+                    info.migrations.map { record in
+                        .object([
+                            ("sequence", .int(record.sequence)),
+                            ("fromVersion", .string(record.fromVersion)),
+                            ("fromFingerprint", .string(record.fromFingerprint)),
+                            ("toVersion", .string(record.toVersion)),
+                            ("toFingerprint", .string(record.toFingerprint)),
+                            ("applied", .string(record.applied)),
+                            ("stage", record.stage.map(JSON.string) ?? .null),
+                            ("breaking", .bool(record.isBreaking)),
+                        ])
+                    })
+            ),
             ("created", info.created.map(JSON.string) ?? .null),
             ("modified", info.modified.map(JSON.string) ?? .null),
             ("lockHolder", info.lockHolder.map { .int(Int64($0)) } ?? .null),
@@ -99,6 +117,18 @@ enum InspectCommand {
             "  format:   \(formatLine(info.formatVersion, manifest: info.manifest.formatVersion))"
             + "   schema: \(field(info.schemaVersion))\n"
         if let documentID = info.documentID { out += "  document: \(documentID.uuidString.lowercased())\n" }
+        out +=
+            (info.schemaFloor.map { "  floor:    \(field($0))   " } ?? "  ")
+            + "fingerprint: \(info.schemaFingerprint)\n"
+        if !info.migrations.isEmpty {
+            out += "  history:\n"
+            for record in info.migrations {
+                let stage = record.stage.map { "stage \(field($0))" } ?? "lightweight"
+                out +=
+                    "    \(record.sequence). \(field(record.fromVersion)) → \(field(record.toVersion))  "
+                    + "\(field(record.applied))  \(stage)\(record.isBreaking ? ", breaking" : "")\n"
+            }
+        }
         if let modified = info.modified { out += "  modified: \(field(modified))\n" }
         switch info.lockHolder {
         case nil: out += "  writer:   none\n"

@@ -2,11 +2,11 @@ import Foundation
 import Testing
 
 /// `deck` on the format version 1 fixtures (Tests/Fixtures/v1): reading commands read them as they
-/// are and say which version they are; the first writing command upgrades them to version 2.
+/// are and say which version they are; the first writing command upgrades them to version 3.
 @Suite struct EndToEndFormatTests {
-    static func fixture(_ name: String, in directory: TemporaryDirectory) throws -> String {
+    static func fixture(_ name: String, in directory: TemporaryDirectory, version: Int = 1) throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/v1/" + name)
+            .appendingPathComponent("Fixtures/v\(version)/" + name)
         let path = directory.appending(name)
         try FileManager.default.copyItem(atPath: source.path, toPath: path)
         return path
@@ -16,12 +16,34 @@ import Testing
         try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
     }
 
+    @Test func aVersion2PackageHasNoFloorUntilAWriterUpgradesIt() throws {
+        let directory = try TemporaryDirectory()
+        let path = try Self.fixture("Library.deck", in: directory, version: 2)
+        let inspect = try deck("open", path)
+        e2eExpectSuccess(inspect)
+        #expect(inspect.stdout.contains("  format:   2 (the next writer upgrades it to 3)   schema: 3.1.0\n"))
+        #expect(!inspect.stdout.contains("floor:") && inspect.stdout.contains("\n  fingerprint: "))
+        let before = try #require(
+            JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
+                as? [String: Any])
+        #expect(before["schemaFloor"] is NSNull && (before["migrations"] as? [Any])?.isEmpty == true)
+        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))
+        let after = try #require(
+            JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
+                as? [String: Any])
+        #expect(after["formatVersion"] as? Int == 3 && after["schemaFloor"] as? String == "3.1.0")
+        #expect(after["schemaFingerprint"] as? String == before["schemaFingerprint"] as? String)
+        #expect(after["documentId"] as? String == before["documentId"] as? String)
+        let verify = try deck("verify", path)
+        #expect(verify.status == 0 && verify.stdout.hasSuffix("(format 3)\n"), "\(verify.stdout)")
+    }
+
     @Test func readingCommandsSayVersion1AndWritingUpgrades() throws {
         let directory = try TemporaryDirectory()
         let path = try Self.fixture("Library.deck", in: directory)
         let inspect = try deck("inspect", path)
         e2eExpectSuccess(inspect)
-        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 2)   schema: 3.1.0\n"))
+        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 3)   schema: 3.1.0\n"))
         #expect(!inspect.stdout.contains("document:"))
         let json = try deck("inspect", path, "--json")
         let info = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -29,7 +51,7 @@ import Testing
         #expect(info["documentId"] is NSNull)
         let verify = try deck("verify", path)
         e2eExpectSuccess(verify)
-        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 2))\n"))
+        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 3))\n"))
         let before = try Self.records(try deck("query", path, "Person", "--json"))
         #expect(before.count == 3 && before.allSatisfy { $0["_gid"] is NSNull })
 
@@ -50,7 +72,7 @@ import Testing
         let verified = try deck("verify", path, "--json")
         let report = try #require(
             JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any])
-        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 2)
+        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 3)
         let upgraded = try deck("inspect", path, "--json")
         let document = try #require(
             JSONSerialization.jsonObject(with: Data(upgraded.stdout.utf8)) as? [String: Any])

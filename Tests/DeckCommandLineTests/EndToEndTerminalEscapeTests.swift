@@ -52,6 +52,18 @@ struct EndToEndTerminalEscapeTests {
                     + "UPDATE deck_meta SET value = \(hostileSQL) WHERE key = 'schema_version'",
             ])
         try #require(update.status == 0, "\(update.stderr)")
+        // The bookkeeping agrees with the new schema (spec 4.2): its fingerprint, as deck computes
+        // it, and a floor at its version.
+        let info = try e2eJSONObject(try deck("inspect", path, "--json").stdout)
+        let fingerprint = try #require(info["schemaFingerprint"] as? String)
+        let bookkeeping = try runTool(
+            "sqlite3",
+            [
+                store,
+                "UPDATE deck_meta SET value = '\(fingerprint)' WHERE key = 'schema_fingerprint'; "
+                    + "UPDATE deck_meta SET value = \(hostileSQL) WHERE key = 'schema_floor'",
+            ])
+        try #require(bookkeeping.status == 0, "\(bookkeeping.stderr)")
         try FileManager.default.createDirectory(atPath: path + "/blobs/ab", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: path + "/tmp", withIntermediateDirectories: true)
         try #require(

@@ -132,30 +132,32 @@ let crashSchema = StoreSchema(entities: [
         #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing (\(seed))")
     }
 
-    /// Kills a writer at random moments while it upgrades a version 1 package to version 2 (the
-    /// manifest first, then the store in one transaction): whatever the moment, the package is
-    /// version 1, an interrupted upgrade (manifest 2 over a version 1 store) or version 2, it
-    /// verifies, it holds every record, and the next writer finishes the upgrade.
-    @Test func killedUpgradeLeavesVersion1OrVersion2() throws {
-        let seed = TestSeed("killedUpgradeLeavesVersion1OrVersion2", filter: "killedUpgrade")
-        print("killedUpgradeLeavesVersion1OrVersion2: \(seed)")
+    /// Kills a writer at random moments while it upgrades a version 1 or 2 package to version 3
+    /// (the manifest first, then the store in one transaction): whatever the moment, the package
+    /// is of the old version, an interrupted upgrade (manifest 3 over an old store) or version 3,
+    /// it verifies, it holds every record, and the next writer finishes the upgrade.
+    @Test(arguments: [1, 2])
+    func killedUpgradeLeavesTheOldVersionOrVersion3(from version: Int) throws {
+        let seed = TestSeed("killedUpgradeLeavesTheOldVersionOrVersion3", filter: "killedUpgrade")
+        print("killedUpgradeLeavesTheOldVersionOrVersion3: \(seed)")
         var generator = seed.generator()
         let directory = try TemporaryDirectory()
         let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/v1/Flashcards.flashcards")
+            .appendingPathComponent("Fixtures/v\(version)/Flashcards.flashcards")
         // The fixture, made big enough that an upgrade takes a while: its tables written by hand,
-        // as version 1 lays them out.
+        // as the old version lays them out.
         let original = directory.url.appendingPathComponent("original.flashcards")
         try FileManager.default.copyItem(at: fixture, to: original)
         let db = try Database(path: original.path + "/store.sqlite", mode: .readWrite)
+        let gid = version >= 2 ? (column: ", _gid", value: ", randomblob(16)") : (column: "", value: "")
         try db.execute(
             """
             BEGIN;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
-            INSERT INTO "Tag"(_entity, name) SELECT 'Tag', 'tag ' || i FROM n;
+            INSERT INTO "Tag"(_entity, name\(gid.column)) SELECT 'Tag', 'tag ' || i\(gid.value) FROM n;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
-            INSERT INTO "Card"(_entity, front, back, creationDate, reviewCount, deck)
-                SELECT 'Card', 'front ' || i, 'back ' || i, 1795996800.0 + i, 0, 1 FROM n;
+            INSERT INTO "Card"(_entity, front, back, creationDate, reviewCount, deck\(gid.column))
+                SELECT 'Card', 'front ' || i, 'back ' || i, 1795996800.0 + i, 0, 1\(gid.value) FROM n;
             INSERT INTO "Card.tags"(source, target)
                 SELECT c._pk, t._pk FROM "Card" c JOIN "Tag" t ON t._pk = c._pk WHERE c._pk > 100;
             COMMIT;
@@ -174,7 +176,7 @@ let crashSchema = StoreSchema(entities: [
         let timed = directory.url.appendingPathComponent("timed.flashcards")
         try FileManager.default.copyItem(at: original, to: timed)
         let start = Date()
-        #expect(try runChild(timed, killAfter: nil) == "upgraded 2")
+        #expect(try runChild(timed, killAfter: nil) == "upgraded 3")
         let window = max(0.05, Date().timeIntervalSince(start))
         var seen: Set<String> = []
         let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 8
@@ -199,19 +201,22 @@ let crashSchema = StoreSchema(entities: [
             if !hotJournal {
                 #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")
                 #expect(
-                    ["manifest 1, store 1", "manifest 2, store 1", "manifest 2, store 2"].contains(state),
+                    [
+                        "manifest \(version), store \(version)", "manifest 3, store \(version)",
+                        "manifest 3, store 3",
+                    ].contains(state),
                     "seed \(seed) round \(round): \(state)")
                 #expect(try counts(url) == expected, "seed \(seed) round \(round)")
             }
             // The next writer finishes what the killed one began.
-            #expect(try runChild(url, killAfter: nil) == "upgraded 2")
+            #expect(try runChild(url, killAfter: nil) == "upgraded 3")
             let after = try PackageVerifier.verify(at: url)
             #expect(
-                after.isValid && after.formatVersion == 2, "seed \(seed) round \(round): \(after.findings)")
+                after.isValid && after.formatVersion == 3, "seed \(seed) round \(round): \(after.findings)")
             #expect(try counts(url) == expected, "seed \(seed) round \(round)")
             try FileManager.default.removeItem(at: url)
         }
-        print("killedUpgradeLeavesVersion1OrVersion2: states seen: \(seen.sorted())")
+        print("killedUpgradeLeavesTheOldVersionOrVersion3: states seen: \(seen.sorted())")
     }
 
     /// Runs `deck-crashtest URL 1 --upgrade`, killed with SIGKILL after `killAfter` seconds (or

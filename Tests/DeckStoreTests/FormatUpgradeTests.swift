@@ -8,9 +8,10 @@ import Testing
     import Glibc
 #endif
 
-/// Format version 2 on the version 1 packages of Tests/Fixtures/v1 (made by the Deck of commit
-/// 7cfab88): read as they are, upgraded by a writer keeping every value, and the identity rules of
-/// version 2 (spec: sections 6.10 and 12.2).
+/// The version 1 packages of Tests/Fixtures/v1 (made by the Deck of commit 7cfab88): read as they
+/// are, upgraded by a writer to the current version in one transaction keeping every value, and
+/// the identity rules of version 2 (spec: sections 6.10, 12.2 and 12.5).
+/// ``FormatVersion3Tests`` does the same for the version 2 fixtures.
 @Suite struct FormatUpgradeTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/v1")
@@ -107,19 +108,19 @@ import Testing
             let findingsBefore = try PackageVerifier.verify(at: url).findings.map(\.code)
 
             let store = try PackageStore.open(at: url, mode: .readWrite)
-            #expect(store.storeFormatVersion == 2)
-            #expect(store.manifest.formatVersion == 2 && store.manifest.minimumReaderVersion == 2)
+            #expect(store.storeFormatVersion == 3)
+            #expect(store.manifest.formatVersion == 3 && store.manifest.minimumReaderVersion == 2)
             let documentID = try #require(store.documentID)
             #expect(documentID.uuidString.lowercased().dropFirst(14).first == "4")
             try store.close()
 
             let manifest = try Manifest.read(packagePath: url.path)
-            #expect(manifest.formatVersion == 2 && manifest.minimumReaderVersion == 2)
+            #expect(manifest.formatVersion == 3 && manifest.minimumReaderVersion == 2)
             #expect(try Self.content(url) == before)
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid, "\(report.findings)")
             #expect(report.findings.map(\.code) == findingsBefore)
-            #expect(report.formatVersion == 2)
+            #expect(report.formatVersion == 3)
 
             // Every record has a version 4 global id, unique in the document.
             let reader = try PackageStore.open(at: url, mode: .readOnly)
@@ -188,13 +189,13 @@ import Testing
         try withTestDirectory { dir throws in
             let url = try Self.copy("Library.deck", to: dir)
             let db = try rawStore(url)
-            try db.run("INSERT INTO deck_meta VALUES ('schema_fingerprint', x'0102')")
+            try db.run("INSERT INTO deck_meta VALUES ('later_key', x'0102')")
             db.close()
             try PackageStore.open(at: url).close()
             let after = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
             defer { after.close() }
             #expect(
-                try after.scalar("SELECT value FROM deck_meta WHERE key = 'schema_fingerprint'")
+                try after.scalar("SELECT value FROM deck_meta WHERE key = 'later_key'")
                     == .blob(Data([1, 2])))
             #expect(try PackageVerifier.verify(at: url).isValid)
         }
@@ -206,21 +207,21 @@ import Testing
             let before = try Self.content(url)
             // What a kill between the manifest and the store's commit leaves.
             var manifest = try Manifest.read(packagePath: url.path)
-            manifest.formatVersion = 2
+            manifest.formatVersion = 3
             manifest.minimumReaderVersion = 2
             try FormatUpgrade.writeManifest(manifest, packagePath: url.path)
             let reader = try PackageStore.open(at: url, mode: .readOnly)
-            #expect(reader.storeFormatVersion == 1 && reader.manifest.formatVersion == 2)
+            #expect(reader.storeFormatVersion == 1 && reader.manifest.formatVersion == 3)
             try reader.close()
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
-            #expect(report.formatVersion == 1 && report.manifestFormatVersion == 2)
+            #expect(report.formatVersion == 1 && report.manifestFormatVersion == 3)
 
             try PackageStore.open(at: url).close()
             #expect(try Self.content(url) == before)
             let after = try PackageVerifier.verify(at: url)
             #expect(after.isValid && after.findings.isEmpty, "\(after.findings)")
-            #expect(after.formatVersion == 2)
+            #expect(after.formatVersion == 3)
         }
     }
 
@@ -236,7 +237,7 @@ import Testing
             #expect(report.isValid && report.formatVersion == 1, "\(report.findings)")
             // The lock was released: the next writer upgrades.
             try PackageStore.open(at: url).close()
-            #expect(try PackageVerifier.verify(at: url).formatVersion == 2)
+            #expect(try PackageVerifier.verify(at: url).formatVersion == 3)
         }
     }
 

@@ -597,7 +597,10 @@ struct SchemaTests {
             let tables = try db.rows("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
                 .compactMap { $0[0].string }
             #expect(
-                tables == ["Card", "Card.tags", "Deck", "Tag", "deck_blob", "deck_meta", "sqlite_sequence"])
+                tables == [
+                    "Card", "Card.tags", "Deck", "Tag", "deck_blob", "deck_meta", "deck_migration",
+                    "sqlite_sequence",
+                ])
             let cardColumns = try db.rows("SELECT name FROM pragma_table_info('Card') ORDER BY cid")
                 .compactMap { $0[0].string }
             #expect(cardColumns == ["_pk", "_gid", "_entity", "front", "back", "image", "deck", "hint"])

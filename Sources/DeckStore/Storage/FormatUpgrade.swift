@@ -5,24 +5,29 @@ import Foundation
 #endif
 
 /// Upgrades a package of an older format version to the current one when a writer opens it
-/// (spec: section 12.2). Readers never upgrade: they read an older package as it is.
+/// (spec: sections 12.2 and 12.5). Readers never upgrade: they read an older package as it is.
 ///
-/// Version 1 to 2, in this order:
+/// In this order:
 ///
-/// 1. The manifest is rewritten (`formatVersion` 2, `minimumReaderVersion` 2) through a file in
+/// 1. The manifest is rewritten (`formatVersion` 3, `minimumReaderVersion` 2) through a file in
 ///    `tmp/` that is flushed and renamed into place. It goes first so that it never claims less
 ///    than the store needs: a version 1 reader that opens the package from then on is told it is
 ///    too new, never that it is corrupt.
-/// 2. The store is upgraded in one SQLite transaction: each entity table is rebuilt with an
-///    `AUTOINCREMENT` key and a `_gid` column (every row gets 16 random bytes, a version 4 UUID),
-///    keeping every row's key and cells, so relationships, join tables and blob reference counts
-///    stay as they were; its indexes and triggers, and the new global-id index and trigger, are
-///    created again; `deck_meta` gets a `document_id` and `format_version` 2, and `user_version`
-///    becomes 2. Before committing, the store's objects are compared with those version 2 derives.
+/// 2. The store is upgraded in one SQLite transaction, from whichever version it is at:
+///    - from version 1, each entity table is rebuilt with an `AUTOINCREMENT` key and a `_gid`
+///      column (every row gets 16 random bytes, a version 4 UUID), keeping every row's key and
+///      cells, so relationships, join tables and blob reference counts stay as they were; its
+///      indexes and triggers, and the new global-id index and trigger, are created again;
+///      `deck_meta` gets a `document_id`;
+///    - from version 1 or 2, the schema-evolution bookkeeping is added: the empty `deck_migration`
+///      table, and `deck_meta`'s `schema_fingerprint` and `schema_floor` (the schema's version);
 ///
-/// A kill at any moment leaves a version 1 package, one whose manifest says 2 over a version 1
-/// store (read by version 1's rules; the next writer finishes the upgrade), or a version 2
-/// package. Each of them verifies.
+///    then `format_version` and `user_version` become 3, and before committing the store's
+///    objects are compared with those version 3 derives.
+///
+/// A kill at any moment leaves the old package, one whose manifest says 3 over a store of the
+/// old version (read by that version's rules; the next writer finishes the upgrade), or a
+/// version 3 package. Each of them verifies.
 enum FormatUpgrade {
     /// Brings the package at `packagePath`, whose writer holds `db` in WAL mode and the writer
     /// lock, to the current version. Returns the manifest as it now is; does nothing for a
@@ -37,7 +42,9 @@ enum FormatUpgrade {
             manifest.generator = Manifest(contentType: manifest.contentType).generator
             try writeManifest(manifest, packagePath: packagePath)
         }
-        if storeVersion < 2 { try upgradeStoreToVersion2(db, mapping: mapping, packagePath: packagePath) }
+        if storeVersion < PackageLayout.formatVersion {
+            try upgradeStore(db, from: storeVersion, mapping: mapping, packagePath: packagePath)
+        }
         return manifest
     }
 
@@ -66,27 +73,49 @@ enum FormatUpgrade {
     /// are the format's, so no entity table has it).
     static let previousTable = "deck_upgrade_previous"
 
-    /// Rebuilds every entity table in one transaction (see the type's documentation).
-    static func upgradeStoreToVersion2(_ db: Database, mapping: SchemaMapping, packagePath: String) throws {
-        // Both take effect outside a transaction only. With foreign keys off, dropping the old
-        // table deletes no join-table row; with the legacy rename, renaming it leaves the other
-        // tables' references naming the table as they are, and they name the new one.
-        try db.execute("PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON")
-        defer { try? db.execute("PRAGMA foreign_keys = ON; PRAGMA legacy_alter_table = OFF") }
+    /// Upgrades a store of `version` to the current one in one transaction (see the type's
+    /// documentation).
+    static func upgradeStore(_ db: Database, from version: Int, mapping: SchemaMapping, packagePath: String)
+        throws
+    {
+        let current = PackageLayout.formatVersion
+        if version < 2 {
+            // Both take effect outside a transaction only. With foreign keys off, dropping the old
+            // table deletes no join-table row; with the legacy rename, renaming it leaves the other
+            // tables' references naming the table as they are, and they name the new one.
+            try db.execute("PRAGMA foreign_keys = OFF; PRAGMA legacy_alter_table = ON")
+        }
+        defer {
+            if version < 2 { try? db.execute("PRAGMA foreign_keys = ON; PRAGMA legacy_alter_table = OFF") }
+        }
         try db.transaction(.immediate) {
-            for root in mapping.roots {
-                try rebuild(root, db: db, mapping: mapping)
+            if version < 2 {
+                for root in mapping.roots {
+                    try rebuild(root, db: db, mapping: mapping)
+                }
+                try db.run(
+                    "INSERT INTO deck_meta(key, value) VALUES ('document_id', ?) ON CONFLICT(key) DO NOTHING",
+                    [.text(StoreMetadata.newDocumentID())])
+            }
+            if version < 3 {
+                // A version 2 writer adds no other deck_meta key, so these rows are new (a store that
+                // holds them anyway had them planted: the upgrade sets them to the truth).
+                try db.execute(SchemaBookkeeping.historyTable)
+                for (key, value) in SchemaBookkeeping.metadataRows(for: mapping.schema) {
+                    try db.run(
+                        "INSERT INTO deck_meta(key, value) VALUES (?, ?) "
+                            + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        [.text(key), value])
+                }
             }
             try db.run(
-                "INSERT INTO deck_meta(key, value) VALUES ('document_id', ?) ON CONFLICT(key) DO NOTHING",
-                [.text(StoreMetadata.newDocumentID())])
-            try db.run("UPDATE deck_meta SET value = 2 WHERE key = 'format_version'")
-            try db.execute("PRAGMA user_version = 2")
-            if let refusal = try StoreObjects.firstRefusal(db, mapping: mapping, formatVersion: 2) {
+                "UPDATE deck_meta SET value = ? WHERE key = 'format_version'", [.integer(Int64(current))])
+            try db.execute("PRAGMA user_version = \(current)")
+            if let refusal = try StoreObjects.firstRefusal(db, mapping: mapping, formatVersion: current) {
                 throw DeckError.corrupt(
                     path: packagePath,
                     reason:
-                        "upgrading to format version 2 made the store's \(refusal.object.type) "
+                        "upgrading to format version \(current) made the store's \(refusal.object.type) "
                         + "'\(refusal.object.name)' differ from the one the schema derives; nothing was changed"
                 )
             }
@@ -109,7 +138,8 @@ enum FormatUpgrade {
         let columns = try db.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)])
             .compactMap { $0[0].string }
         try db.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(previousTable))")
-        let statements = StoreDDL.tableStatements(root, mapping: mapping, formatVersion: 2)
+        let statements = StoreDDL.tableStatements(
+            root, mapping: mapping, formatVersion: PackageLayout.formatVersion)
         try db.execute(statements.table)
         // Every cell as it was, in key order (the new table's rows are appended), and a new
         // global id per row. The reference-count triggers come after the copy: the cells

@@ -58,17 +58,19 @@ enum PackageDirectory {
                 try db.execute("PRAGMA user_version=\(PackageLayout.formatVersion)")
                 try db.transaction {
                     try db.execute(StoreDDL.metadata)
+                    try db.execute(SchemaBookkeeping.historyTable)
                     for statement in StoreDDL.statements(for: mapping) { try db.execute(statement) }
                     let now = Value.iso8601(Date())
-                    let meta: [(String, SQLValue)] = [
-                        ("format_version", .integer(Int64(PackageLayout.formatVersion))),
-                        ("content_type", .text(contentType)),
-                        ("schema", .text(try encodeSchema(schema))),
-                        ("schema_version", .text(schema.version)),
-                        ("created", .text(now)),
-                        ("modified", .text(now)),
-                        ("document_id", .text(StoreMetadata.newDocumentID())),
-                    ]
+                    let meta: [(String, SQLValue)] =
+                        [
+                            ("format_version", .integer(Int64(PackageLayout.formatVersion))),
+                            ("content_type", .text(contentType)),
+                            ("schema", .text(try encodeSchema(schema))),
+                            ("schema_version", .text(schema.version)),
+                            ("created", .text(now)),
+                            ("modified", .text(now)),
+                            ("document_id", .text(StoreMetadata.newDocumentID())),
+                        ] + SchemaBookkeeping.metadataRows(for: schema)
                     for (key, value) in meta {
                         try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
                     }

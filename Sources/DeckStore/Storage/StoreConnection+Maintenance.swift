@@ -103,6 +103,14 @@ public struct PackageInfo: Sendable {
     public let formatVersion: Int
     /// The document id (`deck_meta.document_id`), nil in a version 1 store.
     public let documentID: UUID?
+    /// The stored schema's fingerprint, computed from it (spec: section 5.10).
+    public let schemaFingerprint: String
+    /// The compatibility floor (`deck_meta.schema_floor`, spec: section 4.2): the oldest schema
+    /// version whose apps may still write the document; nil in a store older than version 3 or
+    /// one whose value is not text.
+    public let schemaFloor: String?
+    /// The migrations applied, oldest first (spec: section 4.4); empty before version 3.
+    public let migrations: [MigrationRecord]
 }
 
 extension StoreConnection {
@@ -348,6 +356,7 @@ extension StoreConnection {
                 }
             }
             let storePath = path + "/" + PackageLayout.store
+            let stored = try StoreMetadata.read(database, packagePath: path)
             return PackageInfo(
                 path: path, manifest: manifest, schemaVersion: schema.version, created: try meta("created"),
                 modified: try meta("modified"), entities: entities,
@@ -362,7 +371,10 @@ extension StoreConnection {
                 freelistCount: Int(try database.pragma("freelist_count")?.int64 ?? 0),
                 lockHolder: isWriter ? getpid() : WriterLock.holder(packagePath: path),
                 formatVersion: formatVersion,
-                documentID: try StoreMetadata.read(database, packagePath: path).documentID)
+                documentID: stored.documentID,
+                schemaFingerprint: schema.fingerprint,
+                schemaFloor: formatVersion >= 3 ? stored.values["schema_floor"]?.string : nil,
+                migrations: formatVersion >= 3 ? try SchemaBookkeeping.history(database) : [])
         } catch {
             throw translate(error)
         }

@@ -102,6 +102,7 @@ enum StoreObjects {
         do {
             try expected.execute(StoreDDL.metadata)
             let version = comparedVersion(formatVersion)
+            if version >= 3 { try expected.execute(SchemaBookkeeping.historyTable) }
             for statement in StoreDDL.statements(for: mapping, formatVersion: version) {
                 try expected.execute(statement)
             }

@@ -59,7 +59,8 @@ public final class PackageStore: Sendable {
     /// The format version of the package's store as it was opened, by whose rules it is read
     /// (spec: section 12). Always ``formatVersion`` for a read-write store: opening a package of
     /// an older version for writing upgrades it first. A read-only store reads an older package
-    /// as it is, and its records then have no ``Record/globalID``.
+    /// as it is: a version 1 store's records have no ``Record/globalID``, and a version 1 or 2
+    /// store has no compatibility floor or migration history (``PackageInfo/schemaFloor``).
     public let storeFormatVersion: Int
     /// The document id: a random UUID made when the package was created (or upgraded from
     /// format version 1), which every copy of the document keeps, exports and imports included

@@ -313,6 +313,19 @@ public enum PackageVerifier {
         if formatVersion >= 2 {
             try checkIdentity(db, mapping: mapping, tables: tables, storePath: storePath, report: &report)
         }
+        if formatVersion >= 3 {
+            // The history is read only when its table is the derived one (checkTables reported it
+            // otherwise).
+            let history = try db.scalar(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'deck_migration'")
+            if history?.int64 == 1 {
+                let problems = try SchemaBookkeeping.problems(db, meta: meta, schema: schema)
+                for problem in problems.meta { add(.corruption, "meta-invalid", storePath, problem) }
+                for (object, message) in problems.history {
+                    add(.corruption, "migration-history", object, message)
+                }
+            }
+        }
         try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
         // Checks of the values themselves, cell by cell, run here: the tables are known to be
         // those the schema derives and every cell to have its column's storage class.
