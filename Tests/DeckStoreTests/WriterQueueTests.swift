@@ -164,8 +164,12 @@ import Testing
                 // (which may be ended from any thread, one at a time).
                 struct Handoff: @unchecked Sendable { let transaction: StoreTransaction }
                 let handoff = Handoff(transaction: transaction)
+                // It waits for the blocked writers to be in line, or for two seconds: other tests
+                // running at the same time may hold some of the shared threads, and then fewer of
+                // the blocked writers have started.
                 Thread {
-                    while store.writerQueue.waitingCount < threads + 1 { usleep(1000) }
+                    let deadline = Date(timeIntervalSinceNow: 2)
+                    while store.writerQueue.waitingCount < threads + 1, Date() < deadline { usleep(1000) }
                     _ = try? handoff.transaction.commit()
                 }.start()
                 _ = try await waiting.value
