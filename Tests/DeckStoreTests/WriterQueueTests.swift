@@ -125,6 +125,11 @@ import Testing
         }
     }
 
+    /// How long a test here may take before its watchdog stops the process. Generous: under the
+    /// sanitizers, on two cores, long synchronous tests can hold Swift concurrency's few threads
+    /// for minutes, and a test's continuation waits for one of them.
+    static let watchdogSeconds = 900.0
+
     /// Stops the test process if `body` has not returned after `seconds`: what these tests guard
     /// against is a wait that never ends, which would otherwise hang the run.
     nonisolated(nonsending) func withWatchdog<T>(
@@ -145,7 +150,7 @@ import Testing
     @Test func aTaskAheadOfBlockedWritersOnEveryThreadDoesNotDeadlock() async throws {
         let threads = ProcessInfo.processInfo.activeProcessorCount
         try await withStore { store in
-            try await withWatchdog(60, "a task ahead of blocked writers") {
+            try await withWatchdog(Self.watchdogSeconds, "a task ahead of blocked writers") {
                 let transaction = try store.beginTransaction()
                 let waiting = Task {
                     try await store.write { tx in
@@ -215,7 +220,7 @@ import Testing
 
     @Test func aWriteInsideAnAsyncWriteOnAnActorOfItsOwnIsRefused() async throws {
         try await withStore { store in
-            try await withWatchdog(60, "a write inside an async write") {
+            try await withWatchdog(Self.watchdogSeconds, "a write inside an async write") {
                 await expectMisuse { try await QueueActor().nestedWrite(store) }
                 // The refusal left the writer free.
                 try await store.write {
@@ -227,7 +232,7 @@ import Testing
 
     @MainActor @Test func aWriteInsideAnAsyncWriteOnTheMainActorIsRefused() async throws {
         try await withStore { store in
-            await withWatchdog(60, "a write inside an async write on the main actor") {
+            await withWatchdog(Self.watchdogSeconds, "a write inside an async write on the main actor") {
                 await expectMisuse { try await store.write { _ in try store.write { _ in } } }
             }
         }
@@ -237,7 +242,7 @@ import Testing
     /// thread waits its turn while a main-actor async write runs.
     @MainActor @Test func anAsyncWriteOnTheMainActorDoesNotRefuseOtherThreads() async throws {
         try await withStore { store in
-            try await withWatchdog(60, "writers beside a main-actor async write") {
+            try await withWatchdog(Self.watchdogSeconds, "writers beside a main-actor async write") {
                 let others = (0..<4).map { n in
                     Task.detached {
                         try store.write { tx in
