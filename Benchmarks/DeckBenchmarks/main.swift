@@ -622,7 +622,9 @@ if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows"
         deck: {
             let store = try PackageStore.open(
                 at: URL(fileURLWithPath: options.workDirectory + "/upgrade-deck.deck"))
-            precondition(store.storeFormatVersion == PackageStore.formatVersion)
+            precondition(
+                store.storeFormatVersion == PackageStore.formatVersion,
+                "upgraded to \(store.storeFormatVersion)")
             try store.close()
         },
         baseline: {
