@@ -369,6 +369,14 @@ public final class ModelContext {
         let insertedObjects = insertionOrder.compactMap { key in
             inserted[key].map { ($0, ModelBacking.of($0)) }
         }
+        /// The value to write for an attribute still to be read from a file, or nil for one that
+        /// is not: the file (noted, to read the stored value back after), or a fetch's stand-in.
+        func fileValue(_ object: AnyObject, _ backing: ModelBacking, _ accessor: PropertyAccessor) -> Value? {
+            guard case .file(let url)? = backing.pendingValue(accessor.index) else { return nil }
+            if forFetch { return .data(Data()) }
+            result.fromFiles.append((object, accessor))
+            return .file(url)
+        }
         // Where each model attribute goes in a positional insert, by entity.
         var positions: [ObjectIdentifier: (count: Int, of: [Int])] = [:]
         func positionalInsert(_ object: AnyObject, _ backing: ModelBacking) throws(DeckError) -> Int64? {
@@ -387,9 +395,8 @@ public final class ModelContext {
             guard let (count, of) = positions[key] else { return nil }
             var given = [Value?](repeating: nil, count: count)
             for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
-                if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    given[of[k]] = forFetch ? .data(Data()) : .file(url)
-                    if !forFetch { result.fromFiles.append((object, accessor)) }
+                if let value = fileValue(object, backing, accessor) {
+                    given[of[k]] = value
                     continue
                 }
                 given[of[k]] = try attribute.storeValue(in: object, entity: metadata.entityName)
@@ -404,9 +411,8 @@ public final class ModelContext {
             }
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes {
-                if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    values[accessor.name] = forFetch ? .data(Data()) : .file(url)
-                    if !forFetch { result.fromFiles.append((object, accessor)) }
+                if let value = fileValue(object, backing, accessor) {
+                    values[accessor.name] = value
                     continue
                 }
                 values[accessor.name] = try attribute.storeValue(
@@ -479,9 +485,8 @@ public final class ModelContext {
             guard let id = backing.rowID, backing.status == .persisted else { continue }
             var values: [String: Value] = [:]
             for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
-                if case .file(let url)? = backing.pendingValue(accessor.index) {
-                    values[accessor.name] = forFetch ? .data(Data()) : .file(url)
-                    if !forFetch { result.fromFiles.append((object, accessor)) }
+                if let value = fileValue(object, backing, accessor) {
+                    values[accessor.name] = value
                     continue
                 }
                 values[accessor.name] = try attribute.storeValue(
