@@ -18,6 +18,13 @@ protocol BasicStoreValue {
     static func write(from slot: UnsafeRawPointer) -> Value
     /// The cell for the `Self?` at `slot` (nil is null).
     static func writeOptional(from slot: UnsafeRawPointer) -> Value
+    /// The value of cell `cell` of `cursor` when the cursor's typed reader for `Self`'s store
+    /// type has it; nil sends the caller to the general path (``read(_:into:)``).
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Self?
+    /// Sets the `Self` at `slot` from cell `cell` of `cursor`; false when it does not hold one.
+    static func read(_ cursor: RowCursor, _ cell: Int, into slot: UnsafeMutableRawPointer) -> Bool
+    /// Sets the `Self?` at `slot` from cell `cell` of `cursor` (null is nil).
+    static func readOptional(_ cursor: RowCursor, _ cell: Int, into slot: UnsafeMutableRawPointer) -> Bool
 }
 
 extension BasicStoreValue {
@@ -40,6 +47,27 @@ extension BasicStoreValue {
     }
 
     @inline(__always)
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Self? { nil }
+
+    @inline(__always)
+    static func read(_ cursor: RowCursor, _ cell: Int, into slot: UnsafeMutableRawPointer) -> Bool {
+        if let value = fastValue(cursor, cell) {
+            slot.assumingMemoryBound(to: Self.self).pointee = value
+            return true
+        }
+        return read(cursor.value(cell), into: slot)
+    }
+
+    @inline(__always)
+    static func readOptional(_ cursor: RowCursor, _ cell: Int, into slot: UnsafeMutableRawPointer) -> Bool {
+        if let value = fastValue(cursor, cell) {
+            slot.assumingMemoryBound(to: Self?.self).pointee = value
+            return true
+        }
+        return readOptional(cursor.value(cell), into: slot)
+    }
+
+    @inline(__always)
     static func write(from slot: UnsafeRawPointer) -> Value {
         slot.assumingMemoryBound(to: Self.self).pointee.storeValue
     }
@@ -53,6 +81,7 @@ extension BasicStoreValue {
 extension String: BasicStoreValue {
     static var attributeType: StoreSchema.AttributeType { .string }
     var storeValue: Value { .string(self) }
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> String? { cursor.string(cell) }
     init?(storeValue: Value) {
         guard case .string(let text) = storeValue else { return nil }
         self = text
@@ -62,6 +91,7 @@ extension String: BasicStoreValue {
 extension Bool: BasicStoreValue {
     static var attributeType: StoreSchema.AttributeType { .bool }
     var storeValue: Value { .bool(self) }
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Bool? { cursor.bool(cell) }
     init?(storeValue: Value) {
         switch storeValue {
         case .bool(let flag): self = flag
@@ -77,6 +107,9 @@ protocol IntegerStoreValue: BasicStoreValue, FixedWidthInteger {}
 extension IntegerStoreValue {
     static var attributeType: StoreSchema.AttributeType { .integer }
     var storeValue: Value { .integer(Int64(truncatingIfNeeded: self)) }
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Self? {
+        cursor.integer(cell).flatMap(Self.init(exactly:))
+    }
     init?(storeValue: Value) {
         guard case .integer(let number) = storeValue, let value = Self(exactly: number) else { return nil }
         self = value
@@ -95,6 +128,7 @@ extension UInt32: IntegerStoreValue {}
 extension Double: BasicStoreValue {
     static var attributeType: StoreSchema.AttributeType { .double }
     var storeValue: Value { .double(self) }
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Double? { cursor.double(cell) }
     init?(storeValue: Value) {
         switch storeValue {
         case .double(let number): self = number
@@ -116,6 +150,7 @@ extension Float: BasicStoreValue {
 extension Date: BasicStoreValue {
     static var attributeType: StoreSchema.AttributeType { .date }
     var storeValue: Value { .date(self) }
+    static func fastValue(_ cursor: RowCursor, _ cell: Int) -> Date? { cursor.date(cell)?.date }
     init?(storeValue: Value) {
         guard case .date(let timestamp) = storeValue else { return nil }
         self = timestamp.date
@@ -183,6 +218,22 @@ struct Codec<V> {
     let write: (UnsafeRawPointer) throws(DeckError) -> Value
     /// Sets the `V` at a pointer from a cell; false when the cell does not hold a `V`.
     let read: (Value, UnsafeMutableRawPointer) -> Bool
+    /// Sets the `V` at a pointer from a cell of a fetch's cursor, as ``read`` does from the cell's
+    /// value (faster for the store's own types).
+    let readCell: (RowCursor, Int, UnsafeMutableRawPointer) -> Bool
+
+    init(
+        type: StoreSchema.AttributeType, isOptional: Bool,
+        write: @escaping (UnsafeRawPointer) throws(DeckError) -> Value,
+        read: @escaping (Value, UnsafeMutableRawPointer) -> Bool,
+        readCell: ((RowCursor, Int, UnsafeMutableRawPointer) -> Bool)? = nil
+    ) {
+        self.type = type
+        self.isOptional = isOptional
+        self.write = write
+        self.read = read
+        self.readCell = readCell ?? { cursor, cell, pointer in read(cursor.value(cell), pointer) }
+    }
 
     /// The cell for `value`.
     func encode(_ value: V) throws(DeckError) -> Value {
@@ -202,14 +253,16 @@ struct Codec<V> {
             return nil
         }
         if let basic = V.self as? any BasicStoreValue.Type {
-            return Codec(type: basic.attributeType, isOptional: false, write: basic.write, read: basic.read)
+            return Codec(
+                type: basic.attributeType, isOptional: false, write: basic.write, read: basic.read,
+                readCell: basic.read)
         }
         // Optionals next: an optional of a Codable type is Codable itself.
         if let optional = V.self as? any OptionalType.Type {
             if let basic = optional.wrappedType as? any BasicStoreValue.Type {
                 return Codec(
                     type: basic.attributeType, isOptional: true, write: basic.writeOptional,
-                    read: basic.readOptional)
+                    read: basic.readOptional, readCell: basic.readOptional)
             }
             return wrapping(optional.wrappedType)
         }

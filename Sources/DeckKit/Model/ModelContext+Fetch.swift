@@ -8,22 +8,22 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        try withRecords(
-            includingChanges: descriptor.includePendingChanges,
-            query: queryBuilder(for: descriptor)
-        ) { rows, temporary throws(DeckError) in
-            var models: [T] = []
-            models.reserveCapacity(rows.count)
-            reserveRegistry(rows.count)
-            for row in rows {
-                guard let model = try instance(for: row, temporary: temporary) as? T else { continue }
+        var models: [T] = []
+        if let limit = descriptor.fetchLimit { models.reserveCapacity(min(limit, 100_000)) }
+        try withRegistrationBatch { batch throws(DeckError) in
+            try withRows(
+                includingChanges: descriptor.includePendingChanges,
+                query: queryBuilder(for: descriptor)
+            ) { cursor, temporary throws(DeckError) in
+                let object = try instance(at: cursor, temporary: temporary, batch: batch)
+                guard let model = object as? T else { return batch.keep(object) }
                 models.append(model)
             }
-            for keyPath in descriptor.relationshipKeyPathsForPrefetching {
-                try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
-            }
-            return models
         }
+        for keyPath in descriptor.relationshipKeyPathsForPrefetching {
+            try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
+        }
+        return models
     }
 
     /// How many models `descriptor` selects (its limit and offset apply).
@@ -36,7 +36,9 @@ extension ModelContext {
             return query
         }
         if descriptor.includePendingChanges && hasChanges {
-            return try withRecords(includingChanges: true, query: query) { records, _ in records.count }
+            var count = 0
+            try withRows(includingChanges: true, query: query) { _, _ in count += 1 }
+            return count
         }
         let counted = try query({ ModelBacking.of($0).rowID }, nil)
         do {
@@ -50,15 +52,18 @@ extension ModelContext {
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
         -> [PersistentIdentifier]
     {
-        try withRecords(
+        var identifiers: [PersistentIdentifier] = []
+        try withRows(
             includingChanges: descriptor.includePendingChanges,
             query: queryBuilder(for: descriptor)
-        ) { rows, temporary in
-            rows.compactMap { row in
-                if let object = temporary[row.id] { return ModelBacking.of(object).identifier }
-                return row.globalID.map { PersistentIdentifier(entityName: row.entity, id: $0) }
+        ) { cursor, temporary in
+            if let object = temporary[cursor.id] {
+                identifiers.append(ModelBacking.of(object).identifier)
+            } else if let globalID = cursor.globalID {
+                identifiers.append(PersistentIdentifier(entityName: cursor.entity, id: globalID))
             }
         }
+        return identifiers
     }
 
     /// Calls `block` with each model `descriptor` selects, fetching `batchSize` at a time, so that
@@ -89,18 +94,20 @@ extension ModelContext {
         guard let metadata = schema.metadata(named: identifier.entityName) else {
             throw DeckError.unknownEntity(identifier.entityName, known: schema.metadata.keys.sorted())
         }
-        let row: StoreRow?
+        var found: AnyObject?
         do {
-            row = try store.read { reader -> StoreRow? in
+            try store.read { reader in
                 guard let id = try reader.recordID(metadata.entityName, globalID: identifier.id) else {
-                    return nil
+                    return
                 }
-                return try rows(recordQuery(metadata.entityName, id: id), in: reader).first
+                try forEachRow(recordQuery(metadata.entityName, id: id), in: reader) {
+                    cursor throws(DeckError) in found = try instance(at: cursor)
+                }
             }
         } catch {
             throw DeckError.wrap(error)
         }
-        guard let row, let model = try instance(for: row) as? any PersistentModel else {
+        guard let model = found as? any PersistentModel else {
             throw DeckError.globalIDNotFound(entity: identifier.entityName, globalID: identifier.id)
         }
         return model
@@ -178,32 +185,32 @@ extension ModelContext {
             offset: descriptor.fetchOffset ?? 0)
     }
 
-    /// Runs the query `makeQuery` builds and gives `body` its records — with the unsaved changes
-    /// applied, in a transaction then rolled back, when `includingChanges` and there are any — and
-    /// the models that unsaved records stand for, by their record id in that transaction.
-    /// `makeQuery` gets the record id of a model (an unsaved one's in that transaction) and the
-    /// reader the query runs on.
-    func withRecords<R>(
+    /// Runs the query `makeQuery` builds and calls `body` with a cursor on each of its rows —
+    /// with the unsaved changes applied, in a transaction then rolled back, when
+    /// `includingChanges` and there are any — and the models that unsaved records stand for, by
+    /// their record id in that transaction. `makeQuery` gets the record id of a model (an unsaved
+    /// one's in that transaction) and the reader the query runs on.
+    func withRows(
         includingChanges: Bool,
         query makeQuery: QueryBuilder,
-        _ body: ([StoreRow], [Int64: AnyObject]) throws(DeckError) -> R
-    ) throws(DeckError) -> R {
+        _ body: (RowCursor, [Int64: AnyObject]) throws(DeckError) -> Void
+    ) throws(DeckError) {
         if includingChanges && hasChanges {
             let transaction = try store.beginTransaction()
             defer { transaction.rollback() }
             let flushed = try flush(into: transaction, forFetch: true)
             let query = try makeQuery(
                 { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
-            let records = try rows(query, in: transaction)
             var temporary: [Int64: AnyObject] = [:]
             for object in insertedObjects {
                 guard let id = flushed.rowIDs[ObjectIdentifier(object)] else { continue }
                 temporary[id] = object
             }
-            return try body(records, temporary)
+            try forEachRow(query, in: transaction) { cursor throws(DeckError) in try body(cursor, temporary) }
+            return
         }
         let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)
-        return try body(try rows(query), [:])
+        try forEachRow(query) { cursor throws(DeckError) in try body(cursor, [:]) }
     }
 }
 

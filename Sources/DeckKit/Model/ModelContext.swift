@@ -640,11 +640,6 @@ public final class ModelContext {
         }
     }
 
-    /// Makes room in the registry for `count` more instances (a fetch about to make them).
-    func reserveRegistry(_ count: Int) {
-        registry.reserveCapacity(registry.count + count)
-    }
-
     /// Called by a backing whose instance is going away.
     func unregister(_ root: ObjectIdentifier, _ id: Int64, _ backing: ModelBacking) {
         let key = RowKey(root: root, id: id)
@@ -655,82 +650,140 @@ public final class ModelContext {
         registry[RowKey(root: backing.metadata.rootKey, id: id)] = WeakModel(object: object)
     }
 
-    /// The instance for `row`: the registered one, or a new one with the row's values.
-    func instance(for row: StoreRow, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
-        let layout = try self.layout(for: row)
-        if let object = temporary[row.id] { return object }
-        let key = RowKey(root: layout.metadata.rootKey, id: row.id)
-        if let object = registry[key]?.object { return object }
+    /// The instance for the cursor's row: the registered one, or a new one with the row's values.
+    /// With a `batch` (a fetch's, whose rows are all different records), a new instance is
+    /// registered when the batch ends.
+    func instance(at cursor: RowCursor, temporary: [Int64: AnyObject] = [:], batch: RegistrationBatch? = nil)
+        throws(DeckError) -> AnyObject
+    {
+        let layout = try self.layout(entity: cursor.entity, names: cursor.names)
+        if let object = temporary[cursor.id] { return object }
+        let key = RowKey(root: layout.metadata.rootKey, id: cursor.id)
+        if batch?.registryWasEmpty != true, let object = registry[key]?.object { return object }
         let object = layout.metadata.makeInstance()
         let backing = ModelBacking.attach(
-            to: object, metadata: layout.metadata, globalID: row.globalID ?? UUID())
+            to: object, metadata: layout.metadata, globalID: cursor.globalID ?? UUID())
         backing.context = self
         backing.status = .persisted
-        backing.rowID = row.id
-        try load(row, layout: layout, into: object, backing: backing)
-        register(object, backing: backing, id: row.id)
+        backing.rowID = cursor.id
+        try load(cursor, layout: layout, into: object, backing: backing)
+        if let batch {
+            batch.entries.append((key, WeakModel(object: object)))
+        } else {
+            registry[key] = WeakModel(object: object)
+        }
         return object
     }
 
-    /// Where each of an entity's properties is in its rows.
-    struct RowLayout {
-        let metadata: ModelMetadata
-        let names: [String]
-        let attributes: [(cell: Int, accessor: PropertyAccessor, access: any AttributeValueAccess)]
-        /// To-one relationships have a cell (their target's id); to-many ones none.
-        let relationships: [(cell: Int?, accessor: PropertyAccessor, toMany: Bool)]
+    /// The instances a fetch makes, registered together when it ends: the registry grows once,
+    /// and a fetch into a context that had none looks none up. Whoever uses a batch keeps its
+    /// instances until the batch ends (the fetch's result does), or hands them to ``keep(_:)``:
+    /// one that went away first would be registered after its backing unregistered it.
+    final class RegistrationBatch {
+        let registryWasEmpty: Bool
+        var entries: [(RowKey, WeakModel)] = []
+        private var kept: [AnyObject] = []
+
+        init(registryWasEmpty: Bool) { self.registryWasEmpty = registryWasEmpty }
+
+        /// The entries, leaving the batch without any.
+        func takeEntries() -> [(RowKey, WeakModel)] {
+            var taken: [(RowKey, WeakModel)] = []
+            swap(&taken, &entries)
+            return taken
+        }
+
+        /// Keeps `object` until the batch ends.
+        func keep(_ object: AnyObject) { kept.append(object) }
     }
 
-    /// The layout of `row`'s entity (kept for the next rows of it).
-    private func layout(for row: StoreRow) throws(DeckError) -> RowLayout {
-        if let last = lastLayout, last.metadata.entityName == row.entity, last.names == row.names {
+    /// Runs `body` with a batch whose instances are registered when it returns or throws.
+    func withRegistrationBatch<R>(_ body: (RegistrationBatch) throws(DeckError) -> R) throws(DeckError) -> R {
+        let batch = RegistrationBatch(registryWasEmpty: registry.isEmpty)
+        defer {
+            var entries = batch.takeEntries()
+            registry.reserveCapacity(registry.count + entries.count)
+            // Moved, not copied: a copy would touch every instance's reference counts.
+            while let (key, entry) = entries.popLast() { registry[key] = entry }
+        }
+        return try body(batch)
+    }
+
+    /// Where each of an entity's properties is in its rows.
+    final class RowLayout {
+        let metadata: ModelMetadata
+        let names: [String]
+        let attributes: [AttributeSlot]
+        /// To-one relationships have a cell (their target's id); to-many ones none.
+        let relationships: [(cell: Int?, accessor: PropertyAccessor, toMany: Bool)]
+
+        init(metadata: ModelMetadata, names: [String]) {
+            self.metadata = metadata
+            self.names = names
+            let position = Dictionary(
+                names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+            attributes = metadata.attributes.compactMap { accessor, access in
+                position[accessor.name].map { AttributeSlot(cell: $0, accessor: accessor, access: access) }
+            }
+            relationships = metadata.relationships.map { accessor, relationship in
+                (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
+            }
+        }
+    }
+
+    /// Where one attribute is in a row, and how it is read. The accessors belong to the model
+    /// metadata, which lives as long as the program: the slot does not retain them, as copying it
+    /// for every cell of every row would.
+    struct AttributeSlot {
+        let cell: Int
+        unowned(unsafe) let accessor: PropertyAccessor
+        unowned(unsafe) let access: any AttributeValueAccess
+    }
+
+    /// The layout of the rows of `entity` whose cells are `names` (kept for the next rows of it).
+    private func layout(entity: String, names: [String]) throws(DeckError) -> RowLayout {
+        if let last = lastLayout, last.metadata.entityName == entity, last.names == names {
             return last
         }
-        if let known = layouts[row.entity], known.names == row.names {
+        if let known = layouts[entity], known.names == names {
             lastLayout = known
             return known
         }
-        guard let metadata = schema.metadata(named: row.entity) else {
-            throw DeckError.unknownEntity(row.entity, known: schema.metadata.keys.sorted())
+        guard let metadata = schema.metadata(named: entity) else {
+            throw DeckError.unknownEntity(entity, known: schema.metadata.keys.sorted())
         }
-        let position = Dictionary(
-            row.names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        let layout = RowLayout(
-            metadata: metadata, names: row.names,
-            attributes: metadata.attributes.compactMap { accessor, access in
-                position[accessor.name].map { ($0, accessor, access) }
-            },
-            relationships: metadata.relationships.map { accessor, relationship in
-                (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
-            })
-        layouts[row.entity] = layout
+        let layout = RowLayout(metadata: metadata, names: names)
+        layouts[entity] = layout
         lastLayout = layout
         return layout
     }
 
-    /// Sets every property of `object` from `row` (relationships and blobs to load later).
-    private func load(_ row: StoreRow, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
+    /// Sets every property of `object` from the cursor's row (relationships and blobs to load
+    /// later).
+    private func load(_ cursor: RowCursor, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
         throws(DeckError)
     {
-        for (cell, accessor, access) in layout.attributes {
-            let value = row.cells[cell]
-            if case .blob(let reference) = value {
+        for slot in layout.attributes {
+            let (cell, accessor, access) = (slot.cell, slot.accessor, slot.access)
+            // Only a data attribute's cell can refer to a blob file.
+            if cursor.type(cell) == .data, case .blob(let reference) = cursor.value(cell) {
                 backing.setPending(accessor.index, .blob(reference))
                 continue
             }
             // A reload replaces a value still to be written from a file.
             if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
-            if !access.load(value, into: object) {
+            if !access.load(cursor, cell, into: object) {
                 throw DeckError.corrupt(
                     path: store.url.path,
-                    reason: "\(row.entity) #\(row.id): \(accessor.name) holds \(value.kindName), which is "
-                        + "not a \(accessor.typeDescription)")
+                    reason:
+                        "\(cursor.entity) #\(cursor.id): \(accessor.name) holds \(cursor.value(cell).kindName), "
+                        + "which is not a \(accessor.typeDescription)")
             }
         }
         for (cell, accessor, toMany) in layout.relationships {
             if toMany {
                 backing.setPending(accessor.index, .toMany)
-            } else if let cell, case .reference(let id) = row.cells[cell] {
+            } else if let cell, case .reference(let id) = cursor.value(cell) {
                 backing.setPending(accessor.index, .toOne(id))
             } else {
                 backing.setPending(accessor.index, .toOne(nil))
@@ -738,17 +791,17 @@ public final class ModelContext {
         }
     }
 
-    /// The rows `query` matches, read by `reader`.
-    func rows(_ query: RecordQuery, in reader: StoreReader) throws(DeckError) -> [StoreRow] {
-        var rows: [StoreRow] = []
-        try reader.forEachRow(query) { rows.append($0) }
-        return rows
-    }
-
-    /// The rows `query` matches, in a read of the committed store.
-    func rows(_ query: RecordQuery) throws(DeckError) -> [StoreRow] {
+    /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
+    /// the committed store when it is nil.
+    func forEachRow(
+        _ query: RecordQuery, in reader: StoreReader? = nil, _ body: (RowCursor) throws(DeckError) -> Void
+    ) throws(DeckError) {
         do {
-            return try store.read { reader in try rows(query, in: reader) }
+            if let reader {
+                try reader.forEachCursor(query) { try body($0) }
+            } else {
+                try store.read { reader in try reader.forEachCursor(query) { try body($0) } }
+            }
         } catch {
             throw DeckError.wrap(error)
         }
@@ -764,11 +817,14 @@ public final class ModelContext {
         backing.clearChanges()
         guard let id = backing.rowID else { return }
         do {
-            guard let row = try rows(recordQuery(backing.metadata.entityName, id: id)).first else {
-                backing.status = .deleted
-                return
+            var found = false
+            try forEachRow(recordQuery(backing.metadata.entityName, id: id)) { cursor throws(DeckError) in
+                found = true
+                try load(
+                    cursor, layout: layout(entity: cursor.entity, names: cursor.names), into: object,
+                    backing: backing)
             }
-            try load(row, layout: layout(for: row), into: object, backing: backing)
+            if !found { backing.status = .deleted }
         } catch {
             lastLoadError = DeckError.wrap(error)
         }
@@ -833,7 +889,7 @@ public final class ModelContext {
             let chunk = missing[start..<min(start + 10_000, missing.count)]
             let query = RecordQuery(
                 destination.entityName, where: .recordID.isIn(chunk.map { .value(.integer($0)) }))
-            for row in try rows(query) { found[row.id] = try instance(for: row) }
+            try forEachRow(query) { cursor throws(DeckError) in found[cursor.id] = try instance(at: cursor) }
             start += chunk.count
         }
         return ids.compactMap { found[$0] }
@@ -921,9 +977,11 @@ public final class ModelContext {
 }
 
 /// Attribute access without the value type.
-protocol AttributeValueAccess {
+protocol AttributeValueAccess: AnyObject {
     func storeValue(in object: AnyObject, entity: String) throws(DeckError) -> Value
     func load(_ cell: Value, into object: AnyObject) -> Bool
+    /// Sets the property from cell `cell` of a fetch's cursor; false when it does not hold one.
+    func load(_ cursor: RowCursor, _ cell: Int, into object: AnyObject) -> Bool
 }
 
 extension AttributeAccessor: AttributeValueAccess {

@@ -107,6 +107,11 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     func load(_ cell: Value, into object: AnyObject) -> Bool {
         codec?.read(cell, field(valueFieldOffset, in: object)) ?? false
     }
+
+    /// Sets the property in `object` from cell `cell` of a fetch's cursor.
+    func load(_ cursor: RowCursor, _ cell: Int, into object: AnyObject) -> Bool {
+        codec?.readCell(cursor, cell, field(valueFieldOffset, in: object)) ?? false
+    }
 }
 
 /// The accessor of a ``Relationship``.

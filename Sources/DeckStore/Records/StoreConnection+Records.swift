@@ -513,6 +513,11 @@ extension StoreConnection {
     /// Calls `body` for each record `query` matches, with its values in the order of the
     /// entity's attributes then to-one relationships (``StoreRow/names``): no dictionary per row.
     func forEachRow(_ query: RecordQuery, _ body: (StoreRow) throws -> Void) throws(DeckError) {
+        try forEachCursor(query) { cursor in try body(cursor.row) }
+    }
+
+    /// Calls `body` for each record `query` matches, with a cursor on it (see ``RowCursor``).
+    func forEachCursor(_ query: RecordQuery, _ body: (RowCursor) throws -> Void) throws(DeckError) {
         let mapping = try self.mapping.entity(query.entity)
         // What to read for each entity the query can return: one result column per distinct column
         // expression. Siblings can give one name different storage (an attribute in one, a to-one
@@ -573,28 +578,19 @@ extension StoreConnection {
         do {
             let statement = try database.prepare(sql)
             try statement.bind(arguments)
+            let cursor = RowCursor(
+                statement: statement, readsGlobalIDs: formatVersion >= 2, blobSize: blobSize)
             var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
             while try statement.step() {
                 let entityName = statement.text(at: 1)
                 if entityName != last.entity {
                     let layout = layouts[entityName] ?? ([], [])
                     last = (entityName, layout.names, layout.readers)
+                    cursor.move(entity: last.entity, names: last.names, readers: last.readers)
+                } else {
+                    cursor.advance()
                 }
-                var cells: [Value] = []
-                cells.reserveCapacity(last.readers.count)
-                for reader in last.readers {
-                    let raw = statement.value(at: reader.column)
-                    if let type = reader.type {
-                        cells.append(Value(sql: raw, type: type, blobSize: blobSize))
-                    } else {
-                        cells.append(raw.int64.map(Value.reference) ?? .null)
-                    }
-                }
-                try body(
-                    StoreRow(
-                        entity: entityName, id: statement.int64(at: 0),
-                        globalID: formatVersion >= 2 ? statement.uuid(at: 2) : nil, names: last.names,
-                        cells: cells))
+                try body(cursor)
             }
         } catch {
             throw translateQueryError(error)

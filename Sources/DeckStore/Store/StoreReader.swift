@@ -48,6 +48,12 @@ public class StoreReader {
         try live().forEachRow(query, body)
     }
 
+    /// Calls `body` for each record `query` matches, with a cursor that reads its cells in place
+    /// (the model layer's fetch); the cursor must not be kept beyond the call.
+    package func forEachCursor(_ query: RecordQuery, _ body: (RowCursor) throws -> Void) throws(DeckError) {
+        try live().forEachCursor(query, body)
+    }
+
     /// The ids of the records `query` matches, in order.
     public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
         try live().fetchIDs(query)

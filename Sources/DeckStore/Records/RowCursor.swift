@@ -1,0 +1,119 @@
+import CSQLite
+import Foundation
+
+/// The current row of a record query, read in place: each cell is decoded from the statement
+/// only when asked for, so a caller that maps rows onto its own storage (the model layer) makes
+/// no ``Value`` or array per row. One cursor serves a whole query and moves to the next row
+/// after each call of the body it is given: it must not be kept beyond that call.
+package final class RowCursor {
+    /// The record's entity.
+    package private(set) var entity = ""
+    /// The record's id in this store.
+    package private(set) var id: Int64 = 0
+    /// The record's global id (format version 2 on).
+    package private(set) var globalID: UUID?
+    /// The entity's attributes, then its to-one relationships (the same array for every row of
+    /// the entity, as in ``StoreRow/names``).
+    package private(set) var names: [String] = []
+
+    typealias Reader = (column: Int, type: StoreSchema.AttributeType?)
+    private var readers: [Reader] = []
+    private let statement: Statement
+    private let readsGlobalIDs: Bool
+    private let blobSize: (Digest) -> Int64
+
+    init(statement: Statement, readsGlobalIDs: Bool, blobSize: @escaping (Digest) -> Int64) {
+        self.statement = statement
+        self.readsGlobalIDs = readsGlobalIDs
+        self.blobSize = blobSize
+    }
+
+    /// Moves to the statement's current row, whose entity's cells are read by `readers`.
+    func move(entity: String, names: [String], readers: [Reader]) {
+        self.entity = entity
+        self.names = names
+        self.readers = readers
+        advance()
+    }
+
+    /// Moves to the statement's current row, of the same entity as the last one.
+    func advance() {
+        id = statement.int64(at: 0)
+        globalID = readsGlobalIDs ? statement.uuid(at: 2) : nil
+    }
+
+    /// The number of cells (``names``'s count).
+    package var count: Int { readers.count }
+
+    /// Cell `cell` as a value: what ``StoreRow/cells`` holds at that position.
+    package func value(_ cell: Int) -> Value {
+        let reader = readers[cell]
+        let raw = statement.value(at: reader.column)
+        guard let type = reader.type else { return raw.int64.map(Value.reference) ?? .null }
+        return Value(sql: raw, type: type, blobSize: blobSize)
+    }
+
+    /// The attribute type of cell `cell`, nil for a to-one relationship.
+    package func type(_ cell: Int) -> StoreSchema.AttributeType? { readers[cell].type }
+
+    /// True when cell `cell` is null.
+    package func isNull(_ cell: Int) -> Bool { statement.isNull(at: readers[cell].column) }
+
+    // The typed readers below each give what `value(cell)` gives for the common case of their
+    // type — a string attribute holding text, and so on — and nil for anything else, for which
+    // the caller falls back to `value(cell)`: they are a faster path, never a different answer.
+
+    /// The statement column of cell `cell` when its attribute is of `type` and the column holds
+    /// SQLite storage class `storage` in this row; nil otherwise.
+    @inline(__always)
+    private func column(_ cell: Int, _ type: StoreSchema.AttributeType, _ storage: Int32) -> Int32? {
+        let reader = readers[cell]
+        let column = Int32(reader.column)
+        guard reader.type == type, sqlite3_column_type(statement.handle, column) == storage else {
+            return nil
+        }
+        return column
+    }
+
+    /// The text of a string attribute's cell.
+    package func string(_ cell: Int) -> String? {
+        guard let column = column(cell, .string, SQLITE_TEXT) else { return nil }
+        return statement.text(at: Int(column))
+    }
+
+    /// The integer of an integer attribute's cell.
+    package func integer(_ cell: Int) -> Int64? {
+        guard let column = column(cell, .integer, SQLITE_INTEGER) else { return nil }
+        return sqlite3_column_int64(statement.handle, column)
+    }
+
+    /// The number of a double attribute's cell holding a real (negative zero reads as zero).
+    package func double(_ cell: Int) -> Double? {
+        guard let column = column(cell, .double, SQLITE_FLOAT) else { return nil }
+        let number = sqlite3_column_double(statement.handle, column)
+        return number == 0 ? 0 : number
+    }
+
+    /// The instant of a date attribute's cell holding a real within the storable range.
+    package func date(_ cell: Int) -> Timestamp? {
+        guard let column = column(cell, .date, SQLITE_FLOAT) else { return nil }
+        let seconds = sqlite3_column_double(statement.handle, column)
+        let timestamp = Timestamp(timeIntervalSince1970: seconds == 0 ? 0 : seconds)
+        return timestamp.isStorable ? timestamp : nil
+    }
+
+    /// The flag of a bool attribute's cell holding 0 or 1.
+    package func bool(_ cell: Int) -> Bool? {
+        guard let column = column(cell, .bool, SQLITE_INTEGER) else { return nil }
+        switch sqlite3_column_int64(statement.handle, column) {
+        case 0: return false
+        case 1: return true
+        default: return nil
+        }
+    }
+
+    /// The current row with every cell decoded.
+    package var row: StoreRow {
+        StoreRow(entity: entity, id: id, globalID: globalID, names: names, cells: (0..<count).map(value))
+    }
+}

@@ -1,0 +1,92 @@
+import DeckKit
+import DeckStore
+import Foundation
+import Testing
+
+/// A typed fetch reads cells straight from the statement for the store's common types, and
+/// through store values for everything else: both paths must give the same answer for every
+/// cell, the odd ones included (a store from someone else may hold anything its columns accept).
+@Suite("Typed reads of unusual cells")
+struct TypedReadTests {
+    final class Sample: PersistentModel {
+        @Attribute var flag = false
+        @Attribute var small: Int8 = 0
+        @Attribute var number = 0.0
+        @Attribute var when = Date(timeIntervalSince1970: 0)
+        @Attribute var name = ""
+        @Attribute var count: Int? = nil
+        @Attribute var seen: Date? = nil
+        required init() {}
+    }
+
+    /// A document holding one saved `Sample`, its row then changed by `sql` (checks off), read
+    /// back through the typed API.
+    func fetchAfter(_ sql: String) throws -> Result<Sample, DeckError> {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("samples.deck")
+        do {
+            let container = try ModelContainer(for: Sample.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            context.insert(Sample())
+            try context.save()
+        }
+        let database = try Database(path: url.appendingPathComponent("store.sqlite").path, mode: .readWrite)
+        try database.execute("PRAGMA ignore_check_constraints = ON")
+        try database.execute(sql)
+        database.close()
+        let container = try ModelContainer(
+            for: Sample.self, configurations: ModelConfiguration(url: url, allowsSave: false))
+        do {
+            let samples = try ModelContext(container).fetch(FetchDescriptor<Sample>())
+            return .success(try #require(samples.first))
+        } catch let error as DeckError {
+            return .failure(error)
+        }
+    }
+
+    @Test("Values at the edges read as the generic path reads them")
+    func edges() throws {
+        let sample = try fetchAfter(
+            """
+            UPDATE Sample SET flag = 1, small = -128, number = -0.0, "when" = -0.0, name = '',
+              count = 9223372036854775807, seen = 253402300799.0
+            """
+        ).get()
+        #expect(sample.flag)
+        #expect(sample.small == -128)
+        // Negative zero is stored and read as zero, as the store's values are.
+        #expect(sample.number == 0 && sample.number.sign == .plus)
+        #expect(sample.when == Date(timeIntervalSince1970: 0))
+        #expect(sample.name == "")
+        #expect(sample.count == .max)
+        #expect(sample.seen == Date(timeIntervalSince1970: 253_402_300_799))
+    }
+
+    @Test("Nulls read as nil in optionals")
+    func nulls() throws {
+        let sample = try fetchAfter("UPDATE Sample SET count = NULL, seen = NULL").get()
+        #expect(sample.count == nil)
+        #expect(sample.seen == nil)
+    }
+
+    @Test(
+        "A cell that does not hold the property's type is an error naming the property",
+        arguments: [
+            ("UPDATE Sample SET small = 128", "small"),
+            ("UPDATE Sample SET flag = 2", "flag"),
+            ("UPDATE Sample SET \"when\" = 1e300", "when"),
+            ("UPDATE Sample SET seen = -1e300", "seen"),
+            ("UPDATE Sample SET small = -129", "small"),
+        ])
+    func mismatches(sql: String, property: String) throws {
+        guard case .failure(let error) = try fetchAfter(sql) else {
+            Issue.record("\(sql): the fetch should have failed")
+            return
+        }
+        guard case .corrupt(_, let reason) = error else {
+            Issue.record("\(sql): expected corrupt, got \(error)")
+            return
+        }
+        #expect(reason.contains("\(property) holds"), "\(reason)")
+    }
+}
