@@ -75,6 +75,54 @@ enum Vocabulary {
         #expect(fronts == ["adiós", "hola"])
     }
 
+    @Test func aDocumentTheTypedAPIMadeHasTheInitialValuesAsDefaults() throws {
+        final class Note: PersistentModel {
+            @DeckKit.Attribute var title = "Untitled"
+            @DeckKit.Attribute var stars = 3
+            @DeckKit.Attribute var created = Date.now
+            @DeckKit.Attribute var epoch = Date(timeIntervalSince1970: 0)
+            @DeckKit.Attribute var token = UUID()
+            @DeckKit.Attribute var body: String? = nil
+            required init() {}
+        }
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("Notes.deck")
+        let url = URL(fileURLWithPath: path)
+        let schema = try #require(Schema([Note.self]).storeSchema)
+        let note = try #require(schema.entity(named: "Note"))
+        func attribute(_ name: String) -> StoreSchema.Attribute? { note.attributes.first { $0.name == name } }
+        #expect(attribute("title")?.defaultValue == .string("Untitled"))
+        #expect(attribute("stars")?.defaultValue == .integer(3))
+        #expect(attribute("created")?.dynamicDefault == .now)
+        #expect(attribute("created")?.defaultValue == nil)
+        #expect(attribute("epoch")?.defaultValue == .date(Timestamp(timeIntervalSince1970: 0)))
+        // A value every instance gets anew has no default; an optional needs none.
+        #expect(attribute("token")?.defaultValue == nil)
+        #expect(attribute("token")?.dynamicDefault == nil)
+        #expect(attribute("body")?.defaultValue == nil)
+        do {
+            let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+            try ModelContext(container).save()
+        }
+        // The CLI fills in what it is not given (every attribute but the UUID).
+        let before = Date().timeIntervalSince1970
+        let inserted = try deck("insert", path, "Note", "token=E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+        try #require(inserted.status == 0, "\(inserted.stderr)")
+        let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
+        let notes = try ModelContext(container).fetch(FetchDescriptor<Note>())
+        let saved = try #require(notes.first)
+        #expect(saved.title == "Untitled")
+        #expect(saved.stars == 3)
+        #expect(saved.created.timeIntervalSince1970 >= before.rounded(.down))
+        #expect(saved.epoch == Date(timeIntervalSince1970: 0))
+        // Only the UUID is left for `deck lint` to name.
+        let lint = try deck("lint", path)
+        #expect(lint.status == 1)
+        #expect(lint.stdout.contains("Note.token"), "\(lint.stdout)")
+        #expect(
+            !lint.stdout.contains("Note.title") && !lint.stdout.contains("Note.created"), "\(lint.stdout)")
+    }
+
     @Test func modelsThatDifferFromTheDocumentAreRefusedNamingTheDifference() throws {
         final class Card: PersistentModel {
             @DeckKit.Attribute var front = ""

@@ -157,6 +157,43 @@ final class ModelMetadata: @unchecked Sendable {
         byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// What a new record of the entity gets for each attribute the model declares no optional
+    /// for, by property index: the value `init()` gives it, when every instance gets the same one
+    /// (a fixed default), or `.now` for a date that is the time the instance was made (a default
+    /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none.
+    private(set) lazy var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] =
+        findStoreDefaults()
+
+    private func findStoreDefaults() -> [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
+        let candidates = attributes.filter { ($0.accessor as? any AttributeDescribing)?.isOptional == false }
+        guard !candidates.isEmpty else { return [:] }
+        let first = candidates.map { try? $0.access.storeValue(in: probe, entity: entityName) }
+        // A default of the time the instance is made must differ between two instances: make the
+        // second one at least a millisecond after the first (the probe, made earlier).
+        let recent = first.compactMap { value -> Double? in
+            guard case .date(let timestamp)? = value else { return nil }
+            return timestamp.timeIntervalSince1970
+        }.filter { abs(Date().timeIntervalSince1970 - $0) < 1 }
+        if let latest = recent.max() {
+            while Date().timeIntervalSince1970 < latest + 0.001 { usleep(200) }
+        }
+        let second = makeInstance()
+        var defaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] = [:]
+        for ((accessor, access), value) in zip(candidates, first) {
+            guard let value, let again = try? access.storeValue(in: second, entity: entityName) else {
+                continue
+            }
+            if value == again {
+                defaults[accessor.index] = (value, nil)
+            } else if case .date(let made) = again,
+                abs(made.timeIntervalSince1970 - Date().timeIntervalSince1970) < 1
+            {
+                defaults[accessor.index] = (nil, .now)
+            }
+        }
+        return defaults
+    }
+
     /// The persistent property called `name`.
     func property(named name: String) -> PropertyAccessor? { byName[name].map { properties[$0] } }
 

@@ -182,10 +182,19 @@ private struct SchemaBuilder {
                                 + accessor.typeDescription)
                     }
                 }
-                attributes.append(
-                    StoreSchema.Attribute(
-                        accessor.name, type, isOptional: attribute.isOptional, options: options,
-                        originalName: attribute.attributeOriginalName))
+                var stored = StoreSchema.Attribute(
+                    accessor.name, type, isOptional: attribute.isOptional, options: options,
+                    originalName: attribute.attributeOriginalName)
+                // The initial value becomes the document's default (what `deck insert`, a
+                // migration adding the attribute and CloudKit give records that lack it), unless
+                // the store could not hold it as one.
+                if let (value, dynamic) = entity.storeDefaults[accessor.index] {
+                    var withDefault = stored
+                    withDefault.defaultValue = value.flatMap { $0.isNull ? nil : $0 }
+                    withDefault.dynamicDefault = dynamic
+                    if withDefault.defaultProblem == nil { stored = withDefault }
+                }
+                attributes.append(stored)
             } else if let relationship = accessor as? any RelationshipDescribing {
                 let destination = ModelMetadata.of(relationship.destinationType)
                 relationships.append(

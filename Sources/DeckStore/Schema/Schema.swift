@@ -282,7 +282,7 @@ extension StoreSchema {
         }
 
         /// Why the attribute's default is not valid (spec 5.4; 5.8 rule 4), or nil.
-        var defaultProblem: String? {
+        package var defaultProblem: String? {
             let value = defaultValue ?? .null
             if let dynamicDefault {
                 guard type == .date else {
