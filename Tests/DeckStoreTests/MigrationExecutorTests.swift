@@ -407,4 +407,82 @@ import Testing
             #expect(FormatUpgradeTests.same(snapshot2, try FormatUpgradeTests.snapshot(url)))
         }
     }
+
+    @Test func removingAnExternalAttributeRemovesItsBlobsAndKeepsTheCountsExact() throws {
+        try withTestDirectory { dir in
+            let url = try Self.makePackage(in: dir)
+            #expect(blobFiles(url).count == 2)
+            var v2 = flashCardsSchema()
+            v2.version = "1.1.0"
+            v2.entities[1].attributes.remove(at: 2)
+            _ = try PackageStore.migrate(at: url, to: v2, plan: MigrationPlan(removals: ["Card.image"]))
+            #expect(blobFiles(url).isEmpty)
+            try Self.expectValid(url)
+            // A rename of an external attribute keeps its blobs, counted once each.
+            let url2 = try Self.makePackage(
+                in: dir.appendingPathComponent("second", isDirectory: true).creatingDirectory())
+            var v3 = flashCardsSchema()
+            v3.version = "1.1.0"
+            v3.entities[1].attributes[2].name = "picture"
+            v3.entities[1].attributes[2].originalName = "image"
+            _ = try PackageStore.migrate(at: url2, to: v3)
+            #expect(blobFiles(url2).count == 2)
+            let db = try rawStore(url2)
+            defer { db.close() }
+            #expect(
+                try db.rows("SELECT refs FROM deck_blob ORDER BY refs").map { $0[0] } == [
+                    .integer(1), .integer(1),
+                ])
+            try Self.expectValid(url2)
+        }
+    }
+
+    @Test func removingASubentityDeletesItsRecordsAndTheirLinks() throws {
+        try withTestDirectory { dir in
+            let url = dir.appendingPathComponent("library.deck")
+            let v1 = StoreSchema(
+                version: "1",
+                entities: [
+                    Entity(
+                        "Shelf", attributes: [Attribute("label", .string)],
+                        relationships: [Relationship("items", to: "Item", toMany: true, inverse: "shelves")]),
+                    Entity(
+                        "Item", attributes: [Attribute("title", .string)],
+                        relationships: [Relationship("shelves", to: "Shelf", toMany: true, inverse: "items")]),
+                    Entity(
+                        "Book", superentity: "Item",
+                        attributes: [Attribute("pages", .integer, isOptional: true)]),
+                    Entity(
+                        "Film", superentity: "Item",
+                        attributes: [Attribute("minutes", .integer, isOptional: true)]),
+                ])
+            let store = try PackageStore.create(at: url, contentType: "org.example.library", schema: v1)
+            try store.write { tx in
+                let book = try tx.insert("Book", ["title": .string("Emma"), "pages": .integer(400)])
+                let film = try tx.insert("Film", ["title": .string("Clueless"), "minutes": .integer(97)])
+                try tx.insert("Shelf", ["label": .string("A"), "items": .references([book, film])])
+            }
+            try store.close()
+            var v2 = v1
+            v2.version = "2"
+            v2.entities.remove(at: 3)
+            _ = try PackageStore.migrate(at: url, to: v2, plan: MigrationPlan(removals: ["Film"]))
+            let records = try Self.records(url)
+            #expect(records["Book"]?.count == 1 && records["Book"]?[1]?["pages"] == .integer(400))
+            let db = try rawStore(url)
+            #expect(try db.scalar("SELECT count(*) FROM Item") == .integer(1))
+            #expect(try db.scalar("SELECT count(*) FROM \"Item.shelves\"") == .integer(1))
+            db.close()
+            #expect(records["Shelf"]?[1]?["items"] == .references([1]))
+            try Self.expectValid(url)
+        }
+    }
+}
+
+extension URL {
+    /// Creates the directory (for tests that need a second one).
+    fileprivate func creatingDirectory() throws -> URL {
+        try FileManager.default.createDirectory(at: self, withIntermediateDirectories: true)
+        return self
+    }
 }
