@@ -168,3 +168,84 @@ extension PackageStore {
         }
     }
 }
+
+extension MigrationPlan {
+    /// The most bytes ``init(contentsOf:)`` reads: 1 MiB.
+    public static let maximumFileBytes = 1 << 20
+
+    /// Decodes a plan file (spec: section 18.1), e.g.
+    /// `{"renames": {"Card.question": "front"}, "removals": ["Card.notes"], "breaking": true}`.
+    ///
+    /// Every member is optional; any other member, a duplicate member, a value of another type
+    /// or a name that cannot be an entity or property name is refused with
+    /// ``DeckError/invalidMigrationPlan(_:)``, naming `source` and the member.
+    public init(json data: Data, source: String) throws(DeckError) {
+        func invalid(_ reason: String) -> DeckError { .invalidMigrationPlan("\(source): \(reason)") }
+        let tree: StrictJSON
+        do {
+            tree = try StrictJSON.parse(data)
+        } catch {
+            throw invalid("not valid JSON: \(error)")
+        }
+        guard case .object(let members) = tree else {
+            throw invalid("a plan is a JSON object, not \(tree.kindName)")
+        }
+        self.init()
+        /// `Entity` or `Entity.property`, each a valid name.
+        func path(_ text: String, _ member: String) throws(DeckError) -> String {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard (1...2).contains(parts.count), parts.allSatisfy(SchemaMapping.isValidName) else {
+                throw invalid("\(member): '\(text.prefix(80))' is not Entity or Entity.property")
+            }
+            return text
+        }
+        for member in members {
+            switch (member.name, member.value) {
+            case ("renames", .object(let entries)):
+                for entry in entries {
+                    guard case .string(let old) = entry.value else {
+                        throw invalid("renames: the old name of '\(entry.name.prefix(80))' is not a string")
+                    }
+                    let key = try path(entry.name, "renames")
+                    guard SchemaMapping.isValidName(old) else {
+                        throw invalid(
+                            "renames: '\(old.prefix(80))' (the old name of \(key)) is not an entity or property "
+                                + "name; give the old name alone, without its entity")
+                    }
+                    renames[key] = old
+                }
+            case ("removals", .array(let items)):
+                for item in items {
+                    guard case .string(let text) = item else {
+                        throw invalid("removals: each removal is a string, not \(item.kindName)")
+                    }
+                    removals.insert(try path(text, "removals"))
+                }
+            case ("breaking", .bool(let value)):
+                isBreaking = value
+            case ("renames", let value), ("removals", let value), ("breaking", let value):
+                let expected = ["renames": "an object", "removals": "an array", "breaking": "true or false"]
+                throw invalid("'\(member.name)' is \(value.kindName), not \(expected[member.name] ?? "")")
+            default:
+                throw invalid(
+                    "unknown member '\(member.name.prefix(80))' (a plan has 'renames', 'removals' and 'breaking')"
+                )
+            }
+        }
+    }
+
+    /// Reads the plan file at `url` (``init(json:source:)``, naming the file). Only a regular
+    /// file is read, at most ``maximumFileBytes``.
+    public init(contentsOf url: URL) throws(DeckError) {
+        let path = url.path
+        let input = try InputFile(opening: path) { kind, _ in
+            DeckError.invalidMigrationPlan("\(path): is \(kind), not a plan file")
+        }
+        let data = try input.read(upTo: Self.maximumFileBytes + 1)
+        guard data.count <= Self.maximumFileBytes else {
+            throw DeckError.invalidMigrationPlan(
+                "\(path): larger than \(Self.maximumFileBytes >> 20) MiB, the most a plan file may be")
+        }
+        try self.init(json: data, source: path)
+    }
+}
