@@ -477,6 +477,56 @@ import Testing
             try Self.expectValid(url)
         }
     }
+
+    /// A subentity listed before its parent, the parent declaring a to-one link: a rebuild keeps
+    /// the links of every record; an optional attribute's nulls stay null; a required one's get
+    /// the default.
+    @Test func aRebuiltHierarchyKeepsInheritedLinksAndNulls() throws {
+        try withTestDirectory { dir in
+            let url = dir.appendingPathComponent("library.deck")
+            let v1 = StoreSchema(
+                version: "1",
+                entities: [
+                    Entity(
+                        "Book", superentity: "Item",
+                        attributes: [Attribute("pages", .integer, isOptional: true)]),
+                    Entity(
+                        "Item",
+                        attributes: [
+                            Attribute("title", .string),
+                            Attribute("note", .string, isOptional: true, defaultValue: .string("none")),
+                        ],
+                        relationships: [Relationship("shelf", to: "Shelf", inverse: "items")]),
+                    Entity(
+                        "Shelf", attributes: [Attribute("label", .string)],
+                        relationships: [Relationship("items", to: "Item", toMany: true, inverse: "shelf")]),
+                ])
+            let store = try PackageStore.create(at: url, contentType: "org.example.library", schema: v1)
+            try store.write { tx in
+                let shelf = try tx.insert("Shelf", ["label": .string("A")])
+                try tx.insert("Book", ["title": .string("Emma"), "note": .null, "shelf": .reference(shelf)])
+                try tx.insert("Item", ["title": .string("Lamp"), "shelf": .reference(shelf)])
+                try tx.insert("Book", ["title": .string("Persuasion"), "note": .string("signed")])
+            }
+            try store.close()
+            var v2 = v1
+            v2.version = "2"
+            v2.entities[1].attributes[0] = Attribute("name", .string, originalName: "title")
+            v2.entities[0].attributes[0] = Attribute("pages", .integer, defaultValue: .integer(0))
+            _ = try PackageStore.migrate(at: url, to: v2)
+            let records = try Self.records(url)
+            #expect(
+                records["Book"]?[1]?["shelf"] == .reference(1)
+                    && records["Item"]?[2]?["shelf"] == .reference(1))
+            #expect(records["Book"]?[1]?["name"] == .string("Emma") && records["Book"]?[1]?["note"] == .null)
+            #expect(
+                records["Book"]?[3]?["note"] == .string("signed")
+                    && records["Item"]?[2]?["note"] == .string("none"))
+            #expect(records["Book"]?[1]?["pages"] == .integer(0) && records["Book"]?[3]?["shelf"] == .null)
+            #expect(records["Shelf"]?[1]?["items"] == .references([1, 2]))
+            try Self.expectValid(url)
+        }
+    }
 }
 
 extension URL {

@@ -486,8 +486,14 @@ final class MigrationExecutor {
             for (relationship, storage) in member.relationships {
                 guard case .ownColumn(let column) = storage, seen.insert(column).inserted else { continue }
                 var expression = "NULL"
-                if let oldEntity = oldEntity(member.name),
-                    let originName = diff.propertyOrigins[member.name + "." + relationship.name],
+                // The entity that declares it (a member may inherit it, and come first).
+                let declarer =
+                    newMembers.first { candidate in
+                        candidate.entity.relationships.contains { $0.name == relationship.name }
+                            && candidate.relationship(relationship.name)?.storage == storage
+                    }?.name ?? member.name
+                if let oldEntity = oldEntity(declarer),
+                    let originName = diff.propertyOrigins[declarer + "." + relationship.name],
                     let (_, oldStorage) = oldEntity.relationship(originName),
                     case .ownColumn(let oldColumn) = oldStorage
                 {
@@ -527,7 +533,10 @@ final class MigrationExecutor {
         {
             expression = "CASE WHEN typeof(\(expression)) = 'text' THEN NULL ELSE \(expression) END"
         }
-        if let fill { return ColumnSource(expression: "coalesce(\(expression), ?)", arguments: [fill]) }
+        // An optional attribute's null is a value; a required one's gets the default.
+        if let fill, !attribute.isOptional {
+            return ColumnSource(expression: "coalesce(\(expression), ?)", arguments: [fill])
+        }
         return ColumnSource(expression: expression)
     }
 
@@ -546,12 +555,14 @@ final class MigrationExecutor {
     /// After `ADD COLUMN`: the added attributes' defaults, for the records of their entities.
     private func fillInPlace(newRoot: EntityMapping, newMapping: SchemaMapping) throws {
         for member in newMapping.members[newRoot.table] ?? [newRoot] {
+            // An added attribute's column, and a required one's null cells, get the default.
             for attribute in member.entity.attributes
-            where oldColumn(entity: member.name, attribute: attribute.name) == nil {
+            where !attribute.isOptional || oldColumn(entity: member.name, attribute: attribute.name) == nil {
                 guard let fill = try fillValue(entity: member.name, attribute: attribute) else { continue }
-                let condition = member.familyCondition(nil).map { " WHERE \($0)" } ?? ""
+                let family = member.familyCondition(nil).map { " AND \($0)" } ?? ""
                 try database.run(
-                    "UPDATE \(quote(newRoot.table)) SET \(quote(attribute.name)) = ?\(condition)", [fill])
+                    "UPDATE \(quote(newRoot.table)) SET \(quote(attribute.name)) = ? "
+                        + "WHERE \(quote(attribute.name)) IS NULL\(family)", [fill])
             }
         }
     }
@@ -567,7 +578,7 @@ final class MigrationExecutor {
         for name in newMapping.entityNames {
             guard let entity = newMapping.entities[name] else { continue }
             for (relationship, storage) in entity.relationships {
-                guard case .joinTable(let table, let near, let far) = storage, done.insert(table).inserted,
+                guard case .joinTable(let table, let near, let far) = storage, !done.contains(table),
                     let oldEntity = oldEntity(name),
                     let originName = diff.propertyOrigins[name + "." + relationship.name],
                     let (_, oldStorage) = oldEntity.relationship(originName),
@@ -575,6 +586,7 @@ final class MigrationExecutor {
                     let aside = setAside[oldTable],
                     let destination = newMapping.entities[relationship.destination]
                 else { continue }
+                done.insert(table)
                 try database.execute(
                     "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) SELECT \(oldNear), \(oldFar) FROM "
                         + "\(quote(aside)) WHERE \(oldNear) IN (SELECT _pk FROM \(quote(entity.table))) AND "
