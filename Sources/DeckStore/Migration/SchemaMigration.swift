@@ -22,6 +22,7 @@ public struct MigrationPlan: Sendable, Equatable {
     /// version (spec: section 4.2), so that applications of older schemas no longer write it.
     public var isBreaking: Bool
 
+    /// A plan with the given renames and agreed removals; not breaking unless told.
     public init(renames: [String: String] = [:], removals: Set<String> = [], isBreaking: Bool = false) {
         self.renames = renames
         self.removals = removals
@@ -56,6 +57,7 @@ public struct MigrationStage {
     /// Runs last, on the store in the new schema, with the old values readable.
     public var didMigrate: ((MigrationContext) throws -> Void)?
 
+    /// A stage called `name` (recorded in the history) with either or both closures.
     public init(
         name: String, willMigrate: ((StoreTransaction) throws -> Void)? = nil,
         didMigrate: ((MigrationContext) throws -> Void)? = nil
