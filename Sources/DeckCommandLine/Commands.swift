@@ -24,7 +24,7 @@ enum Commands {
             """,
         subcommands: [
             new, open, inspect, verify, lint, gc, query, insert, update, delete, blob, export, importArchive,
-            pack, unpack, diffSchema,
+            pack, unpack, diffSchema, migrate,
             completions,
         ],
         examples: [
@@ -68,6 +68,29 @@ enum Commands {
                 "new", help: "The schema to migrate to: a package or a schema file.", completion: .file),
         ],
         options: [json])
+
+    static let migrate = CommandSpec(
+        name: "migrate",
+        abstract: "Migrate a document to another schema, in one transaction.",
+        discussion: """
+            Carries out the steps 'deck diff-schema' lists, all lightweight ones, in one \
+            transaction: a failure or a kill leaves the document as it was. A plan file (JSON, \
+            see deck(1)) gives renames, agrees to removals (a removal deletes data, so it is \
+            refused unless agreed to) and marks the migration breaking. Exit status 0 when \
+            migrated, 65 when a step needs a custom stage, a removal is not agreed to or the \
+            data breaks a new rule (nothing is changed then).
+            """,
+        arguments: [pathArgument],
+        options: [
+            .value(
+                "to", valueName: "schema", completion: .file,
+                help: "The schema to migrate to: a schema file (JSON) or a package."),
+            .value(
+                "plan", valueName: "file", completion: .file,
+                help: "A plan file (JSON): renames, removals, breaking."),
+            .flag("dry-run", short: "n", help: "Check the steps and the data, and change nothing."),
+            json,
+        ])
 
     static let open = CommandSpec(
         name: "open",

@@ -69,3 +69,83 @@ enum DiffSchemaCommand {
         return out
     }
 }
+
+/// `deck migrate`: migrates a package to a schema (a file's or another package's).
+enum MigrateCommand {
+    static func run(_ command: ParsedCommand) throws -> Int32 {
+        let path = try Support.requiredPositional(command, "path")
+        guard let target = command.value("to") else {
+            throw command.usageError("missing --to <schema> (the schema file to migrate to)")
+        }
+        let schema = try DiffSchemaCommand.schema(at: target)
+        let plan =
+            try command.value("plan").map { try MigrationPlan(contentsOf: Support.url($0)) }
+            ?? MigrationPlan()
+        let report = try PackageStore.migrate(
+            at: Support.url(path), to: schema, plan: plan, dryRun: command.flag("dry-run"))
+        if command.flag("json") {
+            Output.standard.write(json(report).render() + "\n")
+        } else {
+            Output.standard.write(text(report, path: path))
+        }
+        return ExitStatus.ok
+    }
+
+    static func json(_ report: MigrationReport) -> JSON {
+        .object([
+            (
+                "from",
+                .object([
+                    ("version", .string(report.fromVersion)),
+                    ("fingerprint", .string(report.fromFingerprint)),
+                ])
+            ),
+            (
+                "to",
+                .object([
+                    ("version", .string(report.toVersion)), ("fingerprint", .string(report.toFingerprint)),
+                ])
+            ),
+            ("dryRun", .bool(report.isDryRun)), ("unchanged", .bool(report.isUnchanged)),
+            ("breaking", .bool(report.isBreaking)),
+            (
+                "steps",
+                .array(
+                    report.steps.map { step in
+                        .object([
+                            ("kind", .string(step.kind.rawValue)), ("entity", .string(step.entity)),
+                            ("property", step.property.map(JSON.string) ?? .null),
+                            ("summary", .string(step.summary)),
+                        ])
+                    })
+            ),
+            ("rebuiltTables", .array(report.rebuiltTables.map(JSON.string))),
+            ("alteredTables", .array(report.alteredTables.map(JSON.string))),
+            ("inlinedValues", .int(Int64(report.inlinedValues))),
+        ])
+    }
+
+    static func text(_ report: MigrationReport, path: String) -> String {
+        let field = TerminalText.field
+        let versions = "\(field(report.fromVersion)) → \(field(report.toVersion))"
+        if report.isUnchanged {
+            return "\(field(path)): already at \(field(report.toVersion)); nothing to do\n"
+        }
+        var out =
+            report.isDryRun
+            ? "\(field(path)): would migrate \(versions) (\(report.steps.count) step(s), data checked; nothing was changed)\n"
+            : "\(field(path)): migrated \(versions) (\(report.steps.count) step(s))\n"
+        for step in report.steps { out += "  \(field(step.summary))\n" }
+        if !report.rebuiltTables.isEmpty {
+            out += "rebuilt: \(report.rebuiltTables.map(field).joined(separator: ", "))\n"
+        }
+        if !report.alteredTables.isEmpty {
+            out += "columns added: \(report.alteredTables.map(field).joined(separator: ", "))\n"
+        }
+        if report.inlinedValues > 0 { out += "values moved into the store: \(report.inlinedValues)\n" }
+        if report.isBreaking && !report.isDryRun {
+            out += "compatibility floor raised to \(field(report.toVersion))\n"
+        }
+        return out
+    }
+}

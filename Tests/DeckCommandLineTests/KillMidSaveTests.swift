@@ -219,12 +219,102 @@ let crashSchema = StoreSchema(entities: [
         print("killedUpgradeLeavesTheOldVersionOrVersion3: states seen: \(seen.sorted())")
     }
 
+    /// Kills a writer at random moments while it migrates a package to a schema that renames one
+    /// attribute and adds another (so the card table is rebuilt, in one transaction): whatever
+    /// the moment, the package holds the old schema or the new one, it verifies, it holds every
+    /// record and value, and a next run migrates it.
+    @Test func killedMigrationLeavesTheOldOrTheNewSchema() throws {
+        let seed = TestSeed("killedMigrationLeavesTheOldOrTheNewSchema", filter: "killedMigration")
+        print("killedMigrationLeavesTheOldOrTheNewSchema: \(seed)")
+        var generator = seed.generator()
+        let directory = try TemporaryDirectory()
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/v2/Flashcards.flashcards")
+        let original = directory.url.appendingPathComponent("original.flashcards")
+        try FileManager.default.copyItem(at: fixture, to: original)
+        #expect(try runChild(original, killAfter: nil) == "upgraded 3")
+        let db = try Database(path: original.path + "/store.sqlite", mode: .readWrite)
+        try db.execute(
+            """
+            BEGIN;
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+            INSERT INTO "Card"(_entity, front, back, creationDate, reviewCount, deck, _gid)
+                SELECT 'Card', 'front ' || i, 'back ' || i, 1795996800.0 + i, 0, 1, randomblob(16) FROM n;
+            COMMIT;
+            """)
+        db.close()
+        let old = try PackageStore.open(at: original, mode: .readOnly)
+        let oldSchema = old.schema
+        try old.close()
+        var newSchema = oldSchema
+        newSchema.version = "2.0.0"
+        guard let card = newSchema.entities.firstIndex(where: { $0.name == "Card" }),
+            let back = newSchema.entities[card].attributes.firstIndex(where: { $0.name == "back" })
+        else {
+            Issue.record("the fixture has no Card.back")
+            return
+        }
+        newSchema.entities[card].attributes[back].name = "answer"
+        newSchema.entities[card].attributes[back].originalName = "back"
+        newSchema.entities[card].attributes.append(.init("hint", .string, isOptional: true))
+        let schemaFile = directory.url.appendingPathComponent("v2.json")
+        try JSONEncoder().encode(newSchema).write(to: schemaFile)
+        /// Counts, and the text of the back (or answer) of every card.
+        func content(_ url: URL) throws -> (fingerprint: String, counts: [Int], backs: [String]) {
+            let store = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? store.close() }
+            let name = store.schema.fingerprint == newSchema.fingerprint ? "answer" : "back"
+            return try store.read { reader in
+                let counts = try ["Card", "Tag", "Deck"].map { try reader.count(RecordQuery($0)) }
+                let backs = try reader.fetch(RecordQuery("Card")).map { $0[name]?.description ?? "" }
+                return (store.schema.fingerprint, counts, backs)
+            }
+        }
+        let expected = try content(original)
+        let timed = directory.url.appendingPathComponent("timed.flashcards")
+        try FileManager.default.copyItem(at: original, to: timed)
+        let start = Date()
+        #expect(
+            try runChild(timed, killAfter: nil, mode: ["--migrate", schemaFile.path]) == "migrated 2.0.0")
+        let window = max(0.05, Date().timeIntervalSince(start))
+        var seen: Set<String> = []
+        let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 8
+        for round in 0..<rounds {
+            let url = directory.url.appendingPathComponent("round-\(round).flashcards")
+            try FileManager.default.copyItem(at: original, to: url)
+            let delay = Double.random(in: 0...window, using: &generator)
+            _ = try runChild(url, killAfter: delay, mode: ["--migrate", schemaFile.path])
+            // A writer that died leaves a log that only a writer recovers (as in the upgrade test).
+            let hotJournal = FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
+            if !hotJournal {
+                let report = try PackageVerifier.verify(at: url)
+                #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")
+                let now = try content(url)
+                seen.insert(now.fingerprint == newSchema.fingerprint ? "new" : "old")
+                #expect([oldSchema.fingerprint, newSchema.fingerprint].contains(now.fingerprint))
+                #expect(
+                    now.counts == expected.counts && now.backs == expected.backs,
+                    "seed \(seed) round \(round)")
+            } else {
+                seen.insert("hot journal")
+            }
+            let finished = try runChild(url, killAfter: nil, mode: ["--migrate", schemaFile.path])
+            #expect(finished == "migrated 2.0.0", "seed \(seed) round \(round): \(finished)")
+            let after = try PackageVerifier.verify(at: url)
+            #expect(after.isValid, "seed \(seed) round \(round): \(after.findings)")
+            let final = try content(url)
+            #expect(final.fingerprint == newSchema.fingerprint && final.backs == expected.backs)
+            try FileManager.default.removeItem(at: url)
+        }
+        print("killedMigrationLeavesTheOldOrTheNewSchema: states seen: \(seen.sorted())")
+    }
+
     /// Runs `deck-crashtest URL 1 --upgrade`, killed with SIGKILL after `killAfter` seconds (or
     /// run to its end); returns what it printed.
-    private func runChild(_ url: URL, killAfter: Double?) throws -> String {
+    private func runChild(_ url: URL, killAfter: Double?, mode: [String] = ["--upgrade"]) throws -> String {
         let child = Process()
         child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
-        child.arguments = [url.path, "1", "--upgrade"]
+        child.arguments = [url.path, "1"] + mode
         let out = Pipe()
         child.standardOutput = out
         child.standardError = FileHandle.nullDevice

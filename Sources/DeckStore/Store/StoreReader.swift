@@ -30,7 +30,7 @@ public class StoreReader {
     }
 
     /// The stored schema.
-    public var schema: StoreSchema { store.schema }
+    public var schema: StoreSchema { connection?.schema ?? store.schema }
 
     /// The records `query` matches.
     public func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {

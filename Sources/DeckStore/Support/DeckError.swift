@@ -67,6 +67,12 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case misuse(String)
     /// An error from outside Deck (a caller's closure, the platform), passed through.
     case unexpected(String)
+    /// A migration of the package at `path` was refused before it changed anything: a step that
+    /// needs a custom stage, a removal the plan does not agree to, or data that breaks a new rule
+    /// (`entity` and `property` name where; empty and nil when it concerns the whole schema).
+    case migrationRefused(path: String, entity: String, property: String?, reason: String)
+    /// A migration plan (a plan file or its JSON) is not valid; the text names the file and member.
+    case invalidMigrationPlan(String)
 
     public var description: String {
         switch self {
@@ -117,6 +123,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .cancelled: return "cancelled"
         case .unexpected(let text): return text
         case .misuse(let text): return text
+        case .migrationRefused(let path, _, _, let reason): return "\(path): cannot migrate: \(reason)"
+        case .invalidMigrationPlan(let reason): return "invalid migration plan: \(reason)"
         }
     }
 }
@@ -171,7 +179,7 @@ extension DeckError {
         case .sqlite(let e): e.isBusy ? .busy : (e.isCorruption ? .invalidData : .io)
         case .invalidSchema, .schemaMismatch, .unknownEntity, .unknownProperty, .invalidValue,
             .recordNotFound, .globalIDNotFound, .uniqueViolation, .deleteDenied, .readOnly, .invalidQuery,
-            .unsavedChanges:
+            .unsavedChanges, .migrationRefused, .invalidMigrationPlan:
             .invalidData
         case .closed, .unexpected, .misuse: .misuse
         case .cancelled: .cancelled

@@ -4,6 +4,9 @@
 //     deck-crashtest PACKAGE SEED --read N   check N snapshots, then exit
 //     deck-crashtest PACKAGE SEED --upgrade  open for writing (which upgrades a version 1 package),
 //                                            print "upgraded", close
+//     deck-crashtest PACKAGE SEED --migrate SCHEMA.json
+//                                            migrate to the schema in SCHEMA.json (no plan), print
+//                                            "migrated VERSION"
 //
 // Writing: opens PACKAGE (made by the parent with the tests' `crashSchema`) and works forever
 // in batches: inserts cards with data of random sizes (most above the blob threshold), updates
@@ -46,6 +49,14 @@ func run() throws {
         let line = Array("upgraded \(store.storeFormatVersion)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
         try store.close()
+        return
+    }
+    if CommandLine.arguments.count > 4, CommandLine.arguments[3] == "--migrate" {
+        let schemaURL = URL(fileURLWithPath: CommandLine.arguments[4])
+        let schema = try StoreSchema(json: try Data(contentsOf: schemaURL), source: schemaURL.path)
+        let report = try PackageStore.migrate(at: url, to: schema)
+        let line = Array("migrated \(report.toVersion)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
         return
     }
     let store = try PackageStore.open(at: url, mode: .readWrite)
