@@ -211,7 +211,7 @@ import Testing
     /// A refused migration: the error, and the document exactly as it was.
     static func expectRefused(
         _ url: URL, to schema: StoreSchema, plan: MigrationPlan = MigrationPlan(),
-        stage: MigrationStage? = nil,
+        stage: StoreMigrationStage? = nil,
         entity: String, property: String?, mentioning words: [String]
     ) throws {
         let before = try records(url)
@@ -296,7 +296,7 @@ import Testing
                         ])
                 ])
             var sawOldShape = false
-            let stage = MigrationStage(
+            let stage = StoreMigrationStage(
                 name: "split-name",
                 willMigrate: { tx in sawOldShape = tx.schema == v1 },
                 didMigrate: { context in
@@ -335,7 +335,7 @@ import Testing
             v2.entities[1].attributes[2].options = []  // image inline: the blobs would go
             let before = try Self.records(url)
             let files = blobFiles(url)
-            let stage = MigrationStage(
+            let stage = StoreMigrationStage(
                 name: "fails",
                 didMigrate: { context in
                     try context.transaction.insert(

@@ -29,13 +29,32 @@ public final class ModelContainer: Sendable {
         try self.init(for: Schema(types), configurations: configurations)
     }
 
+    /// Opens or creates the document of `configurations` (one) for `types` and the models they
+    /// reach, migrating it along `migrationPlan` when it holds an earlier version of them.
+    public convenience init(
+        for types: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)?,
+        configurations: ModelConfiguration...
+    ) throws(DeckError) {
+        try self.init(for: Schema(types), migrationPlan: migrationPlan, configurations: configurations)
+    }
+
     /// Opens or creates the document of `configurations` (one; none means the default document)
     /// for `schema`.
     ///
+    /// With a `migrationPlan`, a document that holds an earlier version of the plan is migrated
+    /// first, stage by stage, each stage in one transaction (a failure or a kill leaves the
+    /// document at the last version it reached, never in between); `schema`'s version must be
+    /// one of the plan's. A read-only container migrates nothing.
+    ///
     /// Throws ``DeckError/invalidSchema(_:)`` when the models cannot be stored (each problem named),
-    /// ``DeckError/schemaMismatch(path:differences:)`` when the document holds another schema, and
-    /// the errors of ``PackageStore/open(at:mode:configuration:)``.
-    public init(for schema: Schema, configurations: [ModelConfiguration] = []) throws(DeckError) {
+    /// ``DeckError/schemaMismatch(path:differences:)`` when the document holds another schema (or
+    /// a version the plan does not have, or a later one), the errors of
+    /// ``PackageStore/migrate(at:to:plan:stage:dryRun:)`` (``DeckError/migrationRefused(path:entity:property:reason:)``
+    /// for a step no stage can carry out), and those of ``PackageStore/open(at:mode:configuration:)``.
+    public init(
+        for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: [ModelConfiguration] = []
+    ) throws(DeckError) {
         guard configurations.count <= 1 else {
             throw DeckError.misuse(
                 "a ModelContainer takes one configuration (Deck keeps one document per container)")
@@ -63,6 +82,9 @@ public final class ModelContainer: Sendable {
         temporaryDirectory = nil
         let url = configuration.url
         if FileManager.default.fileExists(atPath: url.path) {
+            if let migrationPlan, configuration.allowsSave {
+                try PlanMigration.migrate(at: url, to: schema, storeSchema: storeSchema, plan: migrationPlan)
+            }
             let opened = try PackageStore.open(at: url, mode: mode)
             let differences = SchemaComparison.differences(stored: opened.schema, models: storeSchema)
             guard differences.isEmpty else {

@@ -9,7 +9,7 @@ final class MigrationExecutor {
     let new: StoreSchema
     let oldMapping: SchemaMapping
     let plan: MigrationPlan
-    let stage: MigrationStage?
+    let stage: StoreMigrationStage?
     let diff: SchemaDiff
     var database: Database { connection.database }
     var path: String { connection.path }
@@ -21,7 +21,7 @@ final class MigrationExecutor {
 
     init(
         connection: StoreConnection, store: PackageStore, target: StoreSchema, plan: MigrationPlan,
-        stage: MigrationStage?
+        stage: StoreMigrationStage?
     ) {
         self.connection = connection
         self.store = store

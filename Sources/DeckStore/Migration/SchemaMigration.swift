@@ -40,7 +40,7 @@ public struct MigrationPlan: Sendable, Equatable {
 ///
 /// ```swift
 /// // Person.name "Ada Lovelace" becomes Person.first "Ada" and Person.last "Lovelace".
-/// let split = MigrationStage(name: "split-name", didMigrate: { context in
+/// let split = StoreMigrationStage(name: "split-name", didMigrate: { context in
 ///     for (id, name) in try context.oldValues(entity: "Person", attribute: "name") {
 ///         guard case .string(let text) = name else { continue }
 ///         let parts = text.split(separator: " ", maxSplits: 1).map(String.init)
@@ -49,7 +49,7 @@ public struct MigrationPlan: Sendable, Equatable {
 ///     }
 /// })
 /// ```
-public struct MigrationStage {
+public struct StoreMigrationStage {
     /// The stage's name, recorded in the migration history (`deck_migration.stage`).
     public var name: String
     /// Runs first, on the store in the old schema.
@@ -142,7 +142,7 @@ extension PackageStore {
     ///     write nothing.
     public static func migrate(
         at url: URL, to schema: StoreSchema, plan: MigrationPlan = MigrationPlan(),
-        stage: MigrationStage? = nil, dryRun: Bool = false
+        stage: StoreMigrationStage? = nil, dryRun: Bool = false
     ) throws(DeckError) -> MigrationReport {
         let store = try PackageStore.open(at: url, mode: dryRun ? .readOnly : .readWrite)
         do {

@@ -1,0 +1,199 @@
+import Foundation
+
+extension Schema {
+    /// A schema version, SwiftData's `Schema.Version`: stored in documents as `major.minor.patch`.
+    public struct Version: Sendable, Hashable, Comparable, CustomStringConvertible {
+        public let major: Int
+        public let minor: Int
+        public let patch: Int
+
+        /// The version `major.minor.patch`; each part is at least 0.
+        public init(_ major: Int, _ minor: Int, _ patch: Int) {
+            precondition(major >= 0 && minor >= 0 && patch >= 0, "a version's parts are at least 0")
+            self.major = major
+            self.minor = minor
+            self.patch = patch
+        }
+
+        /// `major.minor.patch`, as the document stores it.
+        public var description: String { "\(major).\(minor).\(patch)" }
+
+        public static func < (lhs: Version, rhs: Version) -> Bool {
+            (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
+        }
+    }
+}
+
+/// One version of an app's models, SwiftData's `VersionedSchema`: its version and its model
+/// types, often nested in the conforming type so that each version keeps its own classes.
+///
+/// ```swift
+/// enum CardsV1: VersionedSchema {
+///     static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+///     static var models: [any PersistentModel.Type] { [Card.self] }
+///     final class Card: PersistentModel {
+///         @Attribute var front = ""
+///         required init() {}
+///     }
+/// }
+/// ```
+///
+/// A document's schema is recognised by its version and its fingerprint (what its entities,
+/// attributes and relationships are), never by Swift type identity: two versions may declare
+/// classes of the same name, and a version whose models changed without a new version is
+/// reported as such rather than confused with another.
+public protocol VersionedSchema {
+    /// The version documents of these models store.
+    static var versionIdentifier: Schema.Version { get }
+    /// The model types of this version (the types they reach are included).
+    static var models: [any PersistentModel.Type] { get }
+}
+
+extension VersionedSchema {
+    /// The schema of ``models`` at ``versionIdentifier``.
+    public static var schema: Schema { Schema(models, version: versionIdentifier.description) }
+}
+
+/// How documents move from one version of the models to the next, SwiftData's
+/// `SchemaMigrationPlan`: every version, oldest first, and a stage between each two in a row.
+///
+/// ```swift
+/// enum CardsMigrationPlan: SchemaMigrationPlan {
+///     static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self] }
+///     static var stages: [MigrationStage] { [.lightweight(fromVersion: CardsV1.self, toVersion: CardsV2.self)] }
+/// }
+/// let container = try ModelContainer(
+///     for: CardsV2.schema, migrationPlan: CardsMigrationPlan.self,
+///     configurations: [ModelConfiguration(url: url)])
+/// ```
+public protocol SchemaMigrationPlan {
+    /// The versions, oldest first.
+    static var schemas: [any VersionedSchema.Type] { get }
+    /// A stage from each version to the next.
+    static var stages: [MigrationStage] { get }
+}
+
+/// One step of a ``SchemaMigrationPlan``, SwiftData's `MigrationStage`.
+///
+/// A lightweight stage lets the store infer everything from the two versions' models (see
+/// ``SchemaDiff``): added, removed and renamed (`originalName`) entities and properties, and the
+/// other changes section 17 of the format lists as lightweight. Declaring the stage is what
+/// agrees to the removals it contains. A custom stage adds code that runs in the migration's
+/// transaction: `willMigrate` on the store in the old version's shape, `didMigrate` in the new
+/// version's, with the old values still readable (``MigrationContext/oldValues(entity:attribute:)``).
+/// Unlike SwiftData's, the closures are given the store, not a `ModelContext` of either
+/// version's models.
+public enum MigrationStage {
+    /// A stage the store infers from the two versions.
+    case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
+    /// A stage with code of the app's before and after the store's own steps.
+    case custom(
+        fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
+        willMigrate: ((StoreTransaction) throws -> Void)?, didMigrate: ((MigrationContext) throws -> Void)?)
+
+    var versions: (from: Schema.Version, to: Schema.Version) {
+        switch self {
+        case .lightweight(let from, let to), .custom(let from, let to, _, _):
+            (from.versionIdentifier, to.versionIdentifier)
+        }
+    }
+}
+
+/// Carries a document along a plan's stages, one migration (one transaction) per stage.
+enum PlanMigration {
+    /// Migrates the document at `url` to `target` (the schema of one of `plan`'s versions) when it
+    /// holds an earlier version of the plan; does nothing when it holds `target` already.
+    static func migrate(
+        at url: URL, to target: Schema, storeSchema: StoreSchema, plan: any SchemaMigrationPlan.Type
+    ) throws(DeckError) {
+        let stored = try PackageStore.open(at: url, mode: .readOnly)
+        let storedSchema = stored.schema
+        try? stored.close()
+        if SchemaComparison.differences(stored: storedSchema, models: storeSchema).isEmpty { return }
+        let versions = plan.schemas
+        let names = versions.map { "\($0.versionIdentifier)" }
+        guard let targetIndex = names.firstIndex(of: target.version) else {
+            throw DeckError.misuse(
+                "the migration plan \(plan) has no version \(target.version), the container's schema's: "
+                    + "add it to the plan's schemas")
+        }
+        guard let start = names.firstIndex(of: storedSchema.version) else {
+            throw DeckError.schemaMismatch(
+                path: url.path,
+                differences: [
+                    "the document's schema version \(storedSchema.version) is not one of the migration plan's ("
+                        + names.joined(separator: ", ") + ")"
+                ])
+        }
+        // The version says which models the document claims; its shape must be theirs.
+        guard let startSchema = schema(of: versions[start]).storeSchema else {
+            throw DeckError.invalidSchema(schema(of: versions[start]).problems.joined(separator: "; "))
+        }
+        let claimed = SchemaComparison.differences(stored: storedSchema, models: startSchema)
+        guard claimed.isEmpty else {
+            throw DeckError.schemaMismatch(
+                path: url.path,
+                differences: ["the document says version \(storedSchema.version) but holds other models:"]
+                    + claimed)
+        }
+        // A newer document than the app's is not migrated backwards.
+        guard start < targetIndex else {
+            throw DeckError.schemaMismatch(
+                path: url.path,
+                differences: [
+                    "the document is at version \(storedSchema.version), after the app's \(target.version): "
+                        + "it needs a newer version of the app"
+                ])
+        }
+        for index in start..<targetIndex {
+            let (from, to) = (versions[index].versionIdentifier, versions[index + 1].versionIdentifier)
+            guard let stage = stage(from: from, to: to, in: plan.stages) else {
+                throw DeckError.misuse(
+                    "the migration plan \(plan) has no stage from version \(from) to \(to): add "
+                        + ".lightweight(fromVersion:toVersion:) or .custom(…) for them to its stages")
+            }
+            guard let next = schema(of: versions[index + 1]).storeSchema else {
+                throw DeckError.invalidSchema(
+                    schema(of: versions[index + 1]).problems.joined(separator: "; "))
+            }
+            let current = try PackageStore.open(at: url, mode: .readOnly)
+            let before = current.schema
+            try? current.close()
+            try run(stage, at: url, from: before, to: next)
+        }
+    }
+
+    /// The stage of `stages` from version `from` to version `to`.
+    private static func stage(from: Schema.Version, to: Schema.Version, in stages: [MigrationStage])
+        -> MigrationStage?
+    {
+        for stage in stages where stage.versions.from == from && stage.versions.to == to { return stage }
+        return nil
+    }
+
+    /// The schema of version `version` (``VersionedSchema/schema``, reached from the metatype).
+    private static func schema(of version: any VersionedSchema.Type) -> Schema {
+        Schema(version.models, version: version.versionIdentifier.description)
+    }
+
+    /// Runs one stage: the removals its versions contain are agreed to by declaring it.
+    private static func run(_ stage: MigrationStage, at url: URL, from old: StoreSchema, to new: StoreSchema)
+        throws(DeckError)
+    {
+        var plan = MigrationPlan()
+        for step in SchemaDiff(from: old, to: new).steps {
+            switch step.kind {
+            case .removeEntity: plan.removals.insert(step.entity)
+            case .removeAttribute, .removeRelationship:
+                plan.removals.insert(step.entity + "." + (step.property ?? ""))
+            default: break
+            }
+        }
+        let name = "\(old.version) → \(new.version)"
+        var storeStage: StoreMigrationStage?
+        if case .custom(_, _, let willMigrate, let didMigrate) = stage {
+            storeStage = StoreMigrationStage(name: name, willMigrate: willMigrate, didMigrate: didMigrate)
+        }
+        _ = try PackageStore.migrate(at: url, to: new, plan: plan, stage: storeStage)
+    }
+}

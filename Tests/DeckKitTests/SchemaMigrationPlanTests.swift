@@ -1,0 +1,272 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// Three versions of a flash-cards app's models, as an app declares them.
+enum CardsV1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Card.self] }
+
+    final class Card: PersistentModel {
+        @Attribute var question = ""
+        @Attribute var answer = ""
+        required init() {}
+    }
+}
+
+/// Version 2 renames both attributes (the seed's `@Attribute(originalName:)`) and adds one.
+enum CardsV2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Card.self] }
+
+    final class Card: PersistentModel {
+        @Attribute(originalName: "question") var front = ""
+        @Attribute(originalName: "answer") var back = ""
+        @Attribute var reviews = 0
+        required init() {}
+    }
+}
+
+/// Version 3 splits `back` ("hello; hi") into the first meaning and the others, in a custom stage.
+enum CardsV3: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Card.self] }
+
+    final class Card: PersistentModel {
+        @Attribute var front = ""
+        @Attribute var meaning = ""
+        @Attribute var otherMeanings = ""
+        @Attribute var reviews = 0
+        required init() {}
+    }
+}
+
+enum CardsPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self, CardsV3.self] }
+    static var stages: [MigrationStage] { [v1ToV2, v2ToV3] }
+
+    static var v1ToV2: MigrationStage { .lightweight(fromVersion: CardsV1.self, toVersion: CardsV2.self) }
+    static var v2ToV3: MigrationStage {
+        .custom(
+            fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil,
+            didMigrate: { context in
+                for (id, back) in try context.oldValues(entity: "Card", attribute: "back") {
+                    guard case .string(let text) = back else { continue }
+                    let parts = text.split(separator: ";", maxSplits: 1).map {
+                        $0.trimmingCharacters(in: .whitespaces)
+                    }
+                    try context.transaction.update(
+                        "Card", id: id,
+                        [
+                            "meaning": .string(parts.first ?? ""),
+                            "otherMeanings": .string(parts.count > 1 ? parts[1] : ""),
+                        ])
+                }
+            })
+    }
+}
+
+@Suite("Schema migration plans: versioned models migrated on open")
+struct SchemaMigrationPlanTests {
+    /// A document of version 1 with two cards.
+    func makeVersion1(_ url: URL) throws {
+        let container = try ModelContainer(
+            for: CardsV1.schema, configurations: [ModelConfiguration(url: url)])
+        let context = ModelContext(container)
+        for (question, answer) in [("hola", "hello; hi"), ("gracias", "thank you")] {
+            let card = CardsV1.Card()
+            card.question = question
+            card.answer = answer
+            context.insert(card)
+        }
+        try context.save()
+    }
+
+    func storedVersion(_ url: URL) throws -> String {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        return store.schema.version
+    }
+
+    @Test("A lightweight stage renames through originalName, keeps every value and fills the new attribute")
+    func lightweight() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeVersion1(url)
+        enum Plan: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self] }
+            static var stages: [MigrationStage] { [CardsPlan.v1ToV2] }
+        }
+        do {
+            let container = try ModelContainer(
+                for: CardsV2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
+            let cards = try ModelContext(container).fetch(
+                FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)]))
+            #expect(cards.map(\.front) == ["gracias", "hola"])
+            #expect(cards.map(\.back) == ["thank you", "hello; hi"])
+            #expect(cards.map(\.reviews) == [0, 0])
+        }
+        #expect(try storedVersion(url) == "2.0.0")
+        // Opening again migrates nothing.
+        _ = try ModelContainer(
+            for: CardsV2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
+        #expect(try storedVersion(url) == "2.0.0")
+        #expect(try DeckDocument.verify(at: url).findings.isEmpty)
+    }
+
+    @Test("Two stages in one open: lightweight, then a custom stage that splits one attribute into two")
+    func throughACustomStage() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeVersion1(url)
+        let container = try ModelContainer(
+            for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
+        )
+        let cards = try ModelContext(container).fetch(
+            FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(cards.map(\.front) == ["gracias", "hola"])
+        #expect(cards.map(\.meaning) == ["thank you", "hello"])
+        #expect(cards.map(\.otherMeanings) == ["", "hi"])
+        #expect(container.store.schema.version == "3.0.0")
+    }
+
+    @Test("A stage that throws leaves the document at the last version it reached")
+    func aFailingStage() throws {
+        struct Refused: Error {}
+        enum Plan: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self, CardsV3.self] }
+            static var stages: [MigrationStage] {
+                [
+                    CardsPlan.v1ToV2,
+                    .custom(
+                        fromVersion: CardsV2.self, toVersion: CardsV3.self, willMigrate: nil,
+                        didMigrate: { context in
+                            try context.transaction.update("Card", id: 1, ["meaning": .string("changed")])
+                            throw Refused()
+                        }),
+                ]
+            }
+        }
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeVersion1(url)
+        #expect(throws: DeckError.self) {
+            try ModelContainer(
+                for: CardsV3.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
+        }
+        // The first stage committed; the second changed nothing.
+        #expect(try storedVersion(url) == "2.0.0")
+        let container = try ModelContainer(
+            for: CardsV2.schema, configurations: [ModelConfiguration(url: url)])
+        let backs = try ModelContext(container).fetch(
+            FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)])
+        )
+        .map(\.back)
+        #expect(backs == ["thank you", "hello; hi"])
+    }
+
+    @Test(
+        "A plan without the document's version, a missing stage and a newer document are refused, changing nothing"
+    )
+    func refusals() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeVersion1(url)
+        enum WithoutVersion1: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV2.self, CardsV3.self] }
+            static var stages: [MigrationStage] { [CardsPlan.v2ToV3] }
+        }
+        #expect {
+            try ModelContainer(
+                for: CardsV3.schema, migrationPlan: WithoutVersion1.self,
+                configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.contains { $0.contains("1.0.0") && $0.contains("2.0.0, 3.0.0") }
+        }
+        enum WithoutStage: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self, CardsV3.self] }
+            static var stages: [MigrationStage] { [CardsPlan.v1ToV2] }
+        }
+        #expect {
+            try ModelContainer(
+                for: CardsV3.schema, migrationPlan: WithoutStage.self,
+                configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .misuse(let message) = error as? DeckError else { return false }
+            return message.contains("from version 2.0.0 to 3.0.0")
+        }
+        // The first stage ran before the missing one was found: version 2, every value kept.
+        #expect(try storedVersion(url) == "2.0.0")
+        // A version-1 app with the plan does not take the document back.
+        enum OldApp: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self] }
+            static var stages: [MigrationStage] { [CardsPlan.v1ToV2] }
+        }
+        #expect {
+            try ModelContainer(
+                for: CardsV1.schema, migrationPlan: OldApp.self,
+                configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.contains { $0.contains("needs a newer version of the app") }
+        }
+        #expect(try storedVersion(url) == "2.0.0")
+    }
+
+    @Test("A document whose models are not those of the version it names is refused")
+    func aVersionThatLies() throws {
+        final class Card: PersistentModel {
+            @Attribute var question = ""
+            @Attribute var answer = 0
+            required init() {}
+        }
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        // Version 1.0.0, but not CardsV1's models.
+        _ = try ModelContainer(
+            for: Schema([Card.self], version: "1.0.0"), configurations: [ModelConfiguration(url: url)])
+        #expect {
+            try ModelContainer(
+                for: CardsV2.schema, migrationPlan: CardsPlan.self,
+                configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.first?.contains("says version 1.0.0 but holds other models") == true
+                && differences.contains { $0.contains("answer") }
+        }
+        #expect(try storedVersion(url) == "1.0.0")
+    }
+
+    @Test("A change no store can infer is refused by a lightweight stage, naming it")
+    func notLightweight() throws {
+        enum V2: VersionedSchema {
+            static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+            static var models: [any PersistentModel.Type] { [Card.self] }
+            final class Card: PersistentModel {
+                @Attribute var question = ""
+                @Attribute var answer = 0
+                required init() {}
+            }
+        }
+        enum Plan: SchemaMigrationPlan {
+            static var schemas: [any VersionedSchema.Type] { [CardsV1.self, V2.self] }
+            static var stages: [MigrationStage] {
+                [.lightweight(fromVersion: CardsV1.self, toVersion: V2.self)]
+            }
+        }
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeVersion1(url)
+        #expect {
+            try ModelContainer(
+                for: V2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .migrationRefused(_, let entity, let property, _) = error as? DeckError else {
+                return false
+            }
+            return entity == "Card" && property == "answer"
+        }
+        #expect(try storedVersion(url) == "1.0.0")
+    }
+}
