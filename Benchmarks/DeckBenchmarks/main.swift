@@ -635,6 +635,7 @@ if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows"
 }
 
 try runModelBenchmarks()
+try runMigrationBenchmarks()
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)
