@@ -175,14 +175,19 @@ func runModelBenchmarks() throws {
                 let t2 = now()
                 counts[2] = try container.store.read { try $0.fetch(query) }.count
                 let t3 = now()
-                counts[3] = try ModelContext(container).fetch(
-                    FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)])
-                ).count
+                var context: ModelContext? = ModelContext(container)
+                var models: [BenchCard]? = try context?.fetch(
+                    FetchDescriptor<BenchCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]))
+                counts[3] = models?.count ?? 0
                 let t4 = now()
-                let times = [t1 - t0, t2 - t1, t3 - t2, t4 - t3].map { String(format: "%.3f s", $0) }
+                models = nil
+                context = nil
+                let t5 = now()
+                _ = (models, context)
+                let times = [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4].map { String(format: "%.3f s", $0) }
                 print(
-                    "  parts: raw statement \(times[0]), cursor \(times[1]), records \(times[2]), models \(times[3]) "
-                        + "\(counts)")
+                    "  parts: raw statement \(times[0]), cursor \(times[1]), records \(times[2]), models \(times[3]), "
+                        + "freeing them \(times[4]) \(counts)")
             }
         }
     }
