@@ -88,7 +88,9 @@ struct SchemaMigrationPlanTests {
         return store.schema.version
     }
 
-    @Test("A lightweight stage renames through originalName, keeps every value and fills the new attribute")
+    @Test(
+        "A lightweight stage renames through originalName, keeps every value and fills the new attribute; then 2 → 3"
+    )
     func lightweight() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
@@ -111,6 +113,15 @@ struct SchemaMigrationPlanTests {
         _ = try ModelContainer(
             for: CardsV2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
         #expect(try storedVersion(url) == "2.0.0")
+        #expect(try DeckDocument.verify(at: url).findings.isEmpty)
+        // And from version 2 on to 3 alone: the custom stage's split.
+        let container = try ModelContainer(
+            for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
+        )
+        let cards = try ModelContext(container).fetch(
+            FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(cards.map(\.meaning) == ["thank you", "hello"])
+        #expect(cards.map(\.otherMeanings) == ["", "hi"])
         #expect(try DeckDocument.verify(at: url).findings.isEmpty)
     }
 
