@@ -8,13 +8,31 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
+        try fetch(descriptor, afterRecord: nil).models
+    }
+
+    /// The models of `descriptor`, only those after record `afterRecord` in record id order when
+    /// it is given (for a descriptor without sort descriptors, whose order that is), and the
+    /// record id of the last row read.
+    private func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, afterRecord: Int64?)
+        throws(DeckError) -> (models: [T], lastRecord: Int64?)
+    {
         var models: [T] = []
+        var lastRecord: Int64?
         if let limit = descriptor.fetchLimit { models.reserveCapacity(min(limit, 100_000)) }
+        let build = queryBuilder(for: descriptor)
         try withRegistrationBatch { batch throws(DeckError) in
-            try withRows(
-                includingChanges: descriptor.includePendingChanges,
-                query: queryBuilder(for: descriptor)
-            ) { cursor, temporary throws(DeckError) in
+            let query: QueryBuilder = { rowID, reader throws(DeckError) in
+                var query = try build(rowID, reader)
+                if let afterRecord {
+                    let after = QueryExpression.compare(.recordID, .greater, .value(.integer(afterRecord)))
+                    query.where = query.where.map { .and([$0, after]) } ?? after
+                }
+                return query
+            }
+            try withRows(includingChanges: descriptor.includePendingChanges, query: query) {
+                cursor, temporary throws(DeckError) in
+                lastRecord = cursor.id
                 let object = try instance(at: cursor, temporary: temporary, batch: batch)
                 guard let model = object as? T else { return batch.keep(object) }
                 models.append(model)
@@ -23,7 +41,7 @@ extension ModelContext {
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
         }
-        return models
+        return (models, lastRecord)
     }
 
     /// How many models `descriptor` selects (its limit and offset apply).
@@ -73,17 +91,27 @@ extension ModelContext {
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, block: (T) throws -> Void
     ) throws {
         guard batchSize > 0 else { throw DeckError.misuse("enumerate: the batch size must be positive") }
+        // Without sort descriptors the order is the records' ids, so each batch starts after the
+        // last record of the one before: no batch rereads what came before it (an offset would,
+        // making the whole enumeration quadratic), and records the block deletes shift nothing.
+        let byRecord = descriptor.sortBy.isEmpty
         var offset = descriptor.fetchOffset ?? 0
         var remaining = descriptor.fetchLimit ?? Int.max
+        var after: Int64?
         while remaining > 0 {
             var batch = descriptor
             batch.fetchOffset = offset
             batch.fetchLimit = min(batchSize, remaining)
-            let models = try fetch(batch)
+            let (models, last) = try fetch(batch, afterRecord: after)
             for model in models { try block(model) }
             if models.count < batch.fetchLimit! { break }
-            offset += models.count
             remaining -= models.count
+            if byRecord {
+                offset = 0
+                after = last
+            } else {
+                offset += models.count
+            }
         }
     }
 
