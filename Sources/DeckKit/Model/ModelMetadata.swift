@@ -161,8 +161,16 @@ final class ModelMetadata: @unchecked Sendable {
     /// for, by property index: the value `init()` gives it, when every instance gets the same one
     /// (a fixed default), or `.now` for a date that is the time the instance was made (a default
     /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none.
-    private(set) lazy var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] =
-        findStoreDefaults()
+    var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
+        // Found once, under a lock: schemas of one type are built on any thread.
+        foundStoreDefaults.withLock { found in
+            if let found { return found }
+            let defaults = findStoreDefaults()
+            found = defaults
+            return defaults
+        }
+    }
+    private let foundStoreDefaults = Locked<[Int: (Value?, StoreSchema.Attribute.DynamicDefault?)]?>(nil)
 
     private func findStoreDefaults() -> [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
         let candidates = attributes.filter { ($0.accessor as? any AttributeDescribing)?.isOptional == false }
