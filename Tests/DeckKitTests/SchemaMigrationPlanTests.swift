@@ -66,35 +66,35 @@ enum CardsPlan: SchemaMigrationPlan {
     }
 }
 
+/// A document of version 1 with two cards.
+func makeCardsVersion1(_ url: URL) throws {
+    let container = try ModelContainer(for: CardsV1.schema, configurations: [ModelConfiguration(url: url)])
+    let context = ModelContext(container)
+    for (question, answer) in [("hola", "hello; hi"), ("gracias", "thank you")] {
+        let card = CardsV1.Card()
+        card.question = question
+        card.answer = answer
+        context.insert(card)
+    }
+    try context.save()
+}
+
+/// The schema version the document at `url` stores.
+func storedSchemaVersion(_ url: URL) throws -> String {
+    let store = try PackageStore.open(at: url, mode: .readOnly)
+    defer { try? store.close() }
+    return store.schema.version
+}
+
 @Suite("Schema migration plans: versioned models migrated on open")
 struct SchemaMigrationPlanTests {
-    /// A document of version 1 with two cards.
-    func makeVersion1(_ url: URL) throws {
-        let container = try ModelContainer(
-            for: CardsV1.schema, configurations: [ModelConfiguration(url: url)])
-        let context = ModelContext(container)
-        for (question, answer) in [("hola", "hello; hi"), ("gracias", "thank you")] {
-            let card = CardsV1.Card()
-            card.question = question
-            card.answer = answer
-            context.insert(card)
-        }
-        try context.save()
-    }
-
-    func storedVersion(_ url: URL) throws -> String {
-        let store = try PackageStore.open(at: url, mode: .readOnly)
-        defer { try? store.close() }
-        return store.schema.version
-    }
-
     @Test(
         "A lightweight stage renames through originalName, keeps every value and fills the new attribute; then 2 → 3"
     )
     func lightweight() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
-        try makeVersion1(url)
+        try makeCardsVersion1(url)
         enum Plan: SchemaMigrationPlan {
             static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self] }
             static var stages: [MigrationStage] { [CardsPlan.v1ToV2] }
@@ -108,11 +108,11 @@ struct SchemaMigrationPlanTests {
             #expect(cards.map(\.back) == ["thank you", "hello; hi"])
             #expect(cards.map(\.reviews) == [0, 0])
         }
-        #expect(try storedVersion(url) == "2.0.0")
+        #expect(try storedSchemaVersion(url) == "2.0.0")
         // Opening again migrates nothing.
         _ = try ModelContainer(
             for: CardsV2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
-        #expect(try storedVersion(url) == "2.0.0")
+        #expect(try storedSchemaVersion(url) == "2.0.0")
         #expect(try DeckDocument.verify(at: url).findings.isEmpty)
         // And from version 2 on to 3 alone: the custom stage's split.
         let container = try ModelContainer(
@@ -129,7 +129,7 @@ struct SchemaMigrationPlanTests {
     func throughACustomStage() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
-        try makeVersion1(url)
+        try makeCardsVersion1(url)
         let container = try ModelContainer(
             for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
         )
@@ -160,13 +160,13 @@ struct SchemaMigrationPlanTests {
         }
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
-        try makeVersion1(url)
+        try makeCardsVersion1(url)
         #expect(throws: DeckError.self) {
             try ModelContainer(
                 for: CardsV3.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
         }
         // The first stage committed; the second changed nothing.
-        #expect(try storedVersion(url) == "2.0.0")
+        #expect(try storedSchemaVersion(url) == "2.0.0")
         let container = try ModelContainer(
             for: CardsV2.schema, configurations: [ModelConfiguration(url: url)])
         let backs = try ModelContext(container).fetch(
@@ -182,7 +182,7 @@ struct SchemaMigrationPlanTests {
     func refusals() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
-        try makeVersion1(url)
+        try makeCardsVersion1(url)
         enum WithoutVersion1: SchemaMigrationPlan {
             static var schemas: [any VersionedSchema.Type] { [CardsV2.self, CardsV3.self] }
             static var stages: [MigrationStage] { [CardsPlan.v2ToV3] }
@@ -207,8 +207,12 @@ struct SchemaMigrationPlanTests {
             guard case .misuse(let message) = error as? DeckError else { return false }
             return message.contains("from version 2.0.0 to 3.0.0")
         }
-        // The first stage ran before the missing one was found: version 2, every value kept.
-        #expect(try storedVersion(url) == "2.0.0")
+        // The plan is checked whole before any stage runs: nothing changed.
+        #expect(try storedSchemaVersion(url) == "1.0.0")
+        _ = try ModelContainer(
+            for: CardsV2.schema, migrationPlan: WithoutStage.self,
+            configurations: [ModelConfiguration(url: url)])
+        #expect(try storedSchemaVersion(url) == "2.0.0")
         // A version-1 app with the plan does not take the document back.
         enum OldApp: SchemaMigrationPlan {
             static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self] }
@@ -222,7 +226,7 @@ struct SchemaMigrationPlanTests {
             guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
             return differences.contains { $0.contains("needs a newer version of the app") }
         }
-        #expect(try storedVersion(url) == "2.0.0")
+        #expect(try storedSchemaVersion(url) == "2.0.0")
     }
 
     @Test("A document whose models are not those of the version it names is refused")
@@ -246,7 +250,7 @@ struct SchemaMigrationPlanTests {
             return differences.first?.contains("says version 1.0.0 but holds other models") == true
                 && differences.contains { $0.contains("answer") }
         }
-        #expect(try storedVersion(url) == "1.0.0")
+        #expect(try storedSchemaVersion(url) == "1.0.0")
     }
 
     @Test("A change no store can infer is refused by a lightweight stage, naming it")
@@ -268,7 +272,7 @@ struct SchemaMigrationPlanTests {
         }
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
-        try makeVersion1(url)
+        try makeCardsVersion1(url)
         #expect {
             try ModelContainer(
                 for: V2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
@@ -278,6 +282,6 @@ struct SchemaMigrationPlanTests {
             }
             return entity == "Card" && property == "answer"
         }
-        #expect(try storedVersion(url) == "1.0.0")
+        #expect(try storedSchemaVersion(url) == "1.0.0")
     }
 }

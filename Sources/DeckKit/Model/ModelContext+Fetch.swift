@@ -229,8 +229,11 @@ extension ModelContext {
             let flushed = try flush(into: transaction, forFetch: true)
             let query = try makeQuery(
                 { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
+            // Record ids are unique per hierarchy's table only: only the queried hierarchy's
+            // unsaved models can stand for its rows.
+            let root = schema.metadata(named: query.entity)?.rootKey
             var temporary: [Int64: AnyObject] = [:]
-            for object in insertedObjects {
+            for object in insertedObjects where ModelBacking.of(object).metadata.rootKey == root {
                 guard let id = flushed.rowIDs[ObjectIdentifier(object)] else { continue }
                 temporary[id] = object
             }

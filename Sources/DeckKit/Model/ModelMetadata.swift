@@ -160,7 +160,10 @@ final class ModelMetadata: @unchecked Sendable {
     /// What a new record of the entity gets for each attribute the model declares no optional
     /// for, by property index: the value `init()` gives it, when every instance gets the same one
     /// (a fixed default), or `.now` for a date that is the time the instance was made (a default
-    /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none.
+    /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none, nor
+    /// have unique ones, nor dates within two days of now that two instances share (the time
+    /// rounded). It is a guess from two instances: a value that is random but came out equal
+    /// twice would be taken for a fixed default.
     var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
         // Found once, under a lock: schemas of one type are built on any thread.
         foundStoreDefaults.withLock { found in
@@ -173,7 +176,11 @@ final class ModelMetadata: @unchecked Sendable {
     private let foundStoreDefaults = Locked<[Int: (Value?, StoreSchema.Attribute.DynamicDefault?)]?>(nil)
 
     private func findStoreDefaults() -> [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
-        let candidates = attributes.filter { ($0.accessor as? any AttributeDescribing)?.isOptional == false }
+        // Not for unique attributes: one default would make the second record that takes it fail.
+        let candidates = attributes.filter {
+            guard let attribute = $0.accessor as? any AttributeDescribing else { return false }
+            return !attribute.isOptional && !attribute.attributeOptions.contains(.unique)
+        }
         guard !candidates.isEmpty else { return [:] }
         let first = candidates.map { try? $0.access.storeValue(in: probe, entity: entityName) }
         // A default of the time the instance is made must differ between two instances: make the
@@ -192,6 +199,13 @@ final class ModelMetadata: @unchecked Sendable {
                 continue
             }
             if value == again {
+                // A date near now that two instances share is likely time rounded (to the second,
+                // the day): no fixed default can stand for it.
+                if case .date(let made) = value,
+                    abs(made.timeIntervalSince1970 - Date().timeIntervalSince1970) < 2 * 86_400
+                {
+                    continue
+                }
                 defaults[accessor.index] = (value, nil)
             } else if case .date(let made) = again,
                 abs(made.timeIntervalSince1970 - Date().timeIntervalSince1970) < 1

@@ -38,9 +38,9 @@ extension Schema {
 /// }
 /// ```
 ///
-/// A document's schema is recognised by its version and its fingerprint (what its entities,
-/// attributes and relationships are), never by Swift type identity: two versions may declare
-/// classes of the same name, and a version whose models changed without a new version is
+/// A document's schema is recognised by its version, and its entities, attributes and
+/// relationships must be this version's models, never by Swift type identity: two versions may
+/// declare classes of the same name, and a version whose models changed without a new version is
 /// reported as such rather than confused with another.
 public protocol VersionedSchema {
     /// The version documents of these models store.
@@ -106,17 +106,40 @@ enum PlanMigration {
     static func migrate(
         at url: URL, to target: Schema, storeSchema: StoreSchema, plan: any SchemaMigrationPlan.Type
     ) throws(DeckError) {
-        let stored = try PackageStore.open(at: url, mode: .readOnly)
-        let storedSchema = stored.schema
-        try? stored.close()
-        if SchemaComparison.differences(stored: storedSchema, models: storeSchema).isEmpty { return }
+        // The plan first, whole: nothing is migrated along a plan that cannot be followed.
         let versions = plan.schemas
         let names = versions.map { "\($0.versionIdentifier)" }
+        for index in versions.indices.dropFirst()
+        where !(versions[index - 1].versionIdentifier < versions[index].versionIdentifier) {
+            throw DeckError.misuse(
+                "the migration plan \(plan) lists version \(names[index]) after \(names[index - 1]): "
+                    + "its schemas must be in increasing order, each version once")
+        }
+        var schemas: [StoreSchema] = []
+        for version in versions {
+            let built = schema(of: version)
+            guard let storeSchema = built.storeSchema else {
+                throw DeckError.invalidSchema(
+                    "version \(version.versionIdentifier): " + built.problems.joined(separator: "; "))
+            }
+            schemas.append(storeSchema)
+        }
         guard let targetIndex = names.firstIndex(of: target.version) else {
             throw DeckError.misuse(
                 "the migration plan \(plan) has no version \(target.version), the container's schema's: "
                     + "add it to the plan's schemas")
         }
+        let mismatch = SchemaComparison.differences(stored: schemas[targetIndex], models: storeSchema)
+        guard mismatch.isEmpty else {
+            throw DeckError.misuse(
+                "the container's models are not those of the plan's version \(target.version): "
+                    + mismatch.joined(separator: "; "))
+        }
+        let stored = try PackageStore.open(at: url, mode: .readOnly)
+        let storedSchema = stored.schema
+        try? stored.close()
+        // At the app's version already: the container compares the shapes as for any document.
+        if storedSchema.version == target.version { return }
         guard let start = names.firstIndex(of: storedSchema.version) else {
             throw DeckError.schemaMismatch(
                 path: url.path,
@@ -126,10 +149,7 @@ enum PlanMigration {
                 ])
         }
         // The version says which models the document claims; its shape must be theirs.
-        guard let startSchema = schema(of: versions[start]).storeSchema else {
-            throw DeckError.invalidSchema(schema(of: versions[start]).problems.joined(separator: "; "))
-        }
-        let claimed = SchemaComparison.differences(stored: storedSchema, models: startSchema)
+        let claimed = SchemaComparison.differences(stored: storedSchema, models: schemas[start])
         guard claimed.isEmpty else {
             throw DeckError.schemaMismatch(
                 path: url.path,
@@ -145,30 +165,24 @@ enum PlanMigration {
                         + "it needs a newer version of the app"
                 ])
         }
+        var stages: [MigrationStage] = []
         for index in start..<targetIndex {
             let (from, to) = (versions[index].versionIdentifier, versions[index + 1].versionIdentifier)
-            guard let stage = stage(from: from, to: to, in: plan.stages) else {
+            let found = plan.stages.filter { $0.versions.from == from && $0.versions.to == to }
+            guard found.count == 1, let stage = found.first else {
                 throw DeckError.misuse(
-                    "the migration plan \(plan) has no stage from version \(from) to \(to): add "
-                        + ".lightweight(fromVersion:toVersion:) or .custom(…) for them to its stages")
+                    "the migration plan \(plan) has \(found.isEmpty ? "no" : "more than one") stage from version "
+                        + "\(from) to \(to): give it exactly one .lightweight(fromVersion:toVersion:) or .custom(…)"
+                )
             }
-            guard let next = schema(of: versions[index + 1]).storeSchema else {
-                throw DeckError.invalidSchema(
-                    schema(of: versions[index + 1]).problems.joined(separator: "; "))
-            }
+            stages.append(stage)
+        }
+        for (offset, stage) in stages.enumerated() {
             let current = try PackageStore.open(at: url, mode: .readOnly)
             let before = current.schema
             try? current.close()
-            try run(stage, at: url, from: before, to: next)
+            try run(stage, at: url, from: before, to: schemas[start + offset + 1])
         }
-    }
-
-    /// The stage of `stages` from version `from` to version `to`.
-    private static func stage(from: Schema.Version, to: Schema.Version, in stages: [MigrationStage])
-        -> MigrationStage?
-    {
-        for stage in stages where stage.versions.from == from && stage.versions.to == to { return stage }
-        return nil
     }
 
     /// The schema of version `version` (``VersionedSchema/schema``, reached from the metatype).
