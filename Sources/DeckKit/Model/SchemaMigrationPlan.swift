@@ -177,11 +177,12 @@ enum PlanMigration {
             }
             stages.append(stage)
         }
+        // Each stage leaves the document holding exactly the schema it migrated to.
+        var before = storedSchema
         for (offset, stage) in stages.enumerated() {
-            let current = try PackageStore.open(at: url, mode: .readOnly)
-            let before = current.schema
-            try? current.close()
-            try run(stage, at: url, from: before, to: schemas[start + offset + 1])
+            let next = schemas[start + offset + 1]
+            try run(stage, at: url, from: before, to: next)
+            before = next
         }
     }
 

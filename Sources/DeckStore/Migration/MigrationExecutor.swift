@@ -336,14 +336,7 @@ final class MigrationExecutor {
     /// Renames an old table out of the way, its indexes and triggers dropped (the ones the new
     /// schema derives are made again at the end).
     private func setTableAside(_ table: String) throws {
-        let dependents = try database.rows(
-            "SELECT type, name FROM sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') "
-                + "AND sql IS NOT NULL ORDER BY name",
-            [.text(table)])
-        for row in dependents {
-            guard let type = row[0].string, let name = row[1].string else { continue }
-            try database.execute("DROP \(type == "index" ? "INDEX" : "TRIGGER") \(quote(name))")
-        }
+        try database.dropIndexesAndTriggers(of: table)
         let aside = Self.setAsidePrefix + table
         try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(aside))")
         setAside[table] = aside

@@ -239,15 +239,8 @@ extension MigrationPlan {
     /// Reads the plan file at `url` (``init(json:source:)``, naming the file). Only a regular
     /// file is read, at most ``maximumFileBytes``.
     public init(contentsOf url: URL) throws(DeckError) {
-        let path = url.path
-        let input = try InputFile(opening: path) { kind, _ in
-            DeckError.invalidMigrationPlan("\(path): is \(kind), not a plan file")
-        }
-        let data = try input.read(upTo: Self.maximumFileBytes + 1)
-        guard data.count <= Self.maximumFileBytes else {
-            throw DeckError.invalidMigrationPlan(
-                "\(path): larger than \(Self.maximumFileBytes >> 20) MiB, the most a plan file may be")
-        }
-        try self.init(json: data, source: path)
+        let data = try InputFile.smallFile(
+            at: url, limit: Self.maximumFileBytes, kind: "plan file", invalid: DeckError.invalidMigrationPlan)
+        try self.init(json: data, source: url.path)
     }
 }

@@ -173,6 +173,19 @@ package final class Database {
         return try statement.step() ? statement.value(at: 0) : nil
     }
 
+    /// Drops every index and trigger of `table` (those with SQL: not the automatic indexes of its
+    /// constraints), as a table rebuild does before it renames the table away.
+    package func dropIndexesAndTriggers(of table: String) throws(SQLiteError) {
+        let dependents = try rows(
+            "SELECT type, name FROM sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') "
+                + "AND sql IS NOT NULL ORDER BY name",
+            [.text(table)])
+        for row in dependents {
+            guard let type = row[0].string, let name = row[1].string else { continue }
+            try execute("DROP \(type == "index" ? "INDEX" : "TRIGGER") \(quote(name))")
+        }
+    }
+
     /// The rowid of the most recent successful insert.
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

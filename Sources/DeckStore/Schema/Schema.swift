@@ -62,16 +62,9 @@ public struct StoreSchema: Codable, Sendable, Equatable {
     ///   when the file cannot be opened; ``DeckError/invalidSchema(_:)`` when it is not a regular
     ///   file, is too large, or is not a valid schema.
     public init(contentsOf url: URL) throws(DeckError) {
-        let path = url.path
-        let input = try InputFile(opening: path) { kind, _ in
-            DeckError.invalidSchema("\(path): is \(kind), not a schema file")
-        }
-        let data = try input.read(upTo: Self.maximumFileBytes + 1)
-        guard data.count <= Self.maximumFileBytes else {
-            throw DeckError.invalidSchema(
-                "\(path): larger than \(Self.maximumFileBytes >> 20) MiB, the most a schema file may be")
-        }
-        try self.init(json: data, source: path)
+        let data = try InputFile.smallFile(
+            at: url, limit: Self.maximumFileBytes, kind: "schema file", invalid: DeckError.invalidSchema)
+        try self.init(json: data, source: url.path)
     }
 
     /// The entity called `name`.

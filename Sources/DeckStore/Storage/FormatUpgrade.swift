@@ -127,14 +127,7 @@ enum FormatUpgrade {
         let table = root.table
         // The open checked that the store holds exactly the derived objects: the table's indexes
         // and triggers are the schema's, and are made again below.
-        let dependents = try db.rows(
-            "SELECT type, name FROM sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') "
-                + "AND sql IS NOT NULL ORDER BY name",
-            [.text(table)])
-        for row in dependents {
-            guard let type = row[0].string, let name = row[1].string else { continue }
-            try db.execute("DROP \(type == "index" ? "INDEX" : "TRIGGER") \(quote(name))")
-        }
+        try db.dropIndexesAndTriggers(of: table)
         let columns = try db.rows("SELECT name FROM pragma_table_info(?) ORDER BY cid", [.text(table)])
             .compactMap { $0[0].string }
         try db.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(previousTable))")

@@ -65,6 +65,21 @@ package final class InputFile {
         try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind) }.read()
     }
 
+    /// The contents of a small input file at `url` (a schema, a plan): only a regular file is
+    /// read, and one larger than `limit` bytes is refused. `invalid` makes the error for either,
+    /// given the reason (`is a directory, not a schema file`, `larger than 1 MiB, …`).
+    package static func smallFile(
+        at url: URL, limit: Int, kind what: String, invalid: (String) -> DeckError
+    ) throws(DeckError) -> Data {
+        let path = url.path
+        let input = try InputFile(opening: path) { kind, _ in invalid("\(path): is \(kind), not a \(what)") }
+        let data = try input.read(upTo: limit + 1)
+        guard data.count <= limit else {
+            throw invalid("\(path): larger than \(limit >> 20) MiB, the most a \(what) may be")
+        }
+        return data
+    }
+
     /// Checks that `url` names a regular file that can be opened for reading.
     package static func checkReadable(_ url: URL) throws(DeckError) {
         _ = try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind) }
