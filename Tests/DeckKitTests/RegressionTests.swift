@@ -84,20 +84,36 @@ struct RegressionTests {
     }
 
     /// Regression: a document of a later version than the app's (or of a version the plan does not
-    /// have) is opened without complaint when its shape equals the app's.
-    @Test("A later document of the same shape is refused, as the article says")
+    /// have) was opened read-write without complaint when its shape equals the app's. It was
+    /// created at its version, so its compatibility floor is that version: an earlier app may read
+    /// it, not change it (spec section 19).
+    @Test("A later document of the same shape opens read-only when its floor is above the app's version")
     func laterVersionSameShape() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
         do {
             let container = try ModelContainer(
                 for: Schema(CardsV2.models, version: "3.0.0"), configurations: [ModelConfiguration(url: url)])
-            try ModelContext(container).save()
+            let context = ModelContext(container)
+            context.insert(CardsV2.Card())
+            try context.save()
         }
-        #expect(throws: DeckError.self) {
-            _ = try ModelContainer(
-                for: CardsV2.schema, migrationPlan: V1V2Plan.self,
-                configurations: [ModelConfiguration(url: url)])
+        let container = try ModelContainer(
+            for: CardsV2.schema, migrationPlan: V1V2Plan.self, configurations: [ModelConfiguration(url: url)])
+        guard case .readOnly(let reasons) = container.access else {
+            Issue.record("expected a read-only container, got \(container.access)")
+            return
+        }
+        #expect(reasons.contains { $0.contains("compatibility floor is 3.0.0") })
+        let context = ModelContext(container)
+        let cards = try context.fetch(FetchDescriptor<CardsV2.Card>())
+        #expect(cards.count == 1)
+        cards.first?.front = "changed"
+        #expect {
+            try context.save()
+        } throws: { error in
+            guard case .readOnly = error as? DeckError else { return false }
+            return true
         }
         #expect(try storedSchemaVersion(url) == "3.0.0")
     }

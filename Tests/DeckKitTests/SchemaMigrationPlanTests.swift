@@ -223,8 +223,11 @@ struct SchemaMigrationPlanTests {
                 for: CardsV1.schema, migrationPlan: OldApp.self,
                 configurations: [ModelConfiguration(url: url)])
         } throws: { error in
-            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
-            return differences.contains { $0.contains("needs a newer version of the app") }
+            // Version 2 renamed what version 1 reads: it needs version 2 (spec section 19).
+            guard case .needsNewerApplication(_, "2.0.0", let reasons) = error as? DeckError else {
+                return false
+            }
+            return reasons.contains { $0.contains("not in the document") }
         }
         #expect(try storedSchemaVersion(url) == "2.0.0")
     }

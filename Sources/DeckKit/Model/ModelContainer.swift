@@ -18,6 +18,12 @@ public final class ModelContainer: Sendable {
     public let configurations: [ModelConfiguration]
     /// The store the container's contexts read and write.
     public let store: PackageStore
+    /// Whether the container's contexts can save: ``DocumentAccess/readWrite``, or
+    /// ``DocumentAccess/readOnly(reasons:)`` when the configuration does not allow saving or the
+    /// document is at a later version that this app may read but not change (see
+    /// <doc:EvolvingASchema>). A context of a read-only container throws
+    /// ``DeckError/readOnly(path:)`` from ``ModelContext/save()``.
+    public let access: DocumentAccess
     /// The temporary directory of an in-memory container, removed with it.
     private let temporaryDirectory: URL?
     private let main = MainContextBox()
@@ -69,6 +75,7 @@ public final class ModelContainer: Sendable {
         if configuration.isStoredInMemoryOnly {
             let directory = try Self.makeTemporaryDirectory()
             temporaryDirectory = directory
+            access = .readWrite
             let url = directory.appendingPathComponent(configuration.url.lastPathComponent)
             do {
                 store = try PackageStore.create(
@@ -85,15 +92,34 @@ public final class ModelContainer: Sendable {
             if let migrationPlan, configuration.allowsSave {
                 try PlanMigration.migrate(at: url, to: schema, storeSchema: storeSchema, plan: migrationPlan)
             }
-            let opened = try PackageStore.open(at: url, mode: mode)
-            let differences = SchemaComparison.differences(stored: opened.schema, models: storeSchema)
-            guard differences.isEmpty else {
+            var opened = try PackageStore.open(at: url, mode: mode)
+            let decided: DocumentAccess
+            do {
+                decided = try opened.access(forApplication: storeSchema)
+            } catch {
+                try? opened.close(discardingChanges: true)
+                throw error
+            }
+            switch decided {
+            case .readWrite:
+                access = configuration.allowsSave ? .readWrite : .readOnly(reasons: [Self.notAllowed])
+            case .readOnly(let reasons):
+                access = .readOnly(reasons: (configuration.allowsSave ? [] : [Self.notAllowed]) + reasons)
+                if mode == .readWrite {
+                    try? opened.close(discardingChanges: true)
+                    opened = try PackageStore.open(at: url, mode: .readOnly)
+                }
+            case .needsNewerApplication(let version, let reasons):
+                try? opened.close(discardingChanges: true)
+                throw DeckError.needsNewerApplication(path: url.path, version: version, reasons: reasons)
+            case .needsMigration(let differences):
                 try? opened.close(discardingChanges: true)
                 throw DeckError.schemaMismatch(path: url.path, differences: differences)
             }
             store = opened
         } else {
             guard configuration.allowsSave else { throw DeckError.notFound(path: url.path) }
+            access = .readWrite
             let parent = url.deletingLastPathComponent()
             do {
                 try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
@@ -133,6 +159,9 @@ public final class ModelContainer: Sendable {
         main.context = context
         return context
     }
+
+    /// Why a container whose configuration does not allow saving is read-only.
+    private static let notAllowed = "the configuration does not allow saving"
 
     private static func makeTemporaryDirectory() throws(DeckError) -> URL {
         let base = FileManager.default.temporaryDirectory

@@ -78,7 +78,10 @@ extension ModelContext {
             if let object = temporary[cursor.id] {
                 identifiers.append(ModelBacking.of(object).identifier)
             } else if let globalID = cursor.globalID {
-                identifiers.append(PersistentIdentifier(entityName: cursor.entity, id: globalID))
+                identifiers.append(
+                    PersistentIdentifier(
+                        entityName: metadata(forStored: cursor.entity)?.entityName ?? cursor.entity,
+                        id: globalID))
             }
         }
         return identifiers

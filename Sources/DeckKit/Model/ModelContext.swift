@@ -84,7 +84,7 @@ public final class ModelContext {
         weakContainer = isMainContext ? container : nil
         store = container.store
         schema = container.schema
-        allowsSave = container.configurations.first?.allowsSave ?? true
+        allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
     }
@@ -508,9 +508,10 @@ public final class ModelContext {
         return result
     }
 
+    /// Whether records of `metadata`'s entity have unique values, by the document's rules (which a
+    /// later version of the app may have added to).
     private func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
-        guard let schema = schema.storeSchema else { return false }
-        return schema.inheritanceChain(of: metadata.entityName).contains { entity in
+        store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
             !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
         }
     }
@@ -541,7 +542,7 @@ public final class ModelContext {
         var gone: [AnyObject] = Array(deleted.values)
         // Records deleted by cascades, and so their models here.
         for (entity, ids) in changes.deleted {
-            guard let metadata = schema.metadata(named: entity) else { continue }
+            guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
                 let key = RowKey(root: metadata.rootKey, id: id)
                 if let object = registry[key]?.object { gone.append(object) }
@@ -595,7 +596,7 @@ public final class ModelContext {
     /// Marks the models of records a store-side delete removed as deleted.
     func forgetDeleted(_ changes: ChangeSet) {
         for (entity, ids) in changes.deleted {
-            guard let metadata = schema.metadata(named: entity) else { continue }
+            guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
                 let key = RowKey(root: metadata.rootKey, id: id)
                 guard let object = registry[key]?.object else { continue }
@@ -612,7 +613,7 @@ public final class ModelContext {
     /// Takes the deleted models out of the relationships of the models the store updated.
     private func dropDeletedTargets(_ changes: ChangeSet) {
         for (entity, ids) in changes.updated {
-            guard let metadata = schema.metadata(named: entity) else { continue }
+            guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
                 guard let object = registry[RowKey(root: metadata.rootKey, id: id)]?.object else {
                     continue
@@ -709,6 +710,18 @@ public final class ModelContext {
         return try body(batch)
     }
 
+    /// The models' metadata for records of `entity`, an entity of the document: its own, or, for an
+    /// entity the models do not know (one a later version of the app added below one they know),
+    /// its nearest ancestor's. Such records are read, changed and deleted as that ancestor's, and
+    /// what the models do not know of them is kept as it is.
+    func metadata(forStored entity: String) -> ModelMetadata? {
+        if let metadata = schema.metadata(named: entity) { return metadata }
+        for ancestor in store.schema.inheritanceChain(of: entity).reversed() {
+            if let metadata = schema.metadata(named: ancestor.name) { return metadata }
+        }
+        return nil
+    }
+
     /// Where each of an entity's properties is in its rows.
     final class RowLayout {
         let metadata: ModelMetadata
@@ -749,7 +762,7 @@ public final class ModelContext {
             lastLayout = known
             return known
         }
-        guard let metadata = schema.metadata(named: entity) else {
+        guard let metadata = metadata(forStored: entity) else {
             throw DeckError.unknownEntity(entity, known: schema.metadata.keys.sorted())
         }
         let layout = RowLayout(metadata: metadata, names: names)

@@ -47,6 +47,15 @@ public protocol VersionedSchema {
     static var versionIdentifier: Schema.Version { get }
     /// The model types of this version (the types they reach are included).
     static var models: [any PersistentModel.Type] { get }
+    /// Whether apps of earlier versions must no longer change documents of this version (false
+    /// unless a version says so). A migration to a breaking version raises the document's
+    /// compatibility floor to it: earlier apps then open such documents read-only, or not at all
+    /// when they cannot read them (see <doc:EvolvingASchema>).
+    static var isBreaking: Bool { get }
+}
+
+extension VersionedSchema {
+    public static var isBreaking: Bool { false }
 }
 
 extension VersionedSchema {
@@ -140,6 +149,9 @@ enum PlanMigration {
         try? stored.close()
         // At the app's version already: the container compares the shapes as for any document.
         if storedSchema.version == target.version { return }
+        // A later document than the app's is never migrated backwards: how the app may open it is
+        // the container's decision (``DocumentAccess``).
+        if StoreSchema.compareVersions(storedSchema.version, target.version) == .orderedDescending { return }
         guard let start = names.firstIndex(of: storedSchema.version) else {
             throw DeckError.schemaMismatch(
                 path: url.path,
@@ -181,7 +193,8 @@ enum PlanMigration {
         var before = storedSchema
         for (offset, stage) in stages.enumerated() {
             let next = schemas[start + offset + 1]
-            try run(stage, at: url, from: before, to: next)
+            try run(
+                stage, at: url, from: before, to: next, breaking: isBreaking(versions[start + offset + 1]))
             before = next
         }
     }
@@ -191,11 +204,15 @@ enum PlanMigration {
         Schema(version.models, version: version.versionIdentifier.description)
     }
 
-    /// Runs one stage: the removals its versions contain are agreed to by declaring it.
-    private static func run(_ stage: MigrationStage, at url: URL, from old: StoreSchema, to new: StoreSchema)
-        throws(DeckError)
-    {
-        var plan = MigrationPlan()
+    /// Whether `version` is breaking (``VersionedSchema/isBreaking``, reached from the metatype).
+    private static func isBreaking(_ version: any VersionedSchema.Type) -> Bool { version.isBreaking }
+
+    /// Runs one stage: the removals its versions contain are agreed to by declaring it; it raises
+    /// the compatibility floor when its target version is `breaking`.
+    private static func run(
+        _ stage: MigrationStage, at url: URL, from old: StoreSchema, to new: StoreSchema, breaking: Bool
+    ) throws(DeckError) {
+        var plan = MigrationPlan(isBreaking: breaking)
         for step in SchemaDiff(from: old, to: new).steps {
             switch step.kind {
             case .removeEntity: plan.removals.insert(step.entity)

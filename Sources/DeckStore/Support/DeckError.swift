@@ -29,6 +29,10 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     /// The document's stored schema is not the one the caller's models (or schema) describe; each
     /// difference is named (`Card.back: missing from the document`).
     case schemaMismatch(path: String, differences: [String])
+    /// The document is at a later schema version than the application's, and the application
+    /// cannot read it (``DocumentAccess/needsNewerApplication(version:reasons:)``): it needs
+    /// version `version` of the application; `reasons` name what it cannot read.
+    case needsNewerApplication(path: String, version: String, reasons: [String])
     /// No entity has that name; `known` lists the entities that exist.
     case unknownEntity(String, known: [String])
     /// The entity has no attribute or relationship of that name; `known` lists those it has.
@@ -96,6 +100,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .schemaMismatch(let path, let differences):
             return "\(path): the document's schema differs from the models: "
                 + differences.joined(separator: "; ")
+        case .needsNewerApplication(let path, let version, let reasons):
+            return "\(path): this document needs version \(version) of the app: "
+                + reasons.joined(separator: "; ")
         case .unknownEntity(let name, _):
             return "unknown entity '\(name)'"
         case .unknownProperty(let entity, let name, _):
@@ -165,7 +172,7 @@ extension DeckError {
     /// The kind of this failure.
     public var kind: Kind {
         switch self {
-        case .notFound, .notAPackage, .permissionDenied, .tooNew: .cannotOpen
+        case .notFound, .notAPackage, .permissionDenied, .tooNew, .needsNewerApplication: .cannotOpen
         case .locked: .busy
         case .corrupt, .blobUnavailable: .invalidData
         case .archive(let error):

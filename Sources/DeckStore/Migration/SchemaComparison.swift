@@ -2,8 +2,8 @@ import Foundation
 
 /// How a document's stored schema differs from the models' (what would be misread or lost), one
 /// line per difference.
-enum SchemaComparison {
-    static func differences(stored: StoreSchema, models: StoreSchema) -> [String] {
+package enum SchemaComparison {
+    package static func differences(stored: StoreSchema, models: StoreSchema) -> [String] {
         matching(stored.entities, models.entities, name: \.name, prefix: "") { old, entity in
             var differences: [String] = []
             if old.superentity != entity.superentity {
