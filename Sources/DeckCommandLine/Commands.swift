@@ -24,7 +24,7 @@ enum Commands {
             """,
         subcommands: [
             new, open, inspect, verify, lint, gc, query, insert, update, delete, blob, export, importArchive,
-            pack, unpack, diffSchema, migrate,
+            pack, unpack, diffSchema, migrate, compat,
             completions,
         ],
         examples: [
@@ -89,6 +89,25 @@ enum Commands {
                 "plan", valueName: "file", completion: .file,
                 help: "A plan file (JSON): renames, removals, breaking."),
             .flag("dry-run", short: "n", help: "Check the steps and the data, and change nothing."),
+            json,
+        ])
+
+    static let compat = CommandSpec(
+        name: "compat",
+        abstract: "Show how an app of a given schema may open a document.",
+        discussion: """
+            Compares the schema an app was built for (a schema file, JSON, see deck(1), or a \
+            package) with the document's, as section 19 of the format specification says: an \
+            app older than the document opens it read-write when its version is at or above the \
+            document's compatibility floor and the document holds everything it knows, read-only \
+            when it can still read it, and not at all otherwise. Changes nothing. Exit status 0 \
+            for read-write, 1 otherwise.
+            """,
+        arguments: [pathArgument],
+        options: [
+            .value(
+                "app", valueName: "schema", completion: .file,
+                help: "The app's schema: a schema file (JSON) or a package."),
             json,
         ])
 

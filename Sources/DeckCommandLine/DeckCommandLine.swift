@@ -106,6 +106,7 @@ public enum DeckCommandLine {
         case ["pack"]: return try SharingCommands.pack(command)
         case ["unpack"]: return try SharingCommands.unpack(command)
         case ["diff-schema"]: return try DiffSchemaCommand.run(command)
+        case ["compat"]: return try CompatCommand.run(command)
         case ["migrate"]: return try MigrateCommand.run(command)
         case ["completions"]: return try completions(command)
         default:

@@ -149,3 +149,47 @@ enum MigrateCommand {
         return out
     }
 }
+
+/// `deck compat`: how an app of a given schema may open a document (spec section 19).
+enum CompatCommand {
+    static func run(_ command: ParsedCommand) throws -> Int32 {
+        let path = try Support.requiredPositional(command, "path")
+        guard let app = command.value("app") else {
+            throw command.usageError("missing --app <schema> (the schema file of the app)")
+        }
+        let application = try DiffSchemaCommand.schema(at: app)
+        let store = try PackageStore.open(at: Support.url(path), mode: .readOnly)
+        defer { try? store.close() }
+        let access = try store.access(forApplication: application)
+        let (name, version, reasons): (String, String?, [String]) =
+            switch access {
+            case .readWrite: ("readWrite", nil, [])
+            case .readOnly(let reasons): ("readOnly", nil, reasons)
+            case .needsNewerApplication(let version, let reasons): ("needsNewerApplication", version, reasons)
+            case .needsMigration(let differences): ("needsMigration", nil, differences)
+            }
+        if command.flag("json") {
+            let json = JSON.object([
+                ("document", .string(store.schema.version)), ("app", .string(application.version)),
+                ("access", .string(name)), ("needsVersion", version.map(JSON.string) ?? .null),
+                ("reasons", .array(reasons.map(JSON.string))),
+            ])
+            Output.standard.write(json.render() + "\n")
+        } else {
+            let field = TerminalText.field
+            let verdict =
+                switch access {
+                case .readWrite: "read-write"
+                case .readOnly: "read-only"
+                case .needsNewerApplication(let version, _):
+                    "refused: the document needs version \(field(version)) of the app"
+                case .needsMigration: "refused: the document needs a migration to the app's schema"
+                }
+            var out =
+                "app \(field(application.version)), document \(field(store.schema.version)): \(verdict)\n"
+            for reason in reasons { out += "  \(field(reason))\n" }
+            Output.standard.write(out)
+        }
+        return access == .readWrite ? ExitStatus.ok : ExitStatus.failure
+    }
+}
