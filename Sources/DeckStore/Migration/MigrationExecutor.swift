@@ -15,6 +15,10 @@ final class MigrationExecutor {
     var path: String { connection.path }
     /// Old table → the name it has while the migration runs (tables rebuilt, removed or replaced).
     var setAside: [String: String] = [:]
+    /// The new schema's mapping, once ``check()`` made it.
+    private var newMapping: SchemaMapping?
+    /// The temporary tables of links made while the migration runs (``linkTable(_:)``).
+    private var linkTables: [String] = []
 
     /// The prefix of a table set aside (names beginning with `deck_` are the format's).
     static let setAsidePrefix = "deck_migration_old:"
@@ -47,6 +51,7 @@ final class MigrationExecutor {
         } catch {
             throw refuse("", nil, "the target schema is invalid: \(DeckError.wrap(error))")
         }
+        self.newMapping = newMapping
         var report = MigrationReport(
             steps: diff.steps, fromVersion: old.version, fromFingerprint: old.fingerprint,
             toVersion: new.version, toFingerprint: new.fingerprint, rebuiltTables: [], alteredTables: [],
@@ -78,20 +83,6 @@ final class MigrationExecutor {
                             + "add \"\(key)\" to the plan's removals (MigrationPlan.removals, or \"removals\" "
                             + "in a plan file)")
                 }
-            case .makeToMany, .makeToOne, .changeInverse:
-                let entity = step.entity
-                let name = step.property ?? ""
-                let oldEntity = diff.entityOrigins[entity] ?? entity
-                let oldName = diff.propertyOrigins[entity + "." + name] ?? name
-                if SchemaDiff.storageKind(old, oldEntity, oldName)
-                    != SchemaDiff.storageKind(new, entity, name)
-                {
-                    throw refuse(
-                        entity, name,
-                        "\(step.summary) moves its links to another kind of storage (section 6.5), which "
-                            + "this version of Deck does not carry out; keep the relationship as it is, or add "
-                            + "a new relationship and fill it in a custom stage")
-                }
             default: break
             }
         }
@@ -116,6 +107,69 @@ final class MigrationExecutor {
     /// The old entity mapping that new entity `entity` continues.
     func oldEntity(_ entity: String) -> EntityMapping? {
         diff.entityOrigins[entity].flatMap { oldMapping.entities[$0] }
+    }
+
+    /// The old relationship whose links new relationship `relationship` of new entity `entity`
+    /// continues, with its old entity: its origin's, or for a new relationship that is the inverse
+    /// of one that existed, that one's, the other way round (`reversed`).
+    func linkOrigin(entity: String, relationship: String) -> LinkOrigin? {
+        if let oldEntity = oldEntity(entity), let origin = diff.propertyOrigins[entity + "." + relationship],
+            let (_, storage) = oldEntity.relationship(origin)
+        {
+            return LinkOrigin(entity: oldEntity, storage: storage, reversed: false)
+        }
+        guard let (new, _) = newMapping?.entities[entity]?.relationship(relationship),
+            let inverse = new.inverse,
+            let oldDestination = oldEntity(new.destination),
+            let origin = diff.propertyOrigins[new.destination + "." + inverse],
+            let (_, storage) = oldDestination.relationship(origin)
+        else { return nil }
+        return LinkOrigin(entity: oldDestination, storage: storage, reversed: true)
+    }
+
+    /// Where a new relationship's links were before the migration.
+    struct LinkOrigin {
+        let entity: EntityMapping
+        let storage: RelationshipStorage
+        /// True when they are the links of the relationship's inverse.
+        let reversed: Bool
+    }
+
+    /// The links new relationship `relationship` of new entity `entity` had before the migration,
+    /// as a `SELECT` of `near` (a record of the entity) and `far` (one of its destination), read
+    /// from their old storage wherever that table is now (set aside, or in place); nil for a
+    /// relationship that had none.
+    func oldLinks(entity: String, relationship: String) -> String? {
+        guard let origin = linkOrigin(entity: entity, relationship: relationship) else { return nil }
+        func source(_ table: String) -> String { quote(setAside[table] ?? table) }
+        var select: String
+        switch origin.storage {
+        case .ownColumn(let column):
+            let c = quote(column)
+            select =
+                "SELECT _pk AS near, \(c) AS far FROM \(source(origin.entity.table)) WHERE \(c) IS NOT NULL"
+                + (origin.entity.familyCondition(nil).map { " AND " + $0 } ?? "")
+        case .inverseColumn(let table, let column):
+            let c = quote(column)
+            select = "SELECT \(c) AS near, _pk AS far FROM \(source(table)) WHERE \(c) IS NOT NULL"
+        case .joinTable(let table, let near, let far):
+            select = "SELECT \(near) AS near, \(far) AS far FROM \(source(table))"
+        }
+        if origin.reversed { select = "SELECT far AS near, near AS far FROM (\(select))" }
+        return select
+    }
+
+    /// Copies `links` (an ``oldLinks(entity:relationship:)`` query) into a temporary table keyed
+    /// by `near`, so that finding a record's links is a search rather than a scan, and returns the
+    /// table's name. The tables go when the migration ends (rolled back with it on failure).
+    private func linkTable(_ links: String) throws -> String {
+        let name = "temp.\(quote("deck_links_\(linkTables.count + 1)"))"
+        try database.execute(
+            "CREATE TEMP TABLE \(name)(near INTEGER NOT NULL, far INTEGER NOT NULL, PRIMARY KEY (near, far)) "
+                + "WITHOUT ROWID")
+        linkTables.append(name)
+        try database.execute("INSERT OR IGNORE INTO \(name)(near, far) SELECT near, far FROM (\(links))")
+        return name
     }
 
     /// Runs the checks of section 18.2 on the store as it is (before any change).
@@ -168,6 +222,19 @@ final class MigrationExecutor {
                 }
             case .changeDeleteRule:
                 try checkDangling(step, oldEntity: oldEntity)
+            case .makeToOne:
+                guard let links = oldLinks(entity: step.entity, relationship: step.property ?? "") else {
+                    continue
+                }
+                if let row = try database.rows(
+                    "SELECT near, count(*) FROM (\(links)) GROUP BY near HAVING count(*) > 1 ORDER BY near LIMIT 1"
+                ).first {
+                    throw refuse(
+                        step.entity, step.property,
+                        "\(step.entity).\(step.property ?? "") cannot become to-one: record #\(row[0].int64 ?? 0) "
+                            + "has \(row[1].int64 ?? 0) links; leave it at most one first (or in a custom stage's "
+                            + "willMigrate)")
+                }
             default:
                 continue
             }
@@ -232,6 +299,8 @@ final class MigrationExecutor {
                 try didMigrate(MigrationContext(transaction: transaction, oldSchema: old, executor: self))
             }
             for table in setAside.values.sorted() { try database.execute("DROP TABLE \(quote(table))") }
+            for table in linkTables { try database.execute("DROP TABLE \(table)") }
+            linkTables = []
             try recount(newMapping)
             try writeBookkeeping(stageName: stage?.name)
             try finalChecks(newMapping)
@@ -485,12 +554,17 @@ final class MigrationExecutor {
                         candidate.entity.relationships.contains { $0.name == relationship.name }
                             && candidate.relationship(relationship.name)?.storage == storage
                     }?.name ?? member.name
-                if let oldEntity = oldEntity(declarer),
-                    let originName = diff.propertyOrigins[declarer + "." + relationship.name],
-                    let (_, oldStorage) = oldEntity.relationship(originName),
-                    case .ownColumn(let oldColumn) = oldStorage
-                {
-                    expression = quote(oldColumn)
+                if let origin = linkOrigin(entity: declarer, relationship: relationship.name) {
+                    if !origin.reversed, case .ownColumn(let oldColumn) = origin.storage {
+                        expression = quote(oldColumn)
+                    } else if let links = oldLinks(entity: declarer, relationship: relationship.name) {
+                        // Links kept another way before (a join table, the inverse's column).
+                        let family = newMembers.first { $0.name == declarer }?.family ?? [declarer]
+                        let oldFamily = family.compactMap { diff.entityOrigins[$0] }.map { "'\($0)'" }
+                        expression =
+                            "CASE WHEN _entity IN (\(oldFamily.joined(separator: ", "))) THEN "
+                            + "(SELECT min(far) FROM \(try linkTable(links)) WHERE near = deck_row._pk) END"
+                    }
                 }
                 columns.append(quote(column))
                 expressions.append(expression)
@@ -500,7 +574,7 @@ final class MigrationExecutor {
         try database.run(
             "INSERT INTO \(quote(newRoot.table))(\(columns.joined(separator: ", "))) SELECT "
                 + expressions.joined(separator: ", ")
-                + " FROM \(quote(aside)) WHERE \(condition) ORDER BY _pk",
+                + " FROM \(quote(aside)) AS deck_row WHERE \(condition) ORDER BY _pk",
             arguments)
         // Keys are never reused (section 6.10): the new table's sequence starts where the old one was.
         try database.run(
@@ -557,6 +631,22 @@ final class MigrationExecutor {
                     "UPDATE \(quote(newRoot.table)) SET \(quote(attribute.name)) = ? "
                         + "WHERE \(quote(attribute.name)) IS NULL\(family)", [fill])
             }
+            // An added own column of links that were kept another way (a join table, the inverse's
+            // column) gets them.
+            for relationship in member.entity.relationships {
+                guard case .ownColumn(let column)? = member.relationship(relationship.name)?.storage,
+                    let origin = linkOrigin(entity: member.name, relationship: relationship.name)
+                else { continue }
+                if !origin.reversed, case .ownColumn = origin.storage { continue }
+                guard let links = oldLinks(entity: member.name, relationship: relationship.name) else {
+                    continue
+                }
+                let family = member.familyCondition(nil).map { " WHERE \($0)" } ?? ""
+                let table = quote(newRoot.table)
+                try database.execute(
+                    "UPDATE \(table) SET \(quote(column)) = (SELECT min(far) FROM \(try linkTable(links)) "
+                        + "WHERE near = \(table)._pk)\(family)")
+            }
         }
     }
 
@@ -572,18 +662,14 @@ final class MigrationExecutor {
             guard let entity = newMapping.entities[name] else { continue }
             for (relationship, storage) in entity.relationships {
                 guard case .joinTable(let table, let near, let far) = storage, !done.contains(table),
-                    let oldEntity = oldEntity(name),
-                    let originName = diff.propertyOrigins[name + "." + relationship.name],
-                    let (_, oldStorage) = oldEntity.relationship(originName),
-                    case .joinTable(let oldTable, let oldNear, let oldFar) = oldStorage,
-                    let aside = setAside[oldTable],
+                    let links = oldLinks(entity: name, relationship: relationship.name),
                     let destination = newMapping.entities[relationship.destination]
                 else { continue }
                 done.insert(table)
                 try database.execute(
-                    "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) SELECT \(oldNear), \(oldFar) FROM "
-                        + "\(quote(aside)) WHERE \(oldNear) IN (SELECT _pk FROM \(quote(entity.table))) AND "
-                        + "\(oldFar) IN (SELECT _pk FROM \(quote(destination.table)))")
+                    "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) SELECT near, far FROM (\(links)) "
+                        + "WHERE near IN (SELECT _pk FROM \(quote(entity.table))) AND "
+                        + "far IN (SELECT _pk FROM \(quote(destination.table)))")
             }
         }
     }
