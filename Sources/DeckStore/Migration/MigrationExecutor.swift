@@ -17,6 +17,9 @@ final class MigrationExecutor {
     var setAside: [String: String] = [:]
     /// The new schema's mapping, once ``check()`` made it.
     private var newMapping: SchemaMapping?
+    /// The attributes (`Entity.attribute`, new names) whose type changes, converted by the custom
+    /// stage: their columns start from the default, not the old values.
+    private var convertedAttributes: Set<String> = []
     /// The temporary tables of links made while the migration runs (``linkTable(_:)``).
     private var linkTables: [String] = []
 
@@ -68,9 +71,33 @@ final class MigrationExecutor {
                     + "(section 5.10's order); give the new schema a higher version")
         }
         for step in diff.steps where !step.isLightweight {
-            throw refuse(
-                step.entity, step.property,
-                "\(step.summary) needs a custom stage: \(step.reason ?? "it is not lightweight")")
+            guard let stage else {
+                throw refuse(
+                    step.entity, step.property,
+                    "\(step.summary) needs a custom stage: \(step.reason ?? "it is not lightweight")")
+            }
+            switch step.kind {
+            case .changeAttributeType:
+                // The new column starts from the default (or null); the stage converts the values.
+                let name = step.property ?? ""
+                guard let attribute = newMapping.entities[step.entity]?.attribute(name) else { continue }
+                if !attribute.isOptional, try fillValue(entity: step.entity, attribute: attribute) == nil {
+                    throw refuse(
+                        step.entity, name,
+                        "\(step.summary): the stage '\(stage.name)' converts the values in didMigrate, but the "
+                            + "column must start from something: give the attribute a default, or make it optional"
+                    )
+                }
+                convertedAttributes.insert(step.entity + "." + name)
+            case .makeRequired:
+                continue  // the stage's willMigrate fills the nulls; the data check makes sure
+            default:
+                throw refuse(
+                    step.entity, step.property,
+                    "\(step.summary) cannot be carried out, not even with a custom stage: "
+                        + "\(step.reason ?? "it is not lightweight"); add a new property, fill it in the stage's "
+                        + "didMigrate from the old values, and remove this one")
+            }
         }
         for step in diff.steps {
             switch step.kind {
@@ -98,9 +125,13 @@ final class MigrationExecutor {
 
     // MARK: Data checks
 
-    /// The old column that holds new attribute `entity.name` (nil for a new attribute).
+    /// The old column that holds new attribute `entity.name` (nil for a new attribute, and for one
+    /// whose type a custom stage converts).
     func oldColumn(entity: String, attribute: String) -> String? {
-        guard diff.entityOrigins[entity] != nil else { return nil }
+        guard diff.entityOrigins[entity] != nil, !convertedAttributes.contains(entity + "." + attribute)
+        else {
+            return nil
+        }
         return diff.propertyOrigins[entity + "." + attribute]
     }
 
@@ -452,6 +483,7 @@ final class MigrationExecutor {
         // The kept columns hold what they held: no rename onto another's name, no transformation.
         for member in newMembers {
             for attribute in member.entity.attributes {
+                if convertedAttributes.contains(member.name + "." + attribute.name) { return nil }
                 if let origin = oldColumn(entity: member.name, attribute: attribute.name),
                     origin != attribute.name
                 {
