@@ -248,4 +248,46 @@ struct DocumentAccessTests {
         #expect(try store.access(forApplication: appSchema(version: "2.0.0")) == .readWrite)
         #expect(try store.access(forApplication: appSchema(version: "2.1.0")) == .readWrite)
     }
+
+    // Review findings (issue 11, spec section 19): each fails until it is fixed.
+
+    @Test("A floor below a breaking migration of the history is not trusted (a lying floor)")
+    func lyingFloorBelowBreakingHistory() throws {
+        let sandbox = try Sandbox()
+        let url = sandbox.path("cards.deck")
+        try PackageStore.create(at: url, contentType: "org.example.cards", schema: appSchema()).close()
+        _ = try PackageStore.migrate(at: url, to: documentSchema(), plan: MigrationPlan(isBreaking: true))
+        let db = try rawStore(url)
+        try db.run("UPDATE deck_meta SET value = '1.0.0' WHERE key = 'schema_floor'")
+        db.close()
+        // The verifier says the floor lies (a breaking migration to 2.0.0 is in the history)...
+        #expect(!(try PackageVerifier.verify(at: url).findings.isEmpty))
+        // ...so no app below 2.0.0 may write on its strength.
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        #expect(try store.access(forApplication: appSchema()) != .readWrite)
+    }
+
+    @Test("Read-write means an older app can insert: an added unique attribute with a default")
+    func addedUniqueAttributeWithDefault() throws {
+        let sandbox = try Sandbox()
+        let url = sandbox.path("cards.deck")
+        try PackageStore.create(at: url, contentType: "org.example.cards", schema: appSchema()).close()
+        let later = documentSchema {
+            edit(&$0, "Card") {
+                $0.attributes.append(.init("slug", .string, defaultValue: .string(""), options: [.unique]))
+            }
+        }
+        _ = try PackageStore.migrate(at: url, to: later)
+        let store = try PackageStore.open(at: url)
+        defer { try? store.close() }
+        guard try store.access(forApplication: appSchema()) == .readWrite else { return }
+        // The app names only what it knows (section 19): every card it inserts gets the same slug.
+        #expect(throws: Never.self) {
+            try store.write { transaction in
+                try transaction.insert("Card", ["front": .string("uno")])
+                try transaction.insert("Card", ["front": .string("dos")])
+            }
+        }
+    }
 }
