@@ -95,12 +95,21 @@ private let accessCases: [AccessCase] = [
                 .init("ImageCard", superentity: "Card", attributes: [.init("caption", .string)]))
         }, floor: "1.0.0", expected: "read-write", reason: nil),
     AccessCase(
-        name: "an added relationship and unique constraint",
+        name: "an added relationship",
         document: documentSchema {
             $0.entities.append(.init("Tag", attributes: [.init("name", .string)]))
+            edit(&$0, "Card") { $0.relationships.append(.init("tags", to: "Tag", toMany: true)) }
+        }, floor: "1.0.0", expected: "read-write", reason: nil),
+    AccessCase(
+        name: "an added unique constraint",
+        document: documentSchema { edit(&$0, "Card") { $0.uniqueConstraints.append(["front", "back"]) } },
+        floor: "1.0.0", expected: "read-only", reason: "Card: the document's unique constraint on front, back"
+    ),
+    AccessCase(
+        name: "an added optional unique attribute without a default",
+        document: documentSchema {
             edit(&$0, "Card") {
-                $0.relationships.append(.init("tags", to: "Tag", toMany: true))
-                $0.uniqueConstraints.append(["front", "back"])
+                $0.attributes.append(.init("slug", .string, isOptional: true, options: [.unique]))
             }
         }, floor: "1.0.0", expected: "read-write", reason: nil),
     AccessCase(

@@ -100,4 +100,95 @@ import Testing
                 url, to: oneToOne, entity: "Deck", property: "cards", mentioning: ["record #1", "2 links"])
         }
     }
+
+    /// Decks with one-sided to-many `cards` (a join table), two decks and three cards, card #3
+    /// in both decks when `shared`.
+    static func oneSidedPackage(in dir: URL, shared: Bool) throws -> (URL, StoreSchema) {
+        var schema = flashCardsSchema()
+        schema.entities[0].relationships[0] = StoreSchema.Relationship("cards", to: "Card", toMany: true)
+        schema.entities[1].relationships.removeFirst()
+        let url = dir.appendingPathComponent("one-sided.deck")
+        let store = try PackageStore.create(at: url, contentType: flashCardsType, schema: schema)
+        try store.write { tx in
+            let cards = try ["uno", "dos", "tres"].map { try tx.insert("Card", ["front": .string($0)]) }
+            try tx.insert("Deck", ["title": .string("A"), "cards": .references([cards[0], cards[2]])])
+            try tx.insert(
+                "Deck",
+                ["title": .string("B"), "cards": .references(shared ? [cards[1], cards[2]] : [cards[1]])])
+        }
+        try store.close()
+        return (url, schema)
+    }
+
+    @Test func aNewToOneInverseTakesTheLinksOfTheOneSidedToMany() throws {
+        try withTestDirectory { dir in
+            let (url, schema) = try Self.oneSidedPackage(in: dir, shared: false)
+            var paired = schema
+            paired.version = "2.0.0"
+            paired.entities[0].relationships[0].inverse = "deck"
+            paired.entities[1].relationships.insert(
+                StoreSchema.Relationship("deck", to: "Deck", inverse: "cards"), at: 0)
+            let before = try Executor.records(url)
+            _ = try PackageStore.migrate(at: url, to: paired)
+            let after = try Executor.records(url)
+            #expect(after["Deck"]?.mapValues { $0["cards"] } == before["Deck"]?.mapValues { $0["cards"] })
+            #expect(
+                after["Card"]?.mapValues { $0["deck"] } == [
+                    1: .reference(1), 2: .reference(2), 3: .reference(1),
+                ])
+            try Executor.expectValid(url)
+        }
+    }
+
+    @Test func aNewToOneInverseOfLinksSharedByTwoRecordsIsRefused() throws {
+        try withTestDirectory { dir in
+            let (url, schema) = try Self.oneSidedPackage(in: dir, shared: true)
+            var paired = schema
+            paired.version = "2.0.0"
+            paired.entities[0].relationships[0].inverse = "deck"
+            paired.entities[1].relationships.insert(
+                StoreSchema.Relationship("deck", to: "Deck", inverse: "cards"), at: 0)
+            let before = try Executor.records(url)
+            #expect {
+                try PackageStore.migrate(at: url, to: paired)
+            } throws: { error in
+                guard case .migrationRefused(_, "Card", "deck", let reason) = error as? DeckError else {
+                    return false
+                }
+                return reason.contains("record #3 has 2")
+            }
+            #expect(try Executor.records(url) == before)
+        }
+    }
+
+    @Test func pairingTwoRelationshipsThatHadTheirOwnLinksNeedsACustomStage() throws {
+        try withTestDirectory { dir in
+            var apart = flashCardsSchema()
+            apart.entities[1].relationships[1].inverse = nil
+            apart.entities[2].relationships[0].inverse = nil
+            let url = try Executor.makePackage(in: dir, schema: apart)
+            var paired = flashCardsSchema()
+            paired.version = "2.0.0"
+            let diff = SchemaDiff(from: apart, to: paired)
+            let step = try #require(diff.steps.first { $0.kind == .changeInverse && !$0.isLightweight })
+            #expect(step.reason?.contains("each had links of its own") == true, "\(diff.steps)")
+            #expect(throws: DeckError.self) { try PackageStore.migrate(at: url, to: paired) }
+        }
+    }
+
+    @Test func unpairingKeepsTheLinksOnBothSides() throws {
+        try withTestDirectory { dir in
+            let url = try Executor.makePackage(in: dir)
+            let before = try Executor.records(url)
+            var apart = flashCardsSchema()
+            apart.version = "2.0.0"
+            apart.entities[0].relationships[0].inverse = nil
+            apart.entities[1].relationships[0].inverse = nil
+            let diff = SchemaDiff(from: flashCardsSchema(), to: apart)
+            #expect(diff.isLightweight, "\(diff.steps)")
+            _ = try PackageStore.migrate(at: url, to: apart)
+            #expect(try Executor.records(url) == before)
+            try Executor.expectValid(url)
+        }
+    }
 }

@@ -71,7 +71,6 @@ public final class ModelContainer: Sendable {
         }
         self.schema = schema
         self.configurations = [configuration]
-        let mode: PackageStore.Mode = configuration.allowsSave ? .readWrite : .readOnly
         if configuration.isStoredInMemoryOnly {
             let directory = try Self.makeTemporaryDirectory()
             temporaryDirectory = directory
@@ -92,31 +91,8 @@ public final class ModelContainer: Sendable {
             if let migrationPlan, configuration.allowsSave {
                 try PlanMigration.migrate(at: url, to: schema, storeSchema: storeSchema, plan: migrationPlan)
             }
-            var opened = try PackageStore.open(at: url, mode: mode)
-            let decided: DocumentAccess
-            do {
-                decided = try opened.access(forApplication: storeSchema)
-            } catch {
-                try? opened.close(discardingChanges: true)
-                throw error
-            }
-            switch decided {
-            case .readWrite:
-                access = configuration.allowsSave ? .readWrite : .readOnly(reasons: [Self.notAllowed])
-            case .readOnly(let reasons):
-                access = .readOnly(reasons: (configuration.allowsSave ? [] : [Self.notAllowed]) + reasons)
-                if mode == .readWrite {
-                    try? opened.close(discardingChanges: true)
-                    opened = try PackageStore.open(at: url, mode: .readOnly)
-                }
-            case .needsNewerApplication(let version, let reasons):
-                try? opened.close(discardingChanges: true)
-                throw DeckError.needsNewerApplication(path: url.path, version: version, reasons: reasons)
-            case .needsMigration(let differences):
-                try? opened.close(discardingChanges: true)
-                throw DeckError.schemaMismatch(path: url.path, differences: differences)
-            }
-            store = opened
+            (store, access) = try Self.openExisting(
+                at: url, application: storeSchema, allowsSave: configuration.allowsSave)
         } else {
             guard configuration.allowsSave else { throw DeckError.notFound(path: url.path) }
             access = .readWrite
@@ -158,6 +134,61 @@ public final class ModelContainer: Sendable {
         let context = ModelContext(self, isMainContext: true)
         main.context = context
         return context
+    }
+
+    /// Opens the document at `url` as ``DocumentAccess`` says an app of `application` may (and
+    /// read-only when saving is not allowed), throwing when it may not open it. The verdict is
+    /// reached on a read-only open, so that nothing (not even a format upgrade) is written to a
+    /// document the app may not write, and checked again on the store kept, which another process
+    /// may have changed in between. A store that only a writer can open (one that needs recovery
+    /// after a crash) is judged on the writer's open.
+    private static func openExisting(at url: URL, application: StoreSchema, allowsSave: Bool)
+        throws(DeckError)
+        -> (PackageStore, DocumentAccess)
+    {
+        var verdict: DocumentAccess?
+        do {
+            let probe = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? probe.close() }
+            verdict = try probe.access(forApplication: application)
+        } catch {
+            guard allowsSave, case .permissionDenied = error else { throw error }
+        }
+        for _ in 0..<2 {
+            let writable = allowsSave && (verdict ?? .readWrite) == .readWrite
+            let store = try PackageStore.open(at: url, mode: writable ? .readWrite : .readOnly)
+            let kept: DocumentAccess
+            do {
+                kept = try store.access(forApplication: application)
+            } catch {
+                try? store.close(discardingChanges: true)
+                throw error
+            }
+            switch kept {
+            case .readWrite, .readOnly:
+                if kept == .readWrite && writable { return (store, .readWrite) }
+                if !writable {
+                    var reasons = allowsSave ? [] : [notAllowed]
+                    if case .readOnly(let found) = kept {
+                        reasons += found
+                    } else if case .readOnly(let found)? = verdict {
+                        reasons += found
+                    }
+                    return (store, .readOnly(reasons: reasons))
+                }
+                // Opened for writing, but the document now allows reading only: open it again so.
+                try? store.close(discardingChanges: true)
+                verdict = kept
+            case .needsNewerApplication(let version, let reasons):
+                try? store.close(discardingChanges: true)
+                throw DeckError.needsNewerApplication(path: url.path, version: version, reasons: reasons)
+            case .needsMigration(let differences):
+                try? store.close(discardingChanges: true)
+                throw DeckError.schemaMismatch(path: url.path, differences: differences)
+            }
+        }
+        // Not reached: the second round opens read-only.
+        throw DeckError.readOnly(path: url.path)
     }
 
     /// Why a container whose configuration does not allow saving is read-only.

@@ -166,10 +166,22 @@ extension ModelContext {
         try save()
         var query = try recordQuery(for: FetchDescriptor<T>(predicate: predicate))
         query.includesSubentities = includeSubclasses
-        let counted = query
+        var queries = [query]
+        if !includeSubclasses {
+            // Records of entities of the document the models do not know are their nearest known
+            // ancestor's (a later app's subentities): `model`'s own, here.
+            for entity in store.schema.entities
+            where entity.superentity == query.entity && schema.metadata(named: entity.name) == nil {
+                var below = query
+                below.entity = entity.name
+                below.includesSubentities = true
+                queries.append(below)
+            }
+        }
+        let all = queries
         let changes: ChangeSet
         do {
-            changes = try store.write { try $0.delete(counted) }.changes
+            changes = try store.write { tx in for query in all { try tx.delete(query) } }.changes
         } catch {
             throw DeckError.wrap(error)
         }

@@ -75,13 +75,28 @@ extension PackageStore {
 }
 
 extension StoreReader {
-    /// The stored compatibility floor (`deck_meta.schema_floor`), nil before format version 3 or
-    /// when it is not text.
+    /// The compatibility floor as section 19 takes it: the highest of `deck_meta.schema_floor` and
+    /// the target of every breaking migration of the history (a floor lowered by hand does not
+    /// count); nil before format version 3 or when the stored floor is not text.
     package func compatibilityFloor() throws(DeckError) -> String? {
         let connection = try live()
-        guard connection.formatVersion >= 3 else { return nil }
-        return try StoreMetadata.read(connection.database, packagePath: store.url.path)
-            .values["schema_floor"]?.string
+        guard connection.formatVersion >= 3,
+            var floor = try StoreMetadata.read(connection.database, packagePath: store.url.path)
+                .values["schema_floor"]?.string
+        else { return nil }
+        let history: [MigrationRecord]
+        do {
+            history = try SchemaBookkeeping.history(connection.database)
+        } catch {
+            throw connection.translate(error)
+        }
+        for migration in history
+        where migration.isBreaking
+            && StoreSchema.compareVersions(migration.toVersion, floor) == .orderedDescending
+        {
+            floor = migration.toVersion
+        }
+        return floor
     }
 }
 
@@ -113,6 +128,12 @@ struct OlderApplicationCheck {
                     "\(entity.name): the app's unique constraint on \(constraint.joined(separator: ", ")) "
                         + "is not the document's")
             }
+            // Inserts under a rule the app does not know would be merged into other records or fail.
+            for constraint in stored.uniqueConstraints where !entity.uniqueConstraints.contains(constraint) {
+                unwritable.append(
+                    "\(entity.name): the document's unique constraint on \(constraint.joined(separator: ", ")) "
+                        + "is not the app's")
+            }
         }
     }
 
@@ -139,13 +160,17 @@ struct OlderApplicationCheck {
                         + "\(attribute.options.contains(.unique) ? "unique" : "not unique") in the app")
             }
         }
-        for other in stored.attributes
-        where !known.contains(other.name) && !other.isOptional && other.defaultValue == nil
-            && other.dynamicDefault == nil
-        {
-            unwritable.append(
-                "\(entity.name).\(other.name): in the document only, required and without a default, "
-                    + "so the app cannot insert a record")
+        for other in stored.attributes where !known.contains(other.name) {
+            let hasDefault = other.defaultValue != nil || other.dynamicDefault != nil
+            if !other.isOptional && !hasDefault {
+                unwritable.append(
+                    "\(entity.name).\(other.name): in the document only, required and without a default, "
+                        + "so the app cannot insert a record")
+            } else if other.options.contains(.unique) && hasDefault {
+                unwritable.append(
+                    "\(entity.name).\(other.name): in the document only, unique and with a default, so "
+                        + "a second record the app inserts would repeat the value")
+            }
         }
     }
 

@@ -205,6 +205,7 @@ final class MigrationExecutor {
 
     /// Runs the checks of section 18.2 on the store as it is (before any change).
     func dataChecks() throws {
+        try checkMovedToOneLinks()
         for step in diff.steps where step.needsDataCheck {
             guard let oldEntity = oldEntity(step.entity) else { continue }
             let table = quote(oldEntity.table)
@@ -268,6 +269,32 @@ final class MigrationExecutor {
                 }
             default:
                 continue
+            }
+        }
+    }
+
+    /// A new to-one relationship whose column is filled from its inverse's old links (a join
+    /// table): at most one link per record, or the rest would be lost.
+    private func checkMovedToOneLinks() throws {
+        guard let newMapping else { return }
+        for name in newMapping.entityNames {
+            guard let entity = newMapping.entities[name] else { continue }
+            for relationship in entity.entity.relationships {
+                guard case .ownColumn? = entity.relationship(relationship.name)?.storage,
+                    let origin = linkOrigin(entity: name, relationship: relationship.name)
+                else { continue }
+                // A relationship that existed has at most one link per record if it was to-one, and
+                // one made to-one has its own check: only a new one, filled from its inverse's.
+                guard origin.reversed, let links = oldLinks(entity: name, relationship: relationship.name),
+                    let row = try database.rows(
+                        "SELECT near, count(*) FROM (\(links)) GROUP BY near HAVING count(*) > 1 ORDER BY near LIMIT 1"
+                    ).first
+                else { continue }
+                throw refuse(
+                    name, relationship.name,
+                    "\(name).\(relationship.name) is to-one and takes its links from where they were kept before, "
+                        + "but record #\(row[0].int64 ?? 0) has \(row[1].int64 ?? 0) of them; leave it at most one "
+                        + "first (or in a custom stage's willMigrate)")
             }
         }
     }

@@ -152,6 +152,23 @@ public struct SchemaDiff: Sendable, Equatable {
         }
     }
 
+    /// For a relationship whose inverse changes, the new inverse (`Entity.relationship`) when that
+    /// one existed before and was not the relationship's inverse then, so that both had links of
+    /// their own, which one pair cannot keep apart; nil otherwise. (Which storage the links move
+    /// to does not matter: the migration moves them, section 18.2.)
+    private func pairsTwoLinkSets(entity: String, relationship: String, old oldEntity: String, origin: String)
+        -> String?
+    {
+        guard let newMapping = try? SchemaMapping(to), let oldMapping = try? SchemaMapping(from),
+            let (new, _) = newMapping.entities[entity]?.relationship(relationship), let inverse = new.inverse,
+            let inverseOrigin = self.origin(new.destination, inverse),
+            let oldDestination = entityOrigins[new.destination],
+            oldMapping.entities[oldDestination]?.relationship(inverseOrigin) != nil
+        else { return nil }
+        let oldInverse = oldMapping.entities[oldEntity]?.relationship(origin)?.relationship.inverse
+        return oldInverse == inverseOrigin ? nil : new.destination + "." + inverse
+    }
+
     /// The old name of property `name` of new entity `entity`, nil for a new property.
     private func origin(_ entity: String, _ name: String) -> String? { propertyOrigins[entity + "." + name] }
 
@@ -402,18 +419,20 @@ public struct SchemaDiff: Sendable, Equatable {
             if renamedInverse != relationship.inverse {
                 // Naming an inverse that was inferred, or the reverse, keeps the storage (spec:
                 // section 6.5); a pairing that moves the links does not.
-                let same =
-                    Self.storageKind(from, old.name, origin) == Self.storageKind(to, name, relationship.name)
+                // A pairing that moves the links moves them too (section 18.2), unless it pairs two
+                // relationships that each had links of their own: merging them is the app's call.
+                let merged = pairsTwoLinkSets(
+                    entity: name, relationship: relationship.name, old: old.name, origin: origin)
                 steps.append(
                     Step(
                         .changeInverse, entity: name, property: relationship.name,
                         summary:
                             "\(path): inverse \(before.inverse ?? "none") → \(relationship.inverse ?? "none")",
-                        isLightweight: same,
-                        reason: same
-                            ? nil
-                            : "the new pairing stores the links elsewhere (section 6.5); a custom stage must move them"
-                    ))
+                        isLightweight: merged == nil,
+                        reason: merged.map {
+                            "it pairs the relationship with \($0), and each had links of its own; a custom stage "
+                                + "must merge them"
+                        }))
             }
             if before.deleteRule != relationship.deleteRule {
                 steps.append(
