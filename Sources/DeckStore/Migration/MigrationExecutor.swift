@@ -364,12 +364,14 @@ final class MigrationExecutor {
             try finalChecks(newMapping)
             try next.commit()
         } catch {
-            // The old connection's rollback removes the files its stage wrote; those the new
-            // one's stage wrote are counted by the old mapping (nothing names them now).
-            let created = next.blobs.createdSinceSave
+            // The files both stages wrote, counted by the old mapping once rolled back (nothing
+            // names them now). Not left to the rollback: a COMMIT that failed with an I/O error has
+            // rolled back already, and the rollback then does nothing.
+            let created = next.blobs.createdSinceSave.union(connection.blobs.createdSinceSave)
             connection.rollback()
             next.blobs.resetTracking()
             connection.removeCreatedFiles(created)
+            connection.blobs.resetTracking()
             throw error
         }
         connection.blobs.resetTracking()

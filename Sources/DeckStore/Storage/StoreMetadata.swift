@@ -8,7 +8,8 @@ struct StoreMetadata {
     /// Every row, by key (keys that are not text are ignored, as unknown keys are).
     let values: [String: SQLValue]
 
-    /// Reads every row. A store whose `deck_meta` cannot be read is corrupt.
+    /// Reads every row. A store whose `deck_meta` cannot be read is corrupt; a read that fails
+    /// (an I/O error, a full disk, no memory) is that failure, not damage.
     static func read(_ db: Database, packagePath: String) throws(DeckError) -> StoreMetadata {
         do {
             var values: [String: SQLValue] = [:]
@@ -18,6 +19,8 @@ struct StoreMetadata {
             return StoreMetadata(values: values)
         } catch let error where error.isBusy {
             throw DeckError.locked(path: packagePath, pid: WriterLock.holder(packagePath: packagePath))
+        } catch let error where [.ioError, .full, .noMemory].contains(error.code.primary) {
+            throw DeckError.sqlite(error)
         } catch {
             throw DeckError.corrupt(
                 path: packagePath, reason: "the store's deck_meta table cannot be read (\(error.message))")
