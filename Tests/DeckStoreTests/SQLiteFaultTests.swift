@@ -89,3 +89,33 @@ extension CrashTests {
         }
     }
 }
+
+/// Regression (found by the migration fault sweep): a long transaction's commit that failed after
+/// SQLite had rolled the transaction back by itself left the transaction looking open, and a
+/// second commit reported success with nothing written.
+@Suite struct FailedCommitTests {
+    @Test func aCommitRetriedAfterSQLiteRolledBackKeepsFailingAndLosesNothingSilently() throws {
+        #expect(deck_fault_vfs_install() == SQLITE_OK)
+        try withTestDirectory { dir in
+            let url = dir.appendingPathComponent("tags.deck")
+            let store = try PackageStore.create(
+                at: url, contentType: flashCardsType, schema: flashCardsSchema())
+            try store.write { try $0.insert("Tag", ["name": .string("a")]) }
+            let transaction = try store.beginTransaction()
+            try transaction.insert("Tag", ["name": .string("b")])
+            // The first write of the log at COMMIT fails.
+            #expect(deck_fault_vfs_arm(2, dir.lastPathComponent, 0, SQLITE_IOERR | (3 << 8)) == SQLITE_OK)
+            #expect(throws: DeckError.self) { _ = try transaction.commit() }
+            #expect(deck_fault_vfs_disarm(dir.lastPathComponent) > 0)
+            // Not a success with nothing written: the retry fails too, and so does a change.
+            #expect(throws: DeckError.self) { _ = try transaction.commit() }
+            #expect(throws: DeckError.self) { try transaction.insert("Tag", ["name": .string("c")]) }
+            transaction.rollback()
+            #expect(try store.read { try $0.count(RecordQuery("Tag")) } == 1)
+            // Made again, the changes commit.
+            try store.write { try $0.insert("Tag", ["name": .string("b")]) }
+            #expect(try store.read { try $0.count(RecordQuery("Tag")) } == 2)
+            try store.close()
+        }
+    }
+}

@@ -34,6 +34,9 @@ final class StoreConnection {
     /// How many ``change(atomic:_:)`` calls are under way (one inside another when an operation
     /// is built of others).
     var changeDepth = 0
+    /// The error of a commit that failed after SQLite rolled the transaction back by itself: the
+    /// transaction is gone, and until it is rolled back every change and commit throws it.
+    var abandoned: DeckError?
 
     var path: String { url.path }
 
@@ -60,6 +63,7 @@ final class StoreConnection {
 
     func requireWritable() throws(DeckError) {
         guard isWriter else { throw DeckError.readOnly(path: path) }
+        if let abandoned { throw abandoned }
         guard database.isInTransaction else {
             throw DeckError.misuse("\(path): a change outside a transaction")
         }
@@ -72,6 +76,7 @@ final class StoreConnection {
         } catch {
             throw translate(error)
         }
+        abandoned = nil
         changes = ChangeRecorder()
     }
 
@@ -106,8 +111,16 @@ final class StoreConnection {
     ///    names keeps its row, with `refs` set to the true count, and its file.
     /// 3. The dropped blobs' files are removed; a crash here leaves only orphans that garbage
     ///    collection removes.
+    ///
+    /// When the commit fails after SQLite has rolled the transaction back by itself (an I/O error
+    /// or a full disk at `COMMIT`), its changes are gone: the files only it wrote are removed, and
+    /// this commit and every later change or commit throw the same error until the transaction is
+    /// rolled back (never a retry that reports success with nothing written).
     func commit() throws(DeckError) {
-        guard database.isInTransaction else { return }
+        guard database.isInTransaction else {
+            if let abandoned { throw abandoned }
+            return
+        }
         var unreferenced: [Digest] = []
         do {
             try blobs.makeDurable()
@@ -131,7 +144,14 @@ final class StoreConnection {
                 [.text(Value.iso8601(Date()))])
             try database.execute("COMMIT")
         } catch {
-            throw translate(error)
+            let failure = translate(error)
+            if !database.isInTransaction {
+                removeCreatedFiles(blobs.createdSinceSave)
+                blobs.resetTracking()
+                changes = ChangeRecorder()
+                abandoned = failure
+            }
+            throw failure
         }
         blobs.resetTracking()
         for digest in unreferenced { try? blobs.remove(digest) }
@@ -139,6 +159,7 @@ final class StoreConnection {
 
     /// Discards the open transaction, and the blob files only it referenced.
     func rollback() {
+        abandoned = nil
         guard database.isInTransaction else { return }
         try? database.execute("ROLLBACK")
         removeCreatedFiles(blobs.createdSinceSave)
