@@ -164,6 +164,12 @@ final class MigrationExecutor {
         let storage: RelationshipStorage
         /// True when they are the links of the relationship's inverse.
         let reversed: Bool
+
+        /// The old own column that holds the relationship's links, when they were kept in one.
+        var ownColumn: String? {
+            guard !reversed, case .ownColumn(let column) = storage else { return nil }
+            return column
+        }
     }
 
     /// The links new relationship `relationship` of new entity `entity` had before the migration,
@@ -255,18 +261,13 @@ final class MigrationExecutor {
             case .changeDeleteRule:
                 try checkDangling(step, oldEntity: oldEntity)
             case .makeToOne:
-                guard let links = oldLinks(entity: step.entity, relationship: step.property ?? "") else {
-                    continue
-                }
-                if let row = try database.rows(
-                    "SELECT near, count(*) FROM (\(links)) GROUP BY near HAVING count(*) > 1 ORDER BY near LIMIT 1"
-                ).first {
-                    throw refuse(
-                        step.entity, step.property,
-                        "\(step.entity).\(step.property ?? "") cannot become to-one: record #\(row[0].int64 ?? 0) "
-                            + "has \(row[1].int64 ?? 0) links; leave it at most one first (or in a custom stage's "
-                            + "willMigrate)")
-                }
+                guard let links = oldLinks(entity: step.entity, relationship: step.property ?? ""),
+                    let (id, count) = try firstRecordWithSeveral(links)
+                else { continue }
+                throw refuse(
+                    step.entity, step.property,
+                    "\(step.entity).\(step.property ?? "") cannot become to-one: record #\(id) has \(count) links; "
+                        + "leave it at most one first (or in a custom stage's willMigrate)")
             default:
                 continue
             }
@@ -286,17 +287,26 @@ final class MigrationExecutor {
                 // A relationship that existed has at most one link per record if it was to-one, and
                 // one made to-one has its own check: only a new one, filled from its inverse's.
                 guard origin.reversed, let links = oldLinks(entity: name, relationship: relationship.name),
-                    let row = try database.rows(
-                        "SELECT near, count(*) FROM (\(links)) GROUP BY near HAVING count(*) > 1 ORDER BY near LIMIT 1"
-                    ).first
+                    let (id, count) = try firstRecordWithSeveral(links)
                 else { continue }
                 throw refuse(
                     name, relationship.name,
                     "\(name).\(relationship.name) is to-one and takes its links from where they were kept before, "
-                        + "but record #\(row[0].int64 ?? 0) has \(row[1].int64 ?? 0) of them; leave it at most one "
-                        + "first (or in a custom stage's willMigrate)")
+                        + "but record #\(id) has \(count) of them; leave it at most one first (or in a custom "
+                        + "stage's willMigrate)")
             }
         }
+    }
+
+    /// The first record (by id) that has more than one of `links` (an
+    /// ``oldLinks(entity:relationship:)`` query), with how many it has; nil when none has.
+    private func firstRecordWithSeveral(_ links: String) throws -> (id: Int64, count: Int64)? {
+        guard
+            let row = try database.rows(
+                "SELECT near, count(*) FROM (\(links)) GROUP BY near HAVING count(*) > 1 ORDER BY near LIMIT 1"
+            ).first
+        else { return nil }
+        return (row[0].int64 ?? 0, row[1].int64 ?? 0)
     }
 
     /// A relationship whose delete rule was `noAction`: no link may name a record that is gone.
@@ -616,7 +626,7 @@ final class MigrationExecutor {
                             && candidate.relationship(relationship.name)?.storage == storage
                     }?.name ?? member.name
                 if let origin = linkOrigin(entity: declarer, relationship: relationship.name) {
-                    if !origin.reversed, case .ownColumn(let oldColumn) = origin.storage {
+                    if let oldColumn = origin.ownColumn {
                         expression = quote(oldColumn)
                     } else if let links = oldLinks(entity: declarer, relationship: relationship.name) {
                         // Links kept another way before (a join table, the inverse's column).
@@ -696,12 +706,9 @@ final class MigrationExecutor {
             // column) gets them.
             for relationship in member.entity.relationships {
                 guard case .ownColumn(let column)? = member.relationship(relationship.name)?.storage,
-                    let origin = linkOrigin(entity: member.name, relationship: relationship.name)
+                    linkOrigin(entity: member.name, relationship: relationship.name)?.ownColumn == nil,
+                    let links = oldLinks(entity: member.name, relationship: relationship.name)
                 else { continue }
-                if !origin.reversed, case .ownColumn = origin.storage { continue }
-                guard let links = oldLinks(entity: member.name, relationship: relationship.name) else {
-                    continue
-                }
                 let family = member.familyCondition(nil).map { " WHERE \($0)" } ?? ""
                 let table = quote(newRoot.table)
                 try database.execute(

@@ -139,19 +139,6 @@ public struct SchemaDiff: Sendable, Equatable {
         for (old, new) in pairs { compareEntity(old: old, new: new) }
     }
 
-    /// How a relationship is stored in a schema: `column`, `inverse column` or `join table`
-    /// (nil for a schema that does not map).
-    static func storageKind(_ schema: StoreSchema, _ entity: String, _ relationship: String) -> String? {
-        guard let mapping = try? SchemaMapping(schema),
-            let storage = mapping.entities[entity]?.relationship(relationship)?.storage
-        else { return nil }
-        switch storage {
-        case .ownColumn: return "column"
-        case .inverseColumn: return "inverse column"
-        case .joinTable: return "join table"
-        }
-    }
-
     /// For a relationship whose inverse changes, the new inverse (`Entity.relationship`) when that
     /// one existed before and was not the relationship's inverse then, so that both had links of
     /// their own, which one pair cannot keep apart; nil otherwise. (Which storage the links move

@@ -195,6 +195,13 @@ package final class Database {
     /// True while a transaction is open.
     package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// Makes closing the last connection keep `-wal` and `-shm` (`SQLITE_FCNTL_PERSIST_WAL`): a
+    /// store left in WAL mode without them is one readers refuse (spec: section 10.5).
+    func keepLogFilesOnClose() {
+        var persist: Int32 = 1
+        _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+    }
+
     /// How a transaction takes its locks. See <https://sqlite.org/lang_transaction.html>.
     package enum TransactionKind: String, Sendable {
         case deferred = "DEFERRED"

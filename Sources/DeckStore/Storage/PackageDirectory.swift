@@ -201,8 +201,7 @@ enum PackageDirectory {
                 if mode == .readWrite {
                     // The store may be in WAL mode already: closing the last connection would delete
                     // -wal and -shm and leave it so without them (spec: section 10.5). Keep them.
-                    var persist: Int32 = 1
-                    _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+                    database.keepLogFilesOnClose()
                 }
                 database.close()
                 throw error

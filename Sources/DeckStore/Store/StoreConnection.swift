@@ -208,8 +208,7 @@ final class StoreConnection {
                 // Still in WAL mode: should the last reader leave before our connection closes,
                 // SQLite would delete -wal and -shm on closing and leave a store in WAL mode
                 // without them. Keep them (spec: section 10.5).
-                var persist: Int32 = 1
-                _ = sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+                database.keepLogFilesOnClose()
                 // A switch that failed after the checkpoint may have deleted them already (setting
                 // the header to rollback mode failed): empty ones are what the checkpointed log was.
                 try? PackageDirectory.createLogFiles(path + "/" + PackageLayout.store)
