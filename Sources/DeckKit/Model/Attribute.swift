@@ -69,7 +69,7 @@ public struct Attribute<Value> {
             if let owner = wrapper.owner, !owner.isMarker {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 if !backing.needsLoading(wrapper.index) {
-                    backing.registrar.access(instance, keyPath: wrappedKeyPath)
+                    backing.access(instance, keyPath: wrappedKeyPath, index: wrapper.index)
                     return wrapper.value
                 }
             }
@@ -80,7 +80,7 @@ public struct Attribute<Value> {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 let index = instance[keyPath: storageKeyPath].index
                 if !backing.needsLoading(index) {
-                    backing.registrar.withMutation(of: instance, keyPath: wrappedKeyPath) {
+                    backing.withMutation(of: instance, keyPath: wrappedKeyPath) {
                         instance[keyPath: storageKeyPath].value = newValue
                     }
                     backing.didSet(index)

@@ -30,32 +30,91 @@ final class ModelBacking: PropertyOwner {
     }
 
     let metadata: ModelMetadata
-    /// The instance: its wrappers hold the backing, so the backing never outlives it.
-    unowned let object: AnyObject
+    /// The instance: its wrappers hold the backing, so the backing never outlives it (not
+    /// counted: an unowned reference that counts costs two atomic operations per model).
+    unowned(unsafe) let object: AnyObject
     /// The instance's identity, which can be compared while the instance is being destroyed.
     let objectID: ObjectIdentifier
-    private(set) var identifier: PersistentIdentifier
+    @exclusivity(unchecked) private(set) var identifier: PersistentIdentifier
     /// The context the model is in. Held weakly: related models hold each other, and a strong
     /// reference would keep their context, its container and the document's writer lock alive
     /// for as long as any of them lives.
     weak var context: ModelContext?
-    var status: Status = .detached
+    @exclusivity(unchecked) var status: Status = .detached
     /// The record's id, once it is in the store.
-    var rowID: Int64?
+    @exclusivity(unchecked) var rowID: Int64?
     /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
-    private var changedMask: UInt64 = 0
+    @exclusivity(unchecked) private var changedMask: UInt64 = 0
     private var changedBeyondMask: Set<Int> = []
     var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
     /// The properties not loaded yet, by index (empty when all are).
-    private(set) var pending: [Pending?] = []
-    @usableFromInline let registrar = ObservationRegistrar()
+    @exclusivity(unchecked) private(set) var pending: [Pending?] = []
+    /// Observation's registrar of the instance, made when something may observe it: on a read
+    /// that Observation tracks (``ObservationGate``). Until then no one can observe the instance,
+    /// and a change has no one to tell.
+    @exclusivity(unchecked) @usableFromInline var observation: Observation?
 
-    private init(metadata: ModelMetadata, object: AnyObject, globalID: UUID) {
+    /// The registrar, boxed: `ObservationRegistrar` is a resilient type, whose optional is
+    /// copied and tested through value witnesses, where a reference is one compare.
+    @usableFromInline
+    final class Observation {
+        @usableFromInline let registrar = ObservationRegistrar()
+    }
+
+    /// The registrar, if the instance has one.
+    @inlinable var registrar: ObservationRegistrar? { observation?.registrar }
+
+    private init(
+        metadata: ModelMetadata, object: AnyObject, globalID: UUID, context: ModelContext?, rowID: Int64?
+    ) {
         self.metadata = metadata
         self.object = object
         self.objectID = ObjectIdentifier(object)
         self.identifier = PersistentIdentifier(entityName: metadata.entityName, id: globalID)
+        self.context = context
+        self.rowID = rowID
+        self.status = rowID == nil ? .detached : .persisted
         super.init(isMarker: false)
+    }
+
+    /// Tells Observation of a read of property `index` at `keyPath` (making the registrar if the
+    /// read is tracked).
+    @inlinable
+    func access<Model: PersistentModel, Member>(
+        _ instance: Model, keyPath: KeyPath<Model, Member>, index: Int
+    ) {
+        if observation == nil {
+            guard ObservationGate.isTracking() else { return }
+        }
+        trackedAccess(instance, keyPath: keyPath, index: index)
+    }
+
+    /// A read that may be observed: told to the registrar, whose changes Deck makes (the other
+    /// side of a relationship, a rollback) are then told through the key path recorded here.
+    @usableFromInline
+    func trackedAccess<Model: PersistentModel, Member>(
+        _ instance: Model, keyPath: KeyPath<Model, Member>, index: Int
+    ) {
+        madeRegistrar().access(instance, keyPath: keyPath)
+        metadata.properties[index].noteKeyPath(keyPath)
+    }
+
+    /// Runs `mutation` of `keyPath`, telling Observation's observers of the instance, if any.
+    @inlinable
+    func withMutation<Model: PersistentModel, Member, T>(
+        of instance: Model, keyPath: KeyPath<Model, Member>, _ mutation: () throws -> T
+    ) rethrows -> T {
+        guard let observation else { return try mutation() }
+        return try observation.registrar.withMutation(of: instance, keyPath: keyPath, mutation)
+    }
+
+    /// The registrar, made now if there is none yet.
+    @usableFromInline
+    func madeRegistrar() -> ObservationRegistrar {
+        if let observation { return observation.registrar }
+        let made = Observation()
+        observation = made
+        return made.registrar
     }
 
     deinit {
@@ -77,7 +136,8 @@ final class ModelBacking: PropertyOwner {
         }
         guard let first = metadata.properties.first else {
             // A type without properties cannot hold its backing (the schema refuses it).
-            return ModelBacking(metadata: metadata, object: object, globalID: UUID())
+            return ModelBacking(
+                metadata: metadata, object: object, globalID: UUID(), context: nil, rowID: nil)
         }
         if let owner = first.ownerPointer(in: object).pointee, !owner.isMarker {
             return unsafeDowncast(owner, to: ModelBacking.self)
@@ -85,11 +145,19 @@ final class ModelBacking: PropertyOwner {
         return attach(to: object, metadata: metadata, globalID: UUID())
     }
 
-    /// Makes the backing of a fresh instance (from ``ModelMetadata/makeInstance()``) that stands
-    /// for record `rowID`.
-    static func attach(to object: AnyObject, metadata: ModelMetadata, globalID: UUID) -> ModelBacking {
-        let backing = ModelBacking(metadata: metadata, object: object, globalID: globalID)
-        for accessor in metadata.properties { accessor.attach(backing, in: object) }
+    /// Makes the backing of a fresh instance (from ``ModelMetadata/makeInstance()``): a detached
+    /// one, or (with `context` and `rowID`) one that stands for record `rowID` in `context`.
+    static func attach(
+        to object: AnyObject, metadata: ModelMetadata, globalID: UUID, context: ModelContext? = nil,
+        rowID: Int64? = nil
+    ) -> ModelBacking {
+        let backing = ModelBacking(
+            metadata: metadata, object: object, globalID: globalID, context: context, rowID: rowID)
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        for (index, offsets) in metadata.ownerAndIndexOffsets.enumerated() {
+            (base + offsets.owner).assumingMemoryBound(to: PropertyOwner?.self).pointee = backing
+            (base + offsets.index).assumingMemoryBound(to: Int.self).pointee = index
+        }
         return backing
     }
 
@@ -234,7 +302,7 @@ extension ModelBacking {
     /// telling Observation's observers of the property.
     func notifyingChange(of accessor: PropertyAccessor, _ change: () -> Void) {
         if let notify = accessor.observationNotifier {
-            notify(object, registrar, change)
+            notify(object, self, change)
         } else {
             change()
         }

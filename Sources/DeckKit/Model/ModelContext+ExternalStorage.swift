@@ -21,7 +21,7 @@ extension ModelContext {
     ) throws(DeckError) {
         let (backing, accessor) = try externalAttribute(keyPath, of: model)
         try InputFile.checkReadable(url)
-        backing.registrar.withMutation(of: model, keyPath: keyPath) {
+        backing.withMutation(of: model, keyPath: keyPath) {
             backing.setPending(accessor.index, .file(url.standardizedFileURL))
         }
         backing.markChanged(accessor.index)

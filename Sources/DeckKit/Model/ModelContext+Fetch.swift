@@ -21,22 +21,18 @@ extension ModelContext {
         var lastRecord: Int64?
         if let limit = descriptor.fetchLimit { models.reserveCapacity(min(limit, 100_000)) }
         let build = queryBuilder(for: descriptor)
-        try withRegistrationBatch { batch throws(DeckError) in
-            let query: QueryBuilder = { rowID, reader throws(DeckError) in
-                var query = try build(rowID, reader)
-                if let afterRecord {
-                    let after = QueryExpression.compare(.recordID, .greater, .value(.integer(afterRecord)))
-                    query.where = query.where.map { .and([$0, after]) } ?? after
-                }
-                return query
+        let query: QueryBuilder = { rowID, reader throws(DeckError) in
+            var query = try build(rowID, reader)
+            if let afterRecord {
+                let after = QueryExpression.compare(.recordID, .greater, .value(.integer(afterRecord)))
+                query.where = query.where.map { .and([$0, after]) } ?? after
             }
-            try withRows(includingChanges: descriptor.includePendingChanges, query: query) {
-                cursor, temporary throws(DeckError) in
-                lastRecord = cursor.id
-                let object = try instance(at: cursor, temporary: temporary, batch: batch)
-                guard let model = object as? T else { return batch.keep(object) }
-                models.append(model)
-            }
+            return query
+        }
+        try withRows(includingChanges: descriptor.includePendingChanges, query: query) {
+            cursor, temporary throws(DeckError) in
+            lastRecord = cursor.id
+            if let model = try instance(at: cursor, temporary: temporary) as? T { models.append(model) }
         }
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))

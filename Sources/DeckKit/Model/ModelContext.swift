@@ -57,10 +57,10 @@ public final class ModelContext {
     private var isAutosaveScheduled = false
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
-    private var registry: [RowKey: WeakModel] = [:]
+    @exclusivity(unchecked) private var registry = ModelRegistry()
     /// The row layouts of the entities fetched so far.
-    private var layouts: [String: RowLayout] = [:]
-    private var lastLayout: RowLayout?
+    @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
+    @exclusivity(unchecked) private var lastLayout: RowLayout?
     /// Models with unsaved changes, strongly held until saved or rolled back.
     private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
     private var insertionOrder: [ObjectIdentifier] = []
@@ -544,14 +544,13 @@ public final class ModelContext {
         for (entity, ids) in changes.deleted {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
-                let key = RowKey(root: metadata.rootKey, id: id)
-                if let object = registry[key]?.object { gone.append(object) }
+                if let object = registry.object(root: metadata.rootKey, id: id) { gone.append(object) }
             }
         }
         for object in gone {
             let backing = ModelBacking.of(object)
             if let id = backing.rowID {
-                registry[RowKey(root: backing.metadata.rootKey, id: id)] = nil
+                registry.remove(root: backing.metadata.rootKey, id: id)
             }
             backing.status = .deleted
             backing.rowID = nil
@@ -575,7 +574,7 @@ public final class ModelContext {
             let kept = targets.filter { ModelBacking.of($0).status != .deleted }
             if kept.count != targets.count {
                 if let notify = accessor.observationNotifier {
-                    notify(object, backing.registrar) { relationship.setTargets(kept, in: object) }
+                    notify(object, backing) { relationship.setTargets(kept, in: object) }
                 } else {
                     relationship.setTargets(kept, in: object)
                 }
@@ -590,7 +589,7 @@ public final class ModelContext {
 
     /// The models of the records this context has instances of (live ones).
     var registeredModels: [any PersistentModel] {
-        registry.values.compactMap { $0.object as? any PersistentModel }
+        registry.objects.compactMap { $0 as? any PersistentModel }
     }
 
     /// Marks the models of records a store-side delete removed as deleted.
@@ -598,9 +597,7 @@ public final class ModelContext {
         for (entity, ids) in changes.deleted {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
-                let key = RowKey(root: metadata.rootKey, id: id)
-                guard let object = registry[key]?.object else { continue }
-                registry[key] = nil
+                guard let object = registry.remove(root: metadata.rootKey, id: id) else { continue }
                 let backing = ModelBacking.of(object)
                 backing.status = .deleted
                 backing.rowID = nil
@@ -615,7 +612,7 @@ public final class ModelContext {
         for (entity, ids) in changes.updated {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
-                guard let object = registry[RowKey(root: metadata.rootKey, id: id)]?.object else {
+                guard let object = registry.object(root: metadata.rootKey, id: id) else {
                     continue
                 }
                 dropDeletedTargets(of: object)
@@ -623,91 +620,33 @@ public final class ModelContext {
         }
     }
 
-    struct RowKey: Hashable {
-        /// The root entity's type (``ModelMetadata/rootKey``).
-        var root: ObjectIdentifier
-        var id: Int64
-    }
-
-    /// A registered instance, not retained: its backing unregisters it when it goes away
-    /// (``unregister(_:_:_:)``), so an entry always names a live instance.
-    struct WeakModel {
-        unowned let object: AnyObject
-        let id: ObjectIdentifier
-
-        init(object: AnyObject) {
-            self.object = object
-            id = ObjectIdentifier(object)
-        }
-    }
-
     /// Called by a backing whose instance is going away.
     func unregister(_ root: ObjectIdentifier, _ id: Int64, _ backing: ModelBacking) {
-        let key = RowKey(root: root, id: id)
-        if let entry = registry[key], entry.id == backing.objectID { registry[key] = nil }
+        registry.remove(root: root, id: id, ifObject: backing.objectID)
     }
 
     private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
-        registry[RowKey(root: backing.metadata.rootKey, id: id)] = WeakModel(object: object)
+        registry.register(object, root: backing.metadata.rootKey, id: id)
+    }
+
+    /// The registered instance of record `id` of `metadata`'s hierarchy, if there is one.
+    func registeredObject(_ metadata: ModelMetadata, id: Int64) -> AnyObject? {
+        registry.object(root: metadata.rootKey, id: id)
     }
 
     /// The instance for the cursor's row: the registered one, or a new one with the row's values.
-    /// With a `batch` (a fetch's, whose rows are all different records), a new instance is
-    /// registered when the batch ends.
-    func instance(at cursor: RowCursor, temporary: [Int64: AnyObject] = [:], batch: RegistrationBatch? = nil)
-        throws(DeckError) -> AnyObject
-    {
+    func instance(at cursor: RowCursor, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
         let layout = try self.layout(entity: cursor.entity, names: cursor.names)
         if let object = temporary[cursor.id] { return object }
-        let key = RowKey(root: layout.metadata.rootKey, id: cursor.id)
-        if batch?.registryWasEmpty != true, let object = registry[key]?.object { return object }
+        let root = layout.metadata.rootKey
+        if let object = registry.object(root: root, id: cursor.id) { return object }
         let object = layout.metadata.makeInstance()
         let backing = ModelBacking.attach(
-            to: object, metadata: layout.metadata, globalID: cursor.globalID ?? UUID())
-        backing.context = self
-        backing.status = .persisted
-        backing.rowID = cursor.id
+            to: object, metadata: layout.metadata, globalID: cursor.globalID ?? UUID(), context: self,
+            rowID: cursor.id)
         try load(cursor, layout: layout, into: object, backing: backing)
-        if let batch {
-            batch.entries.append((key, WeakModel(object: object)))
-        } else {
-            registry[key] = WeakModel(object: object)
-        }
+        registry.register(object, root: root, id: cursor.id)
         return object
-    }
-
-    /// The instances a fetch makes, registered together when it ends: the registry grows once,
-    /// and a fetch into a context that had none looks none up. Whoever uses a batch keeps its
-    /// instances until the batch ends (the fetch's result does), or hands them to ``keep(_:)``:
-    /// one that went away first would be registered after its backing unregistered it.
-    final class RegistrationBatch {
-        let registryWasEmpty: Bool
-        var entries: [(RowKey, WeakModel)] = []
-        private var kept: [AnyObject] = []
-
-        init(registryWasEmpty: Bool) { self.registryWasEmpty = registryWasEmpty }
-
-        /// The entries, leaving the batch without any.
-        func takeEntries() -> [(RowKey, WeakModel)] {
-            var taken: [(RowKey, WeakModel)] = []
-            swap(&taken, &entries)
-            return taken
-        }
-
-        /// Keeps `object` until the batch ends.
-        func keep(_ object: AnyObject) { kept.append(object) }
-    }
-
-    /// Runs `body` with a batch whose instances are registered when it returns or throws.
-    func withRegistrationBatch<R>(_ body: (RegistrationBatch) throws(DeckError) -> R) throws(DeckError) -> R {
-        let batch = RegistrationBatch(registryWasEmpty: registry.isEmpty)
-        defer {
-            var entries = batch.takeEntries()
-            registry.reserveCapacity(registry.count + entries.count)
-            // Moved, not copied: a copy would touch every instance's reference counts.
-            while let (key, entry) = entries.popLast() { registry[key] = entry }
-        }
-        return try body(batch)
     }
 
     /// The models' metadata for records of `entity`, an entity of the document: its own, or, for an
@@ -736,7 +675,12 @@ public final class ModelContext {
             let position = Dictionary(
                 names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
             attributes = metadata.attributes.compactMap { accessor, access in
-                position[accessor.name].map { AttributeSlot(cell: $0, accessor: accessor, access: access) }
+                position[accessor.name].map {
+                    AttributeSlot(
+                        cell: $0, valueOffset: accessor.offset + accessor.valueFieldOffset,
+                        kind: access.cellKind,
+                        accessor: accessor, access: access)
+                }
             }
             relationships = metadata.relationships.map { accessor, relationship in
                 (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
@@ -749,6 +693,9 @@ public final class ModelContext {
     /// for every cell of every row would.
     struct AttributeSlot {
         let cell: Int
+        /// Where the property's value is in an instance.
+        let valueOffset: Int
+        let kind: CellKind
         unowned(unsafe) let accessor: PropertyAccessor
         unowned(unsafe) let access: any AttributeValueAccess
     }
@@ -776,7 +723,9 @@ public final class ModelContext {
     private func load(_ cursor: RowCursor, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
         throws(DeckError)
     {
+        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
         for slot in layout.attributes {
+            if Self.readCell(cursor, slot, into: base + slot.valueOffset) { continue }
             let (cell, accessor, access) = (slot.cell, slot.accessor, slot.access)
             // Only a data attribute's cell can refer to a blob file.
             if cursor.type(cell) == .data, case .blob(let reference) = cursor.value(cell) {
@@ -804,6 +753,45 @@ public final class ModelContext {
         }
     }
 
+    /// Sets the property at `field` from the slot's cell when the property is of one of the
+    /// ``CellKind``s and the cursor's typed reader takes the cell (what the property's codec would
+    /// read, faster); false otherwise, leaving the property as it was.
+    @inline(__always)
+    private static func readCell(
+        _ cursor: RowCursor, _ slot: AttributeSlot, into field: UnsafeMutableRawPointer
+    )
+        -> Bool
+    {
+        let cell = slot.cell
+        func set<T>(_ value: T?, as _: T.Type) -> Bool {
+            guard let value else { return false }
+            field.assumingMemoryBound(to: T.self).pointee = value
+            return true
+        }
+        func setOptional<T>(_ read: (Int) -> T?, as _: T.Type) -> Bool {
+            if cursor.isNull(cell) {
+                field.assumingMemoryBound(to: T?.self).pointee = nil
+                return true
+            }
+            guard let value = read(cell) else { return false }
+            field.assumingMemoryBound(to: T?.self).pointee = value
+            return true
+        }
+        switch slot.kind {
+        case .string: return set(cursor.string(cell), as: String.self)
+        case .optionalString: return setOptional(cursor.string, as: String.self)
+        case .int: return set(cursor.integer(cell).map { Int($0) }, as: Int.self)
+        case .optionalInt: return setOptional({ cursor.integer($0).map { Int($0) } }, as: Int.self)
+        case .double: return set(cursor.double(cell), as: Double.self)
+        case .optionalDouble: return setOptional(cursor.double, as: Double.self)
+        case .date: return set(cursor.date(cell)?.date, as: Date.self)
+        case .optionalDate: return setOptional({ cursor.date($0)?.date }, as: Date.self)
+        case .bool: return set(cursor.bool(cell), as: Bool.self)
+        case .optionalBool: return setOptional(cursor.bool, as: Bool.self)
+        case .other: return false
+        }
+    }
+
     /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
     /// the committed store when it is nil.
     func forEachRow(
@@ -826,21 +814,43 @@ public final class ModelContext {
     }
 
     /// Reads `object`'s saved values again (after a rollback).
+    /// Observers of the properties that change are told.
     private func reload(_ object: AnyObject, backing: ModelBacking) {
+        let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
         backing.clearChanges()
         guard let id = backing.rowID else { return }
         do {
             var found = false
             try forEachRow(recordQuery(backing.metadata.entityName, id: id)) { cursor throws(DeckError) in
                 found = true
-                try load(
-                    cursor, layout: layout(entity: cursor.entity, names: cursor.names), into: object,
-                    backing: backing)
+                let layout = try layout(entity: cursor.entity, names: cursor.names)
+                var failure: DeckError?
+                notifying(object, backing, properties: changedProperties) {
+                    do throws(DeckError) {
+                        try load(cursor, layout: layout, into: object, backing: backing)
+                    } catch {
+                        failure = error
+                    }
+                }
+                if let failure { throw failure }
             }
             if !found { backing.status = .deleted }
         } catch {
             lastLoadError = DeckError.wrap(error)
         }
+    }
+
+    /// Runs `change` (one Deck makes to `object`), telling the observers of properties `indices`
+    /// that they change.
+    func notifying(
+        _ object: AnyObject, _ backing: ModelBacking, properties indices: [Int], _ change: () -> Void
+    ) {
+        guard backing.observation != nil, let index = indices.last else { return change() }
+        let rest = Array(indices.dropLast())
+        guard let notify = backing.metadata.properties[index].observationNotifier else {
+            return notifying(object, backing, properties: rest, change)
+        }
+        notify(object, backing) { self.notifying(object, backing, properties: rest, change) }
     }
 
     /// Loads a property that was not loaded yet (called from its getter).
@@ -890,7 +900,7 @@ public final class ModelContext {
         var found: [Int64: AnyObject] = [:]
         var missing: [Int64] = []
         for id in ids {
-            if let object = registry[RowKey(root: destination.rootKey, id: id)]?.object {
+            if let object = registry.object(root: destination.rootKey, id: id) {
                 found[id] = object
             } else {
                 missing.append(id)
@@ -991,6 +1001,8 @@ public final class ModelContext {
 
 /// Attribute access without the value type.
 protocol AttributeValueAccess: AnyObject {
+    /// How a fetch reads the property's cells.
+    var cellKind: CellKind { get }
     func storeValue(in object: AnyObject, entity: String) throws(DeckError) -> Value
     func load(_ cell: Value, into object: AnyObject) -> Bool
     /// Sets the property from cell `cell` of a fetch's cursor; false when it does not hold one.

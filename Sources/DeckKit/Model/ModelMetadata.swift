@@ -39,6 +39,9 @@ final class ModelMetadata: @unchecked Sendable {
     /// The discovery instance, kept to resolve key paths on.
     let probe: AnyObject
     private let byName: [String: Int]
+    /// Where each property's wrapper keeps its owner and its index, from the start of an instance:
+    /// what a new backing writes into every wrapper (``ModelBacking/attach(to:metadata:globalID:context:rowID:)``).
+    let ownerAndIndexOffsets: [(owner: Int, index: Int)]
     private let resolved = Locked<[AnyKeyPath: [PropertyAccessor]]>([:])
     /// The names of the relationships' inverses, by property index (set when a schema of the
     /// type is built: ``inverseName(of:)`` builds one if none was).
@@ -155,6 +158,9 @@ final class ModelMetadata: @unchecked Sendable {
             }
         }
         byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        ownerAndIndexOffsets = properties.map {
+            ($0.offset + $0.ownerFieldOffset, $0.offset + $0.indexFieldOffset)
+        }
     }
 
     /// What a new record of the entity gets for each attribute the model declares no optional

@@ -40,20 +40,14 @@ class PropertyAccessor: @unchecked Sendable {
         field(ownerFieldOffset, in: object).assumingMemoryBound(to: PropertyOwner?.self)
     }
 
-    /// Makes the wrapper in `object` belong to `owner`, at its index.
-    final func attach(_ owner: ModelBacking, in object: AnyObject) {
-        ownerPointer(in: object).pointee = owner
-        field(indexFieldOffset, in: object).assumingMemoryBound(to: Int.self).pointee = index
-    }
-
     /// Runs a change Deck makes to the property of a model (not one the user makes) inside
     /// Observation's `withMutation`, so that observers hear of it. Set by the property's getter on
     /// first use, where the key path is known: an observer of the property has read it, so
     /// whenever there can be observers there is a notifier.
-    var observationNotifier: ((AnyObject, ObservationRegistrar, () -> Void) -> Void)? {
+    var observationNotifier: ((AnyObject, ModelBacking, () -> Void) -> Void)? {
         notifier.withLock { $0 }
     }
-    private let notifier = Locked<((AnyObject, ObservationRegistrar, () -> Void) -> Void)?>(nil)
+    private let notifier = Locked<((AnyObject, ModelBacking, () -> Void) -> Void)?>(nil)
     private let hasNotifier = Atomic<Bool>(false)
 
     /// Records how to notify observers of the property, given its key path (once).
@@ -61,9 +55,9 @@ class PropertyAccessor: @unchecked Sendable {
     final func noteKeyPath<Model: PersistentModel, Member>(_ keyPath: KeyPath<Model, Member>) {
         guard !hasNotifier.load(ordering: .acquiring) else { return }
         notifier.withLock { notifier in
-            notifier = { object, registrar, change in
+            notifier = { object, backing, change in
                 guard let model = object as? Model else { return change() }
-                registrar.withMutation(of: model, keyPath: keyPath, change)
+                backing.withMutation(of: model, keyPath: keyPath, change)
             }
         }
         hasNotifier.store(true, ordering: .releasing)
@@ -82,11 +76,14 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     let originalName: String?
     /// Nil when Deck cannot store a `V` (reported by the schema's checks).
     let codec: Codec<V>?
+    /// How a fetch reads the property's cells when `V` is one of the common store types.
+    let cellKind: CellKind
 
     init(options: Set<AttributeOption>, originalName: String?) {
         self.options = options
         self.originalName = originalName
         self.codec = Codec<V>.make()
+        self.cellKind = CellKind(V.self)
         super.init(
             ownerFieldOffset: MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.owner)!,
             indexFieldOffset: MemoryLayout<Attribute<V>>.offset(of: \Attribute<V>.index)!,
@@ -230,4 +227,32 @@ extension Array: ModelArray where Element: PersistentModel {
     static var elementType: any PersistentModel.Type { Element.self }
     var models: [AnyObject] { self }
     init(models: [AnyObject]) { self = models.map { $0 as! Element } }
+}
+
+/// The Swift types a fetch reads straight from a cell into a property, with the cursor's typed
+/// readers; every other type (and every cell a typed reader does not take: another storage
+/// class, a value out of range) goes through the property's ``Codec``.
+enum CellKind {
+    case string, optionalString
+    case int, optionalInt
+    case double, optionalDouble
+    case date, optionalDate
+    case bool, optionalBool
+    case other
+
+    init(_ type: Any.Type) {
+        switch ObjectIdentifier(type) {
+        case ObjectIdentifier(String.self): self = .string
+        case ObjectIdentifier(String?.self): self = .optionalString
+        case ObjectIdentifier(Int.self): self = .int
+        case ObjectIdentifier(Int?.self): self = .optionalInt
+        case ObjectIdentifier(Double.self): self = .double
+        case ObjectIdentifier(Double?.self): self = .optionalDouble
+        case ObjectIdentifier(Date.self): self = .date
+        case ObjectIdentifier(Date?.self): self = .optionalDate
+        case ObjectIdentifier(Bool.self): self = .bool
+        case ObjectIdentifier(Bool?.self): self = .optionalBool
+        default: self = .other
+        }
+    }
 }

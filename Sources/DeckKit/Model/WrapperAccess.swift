@@ -26,7 +26,8 @@ extension ModelPropertyWrapper {
     ) -> Value {
         let wrapper = instance[keyPath: storage]
         guard let owner = wrapper.owner else {
-            ModelBacking.of(instance).registrar.access(instance, keyPath: wrapped)
+            let backing = ModelBacking.of(instance)
+            backing.access(instance, keyPath: wrapped, index: instance[keyPath: storage].index)
             return instance[keyPath: storage].value
         }
         if owner.isMarker {
@@ -35,8 +36,7 @@ extension ModelPropertyWrapper {
             return probeValue(marker) ?? wrapper.value
         }
         let backing = unsafeDowncast(owner, to: ModelBacking.self)
-        backing.registrar.access(instance, keyPath: wrapped)
-        backing.metadata.properties[wrapper.index].noteKeyPath(wrapped)
+        backing.access(instance, keyPath: wrapped, index: wrapper.index)
         if backing.needsLoading(wrapper.index) {
             backing.load(wrapper.index)
             return instance[keyPath: storage].value
@@ -59,7 +59,7 @@ extension ModelPropertyWrapper {
         }
         let backing = owner.map { unsafeDowncast($0, to: ModelBacking.self) } ?? ModelBacking.of(instance)
         let index = instance[keyPath: storage].index
-        backing.registrar.withMutation(of: instance, keyPath: wrapped) {
+        backing.withMutation(of: instance, keyPath: wrapped) {
             backing.willSet(index)
             if let changed {
                 let old = instance[keyPath: storage].value

@@ -6,18 +6,28 @@ import Foundation
 /// no ``Value`` or array per row. One cursor serves a whole query and moves to the next row
 /// after each call of the body it is given: it must not be kept beyond that call.
 package final class RowCursor {
+    // The row's state is read for every cell of every row: the stored properties are not checked
+    // for exclusive access at run time (each access is a plain read or a write in `move` and
+    // `advance`, never an inout access across a call), and other modules read them through the
+    // computed properties, which carry that choice with them (a stored property reached from
+    // another module is checked there).
+    @exclusivity(unchecked) private var currentEntity = ""
+    @exclusivity(unchecked) private var currentID: Int64 = 0
+    @exclusivity(unchecked) private var currentGlobalID: UUID?
+    @exclusivity(unchecked) private var currentNames: [String] = []
+
     /// The record's entity.
-    package private(set) var entity = ""
+    package var entity: String { currentEntity }
     /// The record's id in this store.
-    package private(set) var id: Int64 = 0
+    package var id: Int64 { currentID }
     /// The record's global id (format version 2 on).
-    package private(set) var globalID: UUID?
+    package var globalID: UUID? { currentGlobalID }
     /// The entity's attributes, then its to-one relationships (the same array for every row of
     /// the entity, as in ``StoreRow/names``).
-    package private(set) var names: [String] = []
+    package var names: [String] { currentNames }
 
     typealias Reader = (column: Int, type: StoreSchema.AttributeType?)
-    private var readers: [Reader] = []
+    @exclusivity(unchecked) private var readers: [Reader] = []
     private let statement: Statement
     private let readsGlobalIDs: Bool
     private let blobSize: (Digest) -> Int64
@@ -30,16 +40,16 @@ package final class RowCursor {
 
     /// Moves to the statement's current row, whose entity's cells are read by `readers`.
     func move(entity: String, names: [String], readers: [Reader]) {
-        self.entity = entity
-        self.names = names
+        currentEntity = entity
+        currentNames = names
         self.readers = readers
         advance()
     }
 
     /// Moves to the statement's current row, of the same entity as the last one.
     func advance() {
-        id = statement.int64(at: 0)
-        globalID = readsGlobalIDs ? statement.uuid(at: 2) : nil
+        currentID = statement.int64(at: 0)
+        currentGlobalID = readsGlobalIDs ? statement.uuid(at: 2) : nil
     }
 
     /// The number of cells (``names``'s count).

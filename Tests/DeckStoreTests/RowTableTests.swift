@@ -1,0 +1,103 @@
+import DeckTestSupport
+import Foundation
+import Testing
+
+@testable import DeckStore
+
+/// `RowTable`, the model layer's registry table: after any sequence of sets and removes it holds
+/// exactly what a dictionary holds, including when ids collide on the same home slot and when a
+/// removal must move later entries of a probe run (the backward shift).
+@Suite("Row table")
+struct RowTableTests {
+    final class Box {
+        let id: Int64
+        init(_ id: Int64) { self.id = id }
+    }
+
+    /// Checks that `table` holds exactly `expected`.
+    func check(_ table: RowTable, _ expected: [Int64: Box], _ context: String) {
+        #expect(table.count == expected.count, "\(context)")
+        for (id, box) in expected {
+            #expect(table.object(id) === box, "\(context): id \(id)")
+        }
+        var seen = 0
+        table.forEachObject { object in
+            seen += 1
+            #expect(expected[(object as? Box)?.id ?? -1] === object, "\(context): a stray object")
+        }
+        #expect(seen == expected.count, "\(context)")
+    }
+
+    func pointer(_ box: Box) -> UnsafeRawPointer {
+        UnsafeRawPointer(Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    @Test("Random sets and removes agree with a dictionary")
+    func randomOperations() {
+        let seed = TestSeed("RowTableTests.random", filter: "RowTableTests")
+        var random = seed.generator()
+        for round in 0..<20 {
+            var table = RowTable()
+            var expected: [Int64: Box] = [:]
+            var boxes: [Box] = []
+            // Small ranges make collisions, repeats and removals of present ids frequent; the
+            // negative and extreme ids are record ids a hostile store may hold.
+            let range: ClosedRange<Int64> = [0...40, -20...20, 0...5_000, Int64.max - 50...Int64.max][
+                round % 4]
+            for step in 0..<2_000 {
+                let id = Int64.random(in: range, using: &random)
+                if Bool.random(using: &random) || expected.isEmpty {
+                    let box = Box(id)
+                    boxes.append(box)
+                    table.set(id, pointer(box))
+                    expected[id] = box
+                } else {
+                    let removed = table.remove(id, ifPointer: nil)
+                    #expect(removed === expected[id], "round \(round) step \(step), \(seed)")
+                    expected[id] = nil
+                }
+                if step % 250 == 0 { check(table, expected, "round \(round) step \(step), \(seed)") }
+            }
+            check(table, expected, "round \(round), \(seed)")
+            // Emptied in random order.
+            for id in expected.keys.shuffled(using: &random) {
+                #expect(table.remove(id, ifPointer: nil) === expected[id])
+                expected[id] = nil
+            }
+            check(table, expected, "round \(round) emptied, \(seed)")
+        }
+    }
+
+    @Test("Ids that share a home slot, removed from the front, middle and back of their run")
+    func collisions() {
+        // Twelve entries make a table of 32 slots: ids whose search starts at slot 30, so that
+        // their run wraps around the end of the table, mixed with ids of the slots after it.
+        let shared = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31) == 30 }.prefix(8)
+        let next = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31) == 0 }.prefix(4)
+        let ids = Array(shared) + Array(next)
+        for removedAt in ids.indices {
+            var table = RowTable()
+            let boxes = ids.map(Box.init)
+            for box in boxes { table.set(box.id, pointer(box)) }
+            var expected = Dictionary(uniqueKeysWithValues: boxes.map { ($0.id, $0) })
+            #expect(table.remove(ids[removedAt], ifPointer: nil) === boxes[removedAt])
+            expected[ids[removedAt]] = nil
+            check(table, expected, "removed \(removedAt)")
+        }
+    }
+
+    @Test("A removal for another object leaves the entry")
+    func removeIfPointer() {
+        var table = RowTable()
+        let first = Box(7)
+        let second = Box(7)
+        table.set(7, pointer(first))
+        #expect(table.remove(7, ifPointer: pointer(second)) == nil)
+        #expect(table.object(7) === first)
+        table.set(7, pointer(second))
+        #expect(table.count == 1)
+        #expect(table.remove(7, ifPointer: pointer(second)) === second)
+        #expect(table.object(7) == nil)
+        #expect(table.count == 0)
+    }
+}
