@@ -63,20 +63,25 @@ public struct Attribute<Value> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
-        @inlinable get {
-            let wrapper = instance[keyPath: storageKeyPath]
-            // The common case: a registered model whose property is loaded.
-            if let owner = wrapper.owner, !owner.isMarker {
+        // Inlined into each property's accessors, where the key paths are literals that the
+        // optimizer turns into direct field accesses (a key path applied at run time costs about
+        // a thousand instructions).
+        @inlinable @inline(__always) get {
+            // The common case: a model with a backing whose property is loaded.
+            if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
-                if !backing.needsLoading(wrapper.index) {
-                    backing.access(instance, keyPath: wrappedKeyPath, index: wrapper.index)
-                    return wrapper.value
+                let index = instance[keyPath: storageKeyPath].index
+                if !backing.needsLoading(index) {
+                    backing.access(instance, keyPath: wrappedKeyPath, index: index)
+                    return instance[keyPath: storageKeyPath].value
                 }
             }
             return slowRead(instance, wrappedKeyPath, storageKeyPath)
         }
-        @inlinable set {
-            if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
+        @inlinable @inline(__always) set {
+            // A new model's first write makes its backing (which numbers every wrapper).
+            let owner = instance[keyPath: storageKeyPath].owner ?? ModelBacking.of(instance)
+            if !owner.isMarker {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 let index = instance[keyPath: storageKeyPath].index
                 if !backing.needsLoading(index) {

@@ -123,6 +123,7 @@ final class ModelBacking: PropertyOwner {
     }
 
     /// The backing of `object`, made (with a new global id) on first use.
+    @usableFromInline
     static func of(_ object: AnyObject) -> ModelBacking {
         // Known types skip the conformance cast, which costs more than the lookup.
         let metadata: ModelMetadata

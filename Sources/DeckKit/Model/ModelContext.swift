@@ -61,6 +61,8 @@ public final class ModelContext {
     /// The row layouts of the entities fetched so far.
     @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
     @exclusivity(unchecked) private var lastLayout: RowLayout?
+    /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
+    private var uniqueness: [ObjectIdentifier: Bool] = [:]
     /// Models with unsaved changes, strongly held until saved or rolled back.
     private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
     private var insertionOrder: [ObjectIdentifier] = []
@@ -377,23 +379,28 @@ public final class ModelContext {
             result.fromFiles.append((object, accessor))
             return .file(url)
         }
-        // Where each model attribute goes in a positional insert, by entity.
-        var positions: [ObjectIdentifier: (count: Int, of: [Int])] = [:]
+        // Where each model attribute goes in a positional insert, by entity (nil: the named way),
+        // and the values of the last one, whose array the next insert of the entity reuses (the
+        // positions no model attribute fills stay nil: the document's default).
+        var positions: [ObjectIdentifier: [Int]?] = [:]
+        var lastPositional: (metadata: ModelMetadata, of: [Int])?
+        var given: [Value?] = []
         func positionalInsert(_ object: AnyObject, _ backing: ModelBacking) throws(DeckError) -> Int64? {
             let metadata = backing.metadata
-            guard !hasUniqueness(metadata) else { return nil }
-            let key = ObjectIdentifier(metadata)
-            if positions[key] == nil {
-                let order = try transaction.attributeOrder(of: metadata.entityName)
-                let position = Dictionary(
-                    order.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-                let of = metadata.attributes.map { position[$0.0.name] ?? -1 }
-                // A model attribute the store lacks goes the named way, which reports it.
-                guard !of.contains(-1) else { return nil }
-                positions[key] = (order.count, of)
+            let of: [Int]
+            if let last = lastPositional, last.metadata === metadata {
+                of = last.of
+            } else {
+                let key = ObjectIdentifier(metadata)
+                if positions[key] == nil {
+                    positions[key] = .some(try positionalOrder(metadata, in: transaction))
+                }
+                guard let found = positions[key] ?? nil else { return nil }
+                of = found
+                lastPositional = (metadata, found)
+                given = [Value?](
+                    repeating: nil, count: try transaction.attributeOrder(of: metadata.entityName).count)
             }
-            guard let (count, of) = positions[key] else { return nil }
-            var given = [Value?](repeating: nil, count: count)
             for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
                 if let value = fileValue(object, backing, accessor) {
                     given[of[k]] = value
@@ -508,12 +515,31 @@ public final class ModelContext {
         return result
     }
 
+    /// Where each of the model's attributes goes in a positional insert of its entity (its index
+    /// in the store's attribute order), or nil when the insert goes the named way: an entity with
+    /// unique values (an upsert), or a model attribute the store lacks (which the named way
+    /// reports).
+    private func positionalOrder(_ metadata: ModelMetadata, in transaction: StoreTransaction)
+        throws(DeckError)
+        -> [Int]?
+    {
+        guard !hasUniqueness(metadata) else { return nil }
+        let order = try transaction.attributeOrder(of: metadata.entityName)
+        let position = Dictionary(
+            order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let of = metadata.attributes.map { position[$0.accessor.name] ?? -1 }
+        return of.contains(-1) ? nil : of
+    }
+
     /// Whether records of `metadata`'s entity have unique values, by the document's rules (which a
     /// later version of the app may have added to).
     private func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
-        store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
+        if let known = uniqueness[ObjectIdentifier(metadata)] { return known }
+        let found = store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
             !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
         }
+        uniqueness[ObjectIdentifier(metadata)] = found
+        return found
     }
 
     /// Brings the models in step with a committed save.

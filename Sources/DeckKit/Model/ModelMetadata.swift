@@ -61,11 +61,45 @@ final class ModelMetadata: @unchecked Sendable {
 
     private static let cache = Locked<[ObjectIdentifier: ModelMetadata]>([:])
 
-    /// The metadata of `type`, discovered on first use.
-    /// The metadata of `type` if it was discovered already: one lookup, no cast.
+    /// The metadata of `type` if it was discovered already: no cast, and (for the type the
+    /// thread asked for last) no lock.
     static func known(_ type: AnyObject.Type) -> ModelMetadata? {
         let key = ObjectIdentifier(type)
-        return cache.withLock { $0[key] }
+        let last = LastMetadata.current()
+        if last.pointee.type == key, let metadata = last.pointee.metadata {
+            // Metadata lives as long as the process: an unretained reference is safe.
+            return metadata.takeUnretainedValue()
+        }
+        guard let found = cache.withLock({ $0[key] }) else { return nil }
+        last.pointee = LastMetadata(type: key, metadata: Unmanaged.passUnretained(found))
+        return found
+    }
+
+    /// The last type a thread looked up, and its metadata: most lookups ask for the type asked
+    /// for just before (a fetch, an insert loop), and a thread-specific value is cheaper than
+    /// the cache's lock.
+    private struct LastMetadata {
+        var type: ObjectIdentifier?
+        var metadata: Unmanaged<ModelMetadata>?
+
+        static func current() -> UnsafeMutablePointer<LastMetadata> {
+            if let value = pthread_getspecific(key) {
+                return value.assumingMemoryBound(to: LastMetadata.self)
+            }
+            let cell = UnsafeMutablePointer<LastMetadata>.allocate(capacity: 1)
+            cell.initialize(to: LastMetadata())
+            pthread_setspecific(key, cell)
+            return cell
+        }
+
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { value in
+                value?.assumingMemoryBound(to: LastMetadata.self).deallocate()
+            }
+            precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific keys left")
+            return key
+        }()
     }
 
     static func of(_ type: any PersistentModel.Type) -> ModelMetadata {

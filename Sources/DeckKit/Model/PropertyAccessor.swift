@@ -96,8 +96,26 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
 
     /// The store value of the property in `object`.
     func storeValue(in object: AnyObject) throws(DeckError) -> Value {
-        guard let codec else { throw DeckError.invalidSchema("\(name): Deck cannot store a \(V.self)") }
-        return try codec.write(UnsafeRawPointer(field(valueFieldOffset, in: object)))
+        let field = UnsafeRawPointer(field(valueFieldOffset, in: object))
+        // The common types directly (what their codecs give), the others through the codec.
+        switch cellKind {
+        case .string: return .string(field.assumingMemoryBound(to: String.self).pointee)
+        case .optionalString:
+            return field.assumingMemoryBound(to: String?.self).pointee.map(Value.string) ?? .null
+        case .int: return .integer(Int64(field.assumingMemoryBound(to: Int.self).pointee))
+        case .optionalInt:
+            return field.assumingMemoryBound(to: Int?.self).pointee.map { .integer(Int64($0)) } ?? .null
+        case .double: return .double(field.assumingMemoryBound(to: Double.self).pointee)
+        case .optionalDouble:
+            return field.assumingMemoryBound(to: Double?.self).pointee.map(Value.double) ?? .null
+        case .date: return .date(field.assumingMemoryBound(to: Date.self).pointee)
+        case .optionalDate: return field.assumingMemoryBound(to: Date?.self).pointee.map(Value.date) ?? .null
+        case .bool: return .bool(field.assumingMemoryBound(to: Bool.self).pointee)
+        case .optionalBool: return field.assumingMemoryBound(to: Bool?.self).pointee.map(Value.bool) ?? .null
+        case .other:
+            guard let codec else { throw DeckError.invalidSchema("\(name): Deck cannot store a \(V.self)") }
+            return try codec.write(field)
+        }
     }
 
     /// Sets the property in `object` from a cell; false when the cell does not hold a `V`.

@@ -92,19 +92,32 @@ extension StoreConnection {
                 insertStatements[mapping.name] = statement
             }
             lastInsert = (mapping, statement)
-            var arguments: [SQLValue] = []
-            arguments.reserveCapacity(mapping.attributes.count + 1)
-            arguments.append(globalID.map { .blob(GlobalID.bytes($0)) } ?? .null)
-            for (index, attribute) in mapping.attributes.enumerated() {
-                let value = given[index] ?? attribute.initialValue()
-                if value.isNull && !attribute.isOptional {
+            // Bound one by one, straight from the values: no array of arguments, no copy of the
+            // attributes (an insert is on the path of every record a save writes).
+            statement.rewind()
+            try statement.bind(globalID: globalID, at: 1)
+            for (index, (type, isOptional)) in mapping.attributeTypes.enumerated() {
+                let value = given[index] ?? mapping.attributes[index].initialValue()
+                if value.isNull && !isOptional {
                     throw DeckError.invalidValue(
-                        entity: mapping.name, property: attribute.name,
+                        entity: mapping.name, property: mapping.attributes[index].name,
                         reason: "a value is required (the attribute is not optional)")
                 }
-                arguments.append(try store(value, for: attribute, of: mapping))
+                let cell: SQLValue
+                if type == .data {
+                    cell = try store(value, for: mapping.attributes[index], of: mapping)
+                } else {
+                    do throws(ValueError) {
+                        cell = try value.sqlValue(for: type, isOptional: isOptional)
+                    } catch {
+                        throw DeckError.invalidValue(
+                            entity: mapping.name, property: mapping.attributes[index].name,
+                            reason: error.description)
+                    }
+                }
+                try statement.bind(cell, at: index + 2)
             }
-            try statement.run(arguments)
+            try statement.runBound()
             let id = database.lastInsertRowID
             changes.inserted(mapping.name, id)
             if relationshipValues > 0 { try setRelationships(values, of: mapping, id: id) }
@@ -241,11 +254,16 @@ extension StoreConnection {
     /// Encodes a value for its column, writing blob files for large external data.
     private func store(_ value: Value, for attribute: Attribute, of mapping: EntityMapping) throws -> SQLValue
     {
+        guard attribute.type == .data else {
+            do {
+                return try value.sqlValue(for: attribute.type, isOptional: attribute.isOptional)
+            } catch {
+                throw DeckError.invalidValue(
+                    entity: mapping.name, property: attribute.name, reason: error.description)
+            }
+        }
         func invalid(_ reason: String) -> DeckError {
             DeckError.invalidValue(entity: mapping.name, property: attribute.name, reason: reason)
-        }
-        guard attribute.type == .data else {
-            do { return try value.sqlValue(for: attribute) } catch { throw invalid(error.description) }
         }
         let external = attribute.options.contains(.externalStorage)
         let threshold = attribute.effectiveExternalThreshold

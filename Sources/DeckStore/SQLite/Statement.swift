@@ -40,6 +40,11 @@ package final class Statement {
         sqlite3_clear_bindings(handle)
     }
 
+    /// Resets the statement, keeping its bindings: for a caller that binds every parameter next.
+    package func rewind() {
+        sqlite3_reset(handle)
+    }
+
     /// Binds `values` to parameters 1…n, after resetting the statement. Parameters beyond
     /// `values.count` are cleared.
     package func bind(_ values: [SQLValue]) throws(SQLiteError) {
@@ -96,8 +101,22 @@ package final class Statement {
     /// Runs the statement to completion with `values` bound, ignoring any rows.
     package func run(_ values: [SQLValue] = []) throws(SQLiteError) {
         try bind(values)
+        try runBound()
+    }
+
+    /// Runs the statement with the values bound already (to every parameter), to its end.
+    package func runBound() throws(SQLiteError) {
         while try step() {}
         sqlite3_reset(handle)
+    }
+
+    /// Binds a global id's 16 bytes (or null) to the 1-based parameter `index`.
+    package func bind(globalID: UUID?, at index: Int) throws(SQLiteError) {
+        guard let globalID else { return try bind(.null, at: index) }
+        let code = withUnsafeBytes(of: globalID.uuid) { bytes in
+            sqlite3_bind_blob64(handle, Int32(index), bytes.baseAddress, 16, deck_sqlite_transient())
+        }
+        guard code == SQLITE_OK else { throw database.error(code, sql: sql) }
     }
 
     /// The value of column `index` of the current row.

@@ -47,6 +47,9 @@ final class EntityMapping: Sendable {
     let family: [String]
     /// Attributes, inherited first.
     let attributes: [Attribute]
+    /// Each attribute's type and whether it may be null: what an insert needs of an attribute that
+    /// is not data, without copying the attribute.
+    let attributeTypes: [(type: AttributeType, isOptional: Bool)]
     /// Relationships, inherited first, with their storage.
     let relationships: [(relationship: Relationship, storage: RelationshipStorage)]
     /// For each of ``relationships``, the entity that declares it (this one or an ancestor).
@@ -62,6 +65,7 @@ final class EntityMapping: Sendable {
         self.table = table
         self.family = family
         self.attributes = attributes
+        self.attributeTypes = attributes.map { ($0.type, $0.isOptional) }
         self.relationships = relationships
         self.declarers = declarers
         var attributePositions: [String: Int] = [:]

@@ -245,13 +245,20 @@ extension Value {
     /// beyond their limits, invalid JSON, relative URLs). External data is handled by the caller;
     /// here `.data` is always inline.
     func sqlValue(for attribute: Attribute) throws(ValueError) -> SQLValue {
+        try sqlValue(for: attribute.type, isOptional: attribute.isOptional)
+    }
+
+    /// The SQL value that stores this value in a column of attribute type `type` (which may
+    /// hold null when `isOptional`): the attribute's two properties that decide it, taken apart so
+    /// that a caller on an insert's path copies no attribute.
+    func sqlValue(for type: AttributeType, isOptional: Bool) throws(ValueError) -> SQLValue {
         func mismatch() -> ValueError {
             ValueError(
-                text: description, type: attribute.type,
-                expected: "\(attribute.type.article) \(attribute.type.rawValue) value, not \(kindName)")
+                text: description, type: type,
+                expected: "\(type.article) \(type.rawValue) value, not \(kindName)")
         }
         func refuse(_ text: String, _ expected: String) -> ValueError {
-            ValueError(text: text, type: attribute.type, expected: expected)
+            ValueError(text: text, type: type, expected: expected)
         }
         func finite(_ v: Double) throws(ValueError) -> SQLValue {
             // NaN would read back as null, and JSON has no infinities. -0.0 is stored as 0.0:
@@ -268,7 +275,7 @@ extension Value {
             }
             return .real(seconds == 0 ? 0 : seconds)
         }
-        switch (self, attribute.type) {
+        switch (self, type) {
         case (.null, _): return .null
         case (.string(let v), .string): return .text(v)
         case (.integer(let v), .integer): return .integer(v)
@@ -311,7 +318,7 @@ extension Value {
                 throw refuse(v, "one JSON value (\(error))")
             }
             if JSONText.isNull(v) {
-                guard attribute.isOptional else {
+                guard isOptional else {
                     throw refuse(
                         v,
                         "a JSON value other than null (JSON null is stored as no value, and the attribute is not optional)"
@@ -320,8 +327,8 @@ extension Value {
                 return .null
             }
             return .text(v)
-        case (.string(let v), _) where attribute.type != .data:
-            return try Value(parsing: v, as: attribute.type).sqlValue(for: attribute)
+        case (.string(let v), _) where type != .data:
+            return try Value(parsing: v, as: type).sqlValue(for: type, isOptional: isOptional)
         default: throw mismatch()
         }
     }

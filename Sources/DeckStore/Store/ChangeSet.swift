@@ -33,14 +33,19 @@ public struct ChangeSet: Sendable, Hashable {
 
 /// Collects the changes of the writer's open transaction as the record operations make them.
 ///
-/// The operations of the change under way are journaled and applied to ``set`` only when the
-/// change succeeds (``keep()``), or dropped when it fails (``drop()``): undoing a failed change
-/// costs nothing, and no change ever copies the transaction's whole set (a copy per insert made
-/// a 100k-row transaction quadratic).
+/// The operations are journaled as they happen. A change that fails drops its part of the
+/// journal (``drop(to:)``); one that succeeds (``keep()``) only moves the mark of what is kept,
+/// and the kept operations are applied to the set, in order, when the set is read: undoing a
+/// failed change costs nothing, keeping one costs nothing, and no change ever copies the
+/// transaction's whole set (a copy per insert made a 100k-row transaction quadratic). Applying
+/// takes one dictionary lookup per run of operations of one kind on one entity.
 struct ChangeRecorder {
-    private(set) var set = ChangeSet()
+    private var applied = ChangeSet()
     private enum Kind { case inserted, updated, deleted }
     private var journal: [(kind: Kind, entity: String, id: Int64)] = []
+    /// The operations before this index succeeded; those before `appliedCount` are in `applied`.
+    private var keptCount = 0
+    private var appliedCount = 0
 
     mutating func inserted(_ entity: String, _ id: Int64) { journal.append((.inserted, entity, id)) }
     mutating func updated(_ entity: String, _ id: Int64) { journal.append((.updated, entity, id)) }
@@ -49,34 +54,59 @@ struct ChangeRecorder {
     /// Where the journal stands: a change nested in another undoes back to here when it fails.
     var mark: Int { journal.count }
 
-    /// The outermost change under way succeeded: its operations join the set, in order.
-    mutating func keep() {
-        for (kind, entity, id) in journal {
-            switch kind {
-            case .inserted: set.inserted[entity, default: []].insert(id)
-            case .updated: applyUpdate(entity, id)
-            case .deleted: applyDelete(entity, id)
-            }
-        }
-        journal.removeAll(keepingCapacity: true)
-    }
+    /// The outermost change under way succeeded: its operations are kept.
+    mutating func keep() { keptCount = journal.count }
 
     /// The change begun at `mark` failed: its operations are forgotten (an enclosing change's
     /// stay, for it may still succeed).
-    mutating func drop(to mark: Int) { journal.removeSubrange(mark...) }
+    mutating func drop(to mark: Int) { journal.removeSubrange(max(mark, keptCount)...) }
+
+    /// What the kept operations changed.
+    var set: ChangeSet {
+        mutating get {
+            applyKept()
+            return applied
+        }
+    }
+
+    private mutating func applyKept() {
+        var index = appliedCount
+        while index < keptCount {
+            let (kind, entity) = (journal[index].kind, journal[index].entity)
+            var end = index + 1
+            while end < keptCount, journal[end].kind == kind, journal[end].entity == entity { end += 1 }
+            switch kind {
+            case .inserted:
+                Self.modify(&applied.inserted[entity, default: []]) { ids in
+                    for position in index..<end { ids.insert(journal[position].id) }
+                }
+            case .updated:
+                for position in index..<end { applyUpdate(entity, journal[position].id) }
+            case .deleted:
+                for position in index..<end { applyDelete(entity, journal[position].id) }
+            }
+            index = end
+        }
+        appliedCount = keptCount
+    }
+
+    /// Runs `body` on `value` in place (one lookup for a dictionary's value).
+    private static func modify<T>(_ value: inout T, _ body: (inout T) -> Void) { body(&value) }
 
     private mutating func applyUpdate(_ entity: String, _ id: Int64) {
-        if set.inserted[entity]?.contains(id) == true || set.deleted[entity]?.contains(id) == true { return }
-        set.updated[entity, default: []].insert(id)
+        if applied.inserted[entity]?.contains(id) == true || applied.deleted[entity]?.contains(id) == true {
+            return
+        }
+        applied.updated[entity, default: []].insert(id)
     }
 
     private mutating func applyDelete(_ entity: String, _ id: Int64) {
-        set.updated[entity]?.remove(id)
-        if set.updated[entity]?.isEmpty == true { set.updated[entity] = nil }
-        if set.inserted[entity]?.remove(id) != nil {
-            if set.inserted[entity]?.isEmpty == true { set.inserted[entity] = nil }
+        applied.updated[entity]?.remove(id)
+        if applied.updated[entity]?.isEmpty == true { applied.updated[entity] = nil }
+        if applied.inserted[entity]?.remove(id) != nil {
+            if applied.inserted[entity]?.isEmpty == true { applied.inserted[entity] = nil }
             return
         }
-        set.deleted[entity, default: []].insert(id)
+        applied.deleted[entity, default: []].insert(id)
     }
 }
