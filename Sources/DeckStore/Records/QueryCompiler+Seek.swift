@@ -8,14 +8,17 @@ import Foundation
 /// The order is `ORDER BY t1 [ASC|DESC], …, tn [ASC|DESC], r._pk ASC`; SQLite sorts each term by
 /// its storage class first (null, then numbers, then texts, then blobs) and then by value (numbers
 /// as numbers, texts by their bytes: no column has another collation), so null comes first in
-/// ascending order and last in descending order. The condition says the same with SQL's own
-/// comparisons, which agree with that order when both sides have the same storage class (the
-/// position holds the values the statement sorted by, and a column holds one class) and null is
-/// tested apart: for each term, "after" (`t > v`, or `t < v OR t IS NULL` descending; after a null,
-/// any value ascending and nothing descending) and "same" (`t = v`, or `t IS NULL`), and rows
-/// after the position are those after it in the first term, or the same in it and after it in
-/// the rest. Written as a balanced tree — after(first half) OR (same(first half) AND after(second
-/// half)) — so that 129 terms (64 keys with a folding, and the record id) nest 8 levels deep.
+/// ascending order and last in descending order. SQL's comparisons order values the same way,
+/// classes included, unless affinity converts a side (a text meeting a column of numeric
+/// affinity, a number one of TEXT affinity); that cannot happen here, for the position's value of
+/// a term is what the statement gave that term, and a column holds values of its own class (the
+/// tables are STRICT). Null is tested apart. For each term, "after" is `t > v`, or descending
+/// `t < v OR t IS NULL` (after a null, any value ascending and nothing descending), and "same" is
+/// `t = v`, or `t IS NULL`; the rows after the position are those after it in the first term, or
+/// the same in it and after it in the rest. Written as a balanced tree — after(first half) OR
+/// (same(first half) AND after(second half)) — so that 129 terms (64 keys with a folding, and the
+/// record id) nest 8 levels deep; past the parser's budget the condition becomes a common table
+/// expression, like any other.
 extension QueryCompiler {
     /// One term of a query's order, compiled.
     struct OrderTerm {
@@ -140,11 +143,11 @@ extension QueryCompiler {
         let term = place.term
         guard let value = value(place.key) else {
             // After a null ascending comes everything not null; descending, only nulls.
-            return term.ascending ? .constant(true) : .sql(isNull(term, bare: true))
+            return term.ascending ? .constant(true) : .sql(isNull(term))
         }
-        if term.ascending { return .sql(compare(term, ">=", value, bare: true)) }
+        if term.ascending { return .sql(compare(term, ">=", value)) }
         // Descending, nulls come last: a bound on the values alone holds only where there are none.
-        return term.isNeverNull ? .sql(compare(term, "<=", value, bare: true)) : .constant(true)
+        return term.isNeverNull ? .sql(compare(term, "<=", value)) : .constant(true)
     }
 
     /// A position's value of a term as SQL, nil for null.
@@ -159,29 +162,16 @@ extension QueryCompiler {
     }
 
     /// `term op value`.
-    private static func compare(_ term: OrderTerm, _ op: String, _ value: Compiled, bare: Bool = false)
-        -> Compiled
-    {
+    private static func compare(_ term: OrderTerm, _ op: String, _ value: Compiled) -> Compiled {
         Compiled(
-            sql: "\(operand(term, bare: bare)) \(op) \(value.sql)",
-            arguments: term.arguments + value.arguments,
+            sql: "\(term.sql) \(op) \(value.sql)", arguments: term.arguments + value.arguments,
             joins: term.joins)
     }
 
     /// `term IS [NOT] NULL`.
-    private static func isNull(_ term: OrderTerm, negated: Bool = false, bare: Bool = false) -> Compiled {
+    private static func isNull(_ term: OrderTerm, negated: Bool = false) -> Compiled {
         Compiled(
-            sql: "\(operand(term, bare: bare)) IS \(negated ? "NOT " : "")NULL", arguments: term.arguments,
-            joins: term.joins)
-    }
-
-    /// The term as the condition uses it: under a unary `+`, which changes no value and only the
-    /// affinity of a column (which cannot matter: the position's value has the storage class of
-    /// the term's values) but keeps SQLite from reading the condition's disjunctions through an
-    /// index one by one and sorting all that they find; the bound is what an index serves. The
-    /// record id stays bare: it is the table's key, and ends the order whatever the plan.
-    private static func operand(_ term: OrderTerm, bare: Bool) -> String {
-        bare || term.sql == "r._pk" ? term.sql : "+" + term.sql
+            sql: "\(term.sql) IS \(negated ? "NOT " : "")NULL", arguments: term.arguments, joins: term.joins)
     }
 
     private static func and(_ parts: [SeekCondition]) -> SeekCondition {
