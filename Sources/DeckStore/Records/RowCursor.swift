@@ -47,9 +47,10 @@ package final class RowCursor {
                 continue
             }
             // The bytes as stored: a text that is not valid UTF-8 would not survive a String.
+            // (The text first, then its length: SQLite's documented order.)
+            let start = sqlite3_column_text(statement.handle, Int32(column))
             let count = Int(sqlite3_column_bytes(statement.handle, Int32(column)))
-            let bytes = UnsafeRawBufferPointer(
-                start: sqlite3_column_text(statement.handle, Int32(column)), count: count)
+            let bytes = UnsafeRawBufferPointer(start: start, count: count)
             if let text = String(validating: bytes, as: UTF8.self) {
                 keys.append(.value(.text(text)))
             } else {
