@@ -8,36 +8,85 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        try fetch(descriptor, afterRecord: nil).models
+        try fetch(descriptor, after: nil, readsEnd: false).models
     }
 
-    /// The models of `descriptor`, only those after record `afterRecord` in record id order when
-    /// it is given (for a descriptor without sort descriptors, whose order that is), and the
-    /// record id of the last row read.
-    private func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, afterRecord: Int64?)
-        throws(DeckError) -> (models: [T], lastRecord: Int64?)
+    /// Where a batch of an enumeration ended: the position of its last row in the order and, when
+    /// that row was an unsaved model, the model and the models of its hierarchy inserted before it
+    /// (see ``recordID(after:rowID:)``).
+    private struct BatchEnd {
+        var position: RecordQuery.Position
+        var unsaved: (model: AnyObject, insertedBefore: [AnyObject])?
+    }
+
+    /// The models of `descriptor`, only those after `after` in its order when it is given; the
+    /// number of rows read (models of other types among them: a record the models of this context
+    /// know only by an ancestor of `T`); and, with `readsEnd` and as many rows as the
+    /// descriptor's limit, where they ended.
+    private func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, after: BatchEnd?, readsEnd: Bool)
+        throws(DeckError) -> (models: [T], rows: Int, end: BatchEnd?)
     {
         var models: [T] = []
-        var lastRecord: Int64?
+        var rows = 0
+        var end: BatchEnd?
         if let limit = descriptor.fetchLimit { models.reserveCapacity(min(limit, 100_000)) }
         let build = queryBuilder(for: descriptor)
         let query: QueryBuilder = { rowID, reader throws(DeckError) in
             var query = try build(rowID, reader)
-            if let afterRecord {
-                let after = QueryExpression.compare(.recordID, .greater, .value(.integer(afterRecord)))
-                query.where = query.where.map { .and([$0, after]) } ?? after
+            if let after {
+                var position = after.position
+                position.recordID = self.recordID(after: after, rowID: rowID)
+                query.after = position
             }
+            query.readsPositions = readsEnd
             return query
         }
         try withRows(includingChanges: descriptor.includePendingChanges, query: query) {
             cursor, temporary throws(DeckError) in
-            lastRecord = cursor.id
+            rows += 1
+            if readsEnd, rows == descriptor.fetchLimit, let position = cursor.position {
+                end = BatchEnd(position: position)
+                if let model = temporary[cursor.id] {
+                    let root = ModelBacking.of(model).metadata.rootKey
+                    var before: [AnyObject] = []
+                    for object in insertedObjects where ModelBacking.of(object).metadata.rootKey == root {
+                        if object === model { break }
+                        before.append(object)
+                    }
+                    end?.unsaved = (model, before)
+                }
+            }
             if let model = try instance(at: cursor, temporary: temporary) as? T { models.append(model) }
         }
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
         }
-        return (models, lastRecord)
+        return (models, rows, end)
+    }
+
+    /// The record id that stands for where a batch ended, in the store (or transaction) where
+    /// `rowID` gives the models' ids. A saved record keeps its id. An unsaved model gets one in
+    /// each transaction that holds the unsaved changes, after every saved record, in the order
+    /// the models were inserted; so its id can change from one batch to the next (models inserted
+    /// before it deleted, or saved), but not its place among the others: it is its id now, or, when
+    /// it is gone, that of the last model inserted before it still there, or else the id before
+    /// that of the first inserted after it.
+    private func recordID(after end: BatchEnd, rowID: (AnyObject) -> Int64?) -> Int64 {
+        guard let (model, insertedBefore) = end.unsaved else { return end.position.recordID }
+        if let id = rowID(model) { return id }
+        for object in insertedBefore.reversed() {
+            if let id = rowID(object) { return id }
+        }
+        // Held by `end`, none of these objects can have given its identifier to another.
+        let earlier = Set(insertedBefore.map(ObjectIdentifier.init) + [ObjectIdentifier(model)])
+        let root = ModelBacking.of(model).metadata.rootKey
+        var first: Int64?
+        for object in insertedObjects
+        where ModelBacking.of(object).metadata.rootKey == root && !earlier.contains(ObjectIdentifier(object))
+        {
+            if let id = rowID(object) { first = min(first ?? id, id) }
+        }
+        return first.map { $0 - 1 } ?? end.position.recordID
     }
 
     /// How many models `descriptor` selects (its limit and offset apply).
@@ -83,34 +132,50 @@ extension ModelContext {
         return identifiers
     }
 
-    /// Calls `block` with each model `descriptor` selects, fetching `batchSize` at a time, so that
-    /// memory stays bounded however many there are (the models of earlier batches go away unless
-    /// kept or changed).
+    /// Calls `block` with each model `descriptor` selects, in its order, fetching `batchSize` at a
+    /// time, so that memory stays bounded however many there are (the models of earlier batches go
+    /// away unless kept or changed).
+    ///
+    /// Each batch starts right after the last row of the batch before, in the descriptor's order
+    /// (its sort descriptors, then the record, which breaks ties), not at an offset, so no batch
+    /// reads again what came before it. The whole enumeration takes time linear in the number of
+    /// models without sort descriptors, or when the first one is a property of the model itself
+    /// with an index (`indexes`) — not a `Decimal`, a `String` only with the `.lexical`
+    /// comparator, and if optional, in forward order. Otherwise each batch still reads every model
+    /// after the end of the last one to find its first ones. Models the block deletes or inserts
+    /// shift nothing: every model that stays selected is met once. The descriptor's `fetchOffset`
+    /// skips models before the first batch; its `fetchLimit` bounds the models met in all.
+    ///
+    /// A batch ends where the store sorted its last row, by the values the store compared, whatever
+    /// the models hold since. A change to a sort property moves a model once the store sees it —
+    /// saved, or unsaved with ``FetchDescriptor/includePendingChanges`` (the default): a model that
+    /// then sorts after the end of the last batch is met again, and one that then sorts before it,
+    /// if not met yet, is not met. So a block that moves each model it meets further on (adding to
+    /// the property the models are sorted by) meets them again and again: save such changes after
+    /// the enumeration, turn `includePendingChanges` off, or select with a predicate that the
+    /// changed models no longer match. A model inserted meanwhile, by the block or another writer,
+    /// is met if it sorts after the current batch; unsaved models sort after the saved ones whose
+    /// sort values they share.
     public func enumerate<T: PersistentModel>(
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, block: (T) throws -> Void
     ) throws {
         guard batchSize > 0 else { throw DeckError.misuse("enumerate: the batch size must be positive") }
-        // Without sort descriptors the order is the records' ids, so each batch starts after the
-        // last record of the one before: no batch rereads what came before it (an offset would,
-        // making the whole enumeration quadratic), and records the block deletes shift nothing.
-        let byRecord = descriptor.sortBy.isEmpty
-        var offset = descriptor.fetchOffset ?? 0
+        if let limit = descriptor.fetchLimit, limit < 0 {
+            throw DeckError.misuse("fetchLimit must not be negative")
+        }
         var remaining = descriptor.fetchLimit ?? Int.max
-        var after: Int64?
+        var batch = descriptor
+        var end: BatchEnd?
         while remaining > 0 {
-            var batch = descriptor
-            batch.fetchOffset = offset
-            batch.fetchLimit = min(batchSize, remaining)
-            let (models, last) = try fetch(batch, afterRecord: after)
-            for model in models { try block(model) }
-            if models.count < batch.fetchLimit! { break }
-            remaining -= models.count
-            if byRecord {
-                offset = 0
-                after = last
-            } else {
-                offset += models.count
-            }
+            let limit = min(batchSize, remaining)
+            batch.fetchLimit = limit
+            let fetched = try fetch(batch, after: end, readsEnd: true)
+            for model in fetched.models { try block(model) }
+            guard fetched.rows == limit, let last = fetched.end else { break }
+            remaining -= limit
+            // The offset skipped rows before the first batch; the next starts after this one's end.
+            batch.fetchOffset = nil
+            end = last
         }
     }
 

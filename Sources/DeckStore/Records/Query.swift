@@ -53,6 +53,13 @@ public struct RecordQuery: Sendable, Hashable {
     public var offset: Int
     /// Whether records of subentities are included (true, as in SwiftData).
     public var includesSubentities: Bool
+    /// Only the records after this position in the query's order (keyset paging): a query that
+    /// continues where an earlier page of the same query ended, whatever was inserted or deleted
+    /// before that point since. The offset, if any, counts from there.
+    package var after: Position? = nil
+    /// Whether the query's cursors give each row's position (``RowCursor/position``), for a later
+    /// page to continue ``after``.
+    package var readsPositions = false
 
     /// A query of `entity`'s records that satisfy `condition` (all when nil).
     public init(
@@ -65,6 +72,35 @@ public struct RecordQuery: Sendable, Hashable {
         self.limit = limit
         self.offset = offset
         self.includesSubentities = includesSubentities
+    }
+}
+
+extension RecordQuery {
+    /// Where a row stands in a query's order: the values the store sorted it by — one per term of
+    /// the order, which is each sort key's value, preceded by its folded form for a key with a text
+    /// folding — and its record id, the order's last tie-break. Read from the row by the statement
+    /// that sorted it (``RowCursor/position``), never recomputed: so a page that continues
+    /// ``RecordQuery/after`` it compares exactly what the order compared, even once the record has
+    /// changed or gone.
+    package struct Position: Sendable, Hashable {
+        /// One term's value.
+        package enum Key: Sendable, Hashable {
+            /// The value, of the storage class SQLite gave it.
+            case value(SQLValue)
+            /// A text that is not valid UTF-8 (only a damaged or foreign store holds one), by its
+            /// bytes, so that it compares as stored.
+            case textBytes(Data)
+        }
+
+        /// The values of the order's terms, in order.
+        package var keys: [Key]
+        /// The record id.
+        package var recordID: Int64
+
+        package init(keys: [Key], recordID: Int64) {
+            self.keys = keys
+            self.recordID = recordID
+        }
     }
 }
 

@@ -89,6 +89,10 @@ struct QueryCompiler {
 
     /// The statement `SELECT columns FROM table r … WHERE … ORDER BY … [LIMIT ? OFFSET ?]`.
     ///
+    /// With ``RecordQuery/readsPositions`` the terms of the order follow `columns` as result
+    /// columns, one each (``RowCursor/position`` reads them); with ``RecordQuery/after`` the
+    /// condition keeps only the rows after that position (`QueryCompiler+Seek.swift`).
+    ///
     /// - Parameter columns: the result columns, which may refer to the table as `r`.
     mutating func select(_ query: RecordQuery, columns: String) throws(DeckError) -> (String, [SQLValue]) {
         var conditions: [String] = []
@@ -121,18 +125,34 @@ struct QueryCompiler {
                 "the query has \(query.sort.count) sort keys; at most \(RecordQuery.Limits.sortKeys) are allowed"
             )
         }
-        var order: [String] = []
-        for key in query.sort {
-            for operand in try sortOperand(key.expression, folding: key.folding) {
-                used.formUnion(operand.joins)
-                arguments += operand.arguments
-                order.append("\(operand.sql) \(key.ascending ? "ASC" : "DESC")")
+        let terms = try orderTerms(query.sort)
+        if let position = query.after {
+            for fragment in try seek(after: position, terms: terms) {
+                conditions.append(fragment.sql)
+                arguments += fragment.arguments
+                used.formUnion(fragment.joins)
             }
         }
+        var order: [String] = []
+        for term in terms {
+            used.formUnion(term.joins)
+            arguments += term.arguments
+            order.append("\(term.sql) \(term.ascending ? "ASC" : "DESC")")
+        }
         order.append("r._pk ASC")
+        var resultColumns = columns
+        var columnArguments: [SQLValue] = []
+        if query.readsPositions {
+            // Identical to the ORDER BY terms, so SQLite computes each once (a term with parameters
+            // excepted: each `?` is a parameter of its own).
+            for term in terms {
+                resultColumns += ", " + term.sql
+                columnArguments += term.arguments
+            }
+        }
         var sql = ""
         if !commonTables.isEmpty { sql += "WITH " + commonTables.joined(separator: ",\n") + "\n" }
-        sql += "SELECT \(columns) FROM \(quote(entity.table)) r" + joinClauses(used)
+        sql += "SELECT \(resultColumns) FROM \(quote(entity.table)) r" + joinClauses(used)
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY " + order.joined(separator: ", ")
         if query.limit != nil || query.offset > 0 {
@@ -141,7 +161,7 @@ struct QueryCompiler {
         }
         // Parameters are plain `?`s, bound in the order they appear: SQLite looks numbered ones up
         // in a list, which takes time quadratic in their number.
-        return (sql, commonTableArguments + arguments)
+        return (sql, commonTableArguments + columnArguments + arguments)
     }
 
     /// The id of `_id = id`, the condition of `record(_:id:)`, which needs no
@@ -298,7 +318,7 @@ struct QueryCompiler {
 
     /// Moves `fragment` into a common table expression of the ids it matches, and returns the
     /// condition that tests for them.
-    private mutating func hoist(_ fragment: Fragment) -> Fragment {
+    mutating func hoist(_ fragment: Fragment) -> Fragment {
         let name = "deck_filter\(commonTables.count + 1)"
         commonTables.append(
             "\(name)(id) AS (SELECT r._pk FROM \(quote(entity.table)) r\(joinClauses(fragment.joins)) "
@@ -311,10 +331,15 @@ struct QueryCompiler {
     /// SQL for one condition of the top level, with its cost estimated from its text.
     private mutating func topLevelCondition(_ condition: QueryExpression) throws(DeckError) -> Fragment {
         let compiled = try self.condition(condition, level: 0)
-        // Names are validated identifiers and values are parameters: every parenthesis is SQL's.
-        // Measured with SQLite 3.40, a comparison takes about 3 parser-stack entries, each level of
-        // parentheses (a function call) up to 5 more and a subquery 6 more again; the estimate
-        // errs on the high side. (The depth limit keeps one condition well within the budget.)
+        // (The depth limit keeps one condition well within the budget.)
+        return Self.measured(compiled)
+    }
+
+    /// `compiled` as a fragment, its cost estimated from its text. Names are validated identifiers
+    /// and values are parameters: every parenthesis is SQL's. Measured with SQLite 3.40, a
+    /// comparison takes about 3 parser-stack entries, each level of parentheses (a function call)
+    /// up to 5 more and a subquery 6 more again; the estimate errs on the high side.
+    static func measured(_ compiled: Compiled) -> Fragment {
         var depth = 0
         var deepest = 0
         for byte in compiled.sql.utf8 {

@@ -31,11 +31,43 @@ package final class RowCursor {
     private let statement: Statement
     private let readsGlobalIDs: Bool
     private let blobSize: (Digest) -> Int64
+    /// The result columns that hold the terms of the order, when the query reads positions.
+    private let positionColumns: Range<Int>?
 
-    init(statement: Statement, readsGlobalIDs: Bool, blobSize: @escaping (Digest) -> Int64) {
+    init(
+        statement: Statement, readsGlobalIDs: Bool, positionColumns: Range<Int>? = nil,
+        blobSize: @escaping (Digest) -> Int64
+    ) {
         self.statement = statement
         self.readsGlobalIDs = readsGlobalIDs
+        self.positionColumns = positionColumns
         self.blobSize = blobSize
+    }
+
+    /// Where the row stands in the query's order, for a later page of the query to continue
+    /// after it (``RecordQuery/after``): the values the statement sorted it by, as SQLite gave
+    /// them. Nil unless the query reads positions (``RecordQuery/readsPositions``).
+    package var position: RecordQuery.Position? {
+        guard let positionColumns else { return nil }
+        var keys: [RecordQuery.Position.Key] = []
+        keys.reserveCapacity(positionColumns.count)
+        for column in positionColumns {
+            guard sqlite3_column_type(statement.handle, Int32(column)) == SQLITE_TEXT else {
+                keys.append(.value(statement.value(at: column)))
+                continue
+            }
+            // The bytes as stored: a text that is not valid UTF-8 would not survive a String.
+            // (The text first, then its length: SQLite's documented order.)
+            let start = sqlite3_column_text(statement.handle, Int32(column))
+            let count = Int(sqlite3_column_bytes(statement.handle, Int32(column)))
+            let bytes = UnsafeRawBufferPointer(start: start, count: count)
+            if let text = String(validating: bytes, as: UTF8.self) {
+                keys.append(.value(.text(text)))
+            } else {
+                keys.append(.textBytes(Data(bytes)))
+            }
+        }
+        return RecordQuery.Position(keys: keys, recordID: id)
     }
 
     /// Moves to the statement's current row, whose entity's cells are read by `readers`.

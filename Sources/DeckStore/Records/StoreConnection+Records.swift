@@ -596,8 +596,11 @@ extension StoreConnection {
         do {
             let statement = try database.prepare(sql)
             try statement.bind(arguments)
+            // The terms of the order follow the columns asked for (QueryCompiler.select).
             let cursor = RowCursor(
-                statement: statement, readsGlobalIDs: formatVersion >= 2, blobSize: blobSize)
+                statement: statement, readsGlobalIDs: formatVersion >= 2,
+                positionColumns: query.readsPositions ? columns.count..<statement.columnCount : nil,
+                blobSize: blobSize)
             var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
             while try statement.step() {
                 let entityName = statement.text(at: 1)
