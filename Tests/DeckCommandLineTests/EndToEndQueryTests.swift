@@ -109,6 +109,23 @@ struct EndToEndQueryTests {
         #expect(try e2eColumn(byBack.stdout, "front").prefix(3) == ["adiós", "hola", "bonjour"])
     }
 
+    /// Sort keys are limited by the terms SQLite sorts by (a key sorted by folded text counts
+    /// twice): 64 keys with a path among them crashed SQLite 3.40, and so `deck`.
+    @Test func tooManySortKeysAreRefusedNotACrash() throws {
+        let directory = try TemporaryDirectory()
+        let path = try e2eSample(in: directory)
+        let many = ["deck.title"] + Array(repeating: "front", count: 63)
+        let refused = try runProduct("deck", ["query", path, "Card"] + many.flatMap { ["--sort", $0] })
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(refused.stderr.contains("at most 62"), "\(refused.stderr)")
+        let atTheLimit = try runProduct(
+            "deck",
+            ["query", path, "Card", "--json"]
+                + (["deck.title"] + Array(repeating: "creationDate", count: 61))
+                .flatMap { ["--sort", $0] })
+        e2eExpectSuccess(atTheLimit)
+    }
+
     @Test func sortById() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)

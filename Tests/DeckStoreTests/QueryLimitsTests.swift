@@ -338,6 +338,30 @@ struct QueryLimitsTests {
         }
     }
 
+    /// A key that folds text sorts by two terms; SQLite 3.40 crashes on an ORDER BY of 64 terms
+    /// or more of which one reads a joined table, so the limit counts terms.
+    @Test func foldingKeysCountTwiceAndAJoinedKeyAtTheLimitRuns() throws {
+        try Self.withNodes { package, _ throws in
+            let joined = [SortKey("parent.n")] + (1..<RecordQuery.Limits.sortKeys).map { _ in SortKey("n") }
+            #expect(try package.fetchIDs(RecordQuery("Node", sort: joined)).count == 80)
+            let folded = (0..<RecordQuery.Limits.sortKeys / 2).map { _ in
+                SortKey("s", folding: .caseAndDiacriticInsensitive)
+            }
+            #expect(try package.fetchIDs(RecordQuery("Node", sort: folded)).count == 80)
+            for keys in [
+                folded + [SortKey("n")],
+                [SortKey("parent.s", folding: .caseAndDiacriticInsensitive)] + folded,
+            ] {
+                let error = expectDeckError { _ = try package.fetchIDs(RecordQuery("Node", sort: keys)) }
+                guard case .invalidQuery(let message) = error else {
+                    Issue.record("expected invalidQuery, got \(String(describing: error))")
+                    continue
+                }
+                #expect(message.contains("counts twice"), "\(message)")
+            }
+        }
+    }
+
     @Test func inverseToOneAndDecimalKeys() throws {
         try Self.withNodes { package, rows throws in
             try package.update(

@@ -159,7 +159,9 @@ extension RecordQuery {
         /// quantifiers too: `deck.title` and `deck.size` take one step, `deck.owner.name` two.
         /// (Each is a join, and SQLite joins at most 64 tables.)
         public static let relationshipSteps = 63
-        /// Sort keys.
-        public static let sortKeys = 64
+        /// Sort keys, each counting once, or twice when it sorts text with a folding (by the folded
+        /// text, then the text). (With the record id the store sorts by last, SQLite then sorts by at
+        /// most 63 terms: SQLite 3.40 fails on 64 or more of which one reads a joined table.)
+        public static let sortKeys = 62
     }
 }

@@ -126,6 +126,11 @@ struct QueryCompiler {
             )
         }
         let terms = try orderTerms(query.sort)
+        guard terms.count <= RecordQuery.Limits.sortKeys else {
+            throw DeckError.invalidQuery(
+                "the query's \(query.sort.count) sort keys sort by \(terms.count) terms (a key that folds text "
+                    + "counts twice); at most \(RecordQuery.Limits.sortKeys) are allowed")
+        }
         if let position = query.after {
             for fragment in try seek(after: position, terms: terms) {
                 conditions.append(fragment.sql)
