@@ -602,9 +602,13 @@ extension StoreConnection {
                 positionColumns: query.readsPositions ? columns.count..<statement.columnCount : nil,
                 blobSize: blobSize)
             var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
+            var first = true
             while try statement.step() {
-                let entityName = statement.text(at: 1)
-                if entityName != last.entity {
+                // Rows of one entity come in runs: its name is compared in place, and read as a
+                // string only when it changes.
+                if first || !statement.textEquals(&last.entity, at: 1) {
+                    first = false
+                    let entityName = statement.text(at: 1)
                     let layout = layouts[entityName] ?? ([], [])
                     last = (entityName, layout.names, layout.readers)
                     cursor.move(entity: last.entity, names: last.names, readers: last.readers)

@@ -145,6 +145,19 @@ package final class Statement {
         return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
     }
 
+    /// Whether column `index` holds exactly the UTF-8 bytes of `text` (compared in place: no
+    /// string is made).
+    package func textEquals(_ text: inout String, at index: Int) -> Bool {
+        let i = Int32(index)
+        guard let base = sqlite3_column_text(handle, i) else { return false }
+        let count = Int(sqlite3_column_bytes(handle, i))
+        return text.withUTF8 { utf8 in
+            guard utf8.count == count else { return false }
+            guard count > 0, let start = utf8.baseAddress else { return true }
+            return memcmp(start, base, count) == 0
+        }
+    }
+
     /// Column `index` as a UUID when it is a 16-byte blob (a global id), else nil.
     package func uuid(at index: Int) -> UUID? {
         let i = Int32(index)
