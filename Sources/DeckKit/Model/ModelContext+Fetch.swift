@@ -8,7 +8,8 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        try fetch(descriptor, afterRecord: nil).models
+        mergeCommittedChanges()
+        return try fetch(descriptor, afterRecord: nil).models
     }
 
     /// The models of `descriptor`, only those after record `afterRecord` in record id order when
@@ -42,6 +43,7 @@ extension ModelContext {
 
     /// How many models `descriptor` selects (its limit and offset apply).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> Int {
+        mergeCommittedChanges()
         func query(_ rowID: @escaping (AnyObject) -> Int64?, _ reader: StoreReader?) throws(DeckError)
             -> RecordQuery
         {
@@ -66,6 +68,7 @@ extension ModelContext {
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
         -> [PersistentIdentifier]
     {
+        mergeCommittedChanges()
         var identifiers: [PersistentIdentifier] = []
         try withRows(
             includingChanges: descriptor.includePendingChanges,
@@ -90,6 +93,7 @@ extension ModelContext {
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, block: (T) throws -> Void
     ) throws {
         guard batchSize > 0 else { throw DeckError.misuse("enumerate: the batch size must be positive") }
+        mergeCommittedChanges()
         // Without sort descriptors the order is the records' ids, so each batch starts after the
         // last record of the one before: no batch rereads what came before it (an offset would,
         // making the whole enumeration quadratic), and records the block deletes shift nothing.
@@ -117,6 +121,7 @@ extension ModelContext {
     /// The model of `identifier`: the registered instance, or one read from the store.
     /// Throws ``DeckError/globalIDNotFound(entity:globalID:)`` when no record has it.
     public func model(for identifier: PersistentIdentifier) throws(DeckError) -> any PersistentModel {
+        mergeCommittedChanges()
         if let model = registeredModel(identifier) { return model }
         guard let metadata = schema.metadata(named: identifier.entityName) else {
             throw DeckError.unknownEntity(identifier.entityName, known: schema.metadata.keys.sorted())
@@ -140,9 +145,12 @@ extension ModelContext {
         return model
     }
 
-    /// The model of `identifier` if this context has an instance of it, else nil (no store read).
+    /// The model of `identifier` if this context has an instance of it, else nil. It does not read
+    /// the record, but, as every operation of the context, first applies what other contexts
+    /// saved to the models here (a model whose record they deleted is no longer here).
     public func registeredModel<T: PersistentModel>(for identifier: PersistentIdentifier) -> T? {
-        registeredModel(identifier) as? T
+        mergeCommittedChanges()
+        return registeredModel(identifier) as? T
     }
 
     func registeredModel(_ identifier: PersistentIdentifier) -> (any PersistentModel)? {
