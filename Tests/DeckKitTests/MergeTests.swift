@@ -16,6 +16,19 @@ actor MergeWorker: ModelActor {
     func perform<T: Sendable>(_ body: @Sendable (ModelContext) throws -> T) throws -> T {
         try body(modelContext)
     }
+
+    /// Models the actor keeps between calls.
+    private var kept: [Flash.Card] = []
+
+    func keep(_ front: String) throws {
+        kept.append(try card(front, in: modelContext))
+    }
+
+    /// The kept cards' backs, read after a lookup by identifier (an operation of the context).
+    func keptBacks() throws -> [String] {
+        for card in kept { _ = self[card.persistentModelID, as: Flash.Card.self] }
+        return kept.map(\.back)
+    }
 }
 
 /// The card of `context` whose front is `front`.
@@ -257,6 +270,36 @@ struct MergeTests {
         try second.save()
         _ = try first.fetchCount(FetchDescriptor<Flash.Deck>())
         #expect(spanish.isDeleted && adios.isDeleted)
+    }
+
+    @Test("A delete by predicate in another context deletes the models held here")
+    func deletedByPredicateElsewhere() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let gracias = try card("gracias", in: first)
+        let spanish = try deck("Spanish", in: first)
+        #expect(spanish.cards.count == 3)
+        try ModelContext(container).delete(
+            model: Flash.Card.self, where: #Predicate { $0.front == "gracias" })
+        #expect(try first.fetchCount(FetchDescriptor<Flash.Card>()) == 2)
+        #expect(gracias.isDeleted)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós"])
+    }
+
+    @Test("An actor's context sees the main context's save in the models it keeps")
+    @MainActor func actorSeesMainContextSave() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let worker = MergeWorker(modelContainer: container)
+        try await worker.keep("hola")
+        try await worker.keep("adiós")
+        #expect(try await worker.keptBacks() == ["", ""])
+        try card("adiós", in: container.mainContext).back = "goodbye"
+        try container.mainContext.save()
+        #expect(try await worker.keptBacks() == ["", "goodbye"])
     }
 
     @Test("A new record joins the loaded relationships of the model it relates to, in an unsaved one too")

@@ -185,7 +185,11 @@ extension ModelContext {
         let all = queries
         let changes: ChangeSet
         do {
-            changes = try store.write { tx in for query in all { try tx.delete(query) } }.changes
+            changes = try store.write { tx in
+                // The context's own change, which it applies itself (below), not as another's.
+                tx.author = merging.observation
+                for query in all { try tx.delete(query) }
+            }.changes
         } catch {
             throw DeckError.wrap(error)
         }

@@ -188,7 +188,8 @@ extension ModelContext {
         mutating func noteUpdated(_ object: AnyObject) {
             let backing = ModelBacking.of(object)
             // A model deleted here and not saved yet stays as it is until its save.
-            guard backing.status == .persisted, let id = backing.rowID else { return }
+            guard backing.status == .persisted, let id = backing.rowID, gone[ObjectIdentifier(object)] == nil
+            else { return }
             updated[ObjectIdentifier(backing.metadata), default: (backing.metadata, [:])].objects[id] = object
         }
 
