@@ -80,6 +80,31 @@ import Testing
         }
     }
 
+    @Test func theOtherSideOfAChangedRelationshipIsUpdated() throws {
+        try withStore { store, _ in
+            let (spanish, french) = try store.write { tx in
+                (
+                    try tx.insert("Deck", ["title": .string("Spanish")]),
+                    try tx.insert("Deck", ["title": .string("French")])
+                )
+            }.value
+            // A new record's to-one target sees it in its to-many side.
+            let (card, inserted) = try store.write { tx in
+                try tx.insert("Card", ["front": .string("hola"), "deck": .reference(spanish)])
+            }
+            #expect(inserted.inserted == ["Card": [card]])
+            #expect(inserted.updated == ["Deck": [spanish]])
+            // A move: the deck it leaves and the one it joins.
+            let moved = try store.write { tx in try tx.update("Card", id: card, ["deck": .reference(french)])
+            }
+            #expect(moved.changes.updated == ["Card": [card], "Deck": [spanish, french]])
+            // A delete that the nullify rule lets go of: the deck loses a card.
+            let deleted = try store.write { tx in try tx.delete("Card", id: card) }.changes
+            #expect(deleted.deleted == ["Card": [card]])
+            #expect(deleted.updated == ["Deck": [french]])
+        }
+    }
+
     @Test func aChangeSetIsTheNetDifference() throws {
         try withStore { store, _ in
             let kept = try store.write { try $0.insert("Deck", ["title": .string("kept")]) }.value

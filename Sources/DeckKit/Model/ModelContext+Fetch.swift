@@ -8,7 +8,8 @@ extension ModelContext {
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        try fetch(descriptor, after: nil, readsEnd: false).models
+        mergeCommittedChanges()
+        return try fetch(descriptor, after: nil, readsEnd: false).models
     }
 
     /// Where a batch of an enumeration ended: the position of its last row in the order and, when
@@ -91,6 +92,7 @@ extension ModelContext {
 
     /// How many models `descriptor` selects (its limit and offset apply).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> Int {
+        mergeCommittedChanges()
         func query(_ rowID: @escaping (AnyObject) -> Int64?, _ reader: StoreReader?) throws(DeckError)
             -> RecordQuery
         {
@@ -115,6 +117,7 @@ extension ModelContext {
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
         -> [PersistentIdentifier]
     {
+        mergeCommittedChanges()
         var identifiers: [PersistentIdentifier] = []
         try withRows(
             includingChanges: descriptor.includePendingChanges,
@@ -163,6 +166,7 @@ extension ModelContext {
         if let limit = descriptor.fetchLimit, limit < 0 {
             throw DeckError.misuse("fetchLimit must not be negative")
         }
+        mergeCommittedChanges()
         var remaining = descriptor.fetchLimit ?? Int.max
         var batch = descriptor
         var end: BatchEnd?
@@ -182,6 +186,7 @@ extension ModelContext {
     /// The model of `identifier`: the registered instance, or one read from the store.
     /// Throws ``DeckError/globalIDNotFound(entity:globalID:)`` when no record has it.
     public func model(for identifier: PersistentIdentifier) throws(DeckError) -> any PersistentModel {
+        mergeCommittedChanges()
         if let model = registeredModel(identifier) { return model }
         guard let metadata = schema.metadata(named: identifier.entityName) else {
             throw DeckError.unknownEntity(identifier.entityName, known: schema.metadata.keys.sorted())
@@ -205,9 +210,12 @@ extension ModelContext {
         return model
     }
 
-    /// The model of `identifier` if this context has an instance of it, else nil (no store read).
+    /// The model of `identifier` if this context has an instance of it, else nil. It does not read
+    /// the record, but, as every operation of the context, first applies what other contexts
+    /// saved to the models here (a model whose record they deleted is no longer here).
     public func registeredModel<T: PersistentModel>(for identifier: PersistentIdentifier) -> T? {
-        registeredModel(identifier) as? T
+        mergeCommittedChanges()
+        return registeredModel(identifier) as? T
     }
 
     func registeredModel(_ identifier: PersistentIdentifier) -> (any PersistentModel)? {
@@ -242,7 +250,11 @@ extension ModelContext {
         let all = queries
         let changes: ChangeSet
         do {
-            changes = try store.write { tx in for query in all { try tx.delete(query) } }.changes
+            changes = try store.write { tx in
+                // The context's own change, which it applies itself (below), not as another's.
+                tx.author = merging.observation
+                for query in all { try tx.delete(query) }
+            }.changes
         } catch {
             throw DeckError.wrap(error)
         }

@@ -5,7 +5,11 @@ import Foundation
 /// A context holds one instance per record (fetching a record twice gives the same instance) and
 /// tracks each change until ``save()`` writes them, all in one store transaction, or
 /// ``rollback()`` drops them. Contexts of one container are independent: each sees the others'
-/// changes once they are saved. A context and its models belong to one isolation domain (the
+/// changes once they are saved, in what it fetches and in the models it holds, which take the
+/// saved values at the context's next operation (a fetch, a count, a lookup, a save, a rollback,
+/// ``processPendingChanges()``; the main context's also right away, on the main actor), their
+/// observers told. A property changed here and not saved keeps its value until this context
+/// saves it, and that save wins. A context and its models belong to one isolation domain (the
 /// main actor for ``ModelContainer/mainContext``); other actors make their own context and
 /// reach records through ``PersistentIdentifier``.
 public final class ModelContext {
@@ -72,7 +76,9 @@ public final class ModelContext {
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
     /// read, a related record that is gone): the property then keeps its default.
-    public private(set) var lastLoadError: DeckError?
+    public internal(set) var lastLoadError: DeckError?
+    /// What other writers committed, waiting to be applied to the models here (ModelContext+Merge).
+    var merging = MergeState()
 
     /// A context of `container`.
     public convenience init(_ container: ModelContainer) {
@@ -89,6 +95,7 @@ public final class ModelContext {
         allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
+        startMerging()
     }
 
     // MARK: State
@@ -254,8 +261,10 @@ public final class ModelContext {
         if hasChanges { scheduleAutosave() }
     }
 
-    /// Saves the changes now if ``autosaveEnabled`` is set.
+    /// Applies other contexts' saves to the models here (as every operation of the context does
+    /// first), then saves the changes if ``autosaveEnabled`` is set.
     public func processPendingChanges() throws(DeckError) {
+        mergeCommittedChanges()
         if autosaveEnabled { try save() }
     }
 
@@ -263,13 +272,14 @@ public final class ModelContext {
     /// records, the changed properties (only those), the deletions with their delete rules. On
     /// failure nothing is written and the context keeps its changes.
     public func save() throws(DeckError) {
+        mergeCommittedChanges()
         guard hasChanges else { return }
         guard allowsSave else {
             throw DeckError.readOnly(path: store.url.path)
         }
         let result: (value: FlushResult, changes: ChangeSet)
         do {
-            result = try store.write { transaction in try self.flush(into: transaction) }
+            result = try store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
@@ -281,11 +291,12 @@ public final class ModelContext {
     /// blocking its thread (the flush and the commit run without suspending, on the caller's
     /// executor).
     nonisolated(nonsending) func saveSuspending() async throws(DeckError) {
+        mergeCommittedChanges()
         guard hasChanges else { return }
         guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
         let result: (value: FlushResult, changes: ChangeSet)
         do {
-            result = try await store.write { transaction in try self.flush(into: transaction) }
+            result = try await store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
@@ -307,6 +318,7 @@ public final class ModelContext {
     /// Drops every change since the last save: inserted models leave the context, deleted ones
     /// come back, changed ones read their saved values again.
     public func rollback() {
+        mergeCommittedChanges()
         for key in insertionOrder {
             guard let object = inserted[key] else { continue }
             let backing = ModelBacking.of(object)
@@ -644,6 +656,13 @@ public final class ModelContext {
                 dropDeletedTargets(of: object)
             }
         }
+    }
+
+    /// Forgets the unsaved changes of `object`, whose record another writer deleted.
+    func forgetUnsavedChanges(of object: AnyObject) {
+        let key = ObjectIdentifier(object)
+        changed[key] = nil
+        if deleted.removeValue(forKey: key) != nil { deletionOrder.removeAll { $0 == key } }
     }
 
     /// Called by a backing whose instance is going away.

@@ -3,9 +3,12 @@
 ///
 /// The sets describe the difference between the state before and after the transaction: a record
 /// inserted and then changed is only inserted; one inserted and deleted again appears nowhere;
-/// one changed and then deleted is only deleted. "Updated" includes records whose relationships
-/// changed on the other side (the targets of a to-many assignment, both ends of a join-table
-/// link) and records a delete rule nullified. Entities are the records' concrete entities.
+/// one changed and then deleted is only deleted. "Updated" includes the records whose
+/// relationships changed on the other side, where the relationship has an inverse: the record a
+/// new or changed to-one points at and the one it pointed at before (a new card's deck), the
+/// targets of a to-many assignment, both ends of a join-table link, and the records a delete let
+/// go of (a delete rule nullified them, or they held the deleted record). So a reader that keeps
+/// records in memory knows which to read again. Entities are the records' concrete entities.
 ///
 /// ```swift
 /// let changes = try store.write { try $0.insert("Tag", ["name": .string("verbs")]) }.changes

@@ -76,6 +76,8 @@ public final class PackageStore: Sendable {
     /// Held by the writer's user: a ``write(_:)-5jhun`` scope, a ``StoreTransaction`` from
     /// ``beginTransaction()``, or maintenance. Writers in this process queue on it.
     let writerQueue = WriterQueue()
+    /// This process's observers of the writer's commits (``observeCommits(_:)``).
+    let commitObservers = CommitObservers()
     /// One slot per reader connection that may be in use.
     let readerSlots: DispatchSemaphore
 
@@ -447,6 +449,7 @@ public final class PackageStore: Sendable {
         for _ in 0..<configuration.maximumReaders { readerSlots.wait() }
         for _ in 0..<configuration.maximumReaders { readerSlots.signal() }
         writer?.close()
+        commitObservers.close()
         let lock = state.withLock { state -> WriterLock? in
             defer { state.lock = nil }
             return state.lock

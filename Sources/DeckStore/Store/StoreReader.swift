@@ -133,6 +133,9 @@ extension StoreReader: Sendable {}
 public final class StoreTransaction: StoreReader {
     /// Whether ``PackageStore/beginTransaction()`` made it (it then ends the writer's turn itself).
     private let isLong: Bool
+    /// The commit observer on whose behalf the transaction writes (a model context saving), which
+    /// is not told of its commit (``PackageStore/observeCommits(_:)``).
+    package var author: CommitObservation?
 
     init(connection: StoreConnection, store: PackageStore, isLong: Bool) {
         self.isLong = isLong
@@ -266,6 +269,7 @@ public final class StoreTransaction: StoreReader {
         let changes = connection.changes.set
         try connection.commit()
         end()
+        store.commitObservers.deliver(changes, author: author?.id)
         return changes
     }
 

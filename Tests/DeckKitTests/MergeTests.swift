@@ -1,0 +1,459 @@
+import DeckKit
+import Foundation
+import Observation
+import Testing
+
+/// A model actor that runs whatever it is given on its own context.
+actor MergeWorker: ModelActor {
+    nonisolated let modelContainer: ModelContainer
+    nonisolated let modelExecutor: any ModelExecutor
+
+    init(modelContainer: ModelContainer) {
+        self.modelContainer = modelContainer
+        modelExecutor = DefaultSerialModelExecutor(modelContext: ModelContext(modelContainer))
+    }
+
+    func perform<T: Sendable>(_ body: @Sendable (ModelContext) throws -> T) throws -> T {
+        try body(modelContext)
+    }
+
+    /// Models the actor keeps between calls.
+    private var kept: [Flash.Card] = []
+
+    func keep(_ front: String) throws {
+        kept.append(try card(front, in: modelContext))
+    }
+
+    /// The kept cards' backs, read after a lookup by identifier (an operation of the context).
+    func keptBacks() throws -> [String] {
+        for card in kept { _ = self[card.persistentModelID, as: Flash.Card.self] }
+        return kept.map(\.back)
+    }
+}
+
+/// The card of `context` whose front is `front`.
+func card(_ front: String, in context: ModelContext) throws -> Flash.Card {
+    let found = try context.fetch(FetchDescriptor<Flash.Card>(predicate: #Predicate { $0.front == front }))
+    return try #require(found.first, "no card \(front)")
+}
+
+/// The deck of `context` whose title is `title`.
+func deck(_ title: String, in context: ModelContext) throws -> Flash.Deck {
+    let found = try context.fetch(FetchDescriptor<Flash.Deck>(predicate: #Predicate { $0.title == title }))
+    return try #require(found.first, "no deck \(title)")
+}
+
+/// A context's models follow what other contexts save: values, relationships, deletions.
+@Suite("Merging other contexts' saves into the models a context holds")
+struct MergeTests {
+    func makeContainer(_ directory: ScratchDirectory, allowsSave: Bool = true) throws -> ModelContainer {
+        try ModelContainer(
+            for: Flash.Card.self, Flash.Deck.self,
+            configurations: ModelConfiguration(url: directory.appending("cards.deck"), allowsSave: allowsSave)
+        )
+    }
+
+    /// Spanish (hola, adiós, gracias) and French (no cards), saved by a context of their own.
+    func addDecks(_ container: ModelContainer) throws {
+        let context = ModelContext(container)
+        let spanish = Flash.Deck(title: "Spanish")
+        context.insert(spanish)
+        context.insert(Flash.Deck(title: "French"))
+        for front in ["hola", "adiós", "gracias"] {
+            let card = Flash.Card(front: front)
+            card.deck = spanish
+        }
+        try context.save()
+    }
+
+    /// Waits on the main actor, which the main context's merge needs, until `condition` holds, or
+    /// ten minutes (a limit that only ends a test whose merge never comes; see AutosaveTests).
+    @MainActor func waitUntil(_ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(600)
+        while try !condition(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test(
+        "An actor's save reaches the models the main context holds: values, both sides, deletions, new records"
+    )
+    @MainActor func actorSaveReachesHeldModels() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let main = container.mainContext
+        let spanish = try deck("Spanish", in: main)
+        let french = try deck("French", in: main)
+        let hola = try card("hola", in: main)
+        let adios = try card("adiós", in: main)
+        let gracias = try card("gracias", in: main)
+        // Loaded, both sides.
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós", "gracias"])
+        #expect(french.cards.isEmpty)
+        #expect(adios.deck === spanish)
+
+        let worker = MergeWorker(modelContainer: container)
+        try await worker.perform { context in
+            try card("hola", in: context).back = "hello"
+            try card("adiós", in: context).deck = try deck("French", in: context)
+            context.delete(try card("gracias", in: context))
+            let new = Flash.Card(front: "buenos días")
+            new.deck = try deck("Spanish", in: context)
+            try context.save()
+        }
+
+        // A fetch returns the held instance, with the saved values.
+        let fetched = try main.fetch(FetchDescriptor<Flash.Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(fetched.map(\.front) == ["adiós", "buenos días", "hola"])
+        #expect(fetched.last === hola)
+        #expect(hola.back == "hello")
+        // The moved card, from both sides.
+        #expect(adios.deck === french)
+        #expect(french.cards.map(\.front) == ["adiós"])
+        #expect(french.cards.first === adios)
+        // The deleted card is deleted here and out of its deck; the new one is in it.
+        #expect(gracias.isDeleted)
+        #expect(gracias.modelContext == nil)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "buenos días"])
+        #expect(spanish.cards.contains { $0 === hola })
+        #expect(fetched.contains { $0 === spanish.cards.first { $0.front == "buenos días" } })
+        #expect(!main.hasChanges)
+    }
+
+    @Test("The main context applies another context's save on the main actor by itself")
+    @MainActor func mainContextMergesWithoutBeingAsked() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let hola = try card("hola", in: container.mainContext)
+        let spanish = try deck("Spanish", in: container.mainContext)
+        #expect(spanish.cards.count == 3)
+        let worker = MergeWorker(modelContainer: container)
+        try await worker.perform { context in
+            try card("hola", in: context).back = "hello"
+            let si = Flash.Card(front: "sí")
+            context.insert(si)
+            si.deck = try deck("Spanish", in: context)
+            try context.save()
+        }
+        // No call on the main context: only reads of its models, while the main actor is free.
+        try await waitUntil { hola.back == "hello" && spanish.cards.count == 4 }
+        #expect(hola.back == "hello")
+        #expect(spanish.cards.count == 4)
+    }
+
+    @Test("Observers of a held model hear of another context's save of what they read, and only that")
+    @MainActor func observersHearOfMergedChanges() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let main = container.mainContext
+        let hola = try card("hola", in: main)
+        let spanish = try deck("Spanish", in: main)
+        let french = try deck("French", in: main)
+        let worker = MergeWorker(modelContainer: container)
+
+        let back = ObservedFlag()
+        withObservationTracking {
+            _ = hola.back
+        } onChange: {
+            back.set()
+        }
+        // Another property of the same card changes: no one who read only `back` hears of it.
+        try await worker.perform { context in
+            try card("hola", in: context).front = "¡hola!"
+            try context.save()
+        }
+        _ = try main.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(hola.front == "¡hola!")
+        #expect(!back.isSet)
+        try await worker.perform { context in
+            try card("¡hola!", in: context).back = "hello"
+            try context.save()
+        }
+        _ = try main.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(back.isSet)
+        #expect(hola.back == "hello")
+
+        // Relationships: the card's deck, and the cards of both decks.
+        let deckOfCard = ObservedFlag()
+        let frenchCards = ObservedFlag()
+        let spanishCards = ObservedFlag()
+        let title = ObservedFlag()
+        withObservationTracking {
+            _ = hola.deck
+        } onChange: {
+            deckOfCard.set()
+        }
+        withObservationTracking {
+            _ = french.cards
+        } onChange: {
+            frenchCards.set()
+        }
+        withObservationTracking {
+            _ = spanish.cards
+        } onChange: {
+            spanishCards.set()
+        }
+        withObservationTracking {
+            _ = spanish.title
+        } onChange: {
+            title.set()
+        }
+        try await worker.perform { context in
+            try card("¡hola!", in: context).deck = try deck("French", in: context)
+            try context.save()
+        }
+        _ = try main.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(deckOfCard.isSet && frenchCards.isSet && spanishCards.isSet)
+        #expect(!title.isSet)
+        #expect(hola.deck === french)
+        #expect(french.cards.map(\.front) == ["¡hola!"])
+        #expect(spanish.cards.count == 2)
+    }
+
+    @Test("A local unsaved change survives another context's save of the same property, and wins at its save")
+    func localChangeWins() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        // Two plain contexts on one thread.
+        let first = ModelContext(container)
+        let second = ModelContext(container)
+        let mine = try card("hola", in: first)
+        mine.back = "mine"
+        let theirs = try card("hola", in: second)
+        theirs.back = "theirs"
+        theirs.reviews = 5
+        try second.save()
+
+        #expect(
+            try first.fetch(FetchDescriptor<Flash.Card>(predicate: #Predicate { $0.front == "hola" })) == [
+                mine
+            ])
+        #expect(mine.back == "mine")
+        #expect(mine.reviews == 5)
+        #expect(first.hasChanges)
+        try first.save()
+        let saved = try card("hola", in: ModelContext(container))
+        #expect(saved.back == "mine")
+        #expect(saved.reviews == 5)
+        // The second context now hears of the first's save.
+        _ = try second.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(theirs.back == "mine")
+    }
+
+    @Test("A model another context deleted is deleted here, its unsaved changes with it")
+    func deletedElsewhere() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let second = ModelContext(container)
+        let hola = try card("hola", in: first)
+        let spanish = try deck("Spanish", in: first)
+        #expect(spanish.cards.count == 3)
+        hola.back = "unsaved"
+        second.delete(try card("hola", in: second))
+        try second.save()
+
+        try first.save()
+        #expect(hola.isDeleted)
+        #expect(!first.hasChanges)
+        #expect(first.registeredModel(for: hola.persistentModelID) as Flash.Card? == nil)
+        #expect(!spanish.cards.contains { $0 === hola })
+        #expect(try first.fetchCount(FetchDescriptor<Flash.Card>()) == 2)
+        // A cascade elsewhere deletes the deck's cards here too.
+        let adios = try card("adiós", in: first)
+        second.delete(try deck("Spanish", in: second))
+        try second.save()
+        _ = try first.fetchCount(FetchDescriptor<Flash.Deck>())
+        #expect(spanish.isDeleted && adios.isDeleted)
+    }
+
+    @Test("A delete by predicate in another context deletes the models held here")
+    func deletedByPredicateElsewhere() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let gracias = try card("gracias", in: first)
+        let spanish = try deck("Spanish", in: first)
+        #expect(spanish.cards.count == 3)
+        try ModelContext(container).delete(
+            model: Flash.Card.self, where: #Predicate { $0.front == "gracias" })
+        #expect(try first.fetchCount(FetchDescriptor<Flash.Card>()) == 2)
+        #expect(gracias.isDeleted)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós"])
+    }
+
+    @Test("An actor's context sees the main context's save in the models it keeps")
+    @MainActor func actorSeesMainContextSave() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let worker = MergeWorker(modelContainer: container)
+        try await worker.keep("hola")
+        try await worker.keep("adiós")
+        #expect(try await worker.keptBacks() == ["", ""])
+        try card("adiós", in: container.mainContext).back = "goodbye"
+        try container.mainContext.save()
+        #expect(try await worker.keptBacks() == ["", "goodbye"])
+    }
+
+    @Test("A new record joins the loaded relationships of the model it relates to, in an unsaved one too")
+    func insertedElsewhereJoinsLoadedRelationships() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let second = ModelContext(container)
+        let spanish = try deck("Spanish", in: first)
+        let french = try deck("French", in: first)
+        #expect(spanish.cards.count == 3 && french.cards.isEmpty)
+        let merci = Flash.Card(front: "merci")
+        second.insert(merci)
+        merci.deck = try deck("French", in: second)
+        try second.save()
+        #expect(try first.model(for: merci.persistentModelID) is Flash.Card)
+        #expect(french.cards.map(\.front) == ["merci"])
+        #expect(spanish.cards.count == 3)
+        #expect(french.cards.first?.deck === french)
+    }
+
+    @Test("An external value another context saves is read again")
+    func externalValues() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let second = ModelContext(container)
+        let hola = try card("hola", in: first)
+        let adios = try card("adiós", in: first)
+        let big = sampleBytes(100_000, seed: 1)
+        let other = sampleBytes(100_000, seed: 2)
+        try card("hola", in: second).image = big
+        try card("adiós", in: second).image = big
+        try second.save()
+        _ = try first.fetchCount(FetchDescriptor<Flash.Card>())
+        // Read after the merge (not loaded before) and loaded before it.
+        #expect(hola.image == big)
+        let image = ObservedFlag()
+        withObservationTracking {
+            _ = adios.image
+        } onChange: {
+            image.set()
+        }
+        #expect(adios.image == big)
+        try card("adiós", in: second).image = other
+        try second.save()
+        _ = try first.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(image.isSet)
+        #expect(adios.image == other)
+        // A change of another property leaves the value as it is.
+        try card("adiós", in: second).back = "goodbye"
+        try second.save()
+        _ = try first.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(adios.back == "goodbye" && adios.image == other)
+        try card("adiós", in: second).image = nil
+        try second.save()
+        _ = try first.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(adios.image == nil)
+    }
+
+    @Test("A context that goes away is not kept by the store and hears nothing more")
+    func contextThatGoesAway() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        weak var gone: ModelContext?
+        weak var goneCard: Flash.Card?
+        do {
+            let context = ModelContext(container)
+            let held = try card("hola", in: context)
+            gone = context
+            goneCard = held
+        }
+        #expect(gone == nil)
+        #expect(goneCard == nil)
+        let writer = ModelContext(container)
+        for n in 0..<20 {
+            try card("hola", in: writer).reviews = n
+            try writer.save()
+        }
+        #expect(try card("hola", in: ModelContext(container)).reviews == 19)
+    }
+
+    @Test(
+        "A burst of saves is applied at once, however many there are",
+        arguments: [5, 80])
+    func burstOfSaves(saves: Int) throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let setup = ModelContext(container)
+        let spanish = try deck("Spanish", in: setup)
+        for n in 0..<200 { Flash.Card(front: "card \(n)").deck = spanish }
+        try setup.save()
+
+        let reader = ModelContext(container)
+        let held = try reader.fetch(FetchDescriptor<Flash.Card>())
+        let heldDeck = try deck("Spanish", in: reader)
+        #expect(heldDeck.cards.count == 203)
+        let observed = try #require(held.last)
+        let flag = ObservedFlag()
+        withObservationTracking {
+            _ = observed.reviews
+        } onChange: {
+            flag.set()
+        }
+        // Record-API writes reach contexts as saves do; 80 saves of 200 records pass the point
+        // where a context stops listing them and reads every model again.
+        let writer = ModelContext(container)
+        for n in 1...saves {
+            try container.store.write { tx in
+                _ = try tx.update(RecordQuery("Card"), ["reviews": .integer(Int64(n))])
+            }
+        }
+        let hola = try card("hola", in: writer)
+        writer.delete(hola)
+        try writer.save()
+        _ = try reader.fetchCount(FetchDescriptor<Flash.Card>())
+        #expect(held.allSatisfy { $0.reviews == saves || $0.isDeleted })
+        #expect(held.filter(\.isDeleted).map(\.front) == ["hola"])
+        #expect(heldDeck.cards.count == 202)
+        #expect(flag.isSet)
+    }
+
+    @Test("A read-only container sees another process's commits in the models it holds")
+    func anotherProcessWrites() throws {
+        let directory = try ScratchDirectory()
+        do {
+            let container = try makeContainer(directory)
+            try addDecks(container)
+        }
+        let container = try makeContainer(directory, allowsSave: false)
+        let context = ModelContext(container)
+        let hola = try card("hola", in: context)
+        let spanish = try deck("Spanish", in: context)
+        #expect(spanish.cards.count == 3)
+        // A writer of its own (the read-only container holds no lock), as another process is.
+        let store = try PackageStore.open(at: directory.appending("cards.deck"))
+        try store.write { tx in
+            let ids = try tx.fetchIDs(
+                RecordQuery("Card", where: .property("front").equals(.value(.string("hola")))))
+            for id in ids { try tx.update("Card", id: id, ["back": .string("hello")]) }
+            let deck = try tx.fetchIDs(
+                RecordQuery("Deck", where: .property("title").equals(.value(.string("Spanish")))))
+            _ = try tx.insert("Card", ["front": .string("sí"), "deck": .reference(deck[0])])
+        }
+        try store.close()
+        #expect(
+            try context.fetch(FetchDescriptor<Flash.Card>(predicate: #Predicate { $0.front == "hola" })) == [
+                hola
+            ])
+        #expect(hola.back == "hello")
+        #expect(spanish.cards.count == 4)
+    }
+}
