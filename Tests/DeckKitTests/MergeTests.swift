@@ -244,6 +244,34 @@ struct MergeTests {
         #expect(theirs.back == "mine")
     }
 
+    @Test("Links another context added to a to-many relationship survive this context's save of it")
+    func toManyChangesMergeByLink() throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let first = ModelContext(container)
+        let second = ModelContext(container)
+        // The first context loads Spanish's cards, then relates a new card (which changes
+        // Spanish's cards as the inverse) and takes adiós out, without saving yet.
+        let spanish = try deck("Spanish", in: first)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós", "gracias"])
+        let mine = Flash.Card(front: "buenos días")
+        mine.deck = spanish
+        spanish.cards.removeAll { $0.front == "adiós" }
+        // Meanwhile the second context moves gracias to French and adds a card of its own.
+        let theirs = Flash.Card(front: "por favor")
+        theirs.deck = try deck("Spanish", in: second)
+        try card("gracias", in: second).deck = try deck("French", in: second)
+        try second.save()
+        // The first context's save adds its card and removes adiós: it keeps the other context's
+        // links, rather than writing back the list it loaded.
+        try first.save()
+        let check = ModelContext(container)
+        #expect(Set(try deck("Spanish", in: check).cards.map(\.front)) == ["hola", "buenos días", "por favor"])
+        #expect(Set(try deck("French", in: check).cards.map(\.front)) == ["gracias"])
+        #expect(try card("adiós", in: check).deck == nil)
+    }
+
     @Test("A model another context deleted is deleted here, its unsaved changes with it")
     func deletedElsewhere() throws {
         let directory = try ScratchDirectory()

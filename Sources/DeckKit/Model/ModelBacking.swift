@@ -47,6 +47,11 @@ final class ModelBacking: PropertyOwner {
     @exclusivity(unchecked) private var changedMask: UInt64 = 0
     private var changedBeyondMask: Set<Int> = []
     var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
+    /// For each loaded to-many relationship of a saved record, by property index, the records it
+    /// held in the store when it was loaded or last saved: a save writes the links added and
+    /// removed since, merged into what the store holds then (another context may have changed
+    /// the relationship meanwhile).
+    @exclusivity(unchecked) var storedTargets: [Int: Set<Int64>] = [:]
     /// The properties not loaded yet, by index (empty when all are).
     @exclusivity(unchecked) private(set) var pending: [Pending?] = []
     /// Observation's registrar of the instance, made when something may observe it: on a read

@@ -349,6 +349,9 @@ public final class ModelContext {
         var fromFiles: [(object: AnyObject, accessor: PropertyAccessor)] = []
         /// What the store holds for each of them after the writes: a blob, or inline data.
         var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] = []
+        /// To-many relationships whose merged value differs from the models here (see
+        /// `mergedToMany` in ``ModelContext/flush(into:forFetch:)``): read again after the save.
+        var rereadToMany: [(object: AnyObject, index: Int)] = []
     }
 
     /// Writes the context's changes into `transaction`.
@@ -490,6 +493,36 @@ public final class ModelContext {
             guard let target = targets.first else { return .null }
             return .reference(try rowID(of: target, for: accessor, of: backing))
         }
+        /// A saved record's to-many relationship changed here: what the store holds for it now,
+        /// with the links this context added since it loaded the relationship and without those
+        /// it removed. Writing the list as loaded would undo another context's saved changes to
+        /// it (links it added or removed meanwhile); so it merges by link, like the inverse
+        /// to-one relationships do. When the result differs from the models here, the
+        /// relationship is read again after the save.
+        func mergedToMany(
+            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
+            _ backing: ModelBacking, _ id: Int64, _ loaded: Set<Int64>
+        ) throws(DeckError) -> Value {
+            var current = Set<Int64>()
+            for target in relationship.targets(in: object) {
+                current.insert(try rowID(of: target, for: accessor, of: backing))
+            }
+            let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
+            let merged = stored.union(current.subtracting(loaded)).subtracting(loaded.subtracting(current))
+            let (minimum, maximum) = relationship.modelCountBounds
+            if let minimum, merged.count < minimum {
+                throw DeckError.invalidValue(
+                    entity: backing.metadata.entityName, property: accessor.name,
+                    reason: "holds \(merged.count) models, fewer than its minimum of \(minimum)")
+            }
+            if let maximum, merged.count > maximum {
+                throw DeckError.invalidValue(
+                    entity: backing.metadata.entityName, property: accessor.name,
+                    reason: "holds \(merged.count) models, more than its maximum of \(maximum)")
+            }
+            if merged != current { result.rereadToMany.append((object, accessor.index)) }
+            return .references(merged.sorted())
+        }
         for (object, backing) in insertedObjects {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             var values: [String: Value] = [:]
@@ -513,7 +546,11 @@ public final class ModelContext {
             }
             for (accessor, relationship) in backing.metadata.relationships
             where backing.isChanged(accessor.index) && !backing.needsLoading(accessor.index) {
-                values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
+                if relationship.isToMany, let loaded = backing.storedTargets[accessor.index] {
+                    values[accessor.name] = try mergedToMany(accessor, relationship, of: object, backing, id, loaded)
+                } else {
+                    values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
+                }
             }
             if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
         }
@@ -577,6 +614,15 @@ public final class ModelContext {
             if let id = backing.rowID { register(object, backing: backing, id: id) }
         }
         for object in changed.values { ModelBacking.of(object).clearChanges() }
+        // What the saved to-many relationships hold in the store now; those the save merged
+        // with other contexts' changes are read again.
+        for object in insertedObjects + Array(changed.values) { noteStoredTargets(of: object) }
+        for (object, index) in result.rereadToMany {
+            let backing = ModelBacking.of(object)
+            guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
+            backing.storedTargets[index] = nil
+            notifying(object, backing, properties: [index]) { backing.setPending(index, .toMany) }
+        }
         var gone: [AnyObject] = Array(deleted.values)
         // Records deleted by cascades, and so their models here.
         for (entity, ids) in changes.deleted {
@@ -602,6 +648,18 @@ public final class ModelContext {
         deletionOrder = []
         // The store nullified references to deleted records: so do the models here.
         if !gone.isEmpty { dropDeletedTargets(changes) }
+    }
+
+    /// Records what `object`'s loaded to-many relationships hold, as the store now holds them
+    /// (after its save): the base its next changes to them are merged onto.
+    private func noteStoredTargets(of object: AnyObject) {
+        let backing = ModelBacking.of(object)
+        guard backing.status == .persisted else { return }
+        for (accessor, relationship) in backing.metadata.relationships
+        where relationship.isToMany && !backing.needsLoading(accessor.index) {
+            backing.storedTargets[accessor.index] = Set(
+                relationship.targets(in: object).compactMap { ModelBacking.of($0).rowID })
+        }
     }
 
     private func dropDeletedTargets(of object: AnyObject) {
@@ -927,6 +985,7 @@ public final class ModelContext {
                     try $0.related(backing.metadata.entityName, id: id, accessor.name)
                 }
                 let stored = try instances(of: destination, ids: ids)
+                backing.storedTargets[accessor.index] = Set(ids)
                 relationship.setTargets(
                     overlay(
                         stored, of: object, backing: backing, accessor: accessor,
@@ -1003,6 +1062,7 @@ public final class ModelContext {
             let related = (targets[id] ?? []).compactMap { instancesByID[$0] }
             backing.setPending(index, nil)
             if relationship.isToMany {
+                backing.storedTargets[index] = Set(targets[id] ?? [])
                 relationship.setTargets(
                     overlay(
                         related, of: object, backing: backing, accessor: accessor, destination: destination),
