@@ -267,7 +267,8 @@ struct MergeTests {
         // links, rather than writing back the list it loaded.
         try first.save()
         let check = ModelContext(container)
-        #expect(Set(try deck("Spanish", in: check).cards.map(\.front)) == ["hola", "buenos días", "por favor"])
+        #expect(
+            Set(try deck("Spanish", in: check).cards.map(\.front)) == ["hola", "buenos días", "por favor"])
         #expect(Set(try deck("French", in: check).cards.map(\.front)) == ["gracias"])
         #expect(try card("adiós", in: check).deck == nil)
     }

@@ -547,7 +547,8 @@ public final class ModelContext {
             for (accessor, relationship) in backing.metadata.relationships
             where backing.isChanged(accessor.index) && !backing.needsLoading(accessor.index) {
                 if relationship.isToMany, let loaded = backing.storedTargets[accessor.index] {
-                    values[accessor.name] = try mergedToMany(accessor, relationship, of: object, backing, id, loaded)
+                    values[accessor.name] = try mergedToMany(
+                        accessor, relationship, of: object, backing, id, loaded)
                 } else {
                     values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
                 }
