@@ -72,8 +72,10 @@ struct RowTableTests {
     func collisions() {
         // Twelve entries make a table of 32 slots: ids whose search starts at slot 30, so that
         // their run wraps around the end of the table, mixed with ids of the slots after it.
-        let shared = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31) == 30 }.prefix(8)
-        let next = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31) == 0 }.prefix(4)
+        let shared = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31, multiplier: 0) == 30 }
+            .prefix(8)
+        let next = (0..<Int64(100_000)).lazy.filter { RowTable.home($0, mask: 31, multiplier: 0) == 0 }
+            .prefix(4)
         let ids = Array(shared) + Array(next)
         for removedAt in ids.indices {
             var table = RowTable()
@@ -84,6 +86,27 @@ struct RowTableTests {
             expected[ids[removedAt]] = nil
             check(table, expected, "removed \(removedAt)")
         }
+    }
+
+    @Test("Ids that crowd one slot move the table to a random hash, which keeps every entry")
+    func crowdedIds() {
+        var table = RowTable()
+        // Multiples of 2^24 share slot 0 of every table smaller than 2^24 slots.
+        let boxes = (0..<2_000).map { Box(Int64($0) << 24) }
+        for box in boxes { table.set(box.id, pointer(box)) }
+        #expect(table.isHashed)
+        var expected = Dictionary(uniqueKeysWithValues: boxes.map { ($0.id, $0) })
+        check(table, expected, "crowded")
+        for box in boxes.prefix(1_000) {
+            #expect(table.remove(box.id, ifPointer: nil) === box)
+            expected[box.id] = nil
+        }
+        check(table, expected, "crowded, half removed")
+        // Dense ids keep their own slots.
+        var dense = RowTable()
+        let many = (1...5_000).map { Box(Int64($0)) }
+        for box in many { dense.set(box.id, pointer(box)) }
+        #expect(!dense.isHashed)
     }
 
     @Test("A removal for another object leaves the entry")
