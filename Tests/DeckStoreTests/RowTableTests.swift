@@ -5,8 +5,8 @@ import Testing
 @testable import DeckStore
 
 /// `RowTable`, the model layer's registry table: after any sequence of sets and removes it holds
-/// exactly what a dictionary holds, including when ids collide on the same home slot and when a
-/// removal must move later entries of a probe run (the backward shift).
+/// exactly what a dictionary holds, including when ids collide on the same home slot, when
+/// removals leave tombstones in a probe run, and when ids crowd one slot.
 @Suite("Row table")
 struct RowTableTests {
     final class Box {
@@ -107,6 +107,23 @@ struct RowTableTests {
         let many = (1...5_000).map { Box(Int64($0)) }
         for box in many { dense.set(box.id, pointer(box)) }
         #expect(!dense.isHashed)
+    }
+
+    @Test("Batches of neighbouring ids that come and go, as an enumeration's, keep the table small and fast")
+    func batchesComeAndGo() {
+        var table = RowTable()
+        var boxes: [Box] = []
+        for batch in 0..<200 {
+            let ids = (Int64(batch) * 5_000)..<(Int64(batch + 1) * 5_000)
+            boxes = ids.map(Box.init)
+            for box in boxes { table.set(box.id, pointer(box)) }
+            #expect(table.count == 5_000)
+            // Removed from the first to the last, as the models of a batch go away.
+            for box in boxes { #expect(table.remove(box.id, ifPointer: nil) === box) }
+        }
+        #expect(table.count == 0)
+        #expect(table.slots.count <= 32_768, "\(table.slots.count) slots for batches of 5,000")
+        #expect(!table.isHashed)
     }
 
     @Test("A removal for another object leaves the entry")

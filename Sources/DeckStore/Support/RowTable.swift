@@ -1,7 +1,9 @@
 /// A table from record ids to unretained object pointers, for the model layer's registry of
-/// instances: open addressing with linear probing, at most half full, deletion by backward shift
-/// (no tombstones). A fetch inserts one entry per model and each model's end removes it, so
-/// both are on the fetch's hot path.
+/// instances: open addressing with linear probing, at most half full counting the slots of
+/// removed entries (tombstones, which the next growth or rehash clears). A fetch inserts one
+/// entry per model and each model's end removes it, so both are on the fetch's hot path: a
+/// removal is one probe and a mark (deletion by backward shift would scan to the end of the
+/// run, and the runs of dense ids are as long as the fetch).
 ///
 /// An id's slot is the id itself, masked: a store's ids are mostly dense, and the rows of a fetch
 /// come in runs of neighbouring ids (in id order, or in the order of a property that grew with
@@ -17,7 +19,7 @@ package struct RowTable {
     @usableFromInline
     struct Slot {
         @usableFromInline var id: Int64
-        /// Nil for an empty slot.
+        /// Nil for an empty slot, ``RowTable/tombstone`` for a removed entry's.
         @usableFromInline var object: UnsafeRawPointer?
 
         @inlinable
@@ -27,11 +29,16 @@ package struct RowTable {
         }
     }
 
+    /// The mark of a removed entry's slot (no object is at address 1).
+    @inlinable static var tombstone: UnsafeRawPointer? { UnsafeRawPointer(bitPattern: 1) }
+
     @usableFromInline var slots: [Slot] = []
     /// `slots.count - 1`; slots.count is a power of two.
     @usableFromInline var mask = -1
     /// The number of entries.
     @usableFromInline package internal(set) var count = 0
+    /// The number of tombstones.
+    @usableFromInline var removedCount = 0
     /// Zero while ids take their own slots; the odd multiplier of the hash otherwise.
     @usableFromInline var multiplier: UInt64 = 0
 
@@ -54,44 +61,53 @@ package struct RowTable {
     @inlinable @inline(__always)
     func home(_ id: Int64) -> Int { Self.home(id, mask: mask, multiplier: multiplier) }
 
-    /// The object of `id`, if any.
+    /// The slot of `id`'s entry, or nil.
     @inlinable @inline(__always)
-    package func object(_ id: Int64) -> AnyObject? {
+    func slot(of id: Int64) -> Int? {
         guard count > 0 else { return nil }
+        let mask = mask
         return slots.withUnsafeBufferPointer { slots in
             var index = home(id)
             while let pointer = slots[index].object {
-                if slots[index].id == id {
-                    return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue()
-                }
+                if slots[index].id == id && pointer != Self.tombstone { return index }
                 index = (index + 1) & mask
             }
             return nil
         }
     }
 
+    /// The object of `id`, if any.
+    @inlinable @inline(__always)
+    package func object(_ id: Int64) -> AnyObject? {
+        guard let index = slot(of: id), let pointer = slots[index].object else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
     /// Makes `object` the object of `id`.
     @inlinable
     package mutating func set(_ id: Int64, _ object: UnsafeRawPointer) {
-        // At most half full, so that probes stay short.
-        if (count + 1) * 2 > slots.count { grow() }
+        if let index = slot(of: id) {
+            slots[index].object = object
+            return
+        }
+        // At most half full, tombstones included, so that probes stay short.
+        if (count + removedCount + 1) * 2 > slots.count { grow() }
         let mask = mask
         let start = home(id)
-        let (added, probe) = slots.withUnsafeMutableBufferPointer { slots -> (Bool, Int) in
+        let (reused, probe) = slots.withUnsafeMutableBufferPointer { slots -> (Bool, Int) in
             var index = start
             var probe = 0
-            while slots[index].object != nil {
-                if slots[index].id == id {
-                    slots[index].object = object
-                    return (false, probe)
-                }
+            // The first free slot, a tombstone's or an empty one.
+            while let pointer = slots[index].object, pointer != Self.tombstone {
                 index = (index + 1) & mask
                 probe += 1
             }
+            let reused = slots[index].object != nil
             slots[index] = Slot(id: id, object: object)
-            return (true, probe)
+            return (reused, probe)
         }
-        if added { count += 1 }
+        count += 1
+        if reused { removedCount -= 1 }
         if probe > Self.maximumProbe && multiplier == 0 { rehash(multiplier: Self.randomMultiplier()) }
     }
 
@@ -103,55 +119,29 @@ package struct RowTable {
     /// to); returns the object it pointed to.
     @inlinable
     package mutating func remove(_ id: Int64, ifPointer expected: UnsafeRawPointer?) -> AnyObject? {
-        guard count > 0 else { return nil }
-        let mask = mask
-        let multiplier = multiplier
-        let start = home(id)
-        let removed = slots.withUnsafeMutableBufferPointer { slots -> UnsafeRawPointer? in
-            var index = start
-            while let pointer = slots[index].object {
-                if slots[index].id == id {
-                    if let expected, expected != pointer { return nil }
-                    // Backward-shift deletion: later entries of the same probe run move up into
-                    // the hole, so that every search still finds them without tombstones.
-                    var hole = index
-                    var next = (hole + 1) & mask
-                    while slots[next].object != nil {
-                        let wanted = Self.home(slots[next].id, mask: mask, multiplier: multiplier)
-                        // The entry may fill the hole unless its home lies within (hole, next].
-                        let fits =
-                            hole <= next
-                            ? (wanted <= hole || wanted > next) : (wanted <= hole && wanted > next)
-                        if fits {
-                            slots[hole] = slots[next]
-                            hole = next
-                        }
-                        next = (next + 1) & mask
-                    }
-                    slots[hole].object = nil
-                    return pointer
-                }
-                index = (index + 1) & mask
-            }
-            return nil
-        }
-        guard let removed else { return nil }
+        guard let index = slot(of: id), let pointer = slots[index].object else { return nil }
+        if let expected, expected != pointer { return nil }
+        slots[index].object = Self.tombstone
         count -= 1
-        return Unmanaged<AnyObject>.fromOpaque(removed).takeUnretainedValue()
+        removedCount += 1
+        return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// Calls `body` with each object.
     package func forEachObject(_ body: (AnyObject) -> Void) {
         for slot in slots {
-            if let pointer = slot.object {
+            if let pointer = slot.object, pointer != Self.tombstone {
                 body(Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue())
             }
         }
     }
 
+    /// Makes room: twice the slots when the entries fill more than a quarter of them, else the
+    /// same number, cleared of tombstones.
     @usableFromInline
     mutating func grow() {
-        rehash(capacity: max(16, slots.count * 2), multiplier: multiplier)
+        let capacity = max(16, count * 4 > slots.count ? slots.count * 2 : slots.count)
+        rehash(capacity: capacity, multiplier: multiplier)
     }
 
     /// Places every entry again, in a table of `capacity` slots hashed with `multiplier`.
@@ -162,9 +152,10 @@ package struct RowTable {
         slots = Array(repeating: Slot(id: 0, object: nil), count: capacity)
         mask = capacity - 1
         count = 0
+        removedCount = 0
         self.multiplier = multiplier
         for slot in old {
-            if let pointer = slot.object { set(slot.id, pointer) }
+            if let pointer = slot.object, pointer != Self.tombstone { set(slot.id, pointer) }
         }
     }
 }
