@@ -90,7 +90,9 @@ func runModelBenchmarks() throws {
         deck: { try typedInsert(URL(fileURLWithPath: fresh("typed-insert.deck")), rows: count) },
         baseline: { rawInsert(fresh("typed-raw.sqlite"), rows: count) })
 
-    if selected("typed fetch") || options.filter == "typed fetch parts" {
+    if selected("typed fetch") || options.filter == "typed fetch parts"
+        || options.filter == "typed fetch loop"
+    {
         let url = URL(fileURLWithPath: fresh("typed-fetch.deck"))
         try typedInsert(url, rows: count)
         let container = try ModelContainer(for: BenchCard.self, configurations: ModelConfiguration(url: url))
@@ -170,6 +172,15 @@ func runModelBenchmarks() throws {
                 for card in cards { checksum &+= card.card.front.utf8.count &+ card.card.reviews }
             })
         precondition(checksum != 0 || !selected("typed fetch"))
+        if options.filter == "typed fetch loop" {
+            // The typed fetch alone, again and again: for a profiler (`perf record`), whose
+            // samples then hold nothing else.
+            let start = now()
+            for _ in 0..<max(options.runs, 1) * 5 { try typedFetch() }
+            print(
+                "typed fetch loop: \(max(options.runs, 1) * 5) fetches in \(String(format: "%.2f", now() - start)) s"
+            )
+        }
         if options.filter == "typed fetch parts" {
             // Where a typed fetch's time goes: SQLite's own work on the same statement (no cell
             // read), the store's cursor over it, then whole records and whole models. Only when

@@ -141,3 +141,20 @@ struct RowTableTests {
         #expect(table.count == 0)
     }
 }
+
+/// The global ids the model layer makes for new models (spec section 6.10).
+@Suite("Global ids")
+struct GlobalIDTests {
+    @Test("A new global id is a version 4 UUID, and ids do not repeat")
+    func randomIDs() {
+        var seen = Set<UUID>()
+        for _ in 0..<10_000 {
+            let id = GlobalID.random()
+            let bytes = id.uuid
+            #expect(bytes.6 >> 4 == 4, "\(id): version nibble")
+            #expect(bytes.8 >> 6 == 0b10, "\(id): variant bits")
+            seen.insert(id)
+        }
+        #expect(seen.count == 10_000)
+    }
+}

@@ -143,12 +143,12 @@ final class ModelBacking: PropertyOwner {
         guard let first = metadata.properties.first else {
             // A type without properties cannot hold its backing (the schema refuses it).
             return ModelBacking(
-                metadata: metadata, object: object, globalID: UUID(), context: nil, rowID: nil)
+                metadata: metadata, object: object, globalID: GlobalID.random(), context: nil, rowID: nil)
         }
         if let owner = first.ownerPointer(in: object).pointee, !owner.isMarker {
             return unsafeDowncast(owner, to: ModelBacking.self)
         }
-        return attach(to: object, metadata: metadata, globalID: UUID())
+        return attach(to: object, metadata: metadata, globalID: GlobalID.random())
     }
 
     /// Makes the backing of a fresh instance (from ``ModelMetadata/makeInstance()``): a detached

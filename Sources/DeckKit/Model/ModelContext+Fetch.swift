@@ -7,7 +7,18 @@ extension ModelContext {
     /// ``FetchDescriptor/includePendingChanges`` (the default) and unsaved changes in the context,
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.
+    @inlinable
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
+        // The models come as objects each checked to be a `T`, and become a `[T]` here, in the
+        // caller's module where `T` is known: collecting a `[T]` in this module's generic code
+        // looked up the array's type metadata for each model.
+        try fetchedObjects(descriptor).map { unsafeDowncast($0, to: T.self) }
+    }
+
+    /// The models of ``fetch(_:)``, each one a `T`.
+    @usableFromInline
+    func fetchedObjects<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [AnyObject]
+    {
         mergeCommittedChanges()
         return try fetch(descriptor, after: nil, readsEnd: false).models
     }
@@ -25,9 +36,13 @@ extension ModelContext {
     /// know only by an ancestor of `T`); and, with `readsEnd` and as many rows as the
     /// descriptor's limit, where they ended.
     private func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, after: BatchEnd?, readsEnd: Bool)
-        throws(DeckError) -> (models: [T], rows: Int, end: BatchEnd?)
+        throws(DeckError) -> (models: [AnyObject], rows: Int, end: BatchEnd?)
     {
-        var models: [T] = []
+        var models: [AnyObject] = []
+        // Whether instances of the last class met are `T`s (a row's class is most often the
+        // last row's): a dynamic cast per row is a lookup of `T`'s metadata.
+        var lastClass: ObjectIdentifier?
+        var lastIsT = false
         var rows = 0
         var end: BatchEnd?
         if let limit = descriptor.fetchLimit { models.reserveCapacity(min(limit, 100_000)) }
@@ -57,7 +72,13 @@ extension ModelContext {
                     end?.unsaved = (model, before)
                 }
             }
-            if let model = try instance(at: cursor, temporary: temporary) as? T { models.append(model) }
+            let object = try instance(at: cursor, temporary: temporary)
+            let objectClass = ObjectIdentifier(type(of: object))
+            if objectClass != lastClass {
+                lastClass = objectClass
+                lastIsT = object is T
+            }
+            if lastIsT { models.append(object) }
         }
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
@@ -174,7 +195,7 @@ extension ModelContext {
             let limit = min(batchSize, remaining)
             batch.fetchLimit = limit
             let fetched = try fetch(batch, after: end, readsEnd: true)
-            for model in fetched.models { try block(model) }
+            for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
             guard fetched.rows == limit, let last = fetched.end else { break }
             remaining -= limit
             // The offset skipped rows before the first batch; the next starts after this one's end.

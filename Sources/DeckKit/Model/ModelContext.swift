@@ -746,7 +746,8 @@ public final class ModelContext {
         if let object = registry.object(root: root, id: cursor.id) { return object }
         let object = layout.metadata.makeInstance()
         let backing = ModelBacking.attach(
-            to: object, metadata: layout.metadata, globalID: cursor.globalID ?? UUID(), context: self,
+            to: object, metadata: layout.metadata, globalID: cursor.globalID ?? GlobalID.random(),
+            context: self,
             rowID: cursor.id)
         try load(cursor, layout: layout, into: object, backing: backing)
         registry.register(object, root: root, id: cursor.id)
