@@ -50,6 +50,12 @@ struct ModelRegistry {
         return nil
     }
 
+    /// Calls `body` with each registered instance, without collecting them (`body` must not
+    /// change the registry, nor end an instance's life).
+    func forEachObject(_ body: (AnyObject) -> Void) {
+        for entry in tables { entry.table.forEachObject(body) }
+    }
+
     /// Every registered instance.
     var objects: [AnyObject] {
         var all: [AnyObject] = []
