@@ -161,4 +161,70 @@ struct ModelLifetimeTests {
         let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(error.contains("Card.deck was read after its document closed"))
     }
+
+    /// The enumerations of ``enumerationStaysBounded(_:)``.
+    enum Enumeration: CaseIterable, Sendable {
+        /// Every card, by record, in batches of ten: a deck's cards are one batch.
+        case all
+        /// Every card, sorted by front, backwards (keyset paging on a sort key).
+        case sorted
+        /// The first card of each deck, two at a time: the deck's other cards are never in a batch,
+        /// and are reached only through their deck.
+        case firstOfEachDeck
+
+        var descriptor: FetchDescriptor<Card> {
+            switch self {
+            case .all: FetchDescriptor<Card>()
+            case .sorted: FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front, order: .reverse)])
+            case .firstOfEachDeck: FetchDescriptor<Card>(predicate: #Predicate { $0.reviews == 0 })
+            }
+        }
+    }
+
+    @Test(
+        "An enumeration whose block reads both sides keeps only about a batch of models alive",
+        arguments: Enumeration.allCases)
+    func enumerationStaysBounded(_ enumeration: Enumeration) throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Deck.self, configurations: ModelConfiguration(url: directory.appending("many.deck")))
+        do {
+            let context = ModelContext(container)
+            // Deck n holds cards n·10 to n·10 + 9, reviewed 0 to 9 times.
+            for n in 0..<20 {
+                let deck = Deck(title: "deck \(n)")
+                context.insert(deck)
+                for k in 0..<10 {
+                    let card = Card(front: String(format: "card %03d", n * 10 + k))
+                    card.reviews = k
+                    deck.cards.append(card)
+                }
+            }
+            try context.save()
+        }
+        let context = ModelContext(container)
+        var references: [WeakReference] = []
+        var met: [String] = []
+        var mostAlive = 0
+        try context.enumerate(enumeration.descriptor, batchSize: enumeration == .firstOfEachDeck ? 2 : 10) {
+            card in
+            met.append(card.front)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.contains { $0 === card })
+            // Through the deck to its cards and back: every model the batch reaches.
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            references += ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            mostAlive = max(
+                mostAlive, Set(references.compactMap { $0.object.map(ObjectIdentifier.init) }).count)
+        }
+        switch enumeration {
+        case .all: #expect(met == (0..<200).map { String(format: "card %03d", $0) })
+        case .sorted: #expect(met == (0..<200).reversed().map { String(format: "card %03d", $0) })
+        case .firstOfEachDeck: #expect(met == (0..<20).map { String(format: "card %03d", $0 * 10) })
+        }
+        // A batch's decks and their cards: 11 models for a batch of ten cards of one deck, 22 for
+        // two cards of two decks (without the unloading, all 220 models).
+        #expect(mostAlive <= 22)
+        #expect(references.allSatisfy { $0.isFreed })
+    }
 }

@@ -5,9 +5,9 @@ import Foundation
 // A loaded relationship holds its targets strongly, so two models that have loaded both sides of
 // a pair hold each other, and neither the registry (which does not retain) nor anything else
 // breaks that cycle by itself. It is broken by putting loaded relationships back to "not loaded"
-// (``ModelBacking/unloadRelationship(_:_:)``) when the context goes away
-// (``ModelContext/leaveModels()``). A relationship with an unsaved change stays loaded: its value
-// is the change.
+// (``ModelBacking/unloadRelationship(_:_:)``): when the context goes away (``ModelContext/leaveModels()``),
+// and after each batch of an enumeration (``ModelContext/unloadRelationships(reachedFrom:)``). A
+// relationship with an unsaved change stays loaded: its value is the change.
 //
 // A model keeps its context weakly. Once the context is gone, what the model has not loaded loads
 // through the ``ModelLoader`` the context left it, into instances that have no context.
@@ -120,6 +120,33 @@ extension ModelBacking {
 }
 
 extension ModelContext {
+    /// Puts back to not loaded the relationships loaded on `models` (a batch of an enumeration)
+    /// and on every model they lead to through loaded relationships, unless they have an unsaved
+    /// change, so that none of them keeps the others alive: what the caller no longer holds goes
+    /// away.
+    func unloadRelationships(reachedFrom models: [AnyObject]) {
+        var seen: Set<ObjectIdentifier> = []
+        // Held until the end, so that no instance goes away (and gives its identity to another)
+        // during the walk.
+        var reached: [AnyObject] = []
+        var waiting = models.filter { !ModelBacking.of($0).metadata.relationships.isEmpty }
+        while let object = waiting.popLast() {
+            guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
+            reached.append(object)
+            let backing = ModelBacking.of(object)
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                let targets = relationship.targets(in: object)
+                guard !targets.isEmpty else { continue }
+                waiting.append(contentsOf: targets)
+                if backing.canUnloadRelationship(accessor, relationship) {
+                    backing.unloadRelationship(accessor, relationship)
+                }
+            }
+        }
+        withExtendedLifetime(reached) {}
+    }
+
     /// As the context goes away: its models stop holding each other (their loaded relationships
     /// without unsaved changes go back to not loaded), and those that can still load something get
     /// the loader, so that a model still held loads what it has not loaded from the document as long
