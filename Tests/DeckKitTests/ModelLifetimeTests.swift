@@ -227,4 +227,48 @@ struct ModelLifetimeTests {
         #expect(mostAlive <= 22)
         #expect(references.allSatisfy { $0.isFreed })
     }
+
+    @Test("unloadRelationships() frees what nothing else holds, keeps unsaved changes and tells no observer")
+    func unloadRelationships() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDecks(directory)
+        let context = ModelContext(container)
+        func readBothSides() throws -> [WeakReference] {
+            let card = try Self.card("hola", in: context)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.count == 3)
+            return [WeakReference(card), WeakReference(deck)]
+        }
+        let references = try readBothSides()
+        #expect(!references[0].isFreed)
+        context.unloadRelationships()
+        #expect(references.allSatisfy { $0.isFreed })
+
+        // A held model reads the same values again; an unsaved change stays, and is saved.
+        let adios = try Self.card("adiós", in: context)
+        let spanish = try #require(adios.deck)
+        let french = try Self.deck("French", in: context)
+        #expect(french.cards.count == 1)
+        let told = ObservedFlag()
+        withObservationTracking {
+            _ = adios.deck
+            _ = spanish.cards
+        } onChange: {
+            told.set()
+        }
+        context.unloadRelationships()
+        #expect(!told.isSet)
+        #expect(adios.deck === spanish)
+        #expect(spanish.cards.count == 3)
+        adios.deck = french
+        #expect(told.isSet)
+        context.unloadRelationships()
+        #expect(adios.deck === french)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "gracias"])
+        #expect(Set(french.cards.map(\.front)) == ["merci", "adiós"])
+        try context.save()
+        let reader = ModelContext(container)
+        #expect(try Self.card("adiós", in: reader).deck?.title == "French")
+        #expect(reader.lastLoadError == nil && context.lastLoadError == nil)
+    }
 }

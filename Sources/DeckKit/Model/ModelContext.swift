@@ -639,10 +639,11 @@ public final class ModelContext {
         registry.objects.compactMap { $0 as? any PersistentModel }
     }
 
-    /// Calls `body` with each model of a record this context has an instance of (see
-    /// ``ModelRegistry/forEachObject(_:)``).
-    func forEachRegisteredObject(_ body: (AnyObject) -> Void) {
-        registry.forEachObject(body)
+    /// Calls `body` with each model of a record of the root entities `includes` accepts (by
+    /// ``ModelMetadata/rootKey``) that this context has an instance of (see
+    /// ``ModelRegistry/forEachObject(inRoots:_:)``).
+    func forEachRegisteredObject(inRoots includes: (ObjectIdentifier) -> Bool, _ body: (AnyObject) -> Void) {
+        registry.forEachObject(inRoots: includes, body)
     }
 
     /// Marks the models of records a store-side delete removed as deleted.
