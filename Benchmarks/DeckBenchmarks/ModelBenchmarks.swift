@@ -23,6 +23,23 @@ final class BenchDatedCard: PersistentModel {
     required init() {}
 }
 
+/// A card of a deck, for the benchmarks that read relationships.
+final class BenchDeckedCard: PersistentModel {
+    static var entityName: String { "Card" }
+    @DeckKit.Attribute var front = ""
+    @DeckKit.Attribute var reviews = 0
+    @DeckKit.Relationship(inverse: \BenchDeck.cards) var deck: BenchDeck? = nil
+    required init() {}
+}
+
+/// The deck of `BenchDeckedCard`s.
+final class BenchDeck: PersistentModel {
+    static var entityName: String { "Deck" }
+    @DeckKit.Attribute var title = ""
+    @DeckKit.Relationship var cards: [BenchDeckedCard] = []
+    required init() {}
+}
+
 /// The resident set size now (`VmRSS`), in bytes.
 func residentBytes() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
@@ -216,6 +233,79 @@ func runModelBenchmarks() throws {
         }
     }
 
+    /// A store of `rows` cards in decks of `perDeck` (card `i` in deck `i / perDeck`), made through
+    /// the record API.
+    func makeDeckedStore(_ name: String, rows: Int, perDeck: Int) throws -> URL {
+        let url = URL(fileURLWithPath: fresh(name))
+        let schema = StoreSchema(entities: [
+            Entity(
+                "Deck", attributes: [Attribute("title", .string)],
+                relationships: [Relationship("cards", to: "Card", toMany: true, inverse: "deck")]),
+            Entity(
+                "Card", attributes: [Attribute("front", .string), Attribute("reviews", .integer)],
+                relationships: [Relationship("deck", to: "Deck", inverse: "cards")]),
+        ])
+        let store = try PackageStore.create(at: url, contentType: "org.deck.bench", schema: schema)
+        try store.write { transaction in
+            var deck: Int64 = 0
+            for i in 0..<rows {
+                if i % perDeck == 0 {
+                    deck = try transaction.insert("Deck", ["title": .string("deck \(i / perDeck)")])
+                }
+                try transaction.insert(
+                    "Card",
+                    [
+                        "front": .string("front \(i)"), "reviews": .integer(Int64(i % 7)),
+                        "deck": .reference(deck),
+                    ])
+            }
+        }
+        try store.close()
+        return url
+    }
+
+    if selected("typed fetch cards reading deck") {
+        // Every card reads its deck's title: a to-one load per card, one per deck from the store.
+        let url = try makeDeckedStore("typed-fetch-decked.deck", rows: count, perDeck: 100)
+        let container = try ModelContainer(
+            for: BenchDeckedCard.self, configurations: ModelConfiguration(url: url))
+        let storePath = url.path + "/store.sqlite"
+        var checksum = 0
+        try compare(
+            "typed fetch cards reading deck", target: "≥ 0.3× (no target: watch it)",
+            deck: {
+                let context = ModelContext(container)
+                let cards = try context.fetch(FetchDescriptor<BenchDeckedCard>())
+                for card in cards { checksum &+= card.reviews &+ (card.deck?.title.utf8.count ?? 0) }
+            },
+            baseline: {
+                struct RawCard {
+                    var front: String
+                    var reviews: Int
+                    var title: String
+                }
+                var db: OpaquePointer?
+                sqlite3_open_v2(storePath, &db, SQLITE_OPEN_READONLY, nil)
+                var statement: OpaquePointer?
+                sqlite3_prepare_v2(
+                    db,
+                    "SELECT c.front, c.reviews, d.title FROM Card c LEFT JOIN Deck d ON d._pk = c.deck ORDER BY c._pk",
+                    -1, &statement, nil)
+                var cards: [RawCard] = []
+                while sqlite3_step(statement) == SQLITE_ROW {
+                    cards.append(
+                        RawCard(
+                            front: String(cString: sqlite3_column_text(statement, 0)),
+                            reviews: Int(sqlite3_column_int64(statement, 1)),
+                            title: String(cString: sqlite3_column_text(statement, 2))))
+                }
+                sqlite3_finalize(statement)
+                sqlite3_close(db)
+                for card in cards { checksum &+= card.reviews &+ card.title.utf8.count }
+            })
+        precondition(checksum != 0)
+    }
+
     /// A store of `rows` cards made through the record API (faster than models), with an index
     /// on the creation date when `indexed`.
     func makeEnumerationStore(_ name: String, rows: Int, indexed: Bool) throws -> URL {
@@ -286,6 +376,31 @@ func runModelBenchmarks() throws {
             url, FetchDescriptor<BenchDatedCard>(sortBy: [SortDescriptor(\.creationDate, order: .reverse)]),
             front: \.front
         ) { "typed enumerate sorted \($0) cards by creationDate descending (indexed)" }
+    }
+
+    if selected("typed enumerate cards reading both sides") {
+        // The block reads each card's deck and the deck's cards: both sides of the relationship
+        // loaded, on every batch. Memory stays bounded only if the models of earlier batches go.
+        let url = try makeDeckedStore(
+            "typed-enumerate-decked.deck", rows: Int(200_000 * options.scale), perDeck: 100)
+        let container = try ModelContainer(
+            for: BenchDeckedCard.self, configurations: ModelConfiguration(url: url))
+        let context = ModelContext(container)
+        let before = residentBytes()
+        var peak = before
+        var seen = 0
+        var checksum = 0
+        let start = now()
+        try context.enumerate(FetchDescriptor<BenchDeckedCard>(), batchSize: 5000) { card in
+            seen += 1
+            if seen % 5000 == 0 { peak = max(peak, residentBytes()) }
+            checksum &+= card.deck?.cards.count ?? 0
+        }
+        precondition(checksum != 0)
+        print(
+            "typed enumerate \(seen) cards reading both sides in batches of 5000: "
+                + "\(String(format: "%.2f", now() - start)) s, resident \(before / 1_048_576) MiB before, "
+                + "\(peak / 1_048_576) MiB at most (+\((peak - before) / 1_048_576) MiB)")
     }
 
     if selected("typed enumerate sorted, no index") {

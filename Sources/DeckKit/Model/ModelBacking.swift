@@ -36,10 +36,13 @@ final class ModelBacking: PropertyOwner {
     /// The instance's identity, which can be compared while the instance is being destroyed.
     let objectID: ObjectIdentifier
     @exclusivity(unchecked) private(set) var identifier: PersistentIdentifier
-    /// The context the model is in. Held weakly: related models hold each other, and a strong
-    /// reference would keep their context, its container and the document's writer lock alive
-    /// for as long as any of them lives.
+    /// The context the model is in. Held weakly: a strong reference would keep the context, its
+    /// container and the document's writer lock alive for as long as any of its models lives.
     weak var context: ModelContext?
+    /// What the model loads through once its context is gone: set by the context as it goes away,
+    /// and in the models that such loads make (see ModelContext+Lifetimes.swift). Nil while the
+    /// context lives, so that a fetch pays for no reference per model.
+    var loader: ModelLoader?
     @exclusivity(unchecked) var status: Status = .detached
     /// The record's id, once it is in the store.
     @exclusivity(unchecked) var rowID: Int64?
@@ -197,11 +200,12 @@ final class ModelBacking: PropertyOwner {
         pending[index] = value
     }
 
-    /// Loads property `index` (through the context; without one, it keeps its default).
+    /// Loads property `index`: through the context, or, once it is gone, through the loader it
+    /// left (``loadWithoutContext(_:_:)``).
     func load(_ index: Int) {
         guard let kind = pending[index] else { return }
         pending[index] = nil
-        guard let context else { return }
+        guard let context else { return loadWithoutContext(kind, index) }
         context.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
 

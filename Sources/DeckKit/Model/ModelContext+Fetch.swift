@@ -195,6 +195,8 @@ extension ModelContext {
             let limit = min(batchSize, remaining)
             batch.fetchLimit = limit
             let fetched = try fetch(batch, after: end, readsEnd: true)
+            // The batch's models go once the block is done with them, unless it kept them.
+            defer { unloadRelationships(reachedFrom: fetched.models) }
             for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
             guard fetched.rows == limit, let last = fetched.end else { break }
             remaining -= limit

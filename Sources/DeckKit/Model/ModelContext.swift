@@ -74,6 +74,10 @@ public final class ModelContext {
     private(set) var deleted: [ObjectIdentifier: AnyObject] = [:]
     private var deletionOrder: [ObjectIdentifier] = []
 
+    /// What the context's models load through once it is gone, made as it goes away when the
+    /// context was not given one (``leaveModels()``).
+    let loader: ModelLoader?
+
     /// The last failure to load a property when it was first read (a blob file that cannot be
     /// read, a related record that is gone): the property then keeps its default.
     public internal(set) var lastLoadError: DeckError?
@@ -95,8 +99,25 @@ public final class ModelContext {
         allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
+        loader = nil
         startMerging()
     }
+
+    /// A context of no container that makes the instances a load through `loader` needs (a load
+    /// of a model whose context is gone); it goes away with the load, leaving them `loader`.
+    init(loader: ModelLoader) {
+        strongContainer = nil
+        weakContainer = nil
+        store = loader.store
+        schema = loader.schema
+        allowsSave = false
+        isMainContext = false
+        autosaveEnabled = false
+        self.loader = loader
+    }
+
+    /// The models it knows stop holding each other and keep a way to load (``leaveModels()``).
+    deinit { leaveModels() }
 
     // MARK: State
 
@@ -689,6 +710,13 @@ public final class ModelContext {
         registry.objects.compactMap { $0 as? any PersistentModel }
     }
 
+    /// Calls `body` with each model of a record of the root entities `includes` accepts (by
+    /// ``ModelMetadata/rootKey``) that this context has an instance of (see
+    /// ``ModelRegistry/forEachObject(inRoots:_:)``).
+    func forEachRegisteredObject(inRoots includes: (ObjectIdentifier) -> Bool, _ body: (AnyObject) -> Void) {
+        registry.forEachObject(inRoots: includes, body)
+    }
+
     /// Marks the models of records a store-side delete removed as deleted.
     func forgetDeleted(_ changes: ChangeSet) {
         for (entity, ids) in changes.deleted {
@@ -995,6 +1023,9 @@ public final class ModelContext {
             }
         } catch {
             lastLoadError = DeckError.wrap(error)
+            if case .closed(let path)? = lastLoadError {
+                ModelLoader.documentClosed(path: path, property: accessor, of: backing)
+            }
             // A file that cannot be read stays the value to save, so that the save fails rather
             // than write the default in its place.
             if case .file = kind { backing.setPending(accessor.index, kind) }

@@ -50,6 +50,14 @@ struct ModelRegistry {
         return nil
     }
 
+    /// Calls `body` with each registered instance of the root entities `includes` accepts, without
+    /// collecting them (`body` must not change the registry, nor end an instance's life).
+    func forEachObject(inRoots includes: (ObjectIdentifier) -> Bool, _ body: (AnyObject) -> Void) {
+        for entry in tables where entry.table.count > 0 && includes(entry.root) {
+            entry.table.forEachObject(body)
+        }
+    }
+
     /// Every registered instance.
     var objects: [AnyObject] {
         var all: [AnyObject] = []

@@ -1,0 +1,274 @@
+import DeckKit
+import Foundation
+import Observation
+import Testing
+
+/// A reference that does not keep its object: whether a model was freed.
+final class WeakReference {
+    weak var object: AnyObject?
+    init(_ object: AnyObject?) { self.object = object }
+    var isFreed: Bool { object == nil }
+}
+
+/// How long models live: related models that hold each other go when their context goes (or when
+/// an enumeration's batch is done, or when asked); a model whose context is gone still loads what
+/// it has not loaded, as long as its document is open.
+@Suite("Model lifetimes")
+struct ModelLifetimeTests {
+    typealias Card = Flash.Card
+    typealias Deck = Flash.Deck
+
+    /// The image of card `front`: 100,000 bytes, a blob file.
+    static func image(_ front: String) -> Data {
+        let seed = UInt8(truncatingIfNeeded: front.unicodeScalars.reduce(0) { $0 &+ Int($1.value) })
+        return Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) ^ seed })
+    }
+
+    /// A document in `directory` (or in memory) with deck Spanish (hola and adiós, each with an
+    /// image in a blob file, and gracias) and deck French (merci), and its container.
+    static func makeDecks(_ directory: ScratchDirectory?) throws -> ModelContainer {
+        let configuration =
+            directory.map { ModelConfiguration(url: $0.appending("decks.deck")) }
+            ?? ModelConfiguration(isStoredInMemoryOnly: true)
+        let container = try ModelContainer(for: Deck.self, configurations: configuration)
+        let context = ModelContext(container)
+        for (title, fronts) in [("Spanish", ["hola", "adiós", "gracias"]), ("French", ["merci"])] {
+            let deck = Deck(title: title)
+            context.insert(deck)
+            for front in fronts {
+                let card = Card(front: front)
+                if front != "gracias" && front != "merci" { card.image = image(front) }
+                card.deck = deck
+            }
+        }
+        try context.save()
+        return container
+    }
+
+    /// The deck `title`, fetched in `context`.
+    static func deck(_ title: String, in context: ModelContext) throws -> Deck {
+        try #require(
+            try context.fetch(FetchDescriptor<Deck>(predicate: #Predicate { $0.title == title })).first)
+    }
+
+    /// The card `front`, fetched in `context`.
+    static func card(_ front: String, in context: ModelContext) throws -> Card {
+        try #require(
+            try context.fetch(FetchDescriptor<Card>(predicate: #Predicate { $0.front == front })).first)
+    }
+
+    @Test("When a context goes away, models that loaded each other (card.deck, deck.cards) are freed")
+    func contextGoneFreesRelatedModels() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDecks(directory)
+        // In a function of its own, so that no strong reference outlives it.
+        func readBothSides() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let card = try Self.card("hola", in: context)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.count == 3)
+            let french = try Self.deck("French", in: context)
+            #expect(french.cards.first?.deck === french)
+            let objects: [AnyObject] = [card, deck, french, context] + deck.cards + french.cards
+            return objects.map(WeakReference.init)
+        }
+        let references = try readBothSides()
+        #expect(references.count == 8)
+        #expect(references.allSatisfy { $0.isFreed })
+        // The document is the same for the next context.
+        let context = ModelContext(container)
+        #expect(try Self.card("hola", in: context).deck?.cards.count == 3)
+    }
+
+    @Test("A model still held after its context is gone reads its to-one, to-many and blob from the document")
+    func heldModelLoadsAfterTheContextIsGone() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDecks(directory)
+        // hola has loaded nothing; adiós has loaded its deck and the deck's cards, which go back
+        // to not loaded as the context goes.
+        func fetch() throws -> (hola: Card, adios: Card, context: WeakReference) {
+            let context = ModelContext(container)
+            let adios = try Self.card("adiós", in: context)
+            #expect(adios.deck?.cards.count == 3)
+            return (try Self.card("hola", in: context), adios, WeakReference(context))
+        }
+        let (hola, adios, context) = try fetch()
+        #expect(context.isFreed)
+        #expect(hola.modelContext == nil)
+        let deck = try #require(hola.deck)
+        #expect(deck.title == "Spanish")
+        #expect(deck.modelContext == nil)
+        #expect(Set(deck.cards.map(\.front)) == ["hola", "adiós", "gracias"])
+        #expect(hola.image == Self.image("hola"))
+        #expect(adios.deck?.title == "Spanish")
+        #expect(adios.deck?.cards.count == 3)
+        #expect(adios.image == Self.image("adiós"))
+        // Late loads make instances of their own, with the records' identities.
+        let stored = ModelContext(container)
+        #expect(deck.persistentModelID == (try Self.card("hola", in: stored).deck?.persistentModelID))
+        let holaAgain = try #require(deck.cards.first { $0.front == "hola" })
+        #expect(holaAgain !== hola)
+        #expect(holaAgain.persistentModelID == hola.persistentModelID)
+        #expect(holaAgain.deck?.title == "Spanish")
+        #expect(holaAgain.image == Self.image("hola"))
+    }
+
+    @Test("After the context is gone, a record deleted since loads as gone, and a missing blob file as nil")
+    func lateLoadFailures() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDecks(directory)
+        func fetch() throws -> (spanish: Deck, hola: Card, adios: Card, merci: Card) {
+            let context = ModelContext(container)
+            return (
+                try Self.deck("Spanish", in: context), try Self.card("hola", in: context),
+                try Self.card("adiós", in: context), try Self.card("merci", in: context)
+            )
+        }
+        let (spanish, hola, adios, merci) = try fetch()
+        // Another context deletes gracias, and French with merci (a cascade).
+        let other = ModelContext(container)
+        other.delete(try Self.card("gracias", in: other))
+        other.delete(try #require(try Self.card("merci", in: other).deck))
+        try other.save()
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós"])
+        #expect(merci.deck == nil)
+        // hola's blob file goes.
+        let blobs = container.store.url.appendingPathComponent("blobs")
+        let files =
+            FileManager.default.enumerator(at: blobs, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL } ?? []
+        let holaFile = try #require(files.first { (try? Data(contentsOf: $0)) == Self.image("hola") })
+        try FileManager.default.removeItem(at: holaFile)
+        #expect(hola.image == nil)
+        #expect(adios.image == Self.image("adiós"))
+        #expect(hola.front == "hola")
+    }
+
+    @Test("After the container is gone, reading what was not loaded stops the program, saying why")
+    func readAfterTheDocumentClosedStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            // In memory: the container removes the document as it goes, which a program that stops
+            // could not do.
+            var container: ModelContainer? = try ModelLifetimeTests.makeDecks(nil)
+            var context: ModelContext? = container.map(ModelContext.init)
+            let card = try #require(try context.map { try ModelLifetimeTests.card("hola", in: $0) })
+            context = nil
+            container = nil
+            // What was loaded stays readable.
+            #expect(card.front == "hola")
+            _ = card.deck
+        }
+        let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(error.contains("Card.deck was read after its document closed"))
+    }
+
+    /// The enumerations of ``enumerationStaysBounded(_:)``.
+    enum Enumeration: CaseIterable, Sendable {
+        /// Every card, by record, in batches of ten: a deck's cards are one batch.
+        case all
+        /// Every card, sorted by front, backwards (keyset paging on a sort key).
+        case sorted
+        /// The first card of each deck, two at a time: the deck's other cards are never in a batch,
+        /// and are reached only through their deck.
+        case firstOfEachDeck
+
+        var descriptor: FetchDescriptor<Card> {
+            switch self {
+            case .all: FetchDescriptor<Card>()
+            case .sorted: FetchDescriptor<Card>(sortBy: [SortDescriptor(\.front, order: .reverse)])
+            case .firstOfEachDeck: FetchDescriptor<Card>(predicate: #Predicate { $0.reviews == 0 })
+            }
+        }
+    }
+
+    @Test(
+        "An enumeration whose block reads both sides keeps only about a batch of models alive",
+        arguments: Enumeration.allCases)
+    func enumerationStaysBounded(_ enumeration: Enumeration) throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Deck.self, configurations: ModelConfiguration(url: directory.appending("many.deck")))
+        do {
+            let context = ModelContext(container)
+            // Deck n holds cards n·10 to n·10 + 9, reviewed 0 to 9 times.
+            for n in 0..<20 {
+                let deck = Deck(title: "deck \(n)")
+                context.insert(deck)
+                for k in 0..<10 {
+                    let card = Card(front: String(format: "card %03d", n * 10 + k))
+                    card.reviews = k
+                    deck.cards.append(card)
+                }
+            }
+            try context.save()
+        }
+        let context = ModelContext(container)
+        var references: [WeakReference] = []
+        var met: [String] = []
+        var mostAlive = 0
+        try context.enumerate(enumeration.descriptor, batchSize: enumeration == .firstOfEachDeck ? 2 : 10) {
+            card in
+            met.append(card.front)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.contains { $0 === card })
+            // Through the deck to its cards and back: every model the batch reaches.
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            references += ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            mostAlive = max(
+                mostAlive, Set(references.compactMap { $0.object.map(ObjectIdentifier.init) }).count)
+        }
+        switch enumeration {
+        case .all: #expect(met == (0..<200).map { String(format: "card %03d", $0) })
+        case .sorted: #expect(met == (0..<200).reversed().map { String(format: "card %03d", $0) })
+        case .firstOfEachDeck: #expect(met == (0..<20).map { String(format: "card %03d", $0 * 10) })
+        }
+        // A batch's decks and their cards: 11 models for a batch of ten cards of one deck, 22 for
+        // two cards of two decks (without the unloading, all 220 models).
+        #expect(mostAlive <= 22)
+        #expect(references.allSatisfy { $0.isFreed })
+    }
+
+    @Test("unloadRelationships() frees what nothing else holds, keeps unsaved changes and tells no observer")
+    func unloadRelationships() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDecks(directory)
+        let context = ModelContext(container)
+        func readBothSides() throws -> [WeakReference] {
+            let card = try Self.card("hola", in: context)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.count == 3)
+            return [WeakReference(card), WeakReference(deck)]
+        }
+        let references = try readBothSides()
+        #expect(!references[0].isFreed)
+        context.unloadRelationships()
+        #expect(references.allSatisfy { $0.isFreed })
+
+        // A held model reads the same values again; an unsaved change stays, and is saved.
+        let adios = try Self.card("adiós", in: context)
+        let spanish = try #require(adios.deck)
+        let french = try Self.deck("French", in: context)
+        #expect(french.cards.count == 1)
+        let told = ObservedFlag()
+        withObservationTracking {
+            _ = adios.deck
+            _ = spanish.cards
+        } onChange: {
+            told.set()
+        }
+        context.unloadRelationships()
+        #expect(!told.isSet)
+        #expect(adios.deck === spanish)
+        #expect(spanish.cards.count == 3)
+        adios.deck = french
+        #expect(told.isSet)
+        context.unloadRelationships()
+        #expect(adios.deck === french)
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "gracias"])
+        #expect(Set(french.cards.map(\.front)) == ["merci", "adiós"])
+        try context.save()
+        let reader = ModelContext(container)
+        #expect(try Self.card("adiós", in: reader).deck?.title == "French")
+        #expect(reader.lastLoadError == nil && context.lastLoadError == nil)
+    }
+}
