@@ -140,6 +140,32 @@ struct RowTableTests {
         #expect(table.object(7) == nil)
         #expect(table.count == 0)
     }
+
+    /// The longest distance an entry of `table` lies from the slot where its search starts: how
+    /// many slots a lookup of it reads.
+    func longestProbe(_ table: RowTable) -> Int {
+        var longest = 0
+        for (index, slot) in table.slots.enumerated() {
+            guard slot.object != nil, slot.object != RowTable.tombstone else { continue }
+            longest = max(longest, (index - table.home(slot.id)) & table.mask)
+        }
+        return longest
+    }
+
+    @Test("Ids that are multiples of a large power of two are spread by the hash (they shared one slot)")
+    func crowdedIdsBeyond32Bits() {
+        // A hostile store may hold any ids: these share slot 0 of any table of fewer than 2^40
+        // slots, and the product with any multiplier keeps their low zero bits.
+        for shift in [20, 32, 40, 48, 56] {
+            var table = RowTable()
+            let count = min(2_000, 1 << (63 - shift))
+            let boxes = (1...count).map { Box(Int64($0) << shift) }
+            for box in boxes { table.set(box.id, pointer(box)) }
+            #expect(table.isHashed, "ids << \(shift)")
+            #expect(longestProbe(table) <= 64, "ids << \(shift): a lookup reads \(longestProbe(table)) slots")
+            for box in boxes { #expect(table.object(box.id) === box) }
+        }
+    }
 }
 
 /// The global ids the model layer makes for new models (spec section 6.10).

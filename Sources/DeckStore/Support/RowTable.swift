@@ -11,7 +11,7 @@
 /// entry a cache miss (measured: a third of the fetch's time in the table). Ids that crowd
 /// together (a store whose ids are multiples of a large power of two, say) would make probes
 /// long: past ``maximumProbe`` slots, the table moves to a multiplicative hash with a random
-/// multiplier, which spreads any ids.
+/// multiplier (Fibonacci-style: the product's top bits), which spreads any ids.
 ///
 /// The table does not retain what it points to: its user removes an entry before the object
 /// goes away.
@@ -51,11 +51,15 @@ package struct RowTable {
     package var isHashed: Bool { multiplier != 0 }
 
     /// The slot where the search for `id` starts in a table of `mask + 1` slots: the id's own,
-    /// or its hash (the top half of its product with `multiplier`).
+    /// or its hash: the top bits of its product with `multiplier`, as many as index a slot.
+    /// (Bits from the middle of the product would not do: ids that are multiples of a power of two
+    /// have that many low zero bits in every product, so those of a middle range are all zero
+    /// for multiples of 2^40, and every such id would share a slot.)
     @inlinable @inline(__always)
     static func home(_ id: Int64, mask: Int, multiplier: UInt64) -> Int {
         guard multiplier != 0 else { return Int(truncatingIfNeeded: id) & mask }
-        return Int(truncatingIfNeeded: (UInt64(bitPattern: id) &* multiplier) >> 32) & mask
+        let bits = (mask &+ 1).trailingZeroBitCount
+        return Int(truncatingIfNeeded: (UInt64(bitPattern: id) &* multiplier) &>> (64 &- bits)) & mask
     }
 
     @inlinable @inline(__always)
