@@ -89,4 +89,54 @@ struct TypedReadTests {
         }
         #expect(reason.contains("\(property) holds"), "\(reason)")
     }
+
+    class Person: PersistentModel {
+        @Attribute var name = ""
+        required init() {}
+    }
+    final class Teacher: Person {
+        @Relationship(inverse: \Laptop.teacher) var laptops: [Laptop] = []
+    }
+    final class Student: Person {}
+    final class Laptop: PersistentModel {
+        @Attribute var serial = ""
+        @Relationship var teacher: Teacher? = nil
+        required init() {}
+    }
+
+    @Test(
+        "A to-one that names a record of a sibling entity (a damaged store) reads as none, whether or not the context holds that record",
+        arguments: [false, true])
+    func toOneToASibling(holdingTheSibling: Bool) throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("school.deck")
+        let types: [any PersistentModel.Type] = [Person.self, Teacher.self, Student.self, Laptop.self]
+        do {
+            let context = ModelContext(
+                try ModelContainer(for: Schema(types), configurations: [ModelConfiguration(url: url)]))
+            let teacher = Teacher()
+            teacher.name = "Ada"
+            let student = Student()
+            student.name = "Bob"
+            let laptop = Laptop()
+            laptop.serial = "L1"
+            laptop.teacher = teacher
+            context.insert(teacher)
+            context.insert(student)
+            context.insert(laptop)
+            try context.save()
+        }
+        let database = try Database(path: url.appendingPathComponent("store.sqlite").path, mode: .readWrite)
+        try database.execute("PRAGMA foreign_keys = OFF")
+        try database.execute("UPDATE Laptop SET teacher = (SELECT _pk FROM Person WHERE _entity = 'Student')")
+        database.close()
+        let container = try ModelContainer(
+            for: Schema(types), configurations: [ModelConfiguration(url: url, allowsSave: false)])
+        let context = ModelContext(container)
+        let students = try context.fetch(FetchDescriptor<Student>())
+        #expect(students.map { $0.name } == ["Bob"])
+        if !holdingTheSibling { _ = consume students }
+        let laptop = try #require(context.fetch(FetchDescriptor<Laptop>()).first)
+        #expect(laptop.teacher == nil)
+    }
 }

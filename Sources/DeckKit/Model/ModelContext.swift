@@ -1001,16 +1001,19 @@ public final class ModelContext {
                 _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
             // Read: the value is in memory now, and the save writes it from there.
             case .toOne(let id):
-                guard let id, let relationship = accessor as? any RelationshipDescribing else { return }
-                let destination = ModelMetadata.of(relationship.destinationType)
+                guard let id, let relationship = accessor.relationshipAccess else { return }
+                let destination = relationship.destinationMetadata
+                // The common case, a target this context holds (the deck of the card before), in
+                // a few dozen instructions.
+                if let target = registry.object(root: destination.rootKey, id: id), destination.admits(target)
+                {
+                    return relationship.setTargets([target], in: object)
+                }
                 let targets = try instances(of: destination, ids: [id])
                 relationship.setTargets(targets, in: object)
             case .toMany:
-                guard let relationship = accessor as? any RelationshipDescribing, let id = backing.rowID
-                else {
-                    return
-                }
-                let destination = ModelMetadata.of(relationship.destinationType)
+                guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
+                let destination = relationship.destinationMetadata
                 let ids = try store.read {
                     try $0.related(backing.metadata.entityName, id: id, accessor.name)
                 }
@@ -1037,7 +1040,9 @@ public final class ModelContext {
         var found: [Int64: AnyObject] = [:]
         var missing: [Int64] = []
         for id in ids {
-            if let object = registry.object(root: destination.rootKey, id: id) {
+            // An instance of a sibling entity (a damaged store's reference to a record of the
+            // wrong entity) is not one of the destination's: the statement below leaves it out too.
+            if let object = registry.object(root: destination.rootKey, id: id), destination.admits(object) {
                 found[id] = object
             } else {
                 missing.append(id)

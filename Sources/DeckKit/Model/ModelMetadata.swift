@@ -102,6 +102,18 @@ final class ModelMetadata: @unchecked Sendable {
         }()
     }
 
+    /// Whether `object` is an instance of this metadata's model class or of a subclass: a model
+    /// of this entity or of a descendant.
+    func admits(_ object: AnyObject) -> Bool {
+        let expected = ObjectIdentifier(type)
+        var current: AnyClass? = Swift.type(of: object)
+        while let level = current {
+            if ObjectIdentifier(level) == expected { return true }
+            current = _getSuperclass(level)
+        }
+        return false
+    }
+
     static func of(_ type: any PersistentModel.Type) -> ModelMetadata {
         let key = ObjectIdentifier(type)
         if let found = cache.withLock({ $0[key] }) { return found }
@@ -319,6 +331,8 @@ extension AttributeAccessor: AttributeDescribing {
 /// What the metadata asks of a relationship accessor without knowing its value type.
 protocol RelationshipDescribing {
     var destinationType: any PersistentModel.Type { get }
+    /// ``ModelMetadata/of(_:)`` of ``destinationType``.
+    var destinationMetadata: ModelMetadata { get }
     var isToMany: Bool { get }
     var relationshipDeleteRule: StoreSchema.DeleteRule { get }
     var relationshipInverse: AnyKeyPath? { get }

@@ -66,6 +66,10 @@ class PropertyAccessor: @unchecked Sendable {
     /// The property's Swift type, or (`optional`) that type made optional.
     func valueType(optional: Bool) -> Any.Type? { nil }
 
+    /// The accessor as a relationship's, or nil: what `as? any RelationshipDescribing` gives,
+    /// without the run time's search for a conformance (a load asks on every first read).
+    var relationshipAccess: (any RelationshipDescribing)? { nil }
+
     /// A description of the property's Swift type, for messages.
     var typeDescription: String { "" }
 }
@@ -160,6 +164,22 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
 
     override func valueType(optional: Bool) -> Any.Type? { optional ? V?.self : V.self }
 
+    override var relationshipAccess: (any RelationshipDescribing)? { self }
+
+    /// The destination's metadata, found once (``ModelMetadata/of(_:)`` takes a lock). Metadata
+    /// lives as long as the process, so the cache holds it unretained.
+    var destinationMetadata: ModelMetadata {
+        let cached = destination.load(ordering: .acquiring)
+        if cached != 0, let pointer = UnsafeRawPointer(bitPattern: cached) {
+            return Unmanaged<ModelMetadata>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let metadata = ModelMetadata.of(kind.destinationType)
+        destination.store(
+            Int(bitPattern: Unmanaged.passUnretained(metadata).toOpaque()), ordering: .releasing)
+        return metadata
+    }
+    private let destination = Atomic<Int>(0)
+
     func targets(in object: AnyObject) -> [AnyObject] {
         kind.models(field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee)
     }
@@ -197,6 +217,18 @@ struct RelationshipKind<V> {
     let models: (V) -> [AnyObject]
     let make: ([AnyObject]) -> V
 
+    /// `object` as a `W`, the model class of a to-one relationship: an instance of exactly that
+    /// class (the common case) without the run time's general cast, which costs as much as the
+    /// rest of a to-one load; an instance of a subclass through it. (A `W` is a class, so the
+    /// bit cast is a reference cast.)
+    @inline(__always)
+    static func cast<W>(to _: W.Type) -> (AnyObject) -> W {
+        { object in
+            ObjectIdentifier(type(of: object)) == ObjectIdentifier(W.self)
+                ? unsafeBitCast(object, to: W.self) : object as! W
+        }
+    }
+
     /// The kind of `V`, or nil when `V` is not a relationship type.
     static func of(_: V.Type) -> RelationshipKind<V>? {
         if let array = V.self as? any ModelArray.Type {
@@ -216,7 +248,7 @@ struct RelationshipKind<V> {
                 return RelationshipKind(
                     destinationType: model, isToMany: false,
                     models: { unsafeBitCast($0, to: W?.self).map { [$0 as AnyObject] } ?? [] },
-                    make: { unsafeBitCast($0.first.map { $0 as! W }, to: V.self) })
+                    make: { unsafeBitCast($0.first.map(Self.cast(to: W.self)), to: V.self) })
             }
             if let array = W.self as? any ModelArray.Type {
                 func openArray<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {

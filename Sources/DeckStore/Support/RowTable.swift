@@ -154,12 +154,27 @@ package struct RowTable {
         let old = slots
         let capacity = capacity ?? slots.count
         slots = Array(repeating: Slot(id: 0, object: nil), count: capacity)
-        mask = capacity - 1
-        count = 0
+        let mask = capacity - 1
+        self.mask = mask
         removedCount = 0
         self.multiplier = multiplier
-        for slot in old {
-            if let pointer = slot.object, pointer != Self.tombstone { set(slot.id, pointer) }
+        // Straight into the first empty slot: the entries are distinct, there are no tombstones
+        // yet, and the new table has room for them all (a fetch's registry grows this way a dozen
+        // times).
+        var longest = 0
+        slots.withUnsafeMutableBufferPointer { slots in
+            for slot in old {
+                guard let pointer = slot.object, pointer != Self.tombstone else { continue }
+                var index = Self.home(slot.id, mask: mask, multiplier: multiplier)
+                var probe = 0
+                while slots[index].object != nil {
+                    index = (index + 1) & mask
+                    probe += 1
+                }
+                slots[index] = Slot(id: slot.id, object: pointer)
+                longest = max(longest, probe)
+            }
         }
+        if longest > Self.maximumProbe && multiplier == 0 { rehash(multiplier: Self.randomMultiplier()) }
     }
 }
