@@ -220,6 +220,43 @@ struct SQLiteTests {
         }
     }
 
+    @Test(
+        "A query's statement is reused once given back, never while it is out, and the idle ones are bounded")
+    func queryStatementsAreTakenAndGivenBack() throws {
+        try withTestDirectory { dir throws in
+            let db = try Database(path: dir.appendingPathComponent("db.sqlite").path, mode: .create)
+            try db.execute("CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3)")
+            let sql = "SELECT x FROM t WHERE x >= ? ORDER BY x"
+            let outer = try db.takeQueryStatement(sql)
+            try outer.bind([.integer(2)])
+            #expect(try outer.step())
+            // The same query inside the first one's loop gets its own statement, and the first
+            // goes on where it was.
+            let inner = try db.takeQueryStatement(sql)
+            #expect(inner !== outer)
+            try inner.bind([.integer(1)])
+            #expect(try inner.step() && inner.int64(at: 0) == 1)
+            db.returnQueryStatement(inner)
+            #expect(outer.int64(at: 0) == 2)
+            #expect(try outer.step() && outer.int64(at: 0) == 3)
+            db.returnQueryStatement(outer)
+            // Given back reset and unbound: the next taker starts afresh.
+            let again = try db.takeQueryStatement(sql)
+            #expect(again === outer || again === inner)
+            #expect(try again.step() == false, "an unbound parameter is null: no row")
+            db.returnQueryStatement(again)
+            // Queries of any text fill the cache at most up to its limit.
+            var distinct: [Statement] = []
+            for i in 0...Database.queryStatementLimit {
+                let statement = try db.takeQueryStatement("SELECT \(i)")
+                distinct.append(statement)
+                db.returnQueryStatement(statement)
+            }
+            #expect(try db.takeQueryStatement("SELECT \(Database.queryStatementLimit)") === distinct.last)
+            #expect(try db.takeQueryStatement("SELECT 0") !== distinct.first)
+        }
+    }
+
     @Test func aStatementThatFailedMidwayCanBeReused() throws {
         try withTestDirectory { dir throws in
             let db = try Database(path: dir.appendingPathComponent("db.sqlite").path, mode: .create)

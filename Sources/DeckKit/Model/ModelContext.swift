@@ -1007,10 +1007,9 @@ public final class ModelContext {
                 // a few dozen instructions.
                 if let target = registry.object(root: destination.rootKey, id: id), destination.admits(target)
                 {
-                    return relationship.setTargets([target], in: object)
+                    return accessor.setToOneTarget(target, in: object)
                 }
-                let targets = try instances(of: destination, ids: [id])
-                relationship.setTargets(targets, in: object)
+                accessor.setToOneTarget(try instances(of: destination, ids: [id]).first, in: object)
             case .toMany:
                 guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
                 let destination = relationship.destinationMetadata

@@ -33,6 +33,16 @@ class PropertyAccessor: @unchecked Sendable {
         UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + fieldOffset
     }
 
+    /// Sets the to-one relationship of this accessor in `object` to `target`, an instance of its
+    /// destination or of a subclass (the caller checks, with ``ModelMetadata/admits(_:)``), by
+    /// writing the wrapper's value field: an optional model class (``RelationshipKind`` makes a
+    /// to-one of nothing else), so one reference, laid out as an `AnyObject?`. Going through
+    /// ``RelationshipDescribing/setTargets(_:in:)`` costs an array and code that is generic at
+    /// run time, more than the rest of a load.
+    final func setToOneTarget(_ target: AnyObject?, in object: AnyObject) {
+        field(valueFieldOffset, in: object).assumingMemoryBound(to: AnyObject?.self).pointee = target
+    }
+
     /// Persisted (an attribute or a relationship), not ``Transient``.
     var isPersistent: Bool { true }
 

@@ -601,7 +601,8 @@ extension StoreConnection {
             return size
         }
         do {
-            let statement = try database.prepare(sql)
+            let statement = try database.takeQueryStatement(sql)
+            defer { database.returnQueryStatement(statement) }
             try statement.bind(arguments)
             // The terms of the order follow the columns asked for (QueryCompiler.select).
             let cursor = RowCursor(

@@ -29,6 +29,8 @@ package final class Database {
     /// The mode the connection was opened in.
     package let mode: Mode
     private var statementCache: [String: Statement] = [:]
+    /// Queries' statements, idle (``takeQueryStatement(_:)``).
+    private var queryStatements: [String: Statement] = [:]
     private var savepointDepth = 0
     private var isClosed = false
 
@@ -111,6 +113,7 @@ package final class Database {
         guard !isClosed else { return }
         isClosed = true
         statementCache.removeAll()
+        queryStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -139,6 +142,29 @@ package final class Database {
         statementCache[sql] = statement
         return statement
     }
+
+    /// A statement for query `sql`, idle since an earlier query gave it back
+    /// (``returnQueryStatement(_:)``), or prepared now. A statement being stepped is out of the
+    /// cache, so a query run inside another's loop gets a statement of its own. The queries a
+    /// model layer repeats (a record by id, a relationship's targets) are then parsed once per
+    /// connection, whatever the number of loads.
+    package func takeQueryStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = queryStatements.removeValue(forKey: sql) { return statement }
+        return try Statement(database: self, sql: sql)
+    }
+
+    /// Gives back a statement from ``takeQueryStatement(_:)``, reset and unbound. At most
+    /// ``queryStatementLimit`` are kept: queries can be made of any text, so the cache starts
+    /// over when full rather than grow with them.
+    package func returnQueryStatement(_ statement: Statement) {
+        statement.reset()
+        guard !isClosed else { return }
+        if queryStatements.count >= Self.queryStatementLimit { queryStatements.removeAll() }
+        queryStatements[statement.sql] = statement
+    }
+
+    /// How many idle query statements a connection keeps.
+    static let queryStatementLimit = 32
 
     /// Runs one statement with `arguments` bound, ignoring any rows.
     package func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) {

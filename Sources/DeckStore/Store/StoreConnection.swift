@@ -185,12 +185,14 @@ final class StoreConnection {
     /// Runs `body` in one read transaction, so that everything it reads comes from one committed
     /// state.
     func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        // Prepared once per connection: a model's first read of a relationship is a read of its
+        // own, and parsing these two cost as much as the query.
         do {
-            try database.execute("BEGIN DEFERRED")
+            try database.run("BEGIN DEFERRED")
         } catch {
             throw translate(error)
         }
-        defer { try? database.execute("COMMIT") }
+        defer { try? database.run("COMMIT") }
         return try body()
     }
 
