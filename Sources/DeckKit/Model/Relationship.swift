@@ -16,22 +16,38 @@ import Observation
 @propertyWrapper
 public struct Relationship<Value> {
     // The layout matters: ModelMetadata finds `owner` in instances (see Discovery.swift).
-    var owner: PropertyOwner?
-    var index: Int
-    var value: Value
+    // Inlinable, with the getter's common path, as Attribute's: a read of a loaded relationship
+    // then reads the field, where generic code applied two key paths at run time.
+    @usableFromInline var owner: PropertyOwner?
+    @usableFromInline var index: Int
+    @usableFromInline var value: Value
 
     /// A relationship. `deleteRule` says what deleting this model does to the related ones (as
     /// the store does it: cascade, nullify, deny or no action). `inverse` is the property of the
     /// destination that points back;
     /// `minimumModelCount` and `maximumModelCount` bound a to-many relationship's size, checked at
     /// save; `originalName` is the property's name in the previous schema version.
+    @inlinable
     public init(
         wrappedValue: Value, deleteRule: StoreSchema.DeleteRule = .nullify, inverse: AnyKeyPath? = nil,
         minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil
     ) {
         value = wrappedValue
         index = -1
-        owner = Discovery.register {
+        owner =
+            Discovery.isActive
+            ? Self.discoveryMarker(
+                deleteRule: deleteRule, inverse: inverse, minimumModelCount: minimumModelCount,
+                maximumModelCount: maximumModelCount, originalName: originalName) : nil
+    }
+
+    /// The marker of a discovery instance's wrapper.
+    @usableFromInline
+    static func discoveryMarker(
+        deleteRule: StoreSchema.DeleteRule, inverse: AnyKeyPath?, minimumModelCount: Int?,
+        maximumModelCount: Int?, originalName: String?
+    ) -> PropertyOwner? {
+        Discovery.register {
             guard let kind = RelationshipKind<Value>.of(Value.self) else {
                 return InvalidRelationshipAccessor(type: Value.self)
             }
@@ -54,10 +70,17 @@ public struct Relationship<Value> {
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
-        get {
-            // In a discovery instance, a to-one relationship gives the destination's discovery
-            // instance, so that a key path can go on through it (`\Card.deck?.title`).
-            read(instance, wrappedKeyPath, storageKeyPath) { $0.destinationProbe as? Value }
+        @inlinable @inline(__always) get {
+            // The common case: a model with a backing whose relationship is loaded.
+            if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
+                let backing = unsafeDowncast(owner, to: ModelBacking.self)
+                let index = instance[keyPath: storageKeyPath].index
+                if !backing.needsLoading(index) {
+                    backing.access(instance, keyPath: wrappedKeyPath, index: index)
+                    return instance[keyPath: storageKeyPath].value
+                }
+            }
+            return slowRead(instance, wrappedKeyPath, storageKeyPath)
         }
         set {
             write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index, old in
@@ -68,5 +91,15 @@ public struct Relationship<Value> {
                     index, from: accessor.kind.models(old), to: accessor.kind.models(newValue))
             }
         }
+    }
+
+    @usableFromInline
+    static func slowRead<Model: PersistentModel>(
+        _ instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
+        _ storage: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value {
+        // In a discovery instance, a to-one relationship gives the destination's discovery
+        // instance, so that a key path can go on through it (`\Card.deck?.title`).
+        read(instance, wrapped, storage) { $0.destinationProbe as? Value }
     }
 }
