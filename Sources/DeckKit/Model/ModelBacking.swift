@@ -202,6 +202,7 @@ final class ModelBacking: PropertyOwner {
 
     /// Loads property `index`: through the context, or, once it is gone, through the loader it
     /// left (``loadWithoutContext(_:_:)``).
+    @usableFromInline
     func load(_ index: Int) {
         guard let kind = pending[index] else { return }
         pending[index] = nil

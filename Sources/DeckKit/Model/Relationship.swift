@@ -71,14 +71,14 @@ public struct Relationship<Value> {
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
         @inlinable @inline(__always) get {
-            // The common case: a model with a backing whose relationship is loaded.
+            // A model with a backing: the relationship loaded first if it is not yet (a fetched
+            // card's first read of its deck, a common read of its own).
             if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 let index = instance[keyPath: storageKeyPath].index
-                if !backing.needsLoading(index) {
-                    backing.access(instance, keyPath: wrappedKeyPath, index: index)
-                    return instance[keyPath: storageKeyPath].value
-                }
+                backing.access(instance, keyPath: wrappedKeyPath, index: index)
+                if backing.needsLoading(index) { backing.load(index) }
+                return instance[keyPath: storageKeyPath].value
             }
             return slowRead(instance, wrappedKeyPath, storageKeyPath)
         }
