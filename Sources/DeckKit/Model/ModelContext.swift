@@ -298,13 +298,15 @@ public final class ModelContext {
         guard allowsSave else {
             throw DeckError.readOnly(path: store.url.path)
         }
+        let saving = beginSaveNotifications()
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
-        finishSave(result.value, changes: result.changes)
+        let gone = finishSave(result.value, changes: result.changes)
+        endSaveNotifications(saving, alsoGone: gone)
         lastChange = nil
     }
 
@@ -315,13 +317,15 @@ public final class ModelContext {
         mergeCommittedChanges()
         guard hasChanges else { return }
         guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
+        let saving = beginSaveNotifications()
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try await store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
-        finishSave(result.value, changes: result.changes)
+        let gone = finishSave(result.value, changes: result.changes)
+        endSaveNotifications(saving, alsoGone: gone)
         lastChange = nil
     }
 
@@ -614,7 +618,9 @@ public final class ModelContext {
     }
 
     /// Brings the models in step with a committed save.
-    private func finishSave(_ result: FlushResult, changes: ChangeSet) {
+    /// Returns the models the save deleted, those of cascades included.
+    @discardableResult
+    private func finishSave(_ result: FlushResult, changes: ChangeSet) -> [AnyObject] {
         // Values written from files are read from the store from now on.
         for (object, index, value) in result.storedFromFiles {
             let backing = ModelBacking.of(object)
@@ -670,6 +676,7 @@ public final class ModelContext {
         deletionOrder = []
         // The store nullified references to deleted records: so do the models here.
         if !gone.isEmpty { dropDeletedTargets(changes) }
+        return gone
     }
 
     /// Records what `object`'s loaded to-many relationships hold, as the store now holds them

@@ -1,0 +1,72 @@
+import Foundation
+
+extension ModelContext {
+    /// Posted on `NotificationCenter.default` by a context (the notification's `object`) as a
+    /// save with changes begins, before anything is written: SwiftData's `willSave`. It carries
+    /// no user info. An observer runs on the saving thread, inside the save, and must not change
+    /// the context's models (what it changes may or may not be in this save).
+    public static let willSave = Notification.Name("DeckKit.ModelContext.willSave")
+
+    /// Posted on `NotificationCenter.default` by a context (the notification's `object`) once a
+    /// save has committed: SwiftData's `didSave`. Its user info holds, under each
+    /// ``NotificationKey``'s raw value, the `[PersistentIdentifier]` of the records the save
+    /// inserted, updated and deleted (the deleted ones being the models this context deleted or
+    /// held when a delete rule cascaded to them). A save that fails posts nothing after
+    /// ``willSave``; a save with nothing to write posts neither.
+    ///
+    /// ```swift
+    /// let observation = NotificationCenter.default.addObserver(
+    ///     forName: ModelContext.didSave, object: context, queue: nil
+    /// ) { notification in
+    ///     let key = ModelContext.NotificationKey.insertedIdentifiers.rawValue
+    ///     let inserted = notification.userInfo?[key] as? [PersistentIdentifier] ?? []
+    ///     print("saved \(inserted.count) new records")
+    /// }
+    /// ```
+    ///
+    /// Other contexts need no notification to see a save: they merge it by themselves (see
+    /// <doc:ComingFromSwiftData>).
+    public static let didSave = Notification.Name("DeckKit.ModelContext.didSave")
+
+    /// The keys of ``didSave``'s user info, as in SwiftData (its raw values are the keys).
+    public enum NotificationKey: String, Sendable {
+        /// The identifiers of the records the save inserted.
+        case insertedIdentifiers
+        /// The identifiers of the records the save changed.
+        case updatedIdentifiers
+        /// The identifiers of the records the save deleted.
+        case deletedIdentifiers
+    }
+
+    /// The models a save is about to write, taken before it writes (it empties the lists).
+    struct SavingModels {
+        let inserted: [AnyObject]
+        let updated: [AnyObject]
+        let deleted: [AnyObject]
+    }
+
+    /// Posts ``willSave`` and returns the models the save writes.
+    func beginSaveNotifications() -> SavingModels {
+        let saving = SavingModels(
+            inserted: insertedObjects, updated: Array(changed.values), deleted: Array(deleted.values))
+        NotificationCenter.default.post(name: Self.willSave, object: self)
+        return saving
+    }
+
+    /// Posts ``didSave`` for a committed save of `saving`; `alsoGone` are the models a delete
+    /// rule's cascade took with them.
+    func endSaveNotifications(_ saving: SavingModels, alsoGone: [AnyObject]) {
+        func identifiers(_ objects: [AnyObject]) -> [PersistentIdentifier] {
+            objects.map { ModelBacking.of($0).identifier }
+        }
+        var deleted = identifiers(saving.deleted)
+        let known = Set(saving.deleted.map(ObjectIdentifier.init))
+        deleted += identifiers(alsoGone.filter { !known.contains(ObjectIdentifier($0)) })
+        let info: [AnyHashable: Any] = [
+            NotificationKey.insertedIdentifiers.rawValue: identifiers(saving.inserted),
+            NotificationKey.updatedIdentifiers.rawValue: identifiers(saving.updated),
+            NotificationKey.deletedIdentifiers.rawValue: deleted,
+        ]
+        NotificationCenter.default.post(name: Self.didSave, object: self, userInfo: info)
+    }
+}
