@@ -668,8 +668,13 @@ public final class ModelContext {
         changed = [:]
         deleted = [:]
         deletionOrder = []
-        // The store nullified references to deleted records: so do the models here.
-        if !gone.isEmpty { dropDeletedTargets(changes) }
+        // The store nullified references to deleted records: so do the models here, the deleted
+        // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
+        // each other for good: they are in no registry, so nothing would break the cycle).
+        if !gone.isEmpty {
+            for object in gone { dropDeletedTargets(of: object) }
+            dropDeletedTargets(changes)
+        }
     }
 
     /// Records what `object`'s loaded to-many relationships hold, as the store now holds them

@@ -1,0 +1,158 @@
+import DeckKit
+import Foundation
+import Testing
+
+/// Models of the lifetime review: a list linked both ways (to-one only, one entity), a
+/// many-to-many pair, and a to-one to a superclass declared by a subclass.
+enum Linked {
+    final class Node: PersistentModel {
+        @Attribute var name = ""
+        @Relationship(inverse: \Node.previous) var next: Node? = nil
+        @Relationship var previous: Node? = nil
+        required init() {}
+        convenience init(_ name: String) {
+            self.init()
+            self.name = name
+        }
+    }
+
+    final class Item: PersistentModel {
+        @Attribute var name = ""
+        @Relationship(inverse: \Label.items) var labels: [Label] = []
+        required init() {}
+    }
+
+    final class Label: PersistentModel {
+        @Attribute var name = ""
+        @Relationship var items: [Item] = []
+        required init() {}
+    }
+
+    class Member: PersistentModel {
+        @Attribute var name = ""
+        required init() {}
+    }
+
+    final class Mentor: Member {
+        @Relationship var mentee: Member? = nil
+        required init() {}
+    }
+}
+
+/// What the review of ModelContext+Lifetimes found: cycles that survive, among others.
+@Suite("Model lifetimes: review")
+struct LifetimeReviewTests {
+    typealias Card = Flash.Card
+    typealias Deck = Flash.Deck
+
+    @Test("A list linked both ways (to-one only cycles of one entity) is freed when its context goes")
+    func linkedListFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Linked.Node.self, configurations: ModelConfiguration(url: directory.appending("list.deck")))
+        do {
+            let context = ModelContext(container)
+            let nodes = (0..<4).map { Linked.Node("n\($0)") }
+            for node in nodes { context.insert(node) }
+            for (a, b) in zip(nodes, nodes.dropFirst()) { a.next = b }
+            try context.save()
+        }
+        func walk() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let first = try #require(
+                try context.fetch(FetchDescriptor<Linked.Node>(predicate: #Predicate { $0.name == "n0" }))
+                    .first)
+            var nodes: [Linked.Node] = [first]
+            while let next = nodes.last?.next {
+                #expect(next.previous === nodes.last)
+                nodes.append(next)
+            }
+            #expect(nodes.map(\.name) == ["n0", "n1", "n2", "n3"])
+            return (nodes as [AnyObject] + [context]).map(WeakReference.init)
+        }
+        let references = try walk()
+        #expect(references.allSatisfy { $0.isFreed })
+    }
+
+    @Test("Many-to-many models that loaded both sides, and mentors pointing at each other, are freed")
+    func manyToManyAndSubclassFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Linked.Item.self, Linked.Label.self, Linked.Member.self, Linked.Mentor.self,
+            configurations: ModelConfiguration(url: directory.appending("m2m.deck")))
+        do {
+            let context = ModelContext(container)
+            let item = Linked.Item()
+            item.name = "item"
+            let label = Linked.Label()
+            label.name = "label"
+            context.insert(item)
+            item.labels = [label]
+            let a = Linked.Mentor()
+            a.name = "a"
+            let b = Linked.Mentor()
+            b.name = "b"
+            context.insert(a)
+            a.mentee = b
+            b.mentee = a
+            try context.save()
+        }
+        func read() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let item = try #require(try context.fetch(FetchDescriptor<Linked.Item>()).first)
+            let label = try #require(item.labels.first)
+            #expect(label.items.first === item)
+            let a = try #require(
+                try context.fetch(FetchDescriptor<Linked.Mentor>(predicate: #Predicate { $0.name == "a" }))
+                    .first)
+            let b = try #require(a.mentee as? Linked.Mentor)
+            #expect(b.mentee === a)
+            return ([item, label, a, b, context] as [AnyObject]).map(WeakReference.init)
+        }
+        let references = try read()
+        #expect(references.allSatisfy { $0.isFreed })
+    }
+
+    @Test("A deck and its cards that loaded each other and were deleted by a saved cascade are freed")
+    func cascadeDeletedModelsFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        func deleteSpanish() throws -> [WeakReference] {
+            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            let references = ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            context.delete(deck)
+            try context.save()
+            // As in the store: the deleted deck holds no cards any more.
+            #expect(deck.cards.isEmpty)
+            return references
+        }
+        let references = try deleteSpanish()
+        #expect(references.count == 4)
+        #expect(references.allSatisfy { $0.isFreed })
+        #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
+    }
+
+    @Test(
+        "A deck and its cards that loaded each other, deleted by another context's cascade, are freed on merge"
+    )
+    func mergeDeletedModelsFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        func readSpanish() throws -> [WeakReference] {
+            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            return ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+        }
+        let references = try readSpanish()
+        let other = ModelContext(container)
+        other.delete(try ModelLifetimeTests.deck("Spanish", in: other))
+        try other.save()
+        // The merge marks them deleted.
+        #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
+        #expect(references.count == 4)
+        #expect(references.allSatisfy { $0.isFreed })
+    }
+}
