@@ -155,4 +155,22 @@ struct LifetimeReviewTests {
         #expect(references.count == 4)
         #expect(references.allSatisfy { $0.isFreed })
     }
+
+    @Test("A deck deleted and not saved, that loaded its cards both ways, is freed when its context goes")
+    func unsavedDeletionFreedWithContext() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        func deleteSpanish() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            context.delete(deck)
+            return ([deck, context] + deck.cards as [AnyObject]).map(WeakReference.init)
+        }
+        let references = try deleteSpanish()
+        #expect(references.count == 5)
+        #expect(references.allSatisfy { $0.isFreed })
+        // Nothing was saved.
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Card>()) == 4)
+    }
 }

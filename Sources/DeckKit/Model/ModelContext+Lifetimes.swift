@@ -77,12 +77,15 @@ extension ModelBacking {
     }
 
     /// Whether relationship `accessor` can go back to not loaded: the model stands for a saved
-    /// record, the relationship is loaded, holds models and has no unsaved change, and (to-one) its
-    /// target has a record to load again.
+    /// record (deleted or not: a deletion not saved yet keeps the record, and the model would
+    /// otherwise keep a deck and its cards together after the context is gone), the relationship
+    /// is loaded, holds models and has no unsaved change, and (to-one) its target has a record to
+    /// load again.
     func canUnloadRelationship(_ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing)
         -> Bool
     {
-        guard status == .persisted, rowID != nil, !needsLoading(accessor.index), !isChanged(accessor.index)
+        guard status == .persisted || status == .deleted, rowID != nil, !needsLoading(accessor.index),
+            !isChanged(accessor.index)
         else { return false }
         guard relationship.isToMany else {
             return accessor.toOneTarget(in: object).map { ModelBacking.of($0).rowID != nil } ?? false
