@@ -1,5 +1,6 @@
 import DeckKit
 import Foundation
+import Observation
 import Testing
 
 /// Models of the lifetime review: a list linked both ways (to-one only, one entity), a
@@ -172,5 +173,52 @@ struct LifetimeReviewTests {
         #expect(references.allSatisfy { $0.isFreed })
         // Nothing was saved.
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Card>()) == 4)
+    }
+
+    @Test(
+        "An observer of a to-many relationship that unloadRelationships() put back hears of a merge that changes it"
+    )
+    func unloadedRelationshipObservedThroughMerge() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        let told = ObservedFlag()
+        withObservationTracking {
+            #expect(spanish.cards.count == 3)
+        } onChange: {
+            told.set()
+        }
+        context.unloadRelationships()
+        // Another context adds a card to the deck.
+        let other = ModelContext(container)
+        let card = Card(front: "buenos días")
+        other.insert(card)
+        card.deck = try ModelLifetimeTests.deck("Spanish", in: other)
+        try other.save()
+        try context.processPendingChanges()
+        #expect(told.isSet)
+        #expect(spanish.cards.count == 4)
+    }
+
+    @Test(
+        "An observer of a to-many relationship that unloadRelationships() put back hears of an inverse change here"
+    )
+    func unloadedRelationshipObservedThroughInverse() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        let merci = try ModelLifetimeTests.card("merci", in: context)
+        let told = ObservedFlag()
+        withObservationTracking {
+            #expect(spanish.cards.count == 3)
+        } onChange: {
+            told.set()
+        }
+        context.unloadRelationships()
+        merci.deck = spanish
+        #expect(told.isSet)
+        #expect(spanish.cards.count == 4)
     }
 }
