@@ -221,4 +221,23 @@ struct LifetimeReviewTests {
         #expect(told.isSet)
         #expect(spanish.cards.count == 4)
     }
+
+    @Test("Deleting a card of a deck whose loaded cards changed too saves (the deleted card leaves the list)")
+    func deleteAndChangeLoadedToMany() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        #expect(spanish.cards.count == 3)
+        let card = Card(front: "buenos días")
+        card.deck = spanish
+        context.delete(try ModelLifetimeTests.card("hola", in: context))
+        try context.save()
+        #expect(Set(spanish.cards.map(\.front)) == ["adiós", "gracias", "buenos días"])
+        let reader = ModelContext(container)
+        #expect(
+            Set(try ModelLifetimeTests.deck("Spanish", in: reader).cards.map(\.front)) == [
+                "adiós", "gracias", "buenos días",
+            ])
+    }
 }

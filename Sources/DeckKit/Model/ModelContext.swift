@@ -494,8 +494,11 @@ public final class ModelContext {
             _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
             _ backing: ModelBacking
         ) throws(DeckError) -> Value {
-            let targets = relationship.targets(in: object)
+            var targets = relationship.targets(in: object)
             if relationship.isToMany {
+                // Models deleted here leave the relationship with their records (they stay in a
+                // loaded list until the save).
+                targets.removeAll { ModelBacking.of($0).status == .deleted }
                 let (minimum, maximum) = relationship.modelCountBounds
                 if let minimum, targets.count < minimum {
                     throw DeckError.invalidValue(
@@ -525,7 +528,8 @@ public final class ModelContext {
             _ backing: ModelBacking, _ id: Int64, _ loaded: Set<Int64>
         ) throws(DeckError) -> Value {
             var current = Set<Int64>()
-            for target in relationship.targets(in: object) {
+            // Models deleted here leave it (they stay in the loaded list until the save).
+            for target in relationship.targets(in: object) where ModelBacking.of(target).status != .deleted {
                 current.insert(try rowID(of: target, for: accessor, of: backing))
             }
             let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
