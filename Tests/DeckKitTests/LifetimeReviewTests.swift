@@ -240,4 +240,43 @@ struct LifetimeReviewTests {
                 "adiós", "gracias", "buenos días",
             ])
     }
+
+    /// How a deck's loaded cards go back to not loaded other than by unloading them.
+    enum Reread: CaseIterable, Sendable {
+        /// A rollback of a change to the deck reads it again.
+        case rollback
+        /// A merge of another context's new card marks the deck's cards stale.
+        case merge
+    }
+
+    @Test(
+        "A deck whose loaded cards went back to not loaded, and its cards, are freed with the context",
+        arguments: Reread.allCases)
+    func rereadRelationshipLetsGo(_ reread: Reread) throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        func read() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+            #expect(spanish.cards.allSatisfy { $0.deck === spanish })
+            let references = ([spanish, context] + spanish.cards as [AnyObject]).map(WeakReference.init)
+            switch reread {
+            case .rollback:
+                spanish.title = "Español"
+                context.rollback()
+                #expect(spanish.title == "Spanish")
+            case .merge:
+                let other = ModelContext(container)
+                let card = Card(front: "buenos días")
+                other.insert(card)
+                card.deck = try ModelLifetimeTests.deck("Spanish", in: other)
+                try other.save()
+                try context.processPendingChanges()
+            }
+            return references
+        }
+        let references = try read()
+        #expect(references.count == 5)
+        #expect(references.allSatisfy { $0.isFreed })
+    }
 }

@@ -200,6 +200,14 @@ final class ModelBacking: PropertyOwner {
         pending[index] = value
     }
 
+    /// Puts relationship `index` back to not loaded, as `value`, letting go of the models it held
+    /// (a pending relationship's field is not read until it loads, but would keep them alive, and
+    /// a deck and its cards would hold each other where nothing breaks the cycle).
+    func setRelationshipPending(_ index: Int, _ value: Pending) {
+        setPending(index, value)
+        (metadata.properties[index] as? any RelationshipDescribing)?.setTargets([], in: object)
+    }
+
     /// Loads property `index`: through the context, or, once it is gone, through the loader it
     /// left (``loadWithoutContext(_:_:)``).
     func load(_ index: Int) {

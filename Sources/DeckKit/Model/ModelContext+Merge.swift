@@ -353,14 +353,14 @@ extension ModelContext {
             }
             for (index, id) in row.toOne {
                 if let id {
-                    backing.setPending(index, .toOne(id))
+                    backing.setRelationshipPending(index, .toOne(id))
                 } else {
                     backing.setPending(index, nil)
                     (backing.metadata.properties[index] as? any RelationshipDescribing)?.setTargets(
                         [], in: object)
                 }
             }
-            for index in stale { backing.setPending(index, .toMany) }
+            for index in stale { backing.setRelationshipPending(index, .toMany) }
         }
         if let failure { lastLoadError = failure }
     }

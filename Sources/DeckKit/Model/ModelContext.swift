@@ -647,7 +647,7 @@ public final class ModelContext {
             let backing = ModelBacking.of(object)
             guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
             backing.storedTargets[index] = nil
-            notifying(object, backing, properties: [index]) { backing.setPending(index, .toMany) }
+            notifying(object, backing, properties: [index]) { backing.setRelationshipPending(index, .toMany) }
         }
         var gone: [AnyObject] = Array(deleted.values)
         // Records deleted by cascades, and so their models here.
@@ -968,6 +968,12 @@ public final class ModelContext {
                 let layout = try layout(entity: cursor.entity, names: cursor.names)
                 var failure: DeckError?
                 notifying(object, backing, properties: changedProperties) {
+                    // The relationships load again: they let go of what they held (see
+                    // ModelBacking.setRelationshipPending).
+                    for (accessor, relationship) in backing.metadata.relationships
+                    where !backing.needsLoading(accessor.index) {
+                        relationship.setTargets([], in: object)
+                    }
                     do throws(DeckError) {
                         try load(cursor, layout: layout, into: object, backing: backing)
                     } catch {
