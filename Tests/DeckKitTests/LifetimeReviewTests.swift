@@ -279,4 +279,19 @@ struct LifetimeReviewTests {
         #expect(references.count == 5)
         #expect(references.allSatisfy { $0.isFreed })
     }
+
+    @Test(
+        "A card taken out of its deck's cards before it read its deck has no deck, before and after the save")
+    func removedFromToManyWithPendingToOne() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let hola = try ModelLifetimeTests.card("hola", in: context)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        spanish.cards.removeAll { $0 === hola }
+        #expect(hola.deck == nil)
+        try context.save()
+        #expect(hola.deck == nil)
+        #expect(try ModelLifetimeTests.card("hola", in: ModelContext(container)).deck == nil)
+    }
 }

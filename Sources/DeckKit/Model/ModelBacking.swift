@@ -281,9 +281,21 @@ enum InverseUpdate {
         let backing = ModelBacking.of(target)
         guard
             let accessor = backing.metadata.property(named: name)
-                as? (any RelationshipDescribing & PropertyAccessor),
-            !backing.needsLoading(accessor.index)
+                as? (any RelationshipDescribing & PropertyAccessor)
         else { return }
+        if backing.needsLoading(accessor.index) {
+            // A to-one not loaded yet that points at `source` leaves it too: it would load the
+            // record it pointed at, before the save and after it (the store changes it; the
+            // model's pending id does not).
+            guard case .toOne(let id?)? = backing.pendingValue(accessor.index),
+                id == ModelBacking.of(source).rowID
+            else { return }
+            backing.notifyingChange(of: accessor) {
+                backing.setPending(accessor.index, nil)
+                accessor.setTargets([], in: target)
+            }
+            return
+        }
         let current = accessor.targets(in: target)
         guard current.contains(where: { $0 === source }) else { return }
         backing.notifyingChange(of: accessor) {
