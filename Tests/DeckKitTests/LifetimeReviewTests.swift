@@ -294,4 +294,53 @@ struct LifetimeReviewTests {
         #expect(hola.deck == nil)
         #expect(try ModelLifetimeTests.card("hola", in: ModelContext(container)).deck == nil)
     }
+
+    @Test(
+        "An enumeration whose block deletes each card, adds another to its deck and saves keeps every change")
+    func enumerateDeletingInsertingAndSaving() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        var met: [String] = []
+        try context.enumerate(
+            FetchDescriptor<Card>(predicate: #Predicate { !$0.front.contains("new") }), batchSize: 1
+        ) { card in
+            met.append(card.front)
+            let deck = try #require(card.deck)
+            #expect(deck.cards.contains { $0 === card })
+            let added = Card(front: "new " + card.front)
+            added.deck = deck
+            context.delete(card)
+            if met.count.isMultiple(of: 2) { try context.save() }
+        }
+        try context.save()
+        #expect(Set(met) == ["hola", "adiós", "gracias", "merci"])
+        let reader = ModelContext(container)
+        #expect(
+            Set(try ModelLifetimeTests.deck("Spanish", in: reader).cards.map(\.front))
+                == ["new hola", "new adiós", "new gracias"])
+        #expect(Set(try ModelLifetimeTests.deck("French", in: reader).cards.map(\.front)) == ["new merci"])
+        #expect(reader.lastLoadError == nil && context.lastLoadError == nil)
+    }
+
+    @Test(
+        "A deck and its cards that loaded each other, deleted by delete(model:where:) with a cascade, are freed"
+    )
+    func batchDeletedModelsFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        func deleteSpanish() throws -> [WeakReference] {
+            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            let references = ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            try context.delete(model: Deck.self, where: #Predicate { $0.title == "Spanish" })
+            #expect(deck.isDeleted)
+            return references
+        }
+        let references = try deleteSpanish()
+        #expect(references.count == 4)
+        #expect(references.allSatisfy { $0.isFreed })
+        #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
+    }
 }

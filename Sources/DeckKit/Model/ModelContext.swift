@@ -728,6 +728,7 @@ public final class ModelContext {
 
     /// Marks the models of records a store-side delete removed as deleted.
     func forgetDeleted(_ changes: ChangeSet) {
+        var gone: [AnyObject] = []
         for (entity, ids) in changes.deleted {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
@@ -736,8 +737,11 @@ public final class ModelContext {
                 backing.status = .deleted
                 backing.rowID = nil
                 backing.context = nil
+                gone.append(object)
             }
         }
+        // The deleted models too, which are in no registry now (as in finishSave).
+        for object in gone { dropDeletedTargets(of: object) }
         dropDeletedTargets(changes)
     }
 
