@@ -343,4 +343,30 @@ struct LifetimeReviewTests {
         #expect(references.allSatisfy { $0.isFreed })
         #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
     }
+
+    @Test(
+        "A model first fetched while a deletion was pending reads its to-one again after the deletion is rolled back"
+    )
+    func fetchedDuringPendingDeletionThenRolledBack() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Linked.Node.self, configurations: ModelConfiguration(url: directory.appending("list.deck")))
+        do {
+            let context = ModelContext(container)
+            let (first, second) = (Linked.Node("n0"), Linked.Node("n1"))
+            context.insert(first)
+            first.next = second
+            try context.save()
+        }
+        let context = ModelContext(container)
+        let second = try #require(
+            try context.fetch(FetchDescriptor<Linked.Node>(predicate: #Predicate { $0.name == "n1" })).first)
+        context.delete(second)
+        // Fetched with the deletion applied (in a transaction rolled back): n0's next is nullified.
+        let first = try #require(
+            try context.fetch(FetchDescriptor<Linked.Node>(predicate: #Predicate { $0.name == "n0" })).first)
+        context.rollback()
+        #expect(!second.isDeleted)
+        #expect(first.next === second)
+    }
 }

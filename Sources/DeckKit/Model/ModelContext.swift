@@ -774,6 +774,11 @@ public final class ModelContext {
         registry.register(object, root: backing.metadata.rootKey, id: id)
     }
 
+    /// The registered instance of record `id` of root entity `root` (``ModelMetadata/rootKey``).
+    func registeredObject(root: ObjectIdentifier, id: Int64) -> AnyObject? {
+        registry.object(root: root, id: id)
+    }
+
     /// The registered instance of record `id` of `metadata`'s hierarchy, if there is one.
     func registeredObject(_ metadata: ModelMetadata, id: Int64) -> AnyObject? {
         registry.object(root: metadata.rootKey, id: id)
@@ -961,7 +966,7 @@ public final class ModelContext {
 
     /// Reads `object`'s saved values again (after a rollback).
     /// Observers of the properties that change are told.
-    private func reload(_ object: AnyObject, backing: ModelBacking) {
+    func reload(_ object: AnyObject, backing: ModelBacking) {
         let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
         backing.clearChanges()
         guard let id = backing.rowID else { return }
