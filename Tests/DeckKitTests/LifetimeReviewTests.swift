@@ -231,7 +231,8 @@ struct LifetimeReviewTests {
         #expect(spanish.cards.count == 3)
         let card = Card(front: "buenos días")
         card.deck = spanish
-        context.delete(try ModelLifetimeTests.card("hola", in: context))
+        let hola = try ModelLifetimeTests.card("hola", in: context)
+        context.delete(hola)
         try context.save()
         #expect(Set(spanish.cards.map(\.front)) == ["adiós", "gracias", "buenos días"])
         let reader = ModelContext(container)
@@ -239,6 +240,9 @@ struct LifetimeReviewTests {
             Set(try ModelLifetimeTests.deck("Spanish", in: reader).cards.map(\.front)) == [
                 "adiós", "gracias", "buenos días",
             ])
+        // A model whose deletion was saved is still refused.
+        spanish.cards.append(hola)
+        #expect(throws: DeckError.self) { try context.save() }
     }
 
     /// How a deck's loaded cards go back to not loaded other than by unloading them.

@@ -496,9 +496,10 @@ public final class ModelContext {
         ) throws(DeckError) -> Value {
             var targets = relationship.targets(in: object)
             if relationship.isToMany {
-                // Models deleted here leave the relationship with their records (they stay in a
-                // loaded list until the save).
-                targets.removeAll { ModelBacking.of($0).status == .deleted }
+                // Models deleted here leave the relationship with their records, deleted by this
+                // flush (they stay in a loaded list until the save). One whose deletion was saved
+                // (no record) is still refused.
+                targets.removeAll { Self.isDeletionPending($0) }
                 let (minimum, maximum) = relationship.modelCountBounds
                 if let minimum, targets.count < minimum {
                     throw DeckError.invalidValue(
@@ -529,7 +530,7 @@ public final class ModelContext {
         ) throws(DeckError) -> Value {
             var current = Set<Int64>()
             // Models deleted here leave it (they stay in the loaded list until the save).
-            for target in relationship.targets(in: object) where ModelBacking.of(target).status != .deleted {
+            for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
                 current.insert(try rowID(of: target, for: accessor, of: backing))
             }
             let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
@@ -588,6 +589,12 @@ public final class ModelContext {
             result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
         }
         return result
+    }
+
+    /// Whether `object` was deleted and its record is still stored: the flush deletes it.
+    private static func isDeletionPending(_ object: AnyObject) -> Bool {
+        let backing = ModelBacking.of(object)
+        return backing.status == .deleted && backing.rowID != nil
     }
 
     /// Where each of the model's attributes goes in a positional insert of its entity (its index
