@@ -373,4 +373,21 @@ struct LifetimeReviewTests {
         #expect(!second.isDeleted)
         #expect(first.next === second)
     }
+
+    @Test("Deleting a card inserted into a deck's loaded cards, before any save, saves the deck without it")
+    func deleteInsertedTargetOfLoadedToMany() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        #expect(spanish.cards.count == 3)
+        let card = Card(front: "buenos días")
+        card.deck = spanish
+        context.delete(card)
+        #expect(spanish.cards.count == 3)
+        try context.save()
+        let reader = ModelContext(container)
+        #expect(try ModelLifetimeTests.deck("Spanish", in: reader).cards.count == 3)
+        #expect(try reader.fetchCount(FetchDescriptor<Card>()) == 4)
+    }
 }

@@ -193,6 +193,15 @@ public final class ModelContext {
             insertionOrder.removeAll { $0 == key }
             backing.status = .detached
             backing.context = nil
+            // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
+            // loaded cards would still hold a card that is in no context, and the save would fail.
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
+                for target in relationship.targets(in: model) {
+                    InverseUpdate.remove(model, from: target, inverse: inverse)
+                }
+            }
             return
         }
         changed[key] = nil
