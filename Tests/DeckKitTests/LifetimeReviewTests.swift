@@ -29,6 +29,18 @@ enum Linked {
         required init() {}
     }
 
+    final class Shelf: PersistentModel {
+        @Attribute var name = ""
+        @Relationship(deleteRule: .noAction, inverse: \Book.shelf) var books: [Book] = []
+        required init() {}
+    }
+
+    final class Book: PersistentModel {
+        @Attribute var title = ""
+        @Relationship var shelf: Shelf? = nil
+        required init() {}
+    }
+
     class Member: PersistentModel {
         @Attribute var name = ""
         required init() {}
@@ -389,5 +401,69 @@ struct LifetimeReviewTests {
         let reader = ModelContext(container)
         #expect(try ModelLifetimeTests.deck("Spanish", in: reader).cards.count == 3)
         #expect(try reader.fetchCount(FetchDescriptor<Card>()) == 4)
+    }
+
+    @Test("A to-one to a superclass, unloaded while its subclass target went away, loads the subclass again")
+    func superclassToOneReloadsSubclass() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Linked.Member.self, Linked.Mentor.self,
+            configurations: ModelConfiguration(url: directory.appending("mentors.deck")))
+        do {
+            let context = ModelContext(container)
+            let (a, b) = (Linked.Mentor(), Linked.Mentor())
+            (a.name, b.name) = ("a", "b")
+            context.insert(a)
+            a.mentee = b
+            b.mentee = a
+            try context.save()
+        }
+        let context = ModelContext(container)
+        let a = try #require(
+            try context.fetch(FetchDescriptor<Linked.Mentor>(predicate: #Predicate { $0.name == "a" })).first)
+        func readB() throws -> WeakReference {
+            let b = try #require(a.mentee as? Linked.Mentor)
+            #expect(b.mentee === a)
+            return WeakReference(b)
+        }
+        let b = try readB()
+        context.unloadRelationships()
+        #expect(b.isFreed)
+        let again = try #require(a.mentee as? Linked.Mentor)
+        #expect(again.name == "b")
+        #expect(again.mentee === a)
+        #expect(context.lastLoadError == nil)
+    }
+
+    @Test(
+        "A shelf deleted with no action on its books, that loaded them both ways, is freed with its context")
+    func noActionDeletedModelFreed() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Linked.Shelf.self,
+            configurations: ModelConfiguration(url: directory.appending("shelves.deck")))
+        do {
+            let context = ModelContext(container)
+            let shelf = Linked.Shelf()
+            context.insert(shelf)
+            for title in ["a", "b"] {
+                let book = Linked.Book()
+                book.title = title
+                book.shelf = shelf
+            }
+            try context.save()
+        }
+        func deleteShelf() throws -> [WeakReference] {
+            let context = ModelContext(container)
+            let shelf = try #require(try context.fetch(FetchDescriptor<Linked.Shelf>()).first)
+            #expect(shelf.books.allSatisfy { $0.shelf === shelf })
+            let references = ([shelf, context] + shelf.books as [AnyObject]).map(WeakReference.init)
+            context.delete(shelf)
+            try context.save()
+            return references
+        }
+        let references = try deleteShelf()
+        #expect(references.count == 4)
+        #expect(references.allSatisfy { $0.isFreed })
     }
 }
