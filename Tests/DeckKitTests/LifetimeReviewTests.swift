@@ -466,4 +466,24 @@ struct LifetimeReviewTests {
         #expect(references.count == 4)
         #expect(references.allSatisfy { $0.isFreed })
     }
+
+    @Test("An observer of a deck's cards hears of a card added after a rollback read the deck again")
+    func observedRelationshipAfterRollback() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelLifetimeTests.makeDecks(directory)
+        let context = ModelContext(container)
+        let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
+        let merci = try ModelLifetimeTests.card("merci", in: context)
+        let told = ObservedFlag()
+        withObservationTracking {
+            #expect(spanish.cards.count == 3)
+        } onChange: {
+            told.set()
+        }
+        spanish.title = "Español"
+        context.rollback()
+        merci.deck = spanish
+        #expect(told.isSet)
+        #expect(spanish.cards.count == 4)
+    }
 }

@@ -984,6 +984,13 @@ public final class ModelContext {
     /// Observers of the properties that change are told.
     func reload(_ object: AnyObject, backing: ModelBacking) {
         let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
+        // The loaded relationships go back to not loaded: their observers are told too, since what
+        // is not loaded changes without telling anyone (inverse changes, merges skip it).
+        let told =
+            changedProperties
+            + backing.metadata.relationships.map(\.accessor.index).filter {
+                !backing.needsLoading($0) && !backing.isChanged($0)
+            }
         backing.clearChanges()
         guard let id = backing.rowID else { return }
         do {
@@ -992,7 +999,7 @@ public final class ModelContext {
                 found = true
                 let layout = try layout(entity: cursor.entity, names: cursor.names)
                 var failure: DeckError?
-                notifying(object, backing, properties: changedProperties) {
+                notifying(object, backing, properties: told) {
                     // The relationships load again: they let go of what they held (see
                     // ModelBacking.setRelationshipPending).
                     for (accessor, relationship) in backing.metadata.relationships
