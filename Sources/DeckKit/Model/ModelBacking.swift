@@ -200,6 +200,14 @@ final class ModelBacking: PropertyOwner {
         pending[index] = value
     }
 
+    /// Puts relationship `index` back to not loaded, as `value`, letting go of the models it held
+    /// (a pending relationship's field is not read until it loads, but would keep them alive, and
+    /// a deck and its cards would hold each other where nothing breaks the cycle).
+    func setRelationshipPending(_ index: Int, _ value: Pending) {
+        setPending(index, value)
+        (metadata.properties[index] as? any RelationshipDescribing)?.setTargets([], in: object)
+    }
+
     /// Loads property `index`: through the context, or, once it is gone, through the loader it
     /// left (``loadWithoutContext(_:_:)``).
     @usableFromInline
@@ -274,9 +282,21 @@ enum InverseUpdate {
         let backing = ModelBacking.of(target)
         guard
             let accessor = backing.metadata.property(named: name)
-                as? (any RelationshipDescribing & PropertyAccessor),
-            !backing.needsLoading(accessor.index)
+                as? (any RelationshipDescribing & PropertyAccessor)
         else { return }
+        if backing.needsLoading(accessor.index) {
+            // A to-one not loaded yet that points at `source` leaves it too: it would load the
+            // record it pointed at, before the save and after it (the store changes it; the
+            // model's pending id does not).
+            guard case .toOne(let id?)? = backing.pendingValue(accessor.index),
+                id == ModelBacking.of(source).rowID
+            else { return }
+            backing.notifyingChange(of: accessor) {
+                backing.setPending(accessor.index, nil)
+                accessor.setTargets([], in: target)
+            }
+            return
+        }
         let current = accessor.targets(in: target)
         guard current.contains(where: { $0 === source }) else { return }
         backing.notifyingChange(of: accessor) {

@@ -348,7 +348,27 @@ extension ModelContext {
                 guard let id = flushed.rowIDs[ObjectIdentifier(object)] else { continue }
                 temporary[id] = object
             }
-            try forEachRow(query, in: transaction) { cursor throws(DeckError) in try body(cursor, temporary) }
+            // Saved records that the unsaved changes altered in the transaction (a delete rule, an
+            // inverse, an upsert): an instance made from such a row here would stand for the saved
+            // record with values that are not saved, and keep them after a rollback. Those made
+            // now are read again from the store once the transaction is gone.
+            var altered: Set<Int64> = []
+            for (entity, ids) in transaction.changes.updated
+            where metadata(forStored: entity)?.rootKey == root {
+                altered.formUnion(ids)
+            }
+            var madeFromAltered: [Int64] = []
+            try forEachRow(query, in: transaction) { cursor throws(DeckError) in
+                if let root, altered.contains(cursor.id), registeredObject(root: root, id: cursor.id) == nil {
+                    madeFromAltered.append(cursor.id)
+                }
+                try body(cursor, temporary)
+            }
+            transaction.rollback()
+            for id in madeFromAltered {
+                guard let root, let object = registeredObject(root: root, id: id) else { continue }
+                reload(object, backing: ModelBacking.of(object))
+            }
             return
         }
         let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)

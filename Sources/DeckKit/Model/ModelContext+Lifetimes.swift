@@ -77,12 +77,15 @@ extension ModelBacking {
     }
 
     /// Whether relationship `accessor` can go back to not loaded: the model stands for a saved
-    /// record, the relationship is loaded, holds models and has no unsaved change, and (to-one) its
-    /// target has a record to load again.
+    /// record (deleted or not: a deletion not saved yet keeps the record, and the model would
+    /// otherwise keep a deck and its cards together after the context is gone), the relationship
+    /// is loaded, holds models and has no unsaved change, and (to-one) its target has a record to
+    /// load again.
     func canUnloadRelationship(_ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing)
         -> Bool
     {
-        guard status == .persisted, rowID != nil, !needsLoading(accessor.index), !isChanged(accessor.index)
+        guard status == .persisted || status == .deleted, rowID != nil, !needsLoading(accessor.index),
+            !isChanged(accessor.index)
         else { return false }
         guard relationship.isToMany else {
             return accessor.toOneTarget(in: object).map { ModelBacking.of($0).rowID != nil } ?? false
@@ -91,17 +94,22 @@ extension ModelBacking {
     }
 
     /// Puts relationship `accessor` back to not loaded (``canUnloadRelationship(_:_:)`` said it can
-    /// go): a to-one keeps its target's record id, a to-many reads the store again. The value does
-    /// not change, so no observer is told: a to-one loads the same record again, a to-many what the
-    /// store holds with the context's unsaved changes applied, as on its first read.
+    /// go): a to-one keeps its target's record id, a to-many reads the store again (what the store
+    /// holds with the context's unsaved changes applied, as on its first read). The observers of the
+    /// property, if any, are told: what is not loaded changes without telling anyone (an inverse
+    /// change here, a merge, a save's deletions skip it), so they read it again now, and load it.
     func unloadRelationship(_ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing) {
-        if relationship.isToMany {
-            setPending(accessor.index, .toMany)
-        } else {
-            let target = accessor.toOneTarget(in: object)
-            setPending(accessor.index, .toOne(target.flatMap { ModelBacking.of($0).rowID }))
+        let unload = { [self] in
+            if relationship.isToMany {
+                setPending(accessor.index, .toMany)
+            } else {
+                let target = accessor.toOneTarget(in: object)
+                setPending(accessor.index, .toOne(target.flatMap { ModelBacking.of($0).rowID }))
+            }
+            relationship.setTargets([], in: object)
         }
-        relationship.setTargets([], in: object)
+        guard observation != nil, let notify = accessor.observationNotifier else { return unload() }
+        notify(object, self, unload)
     }
 
     /// Whether a property is not loaded yet.
@@ -223,9 +231,10 @@ extension ModelContext {
     /// context.unloadRelationships()  // decks and cards not shown any more can go
     /// ```
     ///
-    /// No value changes, so no observer is told: a to-one relationship loads the same record again,
-    /// a to-many one what the store holds, with the context's unsaved changes applied. Attributes
-    /// stay as they are. ``enumerate(_:batchSize:block:)`` does this for each batch's models by
+    /// A to-one relationship loads the same record again, a to-many one what the store holds, with
+    /// the context's unsaved changes applied. The observers of a relationship that goes are told,
+    /// so that they read it again (what is not loaded changes without telling anyone, until it is
+    /// read): a view still shown loads its models again. Attributes stay as they are. ``enumerate(_:batchSize:block:)`` does this for each batch's models by
     /// itself.
     public func unloadRelationships() {
         // Collected first: unloading may end instances, and the registry with them.

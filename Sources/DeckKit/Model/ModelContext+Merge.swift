@@ -353,14 +353,14 @@ extension ModelContext {
             }
             for (index, id) in row.toOne {
                 if let id {
-                    backing.setPending(index, .toOne(id))
+                    backing.setRelationshipPending(index, .toOne(id))
                 } else {
                     backing.setPending(index, nil)
                     (backing.metadata.properties[index] as? any RelationshipDescribing)?.setTargets(
                         [], in: object)
                 }
             }
-            for index in stale { backing.setPending(index, .toMany) }
+            for index in stale { backing.setRelationshipPending(index, .toMany) }
         }
         if let failure { lastLoadError = failure }
     }
@@ -381,7 +381,9 @@ extension ModelContext {
     /// of the models with unsaved changes (updated models' others load again), and those of
     /// relationships without an inverse, whose holders the store does not mark updated.
     private func dropTargets(_ gone: [ObjectIdentifier: AnyObject]) {
-        var holders = Array(inserted.values) + Array(changed.values)
+        // The gone models too: those that loaded each other (a deck and its cascaded cards) are
+        // in no registry any more, and would hold each other for good.
+        var holders = Array(inserted.values) + Array(changed.values) + Array(gone.values)
         let goneMetadata = gone.values.map { ModelBacking.of($0).metadata }
         var holderTypes: [ModelMetadata] = []
         for metadata in schema.metadata.values {

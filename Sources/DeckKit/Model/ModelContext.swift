@@ -193,6 +193,15 @@ public final class ModelContext {
             insertionOrder.removeAll { $0 == key }
             backing.status = .detached
             backing.context = nil
+            // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
+            // loaded cards would still hold a card that is in no context, and the save would fail.
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
+                for target in relationship.targets(in: model) {
+                    InverseUpdate.remove(model, from: target, inverse: inverse)
+                }
+            }
             return
         }
         changed[key] = nil
@@ -498,8 +507,12 @@ public final class ModelContext {
             _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
             _ backing: ModelBacking
         ) throws(DeckError) -> Value {
-            let targets = relationship.targets(in: object)
+            var targets = relationship.targets(in: object)
             if relationship.isToMany {
+                // Models deleted here leave the relationship with their records, deleted by this
+                // flush (they stay in a loaded list until the save). One whose deletion was saved
+                // (no record) is still refused.
+                targets.removeAll { Self.isDeletionPending($0) }
                 let (minimum, maximum) = relationship.modelCountBounds
                 if let minimum, targets.count < minimum {
                     throw DeckError.invalidValue(
@@ -529,7 +542,8 @@ public final class ModelContext {
             _ backing: ModelBacking, _ id: Int64, _ loaded: Set<Int64>
         ) throws(DeckError) -> Value {
             var current = Set<Int64>()
-            for target in relationship.targets(in: object) {
+            // Models deleted here leave it (they stay in the loaded list until the save).
+            for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
                 current.insert(try rowID(of: target, for: accessor, of: backing))
             }
             let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
@@ -588,6 +602,12 @@ public final class ModelContext {
             result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
         }
         return result
+    }
+
+    /// Whether `object` was deleted and its record is still stored: the flush deletes it.
+    private static func isDeletionPending(_ object: AnyObject) -> Bool {
+        let backing = ModelBacking.of(object)
+        return backing.status == .deleted && backing.rowID != nil
     }
 
     /// Where each of the model's attributes goes in a positional insert of its entity (its index
@@ -649,7 +669,7 @@ public final class ModelContext {
             let backing = ModelBacking.of(object)
             guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
             backing.storedTargets[index] = nil
-            notifying(object, backing, properties: [index]) { backing.setPending(index, .toMany) }
+            notifying(object, backing, properties: [index]) { backing.setRelationshipPending(index, .toMany) }
         }
         var gone: [AnyObject] = Array(deleted.values)
         // Records deleted by cascades, and so their models here.
@@ -674,8 +694,13 @@ public final class ModelContext {
         changed = [:]
         deleted = [:]
         deletionOrder = []
-        // The store nullified references to deleted records: so do the models here.
-        if !gone.isEmpty { dropDeletedTargets(changes) }
+        // The store nullified references to deleted records: so do the models here, the deleted
+        // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
+        // each other for good: they are in no registry, so nothing would break the cycle).
+        if !gone.isEmpty {
+            for object in gone { dropDeletedTargets(of: object) }
+            dropDeletedTargets(changes)
+        }
         return gone
     }
 
@@ -726,6 +751,7 @@ public final class ModelContext {
 
     /// Marks the models of records a store-side delete removed as deleted.
     func forgetDeleted(_ changes: ChangeSet) {
+        var gone: [AnyObject] = []
         for (entity, ids) in changes.deleted {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
@@ -734,8 +760,11 @@ public final class ModelContext {
                 backing.status = .deleted
                 backing.rowID = nil
                 backing.context = nil
+                gone.append(object)
             }
         }
+        // The deleted models too, which are in no registry now (as in finishSave).
+        for object in gone { dropDeletedTargets(of: object) }
         dropDeletedTargets(changes)
     }
 
@@ -766,6 +795,11 @@ public final class ModelContext {
 
     private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
         registry.register(object, root: backing.metadata.rootKey, id: id)
+    }
+
+    /// The registered instance of record `id` of root entity `root` (``ModelMetadata/rootKey``).
+    func registeredObject(root: ObjectIdentifier, id: Int64) -> AnyObject? {
+        registry.object(root: root, id: id)
     }
 
     /// The registered instance of record `id` of `metadata`'s hierarchy, if there is one.
@@ -955,8 +989,15 @@ public final class ModelContext {
 
     /// Reads `object`'s saved values again (after a rollback).
     /// Observers of the properties that change are told.
-    private func reload(_ object: AnyObject, backing: ModelBacking) {
+    func reload(_ object: AnyObject, backing: ModelBacking) {
         let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
+        // The loaded relationships go back to not loaded: their observers are told too, since what
+        // is not loaded changes without telling anyone (inverse changes, merges skip it).
+        let told =
+            changedProperties
+            + backing.metadata.relationships.map(\.accessor.index).filter {
+                !backing.needsLoading($0) && !backing.isChanged($0)
+            }
         backing.clearChanges()
         guard let id = backing.rowID else { return }
         do {
@@ -965,7 +1006,13 @@ public final class ModelContext {
                 found = true
                 let layout = try layout(entity: cursor.entity, names: cursor.names)
                 var failure: DeckError?
-                notifying(object, backing, properties: changedProperties) {
+                notifying(object, backing, properties: told) {
+                    // The relationships load again: they let go of what they held (see
+                    // ModelBacking.setRelationshipPending).
+                    for (accessor, relationship) in backing.metadata.relationships
+                    where !backing.needsLoading(accessor.index) {
+                        relationship.setTargets([], in: object)
+                    }
                     do throws(DeckError) {
                         try load(cursor, layout: layout, into: object, backing: backing)
                     } catch {

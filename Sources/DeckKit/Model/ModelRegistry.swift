@@ -7,8 +7,8 @@ import DeckStore
 /// (``ModelContext/unregister(_:_:_:)``), so an entry always names a live instance; it is kept as
 /// an unretained pointer, which costs nothing to store or drop. A fetch registers one entry per
 /// model and the model's end removes it, so both are on the fetch's hot path: each root entity
-/// has an open-addressing table of record ids (linear probing, deletion by backward shift, no
-/// tombstones), hashed by one multiplication rather than `Hasher`'s SipHash.
+/// has an open-addressing table of record ids (``RowTable``: linear probing, a tombstone per
+/// removal), an id in its own slot rather than hashed by `Hasher`'s SipHash.
 struct ModelRegistry {
     /// The tables by root entity (``ModelMetadata/rootKey``): a schema has a handful, searched in order.
     private var tables: [(root: ObjectIdentifier, table: RowTable)] = []
