@@ -38,17 +38,18 @@ extension ModelContext {
         case deletedIdentifiers
     }
 
-    /// The models a save is about to write, taken before it writes (it empties the lists).
+    /// The models a save is about to write, taken before it writes (it empties the lists): the
+    /// context's own dictionaries, which the save replaces rather than changes, so that taking
+    /// them copies nothing (a save of 100,000 inserts pays nothing for the notification).
     struct SavingModels {
-        let inserted: [AnyObject]
-        let updated: [AnyObject]
-        let deleted: [AnyObject]
+        let inserted: [ObjectIdentifier: AnyObject]
+        let updated: [ObjectIdentifier: AnyObject]
+        let deleted: [ObjectIdentifier: AnyObject]
     }
 
     /// Posts ``willSave`` and returns the models the save writes.
     func beginSaveNotifications() -> SavingModels {
-        let saving = SavingModels(
-            inserted: insertedObjects, updated: Array(changed.values), deleted: Array(deleted.values))
+        let saving = SavingModels(inserted: inserted, updated: changed, deleted: deleted)
         NotificationCenter.default.post(name: Self.willSave, object: self)
         return saving
     }
@@ -56,15 +57,14 @@ extension ModelContext {
     /// Posts ``didSave`` for a committed save of `saving`; `alsoGone` are the models a delete
     /// rule's cascade took with them.
     func endSaveNotifications(_ saving: SavingModels, alsoGone: [AnyObject]) {
-        func identifiers(_ objects: [AnyObject]) -> [PersistentIdentifier] {
+        func identifiers(_ objects: some Sequence<AnyObject>) -> [PersistentIdentifier] {
             objects.map { ModelBacking.of($0).identifier }
         }
-        var deleted = identifiers(saving.deleted)
-        let known = Set(saving.deleted.map(ObjectIdentifier.init))
-        deleted += identifiers(alsoGone.filter { !known.contains(ObjectIdentifier($0)) })
+        var deleted = identifiers(saving.deleted.values)
+        deleted += identifiers(alsoGone.filter { saving.deleted[ObjectIdentifier($0)] == nil })
         let info: [AnyHashable: Any] = [
-            NotificationKey.insertedIdentifiers.rawValue: identifiers(saving.inserted),
-            NotificationKey.updatedIdentifiers.rawValue: identifiers(saving.updated),
+            NotificationKey.insertedIdentifiers.rawValue: identifiers(saving.inserted.values),
+            NotificationKey.updatedIdentifiers.rawValue: identifiers(saving.updated.values),
             NotificationKey.deletedIdentifiers.rawValue: deleted,
         ]
         NotificationCenter.default.post(name: Self.didSave, object: self, userInfo: info)

@@ -375,6 +375,8 @@ public final class ModelContext {
     // MARK: Flushing changes into a transaction
 
     struct FlushResult {
+        /// The inserted models, in the order of their insertion, with their backings.
+        var inserted: [(object: AnyObject, backing: ModelBacking)] = []
         /// The record ids the inserted models got.
         var rowIDs: [ObjectIdentifier: Int64] = [:]
         /// Inserted models that an upsert matched to an existing record, with that record's global id.
@@ -420,6 +422,8 @@ public final class ModelContext {
         let insertedObjects = insertionOrder.compactMap { key in
             inserted[key].map { ($0, ModelBacking.of($0)) }
         }
+        result.inserted = insertedObjects
+        result.rowIDs.reserveCapacity(insertedObjects.count)
         /// The value to write for an attribute still to be read from a file, or nil for one that
         /// is not: the file (noted, to read the stored value back after), or a fetch's stand-in.
         func fileValue(_ object: AnyObject, _ backing: ModelBacking, _ accessor: PropertyAccessor) -> Value? {
@@ -652,11 +656,10 @@ public final class ModelContext {
                     value, into: object)
             }
         }
-        for key in insertionOrder {
-            guard let object = inserted[key] else { continue }
-            let backing = ModelBacking.of(object)
+        for (object, backing) in result.inserted {
+            let key = ObjectIdentifier(object)
             backing.rowID = result.rowIDs[key]
-            if let gid = result.adopted[key] { backing.adopt(gid) }
+            if !result.adopted.isEmpty, let gid = result.adopted[key] { backing.adopt(gid) }
             backing.status = .persisted
             backing.clearChanges()
             if let id = backing.rowID { register(object, backing: backing, id: id) }
@@ -664,7 +667,8 @@ public final class ModelContext {
         for object in changed.values { ModelBacking.of(object).clearChanges() }
         // What the saved to-many relationships hold in the store now; those the save merged
         // with other contexts' changes are read again.
-        for object in insertedObjects + Array(changed.values) { noteStoredTargets(of: object) }
+        for (object, _) in result.inserted { noteStoredTargets(of: object) }
+        for object in changed.values { noteStoredTargets(of: object) }
         for (object, index) in result.rereadToMany {
             let backing = ModelBacking.of(object)
             guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
