@@ -1,5 +1,6 @@
 import DeckKit
 import Foundation
+import Observation
 import Testing
 
 /// The models of the seed documents' SwiftData examples, ported by replacing the macros.
@@ -250,8 +251,20 @@ struct SeedExampleTests {
             again.status = "paid"
             again.total = Decimal(string: "21.50")!
             context.insert(again)
+            let told = ObservedFlag()
+            withObservationTracking {
+                _ = order.status
+            } onChange: {
+                told.set()
+            }
             try context.save()
             #expect(again.persistentModelID == order.persistentModelID)
+            // The instance the context held before reads the record the upsert saved (it kept
+            // "new" and 19.99), and its observers hear of it; a fetch here gives the upserted one.
+            #expect(order.status == "paid" && order.total == Decimal(string: "21.50")!)
+            #expect(told.isSet)
+            #expect(!order.hasChanges && !context.hasChanges)
+            #expect(try context.fetch(FetchDescriptor<Seeds.Order>()).map { $0 === again } == [true])
             let orders = try ModelContext(container).fetch(FetchDescriptor<Seeds.Order>())
             #expect(orders.count == 1)
             #expect(orders.first?.status == "paid")

@@ -153,6 +153,20 @@ extension ModelContext {
                 }
             }
         }
+        apply(&merge)
+    }
+
+    /// Reads the records of `objects` (registered or not, persisted models) again, as a merge of
+    /// updates does: each property that differs takes the saved value, its observers told.
+    func reread(_ objects: [AnyObject]) {
+        guard !objects.isEmpty else { return }
+        var merge = Merge()
+        for object in objects { merge.noteUpdated(object) }
+        apply(&merge)
+    }
+
+    /// Reads the rows of `merge`'s updated models and applies what differs, and the deletions.
+    private func apply(_ merge: inout Merge) {
         do {
             for group in merge.updated.values {
                 let ids = group.objects.keys.sorted()

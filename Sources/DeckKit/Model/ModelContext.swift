@@ -656,10 +656,20 @@ public final class ModelContext {
                     value, into: object)
             }
         }
+        // Instances of records an inserted model took over (an upsert): they read the saved
+        // record again once the save is done.
+        var displaced: [AnyObject] = []
         for (object, backing) in result.inserted {
             let key = ObjectIdentifier(object)
             backing.rowID = result.rowIDs[key]
-            if !result.adopted.isEmpty, let gid = result.adopted[key] { backing.adopt(gid) }
+            if !result.adopted.isEmpty, let gid = result.adopted[key] {
+                backing.adopt(gid)
+                if let id = backing.rowID, let held = registry.object(root: backing.metadata.rootKey, id: id),
+                    held !== object
+                {
+                    displaced.append(held)
+                }
+            }
             backing.status = .persisted
             backing.clearChanges()
             if let id = backing.rowID { register(object, backing: backing, id: id) }
@@ -698,6 +708,7 @@ public final class ModelContext {
         changed = [:]
         deleted = [:]
         deletionOrder = []
+        reread(displaced)
         // The store nullified references to deleted records: so do the models here, the deleted
         // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
         // each other for good: they are in no registry, so nothing would break the cycle).
