@@ -55,6 +55,18 @@ enum Linked {
 /// What the review of ModelContext+Lifetimes found: cycles that survive, among others.
 @Suite("Model lifetimes: review")
 struct LifetimeReviewTests {
+    /// Reads `deck.cards` (the Spanish deck's three) in an observation, and returns the flag its
+    /// change sets.
+    func observeCards(of deck: Deck) -> ObservedFlag {
+        let told = ObservedFlag()
+        withObservationTracking {
+            #expect(deck.cards.count == 3)
+        } onChange: {
+            told.set()
+        }
+        return told
+    }
+
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck
 
@@ -195,12 +207,7 @@ struct LifetimeReviewTests {
         let container = try ModelLifetimeTests.makeDecks(directory)
         let context = ModelContext(container)
         let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
-        let told = ObservedFlag()
-        withObservationTracking {
-            #expect(spanish.cards.count == 3)
-        } onChange: {
-            told.set()
-        }
+        let told = observeCards(of: spanish)
         context.unloadRelationships()
         // Another context adds a card to the deck.
         let other = ModelContext(container)
@@ -222,12 +229,7 @@ struct LifetimeReviewTests {
         let context = ModelContext(container)
         let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
         let merci = try ModelLifetimeTests.card("merci", in: context)
-        let told = ObservedFlag()
-        withObservationTracking {
-            #expect(spanish.cards.count == 3)
-        } onChange: {
-            told.set()
-        }
+        let told = observeCards(of: spanish)
         context.unloadRelationships()
         merci.deck = spanish
         #expect(told.isSet)
@@ -474,12 +476,7 @@ struct LifetimeReviewTests {
         let context = ModelContext(container)
         let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
         let merci = try ModelLifetimeTests.card("merci", in: context)
-        let told = ObservedFlag()
-        withObservationTracking {
-            #expect(spanish.cards.count == 3)
-        } onChange: {
-            told.set()
-        }
+        let told = observeCards(of: spanish)
         spanish.title = "Español"
         context.rollback()
         merci.deck = spanish
