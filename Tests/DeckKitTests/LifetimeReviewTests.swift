@@ -55,6 +55,14 @@ enum Linked {
 /// What the review of ModelContext+Lifetimes found: cycles that survive, among others.
 @Suite("Model lifetimes: review")
 struct LifetimeReviewTests {
+    /// The Spanish deck read in `context`, with its cards loaded (each pointing back to it), and
+    /// weak references to the deck and its cards.
+    func readSpanish(in context: ModelContext) throws -> (deck: Deck, references: [WeakReference]) {
+        let deck = try ModelLifetimeTests.deck("Spanish", in: context)
+        #expect(deck.cards.allSatisfy { $0.deck === deck })
+        return (deck, ([deck] + deck.cards as [AnyObject]).map(WeakReference.init))
+    }
+
     /// Reads `deck.cards` (the Spanish deck's three) in an observation, and returns the flag its
     /// change sets.
     func observeCards(of deck: Deck) -> ObservedFlag {
@@ -144,9 +152,7 @@ struct LifetimeReviewTests {
         let container = try ModelLifetimeTests.makeDecks(directory)
         let context = ModelContext(container)
         func deleteSpanish() throws -> [WeakReference] {
-            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
-            #expect(deck.cards.allSatisfy { $0.deck === deck })
-            let references = ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            let (deck, references) = try readSpanish(in: context)
             context.delete(deck)
             try context.save()
             // As in the store: the deleted deck holds no cards any more.
@@ -167,9 +173,7 @@ struct LifetimeReviewTests {
         let container = try ModelLifetimeTests.makeDecks(directory)
         let context = ModelContext(container)
         func readSpanish() throws -> [WeakReference] {
-            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
-            #expect(deck.cards.allSatisfy { $0.deck === deck })
-            return ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            try self.readSpanish(in: context).references
         }
         let references = try readSpanish()
         let other = ModelContext(container)
@@ -187,10 +191,9 @@ struct LifetimeReviewTests {
         let container = try ModelLifetimeTests.makeDecks(directory)
         func deleteSpanish() throws -> [WeakReference] {
             let context = ModelContext(container)
-            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
-            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            let (deck, references) = try readSpanish(in: context)
             context.delete(deck)
-            return ([deck, context] + deck.cards as [AnyObject]).map(WeakReference.init)
+            return references + [WeakReference(context)]
         }
         let references = try deleteSpanish()
         #expect(references.count == 5)
@@ -349,9 +352,7 @@ struct LifetimeReviewTests {
         let container = try ModelLifetimeTests.makeDecks(directory)
         let context = ModelContext(container)
         func deleteSpanish() throws -> [WeakReference] {
-            let deck = try ModelLifetimeTests.deck("Spanish", in: context)
-            #expect(deck.cards.allSatisfy { $0.deck === deck })
-            let references = ([deck] + deck.cards as [AnyObject]).map(WeakReference.init)
+            let (deck, references) = try readSpanish(in: context)
             try context.delete(model: Deck.self, where: #Predicate { $0.title == "Spanish" })
             #expect(deck.isDeleted)
             return references
