@@ -134,9 +134,11 @@ struct ModelLayerTests {
 
             // Cascade: deleting a deck deletes its cards.
             context.delete(spanish)
-            #expect(spanish.isDeleted)
+            #expect(spanish.isDeleted && spanish.hasChanges)
             try context.save()
             #expect(cards[1].isDeleted)
+            // A saved deletion is no unsaved change.
+            #expect(!spanish.hasChanges && !cards[1].hasChanges && spanish.modelContext == nil)
             #expect(try context.fetchCount(FetchDescriptor<Card>()) == 1)
             #expect(try ModelContext(container).fetch(FetchDescriptor<Card>()).map(\.front) == ["adiós"])
         }

@@ -175,7 +175,10 @@ final class ModelBacking: PropertyOwner {
     var hasChanges: Bool {
         switch status {
         case .detached: false
-        case .inserted, .deleted: true
+        case .inserted: true
+        // Until the deletion is saved (or merged from elsewhere), which takes the model out of
+        // its context.
+        case .deleted: context != nil
         case .persisted: changedCount > 0
         }
     }

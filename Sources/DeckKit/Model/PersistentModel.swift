@@ -69,7 +69,7 @@ extension PersistentModel {
     public var modelContext: ModelContext? { ModelBacking.of(self).context }
 
     /// True when the model has changes that its context has not saved (inserted, changed, or
-    /// deleted).
+    /// deleted): false again once they are saved, a deletion included (``isDeleted`` stays true).
     public var hasChanges: Bool { ModelBacking.of(self).hasChanges }
 
     /// True once the model is deleted from its context (saved or not).
