@@ -116,19 +116,6 @@ extension ModelBacking {
     var hasPendingProperty: Bool { pending.contains { $0 != nil } }
 }
 
-extension PropertyAccessor {
-    /// The target of the to-one relationship of this accessor in `object`, read from the wrapper's
-    /// value field: an optional model class (``RelationshipKind`` makes a to-one of nothing else),
-    /// so one pointer, null for none. ``RelationshipDescribing/targets(in:)`` gives the same in an
-    /// array, through code that is generic at run time: thousands of instructions a call.
-    func toOneTarget(in object: AnyObject) -> AnyObject? {
-        guard let pointer = field(valueFieldOffset, in: object).load(as: UnsafeRawPointer?.self) else {
-            return nil
-        }
-        return Unmanaged<AnyObject>.fromOpaque(pointer).takeUnretainedValue()
-    }
-}
-
 /// Which loaded relationships go back to not loaded so that models stop holding each other: the
 /// decisions of one pass over models, made once per model type.
 ///

@@ -507,6 +507,23 @@ public final class ModelContext {
                     ? "refers to a deleted \(backing.metadata.entityName)"
                     : "refers to a \(backing.metadata.entityName) that is not in this context")
         }
+        /// Refuses a to-many relationship of `count` models outside its model-count bounds.
+        func checkCount(
+            _ count: Int, _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing,
+            _ backing: ModelBacking
+        ) throws(DeckError) {
+            let (minimum, maximum) = relationship.modelCountBounds
+            if let minimum, count < minimum {
+                throw DeckError.invalidValue(
+                    entity: backing.metadata.entityName, property: accessor.name,
+                    reason: "holds \(count) models, fewer than its minimum of \(minimum)")
+            }
+            if let maximum, count > maximum {
+                throw DeckError.invalidValue(
+                    entity: backing.metadata.entityName, property: accessor.name,
+                    reason: "holds \(count) models, more than its maximum of \(maximum)")
+            }
+        }
         func relationshipValue(
             _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
             _ backing: ModelBacking
@@ -517,17 +534,7 @@ public final class ModelContext {
                 // flush (they stay in a loaded list until the save). One whose deletion was saved
                 // (no record) is still refused.
                 targets.removeAll { Self.isDeletionPending($0) }
-                let (minimum, maximum) = relationship.modelCountBounds
-                if let minimum, targets.count < minimum {
-                    throw DeckError.invalidValue(
-                        entity: backing.metadata.entityName, property: accessor.name,
-                        reason: "holds \(targets.count) models, fewer than its minimum of \(minimum)")
-                }
-                if let maximum, targets.count > maximum {
-                    throw DeckError.invalidValue(
-                        entity: backing.metadata.entityName, property: accessor.name,
-                        reason: "holds \(targets.count) models, more than its maximum of \(maximum)")
-                }
+                try checkCount(targets.count, accessor, relationship, backing)
                 var ids: [Int64] = []
                 for target in targets { ids.append(try rowID(of: target, for: accessor, of: backing)) }
                 return .references(ids)
@@ -552,17 +559,7 @@ public final class ModelContext {
             }
             let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
             let merged = stored.union(current.subtracting(loaded)).subtracting(loaded.subtracting(current))
-            let (minimum, maximum) = relationship.modelCountBounds
-            if let minimum, merged.count < minimum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(merged.count) models, fewer than its minimum of \(minimum)")
-            }
-            if let maximum, merged.count > maximum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(merged.count) models, more than its maximum of \(maximum)")
-            }
+            try checkCount(merged.count, accessor, relationship, backing)
             if merged != current { result.rereadToMany.append((object, accessor.index)) }
             return .references(merged.sorted())
         }

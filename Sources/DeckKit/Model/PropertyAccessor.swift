@@ -33,6 +33,14 @@ class PropertyAccessor: @unchecked Sendable {
         UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + fieldOffset
     }
 
+    /// The target of the to-one relationship of this accessor in `object`, read from the wrapper's
+    /// value field as ``setToOneTarget(_:in:)`` writes it. ``RelationshipDescribing/targets(in:)``
+    /// gives the same in an array, through code that is generic at run time: thousands of
+    /// instructions a call.
+    final func toOneTarget(in object: AnyObject) -> AnyObject? {
+        field(valueFieldOffset, in: object).assumingMemoryBound(to: AnyObject?.self).pointee
+    }
+
     /// Sets the to-one relationship of this accessor in `object` to `target`, an instance of its
     /// destination or of a subclass (the caller checks, with ``ModelMetadata/admits(_:)``), by
     /// writing the wrapper's value field: an optional model class (``RelationshipKind`` makes a
