@@ -63,7 +63,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "DeckKitTests",
-            dependencies: ["DeckKit", "DeckSamples"]),
+            dependencies: ["DeckKit", "DeckSamples", "DeckTestSupport"]),
         .testTarget(
             name: "DeckArgumentsTests",
             dependencies: ["DeckArguments"]),

@@ -48,13 +48,14 @@ final class ModelBacking: PropertyOwner {
     @exclusivity(unchecked) var rowID: Int64?
     /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
     @exclusivity(unchecked) private var changedMask: UInt64 = 0
-    private var changedBeyondMask: Set<Int> = []
+    // (Empty collections made by their initializers: an empty literal is a call per model.)
+    private var changedBeyondMask = Set<Int>()
     var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
     /// For each loaded to-many relationship of a saved record, by property index, the records it
     /// held in the store when it was loaded or last saved: a save writes the links added and
     /// removed since, merged into what the store holds then (another context may have changed
     /// the relationship meanwhile).
-    @exclusivity(unchecked) var storedTargets: [Int: Set<Int64>] = [:]
+    @exclusivity(unchecked) var storedTargets = [Int: Set<Int64>]()
     /// The properties not loaded yet, by index (empty when all are).
     @exclusivity(unchecked) private(set) var pending: [Pending?] = []
     /// Observation's registrar of the instance, made when something may observe it: on a read

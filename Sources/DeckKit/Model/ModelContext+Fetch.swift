@@ -9,10 +9,12 @@ extension ModelContext {
     /// back, so that unsaved models match exactly as saved ones would.
     @inlinable
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
-        // The models come as objects each checked to be a `T`, and become a `[T]` here, in the
-        // caller's module where `T` is known: collecting a `[T]` in this module's generic code
-        // looked up the array's type metadata for each model.
-        try fetchedObjects(descriptor).map { unsafeDowncast($0, to: T.self) }
+        // The models come as objects each checked to be a `T` (a class), and their array is taken
+        // as a `[T]` as it is: the two have the same layout, as the standard library's own casts
+        // between arrays of classes rely on where it can skip copying them. Collecting a `[T]` in
+        // this module's generic code looked up the array's type metadata for each model; copying
+        // into a new array retained and released each one.
+        unsafeBitCast(try fetchedObjects(descriptor), to: [T].self)
     }
 
     /// The models of ``fetch(_:)``, each one a `T`.
@@ -20,7 +22,7 @@ extension ModelContext {
     func fetchedObjects<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [AnyObject]
     {
         mergeCommittedChanges()
-        return try fetch(descriptor, after: nil, readsEnd: false).models
+        return try fetch(descriptor, after: nil, readsEnd: false, lettingOrder: true).models
     }
 
     /// Where a batch of an enumeration ended: the position of its last row in the order and, when
@@ -35,9 +37,14 @@ extension ModelContext {
     /// number of rows read (models of other types among them: a record the models of this context
     /// know only by an ancestor of `T`); and, with `readsEnd` and as many rows as the
     /// descriptor's limit, where they ended.
-    private func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, after: BatchEnd?, readsEnd: Bool)
-        throws(DeckError) -> (models: [AnyObject], rows: Int, end: BatchEnd?)
-    {
+    ///
+    /// With `lettingOrder`, a fetch of every model sorted by number properties of the model itself
+    /// reads the rows unsorted and puts the models in order afterwards, by the values the store
+    /// holds (``RowOrder``): SQLite's sorter copies whole rows, which costs more than making the
+    /// models. The order is the one the store would give.
+    private func fetch<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, after: BatchEnd?, readsEnd: Bool, lettingOrder: Bool = false
+    ) throws(DeckError) -> (models: [AnyObject], rows: Int, end: BatchEnd?) {
         var models: [AnyObject] = []
         // Whether instances of the last class met are `T`s (a row's class is most often the
         // last row's): a dynamic cast per row is a lookup of `T`'s metadata.
@@ -55,8 +62,11 @@ extension ModelContext {
                 query.after = position
             }
             query.readsPositions = readsEnd
+            query.lettingCallerOrder = lettingOrder
             return query
         }
+        var order: RowOrder?
+        var orderAsked = false
         try withRows(includingChanges: descriptor.includePendingChanges, query: query) {
             cursor, temporary throws(DeckError) in
             rows += 1
@@ -78,7 +88,24 @@ extension ModelContext {
                 lastClass = objectClass
                 lastIsT = object is T
             }
-            if lastIsT { models.append(object) }
+            if lastIsT {
+                models.append(object)
+                if lettingOrder {
+                    if !orderAsked {
+                        orderAsked = true
+                        order = cursor.callerOrder()
+                    }
+                    order?.add(cursor)
+                }
+            }
+        }
+        if let order {
+            // A value the order cannot compare (only a damaged or foreign store holds one): the
+            // store sorts instead.
+            guard let permutation = order.permutation() else {
+                return try fetch(descriptor, after: after, readsEnd: readsEnd, lettingOrder: false)
+            }
+            models.permute(permutation)
         }
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
@@ -446,5 +473,33 @@ struct ModelPredicateResolver: PredicateSchemaResolver {
     private func unwrapped(_ value: Any) -> Any {
         guard let optional = value as? any OptionalType else { return value }
         return optional.wrappedValue ?? value
+    }
+}
+
+extension Array where Element: AnyObject {
+    /// Puts the elements in the order `permutation` gives: element `i` becomes the one that was at
+    /// `permutation[i]`. Moved in place, cycle by cycle, so that no element is retained or
+    /// released.
+    mutating func permute(_ permutation: [Int]) {
+        precondition(
+            permutation.count == count, "a permutation of \(permutation.count) for \(count) elements")
+        var placed = [Bool](repeating: false, count: count)
+        withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for start in buffer.indices where !placed[start] {
+                let first = (base + start).move()
+                var index = start
+                while true {
+                    placed[index] = true
+                    let source = permutation[index]
+                    if source == start {
+                        (base + index).initialize(to: first)
+                        break
+                    }
+                    (base + index).moveInitialize(from: base + source, count: 1)
+                    index = source
+                }
+            }
+        }
     }
 }

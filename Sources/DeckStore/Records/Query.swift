@@ -60,6 +60,11 @@ public struct RecordQuery: Sendable, Hashable {
     /// Whether the query's cursors give each row's position (``RowCursor/position``), for a later
     /// page to continue ``after``.
     package var readsPositions = false
+    /// Whether the caller orders the rows itself (``RowOrder``) when it can: when every sort key
+    /// is a number attribute of the record, and the query has no window, no position to continue
+    /// after and reads no positions, the statement has no `ORDER BY` and its cursor gives each
+    /// row's sort values (``RowCursor/ordersInMemory``); otherwise the store sorts as usual.
+    package var lettingCallerOrder = false
 
     /// A query of `entity`'s records that satisfy `condition` (all when nil).
     public init(

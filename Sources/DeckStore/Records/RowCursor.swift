@@ -33,15 +33,39 @@ package final class RowCursor {
     private let blobSize: (Digest) -> Int64
     /// The result columns that hold the terms of the order, when the query reads positions.
     private let positionColumns: Range<Int>?
+    /// The result columns of the sort keys and their directions, when the caller orders the rows
+    /// (``RecordQuery/lettingCallerOrder``).
+    private let sortColumns: [(column: Int32, ascending: Bool)]?
 
     init(
         statement: Statement, readsGlobalIDs: Bool, positionColumns: Range<Int>? = nil,
-        blobSize: @escaping (Digest) -> Int64
+        sortColumns: [(column: Int32, ascending: Bool)]? = nil, blobSize: @escaping (Digest) -> Int64
     ) {
         self.statement = statement
         self.readsGlobalIDs = readsGlobalIDs
         self.positionColumns = positionColumns
+        self.sortColumns = sortColumns
         self.blobSize = blobSize
+    }
+
+    /// An empty order of the query's rows when the caller orders them (the statement does not);
+    /// nil when the statement sorts them (``RecordQuery/lettingCallerOrder``).
+    package func callerOrder() -> RowOrder? {
+        sortColumns.map { RowOrder(ascending: $0.map(\.ascending)) }
+    }
+
+    /// Appends the row's sort values, one per key (``callerOrder()``).
+    func appendSortValues(to values: inout [RowOrder.Value]) {
+        guard let sortColumns else { return }
+        let handle = statement.handle
+        for (column, _) in sortColumns {
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_NULL: values.append(.null)
+            case SQLITE_INTEGER: values.append(.integer(sqlite3_column_int64(handle, column)))
+            case SQLITE_FLOAT: values.append(.real(sqlite3_column_double(handle, column)))
+            default: values.append(.other)
+            }
+        }
     }
 
     /// Where the row stands in the query's order, for a later page of the query to continue

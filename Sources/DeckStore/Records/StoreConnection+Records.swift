@@ -589,6 +589,9 @@ extension StoreConnection {
             }
             layouts[member.name] = (names, list)
         }
+        var query = query
+        let sortColumns = callerSortColumns(query, mapping: mapping, positions: positions)
+        if sortColumns != nil { query.sort = [] }
         let (sql, arguments) = try selectSQL(
             query, mapping: mapping, columns: columns.joined(separator: ", "))
         var sizes: [Digest: Int64] = [:]
@@ -608,7 +611,7 @@ extension StoreConnection {
             let cursor = RowCursor(
                 statement: statement, readsGlobalIDs: formatVersion >= 2,
                 positionColumns: query.readsPositions ? columns.count..<statement.columnCount : nil,
-                blobSize: blobSize)
+                sortColumns: sortColumns, blobSize: blobSize)
             var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
             var first = true
             while try statement.step() {
@@ -628,6 +631,28 @@ extension StoreConnection {
         } catch {
             throw translateQueryError(error)
         }
+    }
+
+    /// The result columns of `query`'s sort keys, with their directions, when the caller orders
+    /// the rows (``RecordQuery/lettingCallerOrder``, ``RowOrder``): a query of every matching
+    /// record, sorted by number attributes of the record itself. `positions` gives the result
+    /// column of each column expression.
+    private func callerSortColumns(_ query: RecordQuery, mapping: EntityMapping, positions: [String: Int])
+        -> [(column: Int32, ascending: Bool)]?
+    {
+        guard query.lettingCallerOrder, !query.sort.isEmpty, query.sort.count <= RecordQuery.Limits.sortKeys,
+            query.limit == nil, query.offset == 0, query.after == nil, !query.readsPositions
+        else { return nil }
+        var columns: [(column: Int32, ascending: Bool)] = []
+        for key in query.sort {
+            guard key.folding == .exact, case .path(let path) = key.expression, path.variable == nil,
+                path.names.count == 1, let attribute = mapping.attribute(path.names[0]),
+                [.integer, .double, .date, .bool].contains(attribute.type),
+                let column = positions["r.\(quote(attribute.name))"]
+            else { return nil }
+            columns.append((Int32(column), key.ascending))
+        }
+        return columns
     }
 
     /// The ids of the records `query` matches, in order.
