@@ -29,16 +29,24 @@ final class ModelBacking: PropertyOwner {
         case toMany
     }
 
-    let metadata: ModelMetadata
+    /// The model type's metadata, which lives as long as the program (``ModelMetadata/of(_:)``
+    /// keeps every one): not counted, which saves two atomic operations per model.
+    unowned(unsafe) let metadata: ModelMetadata
     /// The instance: its wrappers hold the backing, so the backing never outlives it (not
     /// counted: an unowned reference that counts costs two atomic operations per model).
     unowned(unsafe) let object: AnyObject
     /// The instance's identity, which can be compared while the instance is being destroyed.
     let objectID: ObjectIdentifier
     @exclusivity(unchecked) private(set) var identifier: PersistentIdentifier
-    /// The context the model is in. Held weakly: a strong reference would keep the context, its
-    /// container and the document's writer lock alive for as long as any of its models lives.
-    weak var context: ModelContext?
+    /// The context the model is in, or nil. Not held: a strong reference would keep the context,
+    /// its container and the document's writer lock alive for as long as any of its models lives.
+    var context: ModelContext? {
+        get { link?.context }
+        set { link = newValue?.link }
+    }
+    /// The context's link, which the context clears as it goes away (a weak reference per model
+    /// cost a fetch three atomic operations on the context's side table per model).
+    private var link: ModelContext.Link?
     /// What the model loads through once its context is gone: set by the context as it goes away,
     /// and in the models that such loads make (see ModelContext+Lifetimes.swift). Nil while the
     /// context lives, so that a fetch pays for no reference per model.
@@ -80,7 +88,7 @@ final class ModelBacking: PropertyOwner {
         self.object = object
         self.objectID = ObjectIdentifier(object)
         self.identifier = PersistentIdentifier(entityName: metadata.entityName, id: globalID)
-        self.context = context
+        self.link = context?.link
         self.rowID = rowID
         self.status = rowID == nil ? .detached : .persisted
         super.init(isMarker: false)
@@ -165,7 +173,13 @@ final class ModelBacking: PropertyOwner {
             metadata: metadata, object: object, globalID: globalID, context: context, rowID: rowID)
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
         for (index, offsets) in metadata.ownerAndIndexOffsets.enumerated() {
-            (base + offsets.owner).assumingMemoryBound(to: PropertyOwner?.self).pointee = backing
+            // A fresh instance's wrappers mostly hold no owner, which needs no release.
+            let owner = (base + offsets.owner).assumingMemoryBound(to: PropertyOwner?.self)
+            if owner.pointee == nil {
+                owner.initialize(to: backing)
+            } else {
+                owner.pointee = backing
+            }
             (base + offsets.index).assumingMemoryBound(to: Int.self).pointee = index
         }
         return backing

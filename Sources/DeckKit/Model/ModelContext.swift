@@ -117,7 +117,24 @@ public final class ModelContext {
     }
 
     /// The models it knows stop holding each other and keep a way to load (``leaveModels()``).
-    deinit { leaveModels() }
+    deinit {
+        // First: from here on its models have no context (an instance that goes away during the
+        // walk does not unregister).
+        link.context = nil
+        leaveModels()
+    }
+
+    /// How the models of a context reach it: one object per context, which each of its models
+    /// holds, and which the context clears as it goes away. Models, like their context, stay in
+    /// one isolation domain, so the reference is read and cleared in turn, never at once.
+    final class Link {
+        unowned(unsafe) var context: ModelContext?
+
+        init(_ context: ModelContext) { self.context = context }
+    }
+
+    /// This context's link (made on first use: a context made for one load may have no models).
+    private(set) lazy var link = Link(self)
 
     // MARK: State
 
