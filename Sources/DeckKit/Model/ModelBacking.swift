@@ -47,23 +47,47 @@ final class ModelBacking: PropertyOwner {
     /// The context's link, which the context clears as it goes away (a weak reference per model
     /// cost a fetch three atomic operations on the context's side table per model).
     private var link: ModelContext.Link?
+    /// The record's id, once it is in the store.
+    @exclusivity(unchecked) var rowID: Int64?
+    // (After the optional id, whose tag leaves it room in the same word.)
+    @exclusivity(unchecked) var status: Status = .detached
+    /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
+    @exclusivity(unchecked) private var changedMask: UInt64 = 0
+    var changedCount: Int { changedMask.nonzeroBitCount + (extras?.changedBeyondMask.count ?? 0) }
+    /// What few models need, apart, so that a fetched model's backing stays small (made on first
+    /// need).
+    private final class Extras {
+        var loader: ModelLoader?
+        var changedBeyondMask: Set<Int> = []
+        var storedTargets: [Int: Set<Int64>] = [:]
+    }
+    @exclusivity(unchecked) private var extras: Extras?
+
+    private var madeExtras: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
     /// What the model loads through once its context is gone: set by the context as it goes away,
     /// and in the models that such loads make (see ModelContext+Lifetimes.swift). Nil while the
     /// context lives, so that a fetch pays for no reference per model.
-    var loader: ModelLoader?
-    @exclusivity(unchecked) var status: Status = .detached
-    /// The record's id, once it is in the store.
-    @exclusivity(unchecked) var rowID: Int64?
-    /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
-    @exclusivity(unchecked) private var changedMask: UInt64 = 0
-    // (Empty collections made by their initializers: an empty literal is a call per model.)
-    private var changedBeyondMask = Set<Int>()
-    var changedCount: Int { changedMask.nonzeroBitCount + changedBeyondMask.count }
+    var loader: ModelLoader? {
+        get { extras?.loader }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            madeExtras.loader = newValue
+        }
+    }
     /// For each loaded to-many relationship of a saved record, by property index, the records it
     /// held in the store when it was loaded or last saved: a save writes the links added and
     /// removed since, merged into what the store holds then (another context may have changed
     /// the relationship meanwhile).
-    @exclusivity(unchecked) var storedTargets = [Int: Set<Int64>]()
+    var storedTargets: [Int: Set<Int64>] {
+        get { extras?.storedTargets ?? [:] }
+        _modify { yield &madeExtras.storedTargets }
+    }
     /// The properties not loaded yet, by index (empty when all are).
     @exclusivity(unchecked) private(set) var pending: [Pending?] = []
     /// Observation's registrar of the instance, made when something may observe it: on a read
@@ -260,18 +284,19 @@ final class ModelBacking: PropertyOwner {
         if index < 64 {
             changedMask |= 1 << UInt64(index)
         } else {
-            changedBeyondMask.insert(index)
+            madeExtras.changedBeyondMask.insert(index)
         }
         if status == .persisted, let context { context.noteChanged(self) }
     }
 
     func clearChanges() {
         changedMask = 0
-        if !changedBeyondMask.isEmpty { changedBeyondMask = [] }
+        if let extras, !extras.changedBeyondMask.isEmpty { extras.changedBeyondMask = [] }
     }
 
     func isChanged(_ index: Int) -> Bool {
-        index < 64 ? changedMask & (1 << UInt64(index)) != 0 : changedBeyondMask.contains(index)
+        index < 64
+            ? changedMask & (1 << UInt64(index)) != 0 : extras?.changedBeyondMask.contains(index) ?? false
     }
 
     /// Keeps the other side of relationship `index` in step after it changed from `old` to `new`,

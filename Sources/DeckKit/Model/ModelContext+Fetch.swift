@@ -3,7 +3,10 @@ import Foundation
 extension ModelContext {
     /// The models that `descriptor` selects, in its order.
     ///
-    /// The predicate, sort, limit and offset run in the store. With
+    /// The predicate, sort, limit and offset run in the store, with one exception that gives the
+    /// same order faster: a fetch with neither limit nor offset, sorted by number and date
+    /// properties of the model itself only, reads its rows unsorted and orders the models by the
+    /// values the store holds (as SQL's `ORDER BY` would, then by record, which breaks ties). With
     /// ``FetchDescriptor/includePendingChanges`` (the default) and unsaved changes in the context,
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would.

@@ -100,6 +100,7 @@ public final class ModelContext {
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
         loader = nil
+        link.context = self
         startMerging()
     }
 
@@ -114,6 +115,7 @@ public final class ModelContext {
         isMainContext = false
         autosaveEnabled = false
         self.loader = loader
+        link.context = self
     }
 
     /// The models it knows stop holding each other and keep a way to load (``leaveModels()``).
@@ -129,12 +131,11 @@ public final class ModelContext {
     /// one isolation domain, so the reference is read and cleared in turn, never at once.
     final class Link {
         unowned(unsafe) var context: ModelContext?
-
-        init(_ context: ModelContext) { self.context = context }
     }
 
-    /// This context's link (made on first use: a context made for one load may have no models).
-    private(set) lazy var link = Link(self)
+    /// This context's link (pointed at the context at the end of each initializer). A constant:
+    /// a lazy one would check exclusive access on each read.
+    let link = Link()
 
     // MARK: State
 

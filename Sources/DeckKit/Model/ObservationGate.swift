@@ -45,12 +45,14 @@ enum ObservationGate {
 
     /// Reads the current thread's probe and reports whether the read was recorded.
     private static func probeDetects() -> Bool {
-        let probe = Probe.current()
-        let before = hashes.load(ordering: .relaxed)
-        probe.registrar.access(probe, keyPath: Probe.detectorKeyPath)
-        guard hashes.load(ordering: .relaxed) != before else { return false }
-        probe.noteDetection()
-        return true
+        // The thread's probe, not retained: the thread holds it until a detection replaces it.
+        let detected = Probe.current()._withUnsafeGuaranteedRef { probe in
+            let before = hashes.load(ordering: .relaxed)
+            probe.registrar.access(probe, keyPath: Probe.detectorKeyPath)
+            return hashes.load(ordering: .relaxed) != before
+        }
+        if detected { Probe.current().takeUnretainedValue().noteDetection() }
+        return detected
     }
 
     /// A subscript argument that counts each hash: the access list hashes every key path it
@@ -75,13 +77,11 @@ enum ObservationGate {
         static let detectionsPerProbe = 256
 
         /// The calling thread's probe, made on first use (a thread-specific value, released when
-        /// the thread ends).
-        static func current() -> Probe {
-            if let value = pthread_getspecific(key) {
-                return Unmanaged<Probe>.fromOpaque(value).takeUnretainedValue()
-            }
-            let probe = Probe()
-            pthread_setspecific(key, Unmanaged.passRetained(probe).toOpaque())
+        /// the thread ends or a detection replaces it).
+        static func current() -> Unmanaged<Probe> {
+            if let value = pthread_getspecific(key) { return Unmanaged<Probe>.fromOpaque(value) }
+            let probe = Unmanaged.passRetained(Probe())
+            pthread_setspecific(key, probe.toOpaque())
             return probe
         }
 
