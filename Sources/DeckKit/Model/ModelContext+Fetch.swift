@@ -110,6 +110,7 @@ extension ModelContext {
             }
             models.permute(permutation)
         }
+        noteFetched(models, metadata: ModelMetadata.of(T.self))
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
             try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
         }

@@ -65,6 +65,9 @@ public final class ModelContext {
     /// The row layouts of the entities fetched so far.
     @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
     @exclusivity(unchecked) private var lastLayout: RowLayout?
+    /// The models of the last fetch whose type has a to-one relationship, by record id (see
+    /// ModelContext+BatchFaulting.swift).
+    var lastFetched: FetchedNeighbours?
     /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
     private var uniqueness: [ObjectIdentifier: Bool] = [:]
     /// Models with unsaved changes, strongly held until saved or rolled back.
@@ -1093,6 +1096,11 @@ public final class ModelContext {
                 {
                     return accessor.setToOneTarget(target, in: object)
                 }
+                if let target = try loadToOneOfNeighbours(
+                    accessor, destination: destination, around: backing, target: id)
+                {
+                    return accessor.setToOneTarget(target, in: object)
+                }
                 accessor.setToOneTarget(try instances(of: destination, ids: [id]).first, in: object)
             case .toMany:
                 guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
@@ -1119,7 +1127,7 @@ public final class ModelContext {
     }
 
     /// The instances of records `ids` (registered ones, or fetched in one statement), in order.
-    private func instances(of destination: ModelMetadata, ids: [Int64]) throws(DeckError) -> [AnyObject] {
+    func instances(of destination: ModelMetadata, ids: [Int64]) throws(DeckError) -> [AnyObject] {
         var found: [Int64: AnyObject] = [:]
         var missing: [Int64] = []
         for id in ids {
