@@ -22,16 +22,7 @@ struct BatchFaultingTests {
 
     /// The statements this thread runs while `body` runs.
     func statements(_ body: () throws -> Void) rethrows -> [String] {
-        let thread = pthread_self()
-        let texts = Locked<[String]>([])
-        SQLTrace.observer.withLock { observer in
-            observer = { sql in
-                if pthread_equal(pthread_self(), thread) != 0 { texts.withLock { $0.append(sql) } }
-            }
-        }
-        defer { SQLTrace.observer.withLock { $0 = nil } }
-        try body()
-        return texts.withLock { $0 }
+        try SQLTrace.statements(ofThisThreadDuring: body).1
     }
 
     /// A container of `shelves` shelves of `perShelf` books each (book `n` on shelf `n / perShelf`),

@@ -124,18 +124,7 @@ struct FetchOrderTests {
         try context.save()
         /// The SELECT statements this thread runs while `body` runs.
         func selects(_ body: () throws -> Void) rethrows -> [String] {
-            let thread = pthread_self()
-            let texts = Locked<[String]>([])
-            SQLTrace.observer.withLock { observer in
-                observer = { sql in
-                    if pthread_equal(pthread_self(), thread) != 0, sql.hasPrefix("SELECT r._pk") {
-                        texts.withLock { $0.append(sql) }
-                    }
-                }
-            }
-            defer { SQLTrace.observer.withLock { $0 = nil } }
-            try body()
-            return texts.withLock { $0 }
+            try SQLTrace.statements(ofThisThreadDuring: body).1.filter { $0.hasPrefix("SELECT r._pk") }
         }
         let byCount = [SortDescriptor<Reading>(\.count, order: .reverse)]
         var fetched: [Reading] = []

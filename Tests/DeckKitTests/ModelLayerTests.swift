@@ -243,15 +243,7 @@ struct ModelLayerTests {
     func prefetching() throws {
         /// The statements this thread runs while `body` runs.
         func statements(_ body: () throws -> Void) rethrows -> Int {
-            let thread = pthread_self()
-            let count = Locked(0)
-            SQLTrace.observer.withLock { observer in
-                observer = { _ in if pthread_equal(pthread_self(), thread) != 0 { count.withLock { $0 += 1 } }
-                }
-            }
-            defer { SQLTrace.observer.withLock { $0 = nil } }
-            try body()
-            return count.withLock { $0 }
+            try SQLTrace.statements(ofThisThreadDuring: body).1.count
         }
         func run(decks: Int, prefetch: Bool) throws -> Int {
             let container = try ModelContainer(

@@ -312,17 +312,36 @@ extension String {
 /// environment variable `DECK_DEBUG_SQL` at `1`, an SQLite error's description shows the
 /// statement that failed; at `2` or more, every statement is also written to standard error as it
 /// starts, as `deck sql: …` — its text with `?` for the values, which are never logged. Tests
-/// count statements through ``observer``. Connections opened while neither is on are not traced.
+/// count statements through ``statements(ofThisThreadDuring:)``. Connections opened while neither is on are not traced.
 package enum SQLTrace {
-    /// Called with each statement's text, on the thread that runs it.
-    package static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// The observers, by token: each is called with each statement's text, on the thread that
+    /// runs it. Several can observe at once (tests running in parallel each watch their own).
+    private static let observers = Locked<(next: Int, all: [Int: @Sendable (String) -> Void])>((0, [:]))
+
+    /// Runs `body`, and returns what it returns with the text of each statement this thread ran
+    /// meanwhile, in order (on connections opened while some observer was on).
+    package static func statements<T>(ofThisThreadDuring body: () throws -> T) rethrows -> (T, [String]) {
+        let thread = pthread_self()
+        let texts = Locked<[String]>([])
+        let token = observers.withLock { state in
+            let token = state.next
+            state.next += 1
+            state.all[token] = { sql in
+                if pthread_equal(pthread_self(), thread) != 0 { texts.withLock { $0.append(sql) } }
+            }
+            return token
+        }
+        defer { observers.withLock { _ = $0.all.removeValue(forKey: token) } }
+        let result = try body()
+        return (result, texts.withLock { $0 })
+    }
 
     /// `DECK_DEBUG_SQL` as a number (0 when unset or not a number).
     static var debugLevel: Int { Int(ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] ?? "") ?? 0 }
 
     private static let printsToStandardError = debugLevel >= 2
 
-    static var isEnabled: Bool { printsToStandardError || observer.withLock { $0 != nil } }
+    static var isEnabled: Bool { printsToStandardError || observers.withLock { !$0.all.isEmpty } }
 
     static func install(on handle: OpaquePointer) {
         sqlite3_trace_v2(
@@ -339,6 +358,6 @@ package enum SQLTrace {
 
     static func record(_ sql: String) {
         if printsToStandardError { FileHandle.standardError.write(Data(("deck sql: " + sql + "\n").utf8)) }
-        if let observer = observer.withLock({ $0 }) { observer(sql) }
+        for observer in observers.withLock({ Array($0.all.values) }) { observer(sql) }
     }
 }
