@@ -122,6 +122,99 @@ func runModelBenchmarks() throws {
         deck: { try typedInsert(URL(fileURLWithPath: fresh("typed-insert.deck")), rows: count) },
         baseline: { rawInsert(fresh("typed-raw.sqlite"), rows: count) })
 
+    if selected("typed insert cards in decks") {
+        // Cards that belong to decks, the flash-cards app's own shape: each save writes the
+        // relationship on both sides. A figure to watch, not one of the targets.
+        let perDeck = 100
+        func typedDeckedInsert(_ url: URL, rows: Int) throws {
+            let container = try ModelContainer(
+                for: BenchDeckedCard.self, configurations: ModelConfiguration(url: url))
+            let context = ModelContext(container)
+            var deck = BenchDeck()
+            for i in 0..<rows {
+                if i % perDeck == 0 {
+                    deck = BenchDeck()
+                    deck.title = "deck \(i / perDeck)"
+                    context.insert(deck)
+                }
+                let card = BenchDeckedCard()
+                card.front = "front \(i)"
+                card.reviews = i % 7
+                card.deck = deck
+                context.insert(card)
+            }
+            try context.save()
+        }
+        // The baseline writes the same rows into the tables and indexes Deck made for these
+        // models (read from an empty store of them), through prepared statements.
+        let template = URL(fileURLWithPath: fresh("typed-insert-decked-template.deck"))
+        try typedDeckedInsert(template, rows: 0)
+        var tables: [String] = []
+        do {
+            var db: OpaquePointer?
+            sqlite3_open_v2(template.path + "/store.sqlite", &db, SQLITE_OPEN_READONLY, nil)
+            var statement: OpaquePointer?
+            sqlite3_prepare_v2(
+                db, "SELECT sql FROM sqlite_schema WHERE tbl_name IN ('Card', 'Deck') AND sql IS NOT NULL",
+                -1, &statement, nil)
+            while sqlite3_step(statement) == SQLITE_ROW {
+                tables.append(String(cString: sqlite3_column_text(statement, 0)))
+            }
+            sqlite3_finalize(statement)
+            sqlite3_close(db)
+        }
+        precondition(tables.count >= 2, "the template store has no Card and Deck tables")
+        func rawDeckedInsert(_ path: String, rows: Int) {
+            var db: OpaquePointer?
+            sqlite3_open(path, &db)
+            sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
+            for sql in tables { sqlite3_exec(db, sql, nil, nil, nil) }
+            sqlite3_exec(db, "BEGIN", nil, nil, nil)
+            var deckStatement: OpaquePointer?
+            var cardStatement: OpaquePointer?
+            sqlite3_prepare_v2(
+                db, "INSERT INTO Deck(_gid, _entity, title) VALUES (?, 'Deck', ?)", -1, &deckStatement, nil)
+            sqlite3_prepare_v2(
+                db, "INSERT INTO Card(_gid, _entity, front, reviews, deck) VALUES (?, 'Card', ?, ?, ?)", -1,
+                &cardStatement, nil)
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            var uuid = [UInt8](repeating: 0, count: 16)
+            func makeUUID() {
+                sqlite3_randomness(16, &uuid)
+                uuid[6] = (uuid[6] & 0x0F) | 0x40
+                uuid[8] = (uuid[8] & 0x3F) | 0x80
+            }
+            var deck: Int64 = 0
+            for i in 0..<rows {
+                if i % perDeck == 0 {
+                    makeUUID()
+                    sqlite3_bind_blob(deckStatement, 1, uuid, 16, transient)
+                    sqlite3_bind_text(deckStatement, 2, "deck \(i / perDeck)", -1, transient)
+                    sqlite3_step(deckStatement)
+                    sqlite3_reset(deckStatement)
+                    deck = sqlite3_last_insert_rowid(db)
+                }
+                makeUUID()
+                sqlite3_bind_blob(cardStatement, 1, uuid, 16, transient)
+                sqlite3_bind_text(cardStatement, 2, "front \(i)", -1, transient)
+                sqlite3_bind_int64(cardStatement, 3, Int64(i % 7))
+                sqlite3_bind_int64(cardStatement, 4, deck)
+                precondition(sqlite3_step(cardStatement) == SQLITE_DONE, "the baseline's insert failed")
+                sqlite3_reset(cardStatement)
+            }
+            sqlite3_finalize(deckStatement)
+            sqlite3_finalize(cardStatement)
+            sqlite3_exec(db, "COMMIT", nil, nil, nil)
+            sqlite3_close(db)
+        }
+        try compare(
+            "typed insert cards in decks", target: "≥ 0.3× (no target: watch it)",
+            deck: {
+                try typedDeckedInsert(URL(fileURLWithPath: fresh("typed-insert-decked.deck")), rows: count)
+            },
+            baseline: { rawDeckedInsert(fresh("typed-raw-decked.sqlite"), rows: count) })
+    }
+
     if selected("typed fetch") || options.filter == "typed fetch parts"
         || options.filter == "typed fetch loop"
     {

@@ -92,6 +92,19 @@ struct SQLiteTests {
         }
     }
 
+    @Test(
+        "identifiers are quoted so that SQLite reads back the same name",
+        arguments: ["Card", "two words", "a\"b", "\"", "\"\"x\"", "q\"\u{301}", "é\"😀", ""])
+    func quotedIdentifiersRoundTrip(name: String) throws {
+        try withTestDirectory { dir throws in
+            let db = try Database(path: dir.appendingPathComponent("db.sqlite").path, mode: .create)
+            try db.execute("CREATE TABLE \(quote(name))(\(quote(name + "!")) INTEGER)")
+            #expect(try db.scalar("SELECT name FROM sqlite_schema WHERE type = 'table'") == .text(name))
+            #expect(
+                try db.scalar("SELECT name FROM pragma_table_info(?)", [.text(name)]) == .text(name + "!"))
+        }
+    }
+
     @Test func executeReportsSyntaxErrorsWithSQLAndPath() throws {
         try withTestDirectory { dir throws in
             let path = dir.appendingPathComponent("db.sqlite").path
