@@ -285,17 +285,58 @@ final class ModelMetadata: @unchecked Sendable {
     }
 
     /// The persistent properties a key path reads, in order: one for `\Card.front`, two for
-    /// `\Card.deck?.title`. Empty when the key path reads none (a computed property that reads no
-    /// stored one, or a key path of another type).
+    /// `\Card.deck?.title`. Empty when the key path stands for no stored property: a computed
+    /// property that reads no stored one, one that changes the value it reads (`-age`,
+    /// `name.uppercased()`: it has no column, though it reads one), or a key path of another type.
     func resolve(_ keyPath: AnyKeyPath) -> [PropertyAccessor] {
         if let found = resolved.withLock({ $0[keyPath] }) { return found }
         Discovery.lock.lock()
         defer { Discovery.lock.unlock() }
+        let reads = propertiesRead(by: keyPath)
+        let found = givesBackLastRead(keyPath, reads) ? reads : []
+        resolved.withLock { $0[keyPath] = found }
+        return found
+    }
+
+    /// The persistent properties that applying `keyPath` to the discovery instance reads, whatever
+    /// it makes of them (for ``resolve(_:)``, and for messages about a key path it refuses).
+    func propertiesRead(by keyPath: AnyKeyPath) -> [PropertyAccessor] {
+        Discovery.lock.lock()
+        defer { Discovery.lock.unlock() }
         prepareProbesForPaths()
         func read<Root>(_ root: Root) { _ = root[keyPath: keyPath] }
-        let reads = Discovery.recordReads { _openExistential(probe, do: read) }
-        resolved.withLock { $0[keyPath] = reads }
-        return reads
+        return Discovery.recordReads { _openExistential(probe, do: read) }
+    }
+
+    /// Whether `keyPath`, which reads `reads`, gives back the value of the last one unchanged:
+    /// tried with a few values of the attribute's type that a computed property made from it is
+    /// unlikely to give back (see ``AttributeDescribing/givesBackItsValue(through:on:)``).
+    private func givesBackLastRead(_ keyPath: AnyKeyPath, _ reads: [PropertyAccessor]) -> Bool {
+        guard let attribute = reads.last as? any AttributeDescribing else { return true }
+        let instance: AnyObject
+        if reads.count == 1 {
+            instance = probe
+        } else if let relationship = reads[reads.count - 2].relationshipAccess {
+            instance = relationship.destinationMetadata.probe
+        } else {
+            return true
+        }
+        func read<Root>(_ root: Root) -> Any? { root[keyPath: keyPath] }
+        return attribute.givesBackItsValue(through: { _openExistential(self.probe, do: read) }, on: instance)
+    }
+
+    /// A key path that ``resolve(_:)`` refuses, described for messages by what it reads: Swift
+    /// prints a wrapped or computed property's key path as `<computed 0x…>`, which names nothing.
+    static func describeRefused(_ keyPath: AnyKeyPath) -> String {
+        let root = Swift.type(of: keyPath).rootType
+        guard let model = root as? any PersistentModel.Type else { return "\(keyPath)" }
+        let reads = ModelMetadata.of(model).propertiesRead(by: keyPath).map(\.name)
+        guard !reads.isEmpty else {
+            return
+                "a key path of \(root) that reads no @Attribute or @Relationship (a computed or @Transient property)"
+        }
+        return "a key path of \(root) that reads \(reads.joined(separator: "."))"
+            + " but does not give back its value as stored (a computed property)"
     }
 
     /// Gives each to-one relationship of the discovery instance the destination's discovery
@@ -313,6 +354,11 @@ final class ModelMetadata: @unchecked Sendable {
 
 /// What the metadata asks of an attribute accessor without knowing its value type.
 protocol AttributeDescribing {
+    /// Whether `read` (a key path applied to a discovery instance) gives back the property of
+    /// `instance` unchanged, tried with a few values of its type (the property is restored after):
+    /// false for a computed property that transforms it. Values a type has no probe for (JSON,
+    /// enums whose raw values the probes miss) are not tried.
+    func givesBackItsValue(through read: () -> Any?, on instance: AnyObject) -> Bool
     var isStorable: Bool { get }
     var attributeType: StoreSchema.AttributeType? { get }
     var isOptional: Bool { get }

@@ -87,7 +87,7 @@ package enum PredicateCompiler {
                 path.dropLast().allSatisfy({ $0.kind == .toOne })
             else {
                 throw DeckError.invalidQuery(
-                    "SortDescriptor: '\(keyPath)' is not a persistent property of \(Model.self) (sort by a stored "
+                    "SortDescriptor: \(ModelMetadata.describeRefused(keyPath)) is not a persistent property of \(Model.self) (sort by a stored "
                         + "attribute, directly or through to-one relationships; a computed or transient one does not "
                         + "translate)")
             }

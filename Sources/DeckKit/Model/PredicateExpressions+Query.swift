@@ -58,7 +58,7 @@ extension PredicateExpressions.KeyPath: QueryCompilable {
         case .value(.path(let path), .record):
             guard let property = resolver.property(keyPath) else {
                 throw PredicateCompilation.unsupported(
-                    "\(keyPath)",
+                    ModelMetadata.describeRefused(keyPath),
                     "it is not a persistent property (a computed or transient property has no column)")
             }
             var next = path

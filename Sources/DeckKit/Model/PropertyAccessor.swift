@@ -140,6 +140,46 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
         }
     }
 
+    func givesBackItsValue(through read: () -> Any?, on instance: AnyObject) -> Bool {
+        guard let codec else { return true }
+        let slot = field(valueFieldOffset, in: instance).assumingMemoryBound(to: V.self)
+        let original = slot.pointee
+        defer { slot.pointee = original }
+        for probe in Self.probeValues(codec.type) {
+            guard codec.read(probe, slot), let stored = try? codec.write(slot) else { continue }
+            guard let value = read().flatMap({ $0 as? V }), let readBack = try? codec.encode(value),
+                readBack == stored
+            else { return false }
+        }
+        return true
+    }
+
+    /// Values of a store type that a computed property made from an attribute of that type is
+    /// unlikely to give back: signs, magnitudes, letter case, spaces, an empty value.
+    private static func probeValues(_ type: StoreSchema.AttributeType) -> [Value] {
+        switch type {
+        case .string: [.string(" Probe \u{B7} a\u{E9} Z "), .string("")]
+        case .integer: [.integer(97), .integer(-13), .integer(1_234_567_891)]
+        case .double: [.double(0.3125), .double(-12_345.5)]
+        case .bool: [.bool(true), .bool(false)]
+        case .date:
+            [
+                .date(Date(timeIntervalSince1970: 1_234_567_890.25)),
+                .date(Date(timeIntervalSince1970: -86_400.5)),
+            ]
+        case .data: [.data(Data([0x44, 0x00, 0xFF])), .data(Data())]
+        case .uuid:
+            [
+                .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 0x47, 8, 0x89, 10, 11, 12, 13, 14, 15, 16))),
+                .uuid(UUID(uuid: (0xF0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0x0F))),
+            ]
+        case .url:
+            [.url(URL(fileURLWithPath: "/Probe/a b")), .url(URL(string: "https://example.com/P?q=1")!)]
+        case .decimal: [.decimal(Decimal(string: "12.5")!), .decimal(Decimal(-3))]
+        case .json: []
+        }
+    }
+
     /// Sets the property in `object` from a cell; false when the cell does not hold a `V`.
     func load(_ cell: Value, into object: AnyObject) -> Bool {
         codec?.read(cell, field(valueFieldOffset, in: object)) ?? false

@@ -214,7 +214,8 @@ private struct SchemaBuilder {
                         path[0] is any AttributeDescribing
                     else {
                         problems.append(
-                            "\(entity.type): the \(what) key path \(keyPath) is not an attribute of \(entity.type)"
+                            "\(entity.type): the \(what) key path (\(ModelMetadata.describeRefused(keyPath))) is not an attribute of "
+                                + "\(entity.type)"
                         )
                         return nil
                     }
