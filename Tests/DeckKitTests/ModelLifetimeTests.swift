@@ -162,6 +162,56 @@ struct ModelLifetimeTests {
         #expect(error.contains("Card.deck was read after its document closed"))
     }
 
+    @Test("Inserting a model of another context stops the program, saying how to reach its record")
+    func insertingAModelOfAnotherContextStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try ModelLifetimeTests.makeDecks(nil)
+            let first = ModelContext(container)
+            let second = ModelContext(container)
+            let card = try ModelLifetimeTests.card("hola", in: first)
+            card.back = "hello"
+            // Ignored before: the change stayed with the first context and the second saved nothing.
+            second.insert(card)
+        }
+        let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(error.contains("a Card of another context (still held there) was inserted into a context"))
+        #expect(error.contains("context.model(for: model.persistentModelID)"))
+    }
+
+    @Test("Inserting a saved model of a context that has gone stops the program: its changes cannot be saved")
+    func insertingAModelOfAGoneContextStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let container = try ModelLifetimeTests.makeDecks(nil)
+            var first: ModelContext? = ModelContext(container)
+            let card = try #require(try first.map { try ModelLifetimeTests.card("hola", in: $0) })
+            first = nil
+            card.back = "edited while its context was gone"
+            // Ignored before: the edit was lost without a word.
+            ModelContext(container).insert(card)
+        }
+        let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(error.contains("a Card of a context that has gone (its changes since then cannot be saved)"))
+    }
+
+    @Test("A model inserted into a context that went away unsaved is taken by the next as a new model")
+    func anUnsavedModelOfAGoneContextIsInsertedAgain() throws {
+        let container = try ModelLifetimeTests.makeDecks(nil)
+        var first: ModelContext? = ModelContext(container)
+        let deck = Deck(title: "German")
+        let card = Card(front: "danke")
+        card.deck = deck
+        first?.insert(deck)
+        #expect(first?.hasChanges == true)
+        first = nil
+        let second = ModelContext(container)
+        second.insert(deck)
+        #expect(second.insertedModelsArray.count == 2)
+        try second.save()
+        let check = ModelContext(container)
+        let saved = try ModelLifetimeTests.card("danke", in: check)
+        #expect(saved.deck?.title == "German")
+    }
+
     /// The enumerations of ``enumerationStaysBounded(_:)``.
     enum Enumeration: CaseIterable, Sendable {
         /// Every card, by record, in batches of ten: a deck's cards are one batch.

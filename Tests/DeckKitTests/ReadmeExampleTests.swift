@@ -33,24 +33,26 @@ enum ReadmeModels {
     // README-EXAMPLE-END
 }
 
-// GETTING-STARTED-ACTOR-BEGIN
-actor Importer: ModelActor {
-    nonisolated let modelContainer: ModelContainer
-    nonisolated let modelExecutor: any ModelExecutor
+extension ReadmeModels {
+    // GETTING-STARTED-ACTOR-BEGIN
+    actor Importer: ModelActor {
+        nonisolated let modelContainer: ModelContainer
+        nonisolated let modelExecutor: any ModelExecutor
 
-    init(modelContainer: ModelContainer) {
-        self.modelContainer = modelContainer
-        modelExecutor = DefaultSerialModelExecutor(modelContext: ModelContext(modelContainer))
-    }
+        init(modelContainer: ModelContainer) {
+            self.modelContainer = modelContainer
+            modelExecutor = DefaultSerialModelExecutor(modelContext: ModelContext(modelContainer))
+        }
 
-    func importCards(_ words: [(String, String)]) throws -> [PersistentIdentifier] {
-        let cards = words.map { ReadmeModels.Card(front: $0.0, back: $0.1) }
-        for card in cards { modelContext.insert(card) }
-        try modelContext.save()
-        return cards.map(\.persistentModelID)
+        func importCards(_ words: [(String, String)]) throws -> [PersistentIdentifier] {
+            let cards = words.map { Card(front: $0.0, back: $0.1) }
+            for card in cards { modelContext.insert(card) }
+            try modelContext.save()
+            return cards.map(\.persistentModelID)
+        }
     }
+    // GETTING-STARTED-ACTOR-END
 }
-// GETTING-STARTED-ACTOR-END
 
 /// The README's library examples, compiled and run, and the code of `GettingStarted.md`.
 /// `readmeExamplesAreInReadme` and `gettingStartedIsInTheArticle` keep the documents' copies
@@ -58,6 +60,7 @@ actor Importer: ModelActor {
 @Suite struct ReadmeExampleTests {
     typealias Card = ReadmeModels.Card
     typealias Deck = ReadmeModels.Deck
+    typealias Importer = ReadmeModels.Importer
 
     static func example(directory: URL) throws -> [String] {
         // README-EXAMPLE-BEGIN
@@ -343,6 +346,37 @@ actor Importer: ModelActor {
 @Suite struct ReadmeExampleSwiftDataDifferences {
     typealias Card = ReadmeModels.Card
     typealias Deck = ReadmeModels.Deck
+
+    /// `Predicates.md`: a model cannot be captured (Foundation's macro captures `Codable` and
+    /// `Sendable` values only); its `persistentModelID` can, on either side of a relationship. And
+    /// `caseInsensitiveCompare` is compared with a captured `.orderedSame`.
+    @Test func predicatesCaptureIdentifiersAndComparisonResults() throws {
+        let container = try ModelContainer(
+            for: Card.self, Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let spanish = Deck(title: "Spanish")
+        let french = Deck(title: "French")
+        for (deck, front) in [(spanish, "hola"), (spanish, "adiós"), (french, "merci")] {
+            let card = Card(front: front, back: "")
+            card.deck = deck
+            context.insert(card)
+        }
+        try context.save()
+        let id = spanish.persistentModelID
+        let cards = try context.fetch(
+            FetchDescriptor<Card>(predicate: #Predicate { $0.deck?.persistentModelID == id }))
+        #expect(Set(cards.map(\.front)) == ["hola", "adiós"])
+        let hola = try #require(cards.first { $0.front == "hola" }).persistentModelID
+        let decks = try context.fetch(
+            FetchDescriptor<Deck>(
+                predicate: #Predicate { $0.cards.contains { $0.persistentModelID == hola } }))
+        #expect(decks.map(\.title) == ["Spanish"])
+        let same = ComparisonResult.orderedSame
+        let sameTitle = try context.fetch(
+            FetchDescriptor<Deck>(predicate: #Predicate { $0.title.caseInsensitiveCompare("FRENCH") == same })
+        )
+        #expect(sameTitle.map(\.title) == ["French"])
+    }
 
     @Test func anotherContextsSaveRefreshesAnInstanceButNotItsUnsavedChanges() throws {
         let container = try ModelContainer(

@@ -125,6 +125,13 @@ import Testing
                 "unique-attribute A.x", "attribute-without-default A.x", "relationship-without-inverse A.b",
                 "deny-delete-rule A.b", "unique-constraint A", "attribute-without-default B.y",
             ])
+        // A unique attribute's missing default is explained: typed models give it none, so "give it
+        // a default" alone would be advice its author cannot follow.
+        let messages = try schema.cloudKitFindings().filter { $0.code == .attributeWithoutDefault }.map(
+            \.message)
+        #expect(messages.first?.contains("a unique attribute has none") == true)
+        #expect(messages.last?.hasSuffix("give it a default or make it optional") == true)
+        #expect(messages.last?.contains("unique") == false)
     }
 
     @Test func anInvalidSchemaIsAnError() {

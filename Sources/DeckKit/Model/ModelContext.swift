@@ -164,7 +164,13 @@ public final class ModelContext {
 
     /// Inserts `model` (and the models it reaches through relationships that are not in a context
     /// yet); saved by the next ``save()``. A model already here is left as it is; one deleted here
-    /// and not saved is undeleted.
+    /// and not saved is undeleted; one inserted into a context that went away before saving it is
+    /// taken as a new model.
+    ///
+    /// A model belongs to one context for its life. Inserting a model of another context, or a
+    /// saved model of a context that has gone, stops the program with a message, as in SwiftData:
+    /// its changes could be saved by neither context. To change its record here, change the model
+    /// that ``model(for:)`` gives for its `persistentModelID`.
     public func insert<T: PersistentModel>(_ model: T) {
         insertModel(model)
     }
@@ -172,6 +178,11 @@ public final class ModelContext {
     func insertModel(_ object: AnyObject) {
         let backing = ModelBacking.of(object)
         let key = ObjectIdentifier(object)
+        if backing.status == .inserted, backing.rowID == nil, backing.context == nil {
+            // Inserted into a context that went away before saving it: it has no record, so it is
+            // as free as a new model.
+            backing.status = .detached
+        }
         switch backing.status {
         case .detached:
             guard backing.context == nil || backing.context === self else { return }
@@ -182,9 +193,12 @@ public final class ModelContext {
             noteChangeForAutosave()
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
-                for target in relationship.targets(in: object)
-                where ModelBacking.of(target).status == .detached {
-                    insertModel(target)
+                for target in relationship.targets(in: object) {
+                    let status = ModelBacking.of(target).status
+                    if status == .detached || (status == .inserted && ModelBacking.of(target).context == nil)
+                    {
+                        insertModel(target)
+                    }
                 }
             }
         case .deleted where backing.context === self:
@@ -198,8 +212,26 @@ public final class ModelContext {
                 changed[key] = object
             }
         default:
-            return
+            guard backing.context !== self else { return }
+            Self.insertedElsewhere(backing)
         }
+    }
+
+    /// Stops the program: a model of another context, or of one that has gone, was inserted into
+    /// this one. Ignoring it, as Deck once did, lost its changes without a word (its context would
+    /// never save them, and this one did not take it). As in SwiftData ("Illegal attempt to insert
+    /// a model in to a different model context"), a model belongs to one context for its life;
+    /// another context reaches the same record through its `persistentModelID`.
+    static func insertedElsewhere(_ backing: ModelBacking) -> Never {
+        let entity = backing.metadata.entityName
+        let whose =
+            backing.context == nil
+            ? "a context that has gone (its changes since then cannot be saved)"
+            : "another context (\(backing.status == .deleted ? "deleted there" : "still held there"))"
+        fatalError(
+            "DeckKit: a \(entity) of \(whose) was inserted into a context: a model belongs to one context "
+                + "for its life; to change its record in this context, change the model that "
+                + "context.model(for: model.persistentModelID) gives")
     }
 
     /// Deletes `model`; the next ``save()`` deletes its record, with the delete rules of its

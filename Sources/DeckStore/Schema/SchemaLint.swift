@@ -98,10 +98,16 @@ extension StoreSchema {
                             + "app (for example by a UUID attribute)")
                 }
                 if !attribute.isOptional && attribute.defaultValue == nil && attribute.dynamicDefault == nil {
+                    // A unique attribute has no default in a document the typed models made: one
+                    // default would make the second record that takes it fail.
                     add(
                         .attributeWithoutDefault, attribute.name,
-                        "a non-optional \(attribute.type.rawValue) attribute needs a default for CloudKit; give it "
-                            + "a default or make it optional")
+                        "a non-optional \(attribute.type.rawValue) attribute needs a default for CloudKit; "
+                            + (attribute.options.contains(.unique)
+                                ? "a unique attribute has none (typed models store their initial value as the "
+                                    + "default only once the unique option is removed); remove the option, then give "
+                                    + "it a default or make it optional"
+                                : "give it a default or make it optional"))
                 }
             }
             let resolved = mapping.entities[entity.name]
