@@ -485,4 +485,33 @@ struct MergeTests {
         #expect(hola.back == "hello")
         #expect(spanish.cards.count == 4)
     }
+
+    @Test(
+        "A read-only container's fetch with unsaved changes says why it cannot include them, and how to fetch"
+    )
+    func readOnlyFetchWithChanges() throws {
+        let directory = try ScratchDirectory()
+        do {
+            let container = try makeContainer(directory)
+            try addDecks(container)
+        }
+        let container = try makeContainer(directory, allowsSave: false)
+        let context = ModelContext(container)
+        let hola = try card("hola", in: context)
+        hola.back = "changed in memory"
+        #expect {
+            try context.fetch(FetchDescriptor<Flash.Card>())
+        } throws: { error in
+            guard case .misuse(let message) = error as? DeckError else { return false }
+            return message.contains("is open read-only (allowsSave is false)")
+                && message.contains("includePendingChanges = false")
+        }
+        var descriptor = FetchDescriptor<Flash.Card>(predicate: #Predicate { $0.front == "hola" })
+        descriptor.includePendingChanges = false
+        #expect(try context.fetch(descriptor) == [hola])
+        #expect(hola.back == "changed in memory")
+        context.rollback()
+        #expect(try context.fetchCount(FetchDescriptor<Flash.Card>()) == 3)
+        #expect(hola.back == "")
+    }
 }

@@ -9,7 +9,10 @@ extension ModelContext {
     /// values the store holds (as SQL's `ORDER BY` would, then by record, which breaks ties). With
     /// ``FetchDescriptor/includePendingChanges`` (the default) and unsaved changes in the context,
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
-    /// back, so that unsaved models match exactly as saved ones would.
+    /// back, so that unsaved models match exactly as saved ones would. A document open read-only
+    /// (``ModelConfiguration/allowsSave`` false) has no such transaction: a fetch there with
+    /// unsaved changes throws ``DeckError/misuse(_:)``, saying so; turn `includePendingChanges`
+    /// off to fetch what is saved.
     @inlinable
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> [T] {
         // The models come as objects each checked to be a `T` (a class), and their array is taken
@@ -366,7 +369,16 @@ extension ModelContext {
         _ body: (RowCursor, [Int64: AnyObject]) throws(DeckError) -> Void
     ) throws(DeckError) {
         if includingChanges && hasChanges {
-            let transaction = try store.beginTransaction()
+            let transaction: StoreTransaction
+            do {
+                transaction = try store.beginTransaction()
+            } catch .readOnly(let path) {
+                // "Read-only" alone puzzled a user who never asked to save.
+                throw DeckError.misuse(
+                    "a fetch with includePendingChanges applies this context's unsaved changes in a transaction "
+                        + "it rolls back, and \(path) is open read-only (allowsSave is false): fetch with "
+                        + "includePendingChanges = false, or roll the changes back")
+            }
             defer { transaction.rollback() }
             let flushed = try flush(into: transaction, forFetch: true)
             let query = try makeQuery(
