@@ -455,15 +455,19 @@ struct MergeTests {
         #expect(flag.isSet)
     }
 
-    @Test("A read-only container sees another process's commits in the models it holds")
-    func anotherProcessWrites() throws {
+    /// A document holding ``addDecks(_:)``'s decks, and a context of a read-only container of it.
+    func readOnlyDecks() throws -> (ScratchDirectory, ModelContext) {
         let directory = try ScratchDirectory()
         do {
             let container = try makeContainer(directory)
             try addDecks(container)
         }
-        let container = try makeContainer(directory, allowsSave: false)
-        let context = ModelContext(container)
+        return (directory, ModelContext(try makeContainer(directory, allowsSave: false)))
+    }
+
+    @Test("A read-only container sees another process's commits in the models it holds")
+    func anotherProcessWrites() throws {
+        let (directory, context) = try readOnlyDecks()
         let hola = try card("hola", in: context)
         let spanish = try deck("Spanish", in: context)
         #expect(spanish.cards.count == 3)
@@ -490,13 +494,7 @@ struct MergeTests {
         "A read-only container's fetch with unsaved changes says why it cannot include them, and how to fetch"
     )
     func readOnlyFetchWithChanges() throws {
-        let directory = try ScratchDirectory()
-        do {
-            let container = try makeContainer(directory)
-            try addDecks(container)
-        }
-        let container = try makeContainer(directory, allowsSave: false)
-        let context = ModelContext(container)
+        let (_, context) = try readOnlyDecks()
         let hola = try card("hola", in: context)
         hola.back = "changed in memory"
         #expect {
