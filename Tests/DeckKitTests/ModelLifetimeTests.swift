@@ -212,6 +212,37 @@ struct ModelLifetimeTests {
         #expect(saved.deck?.title == "German")
     }
 
+    @Test(
+        "A relationship to a model of another document is refused at save, writing nothing to either",
+        arguments: [false, true])
+    func relationshipsAcrossDocumentsAreRefused(loadingTheDecksCards: Bool) throws {
+        let first = try ModelLifetimeTests.makeDecks(nil)
+        let second = try ModelLifetimeTests.makeDecks(nil)
+        let here = ModelContext(first)
+        let there = ModelContext(second)
+        let hola = try ModelLifetimeTests.card("hola", in: here)
+        let french = try ModelLifetimeTests.deck("French", in: there)
+        // Both are saved models, each with a record id of its own document: writing one's id into
+        // the other document would name some other record there.
+        if loadingTheDecksCards { #expect(french.cards.count == 1) }
+        hola.deck = french
+        // Unless the deck's cards were loaded, only the card's context has a change to save.
+        #expect(there.hasChanges == loadingTheDecksCards)
+        for context in [here, there] where context.hasChanges {
+            #expect {
+                try context.save()
+            } throws: { error in
+                "\(error)".contains("that is not in this context (relate models of one context")
+            }
+            context.rollback()
+        }
+        for container in [first, second] {
+            let check = ModelContext(container)
+            #expect(try ModelLifetimeTests.card("hola", in: check).deck?.title == "Spanish")
+            #expect(try ModelLifetimeTests.deck("French", in: check).cards.map(\.front) == ["merci"])
+        }
+    }
+
     /// The enumerations of ``enumerationStaysBounded(_:)``.
     enum Enumeration: CaseIterable, Sendable {
         /// Every card, by record, in batches of ten: a deck's cards are one batch.

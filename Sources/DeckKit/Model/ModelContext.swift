@@ -551,14 +551,20 @@ public final class ModelContext {
             -> Int64
         {
             let backing = ModelBacking.of(target)
-            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID, backing.status != .deleted {
+            // Only a model of this context: another's record id may be of another document, where
+            // it names some other record (or none).
+            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID, backing.status != .deleted,
+                backing.context === self
+            {
                 return id
             }
+            let entity = backing.metadata.entityName
             throw DeckError.invalidValue(
                 entity: owner.metadata.entityName, property: accessor.name,
                 reason: backing.status == .deleted
-                    ? "refers to a deleted \(backing.metadata.entityName)"
-                    : "refers to a \(backing.metadata.entityName) that is not in this context")
+                    ? "refers to a deleted \(entity)"
+                    : "refers to a model of \(entity) that is not in this context (relate models of one context: "
+                        + "reach its record here with model(for: persistentModelID))")
         }
         /// Refuses a to-many relationship of `count` models outside its model-count bounds.
         func checkCount(
