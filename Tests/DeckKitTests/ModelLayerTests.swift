@@ -316,6 +316,16 @@ struct ModelLayerTests {
             required init() {}
         }
         #expect(Schema(Loose.self).problems.contains { $0.contains("forgotten") })
+        // A relationship whose default makes a model: named, as the discovery instance shows it.
+        final class Eager: PersistentModel {
+            @Attribute var name = ""
+            @Relationship var deck: Deck? = Deck(title: "made by default")
+            required init() {}
+        }
+        #expect(
+            Schema(Eager.self, Deck.self, Card.self).problems.contains {
+                $0.hasPrefix("Eager.deck: default value makes another model")
+            })
         #expect {
             try ModelContainer(
                 for: Loose.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))

@@ -146,6 +146,7 @@ final class ModelMetadata: @unchecked Sendable {
         var properties: [PropertyAccessor] = []
         var markers: [DiscoveryMarker] = []
         var seen = Set<ObjectIdentifier>()
+        var holdingModels: [String] = []
         for level in levels {
             let declaring = level.type as? any PersistentModel.Type
             for child in level.mirror.children {
@@ -162,6 +163,13 @@ final class ModelMetadata: @unchecked Sendable {
                 let accessor = marker.accessor
                 seen.insert(ObjectIdentifier(accessor))
                 accessor.name = label.hasPrefix("_") ? String(label.dropFirst()) : label
+                if accessor is any RelationshipDescribing,
+                    let value = Mirror(reflecting: child.value).descendant("value"),
+                    !Mirror(reflecting: value).children.isEmpty
+                {
+                    // A model (or models) already there: a default that makes one.
+                    holdingModels.append("\(level.type).\(accessor.name)")
+                }
                 accessor.declaringType = declaring
                 guard accessor.isPersistent else { continue }
                 accessor.index = properties.count
@@ -170,9 +178,10 @@ final class ModelMetadata: @unchecked Sendable {
             }
         }
         if registered.contains(where: { !seen.contains(ObjectIdentifier($0)) }) {
+            let which =
+                holdingModels.isEmpty ? "\(type): a property's" : holdingModels.joined(separator: ", ") + ":"
             problems.append(
-                "\(type): a property's default value makes another model; give it a default of nil or [] instead"
-            )
+                "\(which) default value makes another model; give it a default of nil or [] instead")
         }
         if properties.isEmpty {
             problems.append("\(type) has no @Attribute or @Relationship property: a model needs at least one")
