@@ -34,6 +34,7 @@ enum DiffSchemaCommand {
         return .object([
             ("from", side(diff.from)), ("to", side(diff.to)),
             ("identical", .bool(diff.isEmpty)), ("lightweight", .bool(diff.isLightweight)),
+            ("forward", .bool(isForward(diff))),
             (
                 "steps",
                 .array(
@@ -66,7 +67,19 @@ enum DiffSchemaCommand {
             out += "  \(step.isLightweight ? "lightweight" : "custom     ")  \(field(step.summary))\n"
             if let reason = step.reason { out += "               \(field(reason))\n" }
         }
+        if !isForward(diff) {
+            out +=
+                "note: version \(field(diff.to.version)) is not after \(field(diff.from.version)): deck migrate "
+                + "refuses this direction (give the new schema a higher version)\n"
+        }
         return out
+    }
+
+    /// Whether the new schema's version is after the old one's, which `deck migrate` requires of
+    /// a migration that changes anything.
+    static func isForward(_ diff: SchemaDiff) -> Bool {
+        diff.steps.isEmpty
+            || StoreSchema.compareVersions(diff.from.version, diff.to.version) == .orderedAscending
     }
 }
 

@@ -61,11 +61,34 @@ struct EndToEndMigrationTests {
         let object = try #require(
             JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["lightweight"] as? Bool == true && object["identical"] as? Bool == false)
+        #expect(object["forward"] as? Bool == true)
         let steps = try #require(object["steps"] as? [[String: Any]])
         #expect(steps.map { $0["kind"] as? String } == ["renameAttribute", "addAttribute"])
         #expect(steps.first?["property"] as? String == "question" && steps.first?["reason"] is NSNull)
         let from = try #require(object["from"] as? [String: Any])
         #expect((from["fingerprint"] as? String)?.count == 64)
+    }
+
+    @Test func backwardsIsNoted() throws {
+        let directory = try TemporaryDirectory()
+        let (_, old, new) = try Self.schemas(in: directory) { schema in
+            Self.attributes(&schema, of: "Card") { attributes in
+                attributes.append(["name": "hint", "type": "string", "optional": true])
+            }
+        }
+        // From 2.0.0 back to 1.0.0: the steps are listed, and that migrate would refuse them.
+        let result = try deck("diff-schema", new, old)
+        e2eExpectSuccess(result)
+        #expect(
+            result.stdout
+                == "2.0.0 → 1.0.0: 1 step(s), all lightweight\n"
+                + "  lightweight  remove attribute Card.hint (its values are deleted)\n"
+                + "note: version 1.0.0 is not after 2.0.0: deck migrate refuses this direction (give the new "
+                + "schema a higher version)\n")
+        let json = try deck("diff-schema", new, old, "--json")
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["forward"] as? Bool == false)
     }
 
     @Test func aStepThatNeedsACustomStageExitsOneWithTheReason() throws {

@@ -501,7 +501,7 @@ struct MergeTests {
             try context.fetch(FetchDescriptor<Flash.Card>())
         } throws: { error in
             guard case .misuse(let message) = error as? DeckError else { return false }
-            return message.contains("is open read-only (allowsSave is false)")
+            return message.contains("is open read-only (allowsSave is false, or the container's access")
                 && message.contains("includePendingChanges = false")
         }
         var descriptor = FetchDescriptor<Flash.Card>(predicate: #Predicate { $0.front == "hola" })

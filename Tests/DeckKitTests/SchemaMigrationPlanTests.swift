@@ -143,7 +143,7 @@ struct SchemaMigrationPlanTests {
 
     @Test("A stage that throws leaves the document at the last version it reached")
     func aFailingStage() throws {
-        struct Refused: Error {}
+        struct Refused: Error, Equatable { var reason = "the data is not ready" }
         enum Plan: SchemaMigrationPlan {
             static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self, CardsV3.self] }
             static var stages: [MigrationStage] {
@@ -161,9 +161,24 @@ struct SchemaMigrationPlanTests {
         let directory = try ScratchDirectory()
         let url = directory.appending("cards.deck")
         try makeCardsVersion1(url)
-        #expect(throws: DeckError.self) {
-            try ModelContainer(
+        // The stage's own error comes back as it was, with the document and the stage named.
+        do {
+            _ = try ModelContainer(
                 for: CardsV3.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
+            Issue.record("the migration did not fail")
+        } catch {
+            guard case .migrationStageFailed(let path, let stage, let closure, let underlying) = error else {
+                Issue.record("expected migrationStageFailed, got \(error)")
+                return
+            }
+            #expect(path == url.path)
+            #expect(stage == "'2.0.0 → 3.0.0'")
+            #expect(closure == "didMigrate")
+            #expect(underlying as? Refused == Refused())
+            #expect(
+                error.description.hasSuffix(
+                    "the migration stage '2.0.0 → 3.0.0' failed in didMigrate, changing nothing: "
+                        + "Refused(reason: \"the data is not ready\")"))
         }
         // The first stage committed; the second changed nothing.
         #expect(try storedSchemaVersion(url) == "2.0.0")
@@ -232,6 +247,35 @@ struct SchemaMigrationPlanTests {
         #expect(try storedSchemaVersion(url) == "2.0.0")
     }
 
+    @Test("A container that does not allow saving migrates nothing, and says the document needs a migration")
+    func readOnlyMigratesNothing() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeCardsVersion1(url)
+        #expect {
+            try ModelContainer(
+                for: CardsV3.schema, migrationPlan: CardsPlan.self,
+                configurations: [ModelConfiguration(url: url, allowsSave: false)])
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.first?.hasPrefix(
+                "the document holds schema version 1.0.0, not the models' 3.0.0: it needs a migration; a "
+                    + "container that does not allow saving migrates nothing") == true
+                && differences.count > 1
+        }
+        #expect(try storedSchemaVersion(url) == "1.0.0")
+        // Without a plan, a container that may save says how to migrate.
+        #expect {
+            try ModelContainer(for: CardsV3.schema, configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
+            return differences.first?.contains(
+                "it needs a migration; migrate it: give the container a migrationPlan")
+                == true
+        }
+        #expect(try storedSchemaVersion(url) == "1.0.0")
+    }
+
     @Test("A document whose models are not those of the version it names is refused")
     func aVersionThatLies() throws {
         final class Card: PersistentModel {
@@ -250,10 +294,22 @@ struct SchemaMigrationPlanTests {
                 configurations: [ModelConfiguration(url: url)])
         } throws: { error in
             guard case .schemaMismatch(_, let differences) = error as? DeckError else { return false }
-            return differences.first?.contains("says version 1.0.0 but holds other models") == true
-                && differences.contains { $0.contains("answer") }
+            return differences.first?.contains("says version 1.0.0, but its schema is not the plan's version")
+                == true
+                && differences.contains { $0.contains("answer") } && !"\(error)".contains(":;")
         }
         #expect(try storedSchemaVersion(url) == "1.0.0")
+        // Models that are not those of the plan's version they name: the differences are said of
+        // that version, not of the document.
+        #expect {
+            try ModelContainer(
+                for: Schema([Card.self], version: "2.0.0"), migrationPlan: CardsPlan.self,
+                configurations: [ModelConfiguration(url: url)])
+        } throws: { error in
+            guard case .misuse(let message) = error as? DeckError else { return false }
+            return message.hasPrefix("the container's models are not those of the plan's version 2.0.0: ")
+                && message.contains("in the plan's version 2.0.0") && !message.contains("the document")
+        }
     }
 
     @Test("A change no store can infer is refused by a lightweight stage, naming it")

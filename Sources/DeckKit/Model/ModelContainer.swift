@@ -183,8 +183,20 @@ public final class ModelContainer: Sendable {
                 try? store.close(discardingChanges: true)
                 throw DeckError.needsNewerApplication(path: url.path, version: version, reasons: reasons)
             case .needsMigration(let differences):
+                let version = store.schema.version
                 try? store.close(discardingChanges: true)
-                throw DeckError.schemaMismatch(path: url.path, differences: differences)
+                // Said first: the lines after it say what differs, not what to do.
+                let advice =
+                    allowsSave
+                    ? "migrate it: give the container a migrationPlan whose versions include it, or run deck migrate"
+                    : "a container that does not allow saving migrates nothing: open it with one that does, and a "
+                        + "migrationPlan, to migrate it"
+                throw DeckError.schemaMismatch(
+                    path: url.path,
+                    differences: [
+                        "the document holds schema version \(version), not the models' \(application.version): "
+                            + "it needs a migration; \(advice)"
+                    ] + differences)
             }
         }
         // Not reached: the second round opens read-only.

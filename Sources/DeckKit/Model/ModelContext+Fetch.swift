@@ -10,7 +10,8 @@ extension ModelContext {
     /// ``FetchDescriptor/includePendingChanges`` (the default) and unsaved changes in the context,
     /// the store runs the fetch inside a transaction that holds the changes and is then rolled
     /// back, so that unsaved models match exactly as saved ones would. A document open read-only
-    /// (``ModelConfiguration/allowsSave`` false) has no such transaction: a fetch there with
+    /// (``ModelConfiguration/allowsSave`` false, or a ``ModelContainer/access`` of read-only for a
+    /// newer document) has no such transaction: a fetch there with
     /// unsaved changes throws ``DeckError/misuse(_:)``, saying so; turn `includePendingChanges`
     /// off to fetch what is saved.
     @inlinable
@@ -376,7 +377,8 @@ extension ModelContext {
                 // "Read-only" alone puzzled a user who never asked to save.
                 throw DeckError.misuse(
                     "a fetch with includePendingChanges applies this context's unsaved changes in a transaction "
-                        + "it rolls back, and \(path) is open read-only (allowsSave is false): fetch with "
+                        + "it rolls back, and \(path) is open read-only (allowsSave is false, or the container's access "
+                        + "lets this version of the app only read the document): fetch with "
                         + "includePendingChanges = false, or roll the changes back")
             }
             defer { transaction.rollback() }

@@ -138,7 +138,8 @@ enum PlanMigration {
                 "the migration plan \(plan) has no version \(target.version), the container's schema's: "
                     + "add it to the plan's schemas")
         }
-        let mismatch = SchemaComparison.differences(stored: schemas[targetIndex], models: storeSchema)
+        let mismatch = SchemaComparison.differences(
+            stored: schemas[targetIndex], models: storeSchema, place: "the plan's version \(target.version)")
         guard mismatch.isEmpty else {
             throw DeckError.misuse(
                 "the container's models are not those of the plan's version \(target.version): "
@@ -165,8 +166,10 @@ enum PlanMigration {
         guard claimed.isEmpty else {
             throw DeckError.schemaMismatch(
                 path: url.path,
-                differences: ["the document says version \(storedSchema.version) but holds other models:"]
-                    + claimed)
+                differences: [
+                    "the document says version \(storedSchema.version), but its schema is not the plan's version "
+                        + "\(storedSchema.version) (the models below are that version's)"
+                ] + claimed)
         }
         // A newer document than the app's is not migrated backwards.
         guard start < targetIndex else {

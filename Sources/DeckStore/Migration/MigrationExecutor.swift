@@ -340,6 +340,19 @@ final class MigrationExecutor {
 
     // MARK: Running
 
+    /// An error a closure of the custom stage threw. Deck's own (from the store the closure
+    /// worked on: an I/O failure, a unique value) stay as they are; any other is kept as it was
+    /// (its type stays matchable) with the document and the stage named, where it used to become
+    /// ``DeckError/unexpected(_:)`` text.
+    private func stageFailed(_ error: any Error, in closure: String) -> DeckError {
+        switch error {
+        case is DeckError, is SQLiteError, is ArchiveError, is CancellationError: return DeckError.wrap(error)
+        default:
+            return .migrationStageFailed(
+                path: path, stage: stage.map { "'\($0.name)'" } ?? "", closure: closure, error: error)
+        }
+    }
+
     func run() throws -> MigrationReport {
         var (newMapping, report) = try check()
         if report.isUnchanged { return report }
@@ -356,7 +369,7 @@ final class MigrationExecutor {
             if let willMigrate = stage?.willMigrate {
                 let transaction = StoreTransaction(connection: connection, store: store, isLong: false)
                 defer { transaction.end() }
-                try willMigrate(transaction)
+                do { try willMigrate(transaction) } catch { throw stageFailed(error, in: "willMigrate") }
                 try connection.blobs.makeDurable()
             }
             try dataChecks()
@@ -364,7 +377,11 @@ final class MigrationExecutor {
             if let didMigrate = stage?.didMigrate {
                 let transaction = StoreTransaction(connection: next, store: store, isLong: false)
                 defer { transaction.end() }
-                try didMigrate(MigrationContext(transaction: transaction, oldSchema: old, executor: self))
+                do {
+                    try didMigrate(MigrationContext(transaction: transaction, oldSchema: old, executor: self))
+                } catch {
+                    throw stageFailed(error, in: "didMigrate")
+                }
             }
             for table in setAside.values.sorted() { try database.execute("DROP TABLE \(quote(table))") }
             for table in linkTables { try database.execute("DROP TABLE \(table)") }

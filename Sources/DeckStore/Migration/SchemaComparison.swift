@@ -3,24 +3,28 @@ import Foundation
 /// How a document's stored schema differs from the models' (what would be misread or lost), one
 /// line per difference.
 package enum SchemaComparison {
-    package static func differences(stored: StoreSchema, models: StoreSchema) -> [String] {
-        matching(stored.entities, models.entities, name: \.name, prefix: "") { old, entity in
+    /// The differences, each naming the stored schema as `place` ("the document", or "the plan's
+    /// version 2.0.0" when the stored schema is a plan's).
+    package static func differences(
+        stored: StoreSchema, models: StoreSchema, place: String = "the document"
+    ) -> [String] {
+        matching(stored.entities, models.entities, name: \.name, prefix: "", place: place) { old, entity in
             var differences: [String] = []
             if old.superentity != entity.superentity {
                 differences.append(
-                    "\(entity.name): inherits from \(old.superentity ?? "nothing") in the document, "
+                    "\(entity.name): inherits from \(old.superentity ?? "nothing") in \(place), "
                         + "\(entity.superentity ?? "nothing") in the models")
             }
             differences += matching(
-                old.attributes, entity.attributes, name: \.name, prefix: entity.name + "."
+                old.attributes, entity.attributes, name: \.name, prefix: entity.name + ".", place: place
             ) {
                 was, attribute in
-                compare(was, attribute, in: entity.name)
+                compare(was, attribute, in: entity.name, place: place)
             }
             differences += matching(
-                old.relationships, entity.relationships, name: \.name, prefix: entity.name + "."
+                old.relationships, entity.relationships, name: \.name, prefix: entity.name + ".", place: place
             ) { was, relationship in
-                compare(was, relationship, in: entity.name)
+                compare(was, relationship, in: entity.name, place: place)
             }
             if Set(old.uniqueConstraints) != Set(entity.uniqueConstraints) {
                 differences.append("\(entity.name): unique constraints differ")
@@ -35,7 +39,8 @@ package enum SchemaComparison {
     /// Pairs `stored` and `models` by name: one line for each only in one of them, and what
     /// `compare` says of each pair.
     private static func matching<T>(
-        _ stored: [T], _ models: [T], name: KeyPath<T, String>, prefix: String, compare: (T, T) -> [String]
+        _ stored: [T], _ models: [T], name: KeyPath<T, String>, prefix: String, place: String,
+        compare: (T, T) -> [String]
     ) -> [String] {
         let byName = Dictionary(
             stored.map { ($0[keyPath: name], $0) }, uniquingKeysWith: { first, _ in first })
@@ -44,18 +49,18 @@ package enum SchemaComparison {
             if let old = byName[item[keyPath: name]] {
                 differences += compare(old, item)
             } else {
-                differences.append(prefix + item[keyPath: name] + ": missing from the document")
+                differences.append(prefix + item[keyPath: name] + ": missing from \(place)")
             }
         }
         let modelNames = Set(models.map { $0[keyPath: name] })
         for item in stored where !modelNames.contains(item[keyPath: name]) {
-            differences.append(prefix + item[keyPath: name] + ": in the document, not in the models")
+            differences.append(prefix + item[keyPath: name] + ": in \(place), not in the models")
         }
         return differences
     }
 
     private static func compare(
-        _ was: StoreSchema.Attribute, _ attribute: StoreSchema.Attribute, in entity: String
+        _ was: StoreSchema.Attribute, _ attribute: StoreSchema.Attribute, in entity: String, place: String
     )
         -> [String]
     {
@@ -63,11 +68,11 @@ package enum SchemaComparison {
         var differences: [String] = []
         if was.type != attribute.type {
             differences.append(
-                "\(name): \(was.type.rawValue) in the document, \(attribute.type.rawValue) in the models")
+                "\(name): \(was.type.rawValue) in \(place), \(attribute.type.rawValue) in the models")
         }
         if was.isOptional != attribute.isOptional {
             differences.append(
-                "\(name): \(was.isOptional ? "optional" : "required") in the document, "
+                "\(name): \(was.isOptional ? "optional" : "required") in \(place), "
                     + "\(attribute.isOptional ? "optional" : "required") in the models")
         }
         let relevant: StoreSchema.Attribute.Options = [.unique, .externalStorage]
@@ -78,17 +83,18 @@ package enum SchemaComparison {
     }
 
     private static func compare(
-        _ was: StoreSchema.Relationship, _ relationship: StoreSchema.Relationship, in entity: String
+        _ was: StoreSchema.Relationship, _ relationship: StoreSchema.Relationship, in entity: String,
+        place: String
     ) -> [String] {
         let name = entity + "." + relationship.name
         var differences: [String] = []
         if was.destination != relationship.destination || was.isToMany != relationship.isToMany {
             differences.append(
-                "\(name): \(describe(was)) in the document, \(describe(relationship)) in the models")
+                "\(name): \(describe(was)) in \(place), \(describe(relationship)) in the models")
         }
         if was.deleteRule != relationship.deleteRule {
             differences.append(
-                "\(name): delete rule \(was.deleteRule.rawValue) in the document, "
+                "\(name): delete rule \(was.deleteRule.rawValue) in \(place), "
                     + "\(relationship.deleteRule.rawValue) in the models")
         }
         return differences

@@ -77,6 +77,12 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case migrationRefused(path: String, entity: String, property: String?, reason: String)
     /// A migration plan (a plan file or its JSON) is not valid; the text names the file and member.
     case invalidMigrationPlan(String)
+    /// A closure of the custom migration stage `stage` (`willMigrate` or `didMigrate`, named by
+    /// `closure`) threw `error`, an error of its own (Deck's errors from the store it works on
+    /// come as themselves), kept as it was: match it with a pattern
+    /// (`catch DeckError.migrationStageFailed(_, _, _, let error as MyError)`). The stage changed
+    /// nothing: the document is at the version before it.
+    case migrationStageFailed(path: String, stage: String, closure: String, error: any Error)
 
     public var description: String {
         switch self {
@@ -132,6 +138,8 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .misuse(let text): return text
         case .migrationRefused(let path, _, _, let reason): return "\(path): cannot migrate: \(reason)"
         case .invalidMigrationPlan(let reason): return "invalid migration plan: \(reason)"
+        case .migrationStageFailed(let path, let stage, let closure, let error):
+            return "\(path): the migration stage \(stage) failed in \(closure), changing nothing: \(error)"
         }
     }
 }
@@ -190,6 +198,7 @@ extension DeckError {
             .invalidData
         case .closed, .unexpected, .misuse: .misuse
         case .cancelled: .cancelled
+        case .migrationStageFailed(_, _, _, let error): (error as? DeckError)?.kind ?? .invalidData
         }
     }
 }
