@@ -182,6 +182,14 @@ public final class ModelContext {
             noteChangeForAutosave()
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
+                if !relationship.isToMany {
+                    if let target = accessor.toOneTarget(in: object),
+                        ModelBacking.of(target).status == .detached
+                    {
+                        insertModel(target)
+                    }
+                    continue
+                }
                 for target in relationship.targets(in: object)
                 where ModelBacking.of(target).status == .detached {
                     insertModel(target)

@@ -340,6 +340,12 @@ protocol RelationshipDescribing {
     var modelCountBounds: (minimum: Int?, maximum: Int?) { get }
     func targets(in object: AnyObject) -> [AnyObject]
     func setTargets(_ targets: [AnyObject], in object: AnyObject)
+    /// Whether the relationship holds `target` in `object` (by identity), without reading it whole.
+    func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool
+    /// Adds `target` to the relationship in `object` in place (a to-one's value becomes it).
+    func appendTarget(_ target: AnyObject, in object: AnyObject)
+    /// The models of a value of the property's type at `value`.
+    func models(in value: UnsafeRawPointer) -> [AnyObject]
 }
 
 extension RelationshipAccessor: RelationshipDescribing {
