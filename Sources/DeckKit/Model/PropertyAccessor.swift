@@ -63,7 +63,10 @@ class PropertyAccessor: @unchecked Sendable {
     /// first use, where the key path is known: an observer of the property has read it, so
     /// whenever there can be observers there is a notifier.
     var observationNotifier: ((AnyObject, ModelBacking, () -> Void) -> Void)? {
-        notifier.withLock { $0 }
+        // Without the lock until a getter has recorded one: a getter that ran on this thread
+        // (where the model lives, and its observers read it) has set the flag.
+        guard hasNotifier.load(ordering: .acquiring) else { return nil }
+        return notifier.withLock { $0 }
     }
     private let notifier = Locked<((AnyObject, ModelBacking, () -> Void) -> Void)?>(nil)
     private let hasNotifier = Atomic<Bool>(false)
