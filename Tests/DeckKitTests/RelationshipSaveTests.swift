@@ -45,6 +45,19 @@ struct RelationshipSaveTests {
         required init() {}
     }
 
+    /// A deck whose title is unique: inserting one with a saved title updates the saved record.
+    final class TitledDeck: PersistentModel {
+        @Attribute(.unique) var title = ""
+        @Relationship var cards: [TitledCard] = []
+        required init() {}
+    }
+
+    final class TitledCard: PersistentModel {
+        @Attribute var front = ""
+        @Relationship(inverse: \TitledDeck.cards) var deck: TitledDeck? = nil
+        required init() {}
+    }
+
     /// The change sets of the commits made while `body` runs.
     func commits(of container: ModelContainer, during body: () throws -> Void) rethrows -> [ChangeSet] {
         let recorded = Recorded()
@@ -239,6 +252,44 @@ struct RelationshipSaveTests {
             #expect(throws: DeckError.self) { try context.save() }
             #expect(try ModelContext(container).fetchCount(FetchDescriptor<BoundedCard>()) == 0)
         }
+    }
+
+    @Test(
+        "New cards of a new deck that an upsert matches to a saved one: the deck's list is written as before")
+    func newCardsOfAnUpsertedDeck() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: TitledDeck.self, TitledCard.self,
+            configurations: ModelConfiguration(url: directory.appending("titled.deck")))
+        func deck(_ title: String, _ fronts: [String]) -> TitledDeck {
+            let deck = TitledDeck()
+            deck.title = title
+            for front in fronts {
+                let card = TitledCard()
+                card.front = front
+                card.deck = deck
+            }
+            return deck
+        }
+        do {
+            let context = ModelContext(container)
+            context.insert(deck("Spanish", ["hola", "adiós"]))
+            try context.save()
+        }
+        let context = ModelContext(container)
+        let again = deck("Spanish", ["gracias"])
+        context.insert(again)
+        let changes = try commits(of: container) { try context.save() }
+        #expect(changes.first?.inserted["TitledCard"]?.count == 1)
+        #expect(changes.first?.inserted["TitledDeck"] == nil)
+        #expect(changes.first?.updated["TitledDeck"] == [try recordID(again, container)])
+        #expect(changes.first?.updated["TitledCard"]?.count == 2)
+        let reader = ModelContext(container)
+        let decks = try reader.fetch(FetchDescriptor<TitledDeck>())
+        #expect(decks.map(\.title) == ["Spanish"])
+        #expect(decks.first?.cards.map(\.front) == ["gracias"])
+        let cards = try reader.fetch(FetchDescriptor<TitledCard>(sortBy: [SortDescriptor(\.front)]))
+        #expect(cards.map { $0.deck?.title ?? "-" } == ["-", "Spanish", "-"])
     }
 
     @Test("Sibling entities sharing a to-one column: each to-many holds its own entity's records")
