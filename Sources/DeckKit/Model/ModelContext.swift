@@ -651,7 +651,7 @@ public final class ModelContext {
             try checkCount(targets.count, accessor, relationship, backing)
             return true
         }
-        for (object, backing) in insertedObjects {
+        for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
             let entity = backing.metadata.entityName
