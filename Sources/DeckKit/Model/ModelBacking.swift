@@ -349,24 +349,27 @@ enum InverseUpdate {
 
     static func add(_ source: AnyObject, to target: AnyObject, inverse name: String) {
         let backing = ModelBacking.of(target)
-        guard
-            let accessor = backing.metadata.property(named: name)
-                as? (any RelationshipDescribing & PropertyAccessor)
+        // The property's relationship side without a cast to the protocol composition, which
+        // costs as much as the rest of adding a card to a deck.
+        guard let property = backing.metadata.property(named: name),
+            let accessor = property.relationshipAccess
         else { return }
+        let index = property.index
         if accessor.isToMany {
-            guard !backing.needsLoading(accessor.index) else { return }
-            let current = accessor.targets(in: target)
-            guard !current.contains(where: { $0 === source }) else { return }
-            backing.notifyingChange(of: accessor) { accessor.setTargets(current + [source], in: target) }
+            guard !backing.needsLoading(index) else { return }
+            // In place: reading the whole list and writing it back would cost the list's length
+            // on each model added (a deck's hundredth card would copy ninety-nine).
+            guard !accessor.holdsTarget(source, in: target) else { return }
+            backing.notifyingChange(of: property) { accessor.appendTarget(source, in: target) }
         } else {
             // A to-one inverse: the target leaves whatever it pointed at before.
-            if backing.needsLoading(accessor.index) { backing.load(accessor.index) }
+            if backing.needsLoading(index) { backing.load(index) }
             let previous = accessor.targets(in: target)
             if previous.count == 1, previous[0] === source { return }
-            if let previous = previous.first, let ownName = accessor.inverseName(in: backing) {
+            if let previous = previous.first, let ownName = backing.metadata.inverseName(of: index) {
                 remove(target, from: previous, inverse: ownName)
             }
-            backing.notifyingChange(of: accessor) { accessor.setTargets([source], in: target) }
+            backing.notifyingChange(of: property) { accessor.setTargets([source], in: target) }
         }
     }
 }

@@ -191,14 +191,19 @@ public final class ModelContext {
             inserted[key] = object
             insertionOrder.append(key)
             noteChangeForAutosave()
+            // Targets not in a context yet, or in one that went away before saving them.
+            func isFree(_ target: AnyObject) -> Bool {
+                let target = ModelBacking.of(target)
+                return target.status == .detached || (target.status == .inserted && target.context == nil)
+            }
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
-                for target in relationship.targets(in: object) {
-                    let status = ModelBacking.of(target).status
-                    if status == .detached || (status == .inserted && ModelBacking.of(target).context == nil)
-                    {
-                        insertModel(target)
-                    }
+                if !relationship.isToMany {
+                    if let target = accessor.toOneTarget(in: object), isFree(target) { insertModel(target) }
+                    continue
+                }
+                for target in relationship.targets(in: object) where isFree(target) {
+                    insertModel(target)
                 }
             }
         case .deleted where backing.context === self:
@@ -622,14 +627,91 @@ public final class ModelContext {
             if merged != current { result.rereadToMany.append((object, accessor.index)) }
             return .references(merged.sorted())
         }
-        for (object, backing) in insertedObjects {
+        // The inserted models' relationships, now that every target has an id. A model inserted
+        // as a new record (not one an upsert matched) sets each to-one relationship in one
+        // statement (`setReference`), and a to-many relationship whose links all come from the
+        // other side's to-one relationships of models inserted here is not written at all: those
+        // write each link (see `writtenByTargets`).
+        func isNewRecord(_ object: AnyObject) -> Bool {
+            let key = ObjectIdentifier(object)
+            return result.rowIDs[key] != nil && result.adopted[key] == nil
+        }
+        var plans: [ObjectIdentifier: [LinkPlan]] = [:]
+        var lastPlan: (metadata: ModelMetadata, plan: [LinkPlan])?
+        func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
+            if let lastPlan, lastPlan.metadata === metadata { return lastPlan.plan }
+            let plan = plans[ObjectIdentifier(metadata)] ?? Self.linkPlan(metadata)
+            plans[ObjectIdentifier(metadata)] = plan
+            lastPlan = (metadata, plan)
+            return plan
+        }
+        // How many inserted models (new records or not) point at each model through a to-one
+        // relationship whose inverse is to-many, by that inverse's name: counted on first need.
+        var pointing: [LinkKey: Int]?
+        func pointingCount(at target: AnyObject, through inverse: String) -> Int {
+            if pointing == nil {
+                var counts: [LinkKey: Int] = [:]
+                for (object, backing) in insertedObjects {
+                    for (plan, (accessor, _)) in zip(
+                        linkPlan(backing.metadata), backing.metadata.relationships)
+                    {
+                        guard case .toOne(let inverse?, true) = plan,
+                            let pointed = accessor.toOneTarget(in: object)
+                        else { continue }
+                        counts[LinkKey(target: ObjectIdentifier(pointed), inverse: inverse), default: 0] += 1
+                    }
+                }
+                pointing = counts
+            }
+            return pointing?[LinkKey(target: ObjectIdentifier(target), inverse: inverse)] ?? 0
+        }
+        /// Whether the links of to-many relationship `accessor` of `object` (a new record) are
+        /// exactly those that the to-one inverse `inverse` of models inserted here as new records
+        /// write: each of its targets is one, pointing at `object`, and no other inserted model
+        /// points at it. Writing the to-many side too would set the same links again (and
+        /// before, clear the links to `object`, which a new record has only from this save).
+        func writtenByTargets(
+            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
+            _ backing: ModelBacking, inverse: String
+        ) throws(DeckError) -> Bool {
+            let targets = relationship.targets(in: object)
+            guard targets.count == pointingCount(at: object, through: accessor.name) else { return false }
+            var seen = Set<ObjectIdentifier>(minimumCapacity: targets.count)
+            for target in targets {
+                guard isNewRecord(target), seen.insert(ObjectIdentifier(target)).inserted,
+                    let other = ModelBacking.of(target).metadata.property(named: inverse),
+                    other.relationshipAccess?.isToMany == false, other.toOneTarget(in: target) === object
+                else { return false }
+            }
+            try checkCount(targets.count, accessor, relationship, backing)
+            return true
+        }
+        for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
+            let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
+            let entity = backing.metadata.entityName
             var values: [String: Value] = [:]
-            for (accessor, relationship) in backing.metadata.relationships {
+            for (plan, (accessor, relationship)) in zip(
+                linkPlan(backing.metadata), backing.metadata.relationships)
+            {
+                if isNew, case .toOne = plan {
+                    guard let target = accessor.toOneTarget(in: object) else { continue }
+                    try transaction.setReference(
+                        ofInserted: entity, id: id, accessor.name,
+                        to: try rowID(of: target, for: accessor, of: backing),
+                        insertedTarget: isNewRecord(target)
+                            ? ModelBacking.of(target).metadata.entityName : nil)
+                    continue
+                }
+                if isNew, case .toMany(let inverse?) = plan,
+                    try writtenByTargets(accessor, relationship, of: object, backing, inverse: inverse)
+                {
+                    continue
+                }
                 let value = try relationshipValue(accessor, relationship, of: object, backing)
                 if value != .null && value != .references([]) { values[accessor.name] = value }
             }
-            if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
+            if !values.isEmpty { try transaction.update(entity, id: id, values) }
         }
         for object in changed.values {
             let backing = ModelBacking.of(object)
@@ -662,6 +744,34 @@ public final class ModelContext {
             result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
         }
         return result
+    }
+
+    /// What the flush knows of a relationship of a model type: its side and its inverse.
+    enum LinkPlan {
+        /// A to-one relationship, with its inverse's name and whether that inverse is to-many.
+        case toOne(inverse: String?, inverseIsToMany: Bool)
+        /// A to-many relationship, with the name of its inverse when that inverse is to-one.
+        case toMany(toOneInverse: String?)
+    }
+
+    /// A model and the name of a relationship that points at it.
+    struct LinkKey: Hashable {
+        let target: ObjectIdentifier
+        let inverse: String
+    }
+
+    /// The ``LinkPlan`` of each of `metadata`'s relationships, in their order.
+    private static func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
+        metadata.relationships.map { accessor, relationship in
+            let inverse = metadata.inverseName(of: accessor.index)
+            let inverseIsToMany = inverse.flatMap {
+                relationship.destinationMetadata.property(named: $0)?.relationshipAccess?.isToMany
+            }
+            if relationship.isToMany {
+                return .toMany(toOneInverse: inverseIsToMany == false ? inverse : nil)
+            }
+            return .toOne(inverse: inverse, inverseIsToMany: inverseIsToMany ?? false)
+        }
     }
 
     /// Whether `object` was deleted and its record is still stored: the flush deletes it.

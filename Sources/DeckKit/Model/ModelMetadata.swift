@@ -66,21 +66,35 @@ final class ModelMetadata: @unchecked Sendable {
     static func known(_ type: AnyObject.Type) -> ModelMetadata? {
         let key = ObjectIdentifier(type)
         let last = LastMetadata.current()
+        // Metadata lives as long as the process: an unretained reference is safe.
         if last.pointee.type == key, let metadata = last.pointee.metadata {
-            // Metadata lives as long as the process: an unretained reference is safe.
+            return metadata.takeUnretainedValue()
+        }
+        if last.pointee.previousType == key, let metadata = last.pointee.previous {
+            last.pointee.swap()
             return metadata.takeUnretainedValue()
         }
         guard let found = cache.withLock({ $0[key] }) else { return nil }
-        last.pointee = LastMetadata(type: key, metadata: Unmanaged.passUnretained(found))
+        last.pointee.previousType = last.pointee.type
+        last.pointee.previous = last.pointee.metadata
+        last.pointee.type = key
+        last.pointee.metadata = Unmanaged.passUnretained(found)
         return found
     }
 
-    /// The last type a thread looked up, and its metadata: most lookups ask for the type asked
-    /// for just before (a fetch, an insert loop), and a thread-specific value is cheaper than
-    /// the cache's lock.
+    /// The last two types a thread looked up, and their metadata: most lookups ask for the type
+    /// asked for just before (a fetch, an insert loop) or the one before it (cards put in decks
+    /// one by one), and a thread-specific value is cheaper than the cache's lock.
     private struct LastMetadata {
         var type: ObjectIdentifier?
         var metadata: Unmanaged<ModelMetadata>?
+        var previousType: ObjectIdentifier?
+        var previous: Unmanaged<ModelMetadata>?
+
+        mutating func swap() {
+            (type, previousType) = (previousType, type)
+            (metadata, previous) = (previous, metadata)
+        }
 
         static func current() -> UnsafeMutablePointer<LastMetadata> {
             if let value = pthread_getspecific(key) {
@@ -395,6 +409,12 @@ protocol RelationshipDescribing {
     var modelCountBounds: (minimum: Int?, maximum: Int?) { get }
     func targets(in object: AnyObject) -> [AnyObject]
     func setTargets(_ targets: [AnyObject], in object: AnyObject)
+    /// Whether the relationship holds `target` in `object` (by identity), without reading it whole.
+    func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool
+    /// Adds `target` to the relationship in `object` in place (a to-one's value becomes it).
+    func appendTarget(_ target: AnyObject, in object: AnyObject)
+    /// The models of a value of the property's type at `value`.
+    func models(in value: UnsafeRawPointer) -> [AnyObject]
 }
 
 extension RelationshipAccessor: RelationshipDescribing {

@@ -63,7 +63,10 @@ class PropertyAccessor: @unchecked Sendable {
     /// first use, where the key path is known: an observer of the property has read it, so
     /// whenever there can be observers there is a notifier.
     var observationNotifier: ((AnyObject, ModelBacking, () -> Void) -> Void)? {
-        notifier.withLock { $0 }
+        // Without the lock until a getter has recorded one: a getter that ran on this thread
+        // (where the model lives, and its observers read it) has set the flag.
+        guard hasNotifier.load(ordering: .acquiring) else { return nil }
+        return notifier.withLock { $0 }
     }
     private let notifier = Locked<((AnyObject, ModelBacking, () -> Void) -> Void)?>(nil)
     private let hasNotifier = Atomic<Bool>(false)
@@ -245,6 +248,18 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     func setTargets(_ targets: [AnyObject], in object: AnyObject) {
         field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee = kind.make(targets)
     }
+
+    func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool {
+        kind.contains(UnsafeRawPointer(field(valueFieldOffset, in: object)), target)
+    }
+
+    func appendTarget(_ target: AnyObject, in object: AnyObject) {
+        kind.append(field(valueFieldOffset, in: object), target)
+    }
+
+    func models(in value: UnsafeRawPointer) -> [AnyObject] {
+        kind.models(value.assumingMemoryBound(to: V.self).pointee)
+    }
 }
 
 /// The accessor of a ``Transient`` property: discovery notes it so that the schema's checks know
@@ -274,6 +289,13 @@ struct RelationshipKind<V> {
     let isToMany: Bool
     let models: (V) -> [AnyObject]
     let make: ([AnyObject]) -> V
+    /// Whether the value at the address holds the model (compared by identity), without making
+    /// an array of it.
+    let contains: (UnsafeRawPointer, AnyObject) -> Bool
+    /// Adds the model (of the destination's type) to the value at the address in place: one
+    /// append to a to-many array rather than the whole array made again (for a to-one, the
+    /// model replaces the value).
+    let append: (UnsafeMutableRawPointer, AnyObject) -> Void
 
     /// `object` as a `W`, the model class of a to-one relationship: an instance of exactly that
     /// class (the common case) without the run time's general cast, which costs as much as the
@@ -295,7 +317,9 @@ struct RelationshipKind<V> {
                 return RelationshipKind(
                     destinationType: A.elementType, isToMany: true,
                     models: { unsafeBitCast($0, to: A.self).models },
-                    make: { unsafeBitCast(A(models: $0), to: V.self) })
+                    make: { unsafeBitCast(A(models: $0), to: V.self) },
+                    contains: { $0.assumingMemoryBound(to: A.self).pointee.containsModel($1) },
+                    append: { $0.assumingMemoryBound(to: A.self).pointee.appendModel($1) })
             }
             return open(array)
         }
@@ -303,10 +327,17 @@ struct RelationshipKind<V> {
         func open<W>(_: W.Type) -> RelationshipKind<V>? {
             guard V.self == W?.self else { return nil }
             if let model = W.self as? any PersistentModel.Type {
+                let cast = Self.cast(to: W.self)
                 return RelationshipKind(
                     destinationType: model, isToMany: false,
-                    models: { unsafeBitCast($0, to: W?.self).map { [$0 as AnyObject] } ?? [] },
-                    make: { unsafeBitCast($0.first.map(Self.cast(to: W.self)), to: V.self) })
+                    // A `W` is a class: its optional is laid out as an `AnyObject?`, which
+                    // saves the run time's bridging of a generic value to an object.
+                    models: { unsafeBitCast($0, to: AnyObject?.self).map { [$0] } ?? [] },
+                    make: { unsafeBitCast($0.first.map(cast), to: V.self) },
+                    contains: { pointer, model in
+                        pointer.assumingMemoryBound(to: AnyObject?.self).pointee === model
+                    },
+                    append: { $0.assumingMemoryBound(to: W?.self).pointee = cast($1) })
             }
             if let array = W.self as? any ModelArray.Type {
                 func openArray<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {
@@ -314,7 +345,16 @@ struct RelationshipKind<V> {
                     return RelationshipKind(
                         destinationType: A.elementType, isToMany: true,
                         models: { unsafeBitCast($0, to: A?.self)?.models ?? [] },
-                        make: { unsafeBitCast(A?.some(A(models: $0)), to: V.self) })
+                        make: { unsafeBitCast(A?.some(A(models: $0)), to: V.self) },
+                        contains: { $0.assumingMemoryBound(to: A?.self).pointee?.containsModel($1) ?? false },
+                        append: { pointer, model in
+                            let value = pointer.assumingMemoryBound(to: A?.self)
+                            if value.pointee == nil {
+                                value.pointee = A(models: [model])
+                            } else {
+                                value.pointee!.appendModel(model)
+                            }
+                        })
                 }
                 return openArray(array)
             }
@@ -329,12 +369,22 @@ protocol ModelArray {
     static var elementType: any PersistentModel.Type { get }
     var models: [AnyObject] { get }
     init(models: [AnyObject])
+    /// Whether the array holds `model` (by identity).
+    func containsModel(_ model: AnyObject) -> Bool
+    /// Appends `model`, an instance of the element type, in place.
+    mutating func appendModel(_ model: AnyObject)
 }
 
 extension Array: ModelArray where Element: PersistentModel {
     static var elementType: any PersistentModel.Type { Element.self }
     var models: [AnyObject] { self }
     init(models: [AnyObject]) { self = models.map { $0 as! Element } }
+    // Through `[AnyObject]` (the same layout): a search of the generic array goes through the
+    // element type's value witnesses, a call per element.
+    func containsModel(_ model: AnyObject) -> Bool {
+        unsafeBitCast(self, to: [AnyObject].self).contains { $0 === model }
+    }
+    mutating func appendModel(_ model: AnyObject) { append(model as! Element) }
 }
 
 /// The Swift types a fetch reads straight from a cell into a property, with the cursor's typed

@@ -84,11 +84,13 @@ public struct Relationship<Value> {
         }
         set {
             write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index, old in
-                guard let accessor = backing.metadata.properties[index] as? RelationshipAccessor<Value> else {
-                    return
-                }
-                backing.relationshipChanged(
-                    index, from: accessor.kind.models(old), to: accessor.kind.models(newValue))
+                // The property's accessor is a `RelationshipAccessor<Value>` (or, for a type that
+                // is no relationship, has no relationship side): reached without a cast to the
+                // generic class, which costs more than the rest of setting a to-one.
+                guard let access = backing.metadata.properties[index].relationshipAccess else { return }
+                let before = withUnsafePointer(to: old) { access.models(in: $0) }
+                let after = withUnsafePointer(to: newValue) { access.models(in: $0) }
+                backing.relationshipChanged(index, from: before, to: after)
             }
         }
     }

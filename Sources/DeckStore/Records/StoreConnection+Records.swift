@@ -160,6 +160,66 @@ extension StoreConnection {
         }
     }
 
+    /// Sets to-one relationship `name` of record `id` of `entity` to `target`: what
+    /// ``update(_:id:_:)`` does with the one value `.reference(target)`, for a record this
+    /// transaction inserted, with fewer statements. `insertedTarget` is the concrete entity of
+    /// the target when this transaction inserted it too (nil when not, or not known).
+    ///
+    /// For a relationship stored in the record's own column, whose inverse is not to-one, it is
+    /// one `UPDATE`: the record's row is not read again (its entity is `entity`: it was inserted
+    /// as one), nor its current target (the records a record of this transaction was linked to
+    /// were recorded as updated when the links were made), and nor is a target this transaction
+    /// inserted as an entity of the destination (it exists, and a change recorded for a record
+    /// inserted in the transaction is no change). Any other relationship goes through
+    /// ``update(_:id:_:)``.
+    ///
+    /// It takes no savepoint: when it throws, the caller discards the transaction (a save's or a
+    /// fetch's flush), so nothing it half did is kept.
+    func setReference(
+        ofInserted entity: String, id: Int64, _ name: String, to target: Int64, insertedTarget: String?
+    ) throws(DeckError) {
+        let mapping: EntityMapping
+        let position: Int
+        if let last = lastReference, last.mapping.name == entity,
+            last.mapping.relationships[last.position].relationship.name == name
+        {
+            (mapping, position) = (last.mapping, last.position)
+        } else {
+            mapping = try self.mapping.entity(entity)
+            guard let found = mapping.relationshipPosition(name) else {
+                return try update(entity, id: id, [name: .reference(target)])
+            }
+            position = found
+        }
+        let (relationship, storage) = mapping.relationships[position]
+        guard !relationship.isToMany, case .ownColumn(let column) = storage,
+            let destination = self.mapping.entities[relationship.destination],
+            relationship.inverse.flatMap({ destination.relationship($0) })?.relationship.isToMany ?? true
+        else {
+            return try update(entity, id: id, [name: .reference(target)])
+        }
+        try change(atomic: false) { () throws in
+            if let insertedTarget, destination.family.contains(insertedTarget) {
+                // Known to exist, of the destination's family; its change is no change.
+            } else {
+                changes.updated(try concreteEntity(of: target, in: destination), target)
+            }
+            let statement: Statement
+            if let last = lastReference, last.mapping === mapping, last.position == position {
+                statement = last.statement
+            } else {
+                statement = try database.cachedStatement(
+                    "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?")
+                lastReference = (mapping, position, statement)
+            }
+            statement.rewind()
+            try statement.bind(.integer(target), at: 1)
+            try statement.bind(.integer(id), at: 2)
+            try statement.runBound()
+            guard database.changes == 1 else { throw DeckError.recordNotFound(entity: entity, id: id) }
+        }
+    }
+
     /// Inserts a record, or updates the existing record that has the same values for one of the
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
     /// whether a record was inserted.

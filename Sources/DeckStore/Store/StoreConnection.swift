@@ -29,6 +29,9 @@ final class StoreConnection {
     var insertStatements: [String: Statement] = [:]
     /// The entity and statement of the latest insert.
     var lastInsert: (mapping: EntityMapping, statement: Statement)?
+    /// The relationship and statement of the latest ``setReference(ofInserted:id:_:to:insertedTarget:)``
+    /// that took the short way (a statement of ``Database/cachedStatement(_:)``).
+    var lastReference: (mapping: EntityMapping, position: Int, statement: Statement)?
     /// What the open transaction changed, record by record.
     var changes = ChangeRecorder()
     /// How many ``change(atomic:_:)`` calls are under way (one inside another when an operation
@@ -218,6 +221,7 @@ final class StoreConnection {
         }
         insertStatements.removeAll()
         lastInsert = nil
+        lastReference = nil
         database.close()
     }
 

@@ -209,6 +209,21 @@ public final class StoreTransaction: StoreReader {
         try live().update(entity, id: id, values)
     }
 
+    /// Sets to-one relationship `relationship` of record `id` of `entity`, which this transaction
+    /// inserted (as an `entity`, not a record an upsert matched), to `target`: what
+    /// ``update(_:id:_:)`` does with the one value `.reference(target)`, in one statement where
+    /// the relationship is stored in the record's own column and is not one-to-one.
+    /// `insertedTarget`: the concrete entity of the target when this transaction inserted it
+    /// (nil when not). Without a savepoint: when it throws, the caller must discard the
+    /// transaction, as a model context's flush does.
+    package func setReference(
+        ofInserted entity: String, id: Int64, _ relationship: String, to target: Int64,
+        insertedTarget: String?
+    ) throws(DeckError) {
+        try live().setReference(
+            ofInserted: entity, id: id, relationship, to: target, insertedTarget: insertedTarget)
+    }
+
     /// Inserts a record, or updates the existing record that has the same values for one of the
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
     /// whether a record was inserted. An inserted record gets `globalID` (a new one when nil);
