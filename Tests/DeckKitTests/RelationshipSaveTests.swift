@@ -58,6 +58,14 @@ struct RelationshipSaveTests {
         required init() {}
     }
 
+    /// A container of `types` on a new document in `directory`.
+    static func container(_ types: any PersistentModel.Type..., in directory: ScratchDirectory) throws
+        -> ModelContainer
+    {
+        try ModelContainer(
+            for: Schema(types), configurations: [ModelConfiguration(url: directory.appending("test.deck"))])
+    }
+
     /// The change sets of the commits made while `body` runs.
     func commits(of container: ModelContainer, during body: () throws -> Void) rethrows -> [ChangeSet] {
         let recorded = Recorded()
@@ -95,9 +103,7 @@ struct RelationshipSaveTests {
     @Test("New decks and new cards, one card moved from one new deck to another before the save")
     func newDecksAndCards() throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: Card.self, Deck.self,
-            configurations: ModelConfiguration(url: directory.appending("cards.deck")))
+        let container = try Self.container(Card.self, Deck.self, in: directory)
         let context = ModelContext(container)
         let spanish = Deck(title: "Spanish")
         let french = Deck(title: "French")
@@ -130,9 +136,7 @@ struct RelationshipSaveTests {
     @Test("A saved deck gets new cards and a saved card; a new deck takes a saved card and a new one")
     func newAndSavedTogether() throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: Card.self, Deck.self,
-            configurations: ModelConfiguration(url: directory.appending("cards.deck")))
+        let container = try Self.container(Card.self, Deck.self, in: directory)
         do {
             let context = ModelContext(container)
             let spanish = Deck(title: "Spanish")
@@ -207,9 +211,7 @@ struct RelationshipSaveTests {
     @Test("Another context that holds a saved deck's cards sees the new cards a save adds to it")
     func otherContextSeesNewCards() throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: Card.self, Deck.self,
-            configurations: ModelConfiguration(url: directory.appending("cards.deck")))
+        let container = try Self.container(Card.self, Deck.self, in: directory)
         do {
             let context = ModelContext(container)
             let spanish = Deck(title: "Spanish")
@@ -233,9 +235,7 @@ struct RelationshipSaveTests {
         arguments: [1, 2, 3, 4])
     func boundsOfLinksWrittenByTargets(count: Int) throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: BoundedDeck.self, BoundedCard.self,
-            configurations: ModelConfiguration(url: directory.appending("bounded.deck")))
+        let container = try Self.container(BoundedDeck.self, BoundedCard.self, in: directory)
         let context = ModelContext(container)
         let deck = BoundedDeck()
         context.insert(deck)
@@ -258,9 +258,7 @@ struct RelationshipSaveTests {
         "New cards of a new deck that an upsert matches to a saved one: the deck's list is written as before")
     func newCardsOfAnUpsertedDeck() throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: TitledDeck.self, TitledCard.self,
-            configurations: ModelConfiguration(url: directory.appending("titled.deck")))
+        let container = try Self.container(TitledDeck.self, TitledCard.self, in: directory)
         func deck(_ title: String, _ fronts: [String]) -> TitledDeck {
             let deck = TitledDeck()
             deck.title = title
@@ -295,9 +293,7 @@ struct RelationshipSaveTests {
     @Test("Sibling entities sharing a to-one column: each to-many holds its own entity's records")
     func siblingsSharingTheColumn() throws {
         let directory = try ScratchDirectory()
-        let container = try ModelContainer(
-            for: Schema([Item.self, Note.self, Sketch.self, Folder.self]),
-            configurations: [ModelConfiguration(url: directory.appending("items.deck"))])
+        let container = try Self.container(Item.self, Note.self, Sketch.self, Folder.self, in: directory)
         func contents(_ context: ModelContext) throws -> [String: [String]] {
             var result: [String: [String]] = [:]
             for folder in try context.fetch(FetchDescriptor<Folder>()) {
