@@ -51,6 +51,9 @@ final class ModelBacking: PropertyOwner {
     @exclusivity(unchecked) var rowID: Int64?
     // (After the optional id, whose tag leaves it room in the same word.)
     @exclusivity(unchecked) var status: Status = .detached
+    /// Whether the model is in no context: a new one, or one inserted into a context that went
+    /// away before saving it (it has no record), which an insert takes as new.
+    var isFree: Bool { status == .detached || (status == .inserted && rowID == nil && context == nil) }
     /// Which properties have changed since the last save: bit `index` (and, past 63, a set).
     @exclusivity(unchecked) private var changedMask: UInt64 = 0
     var changedCount: Int { changedMask.nonzeroBitCount + (extras?.changedBeyondMask.count ?? 0) }

@@ -178,11 +178,9 @@ public final class ModelContext {
     func insertModel(_ object: AnyObject) {
         let backing = ModelBacking.of(object)
         let key = ObjectIdentifier(object)
-        if backing.status == .inserted, backing.rowID == nil, backing.context == nil {
-            // Inserted into a context that went away before saving it: it has no record, so it is
-            // as free as a new model.
-            backing.status = .detached
-        }
+        // One inserted into a context that went away before saving it has no record: it is as
+        // free as a new model.
+        if backing.isFree { backing.status = .detached }
         switch backing.status {
         case .detached:
             guard backing.context == nil || backing.context === self else { return }
@@ -191,18 +189,15 @@ public final class ModelContext {
             inserted[key] = object
             insertionOrder.append(key)
             noteChangeForAutosave()
-            // Targets not in a context yet, or in one that went away before saving them.
-            func isFree(_ target: AnyObject) -> Bool {
-                let target = ModelBacking.of(target)
-                return target.status == .detached || (target.status == .inserted && target.context == nil)
-            }
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
                 if !relationship.isToMany {
-                    if let target = accessor.toOneTarget(in: object), isFree(target) { insertModel(target) }
+                    if let target = accessor.toOneTarget(in: object), ModelBacking.of(target).isFree {
+                        insertModel(target)
+                    }
                     continue
                 }
-                for target in relationship.targets(in: object) where isFree(target) {
+                for target in relationship.targets(in: object) where ModelBacking.of(target).isFree {
                     insertModel(target)
                 }
             }

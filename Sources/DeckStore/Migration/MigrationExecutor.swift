@@ -345,11 +345,9 @@ final class MigrationExecutor {
     /// (its type stays matchable) with the document and the stage named, where it used to become
     /// ``DeckError/unexpected(_:)`` text.
     private func stageFailed(_ error: any Error, in closure: String) -> DeckError {
-        switch error {
-        case is DeckError, is SQLiteError, is ArchiveError, is CancellationError: return DeckError.wrap(error)
-        default:
-            return .migrationStageFailed(
-                path: path, stage: stage.map { "'\($0.name)'" } ?? "", closure: closure, error: error)
+        DeckError.wrap(error) { foreign in
+            .migrationStageFailed(
+                path: path, stage: stage.map { "'\($0.name)'" } ?? "", closure: closure, error: foreign)
         }
     }
 

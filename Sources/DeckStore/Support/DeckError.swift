@@ -145,14 +145,17 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
 }
 
 extension DeckError {
-    /// Wraps any error thrown below the package layer into a ``DeckError``.
-    package static func wrap(_ error: any Error) -> DeckError {
+    /// Wraps any error thrown below the package layer into a ``DeckError``; an error that is not
+    /// Deck's own (nor a cancellation) becomes what `foreign` makes of it.
+    package static func wrap(
+        _ error: any Error, foreign: (any Error) -> DeckError = { .unexpected(String(describing: $0)) }
+    ) -> DeckError {
         switch error {
         case let e as DeckError: e
         case let e as SQLiteError: .sqlite(e)
         case let e as ArchiveError: DeckError(archiveError: e)
         case is CancellationError: .cancelled
-        default: .unexpected(String(describing: error))
+        default: foreign(error)
         }
     }
 }
@@ -198,7 +201,7 @@ extension DeckError {
             .invalidData
         case .closed, .unexpected, .misuse: .misuse
         case .cancelled: .cancelled
-        case .migrationStageFailed(_, _, _, let error): (error as? DeckError)?.kind ?? .invalidData
+        case .migrationStageFailed: .invalidData
         }
     }
 }
