@@ -1202,6 +1202,11 @@ public final class ModelContext {
             // A reload replaces a value still to be written from a file.
             if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
             if !access.load(cursor, cell, into: object) {
+                if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(cursor.value(cell)) {
+                    throw DeckError.invalidValue(
+                        entity: cursor.entity, property: accessor.name,
+                        reason: "record #\(cursor.id) \(mismatch)")
+                }
                 throw DeckError.corrupt(
                     path: store.url.path,
                     reason:
