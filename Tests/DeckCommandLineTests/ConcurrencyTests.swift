@@ -107,4 +107,59 @@ import Testing
         try next.close()
         #expect(try PackageVerifier.verify(at: url).isValid)
     }
+
+    /// The model of the create race (`deck-crashtest --create-race` declares the same).
+    final class RaceNote: PersistentModel {
+        @DeckKit.Attribute var title = ""
+        required init() {}
+    }
+
+    /// Two processes create one new document at once (issue 21, item 6): each opens the one
+    /// that now exists or finds it locked by the other; neither is told it "already exists" and
+    /// to remove it, which would delete the other's document.
+    @Test func twoProcessesCreatingOneDocumentEachOpenItOrFindItLocked() throws {
+        let directory = try TemporaryDirectory()
+        let child = Process()
+        child.executableURL = productsDirectory.appendingPathComponent("deck-crashtest")
+        child.arguments = [directory.path, "0", "--create-race"]
+        let input = Pipe()
+        let out = Pipe()
+        child.standardInput = input
+        child.standardOutput = out
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        let output = LineWatcher(out.fileHandleForReading)
+        defer {
+            try? input.fileHandleForWriting.close()
+            child.waitUntilExit()
+        }
+        var opened = 0
+        for round in 0..<30 {
+            let url = URL(fileURLWithPath: directory.appending("race-\(round).deck"))
+            input.fileHandleForWriting.write(Data("go \(round)\n".utf8))
+            var container: ModelContainer?
+            var mine = "opened"
+            do {
+                container = try ModelContainer(
+                    for: RaceNote.self, configurations: ModelConfiguration(url: url))
+            } catch .locked {
+                mine = "locked"
+            } catch {
+                mine = "failed: \(error)"
+            }
+            let answered = output.wait(timeout: 300) {
+                $0.hasSuffix(" \(round)") || $0.contains(" \(round): ")
+            }
+            try #require(answered, "round \(round): the child did not answer: \(output.text)")
+            let theirs = output.text.last { $0.hasSuffix(" \(round)") || $0.contains(" \(round): ") } ?? ""
+            #expect(mine == "opened" || mine == "locked", "round \(round), this process: \(mine)")
+            #expect(
+                theirs == "opened \(round)" || theirs == "locked \(round)",
+                "round \(round), the child: \(theirs)")
+            if mine == "opened" || theirs == "opened \(round)" { opened += 1 }
+            container = nil
+            _ = container
+        }
+        #expect(opened == 30)
+    }
 }

@@ -44,6 +44,58 @@ struct ComputedPropertyTests {
         required init() {}
     }
 
+    /// Computed properties that give back short values unchanged and cut or round the others.
+    final class Clip: PersistentModel {
+        @Attribute var title = ""
+        @Attribute var bytes = Data()
+        @Attribute var score = 0.0
+        @Attribute var amount = Decimal(0)
+        var shortTitle: String { String(title.prefix(20)) }
+        var longerTitle: String { String(title.prefix(5_000)) }
+        var head: Data { bytes.prefix(64) }
+        var singleScore: Double { Double(Float(score)) }
+        var cents: Decimal {
+            var value = amount
+            var rounded = Decimal()
+            NSDecimalRound(&rounded, &value, 2, .plain)
+            return rounded
+        }
+        required init() {}
+    }
+
+    @Test("Computed properties that cut or round what they read are refused, whatever the cut-off")
+    func truncations() throws {
+        let container = try ModelContainer(
+            for: Clip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let clip = Clip()
+        clip.title = String(repeating: "long title ", count: 5)
+        context.insert(clip)
+        try context.save()
+        let refusals = [
+            refusal {
+                _ = try context.fetch(
+                    FetchDescriptor<Clip>(predicate: #Predicate { $0.shortTitle == "long title long titl" }))
+            },
+            refusal { _ = try context.fetch(FetchDescriptor<Clip>(sortBy: [SortDescriptor(\.shortTitle)])) },
+            refusal { _ = try context.fetch(FetchDescriptor<Clip>(sortBy: [SortDescriptor(\.longerTitle)])) },
+            refusal {
+                let empty = Data()
+                _ = try context.fetch(FetchDescriptor<Clip>(predicate: #Predicate { $0.head == empty }))
+            },
+            refusal { _ = try context.fetch(FetchDescriptor<Clip>(sortBy: [SortDescriptor(\.singleScore)])) },
+            refusal { _ = try context.fetch(FetchDescriptor<Clip>(sortBy: [SortDescriptor(\.cents)])) },
+        ]
+        for (message, reads) in zip(refusals, ["title", "title", "title", "bytes", "score", "amount"]) {
+            #expect(
+                message.contains(
+                    "a key path of Clip that reads \(reads) but does not give back its value as stored"),
+                "\(message)")
+        }
+        // The attributes themselves still work.
+        #expect(try context.fetch(FetchDescriptor<Clip>(sortBy: [SortDescriptor(\.title)])).count == 1)
+    }
+
     /// A context on an in-memory container holding people of ages 1, 3 and 2.
     func people() throws -> ModelContext {
         let container = try ModelContainer(

@@ -252,6 +252,9 @@ struct Codec<V> {
         if V.self == UInt.self || V.self == UInt64.self || V.self == UInt?.self || V.self == UInt64?.self {
             return nil
         }
+        // A nested optional (`Int??`): a cell holds one null, so `.some(nil)` would read back as
+        // `nil`. Refused rather than changed on the way through the store.
+        if isNestedOptional { return nil }
         if let basic = V.self as? any BasicStoreValue.Type {
             return Codec(
                 type: basic.attributeType, isOptional: false, write: basic.write, read: basic.read,
@@ -267,6 +270,12 @@ struct Codec<V> {
             return wrapping(optional.wrappedType)
         }
         return typed(V.self)
+    }
+
+    /// Whether `V` is an optional of an optional (`Int??`), which Deck refuses.
+    static var isNestedOptional: Bool {
+        guard let optional = V.self as? any OptionalType.Type else { return false }
+        return optional.wrappedType is any OptionalType.Type
     }
 
     /// A codec for a `V` (not an optional) that converts whole values: raw values and JSON.

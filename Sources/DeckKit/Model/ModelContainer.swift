@@ -52,6 +52,10 @@ public final class ModelContainer: Sendable {
     /// document at the last version it reached, never in between); `schema`'s version must be
     /// one of the plan's. A read-only container migrates nothing.
     ///
+    /// When another process (or thread) creates the same new document at the same moment, the
+    /// container opens the one that now exists, or throws ``DeckError/locked(path:pid:)`` while
+    /// its creator holds it.
+    ///
     /// Throws ``DeckError/invalidSchema(_:)`` when the models cannot be stored (each problem named),
     /// ``DeckError/schemaMismatch(path:differences:)`` when the document holds another schema (or
     /// a version the plan does not have, or a later one), the errors of
@@ -95,15 +99,23 @@ public final class ModelContainer: Sendable {
                 at: url, application: storeSchema, allowsSave: configuration.allowsSave)
         } else {
             guard configuration.allowsSave else { throw DeckError.notFound(path: url.path) }
-            access = .readWrite
             let parent = url.deletingLastPathComponent()
             do {
                 try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
             } catch {
                 throw DeckError.io(path: parent.path, operation: "create the directory", errno: EACCES)
             }
-            store = try PackageStore.create(
-                at: url, contentType: configuration.contentType, schema: storeSchema)
+            do {
+                store = try PackageStore.create(
+                    at: url, contentType: configuration.contentType, schema: storeSchema)
+                access = .readWrite
+            } catch .alreadyExists {
+                // Another process (or thread) created the document since the check above: open
+                // the one that now exists as any other (or say it is locked while its creator
+                // holds it). "Already exists … remove it" would advise deleting its document.
+                (store, access) = try Self.openExisting(
+                    at: url, application: storeSchema, allowsSave: configuration.allowsSave)
+            }
         }
     }
 

@@ -357,6 +357,12 @@ extension ModelContext {
                     backing.setPending(index, nil)
                     let accessor = backing.metadata.properties[index]
                     if (accessor as? any AttributeValueAccess)?.load(value, into: object) != true {
+                        if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(value) {
+                            failure = DeckError.invalidValue(
+                                entity: backing.metadata.entityName, property: accessor.name,
+                                reason: "record #\(row.id) \(mismatch)")
+                            continue
+                        }
                         failure = DeckError.corrupt(
                             path: store.url.path,
                             reason:

@@ -34,7 +34,8 @@ public final class ModelContext {
     /// True for a container's ``ModelContainer/mainContext``, which then saves on the main actor
     /// once ``autosaveDelay`` has passed without a new insert, delete or change of a saved model,
     /// and once more when its container goes away on the main actor (both with the context's own
-    /// ``save()``; a failure is kept in ``lastAutosaveError``, and the changes stay pending). False
+    /// ``save()``; a failure is kept in ``lastAutosaveError``, the changes stay pending, and the
+    /// next change starts a new quiet interval and autosave). False
     /// for other contexts, as in SwiftData; setting it on one makes ``processPendingChanges()``
     /// save, which its owner calls where it wants a save.
     public var autosaveEnabled: Bool {
@@ -334,14 +335,17 @@ public final class ModelContext {
     /// ``autosave()``, waiting for this process's other writers by suspending.
     nonisolated(nonsending) func autosaveSuspending() async {
         guard autosaveEnabled, hasChanges else { return }
+        let changedBefore = lastChange
         do {
             try await saveSuspending()
             lastAutosaveError = nil
         } catch {
             lastAutosaveError = error
         }
-        // Changes made while it waited start a new quiet interval.
-        if hasChanges { scheduleAutosave() }
+        // Changes made while it waited start a new quiet interval. After a failure, the next
+        // change does (one that may fix what failed): trying the same changes again at once
+        // would fail again, over and over.
+        if hasChanges, lastChange != changedBefore { scheduleAutosave() }
     }
 
     /// Applies other contexts' saves to the models here (as every operation of the context does
@@ -452,25 +456,72 @@ public final class ModelContext {
         // Deletions in the order they were made; one that a deny rule refuses waits for the
         // others (the records that hold it back may be among them), and fails only when a whole
         // round makes no progress.
-        var waiting = deletionOrder.compactMap { deleted[$0] }
-        while !waiting.isEmpty {
-            var refused: [AnyObject] = []
-            var firstRefusal: DeckError?
-            for object in waiting {
-                let backing = ModelBacking.of(object)
-                guard let id = backing.rowID else { continue }
-                // A record a cascade already deleted in this transaction is gone: nothing to do.
-                guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { continue }
+        var deletedHere = Set<ObjectIdentifier>()
+        func deleteRecords(of objects: [AnyObject]) throws(DeckError) {
+            var waiting = objects
+            while !waiting.isEmpty {
+                var refused: [AnyObject] = []
+                var firstRefusal: DeckError?
+                for object in waiting {
+                    let backing = ModelBacking.of(object)
+                    guard let id = backing.rowID else { continue }
+                    deletedHere.insert(ObjectIdentifier(object))
+                    // A record a cascade already deleted in this transaction is gone: nothing to do.
+                    guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else {
+                        continue
+                    }
+                    do {
+                        _ = try transaction.delete(backing.metadata.entityName, id: id)
+                    } catch {
+                        guard case .deleteDenied = error else { throw error }
+                        refused.append(object)
+                        firstRefusal = firstRefusal ?? error
+                    }
+                }
+                if let firstRefusal, refused.count == waiting.count {
+                    guard forFetch else { throw firstRefusal }
+                    // A fetch sees the deletions done: the save refuses them, not the fetch.
+                    for object in refused { try deleteForFetch(object) }
+                    return
+                }
+                waiting = refused
+            }
+        }
+        /// Deletes `object`'s record in a fetch's transaction, letting go first of the links that
+        /// deny rules hold it by (the save checks them).
+        func deleteForFetch(_ object: AnyObject) throws(DeckError) {
+            let backing = ModelBacking.of(object)
+            guard let id = backing.rowID else { return }
+            for _ in 0...backing.metadata.relationships.count {
+                guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { return }
                 do {
                     _ = try transaction.delete(backing.metadata.entityName, id: id)
+                    return
                 } catch {
-                    guard case .deleteDenied = error else { throw error }
-                    refused.append(object)
-                    firstRefusal = firstRefusal ?? error
+                    guard case .deleteDenied(let entity, let held, let relationship, _) = error else {
+                        throw error
+                    }
+                    try transaction.update(entity, id: held, [relationship: .null])
                 }
             }
-            if let firstRefusal, refused.count == waiting.count { throw firstRefusal }
-            waiting = refused
+        }
+        // The deletions run after every other change, so that their delete rules see the graph
+        // the models hold (a model moved away from a deleted one is not cascaded or denied by
+        // it), as a save of the other changes and then one of the deletions would. Only records
+        // of an entity with unique values whose hierarchy has models inserted here are deleted
+        // first: a new model takes a deleted one's unique value, not its record.
+        var deletions = deletionOrder.compactMap { deleted[$0] }
+        if !deletions.isEmpty, !inserted.isEmpty {
+            var uniqueRoots = Set<ObjectIdentifier>()
+            for object in inserted.values {
+                let metadata = ModelBacking.of(object).metadata
+                if hasUniqueness(metadata) { uniqueRoots.insert(metadata.rootKey) }
+            }
+            if !uniqueRoots.isEmpty {
+                let first = deletions.filter { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
+                deletions.removeAll { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
+                try deleteRecords(of: first)
+            }
         }
         let insertedObjects = insertionOrder.compactMap { key in
             inserted[key].map { ($0, ModelBacking.of($0)) }
@@ -553,7 +604,10 @@ public final class ModelContext {
             let backing = ModelBacking.of(target)
             // Only a model of this context: another's record id may be of another document, where
             // it names some other record (or none).
-            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID, backing.status != .deleted,
+            // A model deleted here whose record this flush deletes later is still a target: its
+            // delete rules then apply to the link, as in a save after this one.
+            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID,
+                backing.status != .deleted || !deletedHere.contains(ObjectIdentifier(target)),
                 backing.context === self
             {
                 return id
@@ -571,6 +625,8 @@ public final class ModelContext {
             _ count: Int, _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing,
             _ backing: ModelBacking
         ) throws(DeckError) {
+            // A fetch sees the list as it is: the save refuses it, not the fetch.
+            guard !forFetch else { return }
             let (minimum, maximum) = relationship.modelCountBounds
             if let minimum, count < minimum {
                 throw DeckError.invalidValue(
@@ -681,14 +737,45 @@ public final class ModelContext {
             try checkCount(targets.count, accessor, relationship, backing)
             return true
         }
+        // Records that several models inserted here became (an upsert matched one to another
+        // inserted before it): each to-many relationship of such a record holds the links of
+        // every model merged into it, written as their union; models whose own list lacks some
+        // read the relationship again after the save.
+        var merged: [SharedRecord: Int] = [:]
+        if !result.adopted.isEmpty {
+            for (object, backing) in insertedObjects {
+                guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
+                merged[SharedRecord(root: backing.metadata.rootKey, id: id), default: 0] += 1
+            }
+            merged = merged.filter { $0.value > 1 }
+        }
+        var mergedLinks: [SharedLink: [Int64]] = [:]
+        var mergedModels: [(object: AnyObject, index: Int, link: SharedLink, count: Int)] = []
         for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
             let entity = backing.metadata.entityName
+            let shared =
+                merged.isEmpty
+                ? nil : merged[SharedRecord(root: backing.metadata.rootKey, id: id)].map { _ in id }
             var values: [String: Value] = [:]
             for (plan, (accessor, relationship)) in zip(
                 linkPlan(backing.metadata), backing.metadata.relationships)
             {
+                if let shared, relationship.isToMany {
+                    guard
+                        case .references(let own) = try relationshipValue(
+                            accessor, relationship, of: object, backing)
+                    else { continue }
+                    let link = SharedLink(root: backing.metadata.rootKey, id: shared, name: accessor.name)
+                    var union = mergedLinks[link] ?? []
+                    union.append(contentsOf: own.filter { !union.contains($0) })
+                    mergedLinks[link] = union
+                    mergedModels.append((object, accessor.index, link, own.count))
+                    try checkCount(union.count, accessor, relationship, backing)
+                    if !union.isEmpty { values[accessor.name] = .references(union) }
+                    continue
+                }
                 if isNew, case .toOne = plan {
                     guard let target = accessor.toOneTarget(in: object) else { continue }
                     try transaction.setReference(
@@ -707,6 +794,9 @@ public final class ModelContext {
                 if value != .null && value != .references([]) { values[accessor.name] = value }
             }
             if !values.isEmpty { try transaction.update(entity, id: id, values) }
+        }
+        for (object, index, link, count) in mergedModels where mergedLinks[link]?.count != count {
+            result.rereadToMany.append((object, index))
         }
         for object in changed.values {
             let backing = ModelBacking.of(object)
@@ -729,8 +819,22 @@ public final class ModelContext {
                     values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
                 }
             }
-            if !values.isEmpty { try transaction.update(backing.metadata.entityName, id: id, values) }
+            guard !values.isEmpty else { continue }
+            do {
+                try transaction.update(backing.metadata.entityName, id: id, values)
+            } catch .uniqueViolation(_, let properties) where forFetch {
+                // A fetch sees the record with its saved values of the clashing attributes (which
+                // another record holds): the save refuses the change, not the fetch.
+                values = values.filter { !properties.contains($0.key) }
+                guard !values.isEmpty else { continue }
+                do {
+                    try transaction.update(backing.metadata.entityName, id: id, values)
+                } catch .uniqueViolation {
+                    // Another unique value of it clashes too: the record keeps its saved values.
+                }
+            }
         }
+        try deleteRecords(of: deletions)
         for (object, accessor) in result.fromFiles {
             let backing = ModelBacking.of(object)
             guard let id = result.rowIDs[ObjectIdentifier(object)] ?? backing.rowID,
@@ -753,6 +857,19 @@ public final class ModelContext {
     struct LinkKey: Hashable {
         let target: ObjectIdentifier
         let inverse: String
+    }
+
+    /// A record that several inserted models became, by its root entity.
+    struct SharedRecord: Hashable {
+        let root: ObjectIdentifier
+        let id: Int64
+    }
+
+    /// A to-many relationship of a ``SharedRecord``.
+    struct SharedLink: Hashable {
+        let root: ObjectIdentifier
+        let id: Int64
+        let name: String
     }
 
     /// The ``LinkPlan`` of each of `metadata`'s relationships, in their order.
@@ -1085,6 +1202,11 @@ public final class ModelContext {
             // A reload replaces a value still to be written from a file.
             if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
             if !access.load(cursor, cell, into: object) {
+                if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(cursor.value(cell)) {
+                    throw DeckError.invalidValue(
+                        entity: cursor.entity, property: accessor.name,
+                        reason: "record #\(cursor.id) \(mismatch)")
+                }
                 throw DeckError.corrupt(
                     path: store.url.path,
                     reason:

@@ -211,6 +211,11 @@ final class ModelMetadata: @unchecked Sendable {
                 problems.append(
                     "\(type).\(accessor.name): @Relationship needs a model, an optional model or an array of "
                         + "models, not \(invalid.typeDescription)")
+            } else if let attribute = accessor as? any AttributeDescribing, attribute.isNestedOptional {
+                problems.append(
+                    "\(type).\(accessor.name): Deck cannot store a nested optional (\(accessor.typeDescription)): a "
+                        + "stored value has one null, so .some(nil) would read back as nil; use one optional, or an "
+                        + "enum whose cases say what the two kinds of nothing mean")
             } else if let attribute = accessor as? any AttributeDescribing, !attribute.isStorable {
                 problems.append(
                     "\(type).\(accessor.name): Deck cannot store a \(accessor.typeDescription) (use a store type, "
@@ -383,6 +388,13 @@ protocol AttributeDescribing {
     /// enums whose raw values the probes miss) are not tried.
     func givesBackItsValue(through read: () -> Any?, on instance: AnyObject) -> Bool
     var isStorable: Bool { get }
+    /// Whether the property's type is an optional of an optional (`Int??`), which Deck refuses.
+    var isNestedOptional: Bool { get }
+    /// Why a cell of the attribute's own store type that the property's Swift type does not
+    /// take (an enum case a later version of the app added, JSON its type cannot decode) cannot
+    /// be read, as a mismatch between this app and the document; nil for a cell of another type
+    /// (damage, which the verifier reports).
+    func mismatch(_ cell: Value) -> String?
     var attributeType: StoreSchema.AttributeType? { get }
     var isOptional: Bool { get }
     var attributeOptions: Set<AttributeOption> { get }
@@ -391,6 +403,26 @@ protocol AttributeDescribing {
 
 extension AttributeAccessor: AttributeDescribing {
     var isStorable: Bool { codec != nil }
+    var isNestedOptional: Bool { Codec<V>.isNestedOptional }
+
+    func mismatch(_ cell: Value) -> String? {
+        guard let type = codec?.type, cell.kindName == type.rawValue else { return nil }
+        let valueType = (V.self as? any OptionalType.Type)?.wrappedType ?? V.self
+        let shown: String
+        if case .string(let text) = cell {
+            shown = "'" + (text.count > 80 ? String(text.prefix(80)) + "…" : text) + "'"
+        } else {
+            shown = type == .json ? "a JSON value" : cell.description
+        }
+        let what =
+            valueType is any RawRepresentable.Type
+            ? "which is not a case of this app's \(valueType) (\(valueType)(rawValue:) gives nil)"
+            : type == .json
+                ? "which this app's \(valueType) cannot decode" : "which this app's \(valueType) cannot hold"
+        return "holds \(shown), \(what): the document and this version of the app disagree (another version "
+            + "of the app, perhaps a later one, wrote it); the document is not damaged. Give \(valueType) the value "
+            + "to read the record"
+    }
     var attributeType: StoreSchema.AttributeType? { codec?.type }
     var isOptional: Bool { codec?.isOptional ?? false }
     var attributeOptions: Set<AttributeOption> { options }

@@ -158,19 +158,31 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
 
     /// Values of a store type that a computed property made from an attribute of that type is
-    /// unlikely to give back: signs, magnitudes, letter case, spaces, an empty value.
+    /// unlikely to give back: signs, magnitudes, letter case, spaces, an empty value, and a value
+    /// far longer or more precise than a property that cuts or rounds would keep (a string and
+    /// data of 100,000 elements, a double a `Float` cannot hold, a decimal of 19 digits). A
+    /// property that gives back each of them is taken for the attribute; so a transformation is
+    /// caught whatever its cut-off, up to those sizes, not just the ones someone thought of.
     private static func probeValues(_ type: StoreSchema.AttributeType) -> [Value] {
         switch type {
-        case .string: [.string(" Probe \u{B7} a\u{E9} Z "), .string("")]
+        case .string:
+            [
+                .string(" Probe \u{B7} a\u{E9} Z "), .string(""),
+                .string(" " + String(repeating: "Probe a\u{E9}\tZ\n", count: 10_000)),
+            ]
         case .integer: [.integer(97), .integer(-13), .integer(1_234_567_891)]
-        case .double: [.double(0.3125), .double(-12_345.5)]
+        case .double: [.double(0.3125), .double(-12_345.5), .double(0.1), .double(1.5e300)]
         case .bool: [.bool(true), .bool(false)]
         case .date:
             [
                 .date(Date(timeIntervalSince1970: 1_234_567_890.25)),
                 .date(Date(timeIntervalSince1970: -86_400.5)),
             ]
-        case .data: [.data(Data([0x44, 0x00, 0xFF])), .data(Data())]
+        case .data:
+            [
+                .data(Data([0x44, 0x00, 0xFF])), .data(Data()),
+                .data(Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) })),
+            ]
         case .uuid:
             [
                 .uuid(UUID(uuid: (1, 2, 3, 4, 5, 6, 0x47, 8, 0x89, 10, 11, 12, 13, 14, 15, 16))),
@@ -178,7 +190,11 @@ final class AttributeAccessor<V>: PropertyAccessor, @unchecked Sendable {
             ]
         case .url:
             [.url(URL(fileURLWithPath: "/Probe/a b")), .url(URL(string: "https://example.com/P?q=1")!)]
-        case .decimal: [.decimal(Decimal(string: "12.5")!), .decimal(Decimal(-3))]
+        case .decimal:
+            [
+                .decimal(Decimal(string: "12.5")!), .decimal(Decimal(-3)),
+                .decimal(Decimal(string: "12345678901234.56789")!),
+            ]
         case .json: []
         }
     }

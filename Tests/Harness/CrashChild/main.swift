@@ -4,6 +4,11 @@
 //     deck-crashtest PACKAGE SEED --read N   check N snapshots, then exit
 //     deck-crashtest PACKAGE SEED --upgrade  open for writing (which upgrades a version 1 package),
 //                                            print "upgraded", close
+//     deck-crashtest DIRECTORY SEED --create-race
+//                                            for each line "go N" on standard input, open or create
+//                                            DIRECTORY/race-N.deck with a ModelContainer of
+//                                            `RaceNote` and print "opened N", "locked N" or
+//                                            "failed N: ERROR" (the parent does the same at once)
 //     deck-crashtest PACKAGE SEED --migrate SCHEMA.json
 //                                            migrate to the schema in SCHEMA.json (no plan), print
 //                                            "migrated VERSION"
@@ -42,6 +47,10 @@ func run() throws {
     let url = URL(fileURLWithPath: CommandLine.arguments[1])
     if CommandLine.arguments.count > 4, CommandLine.arguments[3] == "--read" {
         try read(url, checks: Int(CommandLine.arguments[4]) ?? 100)
+        return
+    }
+    if CommandLine.arguments.count > 3, CommandLine.arguments[3] == "--create-race" {
+        createRace(in: url)
         return
     }
     if CommandLine.arguments.count > 3, CommandLine.arguments[3] == "--upgrade" {
@@ -117,6 +126,37 @@ func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: 
         "sequence": .integer(batch),
     ]
     try document.upsert("Stats", stats)
+}
+
+/// The model of the create race (the parent's test declares the same).
+final class RaceNote: PersistentModel {
+    @DeckKit.Attribute var title = ""
+    required init() {}
+}
+
+/// The child's side of the create race: one container per "go N" line, kept until the next.
+func createRace(in directory: URL) {
+    var container: ModelContainer?
+    while let line = readLine() {
+        guard line.hasPrefix("go ") else { continue }
+        let round = line.dropFirst(3)
+        container = nil
+        let outcome: String
+        do {
+            container = try ModelContainer(
+                for: RaceNote.self,
+                configurations: ModelConfiguration(
+                    url: directory.appendingPathComponent("race-\(round).deck")))
+            outcome = "opened \(round)"
+        } catch .locked {
+            outcome = "locked \(round)"
+        } catch {
+            outcome = "failed \(round): \(error)"
+        }
+        let text = Array((outcome + "\n").utf8)
+        _ = text.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+    }
+    _ = container
 }
 
 func integer(_ value: Value?) -> Int64 {
