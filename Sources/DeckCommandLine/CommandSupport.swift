@@ -11,6 +11,22 @@ enum Support {
         return value
     }
 
+    /// Whether `path` names a schema file (JSON, as `deck new --schema` takes) rather than a
+    /// package or a package archive: a regular file whose name ends in `.json`, or whose first
+    /// byte after white space (and a UTF-8 byte order mark) is `{`, which no archive format
+    /// begins with.
+    static func isSchemaFile(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
+        else { return false }
+        if path.lowercased().hasSuffix(".json") { return true }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = [UInt8]((try? handle.read(upToCount: 512)) ?? Data())
+        let text = head.starts(with: [0xEF, 0xBB, 0xBF]) ? head.dropFirst(3) : head[...]
+        return text.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
+    }
+
     /// Opens the package at the command's `<path>`.
     static func openPackage(_ command: ParsedCommand, mode: PackageStore.Mode) throws -> PackageStore {
         try PackageStore.open(at: url(try requiredPositional(command, "path")), mode: mode)

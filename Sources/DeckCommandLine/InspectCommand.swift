@@ -202,6 +202,7 @@ enum VerifyCommand {
             Output.standard.write(
                 JSON.object([
                     ("path", .string(report.path)), ("valid", .bool(report.isValid)),
+                    ("needsRecovery", .bool(report.needsRecovery)),
                     ("formatVersion", report.formatVersion.map { .int(Int64($0)) } ?? .null),
                     ("manifestFormatVersion", report.manifestFormatVersion.map { .int(Int64($0)) } ?? .null),
                     ("records", .int(Int64(report.records))),
@@ -212,17 +213,25 @@ enum VerifyCommand {
             let style = TerminalStyle.standardOutput
             for finding in report.findings {
                 var line =
-                    finding.severity == .corruption
-                    ? TerminalLine("corruption", style: style.red)
-                    : TerminalLine("untidy", style: style.yellow)
+                    switch finding.severity {
+                    case .corruption: TerminalLine("corruption", style: style.red)
+                    case .needsRecovery: TerminalLine("needs recovery", style: style.yellow)
+                    case .untidy: TerminalLine("untidy", style: style.yellow)
+                    }
                 // One line per finding, whatever text from the package the object or message quotes.
                 line.append(
                     ": \(TerminalText.field(finding.object)): \(TerminalText.field(finding.message))\n")
                 Output.standard.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
-            let untidy = report.findings.count - corrupt
+            let untidy = report.findings.filter { $0.severity == .untidy }.count
             var line = TerminalLine("\(TerminalText.field(path)): ")
+            if report.needsRecovery {
+                line.append("NEEDS RECOVERY", style: style.yellow)
+                line.append(": not checked; a writer must open it once (see above)\n")
+                Output.standard.write(line)
+                return ExitStatus.tempFailure
+            }
             line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
             let format = report.formatVersion.map {
                 " (format \(InspectCommand.formatLine($0, manifest: report.manifestFormatVersion ?? $0)))"
@@ -233,6 +242,7 @@ enum VerifyCommand {
                     + (format ?? "") + "\n")
             Output.standard.write(line)
         }
+        if report.needsRecovery { return ExitStatus.tempFailure }
         return report.isValid ? 0 : ExitStatus.dataError
     }
 }

@@ -9,12 +9,27 @@ enum LintCommand {
         let schemaFile = command.value("schema")
         let source: String
         let schema: StoreSchema
+        var isSchemaFile = schemaFile != nil
         switch (path, schemaFile) {
+        case (let path?, nil) where Support.isSchemaFile(path):
+            // A schema file given as the path: checked as with --schema.
+            source = path
+            schema = try NewCommand.loadSchema(path)
+            isSchemaFile = true
         case (let path?, nil):
             source = path
             // Read-only: a package is opened for reading, an archive unpacked into a scratch
             // directory (checked as `deck import` checks it) and removed afterwards.
-            schema = try Support.withReadableDocument(path) { $0.schema }
+            do {
+                schema = try Support.withReadableDocument(path) { $0.schema }
+            } catch DeckError.notAPackage(let where_, let reason) {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+                    !isDirectory.boolValue
+                else { throw DeckError.notAPackage(path: where_, reason: reason) }
+                throw DeckError.notAPackage(
+                    path: where_, reason: reason + "; to check a schema file, give it with --schema FILE")
+            }
         case (nil, let file?):
             source = file
             schema = try NewCommand.loadSchema(file)
@@ -28,7 +43,7 @@ enum LintCommand {
             Output.standard.write(
                 JSON.object([
                     ("path", .string(source)),
-                    ("source", .string(path == nil ? "schema-file" : "package")),
+                    ("source", .string(isSchemaFile ? "schema-file" : "package")),
                     ("compatible", .bool(findings.isEmpty)),
                     (
                         "findings",

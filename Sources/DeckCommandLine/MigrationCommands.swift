@@ -16,15 +16,14 @@ enum DiffSchemaCommand {
         return diff.isLightweight ? ExitStatus.ok : ExitStatus.failure
     }
 
-    /// The schema of a package (a directory, read-only) or of a schema file.
+    /// The schema of a schema file, or of a package or package archive read as the reading
+    /// commands read them (an archive is checked as `deck import` checks it, in a scratch
+    /// directory removed afterwards).
     static func schema(at path: String) throws -> StoreSchema {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            let store = try PackageStore.open(at: Support.url(path), mode: .readOnly)
-            defer { try? store.close() }
-            return store.schema
+        if Support.isSchemaFile(path) || !FileManager.default.fileExists(atPath: path) {
+            return try NewCommand.loadSchema(path)
         }
-        return try NewCommand.loadSchema(path)
+        return try Support.withReadableDocument(path) { $0.schema }
     }
 
     static func json(_ diff: SchemaDiff) -> JSON {

@@ -110,6 +110,30 @@ struct EndToEndLintTests {
         #expect((report["findings"] as? [Any])?.isEmpty == true)
     }
 
+    /// A schema file given as the path is checked as with `--schema`; a file that is neither a
+    /// schema file nor an archive points at `--schema`.
+    @Test func aSchemaFileAsThePath() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.appending("notes.schema.json")
+        try Self.compatibleSchema.write(toFile: file, atomically: true, encoding: .utf8)
+        let text = try deck("lint", file)
+        e2eExpectSuccess(text)
+        #expect(text.stdout == "\(file): CloudKit-compatible\n")
+        let json = try deck("lint", file, "--json")
+        e2eExpectSuccess(json)
+        #expect(try e2eJSONObject(json.stdout)["source"] as? String == "schema-file")
+        // Found by its content too, whatever its name.
+        let unnamed = directory.appending("notes")
+        try Self.compatibleSchema.write(toFile: unnamed, atomically: true, encoding: .utf8)
+        e2eExpectSuccess(try deck("lint", unnamed))
+        let sample = directory.appending("sample-schema")
+        try FileManager.default.copyItem(atPath: e2eSampleSchemaPath, toPath: sample)
+        #expect(try findings(try deck("lint", sample, "--json").stdout) == Self.sampleFindings)
+        let plain = directory.appending("notes.txt")
+        try Data("just text".utf8).write(to: URL(fileURLWithPath: plain))
+        e2eExpectFailure(try deck("lint", plain), status: 66, "not a Deck package", "--schema FILE")
+    }
+
     @Test func theSampleSchemaFileAndAUniqueConstraint() throws {
         let json = try deck("lint", "--schema", e2eSampleSchemaPath, "--json")
         #expect(json.status == 1)

@@ -69,6 +69,30 @@ struct EndToEndMigrationTests {
         #expect((from["fingerprint"] as? String)?.count == 64)
     }
 
+    /// An archive is read as the reading commands read it (as `deck import` checks it), on
+    /// either side, also as `deck migrate --to`'s schema.
+    @Test func anArchiveOnEitherSide() throws {
+        let directory = try TemporaryDirectory()
+        let (package, _, new) = try Self.schemas(in: directory) { schema in
+            Self.attributes(&schema, of: "Card") { attributes in
+                attributes.append(["name": "hint", "type": "string", "optional": true])
+            }
+        }
+        let archive = directory.appending("Shared.zip")
+        e2eExpectSuccess(try deck("export", package, "-o", archive))
+        let same = try deck("diff-schema", archive, package)
+        e2eExpectSuccess(same)
+        #expect(same.stdout == "1.0.0 → 1.0.0: the same schema\n")
+        let forward = try deck("diff-schema", archive, new)
+        e2eExpectSuccess(forward)
+        #expect(forward.stdout.contains("add attribute Card.hint (string, optional)"))
+        let tar = directory.appending("Shared.tar.gz")
+        e2eExpectSuccess(try deck("export", package, "-o", tar))
+        e2eExpectSuccess(try deck("diff-schema", package, tar))
+        let noMigration = try deck("migrate", package, "--to", archive)
+        e2eExpectSuccess(noMigration)
+    }
+
     @Test func backwardsIsNoted() throws {
         let directory = try TemporaryDirectory()
         let (_, old, new) = try Self.schemas(in: directory) { schema in

@@ -188,11 +188,12 @@ let crashSchema = StoreSchema(entities: [
             let report = try PackageVerifier.verify(at: url)
             // A kill while the opening writer switched the store from rollback to WAL mode (before
             // any upgrade step) leaves a hot rollback journal, which only a writer may roll back
-            // (spec: section 11.2): readers refuse it until then. That is the open's, not the
-            // upgrade's, and the next writer below recovers it.
+            // (spec: section 11.2): readers refuse it until then, and verify says it needs
+            // recovery, never that it is corrupt. That is the open's, not the upgrade's, and the
+            // next writer below recovers it.
             let hotJournal =
                 FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
-                && report.findings.map(\.code) == ["store-unreadable"]
+                && report.needsRecovery && report.findings.map(\.code) == ["store-needs-recovery"]
             let state =
                 hotJournal
                 ? "hot journal (switch to WAL)"
@@ -296,6 +297,9 @@ let crashSchema = StoreSchema(entities: [
                     now.counts == expected.counts && now.backs == expected.backs,
                     "seed \(seed) round \(round)")
             } else {
+                let report = try PackageVerifier.verify(at: url)
+                #expect(
+                    report.isValid || report.needsRecovery, "seed \(seed) round \(round): \(report.findings)")
                 seen.insert("hot journal")
             }
             let finished = try runChild(url, killAfter: nil, mode: ["--migrate", schemaFile.path])

@@ -141,6 +141,38 @@ struct SchemaMigrationPlanTests {
         #expect(container.store.schema.version == "3.0.0")
     }
 
+    @Test(
+        "The models' types find their version in the plan, as in SwiftData: ModelContainer(for: V2.Card.self, migrationPlan:)"
+    )
+    func typesFindTheirVersion() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeCardsVersion1(url)
+        do {
+            let container = try ModelContainer(
+                for: CardsV2.Card.self, migrationPlan: CardsPlan.self,
+                configurations: ModelConfiguration(url: url))
+            #expect(container.store.schema.version == "2.0.0")
+            let cards = try ModelContext(container).fetch(
+                FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)]))
+            #expect(cards.map(\.back) == ["thank you", "hello; hi"])
+        }
+        #expect(try storedSchemaVersion(url) == "2.0.0")
+        let container = try ModelContainer(
+            for: CardsV3.Card.self, migrationPlan: CardsPlan.self,
+            configurations: ModelConfiguration(url: url))
+        let cards = try ModelContext(container).fetch(
+            FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(cards.map(\.meaning) == ["thank you", "hello"])
+        #expect(container.store.schema.version == "3.0.0")
+        // A new document made this way stores the version of its models.
+        let fresh = directory.appending("fresh.deck")
+        _ = try ModelContainer(
+            for: CardsV2.Card.self, migrationPlan: CardsPlan.self,
+            configurations: ModelConfiguration(url: fresh))
+        #expect(try storedSchemaVersion(fresh) == "2.0.0")
+    }
+
     @Test("A stage that throws leaves the document at the last version it reached")
     func aFailingStage() throws {
         struct Refused: Error, Equatable { var reason = "the data is not ready" }

@@ -253,12 +253,14 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 
     /// A package with one card whose image is 8 KiB of data, a 64 MiB hole and 8 KiB of data,
     /// its blob stored as a sparse file.
-    static func sparsePackage(in sandbox: Sandbox) throws -> (URL, Data) {
+    /// With `zerosOnly`, the image is 1 MiB of zero bytes, its blob file one hole.
+    static func sparsePackage(in sandbox: Sandbox, zerosOnly: Bool = false) throws -> (URL, Data) {
         // Incompressible bytes; any will do, so the same every run.
         var generator = SeededGenerator(seed: 0x5BA4_5E00)
         var value = Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) })
         value.append(Data(count: 64 << 20))
         value.append(Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        if zerosOnly { value = Data(count: 1 << 20) }
         let url = sandbox.path("Name.deck")
         let document = try TestDocument.create(
             at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
@@ -277,6 +279,10 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         try #require(fd >= 0)
         defer { close(fd) }
+        if zerosOnly {
+            try #require(ftruncate(fd, off_t(value.count)) == 0)
+            return (url, value)
+        }
         let tail = 8192 + (64 << 20)
         let head = value.prefix(8192).withUnsafeBytes { pwrite(fd, $0.baseAddress, 8192, 0) }
         let end = value.suffix(8192).withUnsafeBytes { pwrite(fd, $0.baseAddress, 8192, off_t(tail)) }
@@ -302,6 +308,27 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         // Far more than 200 bytes out for every byte in: the old ratio limit refused this.
         #expect(size < value.count / 200, "tar -S should have stored the hole as a sparse map")
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(value))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == value)
+        #expect(try documentDump(imported) == documentDump(original))
+    }
+
+    /// A blob of zero bytes only, stored as a file that is one hole: GNU `tar -S` stores it as a
+    /// sparse map without data, which libarchive reads as empty; its bytes are the declared size
+    /// of zeros (bsdtar restores it so too), and the archive verifies and imports.
+    @Test(arguments: [
+        ["-S", "-cf", "x", "Name.deck"],
+        ["-S", "--format=posix", "-cf", "x", "Name.deck"],
+        ["-S", "--format=posix", "--sparse-version=0.0", "-cf", "x", "Name.deck"],
+    ])
+    func aBlobThatIsOneHoleExtractsAsItsZeros(arguments: [String]) throws {
+        let sandbox = try Sandbox()
+        let (original, value) = try Self.sparsePackage(in: sandbox, zerosOnly: true)
+        try runTool("/usr/bin/tar", arguments, in: sandbox.url)
+        let archive = sandbox.path("x")
+        let report = try DeckDocument.verifyArchive(at: archive)
+        #expect(report.isValid, "\(report.findings)")
         let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
         let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(value))
         #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == value)

@@ -175,6 +175,20 @@ import Testing
                 label: "symlink named lock", format: .pax,
                 entries: base + [RawEntry(name: "lock", kind: .symbolicLink("/etc/passwd"))],
                 expected: .entryRefused(entry: "lock", reason: .symbolicLink)),
+            // `lock` is a file and `tmp` a directory in a package: only those shapes are ignored.
+            Hostile(
+                label: "a file under lock", format: .pax, entries: base + [.file("lock/x", "x")],
+                expected: .entryRefused(entry: "lock/x", reason: .unexpected)),
+            Hostile(
+                label: "lock as a directory", format: .zip, entries: base + [.directory("lock/")],
+                expected: .entryRefused(entry: "lock/", reason: .notARegularFile)),
+            Hostile(
+                label: "a file under the shared-memory index", format: .pax,
+                entries: base + [.file("store.sqlite-shm/x", "x")],
+                expected: .entryRefused(entry: "store.sqlite-shm/x", reason: .unexpected)),
+            Hostile(
+                label: "tmp as a file", format: .zip, entries: base + [.file("tmp", "x")],
+                expected: .entryRefused(entry: "tmp", reason: .notADirectory)),
             Hostile(
                 label: "device under tmp", format: .gnutar,
                 entries: base + [RawEntry(name: "tmp/null", kind: .characterDevice)],

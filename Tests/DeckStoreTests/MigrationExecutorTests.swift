@@ -216,9 +216,13 @@ import Testing
     ) throws {
         let before = try records(url)
         let history = try history(url)
+        let files = try FormatUpgradeTests.snapshot(url)
         let result = Result { () throws(DeckError) in
             try PackageStore.migrate(at: url, to: schema, plan: plan, stage: stage)
         }
+        // Not even the store's header (its change counter): the package was never opened for
+        // writing.
+        #expect(FormatUpgradeTests.same(files, try FormatUpgradeTests.snapshot(url)), "a refusal wrote")
         guard case .failure(let error) = result, case .migrationRefused(_, let e, let p, let reason) = error
         else {
             Issue.record("the migration was not refused: \(result)")
@@ -348,6 +352,52 @@ import Testing
         }
     }
 
+    /// A stage that calls `rollback()` on the transaction it is handed (in either closure) does not
+    /// end the migration's transaction: the migration is abandoned whole, with a misuse error,
+    /// and the document stays at the old version, valid, with every value and blob.
+    @Test(arguments: ["willMigrate", "didMigrate"])
+    func aStageThatRollsBackAbandonsTheWholeMigration(closure: String) throws {
+        try withTestDirectory { dir in
+            let url = try Self.makePackage(in: dir)
+            var v2 = flashCardsSchema()
+            v2.version = "1.1.0"
+            v2.entities[1].attributes[2].options = []  // image inline: the blobs would go
+            let before = try Self.records(url)
+            let files = blobFiles(url)
+            let historyBefore = try Self.history(url).count
+            var useAfterRollback: (any Error)?
+            let rollBack = { (tx: StoreTransaction) in
+                try tx.insert("Deck", ["title": .string("stage")])
+                tx.rollback()
+                do {
+                    try tx.insert("Deck", ["title": .string("after")])
+                } catch {
+                    useAfterRollback = error
+                }
+            }
+            let stage =
+                closure == "willMigrate"
+                ? StoreMigrationStage(name: "rolls-back", willMigrate: rollBack)
+                : StoreMigrationStage(name: "rolls-back", didMigrate: { try rollBack($0.transaction) })
+            #expect {
+                try PackageStore.migrate(at: url, to: v2, stage: stage)
+            } throws: { error in
+                guard case .misuse(let text) = error as? DeckError else { return false }
+                return text.contains("'rolls-back' called rollback() in \(closure)") && text.contains("1.0.0")
+            }
+            if case .misuse = useAfterRollback as? DeckError {
+            } else {
+                Issue.record("a use after the rollback: \(String(describing: useAfterRollback))")
+            }
+            #expect(try Self.records(url) == before && blobFiles(url) == files)
+            #expect(try Self.history(url).count == historyBefore)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(reopened.schema.version == flashCardsSchema().version)
+            try reopened.close()
+            try Self.expectValid(url)
+        }
+    }
+
     @Test func aHostileStoreIsRefusedBeforeMigrating() throws {
         try withTestDirectory { dir in
             let url = try Self.makePackage(in: dir)
@@ -383,6 +433,20 @@ import Testing
             #expect(throws: DeckError.self) { try PackageStore.migrate(at: url, to: v2) }
             chmod(url.path, 0o755)
             #expect(try Self.history(url).isEmpty)
+        }
+    }
+
+    /// A migration to the schema the document has (same version and fingerprint) is no
+    /// migration: it writes nothing, not even the store's header (its change counter), which
+    /// opening the store for writing changes.
+    @Test func aMigrationToTheSameSchemaWritesNothing() throws {
+        try withTestDirectory { dir in
+            let url = try Self.makePackage(in: dir)
+            let snapshot = try FormatUpgradeTests.snapshot(url)
+            let stage = StoreMigrationStage(name: "never", didMigrate: { _ in Issue.record("the stage ran") })
+            let report = try PackageStore.migrate(at: url, to: flashCardsSchema(), stage: stage)
+            #expect(report.isUnchanged && !report.isDryRun && report.steps.isEmpty)
+            #expect(FormatUpgradeTests.same(snapshot, try FormatUpgradeTests.snapshot(url)))
         }
     }
 

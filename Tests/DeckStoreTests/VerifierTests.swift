@@ -82,6 +82,56 @@ struct VerifierTests {
         }
     }
 
+    /// A package whose store has a hot rollback journal, as a writer killed in a transaction in
+    /// rollback mode leaves it (the switch to or from WAL mode of an upgrade or a migration): the
+    /// store and journal are copied while a transaction that changed every card is open, with
+    /// more pages changed than the cache holds (so that SQLite has synced the journal's header
+    /// and written pages to the store: a journal whose header is still zeros is not hot).
+    static func packageWithHotJournal(from url: URL, in dir: URL) throws -> URL {
+        let copy = dir.appendingPathComponent("hot.deck")
+        try FileManager.default.copyItem(at: url, to: copy)
+        let db = try rawStore(url)
+        defer { db.close() }
+        try db.execute(
+            "PRAGMA journal_mode=DELETE; PRAGMA cache_size=1; BEGIN IMMEDIATE; "
+                + "UPDATE \"Card\" SET front = front || hex(zeroblob(20000))")
+        let store = PackageLayout.store
+        for name in [store, store + "-journal"] {
+            let target = copy.appendingPathComponent(name)
+            try? FileManager.default.removeItem(at: target)
+            try FileManager.default.copyItem(at: url.appendingPathComponent(name), to: target)
+        }
+        try db.execute("ROLLBACK")
+        return copy
+    }
+
+    /// A hot rollback journal is no corruption: nothing is lost, but only a writer may roll it
+    /// back, so verify reports that the package needs recovery (its own severity, not valid), and
+    /// after a writer opened it once it verifies clean with every value.
+    @Test func aHotJournalNeedsRecoveryAndIsNotCorruption() throws {
+        try withTestDirectory { dir throws in
+            let url = try populatedPackage(in: dir)
+            let hot = try Self.packageWithHotJournal(from: url, in: dir)
+            let report = try PackageVerifier.verify(at: hot)
+            #expect(report.codes == ["store-needs-recovery"], "findings: \(report.findings)")
+            #expect(report.findings.first?.severity == .needsRecovery)
+            #expect(report.findings.first?.message.contains("deck gc") == true)
+            #expect(!report.isValid && report.needsRecovery)
+            let writer = try PackageStore.open(at: hot)
+            try writer.close()
+            let after = try PackageVerifier.verify(at: hot)
+            #expect(after.isValid && after.findings.isEmpty && !after.needsRecovery, "\(after.findings)")
+            let fronts = { (url: URL) throws -> [String] in
+                let store = try PackageStore.open(at: url, mode: .readOnly)
+                defer { try? store.close() }
+                return try store.read {
+                    try $0.fetch(RecordQuery("Card")).map { $0["front"]?.description ?? "" }
+                }
+            }
+            #expect(try fronts(hot) == fronts(url))
+        }
+    }
+
     @Test func aFlippedByteInABlobIsCorruption() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)

@@ -37,11 +37,18 @@ public final class ModelContainer: Sendable {
 
     /// Opens or creates the document of `configurations` (one) for `types` and the models they
     /// reach, migrating it along `migrationPlan` when it holds an earlier version of them.
+    ///
+    /// As in SwiftData, the version of the models is the plan's version whose models these types
+    /// are (`ModelContainer(for: V2.Trip.self, migrationPlan: Plan.self)` is at `V2`'s version),
+    /// not a version given separately.
     public convenience init(
         for types: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)?,
         configurations: ModelConfiguration...
     ) throws(DeckError) {
-        try self.init(for: Schema(types), migrationPlan: migrationPlan, configurations: configurations)
+        let version = migrationPlan.flatMap { PlanMigration.version(of: types, in: $0) }
+        try self.init(
+            for: version.map { Schema(types, version: $0) } ?? Schema(types), migrationPlan: migrationPlan,
+            configurations: configurations)
     }
 
     /// Opens or creates the document of `configurations` (one; none means the default document)

@@ -110,6 +110,33 @@ public enum MigrationStage {
 
 /// Carries a document along a plan's stages, one migration (one transaction) per stage.
 enum PlanMigration {
+    /// The version of `plan` whose models `types` are: the version whose models (and the types
+    /// they reach) include every one of `types`, by type identity, as SwiftData finds it; among
+    /// several, the one whose models are exactly those `types` reach, then the latest. When no
+    /// version lists the types themselves (models declared outside the versions), the latest
+    /// version whose schema has the same shape. Nil when none matches: the container then
+    /// reports that the plan lacks the models' version.
+    static func version(of types: [any PersistentModel.Type], in plan: any SchemaMigrationPlan.Type)
+        -> String?
+    {
+        let schema = Schema(types)
+        let wanted = Set(types.map { ObjectIdentifier($0) })
+        let reached = Set(schema.modelTypes.map { ObjectIdentifier($0) })
+        var containing: [(version: String, exact: Bool)] = []
+        for version in plan.schemas {
+            let identifiers = Set(self.schema(of: version).modelTypes.map { ObjectIdentifier($0) })
+            if wanted.isSubset(of: identifiers) {
+                containing.append((version.versionIdentifier.description, identifiers == reached))
+            }
+        }
+        if let found = containing.last(where: \.exact) ?? containing.last { return found.version }
+        guard let models = schema.storeSchema else { return nil }
+        return plan.schemas.last { version in
+            guard let candidate = self.schema(of: version).storeSchema else { return false }
+            return SchemaComparison.differences(stored: candidate, models: models).isEmpty
+        }?.versionIdentifier.description
+    }
+
     /// Migrates the document at `url` to `target` (the schema of one of `plan`'s versions) when it
     /// holds an earlier version of the plan; does nothing when it holds `target` already.
     static func migrate(

@@ -209,7 +209,19 @@ struct PackageEntryValidator {
         }
         if let first = components.first, PackageItem.skippedRootNames.contains(first) {
             // `lock` and `tmp/…` exist in every package that was ever written to; whatever is
-            // in them is never extracted (it has passed every check above all the same).
+            // in them is never extracted (it has passed every check above all the same). Only
+            // in the shapes a package has them: `tmp` is a directory, and everything under it is
+            // ignored; `lock` and `store.sqlite-shm` are files, and a directory of their name (or
+            // anything under one) is outside the layout: no writer makes one, and one extracted
+            // or ignored would hide what an archive holds where a package has a lock file.
+            if first == "tmp" {
+                if components.count == 1 && !isDirectory {
+                    throw ArchiveError.entryRefused(entry: name, reason: .notADirectory)
+                }
+            } else if components.count > 1 || isDirectory {
+                throw ArchiveError.entryRefused(
+                    entry: name, reason: components.count > 1 ? .unexpected : .notARegularFile)
+            }
             return .ignore
         }
         return .item(try Self.layoutItem(components, isDirectory: isDirectory, entry: name))

@@ -18,6 +18,13 @@ final class ArchiveReader {
     private var zip: ZipDirectory?
     /// Entries returned so far.
     private var entryIndex = 0
+    /// For the current entry when it is sparse (a tar entry with a map of holes): the size its
+    /// header declares, the bytes of its data read so far, and whether libarchive has said its
+    /// data ended. libarchive fills the holes between and after data blocks with zeros, but
+    /// reads an entry that is one hole (a file of zero bytes only, as GNU `tar -S` stores it: a
+    /// map with no data) as empty, and then, read again, as zeros: so once it has said the data
+    /// ended, it is not asked again, and the rest up to the declared size is zeros.
+    private var sparse: (declared: Int64, read: Int64, ended: Bool)?
     private let path: String
     private let maxEntries: Int
 
@@ -90,6 +97,9 @@ final class ArchiveReader {
             name: name, declaredSize: archive_entry_filetype(entry) == 0o100000 ? declaredSize : nil)
         entryIndex += 1
         entryName = name
+        sparse =
+            archive_entry_filetype(entry) == 0o100000 && archive_entry_sparse_count(entry) > 0
+            ? declaredSize.map { ($0, 0, false) } : nil
         let kind: ArchiveEntryFacts.Kind
         switch archive_entry_filetype(entry) {
         case 0o100000: kind = .regular
@@ -151,10 +161,26 @@ final class ArchiveReader {
 
     /// Reads the next block of the current entry's data; returns 0 at its end.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if var sparse, sparse.ended {
+            // The data ended in a hole that libarchive did not fill: the rest is zeros.
+            let zeros = Int(max(0, min(Int64(buffer.count), sparse.declared - sparse.read)))
+            buffer.baseAddress?.initializeMemory(as: UInt8.self, repeating: 0, count: zeros)
+            sparse.read += Int64(zeros)
+            self.sparse = sparse
+            return zeros
+        }
         let count = archive_read_data(archive, buffer.baseAddress, buffer.count)
         if count < 0 {
             throw ArchiveError.unreadable(entry: entryName ?? fileName, message: Self.message(archive))
         }
+        guard var sparse else { return count }
+        if count == 0 {
+            sparse.ended = true
+            self.sparse = sparse
+            return try read(into: buffer)
+        }
+        sparse.read += Int64(count)
+        self.sparse = sparse
         return count
     }
 

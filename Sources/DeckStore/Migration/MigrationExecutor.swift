@@ -116,10 +116,12 @@ final class MigrationExecutor {
         return (newMapping, report)
     }
 
-    func dryRun() throws -> MigrationReport {
+    /// The report of a dry run: the refusals of ``check()`` and, when `checkingData`, the data
+    /// checks, on the committed store.
+    func dryRun(checkingData: Bool = true) throws -> MigrationReport {
         var (_, report) = try check()
         report.isDryRun = true
-        if !report.isUnchanged { try dataChecks() }
+        if !report.isUnchanged && checkingData { try dataChecks() }
         return report
     }
 
@@ -351,6 +353,24 @@ final class MigrationExecutor {
         }
     }
 
+    /// Throws when a closure of the custom stage tried to end the migration's transaction: a
+    /// migration is one transaction, kept or discarded whole, so the executor never carries on
+    /// outside it (each change would then be committed on its own).
+    private func requireOpen(after transaction: StoreTransaction, in closure: String) throws {
+        let stageName = stage.map { " '\($0.name)'" } ?? ""
+        if transaction.endedEarly != nil {
+            throw DeckError.misuse(
+                "\(path): the custom stage\(stageName) called rollback() in \(closure): a migration is one "
+                    + "transaction, kept or discarded whole, so the migration was abandoned and changed nothing "
+                    + "(the document is at version \(old.version)); to abandon a migration, throw an error from "
+                    + "the stage")
+        }
+        guard database.isInTransaction else {
+            throw DeckError.misuse(
+                "\(path): the migration's transaction ended inside the custom stage\(stageName)'s \(closure)")
+        }
+    }
+
     func run() throws -> MigrationReport {
         var (newMapping, report) = try check()
         if report.isUnchanged { return report }
@@ -368,6 +388,7 @@ final class MigrationExecutor {
                 let transaction = StoreTransaction(connection: connection, store: store, isLong: false)
                 defer { transaction.end() }
                 do { try willMigrate(transaction) } catch { throw stageFailed(error, in: "willMigrate") }
+                try requireOpen(after: transaction, in: "willMigrate")
                 try connection.blobs.makeDurable()
             }
             try dataChecks()
@@ -380,6 +401,7 @@ final class MigrationExecutor {
                 } catch {
                     throw stageFailed(error, in: "didMigrate")
                 }
+                try requireOpen(after: transaction, in: "didMigrate")
             }
             for table in setAside.values.sorted() { try database.execute("DROP TABLE \(quote(table))") }
             for table in linkTables { try database.execute("DROP TABLE \(table)") }

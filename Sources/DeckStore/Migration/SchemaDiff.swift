@@ -72,6 +72,13 @@ public struct SchemaDiff: Sendable, Equatable {
     /// For each `Entity.property` of the new schema, the old property (by name, in the old
     /// entity) it continues.
     public private(set) var propertyOrigins: [String: String] = [:]
+    /// Lookups made once, so that comparing stays close to linear in the number of properties
+    /// (a schema at the limits has 1,000 entities of 99 attributes): the old schema's entities by
+    /// name, each old entity's new name, and each new entity's renamed properties (old name →
+    /// new name).
+    private var oldEntities: [String: StoreSchema.Entity] = [:]
+    private var newEntityNames: [String: String] = [:]
+    private var renamedProperties: [String: [String: String]] = [:]
 
     /// True when every step is lightweight (also when there is none).
     public var isLightweight: Bool { steps.allSatisfy(\.isLightweight) }
@@ -86,22 +93,28 @@ public struct SchemaDiff: Sendable, Equatable {
         self.from = from
         self.to = to
         compare(renames: renames)
+        // Only what makes a diff: two diffs of the same schemas are equal.
+        oldEntities = [:]
+        newEntityNames = [:]
+        renamedProperties = [:]
     }
 
     private mutating func compare(renames: [String: String]) {
         // Entities: originalName (or a plan's rename) first, then the same name.
+        oldEntities = Dictionary(from.entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var claimed: Set<String> = []
         for entity in to.entities {
             let original = entity.originalName ?? renames[entity.name]
-            if let original, from.entity(named: original) != nil, claimed.insert(original).inserted {
+            if let original, oldEntities[original] != nil, claimed.insert(original).inserted {
                 entityOrigins[entity.name] = original
             }
         }
         for entity in to.entities where entityOrigins[entity.name] == nil {
-            if from.entity(named: entity.name) != nil, claimed.insert(entity.name).inserted {
+            if oldEntities[entity.name] != nil, claimed.insert(entity.name).inserted {
                 entityOrigins[entity.name] = entity.name
             }
         }
+        for (new, old) in entityOrigins { newEntityNames[old] = new }
         for entity in to.entities {
             guard let origin = entityOrigins[entity.name] else {
                 steps.append(Step(.addEntity, entity: entity.name, summary: "add entity \(entity.name)"))
@@ -124,7 +137,7 @@ public struct SchemaDiff: Sendable, Equatable {
         // another entity, which may come later.
         var pairs: [(old: StoreSchema.Entity, new: StoreSchema.Entity)] = []
         for entity in to.entities {
-            guard let origin = entityOrigins[entity.name], let old = from.entity(named: origin) else {
+            guard let origin = entityOrigins[entity.name], let old = oldEntities[origin] else {
                 continue
             }
             pairs.append((old, entity))
@@ -136,17 +149,40 @@ public struct SchemaDiff: Sendable, Equatable {
                 new: entity.relationships.map { ($0.name, $0.originalName) },
                 entity: entity.name, renames: renames)
         }
-        for (old, new) in pairs { compareEntity(old: old, new: new) }
+        for (key, old) in propertyOrigins {
+            guard let dot = key.firstIndex(of: ".") else { continue }
+            renamedProperties[String(key[..<dot]), default: [:]][old] = String(key[key.index(after: dot)...])
+        }
+        var mappings = Mappings()
+        for (old, new) in pairs { compareEntity(old: old, new: new, mappings: &mappings) }
+    }
+
+    /// The two schemas' mappings, made when a step first needs them (building one is linear; a
+    /// build per relationship was not).
+    private struct Mappings {
+        var made = false
+        var old: SchemaMapping?
+        var new: SchemaMapping?
+
+        mutating func make(from: StoreSchema, to: StoreSchema) -> (old: SchemaMapping?, new: SchemaMapping?) {
+            if !made {
+                made = true
+                old = try? SchemaMapping(from)
+                new = try? SchemaMapping(to)
+            }
+            return (old, new)
+        }
     }
 
     /// For a relationship whose inverse changes, the new inverse (`Entity.relationship`) when that
     /// one existed before and was not the relationship's inverse then, so that both had links of
     /// their own, which one pair cannot keep apart; nil otherwise. (Which storage the links move
     /// to does not matter: the migration moves them, section 18.2.)
-    private func pairsTwoLinkSets(entity: String, relationship: String, old oldEntity: String, origin: String)
-        -> String?
-    {
-        guard let newMapping = try? SchemaMapping(to), let oldMapping = try? SchemaMapping(from),
+    private func pairsTwoLinkSets(
+        entity: String, relationship: String, old oldEntity: String, origin: String, mappings: inout Mappings
+    ) -> String? {
+        let made = mappings.make(from: from, to: to)
+        guard let newMapping = made.new, let oldMapping = made.old,
             let (new, _) = newMapping.entities[entity]?.relationship(relationship), let inverse = new.inverse,
             let inverseOrigin = self.origin(new.destination, inverse),
             let oldDestination = entityOrigins[new.destination],
@@ -161,7 +197,7 @@ public struct SchemaDiff: Sendable, Equatable {
 
     /// The new name of an old entity, or nil when it was removed.
     private func newName(ofOld name: String) -> String? {
-        entityOrigins.first { $0.value == name }?.key
+        newEntityNames[name]
     }
 
     /// The root of a hierarchy in a schema.
@@ -169,7 +205,9 @@ public struct SchemaDiff: Sendable, Equatable {
         schema.inheritanceChain(of: name).first?.name
     }
 
-    private mutating func compareEntity(old: StoreSchema.Entity, new: StoreSchema.Entity) {
+    private mutating func compareEntity(
+        old: StoreSchema.Entity, new: StoreSchema.Entity, mappings: inout Mappings
+    ) {
         let name = new.name
         // Inheritance: a move within one hierarchy keeps the records in their table.
         let oldParent = old.superentity.flatMap(newName(ofOld:))
@@ -192,7 +230,7 @@ public struct SchemaDiff: Sendable, Equatable {
                 ))
         }
         compareAttributes(old: old, new: new)
-        compareRelationships(old: old, new: new)
+        compareRelationships(old: old, new: new, mappings: &mappings)
         compareLists(
             old.uniqueConstraints, new.uniqueConstraints, entity: name, attributeRenames: localRenames(name),
             add: .addUniqueConstraint, remove: .removeUniqueConstraint, noun: "unique constraint",
@@ -201,8 +239,10 @@ public struct SchemaDiff: Sendable, Equatable {
             old.indexes, new.indexes, entity: name, attributeRenames: localRenames(name),
             add: .addCompositeIndex, remove: .removeCompositeIndex, noun: "index", checks: false)
         let oldOrder = old.attributes.map { newPropertyName(entity: name, old: $0.name) ?? "" }
-        let newOrder = new.attributes.map(\.name).filter { oldOrder.contains($0) }
-        if oldOrder.filter({ newOrder.contains($0) }) != newOrder {
+        let oldNames = Set(oldOrder)
+        let newOrder = new.attributes.map(\.name).filter { oldNames.contains($0) }
+        let newNames = Set(newOrder)
+        if oldOrder.filter({ newNames.contains($0) }) != newOrder {
             steps.append(
                 Step(.reorder, entity: name, summary: "\(name): attributes declared in another order"))
         }
@@ -210,15 +250,11 @@ public struct SchemaDiff: Sendable, Equatable {
 
     /// Old property name → new, for one entity.
     private func localRenames(_ entity: String) -> [String: String] {
-        var result: [String: String] = [:]
-        for (key, old) in propertyOrigins where key.hasPrefix(entity + ".") {
-            result[old] = String(key.dropFirst(entity.count + 1))
-        }
-        return result
+        renamedProperties[entity] ?? [:]
     }
 
     private func newPropertyName(entity: String, old: String) -> String? {
-        localRenames(entity)[old]
+        renamedProperties[entity]?[old]
     }
 
     /// Matches properties: originalName (or a plan's rename) first, then the same name.
@@ -227,6 +263,7 @@ public struct SchemaDiff: Sendable, Equatable {
     ) {
         var origins: [String: String] = [:]
         var claimed: Set<String> = []
+        let old = Set(old)
         for property in new {
             let original = property.originalName ?? renames[entity + "." + property.name]
             if let original, old.contains(original), claimed.insert(original).inserted {
@@ -245,10 +282,11 @@ public struct SchemaDiff: Sendable, Equatable {
         let name = new.name
         let isRoot = new.superentity == nil
         var kept: Set<String> = []
+        let oldAttributes = Dictionary(
+            old.attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for attribute in new.attributes {
             let path = "\(name).\(attribute.name)"
-            guard let origin = origin(name, attribute.name),
-                let before = old.attributes.first(where: { $0.name == origin })
+            guard let origin = origin(name, attribute.name), let before = oldAttributes[origin]
             else {
                 let filled =
                     attribute.isOptional || attribute.defaultValue != nil || attribute.dynamicDefault != nil
@@ -357,13 +395,16 @@ public struct SchemaDiff: Sendable, Equatable {
         }
     }
 
-    private mutating func compareRelationships(old: StoreSchema.Entity, new: StoreSchema.Entity) {
+    private mutating func compareRelationships(
+        old: StoreSchema.Entity, new: StoreSchema.Entity, mappings: inout Mappings
+    ) {
         let name = new.name
         var kept: Set<String> = []
+        let oldRelationships = Dictionary(
+            old.relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for relationship in new.relationships {
             let path = "\(name).\(relationship.name)"
-            guard let origin = origin(name, relationship.name),
-                let before = old.relationships.first(where: { $0.name == origin })
+            guard let origin = origin(name, relationship.name), let before = oldRelationships[origin]
             else {
                 steps.append(
                     Step(
@@ -409,7 +450,8 @@ public struct SchemaDiff: Sendable, Equatable {
                 // A pairing that moves the links moves them too (section 18.2), unless it pairs two
                 // relationships that each had links of their own: merging them is the app's call.
                 let merged = pairsTwoLinkSets(
-                    entity: name, relationship: relationship.name, old: old.name, origin: origin)
+                    entity: name, relationship: relationship.name, old: old.name, origin: origin,
+                    mappings: &mappings)
                 steps.append(
                     Step(
                         .changeInverse, entity: name, property: relationship.name,

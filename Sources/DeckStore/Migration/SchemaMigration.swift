@@ -144,6 +144,26 @@ extension PackageStore {
         at url: URL, to schema: StoreSchema, plan: MigrationPlan = MigrationPlan(),
         stage: StoreMigrationStage? = nil, dryRun: Bool = false
     ) throws(DeckError) -> MigrationReport {
+        // Decided read-only first: opening for writing writes (the switch to WAL mode and back
+        // changes the store's header), so a migration that has nothing to do, or that is
+        // refused, must never get that far (spec: section 18.2). The data checks are left to the
+        // writer when a stage's willMigrate runs first: it may change what they check.
+        let checked = try dryRunOrWrite(
+            at: url, to: schema, plan: plan, stage: stage, dryRun: true,
+            checkingData: dryRun || stage?.willMigrate == nil)
+        if dryRun { return checked }
+        if checked.isUnchanged {
+            var report = checked
+            report.isDryRun = false
+            return report
+        }
+        return try dryRunOrWrite(at: url, to: schema, plan: plan, stage: stage, dryRun: false)
+    }
+
+    private static func dryRunOrWrite(
+        at url: URL, to schema: StoreSchema, plan: MigrationPlan, stage: StoreMigrationStage?, dryRun: Bool,
+        checkingData: Bool = true
+    ) throws(DeckError) -> MigrationReport {
         let store = try PackageStore.open(at: url, mode: dryRun ? .readOnly : .readWrite)
         do {
             let report: MigrationReport
@@ -152,7 +172,7 @@ extension PackageStore {
                     try connection.readTransaction {
                         try MigrationExecutor(
                             connection: connection, store: store, target: schema, plan: plan, stage: stage
-                        ).dryRun()
+                        ).dryRun(checkingData: checkingData)
                     }
                 }
             } else {

@@ -317,7 +317,10 @@ public final class PackageStore: Sendable {
             let changes = try transaction.finishCommit()
             return (value, changes)
         } catch {
-            transaction.finishRollback()
+            // The connection's, not the transaction's: a rollback() in the closure ended the
+            // transaction and left its database transaction for the scope to discard.
+            connection.rollback()
+            transaction.end()
             throw error
         }
     }

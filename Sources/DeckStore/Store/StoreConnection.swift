@@ -118,11 +118,14 @@ final class StoreConnection {
     /// When the commit fails after SQLite has rolled the transaction back by itself (an I/O error
     /// or a full disk at `COMMIT`), its changes are gone: the files only it wrote are removed, and
     /// this commit and every later change or commit throw the same error until the transaction is
-    /// rolled back (never a retry that reports success with nothing written).
+    /// rolled back (never a retry that reports success with nothing written). A commit with no
+    /// transaction open is a misuse error, never a quiet success: what it was to keep may have
+    /// been written statement by statement, or not at all.
     func commit() throws(DeckError) {
         guard database.isInTransaction else {
             if let abandoned { throw abandoned }
-            return
+            throw DeckError.misuse(
+                "\(path): a commit with no transaction open (it was committed or rolled back)")
         }
         var unreferenced: [Digest] = []
         do {

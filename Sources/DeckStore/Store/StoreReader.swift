@@ -10,6 +10,9 @@ public class StoreReader {
     var connection: StoreConnection?
     /// The store the scope belongs to (kept alive while the scope lasts).
     let store: PackageStore
+    /// Why the reader ended before its scope did, when something other than the scope ended it
+    /// (the error its methods throw from then on).
+    var endedEarly: DeckError?
 
     init(connection: StoreConnection, store: PackageStore) {
         self.connection = connection
@@ -22,6 +25,7 @@ public class StoreReader {
     /// The connection, or the error for a reader used after its scope.
     func live() throws(DeckError) -> StoreConnection {
         guard let connection else {
+            if let endedEarly { throw endedEarly }
             throw DeckError.misuse(
                 "\(store.path): a reader or transaction was used after its scope ended "
                     + "(keep it inside the read { } or write { } that made it, and uncommitted)")
@@ -272,11 +276,27 @@ public final class StoreTransaction: StoreReader {
         return changes
     }
 
-    /// Discards the transaction's changes, and the blob files only they referenced.
+    /// Discards the transaction's changes, and the blob files only they referenced. Once a
+    /// transaction has ended, this does nothing (so that `defer { transaction.rollback() }` may
+    /// follow a commit).
+    ///
+    /// The transaction of a ``PackageStore/write(_:)-5jhun`` scope or of a custom migration stage
+    /// belongs to its scope, which keeps or discards it whole: there, `rollback()` ends the
+    /// transaction for the closure (its later calls throw ``DeckError/misuse(_:)``), and the scope
+    /// then discards everything and throws that misuse error. The database transaction is never
+    /// ended under the scope's feet. To discard a scope's changes, throw from its closure.
     public func rollback() {
         guard connection != nil else { return }
+        guard isLong else {
+            endedEarly = DeckError.misuse(
+                "\(store.path): rollback() was called on the transaction of a write { } scope or a migration "
+                    + "stage, which belongs to its scope: the scope keeps or discards its changes whole, and "
+                    + "discarded them; throw an error from the closure to discard its changes")
+            end()
+            return
+        }
         finishRollback()
-        if isLong { store.endLongTransaction(self) }
+        store.endLongTransaction(self)
     }
 
     func finishCommit() throws(DeckError) -> ChangeSet {

@@ -14,8 +14,20 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
         case corruption
         /// Harmless leftovers (orphan files, temporaries): `deck gc` tidies them.
         case untidy
+        /// The store cannot be examined until a writer recovers it (a rollback journal a writer
+        /// left when it stopped mid-transaction): nothing is known to be lost, and opening the
+        /// package for writing once recovers it. The package is not valid until then, nor corrupt.
+        case needsRecovery
 
-        public static func < (a: Severity, b: Severity) -> Bool { a == .corruption && b == .untidy }
+        public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+
+        private var rank: Int {
+            switch self {
+            case .corruption: 0
+            case .needsRecovery: 1
+            case .untidy: 2
+            }
+        }
     }
 
     public let severity: Severity
@@ -53,8 +65,16 @@ public struct VerificationReport: Sendable {
     /// section 12.2); that is no finding.
     public var manifestFormatVersion: Int?
 
-    /// True when nothing is corrupt (untidy findings are allowed).
-    public var isValid: Bool { !findings.contains { $0.severity == .corruption } }
+    /// True when nothing is corrupt and the store could be examined (untidy findings are
+    /// allowed).
+    public var isValid: Bool { findings.allSatisfy { $0.severity == .untidy } }
+
+    /// True when the store could not be examined because it needs recovery by a writer
+    /// (``Finding/Severity-swift.enum/needsRecovery``), and nothing else is corrupt.
+    public var needsRecovery: Bool {
+        findings.contains { $0.severity == .needsRecovery }
+            && !findings.contains { $0.severity == .corruption }
+    }
 
     package init(path: String) {
         self.path = path
@@ -132,7 +152,11 @@ public enum PackageVerifier {
             }
             throw error
         } catch {
-            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            if let finding = recoveryFinding(error, storePath: storePath, packagePath: path) {
+                report.findings.append(finding)
+            } else {
+                add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            }
             return report
         }
         let schema: StoreSchema
@@ -153,7 +177,11 @@ public enum PackageVerifier {
             return report
         } catch {
             database.close()
-            add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            if let finding = recoveryFinding(error, storePath: storePath, packagePath: path) {
+                report.findings.append(finding)
+            } else {
+                add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+            }
             return report
         }
         defer { database.close() }
@@ -169,6 +197,31 @@ public enum PackageVerifier {
         checkLeftovers(path: path, report: &report)
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
         return report
+    }
+
+    /// The finding for a store that a reader may not read because it needs recovery: SQLite
+    /// refuses a read-only connection (`SQLITE_READONLY_ROLLBACK`) while `store.sqlite-journal`
+    /// is a hot journal, one a writer left when it stopped in a transaction in rollback mode (as
+    /// in the switch to or from WAL mode, spec: section 10.5). Only a writer may roll it back
+    /// (section 11.2), and verification writes nothing: so it is no corruption, but a finding of
+    /// its own, saying what to run. Nil for any other failure.
+    static func recoveryFinding(_ error: any Error, storePath: String, packagePath: String) -> Finding? {
+        let sqlite: SQLiteError
+        switch error {
+        case let error as SQLiteError: sqlite = error
+        case DeckError.sqlite(let error): sqlite = error
+        default: return nil
+        }
+        let journal = storePath + "-journal"
+        guard sqlite.code.primary == .readOnly, let st = try? FileSystem.status(journal), st.st_size > 0
+        else { return nil }
+        return Finding(
+            severity: .needsRecovery, code: "store-needs-recovery", object: journal,
+            message:
+                "a writer stopped in the middle of a transaction and left this rollback journal, which only a "
+                + "writer may roll back, so the store cannot be read until then; nothing is known to be lost: "
+                + "open the package for writing once (for example 'deck gc \(packagePath)'), then verify again"
+        )
     }
 
     /// The decision on what an archive holds, once its entries have passed the pass over the
