@@ -165,6 +165,43 @@ struct SaveGraphTests {
         #expect(here.first?.pins.map(\.label).sorted() == ["a", "b"])
     }
 
+    /// A label whose list of stickers holds at least two.
+    final class Label: PersistentModel {
+        @Attribute(.unique) var name = ""
+        @Relationship(minimumModelCount: 2) var stickers: [Sticker] = []
+        required init() {}
+        convenience init(_ name: String) {
+            self.init()
+            self.name = name
+        }
+    }
+
+    final class Sticker: PersistentModel {
+        @Attribute var shape = ""
+        @Relationship(inverse: \Label.stickers) var label: Label? = nil
+        required init() {}
+        convenience init(_ shape: String) {
+            self.init()
+            self.shape = shape
+        }
+    }
+
+    @Test("A minimum count holds for the merged record: two new labels of one name, one sticker each")
+    func mergedBounds() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.container(Label.self, Sticker.self, in: directory)
+        let context = ModelContext(container)
+        let first = Label("round")
+        let second = Label("round")
+        context.insert(first)
+        context.insert(second)
+        first.stickers = [Sticker("a")]
+        second.stickers = [Sticker("b")]
+        try context.save()
+        let labels = try ModelContext(container).fetch(FetchDescriptor<Label>())
+        #expect(labels.map { $0.stickers.map(\.shape).sorted() } == [["a", "b"]])
+    }
+
     // MARK: Item 4: relationship changes before deletions
 
     @Test("A shelf moved from library A to B, then A deleted, in one save: the shelf stays, in B")

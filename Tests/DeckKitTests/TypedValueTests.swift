@@ -87,4 +87,27 @@ struct TypedValueTests {
                 "record #\(id) holds 'someday', which is not a case of this app's Priority")
         }
     }
+
+    @Test("A later app's enum case saved by another writer is reported as a mismatch by the merge too")
+    func unknownEnumCaseMerged() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Chore.self, configurations: ModelConfiguration(url: directory.appending("chores.deck")))
+        let context = ModelContext(container)
+        let chore = Chore()
+        chore.title = "taxes"
+        context.insert(chore)
+        try context.save()
+        let id = try #require(
+            try container.store.read { try $0.recordID("Chore", globalID: chore.persistentModelID.id) })
+        try container.store.write { try $0.update("Chore", id: id, ["priority": .string("urgent")]) }
+        // The context applies the other writer's save at its next operation.
+        _ = try context.fetchCount(FetchDescriptor<Chore>())
+        guard case .invalidValue("Chore", "priority", let reason)? = context.lastLoadError else {
+            Issue.record("expected invalidValue, got \(String(describing: context.lastLoadError))")
+            return
+        }
+        #expect(reason.hasPrefix("record #\(id) holds 'urgent', which is not a case of this app's Priority"))
+        #expect(chore.priority == .low)
+    }
 }

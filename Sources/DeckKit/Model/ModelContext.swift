@@ -750,7 +750,8 @@ public final class ModelContext {
             merged = merged.filter { $0.value > 1 }
         }
         var mergedLinks: [SharedLink: [Int64]] = [:]
-        var mergedModels: [(object: AnyObject, index: Int, link: SharedLink, count: Int)] = []
+        // Each merged model's to-many relationships: the link and how many targets it holds itself.
+        var mergedModels: [(object: AnyObject, relationship: Int, link: SharedLink, count: Int)] = []
         for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
             guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
             let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
@@ -763,16 +764,17 @@ public final class ModelContext {
                 linkPlan(backing.metadata), backing.metadata.relationships)
             {
                 if let shared, relationship.isToMany {
-                    guard
-                        case .references(let own) = try relationshipValue(
-                            accessor, relationship, of: object, backing)
-                    else { continue }
+                    // Its bounds are checked on the union, once every model merged into it is in.
+                    var own: [Int64] = []
+                    for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
+                        own.append(try rowID(of: target, for: accessor, of: backing))
+                    }
                     let link = SharedLink(root: backing.metadata.rootKey, id: shared, name: accessor.name)
                     var union = mergedLinks[link] ?? []
-                    union.append(contentsOf: own.filter { !union.contains($0) })
+                    var seen = Set(union)
+                    for id in own where seen.insert(id).inserted { union.append(id) }
                     mergedLinks[link] = union
                     mergedModels.append((object, accessor.index, link, own.count))
-                    try checkCount(union.count, accessor, relationship, backing)
                     if !union.isEmpty { values[accessor.name] = .references(union) }
                     continue
                 }
@@ -795,8 +797,19 @@ public final class ModelContext {
             }
             if !values.isEmpty { try transaction.update(entity, id: id, values) }
         }
-        for (object, index, link, count) in mergedModels where mergedLinks[link]?.count != count {
-            result.rereadToMany.append((object, index))
+        var checkedLinks = Set<SharedLink>()
+        for (object, index, link, count) in mergedModels {
+            let union = mergedLinks[link]?.count ?? 0
+            if checkedLinks.insert(link).inserted {
+                let backing = ModelBacking.of(object)
+                guard
+                    let (accessor, relationship) = backing.metadata.relationships.first(where: {
+                        $0.0.index == index
+                    })
+                else { continue }
+                try checkCount(union, accessor, relationship, backing)
+            }
+            if union != count { result.rereadToMany.append((object, index)) }
         }
         for object in changed.values {
             let backing = ModelBacking.of(object)
