@@ -211,17 +211,20 @@ enum VerifyCommand {
         } else {
             let style = TerminalStyle.standardOutput
             for finding in report.findings {
-                var line =
-                    finding.severity == .corruption
-                    ? TerminalLine("corruption", style: style.red)
-                    : TerminalLine("untidy", style: style.yellow)
+                var line: TerminalLine
+                switch finding.severity {
+                case .corruption: line = TerminalLine("corruption", style: style.red)
+                case .untidy: line = TerminalLine("untidy", style: style.yellow)
+                case .legacy: line = TerminalLine("legacy value")
+                }
                 // One line per finding, whatever text from the package the object or message quotes.
                 line.append(
                     ": \(TerminalText.field(finding.object)): \(TerminalText.field(finding.message))\n")
                 Output.standard.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
-            let untidy = report.findings.count - corrupt
+            let legacy = report.findings.filter { $0.severity == .legacy }.count
+            let untidy = report.findings.count - corrupt - legacy
             var line = TerminalLine("\(TerminalText.field(path)): ")
             line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
             let format = report.formatVersion.map {
@@ -230,7 +233,7 @@ enum VerifyCommand {
             line.append(
                 ": \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy"
-                    + (format ?? "") + "\n")
+                    + (legacy > 0 ? ", \(legacy) legacy value(s)" : "") + (format ?? "") + "\n")
             Output.standard.write(line)
         }
         return report.isValid ? 0 : ExitStatus.dataError

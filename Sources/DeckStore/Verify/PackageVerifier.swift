@@ -14,8 +14,19 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
         case corruption
         /// Harmless leftovers (orphan files, temporaries): `deck gc` tidies them.
         case untidy
+        /// A value an earlier Deck wrote that today's rules no longer let a writer write (spec
+        /// 7.7): valid, read as the spec says; a note, not a fault.
+        case legacy
 
-        public static func < (a: Severity, b: Severity) -> Bool { a == .corruption && b == .untidy }
+        private var rank: Int {
+            switch self {
+            case .corruption: 0
+            case .untidy: 1
+            case .legacy: 2
+            }
+        }
+
+        public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
     }
 
     public let severity: Severity
