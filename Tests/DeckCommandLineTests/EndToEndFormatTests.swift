@@ -109,4 +109,24 @@ import Testing
         let refused = try deck("insert", path, "Reading", "label=x", "payload=1", "taken=inf")
         #expect(refused.status != 0)
     }
+
+    /// A version 3 store whose `schema_floor` is missing, not text or above the schema's version:
+    /// the floor counts as the schema's version (spec 4.2), in inspect as in compat.
+    @Test(arguments: [
+        "DELETE FROM deck_meta WHERE key = 'schema_floor'",
+        "UPDATE deck_meta SET value = 7 WHERE key = 'schema_floor'",
+        "UPDATE deck_meta SET value = '9.0.0' WHERE key = 'schema_floor'",
+    ])
+    func aDamagedFloorCountsAsTheSchemaVersionInInspect(sql: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = try Self.fixture("Library.deck", in: directory, version: 2)
+        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))  // upgrades to version 3
+        let damage = try runTool("sqlite3", [path + "/store.sqlite", sql])
+        try #require(damage.status == 0, "\(damage.stderr)")
+        let info = try e2eJSONObject(try deck("inspect", path, "--json").stdout)
+        #expect(info["formatVersion"] as? Int == 3)
+        #expect(info["schemaFloor"] as? String == "3.1.0", "\(info["schemaFloor"] ?? "none")")
+        let open = try deck("open", path)
+        #expect(open.stdout.contains("  floor:    3.1.0   fingerprint: "), "\(open.stdout)")
+    }
 }
