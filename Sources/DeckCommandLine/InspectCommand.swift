@@ -217,6 +217,7 @@ enum VerifyCommand {
                     case .corruption: TerminalLine("corruption", style: style.red)
                     case .needsRecovery: TerminalLine("needs recovery", style: style.yellow)
                     case .untidy: TerminalLine("untidy", style: style.yellow)
+                    case .legacy: TerminalLine("legacy value")
                     }
                 // One line per finding, whatever text from the package the object or message quotes.
                 line.append(
@@ -224,6 +225,7 @@ enum VerifyCommand {
                 Output.standard.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
+            let legacy = report.findings.filter { $0.severity == .legacy }.count
             let untidy = report.findings.filter { $0.severity == .untidy }.count
             var line = TerminalLine("\(TerminalText.field(path)): ")
             if report.needsRecovery {
@@ -239,7 +241,7 @@ enum VerifyCommand {
             line.append(
                 ": \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy"
-                    + (format ?? "") + "\n")
+                    + (legacy > 0 ? ", \(legacy) legacy value(s)" : "") + (format ?? "") + "\n")
             Output.standard.write(line)
         }
         if report.needsRecovery { return ExitStatus.tempFailure }

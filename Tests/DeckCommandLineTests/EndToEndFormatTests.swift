@@ -81,4 +81,52 @@ import Testing
         let again = try Self.records(try deck("query", path, "Person", "--json"))
         #expect(again.compactMap { $0["_gid"] as? String } == ids)
     }
+
+    /// Tests/Fixtures/legacy/Legacy.deck, written by the Deck of commit 55eba36 with values later
+    /// rules refuse (spec 7.7): verify calls them legacy values and the package valid, query shows
+    /// them (never null), the archive imports, and insert refuses new ones.
+    @Test func legacyValuesAreValidShownExportedAndImported() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("Legacy.deck")
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/legacy/Legacy.deck")
+        try FileManager.default.copyItem(atPath: source.path, toPath: path)
+        let verify = try deck("verify", path)
+        #expect(verify.status == 0, "\(verify.stdout)")
+        #expect(verify.stdout.contains("legacy value: Reading #1.taken: holds the date +infinity"))
+        #expect(verify.stdout.contains(", 7 legacy value(s) (format 1"))
+        let records = try Self.records(try deck("query", path, "Reading", "--json"))
+        try #require(records.count == 4)
+        #expect(records[0]["taken"] as? String == "inf" && records[1]["taken"] as? String == "-inf")
+        #expect(records[0]["amount"] as? String == "123456789012345678901234567890123456789")
+        #expect(records[1]["extra"] as? String == #"{"unit":"mm","unit":"cm"}"#)
+        let archive = directory.appending("Legacy.deckz")
+        e2eExpectSuccess(try deck("export", path, "--output", archive))
+        #expect(try deck("verify", archive).status == 0)
+        let imported = directory.appending("Imported.deck")
+        e2eExpectSuccess(try deck("import", archive, "--output", imported))
+        #expect(try deck("verify", imported).status == 0)
+        let refused = try deck("insert", path, "Reading", "label=x", "payload=1", "taken=inf")
+        #expect(refused.status != 0)
+    }
+
+    /// A version 3 store whose `schema_floor` is missing, not text or above the schema's version:
+    /// the floor counts as the schema's version (spec 4.2), in inspect as in compat.
+    @Test(arguments: [
+        "DELETE FROM deck_meta WHERE key = 'schema_floor'",
+        "UPDATE deck_meta SET value = 7 WHERE key = 'schema_floor'",
+        "UPDATE deck_meta SET value = '9.0.0' WHERE key = 'schema_floor'",
+    ])
+    func aDamagedFloorCountsAsTheSchemaVersionInInspect(sql: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = try Self.fixture("Library.deck", in: directory, version: 2)
+        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))  // upgrades to version 3
+        let damage = try runTool("sqlite3", [path + "/store.sqlite", sql])
+        try #require(damage.status == 0, "\(damage.stderr)")
+        let info = try e2eJSONObject(try deck("inspect", path, "--json").stdout)
+        #expect(info["formatVersion"] as? Int == 3)
+        #expect(info["schemaFloor"] as? String == "3.1.0", "\(info["schemaFloor"] ?? "none")")
+        let open = try deck("open", path)
+        #expect(open.stdout.contains("  floor:    3.1.0   fingerprint: "), "\(open.stdout)")
+    }
 }

@@ -29,11 +29,6 @@ struct CellCheckTests {
 
     @Test(arguments: [
         ("d", "9e999", "a double is finite"),
-        ("t", "9e999", "a date infinite"),
-        ("t", "-9e999", "a date infinite"),
-        ("t", "1e300", "outside the years 0000 to 9999"),
-        ("t", "-62167219201", "outside the years 0000 to 9999"),
-        ("t", "253402300800", "outside the years 0000 to 9999"),
         ("u", "'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'", "lowercase hex"),
         ("u", "'nope'", "lowercase hex"),
         ("link", "'not a url'", "not an absolute RFC 3986 URL"),
@@ -42,9 +37,10 @@ struct CellCheckTests {
         ("price", "'-0'", "not the canonical form '0'"),
         ("price", "'1e3'", "not the canonical form '1000'"),
         ("price", "'٣'", "not a decimal number"),
-        ("price", "'123456789012345678901234567890123456789'", "at most 38 significant digits"),
         ("meta", #"'1,"admin":true'"#, "not valid JSON"),
-        ("meta", #"'{"a":1,"a":2}'"#, "duplicate member name"),
+        ("meta", #"'{"a":1,"a":}'"#, "not valid JSON"),
+        ("price", "'340282366920938463463374607431768211456'", "at most 38 significant digits"),
+        ("price", "'1234567890123456789012345678901234567891'", "at most 38 significant digits"),
     ])
     func aBadCellIsCorruption(column: String, sql: String, fragment: String) throws {
         try withTestDirectory { dir throws in
@@ -60,6 +56,43 @@ struct CellCheckTests {
             #expect(finding.severity == .corruption)
             #expect(finding.object == "Sample #\(id).\(column)")
             #expect(finding.message.contains(fragment), "\(finding.message)")
+        }
+    }
+
+    /// What an earlier Deck wrote under rules since tightened is a legacy value (spec 7.7): a
+    /// note, the package valid, the cell read as its value.
+    @Test(arguments: [
+        ("t", "9e999", "the date +infinity", Value.date(Timestamp(timeIntervalSince1970: .infinity))),
+        ("t", "-9e999", "the date -infinity", .date(Timestamp(timeIntervalSince1970: -.infinity))),
+        ("t", "1e300", "outside the years 0000 to 9999", .date(Timestamp(timeIntervalSince1970: 1e300))),
+        ("t", "-62167219201", "outside the years", .date(Timestamp(timeIntervalSince1970: -62_167_219_201))),
+        ("t", "253402300800", "outside the years", .date(Timestamp(timeIntervalSince1970: 253_402_300_800))),
+        (
+            "price", "'123456789012345678901234567890123456789'", "a decimal of 39 significant digits",
+            .decimal(Decimal(string: "123456789012345678901234567890123456789") ?? 0)
+        ),
+        ("meta", #"'{"a":1,"a":2}'"#, "a member name twice", .json(#"{"a":1,"a":2}"#)),
+        ("meta", #"'["\udc00"]'"#, "a lone surrogate", .json(#"["\udc00"]"#)),
+    ])
+    func aLegacyCellIsANoteAndReadsAsItsValue(column: String, sql: String, fragment: String, value: Value)
+        throws
+    {
+        try withTestDirectory { dir throws in
+            let (url, id) = try package(in: dir)
+            let db = try rawStore(url)
+            try db.execute("PRAGMA ignore_check_constraints = ON")
+            try db.run("UPDATE Sample SET \(quote(column)) = \(sql) WHERE _pk = ?", [.integer(id)])
+            db.close()
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.codes == ["legacy-value"], "\(report.findings)")
+            #expect(report.isValid)
+            let finding = try #require(report.finding("legacy-value"))
+            #expect(finding.severity == .legacy)
+            #expect(finding.object == "Sample #\(id).\(column)")
+            #expect(finding.message.contains(fragment), "\(finding.message)")
+            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            defer { try? reopened.close() }
+            #expect(try reopened.record("Sample", id: id)?[column] == value)
         }
     }
 
@@ -90,8 +123,8 @@ struct CellCheckTests {
         }
     }
 
-    /// Deck once stored JSON null as the text `null`: it reads as no value, and is wrong only
-    /// in a required attribute.
+    /// Deck once stored JSON null as the text `null`: it reads as no value, and is a legacy value
+    /// in a required attribute (spec 7.7), never corruption.
     @Test func theJSONTextNullIsNoValue() throws {
         let schema = StoreSchema(entities: [
             Entity(
@@ -105,10 +138,11 @@ struct CellCheckTests {
             let db = try rawStore(document.url)
             try db.run("UPDATE Sample SET meta = ' null ', need = 'null'")
             db.close()
-            let findings = try valueFindings(document.url)
-            #expect(findings.count == 1, "\(findings)")
-            #expect(findings.first?.object == "Sample #\(id).need")
-            #expect(findings.first?.message.contains("but the attribute is required") == true)
+            let report = try PackageVerifier.verify(at: document.url)
+            #expect(report.isValid && report.codes == ["legacy-value"], "\(report.findings)")
+            #expect(report.findings.first?.object == "Sample #\(id).need")
+            #expect(
+                report.findings.first?.message.contains("the JSON text null in a required attribute") == true)
             let reopened = try TestDocument.open(at: document.url, mode: .readOnly)
             defer { try? reopened.close() }
             #expect(try reopened.record("Sample", id: id)?["meta"] == .null)

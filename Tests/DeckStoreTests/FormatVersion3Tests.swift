@@ -60,6 +60,32 @@ import Testing
         #expect(changed.fingerprint != schema.fingerprint, "declaration order is part of the mapping")
     }
 
+    /// The fingerprint is computed over the canonical form (spec 5.5), whatever the stored text's
+    /// spelling: escapes, number spellings and whitespace do not change it, and the canonical form
+    /// spells strings and numbers as section 5.5 says.
+    @Test func theFingerprintIsOfTheCanonicalFormWhateverTheSpelling() throws {
+        func schema(_ title: String, _ weight: String, _ text: String) throws -> StoreSchema {
+            let json =
+                #"{ "version" : "1.0.0", "entities" : [ { "name" : "Note", "attributes" : [ "#
+                + #"{ "name" : "\#(title)", "type" : "string", "default" : "\#(text)" }, "#
+                + #"{ "name" : "w", "type" : "double", "default" : \#(weight) } ] } ] }"#
+            return try StoreSchema(json: Data(json.utf8), source: "test")
+        }
+        let plain = try schema("title", "1.5", #"a\u0001\b/\u00e9\u2028"#)
+        let respelled = try schema(#"\u0074itle"#, "15e-1", #"\u0061\u0001\u0008\/é "#)
+        #expect(respelled.fingerprint == plain.fingerprint)
+        #expect(
+            plain.fingerprintForm.contains(#""default":"a\u0001\b/é\#u{2028}""#), "\(plain.fingerprintForm)")
+        #expect(plain.fingerprintForm.contains(#""default":1.5,"#))
+        for (spelled, canonical) in [
+            ("2.0", "2"), ("-0.0", "0"), ("1e15", "1000000000000000"), ("0.0001", "0.0001"),
+            ("0.00001", "1e-05"), ("9007199254740994", "9.007199254740994e+15"), ("1E300", "1e+300"),
+        ] {
+            let form = try schema("title", spelled, "x").fingerprintForm
+            #expect(form.contains(#""default":\#(canonical),"#), "\(spelled): \(form)")
+        }
+    }
+
     @Test func versionsOrderAsTheSpecSays() {
         let ascending = ["0.9", "1", "1.0.1", "1.2", "1.9.0", "1.10.0", "1.10.0.beta", "2", "10", "a"]
         for (index, lower) in ascending.enumerated() {

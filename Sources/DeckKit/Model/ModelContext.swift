@@ -1215,6 +1215,15 @@ public final class ModelContext {
             // A reload replaces a value still to be written from a file.
             if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
             if !access.load(cursor, cell, into: object) {
+                // A value an earlier Deck wrote is no corruption (spec 7.7): say what it is.
+                if let legacy = cursor.legacyValue(cell) {
+                    throw DeckError.invalidValue(
+                        entity: "\(cursor.entity) #\(cursor.id)", property: accessor.name,
+                        reason:
+                            "holds \(legacy), a legacy value an earlier Deck wrote (spec 7.7), "
+                            + "which a \(accessor.typeDescription) cannot hold; make the property optional "
+                            + "or set a new value with deck update")
+                }
                 if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(cursor.value(cell)) {
                     throw DeckError.invalidValue(
                         entity: cursor.entity, property: accessor.name,

@@ -75,28 +75,20 @@ extension PackageStore {
 }
 
 extension StoreReader {
-    /// The compatibility floor as section 19 takes it: the highest of `deck_meta.schema_floor` and
-    /// the target of every breaking migration of the history (a floor lowered by hand does not
-    /// count); nil before format version 3 or when the stored floor is not text.
+    /// The compatibility floor as section 19 takes it (``SchemaBookkeeping/effectiveFloor``); nil
+    /// before format version 3.
     package func compatibilityFloor() throws(DeckError) -> String? {
         let connection = try live()
-        guard connection.formatVersion >= 3,
-            var floor = try StoreMetadata.read(connection.database, packagePath: store.url.path)
-                .values["schema_floor"]?.string
-        else { return nil }
+        guard connection.formatVersion >= 3 else { return nil }
+        let stored = try StoreMetadata.read(connection.database, packagePath: store.url.path)
         let history: [MigrationRecord]
         do {
             history = try SchemaBookkeeping.history(connection.database)
         } catch {
             throw connection.translate(error)
         }
-        for migration in history
-        where migration.isBreaking
-            && StoreSchema.compareVersions(migration.toVersion, floor) == .orderedDescending
-        {
-            floor = migration.toVersion
-        }
-        return floor
+        return SchemaBookkeeping.effectiveFloor(
+            stored: stored.values["schema_floor"], version: schema.version, history: history)
     }
 }
 

@@ -119,6 +119,14 @@ package final class RowCursor {
         return Value(sql: raw, type: type, blobSize: blobSize)
     }
 
+    /// The legacy value (spec 7.7) cell `cell` holds, described for messages; nil when it holds
+    /// none (or is a relationship's).
+    package func legacyValue(_ cell: Int) -> String? {
+        let reader = readers[cell]
+        guard let type = reader.type else { return nil }
+        return Value.legacyValue(statement.value(at: reader.column), type: type, isOptional: false)
+    }
+
     /// The attribute type of cell `cell`, nil for a to-one relationship.
     package func type(_ cell: Int) -> StoreSchema.AttributeType? { readers[cell].type }
 

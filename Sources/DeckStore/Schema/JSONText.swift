@@ -82,6 +82,21 @@ enum JSONText {
         }
     }
 
+    /// Whether `text` is a legacy JSON value (spec 7.7): not valid, but RFC 8259 JSON that breaks
+    /// only the rule against lone surrogate escapes or the one against a member name twice in an
+    /// object, as Deck before spec 7.5 accepted.
+    static func isLegacy(_ text: String) -> Bool {
+        guard !isValid(text) else { return false }
+        var parser = Parser(bytes: Array(text.utf8), emit: false, build: false)
+        parser.lenient = true
+        do {
+            _ = try parser.parseDocument()
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// Whether `text` is the JSON value `null` (with any surrounding whitespace).
     static func isNull(_ text: String) -> Bool {
         text.utf8.count < 64 && text.utf8.filter { !Parser.isWhitespace($0) }.elementsEqual("null".utf8)
@@ -103,6 +118,8 @@ enum JSONText {
         var output: [UInt8] = []
         var position = 0
         var depth = 0
+        /// Accepts lone surrogate escapes (as U+FFFD) and a member name twice (legacy values).
+        var lenient = false
 
         init(bytes: [UInt8], emit: Bool, build: Bool) {
             self.bytes = bytes
@@ -237,7 +254,7 @@ enum JSONText {
                     let start = position
                     let name = try parseString()
                     // Compared as code points: Swift's == would equate canonically equivalent names.
-                    guard names.insert(Array(name.utf8)).inserted else {
+                    guard names.insert(Array(name.utf8)).inserted || lenient else {
                         throw fail("duplicate member name \(Self.quoted(name)) in an object", at: start)
                     }
                     if emit { output += bytes[start..<position] }
@@ -344,6 +361,12 @@ enum JSONText {
                             bytes[position + 7] == UInt8(ascii: "u"), let low = hex4(position + 8),
                             (0xDC00...0xDFFF).contains(low)
                         else {
+                            if lenient {
+                                value += Array("\u{FFFD}".utf8)
+                                position += 6
+                                plainStart = position
+                                continue
+                            }
                             throw fail(
                                 String(
                                     format:
@@ -353,6 +376,12 @@ enum JSONText {
                         scalarValue = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
                         length = 12
                     } else if (0xDC00...0xDFFF).contains(unit) {
+                        guard !lenient else {
+                            value += Array("\u{FFFD}".utf8)
+                            position += 6
+                            plainStart = position
+                            continue
+                        }
                         throw fail(String(format: "lone surrogate \\u%04X", unit))
                     }
                     guard let scalar = Unicode.Scalar(scalarValue) else { throw fail("invalid \\u escape") }

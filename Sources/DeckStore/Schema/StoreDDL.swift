@@ -362,12 +362,11 @@ extension Value {
         case (.real(let v), .double): self = .double(v == 0 ? 0 : v)
         case (.integer(let v), .double): self = .double(Double(v))
         case (.integer(let v), .bool) where v == 0 || v == 1: self = .bool(v == 1)
-        case (.real(let v), .date):
-            let timestamp = Timestamp(timeIntervalSince1970: v == 0 ? 0 : v)
-            self = timestamp.isStorable ? .date(timestamp) : .double(v)
-        case (.integer(let v), .date):
-            let timestamp = Timestamp(timeIntervalSince1970: Double(v))
-            self = timestamp.isStorable ? .date(timestamp) : .integer(v)
+        // A number outside the range, infinities included, is a legacy date (spec 7.7), read
+        // exactly. (SQLite stores no NaN.)
+        case (.real(let v), .date) where !v.isNaN:
+            self = .date(Timestamp(timeIntervalSince1970: v == 0 ? 0 : v))
+        case (.integer(let v), .date): self = .date(Timestamp(timeIntervalSince1970: Double(v)))
         case (.blob(let v), .data): self = .data(v)
         case (.text(let v), .data):
             if let digest = Digest(hex: v) {
@@ -380,10 +379,16 @@ extension Value {
                 ValueSyntax.isCanonicalUUID(v)
                 ? UUID(uuidString: v).map(Value.uuid) ?? .string(v) : .string(v)
         case (.text(let v), .url): self = Value.storedURL(v).map(Value.url) ?? .string(v)
-        case (.text(let v), .decimal): self = Value.storedDecimal(v).map(Value.decimal) ?? .string(v)
+        case (.text(let v), .decimal):
+            self = (Value.storedDecimal(v) ?? Value.legacyDecimal(v)).map(Value.decimal) ?? .string(v)
         case (.text(let v), .json):
-            // The text null is no value (Deck before spec 7.5 stored it so).
-            self = JSONText.isValid(v) ? (JSONText.isNull(v) ? .null : .json(v)) : .string(v)
+            // The text null is no value (Deck before spec 7.5 stored it so); a legacy text (spec
+            // 7.7) is JSON as it is.
+            if JSONText.isValid(v) {
+                self = JSONText.isNull(v) ? .null : .json(v)
+            } else {
+                self = JSONText.isLegacy(v) ? .json(v) : .string(v)
+            }
         case (.integer(let v), _): self = .integer(v)
         case (.real(let v), _): self = .double(v)
         case (.text(let v), _): self = .string(v)
@@ -397,6 +402,38 @@ extension Value {
             url.absoluteString == text
         else { return nil }
         return url
+    }
+
+    /// A legacy decimal (spec 7.7): canonical plain notation, 39 digits that Foundation's
+    /// `Decimal` holds.
+    static func legacyDecimal(_ text: String) -> Decimal? {
+        guard let number = DecimalNumber(text), number.plainText == text else { return nil }
+        return number.legacyDecimal
+    }
+
+    /// The legacy value (spec 7.7) a cell of an attribute holds, described for messages ("the
+    /// date inf", "a decimal of 39 significant digits", ...); nil when the cell is no legacy value.
+    static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool) -> String? {
+        switch (type, cell) {
+        case (.date, .real(let v)) where !v.isNaN:
+            let timestamp = Timestamp(timeIntervalSince1970: v)
+            return timestamp.isStorable
+                ? nil
+                : v.isFinite
+                    ? "the date \(v.description) seconds, outside the years 0000 to 9999"
+                    : "the date \(v > 0 ? "+" : "-")infinity"
+        case (.date, .integer(let v)):
+            return Timestamp(timeIntervalSince1970: Double(v)).isStorable
+                ? nil : "the date \(v) seconds, outside the years 0000 to 9999"
+        case (.decimal, .text(let v)):
+            return legacyDecimal(v) == nil ? nil : "a decimal of 39 significant digits"
+        case (.json, .text(let v)):
+            if JSONText.isLegacy(v) {
+                return "JSON with a member name twice or a lone surrogate escape"
+            }
+            return !isOptional && JSONText.isNull(v) ? "the JSON text null in a required attribute" : nil
+        default: return nil
+        }
     }
 
     /// A stored decimal: canonical plain notation within the limits.

@@ -105,9 +105,12 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         return try? JSONText.minified(text)
     }
 
-    /// The canonical text of a decimal (spec 7.1), or nil when it is NaN or beyond the limits.
+    /// The canonical text of a decimal (spec 7.1), or nil when it is NaN or beyond the limits
+    /// (a legacy decimal, spec 7.7, has one too).
     static func canonicalText(of decimal: Decimal) -> String? {
-        guard let number = DecimalNumber(decimal), number.decimalLimitViolation == nil else { return nil }
+        guard let number = DecimalNumber(decimal),
+            number.decimalLimitViolation == nil || number.isLegacyDecimal
+        else { return nil }
         return number.plainText
     }
 

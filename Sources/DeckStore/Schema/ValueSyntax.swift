@@ -135,9 +135,28 @@ struct DecimalNumber: Equatable, Sendable {
         return nil
     }
 
+    /// Whether this number is a legacy decimal (spec 7.7): beyond the limits only by having 39
+    /// significant digits, below 2^128, as Deck before the 38-digit limit stored what Foundation's
+    /// `Decimal` (a 128-bit significand) held.
+    var isLegacyDecimal: Bool {
+        digits.count == Self.maximumSignificantDigits + 1
+            && (Self.minimumExponent...Self.maximumExponent).contains(exponent)
+            && digits.lexicographicallyPrecedes(Array("340282366920938463463374607431768211456".utf8))
+    }
+
     /// The same number as a Foundation `Decimal`, exactly; nil when it is beyond the limits.
     var decimal: Decimal? {
         guard decimalLimitViolation == nil else { return nil }
+        return exactDecimal
+    }
+
+    /// A legacy decimal (``isLegacyDecimal``) as a Foundation `Decimal`, exactly.
+    var legacyDecimal: Decimal? {
+        guard isLegacyDecimal else { return nil }
+        return exactDecimal
+    }
+
+    private var exactDecimal: Decimal? {
         guard !isZero else { return Decimal(0) }
         guard
             let significand = Decimal(

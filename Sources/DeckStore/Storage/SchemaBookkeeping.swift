@@ -36,6 +36,24 @@ public struct MigrationRecord: Sendable, Equatable {
 /// The schema-evolution bookkeeping of a version 3 store (spec: sections 4.2 and 4.4): the
 /// `schema_fingerprint` and `schema_floor` keys of `deck_meta` and the `deck_migration` table.
 enum SchemaBookkeeping {
+    /// The compatibility floor of a version 3 store as readers take it (spec 4.2, 19): the
+    /// stored `schema_floor` when it is text not above the schema's version, else the schema's
+    /// version; raised to the target of every breaking migration of the history (a floor lowered
+    /// by hand does not count).
+    static func effectiveFloor(stored: SQLValue?, version: String, history: [MigrationRecord]) -> String {
+        var floor = version
+        if case .text(let text) = stored, StoreSchema.compareVersions(text, version) != .orderedDescending {
+            floor = text
+        }
+        for migration in history
+        where migration.isBreaking
+            && StoreSchema.compareVersions(migration.toVersion, floor) == .orderedDescending
+        {
+            floor = migration.toVersion
+        }
+        return floor
+    }
+
     /// The history table (spec: section 4.4).
     static let historyTable = """
         CREATE TABLE deck_migration(

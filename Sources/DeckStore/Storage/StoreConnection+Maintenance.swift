@@ -105,9 +105,10 @@ public struct PackageInfo: Sendable {
     public let documentID: UUID?
     /// The stored schema's fingerprint, computed from it (spec: section 5.10).
     public let schemaFingerprint: String
-    /// The compatibility floor (`deck_meta.schema_floor`, spec: section 4.2): the oldest schema
-    /// version whose apps may still write the document; nil in a store older than version 3 or
-    /// one whose value is not text.
+    /// The compatibility floor (`deck_meta.schema_floor`, spec: sections 4.2 and 19): the oldest
+    /// schema version whose apps may still write the document, as readers take it (a value that
+    /// is missing, not text or above the schema's version counts as the schema's version; a
+    /// breaking migration's target raises it); nil in a store older than version 3.
     public let schemaFloor: String?
     /// The migrations applied, oldest first (spec: section 4.4); empty before version 3.
     public let migrations: [MigrationRecord]
@@ -357,6 +358,7 @@ extension StoreConnection {
             }
             let storePath = path + "/" + PackageLayout.store
             let stored = try StoreMetadata.read(database, packagePath: path)
+            let history = formatVersion >= 3 ? try SchemaBookkeeping.history(database) : []
             return PackageInfo(
                 path: path, manifest: manifest, schemaVersion: schema.version, created: try meta("created"),
                 modified: try meta("modified"), entities: entities,
@@ -373,8 +375,11 @@ extension StoreConnection {
                 formatVersion: formatVersion,
                 documentID: stored.documentID,
                 schemaFingerprint: schema.fingerprint,
-                schemaFloor: formatVersion >= 3 ? stored.values["schema_floor"]?.string : nil,
-                migrations: formatVersion >= 3 ? try SchemaBookkeeping.history(database) : [])
+                schemaFloor: formatVersion >= 3
+                    ? SchemaBookkeeping.effectiveFloor(
+                        stored: stored.values["schema_floor"], version: schema.version, history: history)
+                    : nil,
+                migrations: history)
         } catch {
             throw translate(error)
         }

@@ -87,10 +87,30 @@ extension PackageVerifier {
             + " ORDER BY _pk"
         var reported = 0
         var more = 0
+        var legacyReported = 0
+        var legacyMore = 0
         let ownerSet = Set(owners)
         try db.forEachRow(sql) { row in
             let entity = row.text(at: 1)
             let cell = row.value(at: 2)
+            // A value an earlier Deck wrote is a note, never corruption (spec 7.7).
+            if ownerSet.contains(entity),
+                let legacy = Value.legacyValue(cell, type: attribute.type, isOptional: attribute.isOptional)
+            {
+                if legacyReported < cellFindingsPerColumn {
+                    legacyReported += 1
+                    report.findings.append(
+                        Finding(
+                            severity: .legacy, code: "legacy-value",
+                            object: "\(entity) #\(row.int64(at: 0)).\(attribute.name)",
+                            message:
+                                "holds \(legacy), which an earlier Deck wrote; read as spec 7.7 says, kept as it is"
+                        ))
+                } else {
+                    legacyMore += 1
+                }
+                return
+            }
             guard
                 let problem = cellProblem(cell, attribute: attribute, entityHasIt: ownerSet.contains(entity))
             else { return }
@@ -103,6 +123,12 @@ extension PackageVerifier {
             } else {
                 more += 1
             }
+        }
+        if legacyMore > 0 {
+            report.findings.append(
+                Finding(
+                    severity: .legacy, code: "legacy-value", object: "\(table).\(attribute.name)",
+                    message: "and \(legacyMore) more legacy value(s) in this column"))
         }
         if more > 0 {
             report.findings.append(

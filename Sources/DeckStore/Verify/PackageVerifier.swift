@@ -18,6 +18,9 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
         /// left when it stopped mid-transaction): nothing is known to be lost, and opening the
         /// package for writing once recovers it. The package is not valid until then, nor corrupt.
         case needsRecovery
+        /// A value an earlier Deck wrote that today's rules no longer let a writer write (spec
+        /// 7.7): valid, read as the spec says; a note, not a fault.
+        case legacy
 
         public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
 
@@ -26,6 +29,7 @@ public struct Finding: Sendable, Hashable, CustomStringConvertible {
             case .corruption: 0
             case .needsRecovery: 1
             case .untidy: 2
+            case .legacy: 3
             }
         }
     }
@@ -65,9 +69,9 @@ public struct VerificationReport: Sendable {
     /// section 12.2); that is no finding.
     public var manifestFormatVersion: Int?
 
-    /// True when nothing is corrupt and the store could be examined (untidy findings are
-    /// allowed).
-    public var isValid: Bool { findings.allSatisfy { $0.severity == .untidy } }
+    /// True when nothing is corrupt and the store could be examined (untidy findings and legacy
+    /// values are allowed).
+    public var isValid: Bool { findings.allSatisfy { $0.severity == .untidy || $0.severity == .legacy } }
 
     /// True when the store could not be examined because it needs recovery by a writer
     /// (``Finding/Severity-swift.enum/needsRecovery``), and nothing else is corrupt.
