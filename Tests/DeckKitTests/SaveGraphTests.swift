@@ -258,6 +258,36 @@ struct SaveGraphTests {
         #expect(try reader.fetch(FetchDescriptor<Library>()).map(\.name) == ["C"])
     }
 
+    @Test("A shelf moved into a library deleted in the same save goes with it (cascade), as in two saves")
+    func moveIntoDeleted() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.container(Library.self, Shelf.self, Loan.self, in: directory)
+        do {
+            let context = ModelContext(container)
+            context.insert(Library("A"))
+            let second = Library("B")
+            context.insert(second)
+            Shelf("fiction").library = second
+            Loan("Dune").library = second
+            try context.save()
+        }
+        let context = ModelContext(container)
+        let libraries = try context.fetch(FetchDescriptor<Library>(sortBy: [SortDescriptor(\.name)]))
+        let fiction = try #require(libraries[1].shelves.first)
+        let loan = try #require(libraries[1].loans.first)
+        fiction.library = libraries[0]
+        loan.library = libraries[0]
+        loan.library = nil
+        context.delete(libraries[0])
+        try context.save()
+        #expect(fiction.isDeleted)
+        #expect(!loan.isDeleted && loan.library == nil)
+        let reader = ModelContext(container)
+        #expect(try reader.fetch(FetchDescriptor<Shelf>()).isEmpty)
+        #expect(try reader.fetch(FetchDescriptor<Library>()).map(\.name) == ["B"])
+        #expect(try reader.fetch(FetchDescriptor<Loan>()).map { $0.library?.name } == [nil])
+    }
+
     @Test("A deny rule does not see a loan moved away in memory before the delete")
     func moveThenDeleteDeny() throws {
         let directory = try ScratchDirectory()
