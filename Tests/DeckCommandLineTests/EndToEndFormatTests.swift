@@ -110,6 +110,41 @@ import Testing
         #expect(refused.status != 0)
     }
 
+    /// A migration that rebuilds the table (a rename) keeps legacy values byte for byte (spec 7.7).
+    @Test func aMigrationKeepsLegacyValues() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.appending("Legacy.deck")
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/legacy")
+        try FileManager.default.copyItem(
+            atPath: fixtures.appendingPathComponent("Legacy.deck").path, toPath: path)
+        let schema = try String(
+            contentsOf: fixtures.appendingPathComponent("legacy.schema.json"), encoding: .utf8
+        )
+        .replacingOccurrences(of: #""1.0.0""#, with: #""2.0.0""#)
+        .replacingOccurrences(
+            of: #""name": "label", "type": "string""#,
+            with: #""name": "title", "type": "string", "originalName": "label""#)
+        let schemaPath = directory.appending("v2.schema.json")
+        try schema.write(toFile: schemaPath, atomically: true, encoding: .utf8)
+        let cells = { () throws -> String in
+            try runTool(
+                "sqlite3",
+                [
+                    path + "/store.sqlite",
+                    "SELECT quote(taken), amount, extra, quote(payload) FROM Reading ORDER BY _pk",
+                ]
+            ).stdout
+        }
+        let before = try cells()
+        let migrate = try deck("migrate", path, "--to", schemaPath)
+        e2eExpectSuccess(migrate)
+        #expect(migrate.stdout.contains("rebuilt: Reading"), "\(migrate.stdout)")
+        #expect(
+            try cells() == before && before.contains("Inf|123456789012345678901234567890123456789"))
+        #expect(try deck("verify", path).status == 0)
+    }
+
     /// A version 3 store whose `schema_floor` is missing, not text or above the schema's version:
     /// the floor counts as the schema's version (spec 4.2), in inspect as in compat.
     @Test(arguments: [

@@ -160,6 +160,9 @@ let crashSchema = StoreSchema(entities: [
                 SELECT 'Card', 'front ' || i, 'back ' || i, 1795996800.0 + i, 0, 1\(gid.value) FROM n;
             INSERT INTO "Card.tags"(source, target)
                 SELECT c._pk, t._pk FROM "Card" c JOIN "Tag" t ON t._pk = c._pk WHERE c._pk > 100;
+            -- Legacy values (spec 7.7), which earlier Decks wrote: no kill makes them corruption.
+            UPDATE "Card" SET creationDate = 9e999 WHERE _pk = 150;
+            UPDATE "Card" SET creationDate = -9e999 WHERE _pk = 151;
             COMMIT;
             """)
         db.close()

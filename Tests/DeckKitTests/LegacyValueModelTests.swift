@@ -47,6 +47,24 @@ enum LegacyReadingsV1: VersionedSchema {
         #expect(down[0].payload == LegacyReadingsV1.Payload(ok: true))
     }
 
+    @Test func aSaveOfOtherPropertiesKeepsLegacyValues() throws {
+        let directory = try ScratchDirectory()
+        let url = try Self.fixture(in: directory)
+        let container = try ModelContainer(
+            for: LegacyReadingsV1.schema, configurations: [ModelConfiguration(url: url)])
+        let context = ModelContext(container)
+        typealias Reading = LegacyReadingsV1.Reading
+        let down = try context.fetch(FetchDescriptor<Reading>(predicate: #Predicate { $0.label == "down" }))
+        try #require(down.count == 1)
+        down[0].label = "down again"
+        try context.save()
+        let again = ModelContext(container)
+        let reread = try again.fetch(
+            FetchDescriptor<Reading>(predicate: #Predicate { $0.label == "down again" }))
+        #expect(reread.first?.taken == Date(timeIntervalSince1970: -.infinity))
+        #expect(reread.first?.amount == Decimal(string: "-1.23456789012345678901234567890123456789"))
+    }
+
     @Test func aLegacyValueAPropertyCannotHoldIsNamedNotCorruption() throws {
         let directory = try ScratchDirectory()
         let container = try ModelContainer(

@@ -539,4 +539,28 @@ struct ReaderWritesNothingTests {
             #expect(try PackageVerifier.verify(at: url).isValid)
         }
     }
+
+    /// A store shorter than SQLite's 100-byte header is truncated: corrupt for readers, writers and
+    /// the verifier alike (spec 2.2, step 8), not "not a package" (SQLite reads an empty file as
+    /// an empty database, whose application_id is 0), and nothing is written.
+    @Test(arguments: [0, 50, 99])
+    func aStoreShorterThanTheHeaderIsCorrupt(length: Int) throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestPackage(in: dir)
+            try package.close()
+            let store = package.url.appendingPathComponent("store.sqlite")
+            try Data(try Data(contentsOf: store).prefix(length)).write(to: store)
+            for mode in [PackageStore.Mode.readOnly, .readWrite] {
+                let error = expectDeckError { _ = try TestDocument.open(at: package.url, mode: mode) }
+                guard case .corrupt(_, let reason) = error else {
+                    Issue.record("expected corrupt, got \(String(describing: error))")
+                    return
+                }
+                #expect(reason.contains("shorter than a SQLite database's 100-byte header"), "\(reason)")
+            }
+            #expect(try Data(contentsOf: store).count == length)
+            let report = try PackageVerifier.verify(at: package.url)
+            #expect(report.codes == ["store-unreadable"], "\(report.findings)")
+        }
+    }
 }

@@ -284,6 +284,13 @@ struct VerifierTests {
             let finding = expectOnly(try PackageVerifier.verify(at: url), "entity-unknown", .corruption)
             #expect(finding?.object == "Card")
             #expect(finding?.message.contains("Ghost") == true)
+            // No reader takes the row for a record of any entity (spec 6.1): fetches, counts and
+            // conditions of the hierarchy leave it out.
+            let document = try TestDocument.open(at: url, mode: .readOnly)
+            defer { try? document.close() }
+            let fronts = try document.fetch(RecordQuery("Card")).compactMap { $0["front"]?.description }
+            #expect(!fronts.isEmpty && !fronts.contains("d"), "\(fronts)")
+            #expect(try document.count(RecordQuery("Card")) == fronts.count)
         }
     }
 

@@ -99,9 +99,15 @@ struct QueryCompiler {
         var arguments: [SQLValue] = []
         var used: Set<Int> = []
         let members = query.includesSubentities ? entity.family : [entity.name]
+        // Entity names are validated identifiers, safe as literals.
+        let entityList = "(" + members.map { "'\($0)'" }.joined(separator: ", ") + ")"
         if members.count != (mapping.members[entity.table]?.count ?? 0) {
-            // Entity names are validated identifiers, safe as literals.
-            conditions.append("r._entity IN (" + members.map { "'\($0)'" }.joined(separator: ", ") + ")")
+            conditions.append("r._entity IN " + entityList)
+        } else {
+            // Every entity of the hierarchy: a row of an unknown entity (corruption, spec 6.1) is
+            // still no record of any. The `+` keeps SQLite from reading the `_entity` index for a
+            // term that leaves out no row of a sound store.
+            conditions.append("+r._entity IN " + entityList)
         }
         var counts = Counts()
         if let condition = query.where {

@@ -412,7 +412,7 @@ extension Value {
     }
 
     /// The legacy value (spec 7.7) a cell of an attribute holds, described for messages ("the
-    /// date inf", "a decimal of 39 significant digits", ...); nil when the cell is no legacy value.
+    /// date +infinity", "a decimal of 39 significant digits", ...); nil when the cell is none.
     static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool) -> String? {
         switch (type, cell) {
         case (.date, .real(let v)) where !v.isNaN:

@@ -282,6 +282,17 @@ enum PackageDirectory {
     static func openStore(_ storePath: String, mode: PackageStore.Mode, packagePath: String) throws
         -> Database
     {
+        // Shorter than SQLite's 100-byte header, with no log holding its pages: a truncated store,
+        // corrupt (spec 2.2, step 8), though SQLite would take an empty file for an empty database.
+        if let status = try FileSystem.status(storePath), status.st_size < 100,
+            (try FileSystem.status(storePath + "-wal")?.st_size ?? 0) == 0
+        {
+            throw DeckError.corrupt(
+                path: packagePath,
+                reason:
+                    "\(PackageLayout.store) is \(status.st_size) bytes, shorter than a SQLite database's "
+                    + "100-byte header: it was truncated; restore the document from a copy")
+        }
         guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
         let header: [UInt8]
         do {

@@ -10,7 +10,9 @@ extension PackageVerifier {
     /// its limits, `json` valid (and not `null` when required), inline `data` a BLOB and external `data` a BLOB or
     /// TEXT (the digest's form is `reference-malformed`); a required attribute is not NULL in the
     /// rows of entities that have it, and rows of entities that do not have it hold NULL there.
-    /// Columns the store lacks are skipped (`column-missing` reports them).
+    /// A legacy value (spec 7.7: what an earlier Deck wrote under a rule since tightened) is a
+    /// `legacy-value` note instead, never corruption. Columns the store lacks are skipped
+    /// (`column-missing` reports them).
     static func checkCells(_ db: Database, mapping: SchemaMapping, report: inout VerificationReport) throws {
         for root in mapping.roots {
             let table = root.table
