@@ -102,7 +102,10 @@ enum Support {
         }
         if text == "null" && attribute.type != .string { return .null }
         do {
-            return try Value(parsing: text, as: attribute.type)
+            let value = try Value(parsing: text, as: attribute.type)
+            // A date is checked here and converted by the store, once, into the binary64 of its
+            // own epoch (spec 7.4): the text goes on as it is.
+            return attribute.type == .date ? .string(text) : value
         } catch {
             throw DeckError.invalidValue(entity: entity, property: attribute.name, reason: error.description)
         }

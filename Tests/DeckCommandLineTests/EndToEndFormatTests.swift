@@ -21,7 +21,7 @@ import Testing
         let path = try Self.fixture("Library.deck", in: directory, version: 2)
         let inspect = try deck("open", path)
         e2eExpectSuccess(inspect)
-        #expect(inspect.stdout.contains("  format:   2 (the next writer upgrades it to 3)   schema: 3.1.0\n"))
+        #expect(inspect.stdout.contains("  format:   2 (the next writer upgrades it to 4)   schema: 3.1.0\n"))
         #expect(!inspect.stdout.contains("floor:") && inspect.stdout.contains("\n  fingerprint: "))
         let before = try #require(
             JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
@@ -31,11 +31,11 @@ import Testing
         let after = try #require(
             JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
                 as? [String: Any])
-        #expect(after["formatVersion"] as? Int == 3 && after["schemaFloor"] as? String == "3.1.0")
+        #expect(after["formatVersion"] as? Int == 4 && after["schemaFloor"] as? String == "3.1.0")
         #expect(after["schemaFingerprint"] as? String == before["schemaFingerprint"] as? String)
         #expect(after["documentId"] as? String == before["documentId"] as? String)
         let verify = try deck("verify", path)
-        #expect(verify.status == 0 && verify.stdout.hasSuffix("(format 3)\n"), "\(verify.stdout)")
+        #expect(verify.status == 0 && verify.stdout.hasSuffix("(format 4)\n"), "\(verify.stdout)")
     }
 
     @Test func readingCommandsSayVersion1AndWritingUpgrades() throws {
@@ -43,7 +43,7 @@ import Testing
         let path = try Self.fixture("Library.deck", in: directory)
         let inspect = try deck("inspect", path)
         e2eExpectSuccess(inspect)
-        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 3)   schema: 3.1.0\n"))
+        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 4)   schema: 3.1.0\n"))
         #expect(!inspect.stdout.contains("document:"))
         let json = try deck("inspect", path, "--json")
         let info = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -51,7 +51,7 @@ import Testing
         #expect(info["documentId"] is NSNull)
         let verify = try deck("verify", path)
         e2eExpectSuccess(verify)
-        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 3))\n"))
+        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 4))\n"))
         let before = try Self.records(try deck("query", path, "Person", "--json"))
         #expect(before.count == 3 && before.allSatisfy { $0["_gid"] is NSNull })
 
@@ -72,7 +72,7 @@ import Testing
         let verified = try deck("verify", path, "--json")
         let report = try #require(
             JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any])
-        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 3)
+        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 4)
         let upgraded = try deck("inspect", path, "--json")
         let document = try #require(
             JSONSerialization.jsonObject(with: Data(upgraded.stdout.utf8)) as? [String: Any])

@@ -121,7 +121,8 @@ struct EndToEndValueTests {
             string(2, "m") == "12345678901234567890123456789012345678" + String(repeating: "0", count: 127))
         #expect(member(records[2], "j") == .null)
         #expect(Double(number(3, "d") ?? "") == 0.1)
-        #expect(string(3, "t") == "2026-11-30T10:00:00.1234567Z")
+        // 1796032800.123456789 s since 1970 is 817725600.123456789 since 2001, rounded once.
+        #expect(string(3, "t") == "2026-11-30T10:00:00.1234568Z")
         #expect(string(3, "m") == "-0.5")
         #expect(member(records[3], "j") == .array([.array([.array([])])]))
         #expect(number(0, "req") == "0.0")
@@ -254,8 +255,9 @@ struct EndToEndValueTests {
         let package = try PackageStore.open(at: URL(fileURLWithPath: path))
         let transaction = try package.beginTransaction()
         var written: [[String: Value]] = []
-        let low = Timestamp.earliest.timeIntervalSince1970
-        let high = Timestamp.end.timeIntervalSince1970
+        // Seconds since 2001, as a new document stores them (spec 7.1).
+        let low = Timestamp.earliest.timeIntervalSinceReferenceDate
+        let high = Timestamp.end.timeIntervalSinceReferenceDate
         for _ in 0..<200 {
             var scalars = String.UnicodeScalarView()
             for _ in 0..<below(12) {
@@ -275,7 +277,7 @@ struct EndToEndValueTests {
             let uuid = UUID()
             let values: [String: Value] = [
                 "s": .string(String(scalars)), "i": .integer(Int64(bitPattern: next())), "d": .double(double),
-                "b": .bool(below(2) == 0), "t": .date(Timestamp(timeIntervalSince1970: seconds)),
+                "b": .bool(below(2) == 0), "t": .date(Timestamp(timeIntervalSinceReferenceDate: seconds)),
                 "raw": .data(Data((0..<below(40)).map { _ in UInt8(below(256)) })), "u": .uuid(uuid),
                 "l": try Value(
                     parsing:
@@ -302,9 +304,7 @@ struct EndToEndValueTests {
                 case (.bool(let v), .bool(let r)?): #expect(v == r, "\(context)")
                 case (.date(let v), .string(let r)?):
                     #expect(r == v.description, "\(context)")
-                    #expect(
-                        Timestamp(parsing: r)?.timeIntervalSince1970.bitPattern
-                            == v.timeIntervalSince1970.bitPattern, "\(context)")
+                    #expect(Timestamp(parsing: r) == v, "\(context)")
                 case (.data(let v), .string(let r)?): #expect(Data(base64Encoded: r) == v, "\(context)")
                 case (.uuid(let v), .string(let r)?): #expect(r == v.uuidString.lowercased(), "\(context)")
                 case (.url(let v), .string(let r)?): #expect(r == v.absoluteString, "\(context)")

@@ -108,19 +108,23 @@ import Testing
             let findingsBefore = try PackageVerifier.verify(at: url).findings.map(\.code)
 
             let store = try PackageStore.open(at: url, mode: .readWrite)
-            #expect(store.storeFormatVersion == 3)
-            #expect(store.manifest.formatVersion == 3 && store.manifest.minimumReaderVersion == 2)
+            #expect(store.storeFormatVersion == PackageLayout.formatVersion)
+            #expect(
+                store.manifest.formatVersion == PackageLayout.formatVersion
+                    && store.manifest.minimumReaderVersion == PackageLayout.minimumReaderVersion)
             let documentID = try #require(store.documentID)
             #expect(documentID.uuidString.lowercased().dropFirst(14).first == "4")
             try store.close()
 
             let manifest = try Manifest.read(packagePath: url.path)
-            #expect(manifest.formatVersion == 3 && manifest.minimumReaderVersion == 2)
+            #expect(
+                manifest.formatVersion == PackageLayout.formatVersion
+                    && manifest.minimumReaderVersion == PackageLayout.minimumReaderVersion)
             #expect(try Self.content(url) == before)
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid, "\(report.findings)")
             #expect(report.findings.map(\.code) == findingsBefore)
-            #expect(report.formatVersion == 3)
+            #expect(report.formatVersion == PackageLayout.formatVersion)
 
             // Every record has a version 4 global id, unique in the document.
             let reader = try PackageStore.open(at: url, mode: .readOnly)
@@ -221,7 +225,7 @@ import Testing
             #expect(try Self.content(url) == before)
             let after = try PackageVerifier.verify(at: url)
             #expect(after.isValid && after.findings.isEmpty, "\(after.findings)")
-            #expect(after.formatVersion == 3)
+            #expect(after.formatVersion == PackageLayout.formatVersion)
         }
     }
 
@@ -237,7 +241,7 @@ import Testing
             #expect(report.isValid && report.formatVersion == 1, "\(report.findings)")
             // The lock was released: the next writer upgrades.
             try PackageStore.open(at: url).close()
-            #expect(try PackageVerifier.verify(at: url).formatVersion == 3)
+            #expect(try PackageVerifier.verify(at: url).formatVersion == PackageLayout.formatVersion)
         }
     }
 

@@ -111,7 +111,7 @@ import Testing
             let store = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? store.close() }
             let info = try store.info()
-            #expect(info.formatVersion == 3)
+            #expect(info.formatVersion == PackageLayout.formatVersion)
             #expect(info.schemaFingerprint == store.schema.fingerprint)
             #expect(info.schemaFloor == store.schema.version)
             #expect(info.migrations.isEmpty)
@@ -165,20 +165,22 @@ import Testing
             let documentID = try PackageStore.open(at: url, mode: .readOnly).documentID
 
             let store = try PackageStore.open(at: url, mode: .readWrite)
-            #expect(store.storeFormatVersion == 3)
+            #expect(store.storeFormatVersion == PackageLayout.formatVersion)
             #expect(store.documentID == documentID)
             let info = try store.info()
             #expect(info.schemaFloor == store.schema.version && info.migrations.isEmpty)
             try store.close()
 
             let manifest = try Manifest.read(packagePath: url.path)
-            #expect(manifest.formatVersion == 3 && manifest.minimumReaderVersion == 2)
+            #expect(
+                manifest.formatVersion == PackageLayout.formatVersion
+                    && manifest.minimumReaderVersion == PackageLayout.minimumReaderVersion)
             #expect(try FormatUpgradeTests.content(url) == before)
             #expect(try globalIDs() == ids)
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid, "\(report.findings)")
             #expect(report.findings.map(\.code) == findingsBefore)
-            #expect(report.formatVersion == 3)
+            #expect(report.formatVersion == PackageLayout.formatVersion)
             // A second writer changes nothing.
             let store3 = try Data(contentsOf: url.appendingPathComponent("store.sqlite"))
             try PackageStore.open(at: url).close()
@@ -204,7 +206,7 @@ import Testing
             try PackageStore.open(at: url).close()
             #expect(try FormatUpgradeTests.content(url) == before)
             let after = try PackageVerifier.verify(at: url)
-            #expect(after.isValid && after.formatVersion == 3, "\(after.findings)")
+            #expect(after.isValid && after.formatVersion == PackageLayout.formatVersion, "\(after.findings)")
         }
     }
 

@@ -310,7 +310,8 @@ struct KeysetPagingTests {
                 var paging = query
                 paging.after = RecordQuery.Position(
                     keys: Array(repeating: .value(.text("a")), count: 2 * count), recordID: 1)
-                var compiler = QueryCompiler(mapping: store.mapping, entity: try store.mapping.entity("Item"))
+                var compiler = QueryCompiler(
+                    mapping: store.mapping, entity: try store.mapping.entity("Item"), dateEpoch: .reference)
                 let (sql, _) = try compiler.select(paging, columns: "r._pk")
                 #expect(!sql.hasPrefix("WITH deck_filter"), "\(count) keys")
             }
@@ -334,7 +335,8 @@ struct KeysetPagingTests {
             for (key, ascending, value, seeks) in cases {
                 var query = RecordQuery("Item", sort: [SortKey(key, ascending: ascending)], limit: 10)
                 query.after = RecordQuery.Position(keys: [.value(value)], recordID: 50)
-                var compiler = QueryCompiler(mapping: mapping, entity: try mapping.entity("Item"))
+                var compiler = QueryCompiler(
+                    mapping: mapping, entity: try mapping.entity("Item"), dateEpoch: .reference)
                 let (sql, arguments) = try compiler.select(query, columns: "r._pk")
                 let plan = try store.read { reader in
                     try reader.live().database.prepareAndCollect("EXPLAIN QUERY PLAN " + sql, arguments) {

@@ -356,7 +356,7 @@ struct ManifestAndMetadataTests {
     @Test(arguments: [
         ("format_version", SQLValue?.none, "holds no 'format_version'"),
         ("format_version", .text("1"), "not an integer"),
-        ("format_version", .integer(1), "user_version is 3"),
+        ("format_version", .integer(1), "user_version is \(PackageLayout.formatVersion)"),
         ("schema_version", nil, "holds no 'schema_version'"),
         ("schema_version", .integer(1), "not text"),
         ("schema_version", .text("9.9"), "'9.9'"),

@@ -36,12 +36,15 @@ struct PackageTests {
 
             let db = try rawStore(url)
             #expect(try db.pragma("application_id")?.int64 == 0x4445_434B)
-            #expect(try db.pragma("user_version")?.int64 == 3)
+            #expect(try db.pragma("user_version")?.int64 == 4)
             #expect(try db.pragma("integrity_check") == .text("ok"))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")
                     == .text("org.example.notes"))
-            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(3))
+            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(4))
+            #expect(
+                try db.scalar("SELECT value FROM deck_meta WHERE key = 'date_epoch'") == .integer(978_307_200)
+            )
             // The document id: a canonical, lowercase UUID.
             let documentID = try db.scalar("SELECT value FROM deck_meta WHERE key = 'document_id'")?.string
             #expect(documentID.map { UUID(uuidString: $0)?.uuidString.lowercased() == $0 } == true)
@@ -55,8 +58,8 @@ struct PackageTests {
             #expect(manifestData.last == 0x0A, "the manifest ends with a newline")
             let manifest = try JSONDecoder().decode(Manifest.self, from: manifestData)
             #expect(manifest.format == "org.deck.package")
-            #expect(manifest.formatVersion == 3)
-            #expect(manifest.minimumReaderVersion == 2)
+            #expect(manifest.formatVersion == 4)
+            #expect(manifest.minimumReaderVersion == 4)
             #expect(manifest.contentType == "org.example.notes")
             let object = try JSONSerialization.jsonObject(with: manifestData) as? [String: Any]
             let keys = Set((object ?? [:]).keys)
@@ -252,7 +255,7 @@ struct PackageTests {
             }
             #expect(path == url.path)
             #expect(version == 99)
-            #expect(supported == 3)
+            #expect(supported == PackageLayout.formatVersion)
             #expect(error?.description.contains("upgrade") == true)
         }
     }
@@ -265,13 +268,13 @@ struct PackageTests {
             let url = package.url
             try package.close()
             try Data(
-                #"{"format":"org.deck.package","formatVersion":4,"minimumReaderVersion":2,"contentType":"org.deck.test.flashcards"}"#
+                #"{"format":"org.deck.package","formatVersion":5,"minimumReaderVersion":4,"contentType":"org.deck.test.flashcards"}"#
                     .utf8
             )
             .write(to: url.appendingPathComponent("manifest.json"))
             // A later version's bookkeeping: a deck_ table and deck_meta key this version ignores.
             try rawStore(url).execute(
-                "PRAGMA user_version = 4; UPDATE deck_meta SET value = 4 WHERE key = 'format_version'; "
+                "PRAGMA user_version = 5; UPDATE deck_meta SET value = 5 WHERE key = 'format_version'; "
                     + "CREATE TABLE deck_history(step INTEGER PRIMARY KEY, schema TEXT) STRICT; "
                     + "CREATE INDEX deck_history_schema ON deck_history(schema); "
                     + "INSERT INTO deck_meta VALUES ('schema_later', 'x')")
@@ -280,9 +283,9 @@ struct PackageTests {
             #expect(try reader.count(RecordQuery("Deck")) == 1)
             try reader.close()
             let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
-            if case .tooNew(_, 4, 3) = error {
+            if case .tooNew(_, 5, 4) = error {
             } else {
-                Issue.record("expected tooNew(4, 3), got \(String(describing: error))")
+                Issue.record("expected tooNew(5, 4), got \(String(describing: error))")
             }
             // The exception is for deck_ names only, and only in a newer store.
             try rawStore(url).execute("CREATE TABLE planted(x)")
@@ -293,7 +296,7 @@ struct PackageTests {
                 Issue.record("expected corrupt, got \(String(describing: planted))")
             }
             try rawStore(url).execute(
-                "DROP TABLE planted; PRAGMA user_version = 3; UPDATE deck_meta SET value = 3 WHERE key = 'format_version'"
+                "DROP TABLE planted; PRAGMA user_version = 4; UPDATE deck_meta SET value = 4 WHERE key = 'format_version'"
             )
             let current = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = current {
@@ -393,7 +396,7 @@ struct PackageTests {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
-            try rawStore(url).execute("PRAGMA user_version = 3; DELETE FROM deck_meta WHERE key = 'schema';")
+            try rawStore(url).execute("PRAGMA user_version = 4; DELETE FROM deck_meta WHERE key = 'schema';")
             error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("schema"))

@@ -7,7 +7,16 @@ import Testing
 /// Dates (spec 7.4): the canonical text, the grammar the parser accepts, the range, and that
 /// printing and parsing are exact inverses.
 @Suite struct ValueFormattingTests {
-    private func seconds(_ text: String) -> Double? { Timestamp(parsing: text)?.timeIntervalSince1970 }
+    /// The binary64 nearest to a date text in seconds since 1970 (the epoch of documents before
+    /// format 4, and of the text's numbers).
+    private func seconds(_ text: String) -> Double? {
+        guard case .success(let timestamp) = Timestamp.parse(text, epoch: .unix) else { return nil }
+        return timestamp.seconds
+    }
+    /// The same in seconds since 2001, the epoch of a new document.
+    private func referenceSeconds(_ text: String) -> Double? {
+        Timestamp(parsing: text).map { $0.epoch == .reference ? $0.seconds : .nan }
+    }
 
     @Test func canonicalTextMatchesFoundationsCalendarFields() {
         let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)

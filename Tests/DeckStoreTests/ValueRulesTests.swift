@@ -126,7 +126,8 @@ struct ValueRulesTests {
             #expect(r.sign == .plus && r == 0)
         }
         // And a date of -0.0.
-        guard case .real(let t) = try stored("t", .date(Timestamp(timeIntervalSince1970: -0.0))).cell else {
+        guard case .real(let t) = try stored("t", .date(Timestamp(timeIntervalSinceReferenceDate: -0.0))).cell
+        else {
             Issue.record("not a REAL")
             return
         }

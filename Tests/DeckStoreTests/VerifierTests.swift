@@ -378,7 +378,7 @@ struct VerifierTests {
 
             try FileManager.default.removeItem(at: store)
             try saved.write(to: store)
-            try rawStore(url).execute("PRAGMA user_version = 4")
+            try rawStore(url).execute("PRAGMA user_version = \(PackageLayout.formatVersion + 1)")
             expectOnly(try PackageVerifier.verify(at: url), "store-metadata", .corruption)
         }
     }

@@ -382,7 +382,8 @@ final class MigrationExecutor {
         try connection.begin()
         let next = StoreConnection(
             url: connection.url, manifest: connection.manifest, schema: new, mapping: newMapping,
-            database: database, formatVersion: PackageLayout.formatVersion, isWriter: true)
+            database: database, formatVersion: PackageLayout.formatVersion, dateEpoch: connection.dateEpoch,
+            isWriter: true)
         do {
             if let willMigrate = stage?.willMigrate {
                 let transaction = StoreTransaction(connection: connection, store: store, isLong: false)
@@ -721,7 +722,7 @@ final class MigrationExecutor {
         let value = attribute.initialValue()
         guard !value.isNull else { return nil }
         do {
-            return try value.sqlValue(for: attribute)
+            return try value.sqlValue(for: attribute, epoch: connection.dateEpoch)
         } catch {
             throw refuse(entity, attribute.name, "its default cannot be stored: \(error.description)")
         }
@@ -946,7 +947,8 @@ final class MigrationExecutor {
             let rows = try database.rows("SELECT _pk, \(quote(attribute)) FROM \(quote(table))\(family)")
             for row in rows {
                 guard let id = row[0].int64 else { continue }
-                result[id] = Value(sql: row[1], attribute: definition) { digest in
+                result[id] = Value(sql: row[1], attribute: definition, epoch: connection.dateEpoch) {
+                    digest in
                     (try? self.database.scalar(
                         "SELECT size FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??.int64
                         ?? 0

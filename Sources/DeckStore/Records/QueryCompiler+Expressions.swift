@@ -313,7 +313,8 @@ extension QueryCompiler {
     ) throws(DeckError) -> Operand {
         let sqlValue: SQLValue
         do {
-            sqlValue = try value.sqlValue(for: Attribute(property ?? "value", type, isOptional: true))
+            sqlValue = try value.sqlValue(
+                for: Attribute(property ?? "value", type, isOptional: true), epoch: dateEpoch)
         } catch {
             throw DeckError.invalidValue(
                 entity: entity.name, property: property ?? text, reason: error.description)

@@ -17,6 +17,8 @@ import Foundation
 struct QueryCompiler {
     let mapping: SchemaMapping
     let entity: EntityMapping
+    /// The instant the store's dates count from: date literals are encoded as its numbers.
+    let dateEpoch: DateEpoch
     /// The column of the records' global ids, when the store has them (format 2).
     var globalIDColumn: String?
     var joins: [Join] = []
@@ -38,9 +40,10 @@ struct QueryCompiler {
     /// (SQLite resolves them inside the expression that refers to them): SQLite allows 1,000.
     static let heightBudget = 900
 
-    init(mapping: SchemaMapping, entity: EntityMapping) {
+    init(mapping: SchemaMapping, entity: EntityMapping, dateEpoch: DateEpoch) {
         self.mapping = mapping
         self.entity = entity
+        self.dateEpoch = dateEpoch
     }
 
     /// A `LEFT JOIN` for one relationship step, the join its `ON` clause refers to, and the

@@ -31,6 +31,8 @@ package final class RowCursor {
     private let statement: Statement
     private let readsGlobalIDs: Bool
     private let blobSize: (Digest) -> Int64
+    /// The instant the store's dates count from (spec 4.2).
+    private let dateEpoch: DateEpoch
     /// The result columns that hold the terms of the order, when the query reads positions.
     private let positionColumns: Range<Int>?
     /// The result columns of the sort keys and their directions, when the caller orders the rows
@@ -39,8 +41,10 @@ package final class RowCursor {
 
     init(
         statement: Statement, readsGlobalIDs: Bool, positionColumns: Range<Int>? = nil,
-        sortColumns: [(column: Int32, ascending: Bool)]? = nil, blobSize: @escaping (Digest) -> Int64
+        sortColumns: [(column: Int32, ascending: Bool)]? = nil, dateEpoch: DateEpoch,
+        blobSize: @escaping (Digest) -> Int64
     ) {
+        self.dateEpoch = dateEpoch
         self.statement = statement
         self.readsGlobalIDs = readsGlobalIDs
         self.positionColumns = positionColumns
@@ -116,7 +120,7 @@ package final class RowCursor {
         let reader = readers[cell]
         let raw = statement.value(at: reader.column)
         guard let type = reader.type else { return raw.int64.map(Value.reference) ?? .null }
-        return Value(sql: raw, type: type, blobSize: blobSize)
+        return Value(sql: raw, type: type, epoch: dateEpoch, blobSize: blobSize)
     }
 
     /// The legacy value (spec 7.7) cell `cell` holds, described for messages; nil when it holds
@@ -172,7 +176,7 @@ package final class RowCursor {
     package func date(_ cell: Int) -> Timestamp? {
         guard let column = column(cell, .date, SQLITE_FLOAT) else { return nil }
         let seconds = sqlite3_column_double(statement.handle, column)
-        let timestamp = Timestamp(timeIntervalSince1970: seconds == 0 ? 0 : seconds)
+        let timestamp = Timestamp(seconds: seconds, epoch: dateEpoch)
         return timestamp.isStorable ? timestamp : nil
     }
 

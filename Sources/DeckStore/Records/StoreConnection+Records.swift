@@ -108,7 +108,7 @@ extension StoreConnection {
                     cell = try store(value, for: mapping.attributes[index], of: mapping)
                 } else {
                     do throws(ValueError) {
-                        cell = try value.sqlValue(for: type, isOptional: isOptional)
+                        cell = try value.sqlValue(for: type, isOptional: isOptional, epoch: dateEpoch)
                     } catch {
                         throw DeckError.invalidValue(
                             entity: mapping.name, property: mapping.attributes[index].name,
@@ -316,7 +316,8 @@ extension StoreConnection {
     {
         guard attribute.type == .data else {
             do {
-                return try value.sqlValue(for: attribute.type, isOptional: attribute.isOptional)
+                return try value.sqlValue(
+                    for: attribute.type, isOptional: attribute.isOptional, epoch: dateEpoch)
             } catch {
                 throw DeckError.invalidValue(
                     entity: mapping.name, property: attribute.name, reason: error.description)
@@ -671,7 +672,7 @@ extension StoreConnection {
             let cursor = RowCursor(
                 statement: statement, readsGlobalIDs: formatVersion >= 2,
                 positionColumns: query.readsPositions ? columns.count..<statement.columnCount : nil,
-                sortColumns: sortColumns, blobSize: blobSize)
+                sortColumns: sortColumns, dateEpoch: dateEpoch, blobSize: blobSize)
             var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
             var first = true
             while try statement.step() {
@@ -778,7 +779,7 @@ extension StoreConnection {
             String, [SQLValue]
         )
     {
-        var compiler = QueryCompiler(mapping: self.mapping, entity: mapping)
+        var compiler = QueryCompiler(mapping: self.mapping, entity: mapping, dateEpoch: dateEpoch)
         return try compiler.select(query, columns: columns)
     }
 

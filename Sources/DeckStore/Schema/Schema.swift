@@ -229,8 +229,12 @@ extension StoreSchema {
         public var type: AttributeType
         /// Whether the attribute may be null.
         public var isOptional: Bool
-        /// The value a new record gets when none is given.
-        public var defaultValue: Value?
+        /// The value a new record gets when none is given. A date default is kept as the schema
+        /// writes it, seconds since 1970 (spec 5.4): one given as another timestamp becomes the
+        /// nearest such number.
+        public var defaultValue: Value? {
+            didSet { defaultValue = defaultValue.map(Self.schemaForm) }
+        }
         /// A default computed at each insert instead of a fixed ``defaultValue`` (schema member
         /// `dynamicDefault`; a reader that predates it ignores it and has no default).
         public var dynamicDefault: DynamicDefault?
@@ -240,6 +244,12 @@ extension StoreSchema {
         public var externalThreshold: Int?
         /// The attribute's name in the previous schema version, when renamed.
         public var originalName: String?
+
+        /// A default as the schema holds it: a date as seconds since 1970 (spec 5.4).
+        private static func schemaForm(_ value: Value) -> Value {
+            guard case .date(let timestamp) = value, timestamp.epoch != .unix else { return value }
+            return .date(Timestamp(timeIntervalSince1970: timestamp.timeIntervalSince1970))
+        }
 
         /// The spec's default threshold for external storage: 64 KiB.
         public static let defaultExternalThreshold = 65_536
@@ -252,7 +262,7 @@ extension StoreSchema {
             self.name = name
             self.type = type
             self.isOptional = isOptional
-            self.defaultValue = defaultValue
+            self.defaultValue = defaultValue.map(Self.schemaForm)
             self.dynamicDefault = dynamicDefault
             self.options = options
             self.externalThreshold = externalThreshold
@@ -267,9 +277,10 @@ extension StoreSchema {
         func initialValue() -> Value {
             if let defaultValue { return defaultValue }
             if dynamicDefault == .now {
-                // To the millisecond, like the package's own times: it prints as ….123Z.
-                return .date(
-                    Timestamp(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000))
+                // To the millisecond, like the package's own times: it prints as ….123Z (in a
+                // document counting from 2001; one counting from 1970 stores the nearest number).
+                let milliseconds = (Date().timeIntervalSinceReferenceDate * 1000).rounded()
+                return .date(Timestamp(timeIntervalSinceReferenceDate: milliseconds / 1000))
             }
             return .null
         }
@@ -288,7 +299,7 @@ extension StoreSchema {
                 return "a json default of null would store no value; omit the default instead"
             }
             do {
-                _ = try value.sqlValue(for: self)
+                _ = try value.sqlValue(for: self, epoch: .unix)
             } catch {
                 return "default value: \(error)"
             }

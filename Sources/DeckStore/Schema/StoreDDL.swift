@@ -258,14 +258,17 @@ extension Value {
     /// error for a value the type cannot hold (NaN, infinities, dates outside 0000–9999, decimals
     /// beyond their limits, invalid JSON, relative URLs). External data is handled by the caller;
     /// here `.data` is always inline.
-    func sqlValue(for attribute: Attribute) throws(ValueError) -> SQLValue {
-        try sqlValue(for: attribute.type, isOptional: attribute.isOptional)
+    func sqlValue(for attribute: Attribute, epoch: DateEpoch) throws(ValueError) -> SQLValue {
+        try sqlValue(for: attribute.type, isOptional: attribute.isOptional, epoch: epoch)
     }
 
     /// The SQL value that stores this value in a column of attribute type `type` (which may
     /// hold null when `isOptional`): the attribute's two properties that decide it, taken apart so
-    /// that a caller on an insert's path copies no attribute.
-    func sqlValue(for type: AttributeType, isOptional: Bool) throws(ValueError) -> SQLValue {
+    /// that a caller on an insert's path copies no attribute. A date is stored as seconds since
+    /// `epoch`, the document's (spec 4.2, 7.1): the number itself when it counts from that epoch,
+    /// else the binary64 nearest to the instant; a number given for a date is seconds since 1970.
+    func sqlValue(for type: AttributeType, isOptional: Bool, epoch: DateEpoch) throws(ValueError) -> SQLValue
+    {
         func mismatch() -> ValueError {
             ValueError(
                 text: description, type: type,
@@ -280,14 +283,14 @@ extension Value {
             guard v.isFinite else { throw refuse(String(v), "a finite number") }
             return .real(v == 0 ? 0 : v)
         }
-        func date(_ seconds: Double) throws(ValueError) -> SQLValue {
-            let timestamp = Timestamp(timeIntervalSince1970: seconds)
+        func date(_ given: Timestamp) throws(ValueError) -> SQLValue {
+            let timestamp = Timestamp(seconds: given.seconds(in: epoch), epoch: epoch)
             if let problem = timestamp.rangeProblem {
                 throw refuse(
-                    timestamp.description,
+                    given.description,
                     "a date from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z (this one is \(problem))")
             }
-            return .real(seconds == 0 ? 0 : seconds)
+            return .real(timestamp.seconds)
         }
         switch (self, type) {
         case (.null, _): return .null
@@ -296,7 +299,7 @@ extension Value {
         case (.integer(let v), .double): return .real(Double(v))
         case (.double(let v), .double): return try finite(v)
         case (.bool(let v), .bool): return .integer(v ? 1 : 0)
-        case (.date(let v), .date): return try date(v.timeIntervalSince1970)
+        case (.date(let v), .date): return try date(v)
         case (.data(let v), .data): return .blob(v)
         case (.uuid(let v), .uuid): return .text(v.uuidString.lowercased())
         case (.url(let v), .url):
@@ -321,8 +324,8 @@ extension Value {
                 throw refuse(String(v), "a decimal with \(problem)")
             }
             return .text(number.plainText)
-        case (.integer(let v), .date): return try date(Double(v))
-        case (.double(let v), .date): return try date(v)
+        case (.integer(let v), .date): return try date(Timestamp(timeIntervalSince1970: Double(v)))
+        case (.double(let v), .date): return try date(Timestamp(timeIntervalSince1970: v))
         case (.double(let v), .integer) where v == v.rounded() && abs(v) < 9.2e18: return .integer(Int64(v))
         case (.json(let v), .json):
             // A document that is not JSON is refused, not stored; JSON null is no value.
@@ -342,7 +345,8 @@ extension Value {
             }
             return .text(v)
         case (.string(let v), _) where type != .data:
-            return try Value(parsing: v, as: type).sqlValue(for: type, isOptional: isOptional)
+            return try Value(parsing: v, as: type, epoch: epoch).sqlValue(
+                for: type, isOptional: isOptional, epoch: epoch)
         default: throw mismatch()
         }
     }
@@ -350,11 +354,12 @@ extension Value {
     /// Decodes a column value of `attribute` (inline values; external ones are `.blob`). A cell
     /// that breaks its type's encoding (spec 7.1) reads as the case of its storage class, holding
     /// the cell as it is.
-    init(sql: SQLValue, attribute: Attribute, blobSize: (Digest) -> Int64) {
-        self.init(sql: sql, type: attribute.type, blobSize: blobSize)
+    /// A date cell is seconds since `epoch`, the document's (spec 4.2, 7.1).
+    init(sql: SQLValue, attribute: Attribute, epoch: DateEpoch, blobSize: (Digest) -> Int64) {
+        self.init(sql: sql, type: attribute.type, epoch: epoch, blobSize: blobSize)
     }
 
-    init(sql: SQLValue, type: AttributeType, blobSize: (Digest) -> Int64) {
+    init(sql: SQLValue, type: AttributeType, epoch: DateEpoch, blobSize: (Digest) -> Int64) {
         switch (sql, type) {
         case (.null, _): self = .null
         case (.text(let v), .string): self = .string(v)
@@ -365,8 +370,8 @@ extension Value {
         // A number outside the range, infinities included, is a legacy date (spec 7.7), read
         // exactly. (SQLite stores no NaN.)
         case (.real(let v), .date) where !v.isNaN:
-            self = .date(Timestamp(timeIntervalSince1970: v == 0 ? 0 : v))
-        case (.integer(let v), .date): self = .date(Timestamp(timeIntervalSince1970: Double(v)))
+            self = .date(Timestamp(seconds: v, epoch: epoch))
+        case (.integer(let v), .date): self = .date(Timestamp(seconds: Double(v), epoch: epoch))
         case (.blob(let v), .data): self = .data(v)
         case (.text(let v), .data):
             if let digest = Digest(hex: v) {

@@ -1,64 +1,158 @@
 import Foundation
 
-/// A date as a package stores it: seconds since 1970-01-01T00:00:00Z as an IEEE 754 binary64,
-/// exactly (spec 7.1, 7.4).
+/// The instant from which a document counts its dates' seconds (spec 4.2 `date_epoch`, 7.1).
 ///
-/// Foundation's `Date` counts from 2001, so converting a stored value to a `Date` and back can
-/// move it by one unit in the last place near 1970; a `Timestamp` keeps the stored number as it
-/// is, and its text form (``description``) parses back (``init(parsing:)``) to the identical
-/// number. Build one from a `Date` with ``init(_:)``, or write `Value.date(someDate)`.
+/// Format versions 1 to 3 count from 1970; a new version 4 document counts from 2001, Foundation's
+/// reference date, so that every `Date` is stored as its own binary64, exactly. A document upgraded
+/// to version 4 counts from 2001 only when every date it holds converts exactly (spec 12.8).
+package enum DateEpoch: Int64, Sendable, CaseIterable {
+    /// 1970-01-01T00:00:00Z.
+    case unix = 0
+    /// 2001-01-01T00:00:00Z, Foundation's reference date: 978,307,200 seconds after 1970.
+    case reference = 978_307_200
+
+    /// How messages name it.
+    package var name: String { self == .unix ? "1970-01-01T00:00:00Z" : "2001-01-01T00:00:00Z" }
+}
+
+/// A date as a package stores it: a binary64 number of seconds since the document's epoch
+/// (1970-01-01 or 2001-01-01, spec 4.2, 7.1, 7.4), exactly.
+///
+/// A `Timestamp` keeps the stored number and the epoch it counts from, so nothing is lost between
+/// the store and memory: a Foundation `Date` (seconds since 2001) becomes one with ``init(_:)``
+/// and comes back with ``date`` bit for bit, and a number a format-3 document holds (seconds since
+/// 1970) stays that number. Two timestamps are equal when they stand for the same instant,
+/// whatever their epochs. The text form (``description``) parses back (``init(parsing:)``) to the
+/// identical number.
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// Seconds since 1970-01-01T00:00:00Z.
-    public var timeIntervalSince1970: Double
+    /// The stored binary64: seconds since ``epoch``.
+    package let seconds: Double
+    /// The instant ``seconds`` counts from.
+    package let epoch: DateEpoch
 
+    /// The number `seconds` as a document whose dates count from `epoch` stores it (`-0.0` is `0.0`).
+    package init(seconds: Double, epoch: DateEpoch) {
+        self.seconds = seconds == 0 ? 0 : seconds
+        self.epoch = epoch
+    }
+
+    /// The instant `timeIntervalSince1970` seconds after 1970-01-01T00:00:00Z, as that number.
     public init(timeIntervalSince1970: Double) {
-        self.timeIntervalSince1970 = timeIntervalSince1970
+        self.init(seconds: timeIntervalSince1970, epoch: .unix)
     }
 
-    /// The instant `date` stands for, as seconds since 1970.
+    /// The instant `timeIntervalSinceReferenceDate` seconds after 2001-01-01T00:00:00Z, as that
+    /// number.
+    public init(timeIntervalSinceReferenceDate: Double) {
+        self.init(seconds: timeIntervalSinceReferenceDate, epoch: .reference)
+    }
+
+    /// The instant `date` stands for, exactly (a `Date` counts seconds since 2001).
     public init(_ date: Date) {
-        self.timeIntervalSince1970 = date.timeIntervalSince1970
+        self.init(seconds: date.timeIntervalSinceReferenceDate, epoch: .reference)
     }
 
-    /// The instant as a Foundation `Date` (within a unit in the last place).
-    public var date: Date { Date(timeIntervalSince1970: timeIntervalSince1970) }
+    /// Seconds since 1970-01-01T00:00:00Z: the stored number when the timestamp counts from 1970,
+    /// else the binary64 nearest to the instant.
+    public var timeIntervalSince1970: Double { seconds(in: .unix) }
+
+    /// Seconds since 2001-01-01T00:00:00Z: the stored number when the timestamp counts from 2001,
+    /// else the binary64 nearest to the instant.
+    public var timeIntervalSinceReferenceDate: Double { seconds(in: .reference) }
+
+    /// The instant as a Foundation `Date`: exact for a timestamp that counts from 2001 (every date a
+    /// version 4 document stores, unless it was upgraded with older dates), else the nearest `Date`.
+    public var date: Date { Date(timeIntervalSinceReferenceDate: timeIntervalSinceReferenceDate) }
+
+    /// The binary64 nearest to this instant in seconds since `target` (the number itself when it
+    /// counts from `target`): one correctly rounded addition of two exact numbers.
+    package func seconds(in target: DateEpoch) -> Double {
+        guard target != epoch, seconds.isFinite else { return seconds }
+        let converted = seconds + Double(epoch.rawValue - target.rawValue)
+        return converted == 0 ? 0 : converted
+    }
+
+    /// Whether ``seconds(in:)`` is this very instant, with no rounding (always for its own epoch).
+    package func isExact(in target: DateEpoch) -> Bool {
+        guard target != epoch, seconds.isFinite else { return true }
+        return Self.twoSum(seconds, Double(epoch.rawValue - target.rawValue)).error == 0
+    }
+
+    /// The same instant counted from `target`, when that epoch's binary64 holds it exactly.
+    package func exactly(in target: DateEpoch) -> Timestamp? {
+        isExact(in: target) ? Timestamp(seconds: seconds(in: target), epoch: target) : nil
+    }
+
+    /// `a + b` rounded, and what the rounding left out (Knuth's TwoSum: exact for finite sums).
+    private static func twoSum(_ a: Double, _ b: Double) -> (sum: Double, error: Double) {
+        let sum = a + b
+        let bPart = sum - a
+        let aPart = sum - bPart
+        return (sum, (a - aPart) + (b - bPart))
+    }
+
+    /// The instant exactly, as seconds since 2001 in two binary64s (`high` the nearest, `low` the
+    /// rest), so that timestamps of either epoch compare and hash by the instant alone.
+    private var instant: (high: Double, low: Double) {
+        guard epoch == .unix, seconds.isFinite else { return (seconds, 0) }
+        let (sum, error) = Self.twoSum(seconds, -Double(DateEpoch.reference.rawValue))
+        return (sum == 0 ? 0 : sum, error == 0 ? 0 : error)
+    }
+
+    public static func == (a: Timestamp, b: Timestamp) -> Bool {
+        let (x, y) = (a.instant, b.instant)
+        return x.high == y.high && x.low == y.low
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = instant
+        hasher.combine(high)
+        hasher.combine(low)
+    }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool {
+        let (x, y) = (a.instant, b.instant)
+        return x.high < y.high || (x.high == y.high && x.low < y.low)
+    }
 
     /// The first storable instant: 0000-01-01T00:00:00Z (proleptic Gregorian).
     public static let earliest = Timestamp(timeIntervalSince1970: -62_167_219_200)
     /// The end of the storable range, itself excluded: 10000-01-01T00:00:00Z.
     public static let end = Timestamp(timeIntervalSince1970: 253_402_300_800)
 
+    /// The first storable instant and the end of the range in seconds since `epoch` (whole
+    /// numbers, exact in binary64).
+    package static func range(in epoch: DateEpoch) -> (earliest: Int64, end: Int64) {
+        (-62_167_219_200 - epoch.rawValue, 253_402_300_800 - epoch.rawValue)
+    }
+
     /// Whether a package can store this instant: finite, from 0000-01-01T00:00:00Z up to but
     /// excluding 10000-01-01T00:00:00Z.
     public var isStorable: Bool {
-        timeIntervalSince1970 >= Self.earliest.timeIntervalSince1970
-            && timeIntervalSince1970 < Self.end.timeIntervalSince1970
-    }
-
-    public static func < (a: Timestamp, b: Timestamp) -> Bool {
-        a.timeIntervalSince1970 < b.timeIntervalSince1970
+        let (earliest, end) = Self.range(in: epoch)
+        return seconds >= Double(earliest) && seconds < Double(end)
     }
 
     /// Why this instant cannot be stored, or nil.
     var rangeProblem: String? {
-        if timeIntervalSince1970.isNaN { return "not a number" }
-        if !timeIntervalSince1970.isFinite { return "infinite" }
+        if seconds.isNaN { return "not a number" }
+        if !seconds.isFinite { return "infinite" }
         if !isStorable { return "outside the years 0000 to 9999" }
         return nil
     }
 
     /// The canonical text (spec 7.4): ISO 8601 in UTC, `YYYY-MM-DDTHH:MM:SS.fffZ`, with at least
-    /// three fractional digits and as many more as it takes to give back this exact number.
-    /// Outside the storable range it is the number of seconds, as Swift prints it.
+    /// three fractional digits and as many more as it takes to give back this exact number in its
+    /// epoch. Outside the storable range it is the number of seconds since 1970, as Swift prints it.
     public var description: String {
-        let seconds = timeIntervalSince1970
-        guard isStorable else { return seconds.description }
+        guard isStorable else { return timeIntervalSince1970.description }
         // Most dates are whole milliseconds: one multiplication and a check that it is exact.
         // (In range, one unit in the last place is below 0.1 ms, so at most one three-digit
         // fraction converts to this number, and it is the shortest one padded to three digits.)
         let milliseconds = (seconds * 1000).rounded()
         if milliseconds / 1000 == seconds {
-            let (days, dayMilliseconds) = Int64(milliseconds).floorDivided(by: 86_400_000)
+            let (days, dayMilliseconds) = (Int64(milliseconds) + epoch.rawValue * 1000).floorDivided(
+                by: 86_400_000)
             var fraction = [UInt8]()
             var rest = dayMilliseconds % 1000
             for _ in 0..<3 {
@@ -67,12 +161,13 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
             }
             return Self.format(days: days, secondOfDay: dayMilliseconds / 1000, fraction: fraction)
         }
-        // Otherwise the exact decimal of the shortest text that converts back to this number.
+        // Otherwise the exact decimal of the shortest text that converts back to this number, moved
+        // to 1970 by adding the epoch's whole seconds to its floor.
         guard let exact = DecimalNumber(shortest: seconds), let (floor, digits) = exact.floorAndFraction
-        else { return seconds.description }
+        else { return timeIntervalSince1970.description }
         var fraction = digits
         while fraction.count < 3 { fraction.append(UInt8(ascii: "0")) }
-        let (days, secondOfDay) = floor.floorDivided(by: 86_400)
+        let (days, secondOfDay) = (floor + epoch.rawValue).floorDivided(by: 86_400)
         return Self.format(days: days, secondOfDay: secondOfDay, fraction: fraction)
     }
 
@@ -151,43 +246,51 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Parses a date in the text forms of spec 7.4: ISO 8601 (`2026-11-30`,
     /// `2026-11-30T10:00:00.25Z`, `2026-11-30 11:00+01:00`, …) or seconds since 1970 as a decimal
-    /// number. The exact value the text denotes is converted once to the nearest binary64; it
-    /// must be storable. Returns nil when the text is not a date.
+    /// number. The exact value the text denotes is converted once to the nearest binary64 of
+    /// seconds since 2001, the epoch of a new document; it must be storable. Returns nil when the
+    /// text is not a date.
     public init?(parsing text: String) {
-        guard case .success(let timestamp) = Self.parse(text) else { return nil }
+        guard case .success(let timestamp) = Self.parse(text, epoch: .reference) else { return nil }
         self = timestamp
     }
 
-    static func parse(_ text: String) -> Result<Timestamp, ParseFailure> {
+    /// Parses `text` (spec 7.4) into the binary64 nearest to it in seconds since `epoch`: the
+    /// exact instant the text denotes, rounded once.
+    static func parse(_ text: String, epoch: DateEpoch) -> Result<Timestamp, ParseFailure> {
         let exact: (floor: Int64, fraction: [UInt8])
         switch parseISO8601(text) {
         case .success(let value): exact = value
         case .failure(.syntax):
             // Seconds since 1970, as a decimal number.
             guard let number = DecimalNumber(text) else { return .failure(.syntax) }
-            let seconds = number.double
-            return checked(seconds, text: text)
+            guard epoch != .unix, let split = number.floorAndFraction else {
+                // Counted from 1970, or far outside the range (the check below refuses it).
+                return checked(number.double, epoch: epoch, text: text)
+            }
+            exact = split
         case .failure(let failure): return .failure(failure)
         }
-        var decimal = String(exact.floor)
+        // The exact number of seconds since the epoch: the epoch's whole seconds off the floor.
+        let floor = exact.floor - epoch.rawValue
+        var decimal = String(floor)
         if !exact.fraction.isEmpty {
             // floor + 0.fraction, written as one decimal number.
-            if exact.floor >= 0 {
+            if floor >= 0 {
                 decimal += "." + String(decoding: exact.fraction, as: UTF8.self)
             } else {
                 let complement = Self.complement(exact.fraction)
                 let number = DecimalNumber(
-                    isNegative: false, digits: Array(String(-exact.floor - 1).utf8) + complement,
+                    isNegative: false, digits: Array(String(-floor - 1).utf8) + complement,
                     exponent: -complement.count)
                 decimal = "-" + number.scientificText
             }
         }
         guard let seconds = Double(decimal) else { return .failure(.syntax) }
-        if seconds >= end.timeIntervalSince1970 {
+        if seconds >= Double(range(in: epoch).end) {
             // 9999-12-31T23:59:59.99999999Z: in the calendar's range, but it rounds up to the end.
             return .failure(.range("rounds up to 10000-01-01T00:00:00Z, past the last storable instant"))
         }
-        return checked(seconds, text: text)
+        return checked(seconds, epoch: epoch, text: text)
     }
 
     /// `1 - 0.digits` as as many digits (the input has no trailing zeros).
@@ -200,8 +303,10 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         return out
     }
 
-    private static func checked(_ seconds: Double, text: String) -> Result<Timestamp, ParseFailure> {
-        let timestamp = Timestamp(timeIntervalSince1970: seconds == 0 ? 0 : seconds)
+    private static func checked(_ seconds: Double, epoch: DateEpoch, text: String) -> Result<
+        Timestamp, ParseFailure
+    > {
+        let timestamp = Timestamp(seconds: seconds, epoch: epoch)
         if let problem = timestamp.rangeProblem {
             return .failure(.range(problem))
         }

@@ -137,7 +137,17 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// characters converted); JSON as one JSON value. Refused: NaN, infinities and numbers that
     /// round to them, dates outside the years 0000–9999, decimals beyond 38 significant digits.
     /// The text `null` is not special here.
+    /// A date becomes the binary64 nearest to it in seconds since 2001, as a new document stores
+    /// it.
     public init(parsing text: String, as type: StoreSchema.AttributeType) throws(ValueError) {
+        try self.init(parsing: text, as: type, epoch: .reference)
+    }
+
+    /// Parses `text` as ``init(parsing:as:)`` does, a date into the binary64 nearest to it in
+    /// seconds since `epoch` (the epoch of the document it is for, spec 7.4).
+    package init(parsing text: String, as type: StoreSchema.AttributeType, epoch: DateEpoch)
+        throws(ValueError)
+    {
         func fail(_ expected: String) -> ValueError { ValueError(text: text, type: type, expected: expected) }
         switch type {
         case .string: self = .string(text)
@@ -169,7 +179,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
             default: throw fail("true or false")
             }
         case .date:
-            switch Timestamp.parse(text) {
+            switch Timestamp.parse(text, epoch: epoch) {
             case .success(let timestamp): self = .date(timestamp)
             case .failure(.syntax):
                 throw fail(
@@ -245,9 +255,10 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
             }
             self = .integer(v)
         case (.number(let text), .double), (.number(let text), .decimal), (.number(let text), .date):
-            // The number's exact text: the same rules as text values.
-            self = try Value(parsing: text, as: type)
-        case (.string(let s), _): self = try Value(parsing: s, as: type)
+            // The number's exact text: the same rules as text values (a date as seconds since 1970,
+            // the schema's own form, spec 5.4).
+            self = try Value(parsing: text, as: type, epoch: .unix)
+        case (.string(let s), _): self = try Value(parsing: s, as: type, epoch: .unix)
         case (_, .json): self = .json(json.jsonText)
         default: throw fail("\(type.article) \(type.rawValue) value")
         }
@@ -262,7 +273,8 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
         // The shortest text that converts back to the same binary64.
         case .double(let v): .number(v == 0 ? "0" : v.description)
         case .bool(let v): .bool(v)
-        // Seconds since 1970 as a number: exact, like the stored REAL.
+        // Seconds since 1970 as a number: exact for the schema's dates (``StoreSchema/Attribute``
+        // keeps them so).
         case .date(let v): .number(v.timeIntervalSince1970 == 0 ? "0" : v.timeIntervalSince1970.description)
         case .data(let v): .string(v.base64EncodedString())
         default: .string(description)

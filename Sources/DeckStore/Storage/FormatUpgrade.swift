@@ -5,14 +5,15 @@ import Foundation
 #endif
 
 /// Upgrades a package of an older format version to the current one when a writer opens it
-/// (spec: sections 12.2 and 12.5). Readers never upgrade: they read an older package as it is.
+/// (spec: sections 12.2, 12.5 and 12.8). Readers never upgrade: they read an older package as it
+/// is.
 ///
 /// In this order:
 ///
-/// 1. The manifest is rewritten (`formatVersion` 3, `minimumReaderVersion` 2) through a file in
+/// 1. The manifest is rewritten (`formatVersion` 4, `minimumReaderVersion` 4) through a file in
 ///    `tmp/` that is flushed and renamed into place. It goes first so that it never claims less
-///    than the store needs: a version 1 reader that opens the package from then on is told it is
-///    too new, never that it is corrupt.
+///    than the store needs: an older reader that opens the package from then on is told it is
+///    too new, never that it is corrupt (or, for version 3, reads no date 31 years off).
 /// 2. The store is upgraded in one SQLite transaction, from whichever version it is at:
 ///    - from version 1, each entity table is rebuilt with an `AUTOINCREMENT` key and a `_gid`
 ///      column (every row gets 16 random bytes, a version 4 UUID), keeping every row's key and
@@ -21,13 +22,16 @@ import Foundation
 ///      `deck_meta` gets a `document_id`;
 ///    - from version 1 or 2, the schema-evolution bookkeeping is added: the empty `deck_migration`
 ///      table, and `deck_meta`'s `schema_fingerprint` and `schema_floor` (the schema's version);
+///    - from version 1, 2 or 3, the dates: counted from 2001 from then on when every stored date
+///      converts exactly, from 1970 as they are otherwise (``convertDates(_:mapping:)``), and
+///      `deck_meta`'s `date_epoch` says which;
 ///
-///    then `format_version` and `user_version` become 3, and before committing the store's
-///    objects are compared with those version 3 derives.
+///    then `format_version` and `user_version` become 4, and before committing the store's
+///    objects are compared with those version 4 derives.
 ///
-/// A kill at any moment leaves the old package, one whose manifest says 3 over a store of the
+/// A kill at any moment leaves the old package, one whose manifest says 4 over a store of the
 /// old version (read by that version's rules; the next writer finishes the upgrade), or a
-/// version 3 package. Each of them verifies.
+/// version 4 package. Each of them verifies.
 enum FormatUpgrade {
     /// Brings the package at `packagePath`, whose writer holds `db` in WAL mode and the writer
     /// lock, to the current version. Returns the manifest as it now is; does nothing for a
@@ -108,6 +112,15 @@ enum FormatUpgrade {
                         [.text(key), value])
                 }
             }
+            if version < 4 {
+                // Dates: counted from 2001 from now on when every one converts exactly, else
+                // from 1970 as they are (spec 12.8). A version 3 writer adds no such key.
+                let epoch = try convertDates(db, mapping: mapping)
+                try db.run(
+                    "INSERT INTO deck_meta(key, value) VALUES ('date_epoch', ?) "
+                        + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [.integer(epoch.rawValue)])
+            }
             try db.run(
                 "UPDATE deck_meta SET value = ? WHERE key = 'format_version'", [.integer(Int64(current))])
             try db.execute("PRAGMA user_version = \(current)")
@@ -120,6 +133,69 @@ enum FormatUpgrade {
                 )
             }
         }
+    }
+
+    /// The columns of date attributes, table by table (a column shared by entities of one table
+    /// once).
+    static func dateColumns(_ mapping: SchemaMapping) -> [(table: String, column: String, isUnique: Bool)] {
+        var seen: [[String]: Int] = [:]
+        var columns: [(table: String, column: String, isUnique: Bool)] = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name] else { continue }
+            for attribute in entity.attributes where attribute.type == .date {
+                let isUnique = attribute.options.contains(.unique)
+                if let index = seen[[entity.table, attribute.name]] {
+                    columns[index].isUnique = columns[index].isUnique || isUnique
+                } else {
+                    seen[[entity.table, attribute.name]] = columns.count
+                    columns.append((entity.table, attribute.name, isUnique))
+                }
+            }
+        }
+        return columns
+    }
+
+    /// Counts the store's dates from 2001 when every stored date converts to a binary64 of
+    /// seconds since 2001 exactly, and returns that epoch; otherwise changes nothing and returns
+    /// 1970 (spec 12.8). A REAL cell converts when `cell − 978307200` is a binary64 (true of every
+    /// date from 1987-01-05 on, and of whole seconds); an INTEGER cell stays an integer, 978307200
+    /// less. Cells that are not numbers, and infinities, are left as they are (an infinity is the
+    /// same in both epochs); a finite number that would round keeps the whole document at 1970.
+    static func convertDates(_ db: Database, mapping: SchemaMapping) throws -> DateEpoch {
+        let columns = dateColumns(mapping)
+        let offset = DateEpoch.reference.rawValue
+        for (table, column, _) in columns {
+            let c = quote(column)
+            var exact = true
+            try db.forEachRow(
+                "SELECT \(c) FROM \(quote(table)) WHERE typeof(\(c)) = 'real' "
+                    + "OR (typeof(\(c)) = 'integer' AND \(c) < \(Int64.min + offset))"
+            ) { row in
+                guard exact, case .real(let seconds) = row.value(at: 0) else {
+                    exact = false
+                    return
+                }
+                exact = Timestamp(seconds: seconds, epoch: .unix).isExact(in: .reference)
+            }
+            if !exact { return .unix }
+        }
+        // A unique index would check each row as it changes, and a date may meet another's old
+        // value: such a table's indexes and triggers are made again after the change (as section
+        // 6 derives them; the change touches no column a trigger counts).
+        let rebuilt = Set(columns.filter(\.isUnique).map(\.table))
+        for table in rebuilt { try db.dropIndexesAndTriggers(of: table) }
+        for (table, column, _) in columns {
+            let c = quote(column)
+            try db.execute(
+                "UPDATE \(quote(table)) SET \(c) = CASE typeof(\(c)) WHEN 'integer' THEN \(c) - \(offset) "
+                    + "ELSE \(c) - \(offset).0 END WHERE typeof(\(c)) IN ('real', 'integer')")
+        }
+        for root in mapping.roots where rebuilt.contains(root.table) {
+            let statements = StoreDDL.tableStatements(
+                root, mapping: mapping, formatVersion: PackageLayout.formatVersion)
+            for statement in statements.indexes + statements.triggers { try db.execute(statement) }
+        }
+        return .reference
     }
 
     /// Rebuilds the table of hierarchy `root` with the version 2 key columns.

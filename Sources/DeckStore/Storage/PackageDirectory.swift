@@ -23,6 +23,9 @@ enum PackageDirectory {
         let formatVersion: Int
         /// `deck_meta.document_id` (nil for a version 1 store, or one whose value is not a UUID).
         let documentID: UUID?
+        /// The instant the store's dates count from: `deck_meta.date_epoch` in version 4, 1970
+        /// before.
+        let dateEpoch: DateEpoch
     }
 
     /// Creates a new, empty package at `url` (spec: section 10.7) and returns its path.
@@ -70,6 +73,7 @@ enum PackageDirectory {
                             ("created", .text(now)),
                             ("modified", .text(now)),
                             ("document_id", .text(StoreMetadata.newDocumentID())),
+                            ("date_epoch", .integer(DateEpoch.reference.rawValue)),
                         ] + SchemaBookkeeping.metadataRows(for: schema)
                     for (key, value) in meta {
                         try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
@@ -172,6 +176,7 @@ enum PackageDirectory {
         let mapping: SchemaMapping
         var formatVersion: Int
         var documentID: UUID?
+        var dateEpoch = DateEpoch.unix
         do {
             database = try openStore(storePath, mode: mode, packagePath: path)
             do {
@@ -196,7 +201,9 @@ enum PackageDirectory {
                         storeVersion: formatVersion)
                     formatVersion = PackageLayout.formatVersion
                 }
-                documentID = try StoreMetadata.read(database, packagePath: path).documentID
+                let meta = try StoreMetadata.read(database, packagePath: path)
+                documentID = meta.documentID
+                dateEpoch = try meta.dateEpoch(formatVersion: formatVersion, packagePath: path)
             } catch {
                 if mode == .readWrite {
                     // The store may be in WAL mode already: closing the last connection would delete
@@ -215,7 +222,8 @@ enum PackageDirectory {
         }
         return Opened(
             url: URL(fileURLWithPath: path), manifest: manifest, schema: schema, mapping: mapping,
-            database: database, lock: lock, formatVersion: formatVersion, documentID: documentID)
+            database: database, lock: lock, formatVersion: formatVersion, documentID: documentID,
+            dateEpoch: dateEpoch)
     }
 
     /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer
@@ -381,6 +389,7 @@ enum PackageDirectory {
         if !verifying, let problem = meta.contentTypeProblem(manifest: manifest) {
             throw DeckError.corrupt(path: path, reason: problem)
         }
+        _ = try meta.dateEpoch(formatVersion: userVersion, packagePath: path)
         let schema = try meta.schema(packagePath: path)
         if !verifying, let problem = meta.schemaVersionProblem(schema) {
             throw DeckError.corrupt(path: path, reason: problem)

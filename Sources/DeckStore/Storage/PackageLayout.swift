@@ -67,14 +67,12 @@ package enum PackageLayout {
     /// The format version this library writes (spec: section 12). It reads every version from
     /// ``oldestFormatVersion`` up to this one, and upgrades older packages when it opens them for
     /// writing (``FormatUpgrade``).
-    package static let formatVersion = 3
+    package static let formatVersion = 4
     /// The oldest format version this library reads.
     package static let oldestFormatVersion = 1
-    /// The `minimumReaderVersion` this library writes: a version 1 reader cannot read a version 2
-    /// store (its tables differ from those a version 1 reader derives; spec: section 12.1), and a
-    /// version 2 reader reads a version 3 store correctly by ignoring its schema-evolution
-    /// bookkeeping (spec: section 12.4).
-    package static let minimumReaderVersion = 2
+    /// The `minimumReaderVersion` this library writes: a version 3 reader would read a version 4
+    /// store's dates, counted from 2001, as seconds since 1970 (spec: section 12.7).
+    package static let minimumReaderVersion = 4
     /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
     package static let applicationID: Int32 = 0x4445_434B
     /// The manifest's `format` value.

@@ -108,6 +108,33 @@ struct StoreMetadata {
         }
     }
 
+    /// `date_epoch` (spec: section 4.2): in a store of version 4 or later, the INTEGER 978307200
+    /// (dates count from 2001-01-01) or 0 (from 1970-01-01); a store of an older version counts
+    /// from 1970. Nil when it is right.
+    func dateEpochProblem(formatVersion: Int) -> String? {
+        guard formatVersion >= 4 else { return nil }
+        switch values["date_epoch"] {
+        case .integer(let v) where DateEpoch(rawValue: v) != nil: return nil
+        case nil: return "deck_meta holds no 'date_epoch'"
+        case let other?:
+            return "deck_meta's 'date_epoch' is \(Self.describeValue(other)), not the integer "
+                + "\(DateEpoch.reference.rawValue) (dates counted from 2001) or 0 (from 1970)"
+        }
+    }
+
+    /// The instant the store's dates count from. Readers refuse a version 4 store whose
+    /// `date_epoch` is missing or wrong as corrupt: they could not read a date right.
+    func dateEpoch(formatVersion: Int, packagePath: String) throws(DeckError) -> DateEpoch {
+        guard formatVersion >= 4 else { return .unix }
+        if let problem = dateEpochProblem(formatVersion: formatVersion) {
+            throw DeckError.corrupt(path: packagePath, reason: problem)
+        }
+        guard case .integer(let v) = values["date_epoch"], let epoch = DateEpoch(rawValue: v) else {
+            return .unix
+        }
+        return epoch
+    }
+
     /// A new document id (spec: section 6.10): a random (version 4) UUID in the canonical text
     /// form of section 7.1.
     static func newDocumentID() -> String { UUID().uuidString.lowercased() }

@@ -62,6 +62,9 @@ public final class PackageStore: Sendable {
     /// as it is: a version 1 store's records have no ``Record/globalID``, and a version 1 or 2
     /// store has no compatibility floor or migration history (``PackageInfo/schemaFloor``).
     public let storeFormatVersion: Int
+    /// The instant the store's dates count from (spec 4.2 `date_epoch`), fixed at open like
+    /// ``storeFormatVersion``.
+    let dateEpoch: DateEpoch
     /// The document id: a random UUID made when the package was created (or upgraded from
     /// format version 1), which every copy of the document keeps, exports and imports included
     /// (spec: section 6.10). Nil only for a version 1 package opened read-only.
@@ -122,13 +125,15 @@ public final class PackageStore: Sendable {
         schema = opened.schema
         mapping = opened.mapping
         storeFormatVersion = opened.formatVersion
+        dateEpoch = opened.dateEpoch
         documentID = opened.documentID
         self.mode = mode
         self.configuration = configuration
         readerSlots = DispatchSemaphore(value: configuration.maximumReaders)
         let connection = StoreConnection(
             url: opened.url, manifest: opened.manifest, schema: opened.schema, mapping: opened.mapping,
-            database: opened.database, formatVersion: opened.formatVersion, isWriter: mode == .readWrite)
+            database: opened.database, formatVersion: opened.formatVersion, dateEpoch: opened.dateEpoch,
+            isWriter: mode == .readWrite)
         var initial = State()
         initial.lock = opened.lock
         if mode == .readWrite {
@@ -238,7 +243,7 @@ public final class PackageStore: Sendable {
             let database = try PackageDirectory.openReaderDatabase(packagePath: path)
             return StoreConnection(
                 url: url, manifest: manifest, schema: schema, mapping: mapping, database: database,
-                formatVersion: storeFormatVersion, isWriter: false)
+                formatVersion: storeFormatVersion, dateEpoch: dateEpoch, isWriter: false)
         } catch {
             state.withLock { $0.readerCount -= 1 }
             readerSlots.signal()

@@ -21,6 +21,9 @@ final class StoreConnection {
     /// The store's format version: the current one for a writer; an older one when a reader
     /// reads a package no writer has upgraded yet (its rows then have no global id).
     let formatVersion: Int
+    /// The instant the store's dates count from (spec 4.2 `date_epoch`): 1970 for a store older
+    /// than version 4.
+    let dateEpoch: DateEpoch
     /// Whether this is the writer's connection (the only one that may change the store).
     let isWriter: Bool
     /// The package's blob files; the writer's instance tracks the files its transaction wrote.
@@ -45,9 +48,10 @@ final class StoreConnection {
 
     init(
         url: URL, manifest: Manifest, schema: StoreSchema, mapping: SchemaMapping, database: Database,
-        formatVersion: Int, isWriter: Bool
+        formatVersion: Int, dateEpoch: DateEpoch, isWriter: Bool
     ) {
         self.formatVersion = formatVersion
+        self.dateEpoch = dateEpoch
         self.url = url
         self.manifest = manifest
         self.schema = schema

@@ -12,8 +12,10 @@ extension PackageVerifier {
     /// rows of entities that have it, and rows of entities that do not have it hold NULL there.
     /// A legacy value (spec 7.7: what an earlier Deck wrote under a rule since tightened) is a
     /// `legacy-value` note instead, never corruption. Columns the store lacks are skipped
-    /// (`column-missing` reports them).
-    static func checkCells(_ db: Database, mapping: SchemaMapping, report: inout VerificationReport) throws {
+    /// (`column-missing` reports them). Dates count from `dateEpoch`, the store's (spec 4.2).
+    static func checkCells(
+        _ db: Database, mapping: SchemaMapping, dateEpoch: DateEpoch, report: inout VerificationReport
+    ) throws {
         for root in mapping.roots {
             let table = root.table
             let columns = Set(
@@ -41,14 +43,14 @@ extension PackageVerifier {
                     db, table: table, attribute: attribute, members: members.map(\.name), owners: owners,
                     required: required,
                     declaredByRoot: root.entity.attributes.contains { $0.name == attribute.name },
-                    report: &report)
+                    dateEpoch: dateEpoch, report: &report)
             }
         }
     }
 
     private static func checkColumn(
         _ db: Database, table: String, attribute: Attribute, members: [String], owners: [String],
-        required: [String], declaredByRoot: Bool, report: inout VerificationReport
+        required: [String], declaredByRoot: Bool, dateEpoch: DateEpoch, report: inout VerificationReport
     ) throws {
         let c = quote(attribute.name)
         func list(_ names: [String]) -> String {
@@ -64,9 +66,10 @@ extension PackageVerifier {
         case .string, .integer, .bool, .data: suspect = nil
         case .double: suspect = "typeof(\(c)) = 'real' AND abs(\(c)) > 1.7976931348623157e308"
         case .date:
+            let (earliest, end) = Timestamp.range(in: dateEpoch)
             suspect =
-                "typeof(\(c)) IN ('real', 'integer') AND (\(c) < \(Int64(Timestamp.earliest.timeIntervalSince1970)) "
-                + "OR \(c) >= \(Int64(Timestamp.end.timeIntervalSince1970)) OR abs(\(c)) > 1.7976931348623157e308)"
+                "typeof(\(c)) IN ('real', 'integer') AND (\(c) < \(earliest) "
+                + "OR \(c) >= \(end) OR abs(\(c)) > 1.7976931348623157e308)"
         case .uuid:
             let hex = "[0-9a-f]"
             let pattern = [8, 4, 4, 4, 12].map { String(repeating: hex, count: $0) }.joined(separator: "-")
@@ -114,7 +117,8 @@ extension PackageVerifier {
                 return
             }
             guard
-                let problem = cellProblem(cell, attribute: attribute, entityHasIt: ownerSet.contains(entity))
+                let problem = cellProblem(
+                    cell, attribute: attribute, entityHasIt: ownerSet.contains(entity), dateEpoch: dateEpoch)
             else { return }
             if reported < cellFindingsPerColumn {
                 reported += 1
@@ -141,7 +145,9 @@ extension PackageVerifier {
     }
 
     /// What is wrong with one cell, or nil when it is a valid value of `attribute`.
-    static func cellProblem(_ cell: SQLValue, attribute: Attribute, entityHasIt: Bool) -> String? {
+    static func cellProblem(_ cell: SQLValue, attribute: Attribute, entityHasIt: Bool, dateEpoch: DateEpoch)
+        -> String?
+    {
         let type = attribute.type.rawValue
         if case .null = cell {
             return entityHasIt && !attribute.isOptional
@@ -159,9 +165,11 @@ extension PackageVerifier {
         case (.double, .real(let v)): return v.isFinite ? nil : "holds \(v); a double is finite"
         case (.double, .integer): return nil
         case (.date, .real(let v)):
-            return Timestamp(timeIntervalSince1970: v).rangeProblem.map { "holds \(v) seconds: a date \($0)" }
+            return Timestamp(seconds: v, epoch: dateEpoch).rangeProblem.map {
+                "holds \(v) seconds: a date \($0)"
+            }
         case (.date, .integer(let v)):
-            return Timestamp(timeIntervalSince1970: Double(v)).rangeProblem.map {
+            return Timestamp(seconds: Double(v), epoch: dateEpoch).rangeProblem.map {
                 "holds \(v) seconds: a date \($0)"
             }
         case (.data, .blob): return nil

@@ -386,7 +386,9 @@ public enum PackageVerifier {
         try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
         // Checks of the values themselves, cell by cell, run here: the tables are known to be
         // those the schema derives and every cell to have its column's storage class.
-        try checkCells(db, mapping: mapping, report: &report)
+        // (A version 4 store without a valid date_epoch was refused as corrupt when it was opened.)
+        let dateEpoch = (try? meta.dateEpoch(formatVersion: formatVersion, packagePath: path)) ?? .unix
+        try checkCells(db, mapping: mapping, dateEpoch: dateEpoch, report: &report)
         try checkBlobs(
             db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
     }
