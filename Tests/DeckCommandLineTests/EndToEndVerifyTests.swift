@@ -1,4 +1,5 @@
 import DeckKit
+import DeckStore
 import Foundation
 import Testing
 
@@ -35,6 +36,44 @@ struct EndToEndVerifyTests {
         #expect(report["blobsChecked"] as? Int == 6)
         #expect(report["bytesChecked"] as? Int == 6 * 90_015)
         #expect((report["findings"] as? [Any])?.isEmpty == true)
+    }
+
+    /// A hot rollback journal (the store and its journal copied while a transaction that changed
+    /// more pages than the cache holds was open, as a writer killed in the switch of journal
+    /// modes leaves them) is no corruption: status 75, "NEEDS RECOVERY", what to run; after
+    /// `deck gc` opened it for writing, the package is valid.
+    @Test func aHotJournalNeedsRecovery() throws {
+        let directory = try TemporaryDirectory()
+        let original = try e2eSample(in: directory)
+        let path = directory.appending("Hot.deck")
+        try FileManager.default.copyItem(atPath: original, toPath: path)
+        let db = try Database(path: original + "/store.sqlite", mode: .readWrite)
+        try db.execute(
+            "PRAGMA cache_size=1; BEGIN IMMEDIATE; UPDATE \"Card\" SET front = front || hex(zeroblob(20000))")
+        for name in ["store.sqlite", "store.sqlite-journal"] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+            try FileManager.default.copyItem(atPath: original + "/" + name, toPath: path + "/" + name)
+        }
+        try db.execute("ROLLBACK")
+        db.close()
+        let text = try deck("verify", path)
+        #expect(text.status == 75, "\(text.stdout) \(text.stderr)")
+        #expect(text.stdout.contains("needs recovery: \(path)/store.sqlite-journal: "))
+        #expect(text.stdout.contains("'deck gc \(path)'"))
+        #expect(
+            text.stdout.hasSuffix(
+                "\(path): NEEDS RECOVERY: not checked; a writer must open it once (see above)\n"))
+        let json = try deck("verify", path, "--json")
+        #expect(json.status == 75)
+        let report = try e2eJSONObject(json.stdout)
+        #expect(report["valid"] as? Bool == false && report["needsRecovery"] as? Bool == true)
+        let findings = try #require(report["findings"] as? [[String: Any]])
+        #expect(findings.map { $0["severity"] as? String } == ["needsRecovery"])
+        #expect(findings.map { $0["code"] as? String } == ["store-needs-recovery"])
+        e2eExpectSuccess(try deck("gc", path))
+        let after = try deck("verify", path)
+        e2eExpectSuccess(after)
+        #expect(after.stdout.contains(": valid: 17 records"))
     }
 
     @Test func flippedByteInABlobIsCorruption() throws {

@@ -148,14 +148,24 @@ extension PackageStore {
         // changes the store's header), so a migration that has nothing to do, or that is
         // refused, must never get that far (spec: section 18.2). The data checks are left to the
         // writer when a stage's willMigrate runs first: it may change what they check.
-        let checked = try dryRunOrWrite(
-            at: url, to: schema, plan: plan, stage: stage, dryRun: true,
-            checkingData: dryRun || stage?.willMigrate == nil)
-        if dryRun { return checked }
-        if checked.isUnchanged {
-            var report = checked
-            report.isDryRun = false
-            return report
+        if dryRun {
+            return try dryRunOrWrite(at: url, to: schema, plan: plan, stage: stage, dryRun: true)
+        }
+        do {
+            let checked = try dryRunOrWrite(
+                at: url, to: schema, plan: plan, stage: stage, dryRun: true,
+                checkingData: stage?.willMigrate == nil)
+            if checked.isUnchanged {
+                var report = checked
+                report.isDryRun = false
+                return report
+            }
+        } catch .migrationRefused(let path, let entity, let property, let reason) {
+            throw DeckError.migrationRefused(path: path, entity: entity, property: property, reason: reason)
+        } catch {
+            // Anything else is the writer's to decide: a store that only a writer can read (a hot
+            // journal a killed writer left, a log to recover) is recovered by opening it for
+            // writing, and any other failure comes again from there.
         }
         return try dryRunOrWrite(at: url, to: schema, plan: plan, stage: stage, dryRun: false)
     }
