@@ -79,6 +79,24 @@ struct InheritanceRelationshipTests {
         #expect(table.components(separatedBy: "\"owner\" INTEGER").count == 2, "one shared column: \(table)")
     }
 
+    /// Spec 6.1: an entity's columns include its inherited properties, inherited first, so a
+    /// subentity declared before its parent gives the parent's attributes their columns.
+    @Test func aSubentityDeclaredBeforeItsParentGivesInheritedAttributesTheirColumnsFirst() throws {
+        let schema = StoreSchema(entities: [
+            Entity("Leaf", superentity: "Middle", attributes: [Attribute("leaf", .string)]),
+            Entity("Middle", superentity: "Root", attributes: [Attribute("middle", .string)]),
+            Entity("Root", attributes: [Attribute("root", .string)]),
+        ])
+        let table = try #require(
+            StoreDDL.statements(for: try SchemaMapping(schema)).first {
+                $0.hasPrefix("CREATE TABLE \"Root\"")
+            })
+        let columns = table.split(separator: "\n").dropFirst().compactMap { line in
+            line.split(separator: "\"").dropFirst().first.map(String.init)
+        }
+        #expect(columns == ["root", "middle", "leaf"], "\(table)")
+    }
+
     @Test func readingAnInverseReturnsOnlyTheDestinationsRecords() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)

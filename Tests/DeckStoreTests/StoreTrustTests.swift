@@ -189,6 +189,8 @@ struct StoreObjectTests {
         #expect(!same("length(d) = 64", "length(d) = 6 4"))
         #expect(!same(#"ON "Card"(x)"#, #"ON "card"(x)"#), "quoted identifiers compare exactly")
         #expect(!same(#"ON "Card"(x)"#, "ON Card(x)"))
+        #expect(
+            !same(#"ON "Card"(x)"#, "ON [Card](x)") && !same("ON [Card](x)", "ON `Card`(x)"), "quotes count")
         #expect(!same("IN ('blob')", "IN ('BLOB')"), "string literals compare exactly")
         #expect(!same("x'00'", "x '00'"))
         #expect(!same("a -- c\nb", "a"))
