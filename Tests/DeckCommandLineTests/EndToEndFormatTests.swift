@@ -155,11 +155,11 @@ import Testing
     func aDamagedFloorCountsAsTheSchemaVersionInInspect(sql: String) throws {
         let directory = try TemporaryDirectory()
         let path = try Self.fixture("Library.deck", in: directory, version: 2)
-        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))  // upgrades to version 3
+        e2eExpectSuccess(try deck("insert", path, "Tag", "name=new"))  // upgrades to the current version
         let damage = try runTool("sqlite3", [path + "/store.sqlite", sql])
         try #require(damage.status == 0, "\(damage.stderr)")
         let info = try e2eJSONObject(try deck("inspect", path, "--json").stdout)
-        #expect(info["formatVersion"] as? Int == 3)
+        #expect(info["formatVersion"] as? Int == 4)
         #expect(info["schemaFloor"] as? String == "3.1.0", "\(info["schemaFloor"] ?? "none")")
         let open = try deck("open", path)
         #expect(open.stdout.contains("  floor:    3.1.0   fingerprint: "), "\(open.stdout)")

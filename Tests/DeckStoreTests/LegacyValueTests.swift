@@ -118,10 +118,10 @@ import Testing
         #expect(Value.legacyDecimal("1234567890123456789012345678901234567891") == nil)
         #expect(Value.legacyDecimal("12.5") == nil)  // within the limits: no legacy value
         let required = { (cell: SQLValue, type: StoreSchema.AttributeType) in
-            Value.legacyValue(cell, type: type, isOptional: false)
+            Value.legacyValue(cell, type: type, isOptional: false, epoch: .unix)
         }
         #expect(required(.text("null"), .json) != nil && required(.real(-.infinity), .date) != nil)
-        #expect(Value.legacyValue(.text("null"), type: .json, isOptional: true) == nil)
+        #expect(Value.legacyValue(.text("null"), type: .json, isOptional: true, epoch: .unix) == nil)
         #expect(required(.real(0), .date) == nil && required(.text("{}"), .json) == nil)
     }
 }

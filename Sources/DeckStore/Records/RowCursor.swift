@@ -128,7 +128,8 @@ package final class RowCursor {
     package func legacyValue(_ cell: Int) -> String? {
         let reader = readers[cell]
         guard let type = reader.type else { return nil }
-        return Value.legacyValue(statement.value(at: reader.column), type: type, isOptional: false)
+        return Value.legacyValue(
+            statement.value(at: reader.column), type: type, isOptional: false, epoch: dateEpoch)
     }
 
     /// The attribute type of cell `cell`, nil for a to-one relationship.

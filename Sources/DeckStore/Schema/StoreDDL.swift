@@ -418,17 +418,18 @@ extension Value {
 
     /// The legacy value (spec 7.7) a cell of an attribute holds, described for messages ("the
     /// date +infinity", "a decimal of 39 significant digits", ...); nil when the cell is none.
-    static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool) -> String? {
+    /// Dates count from `epoch`, the store's (spec 4.2).
+    static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool, epoch: DateEpoch) -> String? {
         switch (type, cell) {
         case (.date, .real(let v)) where !v.isNaN:
-            let timestamp = Timestamp(timeIntervalSince1970: v)
+            let timestamp = Timestamp(seconds: v, epoch: epoch)
             return timestamp.isStorable
                 ? nil
                 : v.isFinite
                     ? "the date \(v.description) seconds, outside the years 0000 to 9999"
                     : "the date \(v > 0 ? "+" : "-")infinity"
         case (.date, .integer(let v)):
-            return Timestamp(timeIntervalSince1970: Double(v)).isStorable
+            return Timestamp(seconds: Double(v), epoch: epoch).isStorable
                 ? nil : "the date \(v) seconds, outside the years 0000 to 9999"
         case (.decimal, .text(let v)):
             return legacyDecimal(v) == nil ? nil : "a decimal of 39 significant digits"

@@ -160,22 +160,27 @@ enum FormatUpgrade {
     /// 1970 (spec 12.8). A REAL cell converts when `cell − 978307200` is a binary64 (true of every
     /// date from 1987-01-05 on, and of whole seconds); an INTEGER cell stays an integer, 978307200
     /// less. Cells that are not numbers, and infinities, are left as they are (an infinity is the
-    /// same in both epochs); a finite number that would round keeps the whole document at 1970.
+    /// same in both epochs); a finite number that would round, and a finite legacy date outside the
+    /// range (spec 7.7, kept byte for byte), keep the whole document at 1970.
     static func convertDates(_ db: Database, mapping: SchemaMapping) throws -> DateEpoch {
         let columns = dateColumns(mapping)
         let offset = DateEpoch.reference.rawValue
         for (table, column, _) in columns {
             let c = quote(column)
             var exact = true
+            let (earliest, end) = Timestamp.range(in: .unix)
             try db.forEachRow(
                 "SELECT \(c) FROM \(quote(table)) WHERE typeof(\(c)) = 'real' "
-                    + "OR (typeof(\(c)) = 'integer' AND \(c) < \(Int64.min + offset))"
+                    + "OR (typeof(\(c)) = 'integer' AND (\(c) < \(earliest) OR \(c) >= \(end)))"
             ) { row in
                 guard exact, case .real(let seconds) = row.value(at: 0) else {
                     exact = false
                     return
                 }
-                exact = Timestamp(seconds: seconds, epoch: .unix).isExact(in: .reference)
+                let timestamp = Timestamp(seconds: seconds, epoch: .unix)
+                // A finite legacy date (spec 7.7) is kept byte for byte, so its document stays at
+                // 1970; an infinite one is the same number in both epochs.
+                exact = timestamp.isExact(in: .reference) && (!seconds.isFinite || timestamp.isStorable)
             }
             if !exact { return .unix }
         }

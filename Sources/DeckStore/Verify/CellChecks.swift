@@ -100,7 +100,8 @@ extension PackageVerifier {
             let cell = row.value(at: 2)
             // A value an earlier Deck wrote is a note, never corruption (spec 7.7).
             if ownerSet.contains(entity),
-                let legacy = Value.legacyValue(cell, type: attribute.type, isOptional: attribute.isOptional)
+                let legacy = Value.legacyValue(
+                    cell, type: attribute.type, isOptional: attribute.isOptional, epoch: dateEpoch)
             {
                 if legacyReported < cellFindingsPerColumn {
                     legacyReported += 1
