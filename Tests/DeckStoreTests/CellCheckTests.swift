@@ -65,9 +65,18 @@ struct CellCheckTests {
         ("t", "9e999", "the date +infinity", Value.date(Timestamp(timeIntervalSince1970: .infinity))),
         ("t", "-9e999", "the date -infinity", .date(Timestamp(timeIntervalSince1970: -.infinity))),
         // A new document counts its dates from 2001 (spec 7.1).
-        ("t", "1e300", "outside the years 0000 to 9999", .date(Timestamp(timeIntervalSinceReferenceDate: 1e300))),
-        ("t", "-63145526401", "outside the years", .date(Timestamp(timeIntervalSinceReferenceDate: -63_145_526_401))),
-        ("t", "252423993600", "outside the years", .date(Timestamp(timeIntervalSinceReferenceDate: 252_423_993_600))),
+        (
+            "t", "1e300", "outside the years 0000 to 9999",
+            .date(Timestamp(timeIntervalSinceReferenceDate: 1e300))
+        ),
+        (
+            "t", "-63145526401", "outside the years",
+            .date(Timestamp(timeIntervalSinceReferenceDate: -63_145_526_401))
+        ),
+        (
+            "t", "252423993600", "outside the years",
+            .date(Timestamp(timeIntervalSinceReferenceDate: 252_423_993_600))
+        ),
         (
             "price", "'123456789012345678901234567890123456789'", "a decimal of 39 significant digits",
             .decimal(Decimal(string: "123456789012345678901234567890123456789") ?? 0)

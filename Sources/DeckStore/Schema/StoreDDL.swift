@@ -419,7 +419,9 @@ extension Value {
     /// The legacy value (spec 7.7) a cell of an attribute holds, described for messages ("the
     /// date +infinity", "a decimal of 39 significant digits", ...); nil when the cell is none.
     /// Dates count from `epoch`, the store's (spec 4.2).
-    static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool, epoch: DateEpoch) -> String? {
+    static func legacyValue(_ cell: SQLValue, type: AttributeType, isOptional: Bool, epoch: DateEpoch)
+        -> String?
+    {
         switch (type, cell) {
         case (.date, .real(let v)) where !v.isNaN:
             let timestamp = Timestamp(seconds: v, epoch: epoch)
