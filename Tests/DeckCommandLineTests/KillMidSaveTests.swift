@@ -194,12 +194,13 @@ let crashSchema = StoreSchema(entities: [
             // (spec: section 11.2): readers refuse it until then, and verify says it needs
             // recovery, never that it is corrupt. That is the open's, not the upgrade's, and the
             // next writer below recovers it.
-            let hotJournal =
-                FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
-                && report.needsRecovery && report.findings.map(\.code) == ["store-needs-recovery"]
+            // A kill in the switch back from WAL mode at close can also leave a store whose log
+            // files SQLite removed before it rewrote the header: a writer's recovery too.
+            let hotJournal = report.needsRecovery && report.findings.map(\.code) == ["store-needs-recovery"]
             let state =
                 hotJournal
-                ? "hot journal (switch to WAL)"
+                ? FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
+                    ? "hot journal (switch to WAL)" : "log files missing (switch back from WAL)"
                 : "manifest \(report.manifestFormatVersion ?? 0), store \(report.formatVersion ?? 0)"
             seen.insert(state)
             if !hotJournal {
@@ -289,7 +290,11 @@ let crashSchema = StoreSchema(entities: [
             let delay = Double.random(in: 0...window, using: &generator)
             _ = try runChild(url, killAfter: delay, mode: ["--migrate", schemaFile.path])
             // A writer that died leaves a log that only a writer recovers (as in the upgrade test).
-            let hotJournal = FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal")
+            // A kill in the switch to or from WAL mode leaves a hot journal, or a store whose log
+            // files SQLite removed before it rewrote the header: both need a writer's recovery.
+            let needsRecovery = try PackageVerifier.verify(at: url).needsRecovery
+            let hotJournal =
+                FileManager.default.fileExists(atPath: url.path + "/store.sqlite-journal") || needsRecovery
             if !hotJournal {
                 let report = try PackageVerifier.verify(at: url)
                 #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")

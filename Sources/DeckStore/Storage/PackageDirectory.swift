@@ -302,23 +302,7 @@ enum PackageDirectory {
                     + "100-byte header: it was truncated; restore the document from a copy")
         }
         guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
-        let header: [UInt8]
-        do {
-            let fd = try FileSystem.openRegular(storePath, O_RDONLY)
-            defer { FileSystem.close(fd) }
-            var bytes = [UInt8](repeating: 0, count: 100)
-            let n = try bytes.withUnsafeMutableBytes { raw throws(DeckError) in
-                try FileSystem.read(fd, into: raw.baseAddress!, count: 100, path: storePath)
-            }
-            header = Array(bytes[0..<n])
-        }
-        let wal = storePath + "-wal"
-        let shm = storePath + "-shm"
-        let walSize = try FileSystem.status(wal).map { Int64($0.st_size) }
-        let hasShm = try FileSystem.status(shm) != nil
-        let headerSaysWAL = header.count >= 20 && header[18] == 2 && header[19] == 2
-        if headerSaysWAL || (walSize ?? 0) > 0, walSize == nil || !hasShm {
-            let missing = walSize == nil ? PackageLayout.store + "-wal" : PackageLayout.store + "-shm"
+        if let missing = try missingLogFile(storePath) {
             throw DeckError.corrupt(
                 path: packagePath,
                 reason:
@@ -331,6 +315,39 @@ enum PackageDirectory {
             return try probedReader(storePath, uriParameters: [("readonly_shm", "1")])
         }
         return try first.get()
+    }
+
+    /// The name of the log file a reader of the store at `storePath` lacks, when the store uses a
+    /// write-ahead log (its header says WAL mode, or a non-empty `-wal` exists) and `-wal` or
+    /// `-shm` is missing: SQLite would create it, which a reader may not (spec: section 11.2). A
+    /// writer killed while it switched the store back to rollback mode at close (SQLite deletes
+    /// the log, checkpointed, before it rewrites the header) leaves this; the writer's next open
+    /// makes the files again and reads the store. Nil otherwise.
+    package static func missingLogFile(_ storePath: String) throws(DeckError) -> String? {
+        let header: [UInt8]
+        do {
+            let fd = try FileSystem.openRegular(storePath, O_RDONLY)
+            defer { FileSystem.close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 100)
+            let n: Int
+            do {
+                n = try bytes.withUnsafeMutableBytes { raw throws(DeckError) in
+                    try FileSystem.read(fd, into: raw.baseAddress!, count: 100, path: storePath)
+                }
+            } catch let error as DeckError {
+                throw error
+            } catch {
+                throw DeckError.wrap(error)
+            }
+            header = Array(bytes[0..<n])
+        }
+        let wal = storePath + "-wal"
+        let shm = storePath + "-shm"
+        let walSize = try FileSystem.status(wal).map { Int64($0.st_size) }
+        let hasShm = try FileSystem.status(shm) != nil
+        let headerSaysWAL = header.count >= 20 && header[18] == 2 && header[19] == 2
+        guard headerSaysWAL || (walSize ?? 0) > 0, walSize == nil || !hasShm else { return nil }
+        return walSize == nil ? PackageLayout.store + "-wal" : PackageLayout.store + "-shm"
     }
 
     /// A read-only connection that has read the store's header (the first read is where SQLite

@@ -146,6 +146,20 @@ public enum PackageVerifier {
             add(.corruption, "store-missing", storePath, "the store is missing")
             return report
         }
+        // A store whose log files a writer did not leave behind (killed while it switched back to
+        // rollback mode at close): only a writer may make them, and nothing is lost.
+        if let missing = try PackageDirectory.missingLogFile(storePath) {
+            report.findings.append(
+                Finding(
+                    severity: .needsRecovery, code: "store-needs-recovery", object: storePath,
+                    message:
+                        "the store's header says it uses a write-ahead log, but \(missing) is missing (a writer "
+                        + "stopped while it switched the store back to rollback mode), so no reader can read it "
+                        + "without creating files: open the package for writing once (for example 'deck gc "
+                        + "\(path)'), then verify again (if something other than Deck removed the log, the "
+                        + "changes it held are gone; the store holds what was checkpointed)"))
+            return report
+        }
         let database: Database
         do {
             database = try PackageDirectory.openStore(storePath, mode: .readOnly, packagePath: path)
