@@ -69,7 +69,10 @@ import Testing
         #expect(context.hasChanges)
         try await waitUntil { !context.hasChanges }
         let saved = try ModelContext(container).fetch(FetchDescriptor<Flash.Card>())
-        #expect(saved.map(\.back) == ["hello"])
+        #expect(
+            saved.map(\.back) == ["hello"],
+            "changes pending: \(context.hasChanges), last autosave error: \(String(describing: context.lastAutosaveError))"
+        )
     }
 
     @Test("Turning autosave off keeps the changes pending until a save")

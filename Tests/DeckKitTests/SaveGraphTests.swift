@@ -378,7 +378,7 @@ struct SaveGraphTests {
     }
 
     @MainActor
-    @Test("A failed autosave is not retried on its own; the next change, which fixes it, is autosaved")
+    @Test("A failed autosave is not retried at once; the next change, which fixes it, is autosaved")
     func autosaveAfterFailure() async throws {
         let directory = try ScratchDirectory()
         let container = try Self.container(Library.self, Shelf.self, Loan.self, in: directory)
@@ -408,7 +408,7 @@ struct SaveGraphTests {
             Issue.record("expected deleteDenied, got \(String(describing: context.lastAutosaveError))")
             return
         }
-        // Many quiet intervals later it has not tried the same changes again.
+        // Many quiet intervals later (within the pause of a second) it has not tried them again.
         for _ in 0..<40 { try await Task.sleep(for: .milliseconds(5)) }
         #expect(attempts.count == 1)
         #expect(context.hasChanges)

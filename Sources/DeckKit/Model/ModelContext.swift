@@ -34,8 +34,9 @@ public final class ModelContext {
     /// True for a container's ``ModelContainer/mainContext``, which then saves on the main actor
     /// once ``autosaveDelay`` has passed without a new insert, delete or change of a saved model,
     /// and once more when its container goes away on the main actor (both with the context's own
-    /// ``save()``; a failure is kept in ``lastAutosaveError``, the changes stay pending, and the
-    /// next change starts a new quiet interval and autosave). False
+    /// ``save()``; a failure is kept in ``lastAutosaveError`` and the changes stay pending: the
+    /// next change starts a new quiet interval and autosave, and without one the same changes are
+    /// tried again after a pause that grows from a second to a minute). False
     /// for other contexts, as in SwiftData; setting it on one makes ``processPendingChanges()``
     /// save, which its owner calls where it wants a save.
     public var autosaveEnabled: Bool {
@@ -60,6 +61,9 @@ public final class ModelContext {
     /// When the last change that restarts the autosave's quiet interval was made.
     private var lastChange: ContinuousClock.Instant?
     private var isAutosaveScheduled = false
+    /// After a failed autosave with no change since: how long it waits before it tries the same
+    /// changes again (a second or the autosave delay, doubling up to a minute), and when.
+    private var autosaveRetry: (pause: Duration, at: ContinuousClock.Instant)?
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) private var registry = ModelRegistry()
@@ -278,6 +282,7 @@ public final class ModelContext {
     private func noteChangeForAutosave() {
         guard isMainContext, autosaveEnabled else { return }
         lastChange = .now
+        autosaveRetry = nil
         if !isAutosaveScheduled { scheduleAutosave() }
     }
 
@@ -315,7 +320,8 @@ public final class ModelContext {
             isAutosaveScheduled = false
             return .stop
         }
-        let due = lastChange + autosaveDelay
+        var due = lastChange + autosaveDelay
+        if let retry = autosaveRetry, retry.at > due { due = retry.at }
         if ContinuousClock.now < due { return .wait(due) }
         isAutosaveScheduled = false
         return .save
@@ -339,13 +345,20 @@ public final class ModelContext {
         do {
             try await saveSuspending()
             lastAutosaveError = nil
+            autosaveRetry = nil
         } catch {
             lastAutosaveError = error
+            // Trying the same changes again at once would fail again, over and over; never
+            // trying them again would keep a passing failure's changes unsaved. So the same
+            // changes wait a pause that grows; the next change (which may fix what failed) ends it.
+            if lastChange == changedBefore {
+                let pause =
+                    autosaveRetry.map { min($0.pause * 2, .seconds(60)) } ?? max(autosaveDelay, .seconds(1))
+                autosaveRetry = (pause, .now + pause)
+            }
         }
-        // Changes made while it waited start a new quiet interval. After a failure, the next
-        // change does (one that may fix what failed): trying the same changes again at once
-        // would fail again, over and over.
-        if hasChanges, lastChange != changedBefore { scheduleAutosave() }
+        // Changes made while it waited start a new quiet interval.
+        if hasChanges { scheduleAutosave() }
     }
 
     /// Applies other contexts' saves to the models here (as every operation of the context does
