@@ -4,7 +4,14 @@ import Testing
 
 /// The main context saves by itself after a quiet interval, and as its container goes away;
 /// other contexts save when told.
-@Suite("Autosave of the main context")
+// Under ThreadSanitizer, with the whole suite running, the main actor was seen to wait more than
+// ten minutes for its turn, so an autosave (a task on the main actor) never came; these tests of
+// timing run in the plain pass only.
+@Suite(
+    "Autosave of the main context",
+    .disabled(
+        if: ProcessInfo.processInfo.environment["DECK_SANITIZER"] == "thread",
+        "the main actor waits minutes for its turn under ThreadSanitizer"))
 @MainActor struct AutosaveTests {
     func makeContainer(_ url: URL, allowsSave: Bool = true) throws -> ModelContainer {
         try ModelContainer(
