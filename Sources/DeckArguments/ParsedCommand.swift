@@ -220,7 +220,22 @@ public struct ParsedCommand: Sendable, Hashable {
         return argument
     }
 
-    private func convert<T: LosslessStringConvertible>(
+    /// Whether the flag `--long` was given (`false` for one not declared).
+    func givenFlag(_ long: String) -> Bool {
+        givenFlags.contains(long)
+    }
+
+    /// The values of option `--long` in command-line order (empty for one not declared).
+    func givenValues(_ long: String) -> [String] {
+        optionValues[long] ?? []
+    }
+
+    /// The values of positional argument `name` (empty for one not declared).
+    func givenPositionals(_ name: String) -> [String] {
+        argumentValues[name] ?? []
+    }
+
+    func convert<T: LosslessStringConvertible>(
         _ raw: String, to type: T.Type, target: String
     ) throws(ArgumentError) -> T {
         if let converted = T(raw) {

@@ -6,11 +6,6 @@ import Foundation
 enum Support {
     static func url(_ path: String) -> URL { URL(fileURLWithPath: path) }
 
-    static func requiredPositional(_ command: ParsedCommand, _ name: String) throws -> String {
-        guard let value = command.positional(name) else { throw command.usageError("missing <\(name)>") }
-        return value
-    }
-
     /// Whether `path` names a schema file (JSON, as `deck new --schema` takes) rather than a
     /// package or a package archive: a regular file whose name ends in `.json`, or whose first
     /// byte after white space (and a UTF-8 byte order mark) is `{`, which no archive format
@@ -27,26 +22,25 @@ enum Support {
         return text.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
     }
 
-    /// Opens the package at the command's `<path>`.
-    static func openPackage(_ command: ParsedCommand, mode: PackageStore.Mode) throws -> PackageStore {
-        try PackageStore.open(at: url(try requiredPositional(command, "path")), mode: mode)
+    /// Opens the package at `path`.
+    static func openPackage(_ path: String, mode: PackageStore.Mode) throws -> PackageStore {
+        try PackageStore.open(at: url(path), mode: mode)
     }
 
-    /// The entity named by `<entity>`, checked against the schema.
-    static func entity(_ command: ParsedCommand, in schema: StoreSchema) throws -> Entity {
-        let name = try requiredPositional(command, "entity")
+    /// The entity named `name` (an `<entity>` argument), checked against the schema.
+    static func entity(named name: String, in schema: StoreSchema) throws -> StoreSchema.Entity {
         guard let entity = schema.entity(named: name) else {
             throw DeckError.unknownEntity(name, known: schema.entities.map(\.name))
         }
         return entity
     }
 
-    /// The condition of `--where`, or nil (every record) when `--all` is given; one of them is
-    /// required when `required` (updates and deletes must say what they touch).
-    static func condition(_ command: ParsedCommand, required: Bool) throws -> QueryExpression? {
-        if let text = command.value("where") {
-            if required && command.flag("all") {
-                throw command.usageError("--where and --all cannot be combined")
+    /// The condition of `--where` (`text`), or nil (every record) when `--all` is given; one of
+    /// them is required when `required` (updates and deletes must say what they touch).
+    static func condition(_ text: String?, all: Bool, required: Bool) throws -> QueryExpression? {
+        if let text {
+            if required && all {
+                throw UsageError("--where and --all cannot be combined")
             }
             do {
                 return try QueryParser.parse(text)
@@ -54,15 +48,15 @@ enum Support {
                 throw OptionSyntaxError(option: "--where", error: error)
             }
         }
-        if required && !command.flag("all") {
-            throw command.usageError("say which records: --where EXPR, or --all for every record")
+        if required && !all {
+            throw UsageError("say which records: --where EXPR, or --all for every record")
         }
         return nil
     }
 
-    /// Parses `key=value` arguments into record values by the schema.
+    /// Parses `key=value` arguments (and the keys of `--null`) into record values by the schema.
     static func assignments(
-        _ command: ParsedCommand, entity: Entity, schema: StoreSchema
+        _ items: [String], nulls: [String], entity: StoreSchema.Entity, schema: StoreSchema
     ) throws -> [String: Value] {
         let (attributes, relationships) = schema.properties(of: entity.name)
         let names = attributes.map(\.name) + relationships.map(\.name)
@@ -70,9 +64,9 @@ enum Support {
         func unknown(_ key: String) -> DeckError {
             .unknownProperty(entity: entity.name, name: key, known: names)
         }
-        for item in command.positionals("assignment") {
+        for item in items {
             guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
-                throw command.usageError("'\(item)' is not key=value")
+                throw UsageError("'\(item)' is not key=value")
             }
             let key = String(item[..<equals])
             let text = String(item[item.index(after: equals)...])
@@ -84,14 +78,14 @@ enum Support {
                 throw unknown(key)
             }
         }
-        for key in command.values("null") {
+        for key in nulls {
             guard names.contains(key) else { throw unknown(key) }
             values[key] = .null
         }
         return values
     }
 
-    static func parse(_ text: String, for attribute: Attribute, entity: String) throws -> Value {
+    static func parse(_ text: String, for attribute: StoreSchema.Attribute, entity: String) throws -> Value {
         if attribute.type == .data && text.hasPrefix("@") {
             let path = String(text.dropFirst())
             guard FileManager.default.isReadableFile(atPath: path) else {
@@ -111,7 +105,9 @@ enum Support {
         }
     }
 
-    static func parse(_ text: String, for relationship: Relationship, entity: String) throws -> Value {
+    static func parse(_ text: String, for relationship: StoreSchema.Relationship, entity: String) throws
+        -> Value
+    {
         if text == "null" || text.isEmpty { return relationship.isToMany ? .references([]) : .null }
         var ids: [Int64] = []
         for part in text.split(separator: ",") {

@@ -2,27 +2,63 @@ import DeckArguments
 import DeckKit
 import Foundation
 
-/// `deck open` (a summary) and `deck inspect` (everything).
-enum InspectCommand {
-    static func run(_ command: ParsedCommand, full: Bool) throws -> Int32 {
-        let path = try Support.requiredPositional(command, "path")
-        return try Support.withReadableDocument(path) { document in
-            try show(command, document: document, displayPath: path, full: full)
-        }
+/// `deck open`: a summary, or the interactive shell.
+struct OpenCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "open",
+            abstract: "Check a document and show what it is.",
+            discussion:
+                "Shows the type, format and schema versions, entities with counts, blobs, size and lock holder."
+        )
     }
 
-    static func show(_ command: ParsedCommand, document: PackageStore, displayPath: String, full: Bool)
-        throws
-        -> Int32
-    {
-        var info = try document.info()
-        info.path = displayPath
-        if command.flag("json") {
-            Output.standard.write(json(info, schema: document.schema, full: full).render() + "\n")
-        } else {
-            Output.standard.write(text(info, schema: document.schema, full: full))
+    @Argument(.path) var path: String
+    @Flag(.json) var json: Bool
+    @Flag(
+        "shell", short: "i",
+        help: "Start an interactive session: query, show, insert, update, delete, save, undo.")
+    var shell: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        if shell {
+            return try Shell.run(path: path, output: &output)
         }
-        return 0
+        return try InspectCommand.show(path, json: json, full: false, output: &output)
+    }
+}
+
+/// `deck inspect`: everything about a document.
+struct InspectCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "inspect",
+            abstract: "Show everything about a document: schema, counts, blobs, store figures.")
+    }
+
+    @Argument(.path) var path: String
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        try Self.show(path, json: json, full: true, output: &output)
+    }
+
+    /// Shows the document at `path` (`deck open` and `deck inspect`).
+    static func show(_ path: String, json: Bool, full: Bool, output: inout Output) throws -> Int32 {
+        try Support.withReadableDocument(path) { document in
+            var info = try document.info()
+            info.path = path
+            if json {
+                output.write(Self.json(info, schema: document.schema, full: full).render() + "\n")
+            } else {
+                output.write(text(info, schema: document.schema, full: full))
+            }
+            return 0
+        }
     }
 
     static func json(_ info: PackageInfo, schema: StoreSchema, full: Bool) -> JSON {
@@ -182,24 +218,41 @@ enum InspectCommand {
 }
 
 /// `deck verify`.
-enum VerifyCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let path = try Support.requiredPositional(command, "path")
-        let bar = ProgressBar(label: "Verifying", total: nil, unit: .bytes, quiet: command.flag("quiet"))
-        let options = PackageVerifier.Options(quick: command.flag("quick")) { done, total in
+struct VerifyCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "verify",
+            abstract: "Check a document for corruption.",
+            discussion: """
+                Checks the manifest, the store (integrity and foreign keys), the tables against the \
+                stored schema, and every blob: that it exists and its bytes hash to its name. Exit \
+                status 0 means valid (untidy leftovers are reported but allowed), 65 corrupt.
+                """)
+    }
+
+    @Argument(.path) var path: String
+    @Flag(.json) var json: Bool
+    @Flag("quick", help: "Skip hashing blob files; use SQLite's quick_check.") var quick: Bool
+    @Flag(.quiet) var quiet: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        let bar = ProgressBar(label: "Verifying", total: nil, unit: .bytes, quiet: quiet)
+        let options = PackageVerifier.Options(quick: quick) { done, total in
             bar.setTotal(total)
             bar.update(completed: done)
         }
         let report = try DeckDocument.verify(at: Support.url(path), options: options)
         bar.finish()
-        if command.flag("json") {
+        if json {
             let findings = report.findings.map { finding in
                 JSON.object([
                     ("severity", .string(finding.severity.rawValue)), ("code", .string(finding.code)),
                     ("object", .string(finding.object)), ("message", .string(finding.message)),
                 ])
             }
-            Output.standard.write(
+            output.write(
                 JSON.object([
                     ("path", .string(report.path)), ("valid", .bool(report.isValid)),
                     ("needsRecovery", .bool(report.needsRecovery)),
@@ -222,7 +275,7 @@ enum VerifyCommand {
                 // One line per finding, whatever text from the package the object or message quotes.
                 line.append(
                     ": \(TerminalText.field(finding.object)): \(TerminalText.field(finding.message))\n")
-                Output.standard.write(line)
+                output.write(line)
             }
             let corrupt = report.findings.filter { $0.severity == .corruption }.count
             let legacy = report.findings.filter { $0.severity == .legacy }.count
@@ -231,7 +284,7 @@ enum VerifyCommand {
             if report.needsRecovery {
                 line.append("NEEDS RECOVERY", style: style.yellow)
                 line.append(": not checked; a writer must open it once (see above)\n")
-                Output.standard.write(line)
+                output.write(line)
                 return ExitStatus.tempFailure
             }
             line.append(report.isValid ? "valid" : "CORRUPT", style: report.isValid ? style.green : style.red)
@@ -242,7 +295,7 @@ enum VerifyCommand {
                 ": \(report.records) records, \(report.blobsChecked) blobs hashed "
                     + "(\(Support.bytes(report.bytesChecked))), \(corrupt) corruption, \(untidy) untidy"
                     + (legacy > 0 ? ", \(legacy) legacy value(s)" : "") + (format ?? "") + "\n")
-            Output.standard.write(line)
+            output.write(line)
         }
         if report.needsRecovery { return ExitStatus.tempFailure }
         return report.isValid ? 0 : ExitStatus.dataError
@@ -250,105 +303,133 @@ enum VerifyCommand {
 }
 
 /// `deck gc`.
-enum GCCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let dryRun = command.flag("dry-run")
-        let repair = command.flag("repair")
-        let document = try Support.openPackage(command, mode: dryRun ? .readOnly : .readWrite)
+struct GCCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "gc",
+            abstract: "Remove unreferenced blobs and temporaries, and compact the store.",
+            discussion: """
+                Never removes a blob file or deck_blob row that a record names, even when deck_blob \
+                does not count it: the references are counted from the records first. With --repair, \
+                first makes deck_blob agree with the records: registers intact files that records \
+                name but deck_blob lacks, and sets every reference count; exit status 65 if a \
+                referenced file is missing or corrupt.
+                """)
+    }
+
+    @Argument(.path) var path: String
+    @Flag("dry-run", short: "n", help: "Report what would be removed; change nothing.") var dryRun: Bool
+    @Flag("repair", help: "First recount references and re-register intact referenced blob files.")
+    var repair: Bool
+    @Flag(.json) var json: Bool
+    @Flag(.quiet) var quiet: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        let document = try Support.openPackage(path, mode: dryRun ? .readOnly : .readWrite)
         defer { try? document.close() }
-        let bar = ProgressBar(label: "Collecting", total: nil, unit: .items, quiet: command.flag("quiet"))
+        let bar = ProgressBar(label: "Collecting", total: nil, unit: .items, quiet: quiet)
         defer { bar.finish() }
         let report = try document.collectGarbage(dryRun: dryRun, repair: repair) { done, total in
             bar.setTotal(total)
             bar.update(completed: done)
         }
-        if command.flag("json") {
-            var members: [(String, JSON)] = [
-                ("dryRun", .bool(dryRun)),
-                ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
-                ("orphanBytes", .int(report.orphanBytes)),
-                ("temporaries", .array(report.temporaries.map(JSON.string))),
-                ("temporaryBytes", .int(report.temporaryBytes)),
-                ("unreferencedRows", .int(Int64(report.unreferencedRows))),
-                ("uncountedReferences", .array(report.uncountedReferences.map(JSON.string))),
-                ("createdIndexes", .array(report.createdIndexes.map(JSON.string))),
-                ("storeBytesBefore", .int(report.storeBytesBefore)),
-                ("storeBytesAfter", .int(report.storeBytesAfter)),
-                ("reclaimedBytes", .int(report.reclaimedBytes)),
-            ]
-            if let repaired = report.repair {
-                members.append(
-                    (
-                        "repair",
-                        JSON.object([
-                            ("registered", .array(repaired.registered.map(JSON.string))),
-                            (
-                                "recounted",
-                                .array(
-                                    repaired.recounted.map {
-                                        JSON.object([
-                                            ("digest", .string($0.digest)), ("from", .int($0.from)),
-                                            ("to", .int($0.to)),
-                                        ])
-                                    })
-                            ),
-                            ("resized", .array(repaired.resized.map(JSON.string))),
-                            (
-                                "unrepaired",
-                                .array(
-                                    repaired.unrepaired.map {
-                                        JSON.object([
-                                            ("object", .string($0.object)), ("reason", .string($0.reason)),
-                                        ])
-                                    })
-                            ),
-                        ])
-                    ))
-            }
-            Output.standard.write(JSON.object(members).render() + "\n")
+        if json {
+            output.write(Self.json(report, dryRun: dryRun).render() + "\n")
         } else {
-            let verb = dryRun ? "would remove" : "removed"
-            if let repaired = report.repair {
-                let fix = dryRun ? "would register" : "registered"
-                for digest in repaired.registered { Output.standard.write("\(fix) blob \(digest)\n") }
-                for recount in repaired.recounted {
-                    Output.standard.write(
-                        "\(dryRun ? "would set" : "set") refs of \(recount.digest) from \(recount.from) to \(recount.to)\n"
-                    )
-                }
-                for digest in repaired.resized {
-                    Output.standard.write("\(dryRun ? "would correct" : "corrected") the size of \(digest)\n")
-                }
-                for unrepaired in repaired.unrepaired {
-                    Output.standard.write("cannot repair \(unrepaired.object): \(unrepaired.reason)\n")
-                }
-            }
-            for digest in report.uncountedReferences where report.repair == nil || dryRun {
-                Output.standard.write(
-                    "kept \(digest): records name it but deck_blob does not count it; run 'deck gc --repair'\n"
-                )
-            }
-            for index in report.createdIndexes {
-                Output.standard.write("\(dryRun ? "would create" : "created") index \(index)\n")
-            }
-            for file in report.orphanFiles + report.temporaries {
-                Output.standard.write("\(verb) \(TerminalText.field(file))\n")
-            }
-            Output.standard.write(
-                "\(verb) \(report.orphanFiles.count) orphan blob(s) (\(Support.bytes(report.orphanBytes))), "
-                    + "\(report.temporaries.count) temporary file(s) (\(Support.bytes(report.temporaryBytes)))"
-                    + (dryRun
-                        ? "\n"
-                        : "; store \(Support.bytes(report.storeBytesBefore)) → \(Support.bytes(report.storeBytesAfter))\n")
-            )
+            writeText(report, to: &output)
         }
         if let repaired = report.repair, !repaired.isComplete {
-            Output.standard.flush()
-            Output.error(
+            output.flush()
+            output.error(
                 "deck: \(document.url.path): \(repaired.unrepaired.count) referenced blob(s) cannot be repaired "
                     + "(listed above); restore their files from a copy of the document")
             return ExitStatus.dataError
         }
         return 0
+    }
+
+    static func json(_ report: GarbageReport, dryRun: Bool) -> JSON {
+        var members: [(String, JSON)] = [
+            ("dryRun", .bool(dryRun)),
+            ("orphanFiles", .array(report.orphanFiles.map(JSON.string))),
+            ("orphanBytes", .int(report.orphanBytes)),
+            ("temporaries", .array(report.temporaries.map(JSON.string))),
+            ("temporaryBytes", .int(report.temporaryBytes)),
+            ("unreferencedRows", .int(Int64(report.unreferencedRows))),
+            ("uncountedReferences", .array(report.uncountedReferences.map(JSON.string))),
+            ("createdIndexes", .array(report.createdIndexes.map(JSON.string))),
+            ("storeBytesBefore", .int(report.storeBytesBefore)),
+            ("storeBytesAfter", .int(report.storeBytesAfter)),
+            ("reclaimedBytes", .int(report.reclaimedBytes)),
+        ]
+        if let repaired = report.repair {
+            members.append(
+                (
+                    "repair",
+                    JSON.object([
+                        ("registered", .array(repaired.registered.map(JSON.string))),
+                        (
+                            "recounted",
+                            .array(
+                                repaired.recounted.map {
+                                    JSON.object([
+                                        ("digest", .string($0.digest)), ("from", .int($0.from)),
+                                        ("to", .int($0.to)),
+                                    ])
+                                })
+                        ),
+                        ("resized", .array(repaired.resized.map(JSON.string))),
+                        (
+                            "unrepaired",
+                            .array(
+                                repaired.unrepaired.map {
+                                    JSON.object([
+                                        ("object", .string($0.object)), ("reason", .string($0.reason)),
+                                    ])
+                                })
+                        ),
+                    ])
+                ))
+        }
+        return JSON.object(members)
+    }
+
+    func writeText(_ report: GarbageReport, to output: inout Output) {
+        let verb = dryRun ? "would remove" : "removed"
+        if let repaired = report.repair {
+            let fix = dryRun ? "would register" : "registered"
+            for digest in repaired.registered { output.write("\(fix) blob \(digest)\n") }
+            for recount in repaired.recounted {
+                output.write(
+                    "\(dryRun ? "would set" : "set") refs of \(recount.digest) from \(recount.from) to \(recount.to)\n"
+                )
+            }
+            for digest in repaired.resized {
+                output.write("\(dryRun ? "would correct" : "corrected") the size of \(digest)\n")
+            }
+            for unrepaired in repaired.unrepaired {
+                output.write("cannot repair \(unrepaired.object): \(unrepaired.reason)\n")
+            }
+        }
+        for digest in report.uncountedReferences where report.repair == nil || dryRun {
+            output.write(
+                "kept \(digest): records name it but deck_blob does not count it; run 'deck gc --repair'\n"
+            )
+        }
+        for index in report.createdIndexes {
+            output.write("\(dryRun ? "would create" : "created") index \(index)\n")
+        }
+        for file in report.orphanFiles + report.temporaries {
+            output.write("\(verb) \(TerminalText.field(file))\n")
+        }
+        output.write(
+            "\(verb) \(report.orphanFiles.count) orphan blob(s) (\(Support.bytes(report.orphanBytes))), "
+                + "\(report.temporaries.count) temporary file(s) (\(Support.bytes(report.temporaryBytes)))"
+                + (dryRun
+                    ? "\n"
+                    : "; store \(Support.bytes(report.storeBytesBefore)) → \(Support.bytes(report.storeBytesAfter))\n")
+        )
     }
 }

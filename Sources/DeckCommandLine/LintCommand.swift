@@ -3,10 +3,36 @@ import DeckKit
 import Foundation
 
 /// `deck lint`: the CloudKit-compatibility check of a package's schema or a schema file.
-enum LintCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let path = command.positional("path")
-        let schemaFile = command.value("schema")
+struct LintCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "lint",
+            abstract: "Check a schema for CloudKit compatibility.",
+            discussion: """
+                Checks the schema of a package (or a package archive), or a schema file, against \
+                the rules CloudKit sets for a store that syncs: no unique attributes or unique \
+                constraints, a default for every non-optional attribute, an inverse for every \
+                relationship, no deny delete rule. Each finding names the entity and property. \
+                Never writes to the package. Exit status 0 means no findings, 1 findings.
+                """,
+            examples: [
+                CommandExample("Check a document", command: "deck lint Spanish.deck"),
+                CommandExample("Check a schema file", command: "deck lint --schema notes.schema.json"),
+            ])
+    }
+
+    @Argument(
+        "path", help: "The package directory or package archive whose schema to check.", completion: .file)
+    var path: String?
+    @Option(
+        "schema", valueName: "file", completion: .file,
+        help: "Check a schema file (JSON, as 'deck new --schema' takes) instead of a package.")
+    var schemaFile: String?
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
         let source: String
         let schema: StoreSchema
         var isSchemaFile = schemaFile != nil
@@ -34,13 +60,13 @@ enum LintCommand {
             source = file
             schema = try NewCommand.loadSchema(file)
         case (.some, .some):
-            throw command.usageError("give a <path> or --schema FILE, not both")
+            throw UsageError("give a <path> or --schema FILE, not both")
         case (nil, nil):
-            throw command.usageError("missing <path> (or --schema FILE)")
+            throw UsageError("missing <path> (or --schema FILE)")
         }
         let findings = try schema.cloudKitFindings()
-        if command.flag("json") {
-            Output.standard.write(
+        if json {
+            output.write(
                 JSON.object([
                     ("path", .string(source)),
                     ("source", .string(isSchemaFile ? "schema-file" : "package")),
@@ -65,7 +91,7 @@ enum LintCommand {
                 var line = TerminalLine(finding.code.rawValue, style: style.yellow)
                 line.append(
                     ": \(TerminalText.field(finding.location)): \(TerminalText.field(finding.message))\n")
-                Output.standard.write(line)
+                output.write(line)
             }
             var line = TerminalLine("\(TerminalText.field(source)): ")
             if findings.isEmpty {
@@ -75,7 +101,7 @@ enum LintCommand {
                 line.append("not CloudKit-compatible", style: style.red)
                 line.append(": \(findings.count) finding\(findings.count == 1 ? "" : "s")\n")
             }
-            Output.standard.write(line)
+            output.write(line)
         }
         return findings.isEmpty ? ExitStatus.ok : ExitStatus.findings
     }

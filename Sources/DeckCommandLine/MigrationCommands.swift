@@ -3,15 +3,32 @@ import DeckKit
 import Foundation
 
 /// `deck diff-schema`: the steps between two schemas, each a package's or a schema file's.
-enum DiffSchemaCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let old = try schema(at: try Support.requiredPositional(command, "old"))
-        let new = try schema(at: try Support.requiredPositional(command, "new"))
-        let diff = SchemaDiff(from: old, to: new)
-        if command.flag("json") {
-            Output.standard.write(json(diff).render() + "\n")
+struct DiffSchemaCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "diff-schema",
+            abstract: "Show the steps that migrate a document from one schema to another.",
+            discussion: """
+                Compares two schemas, each a package's or a schema file's (JSON, see deck(1)), and \
+                lists the changes in order, each lightweight (the store carries it out) or needing \
+                a custom stage, with the reason. Renames are found through originalName. Exit \
+                status 0 when every step is lightweight (or there is none), 1 otherwise.
+                """)
+    }
+
+    @Argument("old", help: "The schema now: a package or a schema file.", completion: .file) var old: String
+    @Argument("new", help: "The schema to migrate to: a package or a schema file.", completion: .file)
+    var new: String
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        let diff = SchemaDiff(from: try Self.schema(at: old), to: try Self.schema(at: new))
+        if json {
+            output.write(Self.json(diff).render() + "\n")
         } else {
-            Output.standard.write(text(diff))
+            output.write(Self.text(diff))
         }
         return diff.isLightweight ? ExitStatus.ok : ExitStatus.failure
     }
@@ -83,22 +100,46 @@ enum DiffSchemaCommand {
 }
 
 /// `deck migrate`: migrates a package to a schema (a file's or another package's).
-enum MigrateCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let path = try Support.requiredPositional(command, "path")
-        guard let target = command.value("to") else {
-            throw command.usageError("missing --to <schema> (the schema file to migrate to)")
+struct MigrateCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "migrate",
+            abstract: "Migrate a document to another schema, in one transaction.",
+            discussion: """
+                Carries out the steps 'deck diff-schema' lists, all lightweight ones, in one \
+                transaction: a failure or a kill leaves the document as it was. A plan file (JSON, \
+                see deck(1)) gives renames, agrees to removals (a removal deletes data, so it is \
+                refused unless agreed to) and marks the migration breaking. Exit status 0 when \
+                migrated, 65 when a step needs a custom stage, a removal is not agreed to or the \
+                data breaks a new rule (nothing is changed then).
+                """)
+    }
+
+    @Argument(.path) var path: String
+    @Option(
+        "to", valueName: "schema", completion: .file,
+        help: "The schema to migrate to: a schema file (JSON) or a package.")
+    var to: String?
+    @Option(
+        "plan", valueName: "file", completion: .file, help: "A plan file (JSON): renames, removals, breaking."
+    )
+    var plan: String?
+    @Flag("dry-run", short: "n", help: "Check the steps and the data, and change nothing.") var dryRun: Bool
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        guard let target = to else {
+            throw UsageError("missing --to <schema> (the schema file to migrate to)")
         }
         let schema = try DiffSchemaCommand.schema(at: target)
-        let plan =
-            try command.value("plan").map { try MigrationPlan(contentsOf: Support.url($0)) }
-            ?? MigrationPlan()
-        let report = try PackageStore.migrate(
-            at: Support.url(path), to: schema, plan: plan, dryRun: command.flag("dry-run"))
-        if command.flag("json") {
-            Output.standard.write(json(report).render() + "\n")
+        let plan = try self.plan.map { try MigrationPlan(contentsOf: Support.url($0)) } ?? MigrationPlan()
+        let report = try PackageStore.migrate(at: Support.url(path), to: schema, plan: plan, dryRun: dryRun)
+        if json {
+            output.write(Self.json(report).render() + "\n")
         } else {
-            Output.standard.write(text(report, path: path))
+            output.write(Self.text(report, path: path))
         }
         return ExitStatus.ok
     }
@@ -163,11 +204,33 @@ enum MigrateCommand {
 }
 
 /// `deck compat`: how an app of a given schema may open a document (spec section 19).
-enum CompatCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let path = try Support.requiredPositional(command, "path")
-        guard let app = command.value("app") else {
-            throw command.usageError("missing --app <schema> (the schema file of the app)")
+struct CompatCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "compat",
+            abstract: "Show how an app of a given schema may open a document.",
+            discussion: """
+                Compares the schema an app was built for (a schema file, JSON, see deck(1), or a \
+                package) with the document's, as section 19 of the format specification says: an \
+                app older than the document opens it read-write when its version is at or above the \
+                document's compatibility floor and the document holds everything it knows, read-only \
+                when it can still read it, and not at all otherwise. Changes nothing. Exit status 0 \
+                for read-write, 1 otherwise.
+                """)
+    }
+
+    @Argument(.path) var path: String
+    @Option(
+        "app", valueName: "schema", completion: .file,
+        help: "The app's schema: a schema file (JSON) or a package.")
+    var app: String?
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        guard let app else {
+            throw UsageError("missing --app <schema> (the schema file of the app)")
         }
         let application = try DiffSchemaCommand.schema(at: app)
         let store = try PackageStore.open(at: Support.url(path), mode: .readOnly)
@@ -180,13 +243,13 @@ enum CompatCommand {
             case .needsNewerApplication(let version, let reasons): ("needsNewerApplication", version, reasons)
             case .needsMigration(let differences): ("needsMigration", nil, differences)
             }
-        if command.flag("json") {
+        if json {
             let json = JSON.object([
                 ("document", .string(store.schema.version)), ("app", .string(application.version)),
                 ("access", .string(name)), ("needsVersion", version.map(JSON.string) ?? .null),
                 ("reasons", .array(reasons.map(JSON.string))),
             ])
-            Output.standard.write(json.render() + "\n")
+            output.write(json.render() + "\n")
         } else {
             let field = TerminalText.field
             let verdict =
@@ -200,7 +263,7 @@ enum CompatCommand {
             var out =
                 "app \(field(application.version)), document \(field(store.schema.version)): \(verdict)\n"
             for reason in reasons { out += "  \(field(reason))\n" }
-            Output.standard.write(out)
+            output.write(out)
         }
         return access == .readWrite ? ExitStatus.ok : ExitStatus.failure
     }

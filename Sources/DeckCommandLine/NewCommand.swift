@@ -4,29 +4,50 @@ import DeckSamples
 import Foundation
 
 /// `deck new`.
-enum NewCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        let path = try Support.requiredPositional(command, "path")
-        let sample = command.value("sample")
-        let schemaFile = command.value("schema")
+struct NewCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "new",
+            abstract: "Create a new document package.",
+            discussion: """
+                Creates an empty document of a content type, one made from a schema file (JSON, \
+                see deck(1)), or the bundled flash-cards sample. The package is built under a \
+                temporary name and renamed into place; an existing path is never replaced.
+                """)
+    }
+
+    @Argument("path", help: "Where to create the package.", completion: .directory) var path: String
+    @Option("type", valueName: "id", help: "The content type, e.g. org.example.notes.") var type: String?
+    @Option(
+        "schema", valueName: "file", completion: .file, help: "A schema file (JSON) to create the store from."
+    )
+    var schemaFile: String?
+    @Option(
+        "sample", valueName: "name", allowedValues: ["flashcards"], help: "Create a bundled sample document.")
+    var sample: String?
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
         if sample != nil && schemaFile != nil {
-            throw command.usageError("--sample and --schema cannot be combined")
+            throw UsageError("--sample and --schema cannot be combined")
         }
-        var contentType = command.value("type")
+        var contentType = type
         if let type = contentType, !PackageStore.isValidContentType(type) {
-            throw command.usageError(
+            throw UsageError(
                 "invalid content type '\(type)': use 1 to 255 printable ASCII characters without spaces, "
                     + "such as org.example.notes")
         }
         let schema: StoreSchema
         if let sample {
             guard sample == "flashcards" else {
-                throw command.usageError("unknown sample '\(sample)'; try 'flashcards'")
+                throw UsageError("unknown sample '\(sample)'; try 'flashcards'")
             }
             schema = FlashcardsSample.schema
             contentType = contentType ?? FlashcardsSample.contentType
         } else if let schemaFile {
-            schema = try loadSchema(schemaFile)
+            schema = try Self.loadSchema(schemaFile)
         } else {
             schema = StoreSchema(entities: [])
         }
@@ -42,15 +63,15 @@ enum NewCommand {
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
-        if command.flag("json") {
-            Output.standard.write(
+        if json {
+            output.write(
                 JSON.object([
                     ("path", .string(document.url.path)),
                     ("contentType", .string(document.manifest.contentType)),
                     ("formatVersion", .int(Int64(document.manifest.formatVersion))),
                 ]).render() + "\n")
         } else {
-            Output.standard.write("Created \(document.manifest.contentType) document \(path)\n")
+            output.write("Created \(document.manifest.contentType) document \(path)\n")
         }
         return 0
     }

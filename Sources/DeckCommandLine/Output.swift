@@ -7,7 +7,8 @@ import Foundation
 #endif
 
 /// Buffered standard output (large query results are written in 64 KiB pieces) and
-/// unbuffered standard error.
+/// unbuffered standard error: one value, made by ``DeckCommandLine/run(_:)`` and passed to the
+/// command it runs (`inout`; it cannot be copied, so no two buffers hold the same output).
 ///
 /// Text output is escaped for the terminal here, in one place (``TerminalText``): every string
 /// given to ``write(_:)-5jhun`` or ``error(_:)`` has its control characters and bidirectional
@@ -15,39 +16,38 @@ import Foundation
 /// that shows it (or the one a pipe ends in). Exact forms (`--json`, `--csv`, completion
 /// scripts) switch that off with ``escapesText`` for their command; styled text is built as a
 /// ``TerminalLine``, escaped piece by piece before its own escape sequences are added.
-final class Output: @unchecked Sendable {
-    /// Standard output. Only the main thread writes to it.
-    static let standard = Output(fd: 1)
-
+struct Output: ~Copyable {
     private let fd: Int32
     private var buffer: [UInt8] = []
     /// Whether ``write(_:)-5jhun`` escapes its text (true for text output, false for exact forms).
     var escapesText = true
 
-    private init(fd: Int32) {
-        self.fd = fd
+    /// Output to standard output (and errors to standard error).
+    init() {
+        fd = StandardStreams.outputDescriptor
         buffer.reserveCapacity(1 << 16)
     }
 
     /// Appends text: escaped for the terminal unless ``escapesText`` is off.
-    func write(_ text: String) {
+    mutating func write(_ text: String) {
         buffer.append(contentsOf: (escapesText ? TerminalText.escape(text) : text).utf8)
         if buffer.count >= 1 << 16 { flush() }
     }
 
     /// Appends a line whose pieces were escaped and styled already.
-    func write(_ line: TerminalLine) {
+    mutating func write(_ line: TerminalLine) {
         buffer.append(contentsOf: line.rendered.utf8)
         if buffer.count >= 1 << 16 { flush() }
     }
 
     /// Appends UTF-8 bytes, or a JSON value written straight into the buffer.
-    func write(json: JSON, pretty: Bool) {
+    mutating func write(json: JSON, pretty: Bool) {
         json.write(into: &buffer, pretty: pretty)
         if buffer.count >= 1 << 16 { flush() }
     }
 
-    func flush() {
+    /// Writes what is buffered.
+    mutating func flush() {
         guard !buffer.isEmpty else { return }
         buffer.withUnsafeBytes { Output.writeAll(fd, $0) }
         buffer.removeAll(keepingCapacity: true)
@@ -68,14 +68,14 @@ final class Output: @unchecked Sendable {
     }
 
     /// Writes a line to standard error at once, escaped for the terminal.
-    static func error(_ text: String) {
+    func error(_ text: String) {
         error(TerminalLine(text))
     }
 
     /// Writes a line whose pieces were escaped and styled already to standard error at once.
-    static func error(_ line: TerminalLine) {
+    func error(_ line: TerminalLine) {
         let text = line.rendered.hasSuffix("\n") ? line.rendered : line.rendered + "\n"
-        Array(text.utf8).withUnsafeBytes { writeAll(2, $0) }
+        Array(text.utf8).withUnsafeBytes { Output.writeAll(StandardStreams.errorDescriptor, $0) }
     }
 }
 

@@ -3,38 +3,75 @@ import DeckKit
 import Foundation
 
 /// `deck query`.
-enum QueryCommand {
-    static func run(_ command: ParsedCommand) throws -> Int32 {
-        try Support.withReadableDocument(try Support.requiredPositional(command, "path")) { store in
-            try store.read { try execute(command, on: $0) }
-        }
+struct QueryCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "query",
+            abstract: "Print the records of an entity.",
+            examples: [
+                CommandExample(
+                    "Cards created since November",
+                    command: "deck query Spanish.deck Card --where 'creationDate >= 2026-11-01'"),
+                CommandExample(
+                    "Tagged cards with 'adios' in any case and accent, most-tagged first (see EXPRESSIONS in deck(1))",
+                    command:
+                        "deck query Spanish.deck Card --where 'tags.count > 0 and front contains[cd] adios' "
+                        + "--sort tags.count:desc"),
+            ])
     }
 
-    /// Runs the query on an open document (`deck query` and the shell's `query`).
-    static func execute(_ command: ParsedCommand, on document: StoreReader) throws -> Int32 {
-        let entity = try Support.entity(command, in: document.schema)
-        if command.flag("json") && command.flag("csv") {
-            throw command.usageError("--json and --csv cannot be combined")
+    @Argument(.path) var path: String
+    @OptionGroup var query: QueryOptions
+
+    var writesExactOutput: Bool { query.writesExactOutput }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        try Support.withReadableDocument(path) { store in
+            try store.read { try query.execute(on: $0, output: &output) }
         }
-        var query = RecordQuery(entity.name, where: try Support.condition(command, required: false))
-        for text in command.values("sort") {
+    }
+}
+
+/// The entity and options of `deck query` and of the shell's `query`, and the query they run.
+struct QueryOptions: ParsableArguments {
+    @Argument(.entity) var entity: String
+    @Option(.condition) var condition: String?
+    @Option("sort", short: "s", valueName: "key[:desc]", help: "Sort by KEY, ascending unless ':desc'.")
+    var sort: [String]
+    @Option("limit", valueName: "n", help: "At most N records.") var limit: Int?
+    @Option("offset", valueName: "n", help: "Skip the first N records.") var offset: Int?
+    @Flag(.json) var json: Bool
+    @Flag("csv", help: "Print CSV (RFC 4180) with a header row.") var csv: Bool
+    @Flag("count", help: "Print only the number of matching records.") var count: Bool
+
+    var writesExactOutput: Bool { json || csv }
+
+    /// Runs the query on an open document.
+    func execute(on document: StoreReader, output: inout Output) throws -> Int32 {
+        let entity = try Support.entity(named: self.entity, in: document.schema)
+        if json && csv {
+            throw UsageError("--json and --csv cannot be combined")
+        }
+        var query = RecordQuery(
+            entity.name, where: try Support.condition(condition, all: false, required: false))
+        for text in sort {
             do {
                 query.sort.append(try QueryParser.parseSort(text))
             } catch {
                 throw OptionSyntaxError(option: "--sort", error: error)
             }
         }
-        if let limit = try command.value("limit", as: Int.self) {
-            guard limit >= 0 else { throw command.usageError("--limit must not be negative") }
+        if let limit {
+            guard limit >= 0 else { throw UsageError("--limit must not be negative") }
             query.limit = limit
         }
-        if let offset = try command.value("offset", as: Int.self) {
-            guard offset >= 0 else { throw command.usageError("--offset must not be negative") }
+        if let offset {
+            guard offset >= 0 else { throw UsageError("--offset must not be negative") }
             query.offset = offset
         }
-        if command.flag("count") {
+        if count {
             let count = try document.count(query)
-            Output.standard.write(command.flag("json") ? "{\"count\":\(count)}\n" : "\(count)\n")
+            output.write(json ? "{\"count\":\(count)}\n" : "\(count)\n")
             return 0
         }
         let (attributes, relationships) = document.schema.properties(of: entity.name)
@@ -48,9 +85,17 @@ enum QueryCommand {
                 columns.append(name)
             }
         }
-        if command.flag("json") {
+        try write(query, columns: columns, of: document, to: &output)
+        return 0
+    }
+
+    /// Writes the records `query` matches, as JSON, CSV or a table.
+    func write(_ query: RecordQuery, columns: [String], of document: StoreReader, to output: inout Output)
+        throws
+    {
+        if json {
             var first = true
-            Output.standard.write("[")
+            output.write("[")
             try document.forEach(query) { record in
                 var members: [(String, JSON)] = [
                     ("_id", .int(record.id)), ("_entity", .string(record.entity)),
@@ -59,27 +104,26 @@ enum QueryCommand {
                 for name in columns {
                     if let value = record.values[name] { members.append((name, Support.json(value))) }
                 }
-                Output.standard.write(first ? "\n" : ",\n")
-                Output.standard.write(json: .object(members), pretty: false)
+                output.write(first ? "\n" : ",\n")
+                output.write(json: .object(members), pretty: false)
                 first = false
             }
-            Output.standard.write(first ? "]\n" : "\n]\n")
-        } else if command.flag("csv") {
-            Output.standard.write((["_id", "_entity"] + columns).map(csv).joined(separator: ",") + "\r\n")
+            output.write(first ? "]\n" : "\n]\n")
+        } else if csv {
+            output.write((["_id", "_entity"] + columns).map(Self.csv).joined(separator: ",") + "\r\n")
             try document.forEach(query) { record in
                 let cells =
                     [String(record.id), record.entity]
                     + columns.map { record.values[$0].map(Support.csv) ?? "" }
-                Output.standard.write(cells.map(csv).joined(separator: ",") + "\r\n")
+                output.write(cells.map(Self.csv).joined(separator: ",") + "\r\n")
             }
         } else {
             var rows: [[String]] = []
             try document.forEach(query) { record in
                 rows.append([String(record.id)] + columns.map { record.values[$0].map(Support.text) ?? "" })
             }
-            Output.standard.write(table(header: ["_id"] + columns, rows: rows))
+            output.write(Self.table(header: ["_id"] + columns, rows: rows))
         }
-        return 0
     }
 
     static func csv(_ field: String) -> String {

@@ -8,98 +8,68 @@ import Foundation
 /// stay unsaved until `save`; `undo` discards them; `quit` refuses to drop unsaved changes
 /// unless told `quit!`.
 enum Shell {
-    /// The shell's own commands: the data commands without their `<path>` argument.
-    static let root: CommandSpec = {
-        func withoutPath(_ spec: CommandSpec) -> CommandSpec {
-            var copy = spec
-            copy.arguments.removeAll { $0.name == "path" }
-            return copy
-        }
-        let entity = ArgumentSpec("entity", help: "The entity.")
-        return CommandSpec(
-            name: "",
-            abstract: "Commands of the deck shell.",
-            subcommands: [
-                withoutPath(Commands.query), withoutPath(Commands.insert), withoutPath(Commands.update),
-                withoutPath(Commands.delete),
-                CommandSpec(
-                    name: "show", abstract: "Show one record with all its values and relationships.",
-                    arguments: [entity, ArgumentSpec("id", help: "The record id.")]),
-                CommandSpec(name: "entities", abstract: "List the entities with their record counts."),
-                CommandSpec(
-                    name: "schema", abstract: "Show the schema (of one entity).",
-                    arguments: [ArgumentSpec("entity", help: "The entity.", isOptional: true)]),
-                CommandSpec(name: "save", abstract: "Commit the unsaved changes."),
-                CommandSpec(name: "undo", abstract: "Discard the unsaved changes."),
-                CommandSpec(name: "history", abstract: "List the commands of this session."),
-                CommandSpec(
-                    name: "quit", abstract: "Leave (refuses while changes are unsaved; 'quit!' drops them)."),
-            ])
-    }()
+    /// The shell's own command set, as help and the parser read it.
+    static let spec = ShellCommands.commandSpec()
 
-    static func run(path: String) throws -> Int32 {
+    static func run(path: String, output: inout Output) throws -> Int32 {
         let (store, note) = try openForShell(URL(fileURLWithPath: path))
-        let document = try Session(store: store)
-        defer { document.close() }
+        var context = ShellContext(session: try Session(store: store))
+        defer { context.session.close() }
         let interactive = StandardStreams.isTerminal(0)
         if interactive {
-            Output.standard.write(
+            output.write(
                 "deck \(DeckCommandLine.version) — \(store.manifest.contentType) document \(path)\(note)\n"
                     + "Enter 'help' for commands, 'quit' to leave.\n")
         }
-        var history: [String] = []
         var status: Int32 = 0
         while true {
             if interactive {
-                Output.standard.write(document.hasChanges ? "deck*> " : "deck> ")
+                output.write(context.session.hasChanges ? "deck*> " : "deck> ")
             }
-            Output.standard.flush()
+            output.flush()
             guard let line = readLine(strippingNewline: true) else { break }
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("--") { continue }
-            history.append(trimmed)
-            let words: [String]
+            context.history.append(trimmed)
+            var words: [String]
             do {
                 words = try split(trimmed)
             } catch {
-                Output.error("error: \(error.message)")
+                output.error("error: \(error.message)")
                 status = 1
                 continue
             }
             guard let verb = words.first else { continue }
             switch verb {
-            case "quit", "exit", ".quit", ".exit":
-                if document.hasChanges {
-                    Output.error(
+            case "quit", "exit", ".quit", ".exit": words = ["quit"]
+            case "quit!", "exit!": return status
+            case "help", ".help", "?":
+                let topic = Array(words.dropFirst())
+                output.write(HelpFormatter.help(for: [""] + topic, root: spec) + "\n")
+                continue
+            case "history": words = ["history"]
+            default: break
+            }
+            do {
+                try execute(words, in: &context, output: &output)
+            } catch {
+                output.flush()
+                output.error(describe(error))
+                status = 1
+            }
+            if context.quitting {
+                context.quitting = false
+                if context.session.hasChanges {
+                    output.error(
                         "error: there are unsaved changes; 'save' them, 'undo' them, or 'quit!' to drop them")
                     status = 1
                     continue
                 }
                 return status
-            case "quit!", "exit!":
-                return status
-            case "help", ".help", "?":
-                let topic = Array(words.dropFirst())
-                Output.standard.write(HelpFormatter.help(for: [""] + topic, root: root) + "\n")
-                continue
-            case "history":
-                for (index, entry) in history.enumerated() {
-                    Output.standard.write("\(index + 1)  \(entry)\n")
-                }
-                continue
-            default:
-                break
-            }
-            do {
-                try execute(words, on: document)
-            } catch {
-                Output.standard.flush()
-                Output.error(describe(error))
-                status = 1
             }
         }
-        if document.hasChanges {
-            Output.error("deck: end of input with unsaved changes; they were discarded")
+        if context.session.hasChanges {
+            output.error("deck: end of input with unsaved changes; they were discarded")
             return 1
         }
         return status
@@ -171,99 +141,35 @@ enum Shell {
         }
     }
 
-    static func execute(_ words: [String], on document: Session) throws {
-        let command: ParsedCommand
-        switch try ArgumentParser.parse(words, root: root) {
+    /// Parses one line against the shell's commands and runs it.
+    static func execute(_ words: [String], in context: inout ShellContext, output: inout Output) throws {
+        let parsed: ParsedCommand
+        switch try ArgumentParser.parse(words, root: spec) {
         case .help(let path):
-            Output.standard.write(HelpFormatter.help(for: path, root: root) + "\n")
+            output.write(HelpFormatter.help(for: path, root: spec) + "\n")
             return
         case .version:
-            Output.standard.write("deck \(DeckCommandLine.version)\n")
+            output.write("deck \(DeckCommandLine.version)\n")
             return
-        case .command(let parsed):
-            command = parsed
+        case .command(let command):
+            parsed = command
+        }
+        guard let command = try ShellCommands.command(for: parsed) as? any ShellCommand else {
+            output.write(HelpFormatter.help(for: [""], root: spec) + "\n")
+            return
         }
         // `query --json` and `--csv` are exact in the shell too; everything else is text.
-        Output.standard.escapesText = !DeckCommandLine.writesExactOutput(command)
-        defer { Output.standard.escapesText = true }
-        switch command.subcommandPath {
-        case ["query"]: _ = try document.reading { try QueryCommand.execute(command, on: $0) }
-        case ["insert"]:
-            WriteCommands.report(
-                inserted: try WriteCommands.insert(command, on: try document.writing()), command)
-        case ["update"]:
-            let count = try WriteCommands.update(command, on: try document.writing())
-            WriteCommands.report(command, verb: "Updated", count: count)
-        case ["delete"]:
-            let count = try WriteCommands.delete(command, on: try document.writing())
-            WriteCommands.report(command, verb: "Deleted", count: count)
-        case ["show"]: try document.reading { try show(command, on: $0) }
-        case ["entities"]:
-            for entity in try document.reading({ try $0.info() }).entities {
-                Output.standard.write("\(entity.name)  \(entity.records)\n")
-            }
-        case ["schema"]:
-            let info = try document.reading { try $0.info() }
-            var text = InspectCommand.text(info, schema: document.schema, full: true)
-            text = String(text[(text.range(of: "schema:\n")?.upperBound ?? text.endIndex)...])
-            if let name = command.positional("entity") {
-                guard document.schema.entity(named: name) != nil else {
-                    throw DeckError.unknownEntity(
-                        name, known: document.schema.entities.map(\.name))
-                }
-                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-                var keep = false
-                text = ""
-                for line in lines {
-                    if !line.hasPrefix("    ") {
-                        let header = line.trimmingCharacters(in: .whitespaces)
-                        keep = header == name || header.hasPrefix(name + " :")
-                    }
-                    if keep { text += line + "\n" }
-                }
-            }
-            Output.standard.write(text)
-        case ["save"]:
-            let had = document.hasChanges
-            try document.save()
-            Output.standard.write(had ? "saved\n" : "nothing to save\n")
-        case ["undo"]:
-            let had = document.hasChanges
-            try document.undo()
-            Output.standard.write(had ? "unsaved changes discarded\n" : "nothing to undo\n")
-        default:
-            Output.standard.write(HelpFormatter.help(for: [""], root: root) + "\n")
-        }
-    }
-
-    static func show(_ command: ParsedCommand, on document: StoreReader) throws {
-        let entity = try Support.entity(command, in: document.schema)
-        let text = command.positional("id") ?? ""
-        guard let id = Int64(text.hasPrefix("#") ? String(text.dropFirst()) : text) else {
-            throw command.usageError("'\(text)' is not a record id")
-        }
-        guard let record = try document.record(entity.name, id: id) else {
-            throw DeckError.recordNotFound(entity: entity.name, id: id)
-        }
-        Output.standard.write("\(record.entity) #\(record.id)\n")
-        let (attributes, relationships) = document.schema.properties(of: entity.name)
-        let width = (attributes.map(\.name) + relationships.map(\.name)).map(\.count).max() ?? 0
-        func line(_ name: String, _ value: String) {
-            Output.standard.write(
-                "  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(TerminalText.field(value))\n"
-            )
-        }
-        for attribute in attributes { line(attribute.name, record[attribute.name].map(Support.text) ?? "") }
-        for relationship in relationships {
-            let ids = try document.related(record.entity, id: record.id, relationship.name)
-            line(relationship.name, ids.isEmpty ? "" : ids.map { "#\($0)" }.joined(separator: ", "))
-        }
+        output.escapesText = !command.writesExactOutput
+        defer { output.escapesText = true }
+        try command.run(in: &context, output: &output)
     }
 
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as ArgumentError:
             "error: \(error)"
+        case let error as UsageError:
+            "error: \(error.message)"
         case let error as OptionSyntaxError:
             "error: \(error.option): \(error.error.description)\n\(error.error.caret)"
         case let error as QuerySyntaxError:

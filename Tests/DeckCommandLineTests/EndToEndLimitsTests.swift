@@ -45,12 +45,15 @@ struct EndToEndLimitsTests {
         // The tester's 2,100 attributes, formerly "too many columns" and a CREATE TABLE dump (74).
         try expectRefused(
             StoreSchema(entities: [
-                Entity("Wide", attributes: (0..<2_100).map { Attribute("a\($0)", .integer) })
+                StoreSchema.Entity(
+                    "Wide", attributes: (0..<2_100).map { StoreSchema.Attribute("a\($0)", .integer) })
             ]),
             "hierarchy 'Wide'", "2100 properties", "at most 1000")
         // The 3,000-level chain that took 95 seconds to open.
         let chain = StoreSchema(
-            entities: (1...3_000).map { Entity("E\($0)", superentity: $0 == 1 ? nil : "E\($0 - 1)") })
+            entities: (1...3_000).map {
+                StoreSchema.Entity("E\($0)", superentity: $0 == 1 ? nil : "E\($0 - 1)")
+            })
         try expectRefused(chain, "3000 entities", "at most 1000")
         try expectRefused(
             StoreSchema(entities: Array(chain.entities.prefix(101))), "'E101' is 101 levels deep",
@@ -60,9 +63,11 @@ struct EndToEndLimitsTests {
     @Test func siblingsMustSpellASharedColumnAlike() throws {
         try expectRefused(
             StoreSchema(entities: [
-                Entity("Item"),
-                Entity("Book", superentity: "Item", attributes: [Attribute("Shared", .string)]),
-                Entity("Film", superentity: "Item", attributes: [Attribute("shared", .string)]),
+                StoreSchema.Entity("Item"),
+                StoreSchema.Entity(
+                    "Book", superentity: "Item", attributes: [StoreSchema.Attribute("Shared", .string)]),
+                StoreSchema.Entity(
+                    "Film", superentity: "Item", attributes: [StoreSchema.Attribute("shared", .string)]),
             ]),
             "'Film.shared' and 'Book.Shared' would both be column 'Shared'", "spell them the same")
     }
@@ -70,32 +75,34 @@ struct EndToEndLimitsTests {
     @Test func twoRelationshipsCannotShareAnInverse() throws {
         try expectRefused(
             StoreSchema(entities: [
-                Entity(
+                StoreSchema.Entity(
                     "Person",
                     relationships: [
-                        Relationship("books", to: "Book", toMany: true, inverse: "owner"),
-                        Relationship("novels", to: "Book", toMany: true, inverse: "owner"),
+                        StoreSchema.Relationship("books", to: "Book", toMany: true, inverse: "owner"),
+                        StoreSchema.Relationship("novels", to: "Book", toMany: true, inverse: "owner"),
                     ]),
-                Entity("Book", relationships: [Relationship("owner", to: "Person")]),
+                StoreSchema.Entity("Book", relationships: [StoreSchema.Relationship("owner", to: "Person")]),
             ]),
             "both have 'Book.owner' as their inverse")
     }
 
     /// Item > Book, Film; both siblings' `owner` share one column.
     static let library = StoreSchema(entities: [
-        Entity(
-            "Person", attributes: [Attribute("name", .string)],
+        StoreSchema.Entity(
+            "Person", attributes: [StoreSchema.Attribute("name", .string)],
             relationships: [
-                Relationship("books", to: "Book", toMany: true, inverse: "owner", deleteRule: .cascade),
-                Relationship("films", to: "Film", toMany: true, inverse: "owner"),
+                StoreSchema.Relationship(
+                    "books", to: "Book", toMany: true, inverse: "owner", deleteRule: .cascade),
+                StoreSchema.Relationship("films", to: "Film", toMany: true, inverse: "owner"),
             ]),
-        Entity("Item", attributes: [Attribute("title", .string)]),
-        Entity(
-            "Book", superentity: "Item", attributes: [Attribute("isbn", .string, options: [.unique])],
-            relationships: [Relationship("owner", to: "Person", inverse: "books")]),
-        Entity(
+        StoreSchema.Entity("Item", attributes: [StoreSchema.Attribute("title", .string)]),
+        StoreSchema.Entity(
+            "Book", superentity: "Item",
+            attributes: [StoreSchema.Attribute("isbn", .string, options: [.unique])],
+            relationships: [StoreSchema.Relationship("owner", to: "Person", inverse: "books")]),
+        StoreSchema.Entity(
             "Film", superentity: "Item",
-            relationships: [Relationship("owner", to: "Person", inverse: "films")]),
+            relationships: [StoreSchema.Relationship("owner", to: "Person", inverse: "films")]),
     ])
 
     @Test func siblingsSharingAnInverseColumn() throws {
@@ -128,9 +135,9 @@ struct EndToEndLimitsTests {
     /// A chain of 70 nodes, each the parent of the next.
     func nodes(in directory: TemporaryDirectory) throws -> String {
         let schema = StoreSchema(entities: [
-            Entity(
-                "Node", attributes: [Attribute("n", .integer)],
-                relationships: [Relationship("parent", to: "Node")])
+            StoreSchema.Entity(
+                "Node", attributes: [StoreSchema.Attribute("n", .integer)],
+                relationships: [StoreSchema.Relationship("parent", to: "Node")])
         ])
         let (path, created) = try create(schema, in: directory)
         e2eExpectSuccess(created)

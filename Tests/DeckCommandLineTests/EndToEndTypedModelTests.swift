@@ -3,7 +3,6 @@ import Foundation
 import Testing
 
 /// The flash-cards sample's schema (samples/flashcards.schema.json) written as typed models.
-/// (`DeckKit.` because this module names the store schema's `Attribute` and `Relationship`.)
 enum Vocabulary {
     final class Deck: PersistentModel {
         @DeckKit.Attribute(.unique) var title = ""

@@ -10,20 +10,22 @@ import Testing
 
 /// The schema `deck-crashtest` works on.
 let crashSchema = StoreSchema(entities: [
-    Entity(
+    StoreSchema.Entity(
         "Card",
         attributes: [
-            Attribute("front", .string),
-            Attribute(
+            StoreSchema.Attribute("front", .string),
+            StoreSchema.Attribute(
                 "image", .data, isOptional: true, options: [.externalStorage], externalThreshold: 4_096),
-            Attribute("batch", .integer),
+            StoreSchema.Attribute("batch", .integer),
         ]),
-    Entity("Commit", attributes: [Attribute("sequence", .integer, options: [.unique])]),
-    Entity(
+    StoreSchema.Entity(
+        "Commit", attributes: [StoreSchema.Attribute("sequence", .integer, options: [.unique])]),
+    StoreSchema.Entity(
         "Stats",
         attributes: [
-            Attribute("key", .integer, options: [.unique]), Attribute("cards", .integer),
-            Attribute("sequence", .integer),
+            StoreSchema.Attribute("key", .integer, options: [.unique]),
+            StoreSchema.Attribute("cards", .integer),
+            StoreSchema.Attribute("sequence", .integer),
         ]),
 ])
 
