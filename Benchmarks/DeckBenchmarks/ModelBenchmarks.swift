@@ -346,12 +346,15 @@ func runModelBenchmarks() throws {
     func makeDeckedStore(_ name: String, rows: Int, perDeck: Int) throws -> URL {
         let url = URL(fileURLWithPath: fresh(name))
         let schema = StoreSchema(entities: [
-            Entity(
-                "Deck", attributes: [Attribute("title", .string)],
-                relationships: [Relationship("cards", to: "Card", toMany: true, inverse: "deck")]),
-            Entity(
-                "Card", attributes: [Attribute("front", .string), Attribute("reviews", .integer)],
-                relationships: [Relationship("deck", to: "Deck", inverse: "cards")]),
+            StoreSchema.Entity(
+                "Deck", attributes: [StoreSchema.Attribute("title", .string)],
+                relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "deck")]),
+            StoreSchema.Entity(
+                "Card",
+                attributes: [
+                    StoreSchema.Attribute("front", .string), StoreSchema.Attribute("reviews", .integer),
+                ],
+                relationships: [StoreSchema.Relationship("deck", to: "Deck", inverse: "cards")]),
         ])
         let store = try PackageStore.create(at: url, contentType: "org.deck.bench", schema: schema)
         try store.write { transaction in
@@ -419,11 +422,12 @@ func runModelBenchmarks() throws {
     func makeEnumerationStore(_ name: String, rows: Int, indexed: Bool) throws -> URL {
         let url = URL(fileURLWithPath: fresh(name))
         let schema = StoreSchema(entities: [
-            Entity(
+            StoreSchema.Entity(
                 "Card",
                 attributes: [
-                    Attribute("front", .string), Attribute("back", .string), Attribute("creationDate", .date),
-                    Attribute("reviews", .integer),
+                    StoreSchema.Attribute("front", .string), StoreSchema.Attribute("back", .string),
+                    StoreSchema.Attribute("creationDate", .date),
+                    StoreSchema.Attribute("reviews", .integer),
                 ],
                 indexes: indexed ? [["creationDate"]] : [])
         ])

@@ -120,11 +120,12 @@ let rowCount = Int(100_000 * options.scale)
 
 // 1. Generic insert of 100k rows in one transaction vs the raw C API with a prepared statement.
 let rowSchema = StoreSchema(entities: [
-    Entity(
+    StoreSchema.Entity(
         "Row",
         attributes: [
-            Attribute("front", .string), Attribute("back", .string), Attribute("n", .integer),
-            Attribute("created", .date),
+            StoreSchema.Attribute("front", .string), StoreSchema.Attribute("back", .string),
+            StoreSchema.Attribute("n", .integer),
+            StoreSchema.Attribute("created", .date),
         ])
 ])
 try compare(
@@ -338,7 +339,8 @@ where selected("contains[cd] vs [c] \(rowCount) rows, \(label)") {
 let blobCount = Int(2_000 * options.scale)
 let blobSize = 256 * 1024
 let blobSchema = StoreSchema(entities: [
-    Entity("Item", attributes: [Attribute("payload", .data, options: [.externalStorage])])
+    StoreSchema.Entity(
+        "Item", attributes: [StoreSchema.Attribute("payload", .data, options: [.externalStorage])])
 ])
 let sourceDirectory = options.workDirectory + "/source"
 try FileManager.default.createDirectory(atPath: sourceDirectory, withIntermediateDirectories: true)
@@ -400,11 +402,11 @@ let bigPackage = fresh("big.deck")
 let emptyPackage = fresh("empty.deck")
 if selected("open + close (1M rows, 10k blobs)") {
     let smallBlobSchema = StoreSchema(entities: [
-        Entity(
+        StoreSchema.Entity(
             "Row",
             attributes: [
-                Attribute("front", .string), Attribute("n", .integer),
-                Attribute(
+                StoreSchema.Attribute("front", .string), StoreSchema.Attribute("n", .integer),
+                StoreSchema.Attribute(
                     "payload", .data, isOptional: true, options: [.externalStorage], externalThreshold: 1_024),
             ])
     ])

@@ -14,33 +14,36 @@ public enum FlashcardsSample {
     public static let schema = StoreSchema(
         version: "1.0.0",
         entities: [
-            Entity(
+            StoreSchema.Entity(
                 "Deck",
                 attributes: [
-                    Attribute("title", .string, options: [.unique]),
-                    Attribute("created", .date),
+                    StoreSchema.Attribute("title", .string, options: [.unique]),
+                    StoreSchema.Attribute("created", .date),
                 ],
                 relationships: [
-                    Relationship("cards", to: "Card", toMany: true, inverse: "deck", deleteRule: .cascade)
+                    StoreSchema.Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "deck", deleteRule: .cascade)
                 ]),
-            Entity(
+            StoreSchema.Entity(
                 "Card",
                 attributes: [
-                    Attribute("front", .string, options: [.indexed]),
-                    Attribute("back", .string),
-                    Attribute("creationDate", .date, dynamicDefault: .now),
-                    Attribute("image", .data, isOptional: true, options: [.externalStorage]),
-                    Attribute("reviewCount", .integer, defaultValue: .integer(0)),
+                    StoreSchema.Attribute("front", .string, options: [.indexed]),
+                    StoreSchema.Attribute("back", .string),
+                    StoreSchema.Attribute("creationDate", .date, dynamicDefault: .now),
+                    StoreSchema.Attribute("image", .data, isOptional: true, options: [.externalStorage]),
+                    StoreSchema.Attribute("reviewCount", .integer, defaultValue: .integer(0)),
                 ],
                 relationships: [
-                    Relationship("deck", to: "Deck", inverse: "cards", deleteRule: .nullify),
-                    Relationship("tags", to: "Tag", toMany: true, inverse: "cards", deleteRule: .nullify),
+                    StoreSchema.Relationship("deck", to: "Deck", inverse: "cards", deleteRule: .nullify),
+                    StoreSchema.Relationship(
+                        "tags", to: "Tag", toMany: true, inverse: "cards", deleteRule: .nullify),
                 ]),
-            Entity(
+            StoreSchema.Entity(
                 "Tag",
-                attributes: [Attribute("name", .string, options: [.unique])],
+                attributes: [StoreSchema.Attribute("name", .string, options: [.unique])],
                 relationships: [
-                    Relationship("cards", to: "Card", toMany: true, inverse: "tags", deleteRule: .nullify)
+                    StoreSchema.Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "tags", deleteRule: .nullify)
                 ]),
         ])
 
