@@ -150,6 +150,13 @@ struct EndToEndHelpTests {
             result, command: "deck query", "Invalid value 'abc' for '--limit <n>': expected an integer")
     }
 
+    @Test func aLimitThatIsNotAnIntegerIsRefusedBeforeThePackageIsOpened() throws {
+        // Like the other usage errors the parser finds: the command line first, then the package.
+        let result = try deck("query", "missing.deck", "Card", "--offset", "1.5")
+        e2eExpectUsageError(
+            result, command: "deck query", "Invalid value '1.5' for '--offset <n>': expected an integer")
+    }
+
     @Test func limitMustNotBeNegative() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)

@@ -119,6 +119,25 @@ struct EndToEndShellTests {
                 ])
     }
 
+    @Test func quitRefusesUnsavedChangesInEverySpelling() throws {
+        let directory = try TemporaryDirectory()
+        let path = try e2eSample(in: directory)
+        let result = try shell(
+            path,
+            [
+                "insert Tag name=unsaved", "quit", "exit", ".quit", "history again", "undo", ".exit",
+                "query Tag --count",
+            ])
+        #expect(result.status == 1)
+        #expect(
+            result.stdout
+                == "Inserted Tag #6\n1  insert Tag name=unsaved\n2  quit\n3  exit\n4  .quit\n5  history again\n"
+                + "unsaved changes discarded\n")
+        let refusal = "error: there are unsaved changes; 'save' them, 'undo' them, or 'quit!' to drop them"
+        #expect(result.stderr.components(separatedBy: refusal).count == 4)
+        #expect(try deck("query", path, "Tag", "--where", "name = 'unsaved'", "--count").stdout == "0\n")
+    }
+
     @Test func quotingAndComments() throws {
         let directory = try TemporaryDirectory()
         let path = try e2eSample(in: directory)
