@@ -142,7 +142,7 @@ import Testing
         let package = try PackageFixture.make(in: sandbox.url)
         let url = sandbox.path("out.zip")
         try Data("old".utf8).write(to: url)
-        #expect(throws: ArchiveError.destinationExists(path: url.path)) {
+        expectAlreadyExists(url.path) {
             try PackageArchive.pack(directory: package.url, to: url, format: .zip)
         }
         #expect(try Data(contentsOf: url) == Data("old".utf8))
@@ -218,7 +218,7 @@ import Testing
             expected = .packageRefused(path: "manifest.json", reason: .notARegularFile)
         }
         for format in ArchiveFormat.allCases {
-            #expect(throws: expected) {
+            expectRefusal(expected) {
                 try PackageArchive.pack(
                     directory: root, to: sandbox.path("out.\(format.fileExtension)"), format: format)
             }

@@ -47,8 +47,8 @@ import Testing
         try PackageArchive.pack(directory: package.url, to: archive, format: .tar)
         let existing = sandbox.path("existing.sqlite")
         try Data("mine".utf8).write(to: existing)
-        #expect(throws: ArchiveError.destinationExists(path: existing.path)) {
-            try PackageArchive.scan(archive: archive, storeTo: existing)
+        expectAlreadyExists(existing.path) {
+            _ = try PackageArchive.scan(archive: archive, storeTo: existing)
         }
         #expect(try Data(contentsOf: existing) == Data("mine".utf8))
     }
@@ -60,8 +60,8 @@ import Testing
             [.file("manifest.json", "{}"), .store, .file("blobs/zz", "x")], format: .pax,
             to: archive)
         let storeCopy = sandbox.path("store.sqlite")
-        #expect(throws: ArchiveError.entryRefused(entry: "blobs/zz", reason: .unexpected)) {
-            try PackageArchive.scan(archive: archive, storeTo: storeCopy)
+        expectRefusal(.entryRefused(entry: "blobs/zz", reason: .unexpected)) {
+            _ = try PackageArchive.scan(archive: archive, storeTo: storeCopy)
         }
         #expect(try sandbox.contents() == ["bad.tar"])
     }

@@ -168,7 +168,7 @@ import Testing
         var refusal: ArchiveError?
         do {
             try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
-        } catch let error as ArchiveError {
+        } catch DeckError.archive(let error) {
             refusal = error
         }
         switch refusal {
@@ -213,7 +213,7 @@ import Testing
         #expect {
             try PackageArchive.scan(archive: archive)
         } throws: { error in
-            switch error as? ArchiveError {
+            switch archiveRefusal(error) {
             case .entryRefused("store.sqlite", .sizeMismatch(Int64(size - 100), Int64(size)))?: true
             case .unreadable("store.sqlite", let message)?: message.contains("wrong size")
             default: false

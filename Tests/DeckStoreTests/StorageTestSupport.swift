@@ -173,3 +173,44 @@ extension VerificationReport {
 }
 
 var runningAsRoot: Bool { geteuid() == 0 }
+
+/// The archive refusal `error` carries (``DeckError/archive(_:)``), or nil.
+func archiveRefusal(_ error: any Error) -> ArchiveError? {
+    if case DeckError.archive(let refusal) = error { refusal } else { nil }
+}
+
+/// Runs `body` expecting an archive refusal (``DeckError/archive(_:)``): `expected`, or any
+/// when nil.
+func expectRefusal(
+    _ expected: ArchiveError?, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
+    let context = comment.map { "\($0.rawValue): " } ?? ""
+    do {
+        try body()
+        Issue.record(
+            "\(context)expected an archive refusal, but nothing was thrown", sourceLocation: sourceLocation)
+    } catch {
+        guard let refusal = archiveRefusal(error) else {
+            Issue.record(
+                "\(context)expected an archive refusal, got \(error)", sourceLocation: sourceLocation)
+            return
+        }
+        if let expected, refusal != expected {
+            Issue.record("\(context)expected \(expected), got \(refusal)", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+/// Runs `body` expecting ``DeckError/alreadyExists(path:)`` for `path`.
+func expectAlreadyExists(
+    _ path: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
+    let error = expectDeckError(sourceLocation: sourceLocation, body)
+    guard case .alreadyExists(path)? = error else {
+        Issue.record(
+            "expected alreadyExists(\(path)), got \(String(describing: error))",
+            sourceLocation: sourceLocation)
+        return
+    }
+}

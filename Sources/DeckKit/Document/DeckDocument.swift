@@ -80,7 +80,7 @@ public enum DeckDocument {
         do {
             try PackageArchive.checkDestination(destination, overwrite: overwrite)
         } catch {
-            throw DeckError(archiveError: error)
+            throw DeckError.wrap(error)
         }
         for attempt in 1...exportAttempts {
             let snapshot = try Staging.make(beside: destination, kind: .store, isDirectory: true)
@@ -96,10 +96,10 @@ public enum DeckDocument {
                     storeSnapshot: URL(fileURLWithPath: store), blobs: referenced, overwrite: overwrite,
                     progress: progress)
                 return
-            } catch ArchiveError.packageRefused(let path, .missing) {
+            } catch DeckError.archive(.packageRefused(let path, .missing)) {
                 let name = (path as NSString).lastPathComponent
                 guard let digest = Digest(hex: name), referenced.contains(digest) else {
-                    throw DeckError(archiveError: ArchiveError.packageRefused(path: path, reason: .missing))
+                    throw DeckError.archive(.packageRefused(path: path, reason: .missing))
                 }
                 // A fresh read transaction tells a concurrent writer's save (the blob is no longer
                 // referenced, or is back) from damage (still referenced, still missing).
@@ -110,7 +110,7 @@ public enum DeckDocument {
                 }
                 continue
             } catch {
-                throw DeckError(archiveError: error)
+                throw DeckError.wrap(error)
             }
         }
         // Every snapshot lost a blob to a writer's save before it could be archived.
@@ -157,7 +157,7 @@ public enum DeckDocument {
                     }
                 }, progress: progress)
         } catch {
-            throw DeckError(archiveError: error, archive: archive)
+            throw DeckError.reading(archive, error)
         }
         return destination.standardizedFileURL
     }
@@ -213,7 +213,7 @@ public enum DeckDocument {
             try PackageArchive.pack(
                 directory: directory, to: archive, format: format, overwrite: overwrite, progress: progress)
         } catch {
-            throw DeckError(archiveError: error)
+            throw DeckError.wrap(error)
         }
     }
 
@@ -237,7 +237,7 @@ public enum DeckDocument {
                     if scan.hasStoreLog { applyStoreLog(directory.path + "/" + PackageLayout.store) }
                 }, progress: progress)
         } catch {
-            throw DeckError(archiveError: error, archive: archive)
+            throw DeckError.reading(archive, error)
         }
     }
 
@@ -337,11 +337,7 @@ public enum DeckDocument {
         let scan: ArchiveScanReport
         do {
             scan = try PackageArchive.scan(archive: url, storeTo: URL(fileURLWithPath: store))
-        } catch let error as ArchiveError {
-            switch error {
-            case .fileSystem, .insufficientSpace: throw DeckError(archiveError: error)
-            default: break
-            }
+        } catch DeckError.archive(let error) {
             if case .unrecognizedFormat = error, !ArchiveFormat.looksLikeArchive(path) {
                 throw DeckError.notAPackage(
                     path: path, reason: "it is neither a package directory nor a package archive")
@@ -351,7 +347,7 @@ public enum DeckDocument {
                     severity: .corruption, code: "archive-refused", object: path, message: error.description))
             return report
         } catch {
-            throw DeckError(archiveError: error)
+            throw DeckError.wrap(error)
         }
         return try PackageVerifier.verifyArchived(scan, storePath: store, archivePath: path, options: options)
     }

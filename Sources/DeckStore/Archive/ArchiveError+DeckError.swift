@@ -5,27 +5,22 @@ import Foundation
 #endif
 
 extension DeckError {
-    /// The document-level form of an archive-layer failure.
-    package init(archiveError error: any Error, archive: URL? = nil) {
-        switch error {
-        case let error as DeckError: self = error
-        case ArchiveError.unrecognizedFormat
-        where archive.map({ !ArchiveFormat.looksLikeArchive($0.path) }) == true:
-            // Not damage: this file never was an archive.
-            self = .notAPackage(
-                path: archive?.path ?? "", reason: "it is neither a package directory nor a package archive")
-        case ArchiveError.destinationExists(let path): self = .alreadyExists(path: path)
-        case ArchiveError.destinationNotRegular(let path, let kind):
-            self = .notARegularFile(path: path, kind: kind)
-        case ArchiveError.insufficientSpace(let path, let needed, let available):
-            self = .io(
-                path: path, operation: "unpacking (it needs \(needed) bytes; \(available) may be used here)",
-                errno: ENOSPC)
-        case ArchiveError.fileSystem(let path, let operation, let code):
-            self = FileSystem.failure(FileSystem.Operation(rawValue: operation) ?? .open, path, code)
-            if case .io = self { self = .io(path: path, operation: operation, errno: code) }
-        case let error as ArchiveError: self = .archive(error)
-        default: self = .wrap(error)
+    /// `error` from reading `archive` as a document: a file in no archive format that does not
+    /// look like one either is not damage, it never was an archive.
+    package static func reading(_ archive: URL, _ error: any Error) -> DeckError {
+        let error = DeckError.wrap(error)
+        if case .archive(.unrecognizedFormat) = error, !ArchiveFormat.looksLikeArchive(archive.path) {
+            return .notAPackage(
+                path: archive.path, reason: "it is neither a package directory nor a package archive")
+        }
+        return error
+    }
+
+    /// Whether this is the failure of a call that found nothing at `path`.
+    func isMissing(_ path: String) -> Bool {
+        switch self {
+        case .notFound(path), .io(path, _, ENOENT): true
+        default: false
         }
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 
-/// An error raised while writing, reading, packing or unpacking an archive.
+/// Why an archive cannot be written, read, packed or unpacked: what the archive layer refuses,
+/// carried in ``DeckError/archive(_:)``. (A failure of the file system, an existing destination
+/// or a lack of space is a ``DeckError`` case of its own.)
 ///
 /// Every case names the entry (or file) concerned; ``description`` renders it as `<entry>: <why>`,
 /// for example `../evil: path escapes the package`.
@@ -19,18 +21,8 @@ public enum ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A package directory being archived contains something that must not be archived.
     /// `path` is relative to the package directory.
     case packageRefused(path: String, reason: PackageRefusal)
-    /// The destination already exists and is never replaced.
-    case destinationExists(path: String)
-    /// The destination exists and is not a regular file (`kind`: "a FIFO", "a directory", …);
-    /// it is never replaced, even when overwriting is allowed.
-    case destinationNotRegular(path: String, kind: String)
-    /// Unpacking needs more space than the file system holding `path` can give while keeping
-    /// ``UnpackLimits/minimumFreeBytes`` free.
-    case insufficientSpace(path: String, needed: Int64, available: Int64)
     /// The archive format cannot be used with this libarchive build.
     case unsupportedFormat(format: String, reason: String)
-    /// A system call failed.
-    case fileSystem(path: String, operation: String, code: Int32)
     /// The file is in no archive format libarchive recognises.
     case unrecognizedFormat(path: String)
     /// The path is not an archive at all (`reason` says what it is instead).
@@ -51,17 +43,8 @@ public enum ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(entry): cannot be written to the archive: \(message)"
         case .packageRefused(let path, let reason):
             return "\(path): \(reason)"
-        case .destinationExists(let path):
-            return "\(path): destination already exists"
-        case .destinationNotRegular(let path, let kind):
-            return "\(path): is \(kind), not a regular file, and is never replaced"
-        case .insufficientSpace(let path, let needed, let available):
-            return
-                "\(path): unpacking needs \(needed) bytes, but only \(available) can be used on this file system"
         case .unsupportedFormat(let format, let reason):
             return "\(format): \(reason)"
-        case .fileSystem(let path, let operation, let code):
-            return "\(path): \(operation) failed: \(String(cString: strerror(code)))"
         case .unrecognizedFormat(let path):
             return "\(path): not an archive in a format Deck reads (zip, tar, tar.gz, tar.zst)"
         case .notAnArchive(let path, let reason):

@@ -13,8 +13,8 @@ struct ArchivePath: Equatable {
     /// character, no empty, `.` or `..` component. A single leading `./` is accepted when
     /// `allowLeadingDot` is set (tar archives made with `tar -C dir .` look like that).
     static func parse(_ name: String, allowLeadingDot: Bool) throws -> ArchivePath {
-        func refuse(_ reason: ArchiveEntryRefusal) -> ArchiveError {
-            .entryRefused(entry: name, reason: reason)
+        func refuse(_ reason: ArchiveEntryRefusal) -> DeckError {
+            .archive(.entryRefused(entry: name, reason: reason))
         }
         if name.isEmpty { throw refuse(.emptyName) }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
@@ -167,8 +167,8 @@ struct PackageEntryValidator {
 
     mutating func classify(_ facts: ArchiveEntryFacts) throws -> EntryDisposition {
         let name = facts.name
-        func refuse(_ reason: ArchiveEntryRefusal) -> ArchiveError {
-            .entryRefused(entry: name, reason: reason)
+        func refuse(_ reason: ArchiveEntryRefusal) -> DeckError {
+            .archive(.entryRefused(entry: name, reason: reason))
         }
         let path = try ArchivePath.parse(name, allowLeadingDot: true)
         if Self.isPlatformJunk(path) { return .ignore }
@@ -216,11 +216,12 @@ struct PackageEntryValidator {
             // or ignored would hide what an archive holds where a package has a lock file.
             if first == "tmp" {
                 if components.count == 1 && !isDirectory {
-                    throw ArchiveError.entryRefused(entry: name, reason: .notADirectory)
+                    throw DeckError.archive(.entryRefused(entry: name, reason: .notADirectory))
                 }
             } else if components.count > 1 || isDirectory {
-                throw ArchiveError.entryRefused(
-                    entry: name, reason: components.count > 1 ? .unexpected : .notARegularFile)
+                throw DeckError.archive(
+                    .entryRefused(
+                        entry: name, reason: components.count > 1 ? .unexpected : .notARegularFile))
             }
             return .ignore
         }
@@ -235,12 +236,12 @@ struct PackageEntryValidator {
         }
         // Swift compares strings by canonical equivalence; an exact duplicate means the same bytes.
         if previous.utf8.elementsEqual(joined.utf8) {
-            throw ArchiveError.entryRefused(entry: entry, reason: .duplicate)
+            throw DeckError.archive(.entryRefused(entry: entry, reason: .duplicate))
         }
         if previous.lowercased().utf8.elementsEqual(joined.lowercased().utf8) {
-            throw ArchiveError.entryRefused(entry: entry, reason: .caseCollision(with: previous))
+            throw DeckError.archive(.entryRefused(entry: entry, reason: .caseCollision(with: previous)))
         }
-        throw ArchiveError.entryRefused(entry: entry, reason: .normalizationCollision(with: previous))
+        throw DeckError.archive(.entryRefused(entry: entry, reason: .normalizationCollision(with: previous)))
     }
 
     private static func isPlatformJunk(_ path: ArchivePath) -> Bool {
@@ -252,8 +253,8 @@ struct PackageEntryValidator {
     private static func layoutItem(_ components: [String], isDirectory: Bool, entry: String) throws
         -> PackageItem
     {
-        func refuse(_ reason: ArchiveEntryRefusal) -> ArchiveError {
-            .entryRefused(entry: entry, reason: reason)
+        func refuse(_ reason: ArchiveEntryRefusal) -> DeckError {
+            .archive(.entryRefused(entry: entry, reason: reason))
         }
         func file(_ item: PackageItem) throws -> PackageItem {
             if isDirectory { throw refuse(.notARegularFile) }

@@ -34,7 +34,7 @@ final class ArchiveReader {
         path = url.path
         self.maxEntries = maxEntries
         guard let archive = archive_read_new() else {
-            throw ArchiveError.unreadable(entry: url.lastPathComponent, message: "out of memory")
+            throw DeckError.archive(.unreadable(entry: url.lastPathComponent, message: "out of memory"))
         }
         self.archive = archive
         // Only the seeking zip reader: it trusts the central directory, so a zip whose end is
@@ -70,11 +70,12 @@ final class ArchiveReader {
         let status = archive_read_next_header(archive, &entry)
         if status == ARCHIVE_EOF {
             if let zip, entryIndex != zip.entries.count {
-                throw ArchiveError.entryRefused(
-                    entry: fileName,
-                    reason: .zipStructure(
-                        "the central directory lists \(zip.entries.count) entries, but \(entryIndex) were read"
-                    ))
+                throw DeckError.archive(
+                    .entryRefused(
+                        entry: fileName,
+                        reason: .zipStructure(
+                            "the central directory lists \(zip.entries.count) entries, but \(entryIndex) were read"
+                        )))
             }
             return nil
         }
@@ -82,15 +83,16 @@ final class ArchiveReader {
         guard status == ARCHIVE_OK, let entry else {
             // A warning still has a usable name; a fatal error means the header itself is broken.
             if status == ARCHIVE_WARN, let name {
-                throw ArchiveError.unreadable(entry: name, message: Self.message(archive))
+                throw DeckError.archive(.unreadable(entry: name, message: Self.message(archive)))
             }
             if entryIndex == 0, entryName == nil { throw Self.openFailure(archive, fileName: fileName) }
             let context = entryName.map { " (after entry \($0))" } ?? ""
-            throw ArchiveError.unreadable(entry: fileName, message: Self.message(archive) + context)
+            throw DeckError.archive(.unreadable(entry: fileName, message: Self.message(archive) + context))
         }
         guard let name else {
             let lossy = archive_entry_pathname(entry).map { String(decoding: Self.bytes($0), as: UTF8.self) }
-            throw ArchiveError.entryRefused(entry: lossy ?? "(unnamed entry)", reason: .invalidEncoding)
+            throw DeckError.archive(
+                .entryRefused(entry: lossy ?? "(unnamed entry)", reason: .invalidEncoding))
         }
         let declaredSize = archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : nil
         try checkZipEntry(
@@ -128,34 +130,38 @@ final class ArchiveReader {
         if zip == nil {
             var info = stat()
             guard fstat(fd, &info) == 0 else {
-                throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)
+                throw ArchiveSystem.failure("fstat", path: path, code: errno)
             }
             zip = try ZipDirectory(
                 fd: fd, size: Int64(info.st_size), maxEntries: maxEntries, path: path, fileName: fileName)
         }
         guard let zip else { return }
         guard entryIndex < zip.entries.count else {
-            throw ArchiveError.entryRefused(
-                entry: name, reason: .zipStructure("it is not in the central directory"))
+            throw DeckError.archive(
+                .entryRefused(
+                    entry: name, reason: .zipStructure("it is not in the central directory")))
         }
         let record = zip.entries[entryIndex]
         if record.name.contains(UInt8(ascii: "\\")) {
-            throw ArchiveError.entryRefused(entry: record.displayName, reason: .backslash)
+            throw DeckError.archive(.entryRefused(entry: record.displayName, reason: .backslash))
         }
         guard let stored = String(validating: record.name, as: UTF8.self) else {
-            throw ArchiveError.entryRefused(entry: record.displayName, reason: .invalidEncoding)
+            throw DeckError.archive(.entryRefused(entry: record.displayName, reason: .invalidEncoding))
         }
         // libarchive may normalise a UTF-8 name to NFC; anything more is a different name.
         guard
             stored.precomposedStringWithCanonicalMapping.utf8.elementsEqual(
                 name.precomposedStringWithCanonicalMapping.utf8)
         else {
-            throw ArchiveError.entryRefused(
-                entry: stored, reason: .zipStructure("it is read as '\(name)' (an extra field renames it)"))
+            throw DeckError.archive(
+                .entryRefused(
+                    entry: stored,
+                    reason: .zipStructure("it is read as '\(name)' (an extra field renames it)")))
         }
         guard declaredSize.map({ UInt64(clamping: $0) == record.uncompressedSize }) ?? true else {
-            throw ArchiveError.entryRefused(
-                entry: stored, reason: .zipStructure("its size is read as \(declaredSize ?? 0) bytes"))
+            throw DeckError.archive(
+                .entryRefused(
+                    entry: stored, reason: .zipStructure("its size is read as \(declaredSize ?? 0) bytes")))
         }
     }
 
@@ -171,7 +177,7 @@ final class ArchiveReader {
         }
         let count = archive_read_data(archive, buffer.baseAddress, buffer.count)
         if count < 0 {
-            throw ArchiveError.unreadable(entry: entryName ?? fileName, message: Self.message(archive))
+            throw DeckError.archive(.unreadable(entry: entryName ?? fileName, message: Self.message(archive)))
         }
         guard var sparse else { return count }
         if count == 0 {
@@ -187,7 +193,7 @@ final class ArchiveReader {
     /// Skips the rest of the current entry's data.
     func skip() throws {
         if archive_read_data_skip(archive) != ARCHIVE_OK {
-            throw ArchiveError.unreadable(entry: entryName ?? fileName, message: Self.message(archive))
+            throw DeckError.archive(.unreadable(entry: entryName ?? fileName, message: Self.message(archive)))
         }
     }
 
@@ -206,10 +212,11 @@ final class ArchiveReader {
     /// The error for an archive that could not be opened or whose first header failed: when
     /// libarchive's bidders found no format they know, a case of its own, so that no caller has
     /// to read libarchive's message.
-    private static func openFailure(_ archive: OpaquePointer, fileName: String) -> ArchiveError {
+    private static func openFailure(_ archive: OpaquePointer, fileName: String) -> DeckError {
         let text = message(archive)
-        return text.hasPrefix("Unrecognized archive format")
-            ? .unrecognizedFormat(path: fileName) : .unreadable(entry: fileName, message: text)
+        return .archive(
+            text.hasPrefix("Unrecognized archive format")
+                ? .unrecognizedFormat(path: fileName) : .unreadable(entry: fileName, message: text))
     }
 
     static func message(_ archive: OpaquePointer) -> String {

@@ -9,7 +9,7 @@ import Foundation
 #endif
 
 /// The file-system calls of the archive layer: ``FileSystem`` (the one path to disk, which
-/// tests can make fail) with its errors expressed as ``ArchiveError``s.
+/// tests can make fail), reporting its errors as they are.
 package enum ArchiveSystem {
     /// The size of every streaming buffer.
     static let bufferSize = 1 << 20
@@ -23,17 +23,8 @@ package enum ArchiveSystem {
         case other
     }
 
-    /// Runs a ``FileSystem`` call, translating its error.
-    private static func io<T>(_ body: () throws(DeckError) -> T) throws(ArchiveError) -> T {
-        do {
-            return try body()
-        } catch {
-            throw ArchiveError(error)
-        }
-    }
-
-    static func fileKind(_ path: String) throws(ArchiveError) -> FileKind {
-        guard let info = try io({ () throws(DeckError) in try FileSystem.status(path) }) else {
+    static func fileKind(_ path: String) throws(DeckError) -> FileKind {
+        guard let info = try FileSystem.status(path) else {
             return .missing
         }
         switch info.st_mode & S_IFMT {
@@ -45,8 +36,8 @@ package enum ArchiveSystem {
     }
 
     /// `lstat(2)`, or nil when nothing is there.
-    static func status(_ path: String) throws(ArchiveError) -> stat? {
-        try io { () throws(DeckError) in try FileSystem.status(path) }
+    static func status(_ path: String) throws(DeckError) -> stat? {
+        try FileSystem.status(path)
     }
 
     /// "a directory", "a FIFO", … for anything `lstat` says is not a regular file; nil for one.
@@ -64,52 +55,47 @@ package enum ArchiveSystem {
     }
 
     /// The names in a directory (without `.` and `..`), sorted bytewise.
-    static func directoryNames(_ path: String) throws(ArchiveError) -> [String] {
-        try io { () throws(DeckError) in try FileSystem.list(path) }
+    static func directoryNames(_ path: String) throws(DeckError) -> [String] {
+        try FileSystem.list(path)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Opens a regular file for reading without following a symbolic link in the last component
     /// and without blocking: anything else (a FIFO swapped in since it was checked, say) is
     /// refused once open.
-    static func openForReading(_ path: String) throws(ArchiveError) -> Int32 {
-        try io { () throws(DeckError) in try FileSystem.openRegular(path, O_RDONLY) }
+    static func openForReading(_ path: String) throws(DeckError) -> Int32 {
+        try FileSystem.openRegular(path, O_RDONLY)
     }
 
-    /// Creates a new file; fails with ``ArchiveError/destinationExists(path:)`` if anything is there.
-    static func createExclusive(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws(ArchiveError)
+    /// Creates a new file; fails with ``DeckError/alreadyExists(path:)`` if anything is there.
+    static func createExclusive(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws(DeckError)
         -> Int32
     {
-        try io { () throws(DeckError) in
-            try FileSystem.open(
-                path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644, relativeTo: directory)
-        }
+        try FileSystem.open(
+            path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o644, relativeTo: directory)
     }
 
     /// Opens an existing regular file for writing, emptying it, without following a symbolic link.
-    static func openExisting(_ path: String) throws(ArchiveError) -> Int32 {
-        try io { () throws(DeckError) in try FileSystem.open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW) }
+    static func openExisting(_ path: String) throws(DeckError) -> Int32 {
+        try FileSystem.open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW)
     }
 
     /// Writes the whole buffer, retrying on partial writes and EINTR.
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(ArchiveError) {
-        try io { () throws(DeckError) in try FileSystem.write(fd, buffer, path: path) }
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(DeckError) {
+        try FileSystem.write(fd, buffer, path: path)
     }
 
     /// Reads up to `count` bytes, retrying on EINTR; returns 0 at end of file.
     static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, count: Int, path: String)
-        throws(ArchiveError) -> Int
+        throws(DeckError) -> Int
     {
         guard let base = buffer.baseAddress else { return 0 }
-        return try io { () throws(DeckError) in
-            try FileSystem.read(fd, into: base, count: min(count, buffer.count), path: path)
-        }
+        return try FileSystem.read(fd, into: base, count: min(count, buffer.count), path: path)
     }
 
     /// Reads exactly `count` bytes at `offset` (pread, which leaves the file offset alone).
-    static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(ArchiveError) -> [UInt8]
-    {
-        try io { () throws(DeckError) in try FileSystem.check(.read, path) }
+    static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(DeckError) -> [UInt8] {
+        try FileSystem.check(.read, path)
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
@@ -119,29 +105,30 @@ package enum ArchiveSystem {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ArchiveError.fileSystem(path: path, operation: "read", code: errno)
+                throw ArchiveSystem.failure("read", path: path, code: errno)
             }
             if n == 0 {
-                throw ArchiveError.unreadable(
-                    entry: (path as NSString).lastPathComponent, message: "unexpected end of file")
+                throw DeckError.archive(
+                    .unreadable(
+                        entry: (path as NSString).lastPathComponent, message: "unexpected end of file"))
             }
             done += n
         }
         return bytes
     }
 
-    static func sync(_ fd: Int32, path: String) throws(ArchiveError) {
+    static func sync(_ fd: Int32, path: String) throws(DeckError) {
         do {
             try FileSystem.fsync(fd, path: path)
         } catch .io(_, _, EINVAL) {
             // Some file systems cannot fsync directories; that is not a failure of ours.
         } catch {
-            throw ArchiveError(error)
+            throw error
         }
     }
 
-    static func syncDirectory(_ path: String) throws(ArchiveError) {
-        let fd = try io { () throws(DeckError) in try FileSystem.open(path, O_RDONLY | O_DIRECTORY) }
+    static func syncDirectory(_ path: String) throws(DeckError) {
+        let fd = try FileSystem.open(path, O_RDONLY | O_DIRECTORY)
         defer { FileSystem.close(fd) }
         try sync(fd, path: path)
     }
@@ -164,8 +151,8 @@ package enum ArchiveSystem {
     }
 
     /// Flushes the whole file system holding `path`.
-    static func syncFileSystem(_ path: String) throws(ArchiveError) {
-        try io { () throws(DeckError) in try FileSystem.syncFileSystem(containing: path) }
+    static func syncFileSystem(_ path: String) throws(DeckError) {
+        try FileSystem.syncFileSystem(containing: path)
     }
 
     /// A random suffix for temporary names.
@@ -183,50 +170,50 @@ package enum ArchiveSystem {
     }
 
     /// Makes a new directory; false when the name is taken.
-    static func makeDirectory(_ path: String) throws(ArchiveError) -> Bool {
+    static func makeDirectory(_ path: String) throws(DeckError) -> Bool {
         do {
             try FileSystem.mkdir(path, existingOK: false)
             return true
         } catch .alreadyExists {
             return false
         } catch {
-            throw ArchiveError(error)
+            throw error
         }
     }
 
     /// Renames `source` to `destination` unless `destination` exists (`renameat2(RENAME_NOREPLACE)`;
     /// on file systems without it, by claiming the name first).
     static func renameNoReplace(_ source: String, _ destination: String, isDirectory: Bool)
-        throws(ArchiveError)
+        throws(DeckError)
     {
         do {
             try FileSystem.renameNoReplace(source, destination)
             return
         } catch .alreadyExists {
-            throw ArchiveError.destinationExists(path: destination)
+            throw DeckError.alreadyExists(path: destination)
         } catch .io(_, _, let code) where code == EINVAL || code == ENOSYS || code == ENOTSUP {
             try renameNoReplaceFallback(source, destination, isDirectory: isDirectory)
         } catch .io(_, _, ENOTEMPTY) {
-            throw ArchiveError.destinationExists(path: destination)
+            throw DeckError.alreadyExists(path: destination)
         } catch {
-            throw ArchiveError(error)
+            throw error
         }
     }
 
     /// For file systems without an exclusive rename: claim the name first, then rename over the claim.
     private static func renameNoReplaceFallback(_ source: String, _ destination: String, isDirectory: Bool)
-        throws(ArchiveError)
+        throws(DeckError)
     {
         if isDirectory {
             // mkdir is atomic; rename(2) then replaces only the empty directory we just made.
             guard try makeDirectory(destination) else {
-                throw ArchiveError.destinationExists(path: destination)
+                throw DeckError.alreadyExists(path: destination)
             }
             do {
                 try FileSystem.rename(source, destination)
             } catch {
                 rmdir(destination)
-                throw ArchiveError(error)
+                throw error
             }
             return
         }
@@ -235,23 +222,20 @@ package enum ArchiveSystem {
             return
         }
         let code = errno
-        if code == EEXIST { throw ArchiveError.destinationExists(path: destination) }
-        throw ArchiveError.fileSystem(path: destination, operation: "link", code: code)
+        if code == EEXIST { throw DeckError.alreadyExists(path: destination) }
+        throw ArchiveSystem.failure("link", path: destination, code: code)
     }
 }
 
-extension ArchiveError {
-    /// The archive layer's form of a file-system failure.
-    init(_ error: DeckError) {
-        switch error {
-        case .alreadyExists(let path): self = .destinationExists(path: path)
-        case .io(let path, let operation, let code):
-            self = .fileSystem(path: path, operation: operation, code: code)
-        case .permissionDenied(let path, let operation):
-            self = .fileSystem(path: path, operation: operation, code: EACCES)
-        case .notFound(let path): self = .fileSystem(path: path, operation: "open", code: ENOENT)
-        case .corrupt(let path, let reason): self = .unreadable(entry: path, message: reason)
-        default: self = .fileSystem(path: "", operation: error.description, code: EIO)
+extension ArchiveSystem {
+    /// A system call's failure that ``FileSystem`` did not make (`operation` names the call):
+    /// as ``FileSystem/failure(_:_:_:)`` reports one, with the call's own name.
+    static func failure(_ operation: String, path: String, code: Int32) -> DeckError {
+        switch code {
+        case EACCES, EPERM: .permissionDenied(path: path, operation: operation)
+        case ENOENT: .notFound(path: path)
+        case EEXIST: .alreadyExists(path: path)
+        default: .io(path: path, operation: operation, errno: code)
         }
     }
 }
@@ -320,7 +304,7 @@ final class OutputFile {
         if syncOnFinish { try ArchiveSystem.sync(fd, path: path) }
         let result = close(fd)
         fd = -1
-        if result != 0 { throw ArchiveError.fileSystem(path: path, operation: "close", code: errno) }
+        if result != 0 { throw ArchiveSystem.failure("close", path: path, code: errno) }
     }
 }
 

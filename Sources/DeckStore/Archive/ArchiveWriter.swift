@@ -45,7 +45,7 @@ package final class ArchiveWriter {
     private var bytesAdded: Int64 = 0
     /// The file-system failure behind a failed libarchive call (a full disk, say): reported as
     /// itself, naming the file, rather than as a failure of the entry being written.
-    private var ioFailure: ArchiveError?
+    private var ioFailure: DeckError?
 
     private enum State {
         case open
@@ -58,8 +58,8 @@ package final class ArchiveWriter {
 
     /// Creates `url` (which must not exist) and prepares to write an archive of `format` to it.
     ///
-    /// - Throws: ``ArchiveError/destinationExists(path:)`` if something is at `url`,
-    ///   ``ArchiveError/unsupportedFormat(format:reason:)`` if this libarchive cannot write `format`.
+    /// - Throws: ``DeckError/alreadyExists(path:)`` if something is at `url`,
+    ///   ``ArchiveError/unsupportedFormat(format:reason:)`` (in ``DeckError/archive(_:)``) if this libarchive cannot write `format`.
     package convenience init(url: URL, format: ArchiveFormat) throws {
         try self.init(url: url, format: format, intoExistingFile: false)
     }
@@ -68,13 +68,14 @@ package final class ArchiveWriter {
     /// `intoExistingFile` is set, never following a symbolic link; otherwise as the public init.
     init(url: URL, format: ArchiveFormat, intoExistingFile: Bool) throws {
         guard format.isAvailable else {
-            throw ArchiveError.unsupportedFormat(
-                format: format.name,
-                reason: "this libarchive build cannot write it (compressor not linked in)")
+            throw DeckError.archive(
+                .unsupportedFormat(
+                    format: format.name,
+                    reason: "this libarchive build cannot write it (compressor not linked in)"))
         }
         let path = url.path
         guard let archive = archive_write_new() else {
-            throw ArchiveError.writeFailed(entry: url.lastPathComponent, message: "out of memory")
+            throw DeckError.archive(.writeFailed(entry: url.lastPathComponent, message: "out of memory"))
         }
         let fd: Int32
         do {
@@ -124,8 +125,10 @@ package final class ArchiveWriter {
             case .tarZstd:
                 // ARCHIVE_WARN here means "falling back to the external zstd program": refused.
                 if archive_write_add_filter_zstd(archive) != ARCHIVE_OK {
-                    throw ArchiveError.unsupportedFormat(
-                        format: format.name, reason: "this libarchive build has no built-in zstd support")
+                    throw DeckError.archive(
+                        .unsupportedFormat(
+                            format: format.name, reason: "this libarchive build has no built-in zstd support")
+                    )
                 }
             }
             // Write in 1 MiB blocks and never pad the last one (padding would follow a zip's
@@ -164,10 +167,10 @@ package final class ArchiveWriter {
             defer { close(input) }
             var info = stat()
             if fstat(input, &info) != 0 {
-                throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)
+                throw ArchiveSystem.failure("fstat", path: path, code: errno)
             }
             guard info.st_mode & S_IFMT == S_IFREG else {
-                throw ArchiveError.writeFailed(entry: name, message: "\(path) is not a regular file")
+                throw DeckError.archive(.writeFailed(entry: name, message: "\(path) is not a regular file"))
             }
             let size = Int64(info.st_size)
             try writeHeader(name: name, isDirectory: false, size: size, compress: compress)
@@ -185,7 +188,7 @@ package final class ArchiveWriter {
                 try Cancellation.checkCurrent()
             }
             if fstat(input, &info) != 0 {
-                throw ArchiveError.fileSystem(path: path, operation: "fstat", code: errno)
+                throw ArchiveSystem.failure("fstat", path: path, code: errno)
             }
             if Int64(info.st_size) != size { throw Self.changed(name) }
             try check(archive_write_finish_entry(archive), entry: name)
@@ -237,7 +240,7 @@ package final class ArchiveWriter {
             try ArchiveSystem.sync(fd, path: url.path)
             let result = close(fd)
             fd = -1
-            if result != 0 { throw ArchiveError.fileSystem(path: url.path, operation: "close", code: errno) }
+            if result != 0 { throw ArchiveSystem.failure("close", path: url.path, code: errno) }
             state = .finished
         }
     }
@@ -248,8 +251,8 @@ package final class ArchiveWriter {
         switch state {
         case .open: break
         case .finished:
-            throw ArchiveError.writeFailed(entry: name, message: "the archive is already finished")
-        case .failed: throw ArchiveError.writeFailed(entry: name, message: "an earlier write failed")
+            throw DeckError.archive(.writeFailed(entry: name, message: "the archive is already finished"))
+        case .failed: throw DeckError.archive(.writeFailed(entry: name, message: "an earlier write failed"))
         }
         do {
             try locale.run(body)
@@ -262,7 +265,7 @@ package final class ArchiveWriter {
     private func writeHeader(name: String, isDirectory: Bool, size: Int64, compress: Bool) throws {
         let path = try ArchivePath.parse(name, allowLeadingDot: false)
         if path.hasTrailingSlash && !isDirectory {
-            throw ArchiveError.entryRefused(entry: name, reason: .emptyComponent)
+            throw DeckError.archive(.entryRefused(entry: name, reason: .emptyComponent))
         }
         if format == .zip {
             let status =
@@ -272,7 +275,7 @@ package final class ArchiveWriter {
             try check(status, entry: name)
         }
         guard let entry = archive_entry_new() else {
-            throw ArchiveError.writeFailed(entry: name, message: "out of memory")
+            throw DeckError.archive(.writeFailed(entry: name, message: "out of memory"))
         }
         defer { archive_entry_free(entry) }
         archive_entry_copy_pathname(entry, path.joined + (isDirectory ? "/" : ""))
@@ -294,7 +297,7 @@ package final class ArchiveWriter {
             let written = archive_write_data(archive, base + offset, chunk.count - offset)
             if written <= 0 {
                 if let ioFailure { throw ioFailure }
-                throw ArchiveError.writeFailed(entry: name, message: ArchiveReader.message(archive))
+                throw DeckError.archive(.writeFailed(entry: name, message: ArchiveReader.message(archive)))
             }
             offset += written
         }
@@ -303,13 +306,15 @@ package final class ArchiveWriter {
     private func check(_ status: Int32, entry: String) throws {
         if status != ARCHIVE_OK {
             if let ioFailure { throw ioFailure }
-            throw ArchiveError.writeFailed(
-                entry: entry.isEmpty ? url.lastPathComponent : entry, message: ArchiveReader.message(archive))
+            throw DeckError.archive(
+                .writeFailed(
+                    entry: entry.isEmpty ? url.lastPathComponent : entry,
+                    message: ArchiveReader.message(archive)))
         }
     }
 
-    private static func changed(_ name: String) -> ArchiveError {
-        .writeFailed(entry: name, message: "the file changed while it was being archived")
+    private static func changed(_ name: String) -> DeckError {
+        .archive(.writeFailed(entry: name, message: "the file changed while it was being archived"))
     }
 }
 

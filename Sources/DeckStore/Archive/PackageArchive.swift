@@ -42,8 +42,9 @@ package enum PackageArchive {
     ///   - overwrite: replace an existing regular file at `archive` (atomically); otherwise an
     ///     existing destination is an error. Anything but a regular file (a directory, FIFO,
     ///     device, socket or symbolic link) is never replaced:
-    ///     ``ArchiveError/destinationNotRegular(path:kind:)``.
-    /// - Throws: ``ArchiveError/packageRefused(path:reason:)`` with ``PackageRefusal/missing``
+    ///     ``DeckError/notARegularFile(path:kind:)``.
+    /// - Throws: ``ArchiveError/packageRefused(path:reason:)`` (in ``DeckError/archive(_:)``)
+    ///   with ``PackageRefusal/missing``
     ///   for a blob that vanished while it was being archived (a concurrent writer removed it).
     package static func pack(
         directory: URL, to archive: URL, format: ArchiveFormat, storeSnapshot: URL? = nil,
@@ -58,7 +59,7 @@ package enum PackageArchive {
         do {
             staging = try Staging.make(beside: destination, kind: .pack, isDirectory: false)
         } catch {
-            throw ArchiveError(error)
+            throw error
         }
         do {
             let writer = try ArchiveWriter(url: staging.url, format: format, intoExistingFile: true)
@@ -74,7 +75,7 @@ package enum PackageArchive {
                 do {
                     try FileSystem.rename(staging.path, destination)
                 } catch {
-                    throw ArchiveError(error)
+                    throw error
                 }
             } else {
                 try ArchiveSystem.renameNoReplace(staging.path, destination, isDirectory: false)
@@ -93,18 +94,25 @@ package enum PackageArchive {
     package static func checkDestination(_ destination: String, overwrite: Bool) throws {
         guard let info = try ArchiveSystem.status(destination) else { return }
         if let kind = ArchiveSystem.describeNonRegular(info) {
-            throw ArchiveError.destinationNotRegular(path: destination, kind: kind)
+            throw DeckError.notARegularFile(path: destination, kind: kind)
         }
-        if !overwrite { throw ArchiveError.destinationExists(path: destination) }
+        if !overwrite { throw DeckError.alreadyExists(path: destination) }
     }
 
     /// A file-system failure on a staging path, reported against the destination the user named
     /// (the staging name is hidden and gone by the time the error is read).
     static func renamed(_ error: any Error, staging: String, destination: String) -> any Error {
-        guard case ArchiveError.fileSystem(let path, let operation, let code) = error,
-            path == staging || path.hasPrefix(staging + "/")
-        else { return error }
-        return ArchiveError.fileSystem(path: destination, operation: operation, code: code)
+        func onStaging(_ path: String) -> Bool { path == staging || path.hasPrefix(staging + "/") }
+        switch error {
+        case DeckError.io(let path, let operation, let code) where onStaging(path):
+            return DeckError.io(path: destination, operation: operation, errno: code)
+        case DeckError.permissionDenied(let path, let operation) where onStaging(path):
+            return DeckError.permissionDenied(path: destination, operation: operation)
+        case DeckError.notFound(let path) where onStaging(path):
+            return DeckError.notFound(path: destination)
+        default:
+            return error
+        }
     }
 
     private static func write(_ plan: PackPlan, to writer: ArchiveWriter) throws {
@@ -119,13 +127,14 @@ package enum PackageArchive {
                 let hasher = BackgroundSHA256Hasher()
                 do {
                     try writer.addFile(name: relative, source: blob.url, compress: false, hasher: hasher)
-                } catch ArchiveError.fileSystem(let path, _, ENOENT) where path == blob.url.path {
+                } catch let error as DeckError where error.isMissing(blob.url.path) {
                     // Removed since the plan was made: by a concurrent writer's save, or by damage.
-                    throw ArchiveError.packageRefused(path: relative, reason: .missing)
+                    throw DeckError.archive(.packageRefused(path: relative, reason: .missing))
                 }
                 let actual = hasher.finalize()
                 if actual != blob.digest {
-                    throw ArchiveError.packageRefused(path: relative, reason: .digestMismatch(actual: actual))
+                    throw DeckError.archive(
+                        .packageRefused(path: relative, reason: .digestMismatch(actual: actual)))
                 }
             }
         }
@@ -159,8 +168,8 @@ private struct PackPlan {
 
     init(directory: URL, storeSnapshot: URL?, selecting selection: Set<Digest>?) throws {
         let root = directory.standardizedFileURL.path
-        func refuse(_ relative: String, _ reason: PackageRefusal) -> ArchiveError {
-            .packageRefused(path: relative, reason: reason)
+        func refuse(_ relative: String, _ reason: PackageRefusal) -> DeckError {
+            .archive(.packageRefused(path: relative, reason: reason))
         }
         func require(_ relative: String, _ expected: ArchiveSystem.FileKind) throws {
             switch try ArchiveSystem.fileKind("\(root)/\(relative)") {
@@ -171,7 +180,7 @@ private struct PackPlan {
             }
         }
         guard try ArchiveSystem.fileKind(root) == .directory else {
-            throw ArchiveError.packageRefused(path: root, reason: .notADirectory)
+            throw DeckError.archive(.packageRefused(path: root, reason: .notADirectory))
         }
         var hasBlobs = false
         for name in try ArchiveSystem.directoryNames(root) {

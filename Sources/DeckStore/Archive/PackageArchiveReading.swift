@@ -9,8 +9,8 @@ import Foundation
 #endif
 
 /// Bounds on what reading an archive may cost; exceeding one is an
-/// ``ArchiveError/limitExceeded(entry:limit:)`` (or, for free space,
-/// ``ArchiveError/insufficientSpace(path:needed:available:)``).
+/// ``ArchiveError/limitExceeded(entry:limit:)`` (or, for free space, ``DeckError/io(path:operation:errno:)``
+/// with `ENOSPC`).
 ///
 /// Zip bombs are stopped by sizes, not by ratios: every entry's size is declared in its header
 /// (a zip's central directory, a tar header), the bytes read must match it, and the declared
@@ -132,20 +132,20 @@ extension PackageArchive {
     ) throws -> ArchiveScanReport {
         let target = destination.standardizedFileURL.path
         if try ArchiveSystem.fileKind(target) != .missing {
-            throw ArchiveError.destinationExists(path: target)
+            throw DeckError.alreadyExists(path: target)
         }
         let (parent, _) = ArchiveSystem.split(destination)
         let staging: StagingItem
         do {
             staging = try Staging.make(beside: target, kind: .unpack, isDirectory: true)
         } catch {
-            throw ArchiveError(error)
+            throw error
         }
         let temporary = staging.path
         let report: ArchiveScanReport
         do {
             let rootFD = open(temporary, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if rootFD < 0 { throw ArchiveError.fileSystem(path: temporary, operation: "open", code: errno) }
+            if rootFD < 0 { throw ArchiveSystem.failure("open", path: temporary, code: errno) }
             defer { close(rootFD) }
             var sink = DirectorySink(root: temporary, rootFD: rootFD, destination: target)
             report = try readPackage(archive: archive, limits: limits, progress: progress, sink: &sink)
@@ -250,7 +250,7 @@ private struct PackagePass {
     mutating func process(_ facts: ArchiveEntryFacts, sink: inout some PackageSink) throws {
         report.entryCount += 1
         if report.entryCount > limits.maxEntries {
-            throw ArchiveError.limitExceeded(entry: facts.name, limit: .entries(limits.maxEntries))
+            throw DeckError.archive(.limitExceeded(entry: facts.name, limit: .entries(limits.maxEntries)))
         }
         guard case .item(let item) = try validator.classify(facts) else {
             try reader.skip()
@@ -289,8 +289,10 @@ private struct PackagePass {
         }
         let allowed = budget ?? Int64.max
         if bytes > allowed - min(written, allowed) {
-            throw ArchiveError.insufficientSpace(
-                path: sink.displayPath, needed: written + bytes, available: allowed)
+            throw DeckError.io(
+                path: sink.displayPath,
+                operation: "unpacking (it needs \(written + bytes) bytes; \(allowed) may be used here)",
+                errno: ENOSPC)
         }
         written += bytes
     }
@@ -303,7 +305,7 @@ private struct PackagePass {
         if let size = declared {
             try checkSize(size, of: item, entry: name)
             if size > limits.maxTotalBytes - report.totalBytes {
-                throw ArchiveError.limitExceeded(entry: name, limit: .totalBytes(limits.maxTotalBytes))
+                throw DeckError.archive(.limitExceeded(entry: name, limit: .totalBytes(limits.maxTotalBytes)))
             }
             if sink.writes(item) { try reserve(size, sink: sink) }
         }
@@ -325,8 +327,9 @@ private struct PackagePass {
             size += Int64(count)
             report.totalBytes += Int64(count)
             if let declared, size > declared {
-                throw ArchiveError.entryRefused(
-                    entry: name, reason: .sizeMismatch(declared: declared, actual: size))
+                throw DeckError.archive(
+                    .entryRefused(
+                        entry: name, reason: .sizeMismatch(declared: declared, actual: size)))
             }
             try checkSize(size, of: item, entry: name)
             try checkTotals(entry: name)
@@ -337,7 +340,7 @@ private struct PackagePass {
             if item == .store && head.count < Self.sqliteHeader.count {
                 head += chunk.prefix(Self.sqliteHeader.count - head.count)
                 if !Self.sqliteHeader.starts(with: head) {
-                    throw ArchiveError.entryRefused(entry: name, reason: .notSQLite)
+                    throw DeckError.archive(.entryRefused(entry: name, reason: .notSQLite))
                 }
             }
             hasher?.update(chunk)
@@ -347,13 +350,14 @@ private struct PackagePass {
             try output?.write(chunk)
         }
         if let declared, size != declared {
-            throw ArchiveError.entryRefused(
-                entry: name, reason: .sizeMismatch(declared: declared, actual: size))
+            throw DeckError.archive(
+                .entryRefused(
+                    entry: name, reason: .sizeMismatch(declared: declared, actual: size)))
         }
         switch item {
         case .mimeType:
             if kept != Data(PackageArchive.mimeType.utf8) {
-                throw ArchiveError.entryRefused(entry: name, reason: .wrongMimeType)
+                throw DeckError.archive(.entryRefused(entry: name, reason: .wrongMimeType))
             }
             report.hasMimeType = true
         case .manifest:
@@ -361,7 +365,7 @@ private struct PackagePass {
             hasManifest = true
         case .store:
             if head.count < Self.sqliteHeader.count {
-                throw ArchiveError.entryRefused(entry: name, reason: .notSQLite)
+                throw DeckError.archive(.entryRefused(entry: name, reason: .notSQLite))
             }
             report.storeBytes = size
             hasStore = true
@@ -380,13 +384,14 @@ private struct PackagePass {
 
     private func checkSize(_ size: Int64, of item: PackageItem, entry: String) throws {
         if size > limits.maxEntryBytes {
-            throw ArchiveError.limitExceeded(entry: entry, limit: .entryBytes(limits.maxEntryBytes))
+            throw DeckError.archive(.limitExceeded(entry: entry, limit: .entryBytes(limits.maxEntryBytes)))
         }
         switch item {
         case .manifest where size > limits.maxManifestBytes:
-            throw ArchiveError.limitExceeded(entry: entry, limit: .manifestBytes(limits.maxManifestBytes))
+            throw DeckError.archive(
+                .limitExceeded(entry: entry, limit: .manifestBytes(limits.maxManifestBytes)))
         case .mimeType where size > Int64(PackageArchive.mimeType.utf8.count):
-            throw ArchiveError.entryRefused(entry: entry, reason: .wrongMimeType)
+            throw DeckError.archive(.entryRefused(entry: entry, reason: .wrongMimeType))
         default:
             break
         }
@@ -394,7 +399,7 @@ private struct PackagePass {
 
     private func checkTotals(entry: String) throws {
         if report.totalBytes > limits.maxTotalBytes {
-            throw ArchiveError.limitExceeded(entry: entry, limit: .totalBytes(limits.maxTotalBytes))
+            throw DeckError.archive(.limitExceeded(entry: entry, limit: .totalBytes(limits.maxTotalBytes)))
         }
     }
 
@@ -402,8 +407,9 @@ private struct PackagePass {
     private func checkRatio(_ size: Int64, compressed: Int64, entry: String) throws {
         guard size > limits.compressionRatioGrace else { return }
         if Double(size) / Double(max(1, compressed)) > limits.maxCompressionRatio {
-            throw ArchiveError.limitExceeded(
-                entry: entry, limit: .compressionRatio(limits.maxCompressionRatio))
+            throw DeckError.archive(
+                .limitExceeded(
+                    entry: entry, limit: .compressionRatio(limits.maxCompressionRatio)))
         }
     }
 
@@ -412,14 +418,14 @@ private struct PackagePass {
         let (hasher, digest, entry) = pendingBlobs.removeFirst()
         let actual = hasher.finalize()
         if actual != digest {
-            throw ArchiveError.entryRefused(entry: entry, reason: .digestMismatch(actual: actual))
+            throw DeckError.archive(.entryRefused(entry: entry, reason: .digestMismatch(actual: actual)))
         }
     }
 
     mutating func finish() throws -> ArchiveScanReport {
         while !pendingBlobs.isEmpty { try checkOldestBlob() }
-        if !hasManifest { throw ArchiveError.missingEntry(PackageItem.manifestName) }
-        if !hasStore { throw ArchiveError.missingEntry(PackageItem.storeName) }
+        if !hasManifest { throw DeckError.archive(.missingEntry(PackageItem.manifestName)) }
+        if !hasStore { throw DeckError.archive(.missingEntry(PackageItem.storeName)) }
         report.topLevelFolder = validator.topLevelFolder
         return report
     }
@@ -449,7 +455,7 @@ private struct DirectorySink: PackageSink {
             try makeDirectory(String(relativePath[..<slash]))
         }
         if mkdirat(rootFD, relativePath, 0o755) != 0 {
-            throw ArchiveError.fileSystem(path: "\(root)/\(relativePath)", operation: "mkdir", code: errno)
+            throw ArchiveSystem.failure("mkdir", path: "\(root)/\(relativePath)", code: errno)
         }
         created.insert(relativePath)
         directories.append(relativePath)

@@ -52,8 +52,8 @@ struct ZipDirectory {
     /// Reads and checks the structure of the zip open at `fd` (`size` bytes); refuses more than
     /// `maxEntries` entries before reading their records.
     init(fd: Int32, size: Int64, maxEntries: Int, path: String, fileName: String) throws {
-        func broken(_ detail: String) -> ArchiveError {
-            .entryRefused(entry: fileName, reason: .zipStructure(detail))
+        func broken(_ detail: String) -> DeckError {
+            .archive(.entryRefused(entry: fileName, reason: .zipStructure(detail)))
         }
         func read(_ offset: UInt64, _ count: Int) throws -> Bytes {
             guard offset <= UInt64(size), UInt64(count) <= UInt64(size) - offset else {
@@ -123,7 +123,7 @@ struct ZipDirectory {
             throw broken("the central directory does not end where the end record starts")
         }
         guard count <= UInt64(maxEntries) else {
-            throw ArchiveError.limitExceeded(entry: fileName, limit: .entries(maxEntries))
+            throw DeckError.archive(.limitExceeded(entry: fileName, limit: .entries(maxEntries)))
         }
         guard count <= directorySize / 46 else {
             throw broken("the central directory is too small for \(count) entries")
@@ -183,8 +183,8 @@ struct ZipDirectory {
         // The local headers, one after the other.
         var expected: UInt64 = 0
         for entry in entries {
-            func disagree(_ detail: String) -> ArchiveError {
-                .entryRefused(entry: entry.displayName, reason: .zipStructure(detail))
+            func disagree(_ detail: String) -> DeckError {
+                .archive(.entryRefused(entry: entry.displayName, reason: .zipStructure(detail)))
             }
             guard entry.offset == expected else {
                 throw disagree(
@@ -214,7 +214,7 @@ struct ZipDirectory {
                 throw disagree("its local header gives another compression method")
             }
             if entry.isEncrypted {
-                throw ArchiveError.entryRefused(entry: entry.displayName, reason: .encrypted)
+                throw DeckError.archive(.entryRefused(entry: entry.displayName, reason: .encrypted))
             }
             var localCompressed = header.u32(18)
             var localUncompressed = header.u32(22)

@@ -68,12 +68,17 @@ extension StoreConnection {
                 mapping, given: given, values: values, relationshipValues: relationshipValues,
                 globalID: globalID)
         } catch {
-            if let globalID, case .uniqueViolation(_, let columns) = error, columns == ["_gid"] {
+            var written = values
+            if written.isEmpty {
+                for (index, value) in given.enumerated() { written[mapping.attributes[index].name] = value }
+            }
+            let named = naming(error, writing: mapping, id: nil, values: written, globalID: globalID)
+            if let globalID, case .uniqueViolation(_, ["_gid"]) = named {
                 throw DeckError.invalidValue(
                     entity: mapping.name, property: "_gid",
                     reason: "a record of the same table already has global id \(globalID.uuidString)")
             }
-            throw naming(error, writing: mapping)
+            throw named
         }
     }
 
@@ -131,7 +136,7 @@ extension StoreConnection {
         do {
             try updateRow(mapping, id: id, values)
         } catch {
-            throw naming(error, writing: mapping)
+            throw naming(error, writing: mapping, id: id, values: values, globalID: nil)
         }
     }
 
@@ -192,12 +197,28 @@ extension StoreConnection {
             position = found
         }
         let (relationship, storage) = mapping.relationships[position]
-        guard !relationship.isToMany, case .ownColumn(let column) = storage,
+        guard !relationship.isToMany, case .ownColumn = storage,
             let destination = self.mapping.entities[relationship.destination],
             relationship.inverse.flatMap({ destination.relationship($0) })?.relationship.isToMany ?? true
         else {
             return try update(entity, id: id, [name: .reference(target)])
         }
+        do {
+            try setReference(
+                mapping, position: position, destination: destination, id: id, to: target,
+                insertedTarget: insertedTarget)
+        } catch {
+            throw naming(error, writing: mapping, id: id, values: [name: .reference(target)], globalID: nil)
+        }
+    }
+
+    /// ``setReference(ofInserted:id:_:to:insertedTarget:)``'s one `UPDATE`, of relationship
+    /// `position` of `mapping`, whose destination is `destination`.
+    private func setReference(
+        _ mapping: EntityMapping, position: Int, destination: EntityMapping, id: Int64, to target: Int64,
+        insertedTarget: String?
+    ) throws(DeckError) {
+        guard case .ownColumn(let column) = mapping.relationships[position].storage else { return }
         try change(atomic: false) { () throws in
             if let insertedTarget, destination.family.contains(insertedTarget) {
                 // Known to exist, of the destination's family; its change is no change.
@@ -216,7 +237,7 @@ extension StoreConnection {
             try statement.bind(.integer(target), at: 1)
             try statement.bind(.integer(id), at: 2)
             try statement.runBound()
-            guard database.changes == 1 else { throw DeckError.recordNotFound(entity: entity, id: id) }
+            guard database.changes == 1 else { throw DeckError.recordNotFound(entity: mapping.name, id: id) }
         }
     }
 
@@ -283,12 +304,19 @@ extension StoreConnection {
         return ids.count
     }
 
-    /// SQLite names the table in a unique violation; users wrote an entity (spec section 9.4).
-    private func naming(_ error: DeckError, writing mapping: EntityMapping) -> DeckError {
-        guard case .uniqueViolation(let table, let properties) = error else { return error }
-        return .uniqueViolation(
-            entity: self.mapping.uniqueViolationEntity(table: table, columns: properties, writing: mapping),
-            properties: properties)
+    /// A write of `values` to record `id` of `mapping` (nil: a new record with `globalID`) that
+    /// SQLite refused with `SQLITE_CONSTRAINT_UNIQUE`, as the unique violation of the entity and
+    /// properties users wrote (spec section 9.4), found by ``UniqueConflict``; any other error as
+    /// it is.
+    private func naming(
+        _ error: DeckError, writing mapping: EntityMapping, id: Int64?, values: [String: Value],
+        globalID: UUID?
+    ) -> DeckError {
+        guard case .sqlite(let failure) = error, failure.code == .constraintUnique,
+            let found = UniqueConflict(database: database, mapping: self.mapping, dateEpoch: dateEpoch)
+                .find(writing: mapping, id: id, values: values, globalID: globalID)
+        else { return error }
+        return .uniqueViolation(entity: found.entity, properties: found.properties)
     }
 
     private func checkNames(_ values: [String: Value], of mapping: EntityMapping) throws(DeckError) {
@@ -665,7 +693,8 @@ extension StoreConnection {
             return size
         }
         do {
-            let statement = try database.takeQueryStatement(sql)
+            let statement = try prepareQuery { () throws(SQLiteError) in try database.takeQueryStatement(sql)
+            }
             defer { database.returnQueryStatement(statement) }
             try statement.bind(arguments)
             // The terms of the order follow the columns asked for (QueryCompiler.select).
@@ -690,7 +719,7 @@ extension StoreConnection {
                 try body(cursor)
             }
         } catch {
-            throw translateQueryError(error)
+            throw translate(error)
         }
     }
 
@@ -720,10 +749,14 @@ extension StoreConnection {
     func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
         let mapping = try self.mapping.entity(query.entity)
         let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "r._pk")
+        let statement = try prepareQuery { () throws(SQLiteError) in try database.prepare(sql) }
         do {
-            return try database.prepareAndCollect(sql, arguments) { $0.int64(at: 0) }
+            try statement.bind(arguments)
+            var ids: [Int64] = []
+            while try statement.step() { ids.append(statement.int64(at: 0)) }
+            return ids
         } catch {
-            throw translateQueryError(error)
+            throw translate(error)
         }
     }
 
@@ -731,10 +764,15 @@ extension StoreConnection {
     func count(_ query: RecordQuery) throws(DeckError) -> Int {
         let mapping = try self.mapping.entity(query.entity)
         let (sql, arguments) = try selectSQL(query, mapping: mapping, columns: "1")
+        let statement = try prepareQuery { () throws(SQLiteError) in
+            try database.cachedStatement("SELECT count(*) FROM (\(sql))")
+        }
         do {
-            return Int(try database.scalar("SELECT count(*) FROM (\(sql))", arguments)?.int64 ?? 0)
+            try statement.bind(arguments)
+            defer { statement.reset() }
+            return Int(try statement.step() ? statement.int64(at: 0) : 0)
         } catch {
-            throw translateQueryError(error)
+            throw translate(error)
         }
     }
 
@@ -783,22 +821,21 @@ extension StoreConnection {
         return try compiler.select(query, columns: columns)
     }
 
-    /// ``translate(_:)``, and a query that SQLite finds too complex is the input's fault. (The
-    /// compiler keeps within SQLite's limits; this is the last line of defence.)
-    private func translateQueryError(_ error: any Error) -> DeckError {
-        if let error = error as? SQLiteError, error.primaryCode == SQLITE_ERROR,
-            Self.complexityMessages.contains(where: { error.message.contains($0) })
-        {
-            return .invalidQuery(
+    /// The statement of a query the compiler built, from `prepare`. SQLite refuses to prepare
+    /// such a statement only when it goes past one of SQLite's limits (the depth of an
+    /// expression, the number of variables, terms, columns or tables in a join, the length of the
+    /// statement; the compiler keeps within them, and this is the last line of defence): that is
+    /// the input's fault. It is told by its code (`SQLITE_ERROR` or `SQLITE_TOOBIG`) and by its
+    /// coming from the preparation, never by SQLite's text.
+    private func prepareQuery(_ prepare: () throws(SQLiteError) -> Statement) throws(DeckError) -> Statement {
+        do {
+            return try prepare()
+        } catch {
+            guard error.code == .error || error.code.primary == .tooBig else { throw translate(error) }
+            throw DeckError.invalidQuery(
                 "the query is too complex for SQLite (\(error.message)); simplify the filter")
         }
-        return translate(error)
     }
-
-    private static let complexityMessages = [
-        "parser stack overflow", "Expression tree is too large", "too many SQL variables", "tables in a join",
-        "too many columns", "too many terms", "string or blob too big",
-    ]
 }
 
 extension Database {

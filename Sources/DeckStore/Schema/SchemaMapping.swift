@@ -162,267 +162,66 @@ struct SchemaMapping {
         } && name.utf8.count <= StoreSchema.Limits.nameLength
     }
 
+    /// The mapping of a schema that ``SchemaValidation`` accepts: each relationship's storage,
+    /// then the checks that depend on it (indexes name columns of their table; entities sharing
+    /// a table agree on its columns), then the entities' mappings and the store's size.
     init(_ schema: StoreSchema) throws(DeckError) {
         self.schema = schema
-        let declared = schema.entities
-        let count = declared.count
-        guard count <= StoreSchema.Limits.entities else {
+        let checked = try SchemaValidation(schema)
+        let resolved = Self.resolveStorage(checked)
+        try Self.checkIndexes(checked, resolved)
+        try Self.checkColumns(checked, resolved)
+        let built = Self.entityMappings(checked, resolved)
+        var mappings: [String: EntityMapping] = [:]
+        for mapping in built { mappings[mapping.name] = mapping }
+        let foreignKeys = Self.foreignKeys(built, mappings)
+        var incoming: [String: [IncomingReference]] = [:]
+        for (index, declarer) in built.enumerated() {
+            for relationship in resolved[index] {
+                guard case .ownColumn(let column) = relationship.storage else { continue }
+                incoming[relationship.relationship.destination, default: []].append(
+                    IncomingReference(
+                        declarer: declarer, relationship: relationship.relationship, column: column,
+                        isForeignKey: foreignKeys.contains(declarer.table + "." + column)))
+            }
+        }
+        self.entities = mappings
+        self.entityNames = checked.declared.map(\.name)
+        self.incoming = incoming
+        self.foreignKeyColumns = foreignKeys
+        var members: [String: [EntityMapping]] = [:]
+        for mapping in built { members[mapping.table, default: []].append(mapping) }
+        self.members = members
+        // Each statement creates one table, index or trigger.
+        let objects = StoreDDL.statements(for: self).count
+        guard objects <= StoreSchema.Limits.storeObjects else {
             throw DeckError.invalidSchema(
-                "the schema has \(count) entities; at most \(StoreSchema.Limits.entities) are allowed")
+                "the schema maps to \(objects) tables, indexes and triggers; at most "
+                    + "\(StoreSchema.Limits.storeObjects) are allowed (each entity hierarchy, join table, index and "
+                    + "external-storage trigger counts)")
         }
+    }
 
-        // Names: valid, and unique without regard to case. Positions by exact name.
-        var position: [String: Int] = [:]
-        var lowercased: Set<String> = []
-        for (index, entity) in declared.enumerated() {
-            guard Self.isValidName(entity.name) else {
-                throw DeckError.invalidSchema(
-                    "entity name '\(entity.name)' must be ASCII letters, digits and '_', start with a letter, "
-                        + "and not start with 'deck_' or 'sqlite_'")
-            }
-            guard lowercased.insert(entity.name.lowercased()).inserted else {
-                throw DeckError.invalidSchema(
-                    "entity '\(entity.name)' is declared twice (names are case-insensitive)")
-            }
-            position[entity.name] = index
-        }
+    /// A declared relationship as the mapping keeps it: with the inverse it has (named or found)
+    /// and where its links are stored.
+    private typealias Resolved = (relationship: Relationship, storage: RelationshipStorage)
 
-        // Inheritance: each entity's parent and depth, refusing unknown parents and cycles. Every
-        // entity is walked once: a walk stops at the first entity whose depth is already known.
-        var parent = [Int?](repeating: nil, count: count)
-        var depth = [Int](repeating: 0, count: count)  // 0: not known yet
-        var onPath = [Bool](repeating: false, count: count)
-        for start in 0..<count where depth[start] == 0 {
-            var path: [Int] = []
-            var current = start
-            var base = 0
-            while true {
-                guard let parentName = declared[current].superentity else {
-                    base = 0
-                    path.append(current)
-                    break
-                }
-                guard let parentIndex = position[parentName] else {
-                    throw DeckError.invalidSchema(
-                        "entity '\(declared[current].name)' inherits from unknown entity '\(parentName)'")
-                }
-                parent[current] = parentIndex
-                path.append(current)
-                onPath[current] = true
-                if onPath[parentIndex] {
-                    throw DeckError.invalidSchema(
-                        "entity '\(parentName)' inherits from itself through '\(declared[current].name)'")
-                }
-                if depth[parentIndex] != 0 {
-                    base = depth[parentIndex]
-                    break
-                }
-                current = parentIndex
-            }
-            for (offset, index) in path.reversed().enumerated() {
-                depth[index] = base + offset + 1
-                onPath[index] = false
-            }
-        }
-        func root(of index: Int) -> Int {
-            var current = index
-            while let next = parent[current] { current = next }
-            return current
-        }
-        if let deepest = depth.indices.max(by: { depth[$0] < depth[$1] }),
-            depth[deepest] > StoreSchema.Limits.inheritanceDepth
-        {
-            throw DeckError.invalidSchema(
-                "entity '\(declared[deepest].name)' is \(depth[deepest]) levels deep in the inheritance "
-                    + "chain from '\(declared[root(of: deepest)].name)'; at most "
-                    + "\(StoreSchema.Limits.inheritanceDepth) levels are allowed")
-        }
-        // Parents before children: by depth, stably.
-        let byDepth = (0..<count).sorted { depth[$0] < depth[$1] || (depth[$0] == depth[$1] && $0 < $1) }
-        var rootOf = [Int](repeating: 0, count: count)
-        for index in byDepth { rootOf[index] = parent[index].map { rootOf[$0] } ?? index }
-
-        // Sizes, before anything grows with them.
-        var hierarchyProperties: [Int: Int] = [:]
-        var expanded = [Int](repeating: 0, count: count)
-        for index in byDepth {
-            let entity = declared[index]
-            let own = entity.attributes.count + entity.relationships.count
-            hierarchyProperties[rootOf[index], default: 0] += own
-            expanded[index] = (parent[index].map { expanded[$0] } ?? 0) + own + entity.uniqueConstraints.count
-            let indexes = entity.uniqueConstraints.count + entity.indexes.count
-            guard indexes <= StoreSchema.Limits.indexesPerEntity else {
-                throw DeckError.invalidSchema(
-                    "entity '\(entity.name)' declares \(indexes) unique constraints and indexes; at most "
-                        + "\(StoreSchema.Limits.indexesPerEntity) are allowed")
-            }
-            for group in entity.uniqueConstraints + entity.indexes
-            where group.count > StoreSchema.Limits.propertiesPerIndex {
-                throw DeckError.invalidSchema(
-                    "'\(entity.name)': a unique constraint or index names \(group.count) properties; at most "
-                        + "\(StoreSchema.Limits.propertiesPerIndex) are allowed")
-            }
-        }
-        for (rootIndex, properties) in hierarchyProperties.sorted(by: { $0.key < $1.key })
-        where properties > StoreSchema.Limits.propertiesPerHierarchy {
-            throw DeckError.invalidSchema(
-                "the entities of hierarchy '\(declared[rootIndex].name)' (table '\(declared[rootIndex].name)') "
-                    + "declare \(properties) properties; at most \(StoreSchema.Limits.propertiesPerHierarchy) are "
-                    + "allowed in one hierarchy")
-        }
-        let expandedTotal = expanded.reduce(0, +)
-        guard expandedTotal <= StoreSchema.Limits.expandedProperties else {
-            throw DeckError.invalidSchema(
-                "counting inherited ones, the entities have \(expandedTotal) properties and unique constraints "
-                    + "in all; at most \(StoreSchema.Limits.expandedProperties) are allowed (subentities repeat what "
-                    + "they inherit)")
-        }
-
-        // Declared properties by exact name, per entity; relationships also by the inverse they name.
-        var declaredAttributes = [[String: Int]](repeating: [:], count: count)
-        var declaredRelationships = [[String: Int]](repeating: [:], count: count)
-        var namingInverse = [[String: [Int]]](repeating: [:], count: count)
-        var foldedNames = [Set<String>](repeating: [], count: count)
-        for index in byDepth {
-            let entity = declared[index]
-            for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
-                guard Self.isValidName(name) else {
-                    throw DeckError.invalidSchema(
-                        "'\(entity.name).\(name)': property names must be ASCII letters, digits and '_', "
-                            + "start with a letter, and not start with 'deck_'")
-                }
-                // Unique within the entity, inherited ones included, without regard to case.
-                let folded = name.lowercased()
-                var ancestor = parent[index]
-                var inherited = false
-                while let current = ancestor, !inherited {
-                    inherited = foldedNames[current].contains(folded)
-                    ancestor = parent[current]
-                }
-                guard !inherited, foldedNames[index].insert(folded).inserted else {
-                    throw DeckError.invalidSchema("'\(entity.name).\(name)' is declared twice")
-                }
-            }
-            for (offset, attribute) in entity.attributes.enumerated() {
-                declaredAttributes[index][attribute.name] = offset
-            }
-            for (offset, relationship) in entity.relationships.enumerated() {
-                declaredRelationships[index][relationship.name] = offset
-                if let inverse = relationship.inverse {
-                    namingInverse[index][inverse, default: []].append(offset)
-                }
-            }
-        }
-        for entity in declared {
-            for attribute in entity.attributes {
-                if attribute.options.contains(.externalStorage) && attribute.type != .data {
-                    throw DeckError.invalidSchema(
-                        "'\(entity.name).\(attribute.name)': externalStorage applies to data attributes only")
-                }
-                if let threshold = attribute.externalThreshold, threshold < 1 {
-                    throw DeckError.invalidSchema(
-                        "'\(entity.name).\(attribute.name)': externalThreshold must be at least 1")
-                }
-                if let problem = attribute.defaultProblem {
-                    throw DeckError.invalidSchema("'\(entity.name).\(attribute.name)': \(problem)")
-                }
-            }
-        }
-
-        /// The relationship `name` of entity `index`, declared or inherited: (declarer, position).
-        func findRelationship(_ name: String, on index: Int) -> (Int, Int)? {
-            var current: Int? = index
-            while let entity = current {
-                if let offset = declaredRelationships[entity][name] { return (entity, offset) }
-                current = parent[entity]
-            }
-            return nil
-        }
-        func findAttribute(_ name: String, on index: Int) -> Bool {
-            var current: Int? = index
-            while let entity = current {
-                if declaredAttributes[entity][name] != nil { return true }
-                current = parent[entity]
-            }
-            return false
-        }
-        func isAncestorOrSelf(_ ancestor: Int, of index: Int) -> Bool {
-            var current: Int? = index
-            while let entity = current, depth[entity] >= depth[ancestor] {
-                if entity == ancestor { return true }
-                current = parent[entity]
-            }
-            return false
-        }
-        /// Root first, `index` last.
-        func chain(_ index: Int) -> [Int] {
-            var result: [Int] = []
-            var current: Int? = index
-            while let entity = current {
-                result.append(entity)
-                current = parent[entity]
-            }
-            return result.reversed()
-        }
-
-        // Relationship storage: once per declared relationship (every entity inheriting it shares it).
-        struct Resolved {
-            var relationship: Relationship
-            var storage: RelationshipStorage
-            /// The inverse: its declarer and position.
-            var inverse: (entity: Int, offset: Int)?
-        }
-        var resolved = [[Resolved]](repeating: [], count: count)
-        for owner in 0..<count {
-            for relationship in declared[owner].relationships {
-                let label = "'\(declared[owner].name).\(relationship.name)'"
-                guard let destination = position[relationship.destination] else {
-                    throw DeckError.invalidSchema(
-                        "relationship \(label) points to unknown entity '\(relationship.destination)'")
-                }
-                let destinationTable = declared[rootOf[destination]].name
-                var inverse: (entity: Int, offset: Int)?
-                if let inverseName = relationship.inverse {
-                    guard let (declarer, offset) = findRelationship(inverseName, on: destination) else {
-                        throw DeckError.invalidSchema(
-                            "relationship \(label) names inverse '\(inverseName)', "
-                                + "which '\(relationship.destination)' does not have")
-                    }
-                    let found = declared[declarer].relationships[offset]
-                    guard let target = position[found.destination], isAncestorOrSelf(target, of: owner) else {
-                        throw DeckError.invalidSchema(
-                            "'\(relationship.destination).\(inverseName)' points to '\(found.destination)', "
-                                + "so it cannot be the inverse of \(label)")
-                    }
-                    if let back = found.inverse, back != relationship.name {
-                        throw DeckError.invalidSchema(
-                            "\(label) and '\(relationship.destination).\(inverseName)' disagree about their inverse"
-                        )
-                    }
-                    inverse = (declarer, offset)
-                } else {
-                    // The first relationship of the destination, inherited ones first, that names this one.
-                    search: for entity in chain(destination) {
-                        for offset in namingInverse[entity][relationship.name] ?? [] {
-                            if let target = position[declared[entity].relationships[offset].destination],
-                                isAncestorOrSelf(target, of: owner)
-                            {
-                                inverse = (entity, offset)
-                                break search
-                            }
-                        }
-                    }
-                }
+    /// Relationship storage: once per declared relationship (every entity inheriting it shares
+    /// it), by entity and position.
+    private static func resolveStorage(_ checked: SchemaValidation) -> [[Resolved]] {
+        let declared = checked.declared
+        var resolved = [[Resolved]](repeating: [], count: declared.count)
+        for owner in declared.indices {
+            for (position, relationship) in declared[owner].relationships.enumerated() {
+                guard let destination = checked.position[relationship.destination] else { continue }
+                let destinationTable = declared[checked.rootOf[destination]].name
                 var effective = relationship
                 let ownKey = declared[owner].name + "." + relationship.name
                 let storage: RelationshipStorage
-                if let (declarer, offset) = inverse {
+                if let (declarer, offset) = checked.inverses[owner][position] {
                     let other = declared[declarer].relationships[offset]
                     effective.inverse = other.name
                     let otherKey = declared[declarer].name + "." + other.name
-                    guard otherKey != ownKey else {
-                        throw DeckError.invalidSchema("\(label) cannot be its own inverse")
-                    }
                     switch (relationship.isToMany, other.isToMany) {
                     case (false, true):
                         storage = .ownColumn(column: relationship.name)
@@ -447,52 +246,25 @@ struct SchemaMapping {
                         ? .joinTable(table: ownKey, near: "source", far: "target")
                         : .ownColumn(column: relationship.name)
                 }
-                resolved[owner].append(Resolved(relationship: effective, storage: storage, inverse: inverse))
+                resolved[owner].append((effective, storage))
             }
         }
+        return resolved
+    }
 
-        // Inverses pair up: each relationship's inverse has it as its inverse, so no two relationships
-        // share one, and both sides read and write one storage.
-        var claimed: [String: String] = [:]
-        for owner in 0..<count {
-            for (offset, relationship) in resolved[owner].enumerated() {
-                guard let (declarer, inverseOffset) = relationship.inverse else { continue }
-                let ownKey = declared[owner].name + "." + relationship.relationship.name
-                let inverseKey =
-                    declared[declarer].name + "." + declared[declarer].relationships[inverseOffset].name
-                if let first = claimed[inverseKey] {
-                    throw DeckError.invalidSchema(
-                        "'\(first)' and '\(ownKey)' both have '\(inverseKey)' as their inverse; a relationship "
-                            + "is the inverse of at most one other")
-                }
-                claimed[inverseKey] = ownKey
-                let back = resolved[declarer][inverseOffset].inverse
-                guard let back, back.entity == owner, back.offset == offset else {
-                    let backName =
-                        back.map {
-                            "'\(declared[$0.entity].name).\(declared[$0.entity].relationships[$0.offset].name)'"
-                        }
-                        ?? "none"
-                    throw DeckError.invalidSchema(
-                        "'\(ownKey)' has '\(inverseKey)' as its inverse, but the inverse of '\(inverseKey)' is "
-                            + "\(backName); inverses pair up only when each one's destination is the entity that "
-                            + "declares the other (here '\(inverseKey)' would need destination "
-                            + "'\(declared[owner].name)' and '\(ownKey)' destination '\(declared[declarer].name)')"
-                    )
-                }
-            }
-        }
-
+    private static func checkIndexes(_ checked: SchemaValidation, _ resolved: [[Resolved]]) throws(DeckError)
+    {
+        let declared = checked.declared
         // Indexes and unique constraints name attributes, or to-one relationships stored in this table.
-        for index in 0..<count {
+        for index in declared.indices {
             let entity = declared[index]
             for group in entity.uniqueConstraints + entity.indexes {
                 guard !group.isEmpty else {
                     throw DeckError.invalidSchema(
                         "'\(entity.name)': an index or unique constraint lists no attributes")
                 }
-                for name in group where !findAttribute(name, on: index) {
-                    guard let (declarer, offset) = findRelationship(name, on: index),
+                for name in group where !checked.findAttribute(name, on: index) {
+                    guard let (declarer, offset) = checked.findRelationship(name, on: index),
                         !declared[declarer].relationships[offset].isToMany
                     else {
                         throw DeckError.invalidSchema(
@@ -506,13 +278,17 @@ struct SchemaMapping {
                 }
             }
         }
+    }
 
+    private static func checkColumns(_ checked: SchemaValidation, _ resolved: [[Resolved]]) throws(DeckError)
+    {
+        let declared = checked.declared
         // Entities sharing a table must not give one column two meanings, nor two spellings: SQLite
         // compares column names without regard to ASCII case.
         var columns: [String: (name: String, meaning: String, owner: String)] = [:]
-        for index in 0..<count {
+        for index in declared.indices {
             let entity = declared[index]
-            let table = declared[rootOf[index]].name
+            let table = declared[checked.rootOf[index]].name
             var own: [(String, String)] = entity.attributes.map { attribute in
                 (
                     attribute.name,
@@ -545,37 +321,46 @@ struct SchemaMapping {
                 }
             }
         }
+    }
 
+    /// Each entity's mapping, in schema order.
+    private static func entityMappings(_ checked: SchemaValidation, _ resolved: [[Resolved]])
+        -> [EntityMapping]
+    {
+        let declared = checked.declared
+        let count = declared.count
         // Families, in schema order: every entity joins its own and each ancestor's.
         var families = [[String]](repeating: [], count: count)
         for index in 0..<count {
             var current: Int? = index
             while let entity = current {
                 families[entity].append(declared[index].name)
-                current = parent[entity]
+                current = checked.parent[entity]
             }
         }
         var built = [EntityMapping?](repeating: nil, count: count)
-        for index in byDepth {
+        for index in checked.byDepth {
             let entity = declared[index]
-            let inherited = parent[index].flatMap { built[$0] }
-            let relationships =
-                (inherited?.relationships ?? [])
-                + resolved[index].map { (relationship: $0.relationship, storage: $0.storage) }
+            let inherited = checked.parent[index].flatMap { built[$0] }
+            let relationships = (inherited?.relationships ?? []) + resolved[index]
             built[index] = EntityMapping(
-                entity: entity, table: declared[rootOf[index]].name, family: families[index],
+                entity: entity, table: declared[checked.rootOf[index]].name, family: families[index],
                 attributes: (inherited?.attributes ?? []) + entity.attributes, relationships: relationships,
                 declarers: (inherited?.declarers ?? [])
                     + [String](repeating: entity.name, count: entity.relationships.count))
         }
-        var mappings: [String: EntityMapping] = [:]
-        for case let mapping? in built { mappings[mapping.name] = mapping }
+        return built.compactMap { $0 }
+    }
 
-        // A shared own column is a foreign key as the first entity in schema order that has it decides
-        // (spec section 6.4): unless its relationship's rule, or its inverse's, is noAction.
+    /// `table + "." + column` of each own column that is a foreign key. A shared own column is one
+    /// as the first entity in schema order that has it decides (spec section 6.4): unless its
+    /// relationship's rule, or its inverse's, is noAction.
+    private static func foreignKeys(_ built: [EntityMapping], _ mappings: [String: EntityMapping]) -> Set<
+        String
+    > {
         var foreignKeys: Set<String> = []
         var decided: Set<String> = []
-        for case let mapping? in built {
+        for mapping in built {
             for (relationship, storage) in mapping.relationships {
                 guard case .ownColumn(let column) = storage,
                     decided.insert(mapping.table + "." + column).inserted
@@ -588,32 +373,7 @@ struct SchemaMapping {
                 }
             }
         }
-        var incoming: [String: [IncomingReference]] = [:]
-        for index in 0..<count {
-            guard let declarer = built[index] else { continue }
-            for relationship in resolved[index] {
-                guard case .ownColumn(let column) = relationship.storage else { continue }
-                incoming[relationship.relationship.destination, default: []].append(
-                    IncomingReference(
-                        declarer: declarer, relationship: relationship.relationship, column: column,
-                        isForeignKey: foreignKeys.contains(declarer.table + "." + column)))
-            }
-        }
-        self.entities = mappings
-        self.entityNames = declared.map(\.name)
-        self.incoming = incoming
-        self.foreignKeyColumns = foreignKeys
-        var members: [String: [EntityMapping]] = [:]
-        for case let mapping? in built { members[mapping.table, default: []].append(mapping) }
-        self.members = members
-        // Each statement creates one table, index or trigger.
-        let objects = StoreDDL.statements(for: self).count
-        guard objects <= StoreSchema.Limits.storeObjects else {
-            throw DeckError.invalidSchema(
-                "the schema maps to \(objects) tables, indexes and triggers; at most "
-                    + "\(StoreSchema.Limits.storeObjects) are allowed (each entity hierarchy, join table, index and "
-                    + "external-storage trigger counts)")
-        }
+        return foreignKeys
     }
 
     /// The mapping of entity `name`, or an error suggesting the closest name.

@@ -34,6 +34,22 @@ enum StoreDDL {
         ) STRICT, WITHOUT ROWID;
         """
 
+    /// The message of the writer connection's guard on `deck_blob.refs`: a decrement that would
+    /// take a count below zero (the store counted fewer references than its cells hold) raises it
+    /// with `SQLITE_CONSTRAINT_TRIGGER`, and the record layer compares it whole.
+    static let referenceCountBelowZero = "deck:refs-below-zero"
+
+    /// A `TEMP` trigger every writer connection makes when it opens: it lives in the connection,
+    /// not in the store (old documents and new alike get it, and nothing on disk changes), and it
+    /// fires before `deck_blob`'s `CHECK (refs >= 0)`, so a count taken below zero is told by
+    /// its code and this fixed message rather than by the text of SQLite's CHECK message.
+    static let connectionGuards = """
+        CREATE TEMP TRIGGER IF NOT EXISTS "deck:refs-guard" BEFORE UPDATE OF refs ON main.deck_blob
+        WHEN NEW.refs < 0 BEGIN
+            SELECT RAISE(ABORT, '\(referenceCountBelowZero)');
+        END
+        """
+
     /// The columns every entity table begins with, in a store of `formatVersion` (spec: sections
     /// 6.1 and 6.10): from version 2 on, keys are never reused and every row has a global id.
     static func keyColumns(formatVersion: Int) -> [String] {

@@ -100,7 +100,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// For a `.json` value, its text without insignificant whitespace, checked to be exactly one
     /// valid JSON value by the rules of spec 7.5; nil for other values and for invalid text.
     /// (`deck query --json` embeds this, so a stored value can never add to the output.)
-    public var compactJSONText: String? {
+    package var compactJSONText: String? {
         guard case .json(let text) = self else { return nil }
         return try? JSONText.minified(text)
     }
@@ -139,7 +139,7 @@ public enum Value: Sendable, Hashable, CustomStringConvertible {
     /// The text `null` is not special here.
     /// A date becomes the binary64 nearest to it in seconds since 2001, as a new document stores
     /// it.
-    public init(parsing text: String, as type: StoreSchema.AttributeType) throws(ValueError) {
+    package init(parsing text: String, as type: StoreSchema.AttributeType) throws(ValueError) {
         try self.init(parsing: text, as: type, epoch: .reference)
     }
 
@@ -288,11 +288,11 @@ extension AttributeType {
 }
 
 /// A value that does not parse as its attribute's type.
-public struct ValueError: Error, CustomStringConvertible, Sendable {
-    public let text: String
-    public let type: StoreSchema.AttributeType
-    public let expected: String
-    public var description: String {
+package struct ValueError: Error, CustomStringConvertible, Sendable {
+    package let text: String
+    package let type: StoreSchema.AttributeType
+    package let expected: String
+    package var description: String {
         let shown = text.count > 80 ? String(text.prefix(60)) + "… (\(text.utf8.count) bytes)" : text
         return "'\(shown)' is not a valid \(type.rawValue): expected \(expected)"
     }

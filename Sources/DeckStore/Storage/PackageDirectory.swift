@@ -200,6 +200,7 @@ enum PackageDirectory {
                         database, packagePath: path, manifest: manifest, mapping: mapping,
                         storeVersion: formatVersion)
                     formatVersion = PackageLayout.formatVersion
+                    try database.execute(StoreDDL.connectionGuards)
                 }
                 let meta = try StoreMetadata.read(database, packagePath: path)
                 documentID = meta.documentID

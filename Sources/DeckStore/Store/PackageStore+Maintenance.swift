@@ -21,7 +21,7 @@ extension PackageStore {
         dryRun: Bool = false, repair: Bool = false, progress: ((Int64, Int64) -> Void)? = nil
     ) throws(DeckError) -> GarbageReport {
         try maintenance(dryRun: dryRun) {
-            try $0.collectGarbage(dryRun: dryRun, repair: repair, progress: progress)
+            try StoreMaintenance($0).collectGarbage(dryRun: dryRun, repair: repair, progress: progress)
         }
     }
 
@@ -30,13 +30,13 @@ extension PackageStore {
     /// the blob, corrects wrong sizes, and lists what it cannot repair. One transaction; removes
     /// nothing. With `dryRun`, only reports (and also works on a store opened read-only).
     public func repairReferences(dryRun: Bool = false) throws(DeckError) -> ReferenceRepairReport {
-        try maintenance(dryRun: dryRun) { try $0.repairReferences(dryRun: dryRun) }
+        try maintenance(dryRun: dryRun) { try StoreMaintenance($0).repairReferences(dryRun: dryRun) }
     }
 
     /// Counts and sizes, for `deck inspect` and `deck open`, from one committed state.
     public func info() throws(DeckError) -> PackageInfo {
         do {
-            return try read { reader in try reader.live().info() }
+            return try read { reader in try StoreMaintenance(reader.live()).info() }
         } catch {
             throw DeckError.wrap(error)
         }

@@ -6,8 +6,16 @@ import Foundation
 #endif
 
 /// What export needs of a store: a consistent copy of its committed state, and a fresh look at
-/// one blob (spec: section 16.3).
-extension StoreConnection {
+/// one blob (spec: section 16.3). Borrows a reader's connection for the length of a call.
+struct StoreSnapshot {
+    let connection: StoreConnection
+
+    init(_ connection: StoreConnection) { self.connection = connection }
+
+    private var database: Database { connection.database }
+    private var blobs: BlobStore { connection.blobs }
+    private func translate(_ error: any Error) -> DeckError { connection.translate(error) }
+
     /// Whether the committed store (read now, in a new transaction) still references `digest`
     /// and its blob file is still missing.
     func referencesMissingBlob(_ digest: Digest) throws(DeckError) -> Bool {
@@ -61,7 +69,6 @@ extension StoreConnection {
             operation: reading ? "read" : "write (the store snapshot)",
             errno: system != 0 ? system : failure.primaryCode == SQLITE_FULL ? ENOSPC : EIO)
     }
-
 }
 
 extension PackageStore {
@@ -70,7 +77,9 @@ extension PackageStore {
     /// write the copy (a full disk) is an I/O error on `destination`, the archive it is for.
     package func snapshotStore(to path: String, for destination: String) throws(DeckError) -> Set<Digest> {
         do {
-            return try withReaderConnection { try $0.snapshotStore(to: path, for: destination) }
+            return try withReaderConnection {
+                try StoreSnapshot($0).snapshotStore(to: path, for: destination)
+            }
         } catch {
             throw DeckError.wrap(error)
         }
@@ -80,7 +89,7 @@ extension PackageStore {
     /// while its blob file is missing (damage, not a concurrent save).
     package func referencesMissingBlob(_ digest: Digest) throws(DeckError) -> Bool {
         do {
-            return try withReaderConnection { try $0.referencesMissingBlob(digest) }
+            return try withReaderConnection { try StoreSnapshot($0).referencesMissingBlob(digest) }
         } catch {
             throw DeckError.wrap(error)
         }

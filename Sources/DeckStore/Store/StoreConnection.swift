@@ -232,25 +232,20 @@ final class StoreConnection {
         database.close()
     }
 
-    /// Maps SQLite constraint errors to the record-level errors users understand.
+    /// Maps SQLite's errors to the errors users understand, by their extended result codes and
+    /// the messages of what Deck itself creates, compared whole, never by reading SQLite's text.
+    /// (A unique constraint is told by the record layer, which knows the record it wrote:
+    /// ``UniqueConflict``.)
     func translate(_ error: any Error) -> DeckError {
         if let error = error as? SQLiteError {
-            // SQLITE_CONSTRAINT_CHECK on deck_blob.refs: a reference count below the cells that
-            // name the blob (the store is damaged), which the next decrement took below zero.
-            if error.code == .constraintCheck, error.message.contains("refs >= 0") {
+            // The writer's guard on deck_blob.refs (StoreDDL.connectionGuards): a reference count
+            // below the cells that name the blob (the store is damaged), which the next decrement
+            // took below zero.
+            if error.code == .constraintTrigger, error.message == StoreDDL.referenceCountBelowZero {
                 return .corrupt(
                     path: path,
                     reason: "deck_blob counts fewer references to a blob than the records hold, so this "
                         + "change cannot be counted; run 'deck gc --repair' to count them again")
-            }
-            if error.code == .constraintUnique || error.code == .constraintPrimaryKey {
-                // "UNIQUE constraint failed: Card.front, Card.back"
-                let detail = error.message.components(separatedBy: ": ").last ?? ""
-                let columns = detail.components(separatedBy: ", ").map {
-                    $0.components(separatedBy: ".").last ?? $0
-                }
-                let table = detail.components(separatedBy: ".").first ?? "?"
-                return .uniqueViolation(entity: table, properties: columns)
             }
             if error.isBusy { return .locked(path: path, pid: WriterLock.holder(packagePath: path)) }
             if error.isCorruption { return .corrupt(path: path, reason: error.message) }

@@ -117,7 +117,7 @@ public class StoreReader {
 
     /// Counts and sizes, as this reader sees the store (its own transaction's changes included).
     public func info() throws(DeckError) -> PackageInfo {
-        try live().info()
+        try StoreMaintenance(live()).info()
     }
 
     /// Whether the package holds a blob file for `digest`.

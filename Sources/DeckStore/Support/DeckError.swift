@@ -153,7 +153,7 @@ extension DeckError {
         switch error {
         case let e as DeckError: e
         case let e as SQLiteError: .sqlite(e)
-        case let e as ArchiveError: DeckError(archiveError: e)
+        case let e as ArchiveError: .archive(e)
         case is CancellationError: .cancelled
         default: foreign(error)
         }
@@ -186,12 +186,7 @@ extension DeckError {
         case .notFound, .notAPackage, .permissionDenied, .tooNew, .needsNewerApplication: .cannotOpen
         case .locked: .busy
         case .corrupt, .blobUnavailable: .invalidData
-        case .archive(let error):
-            switch error {
-            case .fileSystem, .insufficientSpace: .io
-            case .destinationExists, .destinationNotRegular: .alreadyExists
-            default: .invalidData
-            }
+        case .archive: .invalidData
         case .alreadyExists, .notARegularFile: .alreadyExists
         case .io: .io
         case .sqlite(let e): e.isBusy ? .busy : (e.isCorruption ? .invalidData : .io)

@@ -114,7 +114,24 @@ public struct PackageInfo: Sendable {
     public let migrations: [MigrationRecord]
 }
 
-extension StoreConnection {
+/// Maintenance on one connection of a store (garbage collection, the repair of reference
+/// counts, counts and sizes): borrows the connection for the length of a call, and keeps no
+/// state of its own.
+struct StoreMaintenance {
+    let connection: StoreConnection
+
+    init(_ connection: StoreConnection) { self.connection = connection }
+
+    private var database: Database { connection.database }
+    private var mapping: SchemaMapping { connection.mapping }
+    private var schema: StoreSchema { connection.schema }
+    private var manifest: Manifest { connection.manifest }
+    private var blobs: BlobStore { connection.blobs }
+    private var path: String { connection.path }
+    private var formatVersion: Int { connection.formatVersion }
+    private var isWriter: Bool { connection.isWriter }
+    private func translate(_ error: any Error) -> DeckError { connection.translate(error) }
+
     /// Removes what no committed state needs: blob files nothing references, `deck_blob` rows
     /// with no references, and temporaries; creates any index the schema derives that the store
     /// lacks; then compacts the store with `VACUUM`.
