@@ -10,7 +10,10 @@ import Foundation
 /// ```
 ///
 /// A container is `Sendable`: share it between actors, and give each its own ``ModelContext``.
-/// It keeps the document open (holding the writer lock, unless read-only) until it goes away.
+/// It keeps the document open (holding the writer lock, unless read-only) until it goes away,
+/// and so does each of its contexts: `let context = try ModelContainer(…).mainContext` works for
+/// as long as `context` is kept. The document closes when the container and its contexts have
+/// all gone.
 public final class ModelContainer: Sendable {
     /// The models' schema.
     public let schema: Schema
@@ -24,9 +27,9 @@ public final class ModelContainer: Sendable {
     /// <doc:EvolvingASchema>). A context of a read-only container throws
     /// ``DeckError/readOnly(path:)`` from ``ModelContext/save()``.
     public let access: DocumentAccess
-    /// The temporary directory of an in-memory container, removed with it.
-    private let temporaryDirectory: URL?
-    private let main = MainContextBox()
+    /// What keeps the document open: this container and its main context hold it.
+    let document: OpenDocument
+    private let main: MainContextBox
 
     /// Opens or creates the document of `configurations` (one) for `types` and the models they reach.
     public convenience init(for types: any PersistentModel.Type..., configurations: ModelConfiguration...)
@@ -84,7 +87,6 @@ public final class ModelContainer: Sendable {
         self.configurations = [configuration]
         if configuration.isStoredInMemoryOnly {
             let directory = try Self.makeTemporaryDirectory()
-            temporaryDirectory = directory
             access = .readWrite
             let url = directory.appendingPathComponent(configuration.url.lastPathComponent)
             do {
@@ -94,9 +96,12 @@ public final class ModelContainer: Sendable {
                 try? FileManager.default.removeItem(at: directory)
                 throw error
             }
+            document = OpenDocument(
+                store: store, schema: schema, configurations: [configuration], access: access,
+                temporaryDirectory: directory)
+            main = MainContextBox(nil)
             return
         }
-        temporaryDirectory = nil
         let url = configuration.url
         if FileManager.default.fileExists(atPath: url.path) {
             if let migrationPlan, configuration.allowsSave {
@@ -124,26 +129,36 @@ public final class ModelContainer: Sendable {
                     at: url, application: storeSchema, allowsSave: configuration.allowsSave)
             }
         }
+        document = OpenDocument(
+            store: store, schema: schema, configurations: [configuration], access: access,
+            temporaryDirectory: nil)
+        main = MainContextBox(nil)
+    }
+
+    /// A container over `document`, which is open already, whose main context is `mainContext`:
+    /// for a main context whose first container went away while the context was kept
+    /// (``ModelContext/container``).
+    init(reopening document: OpenDocument, mainContext: ModelContext) {
+        self.document = document
+        schema = document.schema
+        configurations = document.configurations
+        store = document.store
+        access = document.access
+        main = MainContextBox(mainContext)
     }
 
     deinit {
-        let store = store
-        let temporaryDirectory = temporaryDirectory
-        let close: @Sendable () -> Void = {
-            try? store.close(discardingChanges: true)
-            if let temporaryDirectory { try? FileManager.default.removeItem(at: temporaryDirectory) }
-        }
-        // The main context's last autosave runs on the main actor, before the document closes:
-        // now when the container goes away there, later (on the main actor) otherwise.
-        guard let context = main.take() else { return close() }
+        // The document closes as the last of this container and its contexts goes (their
+        // OpenDocument). A main context that goes with the container saves once more first, on
+        // the main actor: now when the container goes away there, later (on the main actor)
+        // otherwise. One kept elsewhere lives on, and autosaves as before.
+        guard var context = main.take(), isKnownUniquelyReferenced(&context.value) else { return }
         if MainQueue.isCurrent {
             MainActor.assumeIsolated { context.value.autosave() }
-            close()
         } else {
-            Task { @MainActor in
-                context.value.autosave()
-                close()
-            }
+            // Waits for the writer by suspending: blocking the main actor there could keep the
+            // writer's holder (a task that needs the main actor) from ever releasing it.
+            Task { @MainActor in await context.value.autosaveSuspending() }
         }
     }
 
@@ -250,7 +265,8 @@ private final class MainContextBox: @unchecked Sendable {
         set { storage = newValue }
     }
 
-    nonisolated init() {}
+    /// A box holding `context` (a main context whose first container went away, or none yet).
+    nonisolated init(_ context: ModelContext?) { storage = context }
 
     /// The main context, taken out as its container goes away (nothing else can reach the box
     /// then), to be used on the main actor only.
@@ -262,7 +278,7 @@ private final class MainContextBox: @unchecked Sendable {
 
 /// A main context on its way to the main actor, where alone it is used.
 private struct MainActorContext: @unchecked Sendable {
-    let value: ModelContext
+    var value: ModelContext
 }
 
 /// Whether the code runs on the main dispatch queue, where the main actor's jobs run (on Linux,

@@ -15,25 +15,32 @@ import Foundation
 public final class ModelContext {
     /// The container whose document the context reads and writes.
     ///
-    /// A context keeps its container alive, but for the container's own ``ModelContainer/mainContext``:
-    /// once its container has gone away, reading this property stops the program with a message
-    /// saying so, and the context's reads and saves throw ``DeckError/closed(path:)``.
+    /// A context keeps its container's document open while the context lives, so
+    /// `let context = try ModelContainer(…).mainContext` works across saves and fetches. Any other
+    /// context keeps its container itself. The container's own ``ModelContainer/mainContext``,
+    /// which the container holds, keeps only the document (else the two would keep each other
+    /// for good): when its container has gone while the context is kept, this is a container
+    /// again over the same open document, with this context as its main context.
     public var container: ModelContainer {
-        guard let container = strongContainer ?? weakContainer else {
+        if let container = strongContainer ?? weakContainer { return container }
+        guard let document else {
             preconditionFailure(
-                "the ModelContainer of this main context has gone away: keep the container while you use its mainContext"
-            )
+                "DeckKit: a context that loads a model whose context is gone has no container")
         }
+        let container = ModelContainer(reopening: document, mainContext: self)
+        weakContainer = container
         return container
     }
     private let strongContainer: ModelContainer?
-    private weak let weakContainer: ModelContainer?
+    private weak var weakContainer: ModelContainer?
+    /// What keeps the document open: the container's, held by every context made from a container.
+    private let document: OpenDocument?
 
     /// Whether the context saves by itself.
     ///
     /// True for a container's ``ModelContainer/mainContext``, which then saves on the main actor
     /// once ``autosaveDelay`` has passed without a new insert, delete or change of a saved model,
-    /// and once more when its container goes away on the main actor (both with the context's own
+    /// and once more when it goes away with its container (both with the context's own
     /// ``save()``; a failure is kept in ``lastAutosaveError`` and the changes stay pending: the
     /// next change starts a new quiet interval and autosave, and without one the same changes are
     /// tried again after a pause that grows from a second to a minute). False
@@ -102,6 +109,7 @@ public final class ModelContext {
     init(_ container: ModelContainer, isMainContext: Bool) {
         strongContainer = isMainContext ? nil : container
         weakContainer = isMainContext ? container : nil
+        document = container.document
         store = container.store
         schema = container.schema
         allowsSave = container.access == .readWrite
@@ -117,6 +125,7 @@ public final class ModelContext {
     init(loader: ModelLoader) {
         strongContainer = nil
         weakContainer = nil
+        document = nil
         store = loader.store
         schema = loader.schema
         allowsSave = false
