@@ -1,3 +1,4 @@
+import DeckStore
 import Foundation
 
 /// What a wrapper gives discovery: the marker it holds in a discovery instance.
@@ -65,55 +66,45 @@ final class ModelMetadata: @unchecked Sendable {
     /// thread asked for last) no lock.
     static func known(_ type: AnyObject.Type) -> ModelMetadata? {
         let key = ObjectIdentifier(type)
-        let last = LastMetadata.current()
-        // Metadata lives as long as the process: an unretained reference is safe.
-        if last.pointee.type == key, let metadata = last.pointee.metadata {
-            return metadata.takeUnretainedValue()
+        return LastMetadata.slot.withCurrent { current in
+            let last = current ?? LastMetadata.made()
+            if last.type == key, let metadata = last.metadata { return metadata }
+            if last.previousType == key, let metadata = last.previous {
+                last.swap()
+                return metadata
+            }
+            guard let found = cache.withLock({ $0[key] }) else { return nil }
+            last.previousType = last.type
+            last.previous = last.metadata
+            last.type = key
+            last.metadata = found
+            return found
         }
-        if last.pointee.previousType == key, let metadata = last.pointee.previous {
-            last.pointee.swap()
-            return metadata.takeUnretainedValue()
-        }
-        guard let found = cache.withLock({ $0[key] }) else { return nil }
-        last.pointee.previousType = last.pointee.type
-        last.pointee.previous = last.pointee.metadata
-        last.pointee.type = key
-        last.pointee.metadata = Unmanaged.passUnretained(found)
-        return found
     }
 
     /// The last two types a thread looked up, and their metadata: most lookups ask for the type
     /// asked for just before (a fetch, an insert loop) or the one before it (cards put in decks
-    /// one by one), and a thread-specific value is cheaper than the cache's lock.
-    private struct LastMetadata {
+    /// one by one), and a thread's own slot is cheaper than the cache's lock.
+    private final class LastMetadata {
         var type: ObjectIdentifier?
-        var metadata: Unmanaged<ModelMetadata>?
+        // Metadata lives as long as the process (the cache keeps every one): not counted.
+        unowned(unsafe) var metadata: ModelMetadata?
         var previousType: ObjectIdentifier?
-        var previous: Unmanaged<ModelMetadata>?
+        unowned(unsafe) var previous: ModelMetadata?
 
-        mutating func swap() {
+        func swap() {
             (type, previousType) = (previousType, type)
             (metadata, previous) = (previous, metadata)
         }
 
-        static func current() -> UnsafeMutablePointer<LastMetadata> {
-            if let value = pthread_getspecific(key) {
-                return value.assumingMemoryBound(to: LastMetadata.self)
-            }
-            let cell = UnsafeMutablePointer<LastMetadata>.allocate(capacity: 1)
-            cell.initialize(to: LastMetadata())
-            pthread_setspecific(key, cell)
-            return cell
-        }
+        static let slot = ThreadSlot<LastMetadata>()
 
-        private static let key: pthread_key_t = {
-            var key = pthread_key_t()
-            let status = pthread_key_create(&key) { value in
-                value?.assumingMemoryBound(to: LastMetadata.self).deallocate()
-            }
-            precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific keys left")
-            return key
-        }()
+        /// Makes the calling thread's (it has none).
+        static func made() -> LastMetadata {
+            let made = LastMetadata()
+            slot.set(made)
+            return made
+        }
     }
 
     /// Whether `object` is an instance of this metadata's model class or of a subclass: a model
@@ -145,11 +136,16 @@ final class ModelMetadata: @unchecked Sendable {
         let (probe, registered) = Discovery.discover { type.init() }
         self.probe = probe
         var problems: [String] = []
+        if !(type is ModelObject.Type) {
+            problems.append(
+                "\(type) is not a subclass of ModelObject: declare a model as `final class \(type): ModelObject`"
+            )
+        }
 
         // The class and its model superclasses, root first.
         var levels: [(type: Any.Type, mirror: Mirror)] = []
         var mirror: Mirror? = Mirror(reflecting: probe)
-        while let level = mirror {
+        while let level = mirror, level.subjectType != ModelObject.self {
             levels.insert((level.subjectType, level), at: 0)
             mirror = level.superclassMirror
         }
