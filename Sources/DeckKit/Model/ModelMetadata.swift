@@ -236,10 +236,12 @@ final class ModelMetadata: @unchecked Sendable {
     /// What a new record of the entity gets for each attribute the model declares no optional
     /// for, by property index: the value `init()` gives it, when every instance gets the same one
     /// (a fixed default), or `.now` for a date that is the time the instance was made (a default
-    /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none, nor
-    /// have unique ones, nor dates within two days of now that two instances share (the time
-    /// rounded). It is a guess from two instances: a value that is random but came out equal
-    /// twice would be taken for a fixed default.
+    /// of `Date.now`): one that lies between the clock's readings just before and just after
+    /// `init()` made a second instance, which a fixed date cannot (the probe, made earlier, has
+    /// it too) and a time rounded to the second or the day does not. Attributes with a default
+    /// that is neither (`UUID()`, say) have none, nor have unique ones, nor dates within two days
+    /// of now that two instances share (the time rounded). A value that is random but came out
+    /// equal in the two instances would be taken for a fixed default.
     var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
         // Found once, under a lock: schemas of one type are built on any thread.
         foundStoreDefaults.withLock { found in
@@ -259,22 +261,21 @@ final class ModelMetadata: @unchecked Sendable {
         }
         guard !candidates.isEmpty else { return [:] }
         let first = candidates.map { try? $0.access.storeValue(in: probe, entity: entityName) }
-        // A default of the time the instance is made must differ between two instances: make the
-        // second one at least a millisecond after the first (the probe, made earlier).
-        let recent = first.compactMap { value -> Double? in
-            guard case .date(let timestamp)? = value else { return nil }
-            return timestamp.timeIntervalSince1970
-        }.filter { abs(Date().timeIntervalSince1970 - $0) < 1 }
-        if let latest = recent.max() {
-            while Date().timeIntervalSince1970 < latest + 0.001 { usleep(200) }
-        }
+        // The clock read around the second instance's init(): a `Date.now` default lies between
+        // the two readings (no waiting: a fixed date cannot, whatever the clock's resolution).
+        let before = Date()
         let second = makeInstance()
+        let after = Date()
         var defaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] = [:]
         for ((accessor, access), value) in zip(candidates, first) {
             guard let value, let again = try? access.storeValue(in: second, entity: entityName) else {
                 continue
             }
-            if value == again {
+            if case .date(let made) = again, before.timeIntervalSince1970 <= made.timeIntervalSince1970,
+                made.timeIntervalSince1970 <= after.timeIntervalSince1970
+            {
+                defaults[accessor.index] = (nil, .now)
+            } else if value == again {
                 // A date near now that two instances share is likely time rounded (to the second,
                 // the day): no fixed default can stand for it.
                 if case .date(let made) = value,
@@ -283,10 +284,6 @@ final class ModelMetadata: @unchecked Sendable {
                     continue
                 }
                 defaults[accessor.index] = (value, nil)
-            } else if case .date(let made) = again,
-                abs(made.timeIntervalSince1970 - Date().timeIntervalSince1970) < 1
-            {
-                defaults[accessor.index] = (nil, .now)
             }
         }
         return defaults
