@@ -3,8 +3,8 @@ import DeckKit
 import Foundation
 
 /// The flash-cards model the typed benchmarks use.
-final class BenchCard: PersistentModel {
-    static var entityName: String { "Card" }
+final class BenchCard: ModelObject {
+    override class var entityName: String { "Card" }
     @DeckKit.Attribute var front = ""
     @DeckKit.Attribute var back = ""
     @DeckKit.Attribute var creationDate = Date(timeIntervalSince1970: 0)
@@ -13,9 +13,9 @@ final class BenchCard: PersistentModel {
 }
 
 /// `BenchCard` with an index on its creation date, which a sorted enumeration pages through.
-final class BenchDatedCard: PersistentModel {
-    static var entityName: String { "Card" }
-    static var indexes: [[AnyKeyPath]] { [[\BenchDatedCard.creationDate]] }
+final class BenchDatedCard: ModelObject {
+    override class var entityName: String { "Card" }
+    override class var indexes: [[AnyKeyPath]] { [[\BenchDatedCard.creationDate]] }
     @DeckKit.Attribute var front = ""
     @DeckKit.Attribute var back = ""
     @DeckKit.Attribute var creationDate = Date(timeIntervalSince1970: 0)
@@ -24,8 +24,8 @@ final class BenchDatedCard: PersistentModel {
 }
 
 /// A card of a deck, for the benchmarks that read relationships.
-final class BenchDeckedCard: PersistentModel {
-    static var entityName: String { "Card" }
+final class BenchDeckedCard: ModelObject {
+    override class var entityName: String { "Card" }
     @DeckKit.Attribute var front = ""
     @DeckKit.Attribute var reviews = 0
     @DeckKit.Relationship(inverse: \BenchDeck.cards) var deck: BenchDeck? = nil
@@ -33,8 +33,8 @@ final class BenchDeckedCard: PersistentModel {
 }
 
 /// The deck of `BenchDeckedCard`s.
-final class BenchDeck: PersistentModel {
-    static var entityName: String { "Deck" }
+final class BenchDeck: ModelObject {
+    override class var entityName: String { "Deck" }
     @DeckKit.Attribute var title = ""
     @DeckKit.Relationship var cards: [BenchDeckedCard] = []
     required init() {}

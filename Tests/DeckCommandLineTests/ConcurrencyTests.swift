@@ -109,7 +109,7 @@ import Testing
     }
 
     /// The model of the create race (`deck-crashtest --create-race` declares the same).
-    final class RaceNote: PersistentModel {
+    final class RaceNote: ModelObject {
         @DeckKit.Attribute var title = ""
         required init() {}
     }

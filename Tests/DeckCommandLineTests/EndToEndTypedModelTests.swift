@@ -4,14 +4,14 @@ import Testing
 
 /// The flash-cards sample's schema (samples/flashcards.schema.json) written as typed models.
 enum Vocabulary {
-    final class Deck: PersistentModel {
+    final class Deck: ModelObject {
         @DeckKit.Attribute(.unique) var title = ""
         @DeckKit.Attribute var created = Date.now
         @DeckKit.Relationship(deleteRule: .cascade, inverse: \Card.deck) var cards: [Card] = []
         required init() {}
     }
 
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @DeckKit.Attribute var front = ""
         @DeckKit.Attribute var back = ""
         @DeckKit.Attribute var creationDate = Date.now
@@ -22,7 +22,7 @@ enum Vocabulary {
         required init() {}
     }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @DeckKit.Attribute(.unique) var name = ""
         @DeckKit.Relationship var cards: [Card] = []
         required init() {}
@@ -75,7 +75,7 @@ enum Vocabulary {
     }
 
     @Test func aDocumentTheTypedAPIMadeHasTheInitialValuesAsDefaults() throws {
-        final class Note: PersistentModel {
+        final class Note: ModelObject {
             @DeckKit.Attribute var title = "Untitled"
             @DeckKit.Attribute var stars = 3
             @DeckKit.Attribute var created = Date.now
@@ -123,7 +123,7 @@ enum Vocabulary {
     }
 
     @Test func modelsThatDifferFromTheDocumentAreRefusedNamingTheDifference() throws {
-        final class Card: PersistentModel {
+        final class Card: ModelObject {
             @DeckKit.Attribute var front = ""
             @DeckKit.Attribute var back = 0
             required init() {}

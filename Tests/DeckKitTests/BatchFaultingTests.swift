@@ -7,13 +7,13 @@ import Testing
 /// first read that misses loads the targets of the models fetched after it too.
 @Suite("Batch faulting")
 struct BatchFaultingTests {
-    final class Shelf: PersistentModel {
+    final class Shelf: ModelObject {
         @Attribute var name = ""
         @Relationship(inverse: \Book.shelf) var books: [Book] = []
         required init() {}
     }
 
-    final class Book: PersistentModel {
+    final class Book: ModelObject {
         @Attribute var title = ""
         @Attribute var number = 0
         @Relationship var shelf: Shelf? = nil

@@ -9,7 +9,7 @@ import Testing
 /// predicate returned the records of the opposite sign, with no error).
 @Suite("Computed properties are not taken for the attributes they read")
 struct ComputedPropertyTests {
-    final class Person: PersistentModel {
+    final class Person: ModelObject {
         @Attribute var age = 0
         @Attribute var first = ""
         @Attribute var ratio = 0.0
@@ -30,22 +30,22 @@ struct ComputedPropertyTests {
         required init() {}
     }
 
-    final class Team: PersistentModel {
+    final class Team: ModelObject {
         @Attribute var name = ""
         @Relationship var members: [Person] = []
         var loudName: String { name.uppercased() }
         required init() {}
     }
 
-    final class Badge: PersistentModel {
-        static var uniqueConstraints: [[AnyKeyPath]] { [[\Badge.upperCode]] }
+    final class Badge: ModelObject {
+        override class var uniqueConstraints: [[AnyKeyPath]] { [[\Badge.upperCode]] }
         @Attribute var code = ""
         var upperCode: String { code.uppercased() }
         required init() {}
     }
 
     /// Computed properties that give back short values unchanged and cut or round the others.
-    final class Clip: PersistentModel {
+    final class Clip: ModelObject {
         @Attribute var title = ""
         @Attribute var bytes = Data()
         @Attribute var score = 0.0

@@ -6,7 +6,7 @@ import Testing
 /// A `Date` saved reads back equal, bit for bit, as in Core Data and SwiftData (issue 21, item 9):
 /// a new document stores seconds since 2001, the `Date`'s own number (spec 7.1).
 @Suite struct DateRoundTripTests {
-    final class Event: PersistentModel {
+    final class Event: ModelObject {
         @Attribute var name = ""
         @Attribute var at = Date(timeIntervalSinceReferenceDate: 0)
         @Attribute var until: Date? = nil

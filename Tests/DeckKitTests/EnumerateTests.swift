@@ -5,7 +5,7 @@ import Testing
 /// Models with a property of each type that sorts, their values drawn from small pools so that
 /// sorts tie and meet nulls.
 enum Sorting {
-    final class Item: PersistentModel {
+    final class Item: ModelObject {
         @Attribute var name = ""
         @Attribute var label: String? = nil
         @Attribute var count: Int? = nil
@@ -19,7 +19,7 @@ enum Sorting {
         required init() {}
     }
 
-    final class Group: PersistentModel {
+    final class Group: ModelObject {
         @Attribute var title: String? = nil
         @Attribute var rank = 0
         @Relationship var items: [Item] = []

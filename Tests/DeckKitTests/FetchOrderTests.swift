@@ -9,7 +9,7 @@ import Testing
 /// gets from SQLite, for every kind of number, nulls, ties, subentities and unsaved changes.
 @Suite("Fetch order")
 struct FetchOrderTests {
-    class Reading: PersistentModel {
+    class Reading: ModelObject {
         @Attribute var count = 0
         @Attribute var level = 0.0
         @Attribute var when = Date(timeIntervalSince1970: 0)

@@ -12,7 +12,7 @@ enum LegacyReadingsV1: VersionedSchema {
         var ok: Bool?
     }
 
-    final class Reading: PersistentModel {
+    final class Reading: ModelObject {
         @Attribute var label = ""
         @Attribute var taken: Date? = nil
         @Attribute var amount: Decimal? = nil

@@ -6,7 +6,7 @@ import Testing
 /// Models of the lifetime review: a list linked both ways (to-one only, one entity), a
 /// many-to-many pair, and a to-one to a superclass declared by a subclass.
 enum Linked {
-    final class Node: PersistentModel {
+    final class Node: ModelObject {
         @Attribute var name = ""
         @Relationship(inverse: \Node.previous) var next: Node? = nil
         @Relationship var previous: Node? = nil
@@ -17,31 +17,31 @@ enum Linked {
         }
     }
 
-    final class Item: PersistentModel {
+    final class Item: ModelObject {
         @Attribute var name = ""
         @Relationship(inverse: \Label.items) var labels: [Label] = []
         required init() {}
     }
 
-    final class Label: PersistentModel {
+    final class Label: ModelObject {
         @Attribute var name = ""
         @Relationship var items: [Item] = []
         required init() {}
     }
 
-    final class Shelf: PersistentModel {
+    final class Shelf: ModelObject {
         @Attribute var name = ""
         @Relationship(deleteRule: .noAction, inverse: \Book.shelf) var books: [Book] = []
         required init() {}
     }
 
-    final class Book: PersistentModel {
+    final class Book: ModelObject {
         @Attribute var title = ""
         @Relationship var shelf: Shelf? = nil
         required init() {}
     }
 
-    class Member: PersistentModel {
+    class Member: ModelObject {
         @Attribute var name = ""
         required init() {}
     }

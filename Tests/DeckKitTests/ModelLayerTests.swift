@@ -6,7 +6,7 @@ import Testing
 
 /// The flash-cards models of the example.
 enum Flash {
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute var front = ""
         @Attribute var back = ""
         @Attribute var creationDate = Date.now
@@ -24,7 +24,7 @@ enum Flash {
         }
     }
 
-    final class Deck: PersistentModel {
+    final class Deck: ModelObject {
         @Attribute var title = ""
         @Relationship(deleteRule: .cascade) var cards: [Card] = []
         required init() {}
@@ -310,14 +310,14 @@ struct ModelLayerTests {
 
     @Test("A model Deck cannot store is refused, naming the property")
     func problems() throws {
-        final class Loose: PersistentModel {
+        final class Loose: ModelObject {
             @Attribute var name = ""
             var forgotten = 0
             required init() {}
         }
         #expect(Schema(Loose.self).problems.contains { $0.contains("forgotten") })
         // A relationship whose default makes a model: named, as the discovery instance shows it.
-        final class Eager: PersistentModel {
+        final class Eager: ModelObject {
             @Attribute var name = ""
             @Relationship var deck: Deck? = Deck(title: "made by default")
             required init() {}
@@ -340,8 +340,8 @@ struct ModelLayerTests {
         try withModelDirectory { directory in
             let url = directory.appendingPathComponent("cards.deck")
             _ = try ModelContainer(for: Card.self, configurations: ModelConfiguration(url: url))
-            final class OtherCard: PersistentModel {
-                static var entityName: String { "Card" }
+            final class OtherCard: ModelObject {
+                override class var entityName: String { "Card" }
                 @Attribute var front = ""
                 @Attribute var extra = 0
                 required init() {}

@@ -8,7 +8,7 @@ enum TagsV09: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(0, 9, 0) }
     static var models: [any PersistentModel.Type] { [Tag.self] }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @Attribute(.unique) var name = ""
         required init() {}
     }
@@ -19,7 +19,7 @@ enum ColouredTagsV09: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(0, 9, 0) }
     static var models: [any PersistentModel.Type] { [Tag.self] }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @Attribute(.unique) var name = ""
         @Attribute var color = ""
         required init() {}

@@ -9,7 +9,7 @@ enum AdditiveV3: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
     static var models: [any PersistentModel.Type] { [Card.self, ImageCard.self, Tag.self] }
 
-    class Card: PersistentModel {
+    class Card: ModelObject {
         @Attribute var question = ""
         @Attribute var answer = ""
         @Attribute var hint: String? = nil
@@ -24,7 +24,7 @@ enum AdditiveV3: VersionedSchema {
         required init() {}
     }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @Attribute var name = ""
         @Relationship var cards: [Card] = []
         required init() {}
@@ -45,7 +45,7 @@ enum RenamingV3: VersionedSchema {
     static var models: [any PersistentModel.Type] { [Card.self] }
     static var isBreaking: Bool { true }
 
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute(originalName: "question") var front = ""
         @Attribute var answer = ""
         required init() {}

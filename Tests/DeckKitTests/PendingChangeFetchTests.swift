@@ -14,13 +14,13 @@ struct PendingChangeFetchTests {
     typealias Loan = SaveGraphTests.Loan
 
     /// A bounded list: a save refuses more than two models in it.
-    final class Crate: PersistentModel {
+    final class Crate: ModelObject {
         @Attribute var label = ""
         @Relationship(maximumModelCount: 2) var bottles: [Bottle] = []
         required init() {}
     }
 
-    final class Bottle: PersistentModel {
+    final class Bottle: ModelObject {
         @Attribute var wine = ""
         @Relationship(inverse: \Crate.bottles) var crate: Crate? = nil
         required init() {}

@@ -5,13 +5,12 @@ import Testing
 /// The README's models, the same as the ones `GettingStarted.md` starts from.
 enum ReadmeModels {
     // README-EXAMPLE-BEGIN
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute var front = ""
         @Attribute var back = ""
         @Attribute var creationDate = Date.now
         @Attribute(.externalStorage) var image: Data? = nil
         @Relationship(inverse: \Deck.cards) var deck: Deck? = nil
-        required init() {}
 
         convenience init(front: String, back: String) {
             self.init()
@@ -20,10 +19,9 @@ enum ReadmeModels {
         }
     }
 
-    final class Deck: PersistentModel {
+    final class Deck: ModelObject {
         @Attribute var title = ""
         @Relationship(deleteRule: .cascade) var cards: [Card] = []
-        required init() {}
 
         convenience init(title: String) {
             self.init()

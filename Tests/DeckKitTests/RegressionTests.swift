@@ -33,12 +33,12 @@ enum V1V2Plan: SchemaMigrationPlan {
 
 @Suite("Regressions: fetches with pending inserts, defaults, migration plans")
 struct RegressionTests {
-    final class Owner: PersistentModel {
+    final class Owner: ModelObject {
         @Attribute var name = ""
         required init() {}
     }
 
-    final class Item: PersistentModel {
+    final class Item: ModelObject {
         @Attribute var label = ""
         required init() {}
     }
@@ -118,7 +118,7 @@ struct RegressionTests {
         #expect(try storedSchemaVersion(url) == "3.0.0")
     }
 
-    final class Stamp: PersistentModel {
+    final class Stamp: ModelObject {
         /// The time the instance is made, to the second: differs between instances.
         @Attribute var second = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         required init() {}
@@ -154,7 +154,7 @@ struct RegressionTests {
     }
 
     enum NotV2 {
-        final class Card: PersistentModel {
+        final class Card: ModelObject {
             @Attribute var front = ""
             @Attribute var back = ""
             @Attribute var reviews = 0

@@ -12,20 +12,20 @@ struct RelationshipSaveTests {
     typealias Deck = Flash.Deck
 
     /// A deck that holds two or three cards.
-    final class BoundedDeck: PersistentModel {
+    final class BoundedDeck: ModelObject {
         @Attribute var title = ""
         @Relationship(minimumModelCount: 2, maximumModelCount: 3) var cards: [BoundedCard] = []
         required init() {}
     }
 
-    final class BoundedCard: PersistentModel {
+    final class BoundedCard: ModelObject {
         @Attribute var front = ""
         @Relationship(inverse: \BoundedDeck.cards) var deck: BoundedDeck? = nil
         required init() {}
     }
 
     /// Sibling entities whose to-one relationships share the column `folder`.
-    class Item: PersistentModel {
+    class Item: ModelObject {
         @Attribute var name = ""
         required init() {}
     }
@@ -38,7 +38,7 @@ struct RelationshipSaveTests {
         @Relationship(inverse: \Folder.sketches) var folder: Folder? = nil
     }
 
-    final class Folder: PersistentModel {
+    final class Folder: ModelObject {
         @Attribute var title = ""
         @Relationship var notes: [Note] = []
         @Relationship var sketches: [Sketch] = []
@@ -46,13 +46,13 @@ struct RelationshipSaveTests {
     }
 
     /// A deck whose title is unique: inserting one with a saved title updates the saved record.
-    final class TitledDeck: PersistentModel {
+    final class TitledDeck: ModelObject {
         @Attribute(.unique) var title = ""
         @Relationship var cards: [TitledCard] = []
         required init() {}
     }
 
-    final class TitledCard: PersistentModel {
+    final class TitledCard: ModelObject {
         @Attribute var front = ""
         @Relationship(inverse: \TitledDeck.cards) var deck: TitledDeck? = nil
         required init() {}

@@ -7,7 +7,7 @@ import Testing
 /// save (as two saves in a row would), and what the store and the models say agree after it.
 @Suite("A save honours the graph in memory")
 struct SaveGraphTests {
-    final class Note: PersistentModel {
+    final class Note: ModelObject {
         @Attribute var title = ""
         @Relationship var tags: [Tag] = []
         required init() {}
@@ -17,7 +17,7 @@ struct SaveGraphTests {
         }
     }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @Attribute(.unique) var name = ""
         @Relationship(inverse: \Note.tags) var notes: [Note] = []
         @Relationship var pins: [Pin] = []
@@ -29,7 +29,7 @@ struct SaveGraphTests {
     }
 
     /// The to-one side of a tag's one-to-many relationship.
-    final class Pin: PersistentModel {
+    final class Pin: ModelObject {
         @Attribute var label = ""
         @Relationship(inverse: \Tag.pins) var tag: Tag? = nil
         required init() {}
@@ -39,7 +39,7 @@ struct SaveGraphTests {
         }
     }
 
-    final class Library: PersistentModel {
+    final class Library: ModelObject {
         @Attribute var name = ""
         @Relationship(deleteRule: .cascade) var shelves: [Shelf] = []
         @Relationship(deleteRule: .deny) var loans: [Loan] = []
@@ -50,7 +50,7 @@ struct SaveGraphTests {
         }
     }
 
-    final class Shelf: PersistentModel {
+    final class Shelf: ModelObject {
         @Attribute var name = ""
         @Relationship(inverse: \Library.shelves) var library: Library? = nil
         required init() {}
@@ -60,7 +60,7 @@ struct SaveGraphTests {
         }
     }
 
-    final class Loan: PersistentModel {
+    final class Loan: ModelObject {
         @Attribute var book = ""
         @Relationship(inverse: \Library.loans) var library: Library? = nil
         required init() {}
@@ -166,7 +166,7 @@ struct SaveGraphTests {
     }
 
     /// A label whose list of stickers holds at least two.
-    final class Label: PersistentModel {
+    final class Label: ModelObject {
         @Attribute(.unique) var name = ""
         @Relationship(minimumModelCount: 2) var stickers: [Sticker] = []
         required init() {}
@@ -176,7 +176,7 @@ struct SaveGraphTests {
         }
     }
 
-    final class Sticker: PersistentModel {
+    final class Sticker: ModelObject {
         @Attribute var shape = ""
         @Relationship(inverse: \Label.stickers) var label: Label? = nil
         required init() {}

@@ -5,7 +5,7 @@ import Testing
 /// Models for the CloudKit check: a to-many relationship declared as a non-optional array, one
 /// with a minimum count, a unique attribute, a relationship without an inverse.
 enum CloudKitModels {
-    final class Album: PersistentModel {
+    final class Album: ModelObject {
         @Attribute(.unique) var title = ""
         @Attribute var year = 2026
         @Relationship(inverse: \Song.album) var songs: [Song] = []
@@ -14,20 +14,20 @@ enum CloudKitModels {
         required init() {}
     }
 
-    final class Song: PersistentModel {
+    final class Song: ModelObject {
         @Attribute var name = ""
         @Relationship var album: Album? = nil
         required init() {}
     }
 
-    final class Sticker: PersistentModel {
+    final class Sticker: ModelObject {
         @Attribute var text: String? = nil
         @Relationship var album: Album? = nil
         required init() {}
     }
 
     /// Nothing points back at an album from here.
-    final class Picture: PersistentModel {
+    final class Picture: ModelObject {
         @Attribute var data = Data()
         required init() {}
     }
@@ -76,7 +76,7 @@ enum CloudKitModels {
                 == store.cloudKitFindings().map(\.code).filter { $0 != .attributeWithoutDefault })
     }
 
-    final class Broken: PersistentModel {
+    final class Broken: ModelObject {
         @Attribute var name = ""
         @Relationship var missing: Int? = nil
         required init() {}

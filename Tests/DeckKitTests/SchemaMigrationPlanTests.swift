@@ -7,7 +7,7 @@ enum CardsV1: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
     static var models: [any PersistentModel.Type] { [Card.self] }
 
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute var question = ""
         @Attribute var answer = ""
         required init() {}
@@ -19,7 +19,7 @@ enum CardsV2: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
     static var models: [any PersistentModel.Type] { [Card.self] }
 
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute(originalName: "question") var front = ""
         @Attribute(originalName: "answer") var back = ""
         @Attribute var reviews = 0
@@ -32,7 +32,7 @@ enum CardsV3: VersionedSchema {
     static var versionIdentifier: Schema.Version { Schema.Version(3, 0, 0) }
     static var models: [any PersistentModel.Type] { [Card.self] }
 
-    final class Card: PersistentModel {
+    final class Card: ModelObject {
         @Attribute var front = ""
         @Attribute var meaning = ""
         @Attribute var otherMeanings = ""
@@ -310,7 +310,7 @@ struct SchemaMigrationPlanTests {
 
     @Test("A document whose models are not those of the version it names is refused")
     func aVersionThatLies() throws {
-        final class Card: PersistentModel {
+        final class Card: ModelObject {
             @Attribute var question = ""
             @Attribute var answer = 0
             required init() {}
@@ -349,7 +349,7 @@ struct SchemaMigrationPlanTests {
         enum V2: VersionedSchema {
             static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
             static var models: [any PersistentModel.Type] { [Card.self] }
-            final class Card: PersistentModel {
+            final class Card: ModelObject {
                 @Attribute var question = ""
                 @Attribute var answer = 0
                 required init() {}

@@ -5,7 +5,7 @@ import Testing
 
 /// The models of the seed documents' SwiftData examples, ported by replacing the macros.
 enum Seeds {
-    final class Trip: PersistentModel {
+    final class Trip: ModelObject {
         @Attribute var name = ""
         @Attribute var destination = ""
         @Relationship(deleteRule: .cascade, inverse: \BucketListItem.trip) var bucketList: [BucketListItem]? =
@@ -13,13 +13,13 @@ enum Seeds {
         required init() {}
     }
 
-    final class BucketListItem: PersistentModel {
+    final class BucketListItem: ModelObject {
         @Attribute var title = ""
         @Relationship var trip: Trip? = nil
         required init() {}
     }
 
-    class Person: PersistentModel {
+    class Person: ModelObject {
         @Attribute var name = ""
         required init() {}
     }
@@ -30,47 +30,47 @@ enum Seeds {
         required init() {}
     }
 
-    final class Computer: PersistentModel {
+    final class Computer: ModelObject {
         @Attribute var model = ""
         @Relationship(deleteRule: .nullify) var teacher: Teacher? = nil
         required init() {}
     }
 
-    final class Category: PersistentModel {
+    final class Category: ModelObject {
         @Attribute var name = ""
         @Relationship(deleteRule: .deny, inverse: \Product.category) var products: [Product]? = []
         required init() {}
     }
 
-    final class Product: PersistentModel {
+    final class Product: ModelObject {
         @Attribute var name = ""
         @Relationship var category: Category? = nil
         required init() {}
     }
 
-    final class Article: PersistentModel {
+    final class Article: ModelObject {
         @Attribute var title = ""
         @Relationship(inverse: \Tag.articles) var tags: [Tag]? = []
         required init() {}
     }
 
-    final class Tag: PersistentModel {
+    final class Tag: ModelObject {
         @Attribute var name = ""
         @Relationship var articles: [Article]? = []
         required init() {}
     }
 
-    final class Order: PersistentModel {
+    final class Order: ModelObject {
         @Attribute var orderNumber = ""
         @Attribute var status = "new"
         @Attribute var createdAt = Date.now
         @Attribute var total = Decimal(0)
-        static var uniqueConstraints: [[AnyKeyPath]] { [[\Order.orderNumber]] }
-        static var indexes: [[AnyKeyPath]] { [[\Order.status, \Order.createdAt]] }
+        override class var uniqueConstraints: [[AnyKeyPath]] { [[\Order.orderNumber]] }
+        override class var indexes: [[AnyKeyPath]] { [[\Order.status, \Order.createdAt]] }
         required init() {}
     }
 
-    final class Note: PersistentModel {
+    final class Note: ModelObject {
         @Attribute var title = ""
         @Attribute(.externalStorage) var attachment: Data? = nil
         required init() {}

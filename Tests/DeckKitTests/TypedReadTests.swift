@@ -8,7 +8,7 @@ import Testing
 /// cell, the odd ones included (a store from someone else may hold anything its columns accept).
 @Suite("Typed reads of unusual cells")
 struct TypedReadTests {
-    final class Sample: PersistentModel {
+    final class Sample: ModelObject {
         @Attribute var flag = false
         @Attribute var small: Int8 = 0
         @Attribute var number = 0.0
@@ -114,7 +114,7 @@ struct TypedReadTests {
         #expect(reason.contains("the document is not damaged"), "\(reason)")
     }
 
-    class Person: PersistentModel {
+    class Person: ModelObject {
         @Attribute var name = ""
         required init() {}
     }
@@ -122,7 +122,7 @@ struct TypedReadTests {
         @Relationship(inverse: \Laptop.teacher) var laptops: [Laptop] = []
     }
     final class Student: Person {}
-    final class Laptop: PersistentModel {
+    final class Laptop: ModelObject {
         @Attribute var serial = ""
         @Relationship var teacher: Teacher? = nil
         required init() {}

@@ -7,7 +7,7 @@ import Testing
 /// the document, not damage.
 @Suite("Typed values: what a property's type can hold")
 struct TypedValueTests {
-    final class Reading: PersistentModel {
+    final class Reading: ModelObject {
         @Attribute var label = ""
         @Attribute var level: Int?? = nil
         required init() {}
@@ -17,7 +17,7 @@ struct TypedValueTests {
         case low, high
     }
 
-    final class Chore: PersistentModel {
+    final class Chore: ModelObject {
         @Attribute var title = ""
         @Attribute var priority = Priority.low
         @Attribute var backup: Priority? = nil

@@ -14,5 +14,6 @@ int deck_rename_noreplace(const char *from, const char *to);
 size_t deck_malloc_usable_size(void *pointer);
 
 #include "CDeckStaging.h"
+#include "CDeckThreadSlot.h"
 
 #endif

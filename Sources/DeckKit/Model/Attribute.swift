@@ -49,16 +49,16 @@ public struct Attribute<Value> {
         Discovery.register { AttributeAccessor<Value>(options: Set(options), originalName: originalName) }
     }
 
-    /// Not available: `@Attribute` is for the properties of ``PersistentModel`` classes.
-    @available(*, unavailable, message: "@Attribute is for the properties of PersistentModel classes")
+    /// Not available: `@Attribute` is for the properties of ``ModelObject`` classes.
+    @available(*, unavailable, message: "@Attribute is for the properties of ModelObject classes")
     public var wrappedValue: Value {
-        get { fatalError("@Attribute is for the properties of PersistentModel classes") }
-        set { fatalError("@Attribute is for the properties of PersistentModel classes") }
+        get { fatalError("@Attribute is for the properties of ModelObject classes") }
+        set { fatalError("@Attribute is for the properties of ModelObject classes") }
     }
 
     /// The property's value, read through the model: tracked by Observation, loaded when it is not
     /// yet (an external blob).
-    public static subscript<Model: PersistentModel>(
+    public static subscript<Model: ModelObject>(
         _enclosingInstance instance: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>

@@ -1,6 +1,6 @@
 import CDeckSystem
+import DeckStore
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -34,40 +34,40 @@ final class DiscoveryMarker: PropertyOwner {
     }
 }
 
-/// The per-process state of discovery (a model type's properties, found once) and of key-path
-/// resolution (which properties a key path reads, found by applying it to a discovery instance).
+/// The state of discovery (a model type's properties, found once) and of key-path resolution
+/// (which properties a key path reads, found by applying it to a discovery instance).
 ///
-/// Both run on one thread at a time, under ``lock``; the wrappers of other threads' instances,
-/// made meanwhile, must not take part, so the thread is recorded and compared.
+/// Both run under ``lock``, one at a time; their state is the running thread's *frame*, kept in
+/// a thread slot, so that the wrappers of other threads' instances, made meanwhile, take no part.
 @usableFromInline
 enum Discovery {
-    /// Nonzero while a discovery runs somewhere: the one check a wrapper's initializer pays.
-    static let active = Atomic<Int>(0)
-
-    /// Whether a discovery runs somewhere (then a wrapper's initializer asks ``register(_:)``).
-    @usableFromInline static var isActive: Bool { active.load(ordering: .acquiring) > 0 }
-
-    private struct State {
-        var thread: pthread_t?
+    /// What the current thread is doing: discovering a type (its wrappers register), or
+    /// recording the properties a key path reads.
+    final class Frame {
+        let discovering: Bool
         var registered: [PropertyAccessor] = []
-        var recording: [PropertyAccessor]? = nil
+        var recording: [PropertyAccessor] = []
+
+        init(discovering: Bool) { self.discovering = discovering }
     }
 
-    private static let state = Locked(State())
-    /// Serialises discoveries and key-path resolutions (they share ``state``).
+    private static let frame = ThreadSlot<Frame>()
+
+    /// Whether a discovery or a resolution runs on this thread (then a wrapper's initializer asks
+    /// ``register(_:)``): one thread-local load.
+    @usableFromInline static var isActive: Bool { frame.isSet }
+
+    /// Serialises discoveries and key-path resolutions (they share the discovery instances).
     static let lock = NSRecursiveLock()
 
     /// Called by a wrapper's initializer: in a discovery instance, registers the wrapper's
     /// accessor (made by `makeAccessor`) and returns the marker the wrapper holds.
     @inline(__always)
     static func register(_ makeAccessor: () -> PropertyAccessor) -> DiscoveryMarker? {
-        guard active.load(ordering: .acquiring) > 0 else { return nil }
-        return state.withLock { state -> DiscoveryMarker? in
-            guard let thread = state.thread, pthread_equal(thread, pthread_self()) != 0 else { return nil }
-            let accessor = makeAccessor()
-            state.registered.append(accessor)
-            return DiscoveryMarker(accessor: accessor)
-        }
+        guard let frame = frame.current, frame.discovering else { return nil }
+        let accessor = makeAccessor()
+        frame.registered.append(accessor)
+        return DiscoveryMarker(accessor: accessor)
     }
 
     /// Runs `make` (which makes a discovery instance) with registration on, and returns the
@@ -75,49 +75,30 @@ enum Discovery {
     static func discover<T>(_ make: () -> T) -> (T, [PropertyAccessor]) {
         lock.lock()
         defer { lock.unlock() }
-        let saved = state.withLock { state in
-            defer {
-                state.thread = pthread_self()
-                state.registered = []
-            }
-            return (state.thread, state.registered)
-        }
-        active.add(1, ordering: .releasing)
+        let saved = frame.current
+        let current = Frame(discovering: true)
+        frame.set(current)
+        defer { frame.set(saved) }
         let instance = make()
-        active.subtract(1, ordering: .releasing)
-        let registered = state.withLock { state in
-            defer { (state.thread, state.registered) = saved }
-            return state.registered
-        }
-        return (instance, registered)
+        return (instance, current.registered)
     }
 
     /// Called by a getter that finds a marker: records the property read.
     static func recordRead(_ accessor: PropertyAccessor) {
-        state.withLock { state in
-            guard state.recording != nil, let thread = state.thread,
-                pthread_equal(thread, pthread_self()) != 0
-            else { return }
-            state.recording?.append(accessor)
-        }
+        guard let frame = frame.current, !frame.discovering else { return }
+        frame.recording.append(accessor)
     }
 
     /// Runs `body` (which reads through discovery instances) and returns the properties it read.
     static func recordReads(_ body: () -> Void) -> [PropertyAccessor] {
         lock.lock()
         defer { lock.unlock() }
-        let saved = state.withLock { state in
-            defer {
-                state.thread = pthread_self()
-                state.recording = []
-            }
-            return (state.thread, state.recording)
-        }
+        let saved = frame.current
+        let current = Frame(discovering: false)
+        frame.set(current)
+        defer { frame.set(saved) }
         body()
-        return state.withLock { state in
-            defer { (state.thread, state.recording) = saved }
-            return state.recording ?? []
-        }
+        return current.recording
     }
 }
 

@@ -169,6 +169,11 @@ final class ModelBacking: PropertyOwner {
     /// The backing of `object`, made (with a new global id) on first use.
     @usableFromInline
     static func of(_ object: AnyObject) -> ModelBacking {
+        guard let model = object as? ModelObject else {
+            preconditionFailure(
+                "\(Swift.type(of: object)) is not a model: a model class inherits from ModelObject")
+        }
+        if let backing = model.backing { return backing }
         // Known types skip the conformance cast, which costs more than the lookup.
         let metadata: ModelMetadata
         if let known = ModelMetadata.known(Swift.type(of: object)) {
@@ -178,14 +183,6 @@ final class ModelBacking: PropertyOwner {
                 preconditionFailure("\(Swift.type(of: object)) is not a PersistentModel")
             }
             metadata = ModelMetadata.of(type)
-        }
-        guard let first = metadata.properties.first else {
-            // A type without properties cannot hold its backing (the schema refuses it).
-            return ModelBacking(
-                metadata: metadata, object: object, globalID: GlobalID.random(), context: nil, rowID: nil)
-        }
-        if let owner = first.ownerPointer(in: object).pointee, !owner.isMarker {
-            return unsafeDowncast(owner, to: ModelBacking.self)
         }
         return attach(to: object, metadata: metadata, globalID: GlobalID.random())
     }
@@ -198,6 +195,8 @@ final class ModelBacking: PropertyOwner {
     ) -> ModelBacking {
         let backing = ModelBacking(
             metadata: metadata, object: object, globalID: globalID, context: context, rowID: rowID)
+        // Metadata is only made for model types: the object is a ModelObject.
+        unsafeDowncast(object, to: ModelObject.self).backing = backing
         let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
         for (index, offsets) in metadata.ownerAndIndexOffsets.enumerated() {
             // A fresh instance's wrappers mostly hold no owner, which needs no release.

@@ -496,28 +496,20 @@ struct ModelPredicateResolver: PredicateSchemaResolver {
 
 extension Array where Element: AnyObject {
     /// Puts the elements in the order `permutation` gives: element `i` becomes the one that was at
-    /// `permutation[i]`. Moved in place, cycle by cycle, so that no element is retained or
-    /// released.
+    /// `permutation[i]`. Swapped in place, cycle by cycle (a cycle of n elements in n - 1 swaps,
+    /// each moving one element to its place), so that no element is retained or released.
     mutating func permute(_ permutation: [Int]) {
         precondition(
             permutation.count == count, "a permutation of \(permutation.count) for \(count) elements")
         var placed = [Bool](repeating: false, count: count)
-        withUnsafeMutableBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            for start in buffer.indices where !placed[start] {
-                let first = (base + start).move()
-                var index = start
-                while true {
-                    placed[index] = true
-                    let source = permutation[index]
-                    if source == start {
-                        (base + index).initialize(to: first)
-                        break
-                    }
-                    (base + index).moveInitialize(from: base + source, count: 1)
-                    index = source
-                }
+        for start in indices where !placed[start] {
+            var index = start
+            while permutation[index] != start {
+                placed[index] = true
+                swapAt(index, permutation[index])
+                index = permutation[index]
             }
+            placed[index] = true
         }
     }
 }

@@ -309,10 +309,10 @@ private final class LeavingPass {
     private let schema: Schema
     @exclusivity(unchecked) private var made: ModelLoader?
     @exclusivity(unchecked) private var unloading: [AnyObject] = []
-    /// The type of the model met last, and what its models need: where their first wrapper keeps
-    /// the backing (nil when they can wait for nothing), and the relationships that may go.
+    /// The type of the model met last, and what its models need: whether they can wait for
+    /// anything, and the relationships that may go.
     @exclusivity(unchecked) private var lastType: ObjectIdentifier?
-    @exclusivity(unchecked) private var ownerOffset: Int?
+    @exclusivity(unchecked) private var canWait = false
     @exclusivity(unchecked) private var breaking:
         [(accessor: PropertyAccessor, access: any RelationshipDescribing)] =
             []
@@ -341,15 +341,13 @@ private final class LeavingPass {
             let metadata = ModelBacking.of(object).metadata
             let plan = breaker.plan(metadata)
             lastType = type
-            ownerOffset = plan.canWait ? metadata.ownerAndIndexOffsets.first?.owner : nil
+            canWait = plan.canWait
             breaking = plan.breaking
         }
-        guard let ownerOffset else { return }
-        // The backing, read from the first wrapper's owner as ModelBacking.of does, without
-        // looking the type up again (a registered model has its backing, never a marker).
-        let base = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
-        guard let owner = (base + ownerOffset).load(as: UnsafeRawPointer?.self) else { return }
-        let backing = Unmanaged<ModelBacking>.fromOpaque(owner).takeUnretainedValue()
+        guard canWait else { return }
+        // The backing, without looking the type up again (a registered model is a ModelObject
+        // with its backing).
+        guard let backing = unsafeDowncast(object, to: ModelObject.self).backing else { return }
         let unloads =
             !breaking.isEmpty && breaking.contains { backing.canUnloadRelationship($0.accessor, $0.access) }
         guard unloads || backing.hasPendingProperty else { return }

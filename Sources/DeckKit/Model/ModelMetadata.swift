@@ -1,3 +1,4 @@
+import DeckStore
 import Foundation
 
 /// What a wrapper gives discovery: the marker it holds in a discovery instance.
@@ -65,55 +66,45 @@ final class ModelMetadata: @unchecked Sendable {
     /// thread asked for last) no lock.
     static func known(_ type: AnyObject.Type) -> ModelMetadata? {
         let key = ObjectIdentifier(type)
-        let last = LastMetadata.current()
-        // Metadata lives as long as the process: an unretained reference is safe.
-        if last.pointee.type == key, let metadata = last.pointee.metadata {
-            return metadata.takeUnretainedValue()
+        return LastMetadata.slot.withCurrent { current in
+            let last = current ?? LastMetadata.made()
+            if last.type == key, let metadata = last.metadata { return metadata }
+            if last.previousType == key, let metadata = last.previous {
+                last.swap()
+                return metadata
+            }
+            guard let found = cache.withLock({ $0[key] }) else { return nil }
+            last.previousType = last.type
+            last.previous = last.metadata
+            last.type = key
+            last.metadata = found
+            return found
         }
-        if last.pointee.previousType == key, let metadata = last.pointee.previous {
-            last.pointee.swap()
-            return metadata.takeUnretainedValue()
-        }
-        guard let found = cache.withLock({ $0[key] }) else { return nil }
-        last.pointee.previousType = last.pointee.type
-        last.pointee.previous = last.pointee.metadata
-        last.pointee.type = key
-        last.pointee.metadata = Unmanaged.passUnretained(found)
-        return found
     }
 
     /// The last two types a thread looked up, and their metadata: most lookups ask for the type
     /// asked for just before (a fetch, an insert loop) or the one before it (cards put in decks
-    /// one by one), and a thread-specific value is cheaper than the cache's lock.
-    private struct LastMetadata {
+    /// one by one), and a thread's own slot is cheaper than the cache's lock.
+    private final class LastMetadata {
         var type: ObjectIdentifier?
-        var metadata: Unmanaged<ModelMetadata>?
+        // Metadata lives as long as the process (the cache keeps every one): not counted.
+        unowned(unsafe) var metadata: ModelMetadata?
         var previousType: ObjectIdentifier?
-        var previous: Unmanaged<ModelMetadata>?
+        unowned(unsafe) var previous: ModelMetadata?
 
-        mutating func swap() {
+        func swap() {
             (type, previousType) = (previousType, type)
             (metadata, previous) = (previous, metadata)
         }
 
-        static func current() -> UnsafeMutablePointer<LastMetadata> {
-            if let value = pthread_getspecific(key) {
-                return value.assumingMemoryBound(to: LastMetadata.self)
-            }
-            let cell = UnsafeMutablePointer<LastMetadata>.allocate(capacity: 1)
-            cell.initialize(to: LastMetadata())
-            pthread_setspecific(key, cell)
-            return cell
-        }
+        static let slot = ThreadSlot<LastMetadata>()
 
-        private static let key: pthread_key_t = {
-            var key = pthread_key_t()
-            let status = pthread_key_create(&key) { value in
-                value?.assumingMemoryBound(to: LastMetadata.self).deallocate()
-            }
-            precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific keys left")
-            return key
-        }()
+        /// Makes the calling thread's (it has none).
+        static func made() -> LastMetadata {
+            let made = LastMetadata()
+            slot.set(made)
+            return made
+        }
     }
 
     /// Whether `object` is an instance of this metadata's model class or of a subclass: a model
@@ -145,11 +136,16 @@ final class ModelMetadata: @unchecked Sendable {
         let (probe, registered) = Discovery.discover { type.init() }
         self.probe = probe
         var problems: [String] = []
+        if !(type is ModelObject.Type) {
+            problems.append(
+                "\(type) is not a subclass of ModelObject: declare a model as `final class \(type): ModelObject`"
+            )
+        }
 
         // The class and its model superclasses, root first.
         var levels: [(type: Any.Type, mirror: Mirror)] = []
         var mirror: Mirror? = Mirror(reflecting: probe)
-        while let level = mirror {
+        while let level = mirror, level.subjectType != ModelObject.self {
             levels.insert((level.subjectType, level), at: 0)
             mirror = level.superclassMirror
         }
@@ -240,10 +236,12 @@ final class ModelMetadata: @unchecked Sendable {
     /// What a new record of the entity gets for each attribute the model declares no optional
     /// for, by property index: the value `init()` gives it, when every instance gets the same one
     /// (a fixed default), or `.now` for a date that is the time the instance was made (a default
-    /// of `Date.now`). Attributes with a default that is neither (`UUID()`, say) have none, nor
-    /// have unique ones, nor dates within two days of now that two instances share (the time
-    /// rounded). It is a guess from two instances: a value that is random but came out equal
-    /// twice would be taken for a fixed default.
+    /// of `Date.now`): one that lies between the clock's readings just before and just after
+    /// `init()` made a second instance, which a fixed date cannot (the probe, made earlier, has
+    /// it too) and a time rounded to the second or the day does not. Attributes with a default
+    /// that is neither (`UUID()`, say) have none, nor have unique ones, nor dates within two days
+    /// of now that two instances share (the time rounded). A value that is random but came out
+    /// equal in the two instances would be taken for a fixed default.
     var storeDefaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] {
         // Found once, under a lock: schemas of one type are built on any thread.
         foundStoreDefaults.withLock { found in
@@ -263,22 +261,21 @@ final class ModelMetadata: @unchecked Sendable {
         }
         guard !candidates.isEmpty else { return [:] }
         let first = candidates.map { try? $0.access.storeValue(in: probe, entity: entityName) }
-        // A default of the time the instance is made must differ between two instances: make the
-        // second one at least a millisecond after the first (the probe, made earlier).
-        let recent = first.compactMap { value -> Double? in
-            guard case .date(let timestamp)? = value else { return nil }
-            return timestamp.timeIntervalSince1970
-        }.filter { abs(Date().timeIntervalSince1970 - $0) < 1 }
-        if let latest = recent.max() {
-            while Date().timeIntervalSince1970 < latest + 0.001 { usleep(200) }
-        }
+        // The clock read around the second instance's init(): a `Date.now` default lies between
+        // the two readings (no waiting: a fixed date cannot, whatever the clock's resolution).
+        let before = Date()
         let second = makeInstance()
+        let after = Date()
         var defaults: [Int: (Value?, StoreSchema.Attribute.DynamicDefault?)] = [:]
         for ((accessor, access), value) in zip(candidates, first) {
             guard let value, let again = try? access.storeValue(in: second, entity: entityName) else {
                 continue
             }
-            if value == again {
+            if case .date(let made) = again, before.timeIntervalSince1970 <= made.timeIntervalSince1970,
+                made.timeIntervalSince1970 <= after.timeIntervalSince1970
+            {
+                defaults[accessor.index] = (nil, .now)
+            } else if value == again {
                 // A date near now that two instances share is likely time rounded (to the second,
                 // the day): no fixed default can stand for it.
                 if case .date(let made) = value,
@@ -287,10 +284,6 @@ final class ModelMetadata: @unchecked Sendable {
                     continue
                 }
                 defaults[accessor.index] = (value, nil)
-            } else if case .date(let made) = again,
-                abs(made.timeIntervalSince1970 - Date().timeIntervalSince1970) < 1
-            {
-                defaults[accessor.index] = (nil, .now)
             }
         }
         return defaults

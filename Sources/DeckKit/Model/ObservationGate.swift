@@ -1,3 +1,4 @@
+import DeckStore
 import Foundation
 import Observation
 import Synchronization
@@ -46,12 +47,13 @@ enum ObservationGate {
     /// Reads the current thread's probe and reports whether the read was recorded.
     private static func probeDetects() -> Bool {
         // The thread's probe, not retained: the thread holds it until a detection replaces it.
-        let detected = Probe.current()._withUnsafeGuaranteedRef { probe in
+        let detected = Probe.slot.withCurrent { current in
+            let probe = current ?? Probe.made()
             let before = hashes.load(ordering: .relaxed)
             probe.registrar.access(probe, keyPath: Probe.detectorKeyPath)
             return hashes.load(ordering: .relaxed) != before
         }
-        if detected { Probe.current().takeUnretainedValue().noteDetection() }
+        if detected { Probe.slot.current?.noteDetection() }
         return detected
     }
 
@@ -76,32 +78,21 @@ enum ObservationGate {
         /// After this many detections a thread's probe is replaced (see ``ObservationGate``).
         static let detectionsPerProbe = 256
 
-        /// The calling thread's probe, made on first use (a thread-specific value, released when
-        /// the thread ends or a detection replaces it).
-        static func current() -> Unmanaged<Probe> {
-            if let value = pthread_getspecific(key) { return Unmanaged<Probe>.fromOpaque(value) }
-            let probe = Unmanaged.passRetained(Probe())
-            pthread_setspecific(key, probe.toOpaque())
+        /// Each thread's probe, made on first use (released when the thread ends or a detection
+        /// replaces it).
+        static let slot = ThreadSlot<Probe>()
+
+        /// Makes the calling thread's probe (it has none).
+        static func made() -> Probe {
+            let probe = Probe()
+            slot.set(probe)
             return probe
         }
 
         func noteDetection() {
             detections += 1
-            guard detections >= Self.detectionsPerProbe,
-                let old = pthread_getspecific(Self.key)
-            else { return }
-            pthread_setspecific(Self.key, Unmanaged.passRetained(Probe()).toOpaque())
-            Unmanaged<Probe>.fromOpaque(old).release()
+            guard detections >= Self.detectionsPerProbe else { return }
+            Self.slot.set(Probe())
         }
-
-        private static let key: pthread_key_t = {
-            var key = pthread_key_t()
-            let status = pthread_key_create(&key) { value in
-                guard let value else { return }
-                Unmanaged<Probe>.fromOpaque(value).release()
-            }
-            precondition(status == 0, "pthread_key_create failed (\(status)): no thread-specific keys left")
-            return key
-        }()
     }
 }

@@ -2,19 +2,19 @@ import Foundation
 import Observation
 
 /// A class whose instances are stored in a document: SwiftData's `PersistentModel`, without the
-/// macro.
+/// macro. A model is a subclass of ``ModelObject``, which conforms.
 ///
 /// Declare each stored property with ``Attribute`` or ``Relationship`` (``Transient`` for one that
-/// is not stored), and a `required init()` that Deck uses to make instances when it reads them:
+/// is not stored), each with a default, so that `init()` (which Deck uses to make instances when
+/// it reads them) needs nothing:
 ///
 /// ```swift
-/// final class Card: PersistentModel {
+/// final class Card: ModelObject {
 ///     @Attribute var front = ""
 ///     @Attribute var back = ""
 ///     @Attribute var creationDate = Date.now
 ///     @Attribute(.externalStorage) var image: Data? = nil
 ///     @Relationship(inverse: \Deck.cards) var deck: Deck? = nil
-///     required init() {}
 /// }
 /// ```
 ///
@@ -39,12 +39,15 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// of the type: `[[\Order.orderNumber], [\Order.customer, \Order.date]]`. An insert whose
     /// values match an existing record's updates that record instead (an upsert).
     ///
-    /// (Key paths of `Self` would tie the requirement to the type, which a non-final class cannot
-    /// satisfy; the schema checks that each key path is an attribute of the type.)
+    /// A model overrides ``ModelObject``'s class property (`override class var`), so a
+    /// declaration of another type is a compile error (see ``ModelObject``). (Key paths of `Self`
+    /// would tie the requirement to the type, which a non-final class cannot satisfy; the schema
+    /// checks that each key path is an attribute of the type.)
     static var uniqueConstraints: [[AnyKeyPath]] { get }
 
     /// Indexes the store keeps, each on one or more attributes (SwiftData's `#Index`), as key
-    /// paths of the type: `[[\Order.status, \Order.createdAt]]`.
+    /// paths of the type: `[[\Order.status, \Order.createdAt]]`. Overridden as
+    /// ``uniqueConstraints`` is.
     static var indexes: [[AnyKeyPath]] { get }
 
     /// The entity's name in the previous schema version, when the type was renamed.
@@ -52,11 +55,6 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
 }
 
 extension PersistentModel {
-    public static var entityName: String { String(describing: Self.self) }
-    public static var uniqueConstraints: [[AnyKeyPath]] { [] }
-    public static var indexes: [[AnyKeyPath]] { [] }
-    public static var originalEntityName: String? { nil }
-
     /// The record's identity, stable for its life and across export and import. Assigned when the
     /// model is made, so it does not change when the model is first saved.
     public var persistentModelID: PersistentIdentifier { ModelBacking.of(self).identifier }

@@ -57,15 +57,15 @@ public struct Relationship<Value> {
         }
     }
 
-    /// Not available: `@Relationship` is for the properties of ``PersistentModel`` classes.
-    @available(*, unavailable, message: "@Relationship is for the properties of PersistentModel classes")
+    /// Not available: `@Relationship` is for the properties of ``ModelObject`` classes.
+    @available(*, unavailable, message: "@Relationship is for the properties of ModelObject classes")
     public var wrappedValue: Value {
-        get { fatalError("@Relationship is for the properties of PersistentModel classes") }
-        set { fatalError("@Relationship is for the properties of PersistentModel classes") }
+        get { fatalError("@Relationship is for the properties of ModelObject classes") }
+        set { fatalError("@Relationship is for the properties of ModelObject classes") }
     }
 
     /// The related models, read through the model: tracked by Observation, loaded on first read.
-    public static subscript<Model: PersistentModel>(
+    public static subscript<Model: ModelObject>(
         _enclosingInstance instance: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>

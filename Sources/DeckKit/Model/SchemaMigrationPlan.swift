@@ -31,7 +31,7 @@ extension Schema {
 /// enum CardsV1: VersionedSchema {
 ///     static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
 ///     static var models: [any PersistentModel.Type] { [Card.self] }
-///     final class Card: PersistentModel {
+///     final class Card: ModelObject {
 ///         @Attribute var front = ""
 ///         required init() {}
 ///     }

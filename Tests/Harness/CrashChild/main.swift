@@ -129,7 +129,7 @@ func writeBatch(_ batch: Int64, on document: StoreTransaction, using generator: 
 }
 
 /// The model of the create race (the parent's test declares the same).
-final class RaceNote: PersistentModel {
+final class RaceNote: ModelObject {
     @DeckKit.Attribute var title = ""
     required init() {}
 }
