@@ -4,10 +4,9 @@ import Testing
 
 /// Notes, some pinned: the models of the observed fetch across processes.
 enum Watched {
-    final class Note: PersistentModel {
+    final class Note: ModelObject {
         @DeckKit.Attribute var text = ""
         @DeckKit.Attribute var pinned = false
-        required init() {}
 
         convenience init(text: String, pinned: Bool) {
             self.init()
