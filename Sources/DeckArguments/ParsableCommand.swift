@@ -164,6 +164,22 @@ extension ParsableCommand {
 /// values are made.
 enum ParsingInput {
     @TaskLocal static var current: ParsedCommand?
+
+    /// The raw values `given` picks from the command being parsed, converted to `T` and shaped
+    /// by `count` (the last, or all); none and no error outside a parse (a declaration's own use).
+    static func converted<T: LosslessStringConvertible, Shape>(
+        _ given: (ParsedCommand) -> [String], target: String, count: ([T]) -> Shape
+    ) -> (Shape, ArgumentError?) {
+        guard let command = current else { return (count([]), nil) }
+        do throws(ArgumentError) {
+            let values = try given(command).map { raw throws(ArgumentError) in
+                try command.convert(raw, to: T.self, target: target)
+            }
+            return (count(values), nil)
+        } catch {
+            return (count([]), error)
+        }
+    }
 }
 
 /// What one property of a ``ParsableArguments`` type declares.
@@ -273,15 +289,7 @@ extension Option {
     private static func converted<T: LosslessStringConvertible, Shape>(
         _ spec: OptionSpec, as type: T.Type, count: ([T]) -> Shape
     ) -> (Shape, ArgumentError?) {
-        guard let command = ParsingInput.current else { return (count([]), nil) }
-        do throws(ArgumentError) {
-            let values = try command.givenValues(spec.long).map { raw throws(ArgumentError) in
-                try command.convert(raw, to: T.self, target: spec.displayName)
-            }
-            return (count(values), nil)
-        } catch {
-            return (count([]), error)
-        }
+        ParsingInput.converted({ $0.givenValues(spec.long) }, target: spec.displayName, count: count)
     }
 }
 
@@ -338,15 +346,7 @@ extension Argument {
     private static func converted<T: LosslessStringConvertible, Shape>(
         _ spec: ArgumentSpec, as type: T.Type, count: ([T]) -> Shape
     ) -> (Shape, ArgumentError?) {
-        guard let command = ParsingInput.current else { return (count([]), nil) }
-        do throws(ArgumentError) {
-            let values = try command.givenPositionals(spec.name).map { raw throws(ArgumentError) in
-                try command.convert(raw, to: T.self, target: spec.displayName)
-            }
-            return (count(values), nil)
-        } catch {
-            return (count([]), error)
-        }
+        ParsingInput.converted({ $0.givenPositionals(spec.name) }, target: spec.displayName, count: count)
     }
 }
 
