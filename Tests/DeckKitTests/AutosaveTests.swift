@@ -8,13 +8,7 @@ import Testing
 // Testing starts the whole suite at once, the autosave's quiet interval and the polls below end
 // only after nearly every other test has run (more than ten minutes under ThreadSanitizer).
 // Scripts/test and Scripts/sanitize run at most eight tests at once, so they end on time.
-// Not yet seen to pass under ThreadSanitizer with the limit in place, so still left to the plain
-// and AddressSanitizer passes there; the next full ThreadSanitizer run should lift this.
-@Suite(
-    "Autosave of the main context",
-    .disabled(
-        if: ProcessInfo.processInfo.environment["DECK_SANITIZER"] == "thread",
-        "not yet verified under ThreadSanitizer with at most eight tests at once"))
+@Suite("Autosave of the main context")
 @MainActor struct AutosaveTests {
     func makeContainer(_ url: URL, allowsSave: Bool = true) throws -> ModelContainer {
         try ModelContainer(

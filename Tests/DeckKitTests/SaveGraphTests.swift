@@ -392,11 +392,7 @@ struct SaveGraphTests {
     }
 
     @MainActor
-    @Test(
-        "A failed autosave is not retried at once; the next change, which fixes it, is autosaved",
-        .disabled(
-            if: ProcessInfo.processInfo.environment["DECK_SANITIZER"] == "thread",
-            "not yet verified under ThreadSanitizer (see AutosaveTests)"))
+    @Test("A failed autosave is not retried at once; the next change, which fixes it, is autosaved")
     func autosaveAfterFailure() async throws {
         let directory = try ScratchDirectory()
         let container = try Self.container(Library.self, Shelf.self, Loan.self, in: directory)
