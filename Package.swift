@@ -1,8 +1,11 @@
 // swift-tools-version:6.2
 import PackageDescription
 
-// The layers (ARCHITECTURE.md): C modules → DeckStore (the format and the storage core) →
-// DeckKit (the library users import: it re-exports DeckStore, adds the document layer) →
+// The layers (ARCHITECTURE.md): C modules → DeckSupport (the one error type and the errors it
+// carries, file-system calls, locks, hashing) → DeckSQLite (the SQLite wrapper) and DeckArchive
+// (archives over libarchive) → DeckStore (the format and the storage core: schema, package
+// directory, blobs, records, queries, migration, verifier) → DeckQueryLanguage (the `--where` text)
+// and DeckKit (the library users import: it re-exports DeckStore, adds the document layer) →
 // DeckCommandLine (the tool, with DeckArguments, a parser that knows nothing of Deck) → deck.
 // Arrows only point down; the targets below make the compiler enforce them.
 let package = Package(
@@ -11,6 +14,8 @@ let package = Package(
         .library(name: "DeckKit", targets: ["DeckKit"]),
         // The flash-cards document type, for tools outside this package (the fuzz targets).
         .library(name: "DeckSamples", targets: ["DeckSamples"]),
+        // The `--where` text language, for the fuzz targets (the CLI uses it within the package).
+        .library(name: "DeckQueryLanguage", targets: ["DeckQueryLanguage"]),
         .executable(name: "deck", targets: ["deck"]),
     ],
     targets: [
@@ -24,19 +29,39 @@ let package = Package(
             name: "CCrypto", path: "Sources/CCrypto",
             providers: [.apt(["libssl-dev"])]),
         .target(name: "CDeckSystem"),
+        // DeckError carries SQLiteError and ArchiveError as cases, so the three errors sit together
+        // below both the SQLite wrapper and the archive code, which throw them.
+        .target(
+            name: "DeckSupport",
+            dependencies: ["CSQLite", "CCrypto", "CDeckSystem"]),
+        // Connections, statements, values, and the SQL functions every connection gets; nothing of
+        // records or schemas.
+        .target(
+            name: "DeckSQLite",
+            dependencies: ["CSQLite", "DeckSupport"]),
+        // Reading and writing archives: formats, entry checks, staging; nothing of SQLite or the
+        // package directory (the store packs and unpacks through it).
+        .target(
+            name: "DeckArchive",
+            dependencies: ["CArchive", "CDeckSystem", "DeckSupport"]),
         .target(
             name: "DeckStore",
-            dependencies: ["CSQLite", "CArchive", "CCrypto", "CDeckSystem"]),
+            dependencies: ["CSQLite", "CCrypto", "CDeckSystem", "DeckSupport", "DeckSQLite", "DeckArchive"]),
+        // The `--where` and `--sort` text: only the CLI and the fuzz targets parse it; DeckKit
+        // builds expressions from predicates instead.
+        .target(
+            name: "DeckQueryLanguage",
+            dependencies: ["DeckStore"]),
         .target(
             name: "DeckKit",
-            dependencies: ["DeckStore", "CDeckSystem"]),
+            dependencies: ["DeckStore", "DeckSQLite", "CDeckSystem"]),
         .target(name: "DeckArguments"),
         .target(
             name: "DeckSamples",
             dependencies: ["DeckKit"]),
         .target(
             name: "DeckCommandLine",
-            dependencies: ["DeckKit", "DeckArguments", "DeckSamples"]),
+            dependencies: ["DeckKit", "DeckArguments", "DeckSamples", "DeckQueryLanguage"]),
         .executableTarget(
             name: "deck",
             dependencies: ["DeckCommandLine"]),
@@ -59,18 +84,20 @@ let package = Package(
         .testTarget(
             name: "DeckStoreTests",
             dependencies: [
-                "DeckStore", "DeckKit", "DeckSamples", "CSQLite", "CDeckFaultVFS", "DeckTestSupport",
+                "DeckStore", "DeckSQLite", "DeckQueryLanguage", "DeckKit", "DeckSamples", "CSQLite",
+                "CDeckFaultVFS", "DeckTestSupport",
             ]),
         .testTarget(
             name: "DeckKitTests",
-            dependencies: ["DeckKit", "DeckSamples", "DeckTestSupport"]),
+            dependencies: ["DeckKit", "DeckSQLite", "DeckSamples", "DeckTestSupport"]),
         .testTarget(
             name: "DeckArgumentsTests",
             dependencies: ["DeckArguments"]),
         .testTarget(
             name: "DeckCommandLineTests",
             dependencies: [
-                "DeckCommandLine", "DeckKit", "DeckStore", "DeckSamples", "deck", "deck-crashtest",
+                "DeckCommandLine", "DeckKit", "DeckStore", "DeckSQLite", "DeckSamples", "deck",
+                "deck-crashtest",
                 "DeckTestSupport",
             ]),
     ],

@@ -28,7 +28,9 @@ let package = Package(
                 dependencies: [
                     "FuzzSupport", .product(name: "DeckKit", package: "Deck"),
                     .product(name: "DeckSamples", package: "Deck"),
-                ])
+                ]
+                    // The `--where` text language is not part of DeckKit.
+                    + ($0 == "FuzzWhere" ? [.product(name: "DeckQueryLanguage", package: "Deck")] : []))
         },
     swiftLanguageModes: [.v6]
 )

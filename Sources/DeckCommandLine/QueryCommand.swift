@@ -1,5 +1,6 @@
 import DeckArguments
 import DeckKit
+import DeckQueryLanguage
 import Foundation
 
 /// `deck query`.

@@ -1,5 +1,6 @@
 import DeckArguments
 import DeckKit
+import DeckQueryLanguage
 import Foundation
 
 /// `deck open --shell`: an interactive session in the sqlite3 tradition.

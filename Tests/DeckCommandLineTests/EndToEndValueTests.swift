@@ -1,3 +1,4 @@
+import DeckSQLite
 import DeckTestSupport
 import Foundation
 import Testing

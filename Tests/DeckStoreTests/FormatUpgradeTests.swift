@@ -1,4 +1,5 @@
 import DeckKit
+import DeckSQLite
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import CDeckFaultVFS
 import CSQLite
+import DeckSQLite
 import Foundation
 import Testing
 

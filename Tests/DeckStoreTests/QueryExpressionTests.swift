@@ -1,3 +1,4 @@
+import DeckQueryLanguage
 import Foundation
 import Testing
 

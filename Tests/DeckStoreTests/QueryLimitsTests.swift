@@ -1,3 +1,4 @@
+import DeckQueryLanguage
 import DeckTestSupport
 import Foundation
 import Testing

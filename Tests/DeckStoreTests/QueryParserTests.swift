@@ -1,3 +1,4 @@
+import DeckQueryLanguage
 import DeckStore
 import DeckTestSupport
 import Testing

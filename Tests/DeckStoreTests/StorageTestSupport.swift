@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 import Testing
 

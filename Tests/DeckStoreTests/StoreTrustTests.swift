@@ -1,5 +1,6 @@
 import CSQLite
 import DeckKit
+import DeckSQLite
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 @testable import DeckStore

@@ -1,3 +1,5 @@
+import DeckQueryLanguage
+import DeckSQLite
 import Foundation
 import Testing
 

@@ -2,6 +2,7 @@
 // What parses runs as a query on every entity of the flash-cards sample: fetch, count and
 // fetchIDs must agree, and errors (unknown keys, type mismatches) are fine.
 @_spi(Fuzzing) import DeckKit
+@_spi(Fuzzing) import DeckQueryLanguage
 import DeckSamples
 import Foundation
 import FuzzSupport
@@ -74,23 +75,23 @@ func checkDateRoundTrip(_ text: String) {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: bytes, count: size), as: UTF8.self)
-    Fuzz.note("parse: \(Result { try FuzzingHooks.parseWhere(text) })")
-    if let filter = try? FuzzingHooks.parseWhere(text) {
+    Fuzz.note("parse: \(Result { try QueryLanguageFuzzingHooks.parseWhere(text) })")
+    if let filter = try? QueryLanguageFuzzingHooks.parseWhere(text) {
         for value in strings(in: filter) { checkDateRoundTrip(value) }
         for entity in entities {
             run(RecordQuery(entity, where: filter))
             run(RecordQuery(entity, where: filter, limit: 3, offset: 1))
         }
     }
-    if let key = try? FuzzingHooks.parseSort(text) {
+    if let key = try? QueryLanguageFuzzingHooks.parseSort(text) {
         for entity in entities {
             run(RecordQuery(entity, sort: [key]))
         }
     }
     // A line break splits the input into an expression and a sort key, so both can be combined.
     if let newline = text.firstIndex(of: "\n"),
-        let filter = try? FuzzingHooks.parseWhere(String(text[..<newline])),
-        let key = try? FuzzingHooks.parseSort(String(text[text.index(after: newline)...]))
+        let filter = try? QueryLanguageFuzzingHooks.parseWhere(String(text[..<newline])),
+        let key = try? QueryLanguageFuzzingHooks.parseSort(String(text[text.index(after: newline)...]))
     {
         for entity in entities {
             run(RecordQuery(entity, where: filter, sort: [key], limit: 5))

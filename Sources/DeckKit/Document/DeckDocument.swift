@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 #if canImport(Glibc)

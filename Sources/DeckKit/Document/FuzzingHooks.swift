@@ -22,12 +22,6 @@ public enum FuzzingHooks {
         ScanResult(report: try PackageArchive.unpack(archive: archive, to: destination))
     }
 
-    /// Parses a `--where` expression as the CLI does; the error describes what is wrong where.
-    public static func parseWhere(_ text: String) throws -> QueryExpression { try QueryParser.parse(text) }
-
-    /// Parses a `--sort` key as the CLI does.
-    public static func parseSort(_ text: String) throws -> SortKey { try QueryParser.parseSort(text) }
-
     /// The fixed names of a package directory (spec: section 2).
     public static let storeName = PackageLayout.store
     public static let manifestName = PackageLayout.manifest

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 // Linux's Foundation expands `localizedStandardContains` and `caseInsensitiveCompare` in

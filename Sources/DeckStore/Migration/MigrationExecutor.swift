@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Carries out one migration on the writer's connection (spec: section 18.2). Made and used by

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// A sort key: an expression — usually a property path — and a direction.

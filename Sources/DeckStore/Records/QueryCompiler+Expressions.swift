@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// The typed compilation of conditions and operands (``QueryExpression``).

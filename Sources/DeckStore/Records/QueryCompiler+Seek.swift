@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Keyset ("seek") paging: the condition that a row comes after a ``RecordQuery/Position`` in the

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Compiles a query — its condition, sort and window — to one parameterised SQL statement.

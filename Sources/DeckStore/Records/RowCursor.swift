@@ -1,4 +1,5 @@
 import CSQLite
+import DeckSQLite
 import Foundation
 
 /// The current row of a record query, read in place: each cell is decoded from the statement

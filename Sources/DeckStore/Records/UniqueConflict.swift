@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Which unique constraint a write broke, found by asking the store rather than by reading

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Where a relationship's links live in the store (spec: "Relationships").

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckSQLite
 import Foundation
 
 #if canImport(Glibc)

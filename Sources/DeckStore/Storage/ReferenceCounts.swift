@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Counts of the cells that name each blob, taken from the cells themselves. `deck_blob.refs`

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// One migration a document went through (spec: section 4.4): a row of `deck_migration`.

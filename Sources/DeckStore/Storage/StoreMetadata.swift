@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// The rows of a store's `deck_meta` and the rules each must follow (spec: section 4.2). Readers

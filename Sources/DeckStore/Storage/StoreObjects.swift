@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// The schema objects a store holds compared with those its stored schema derives (spec:

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Foundation
 
 /// Who in this process hears of a store's commits, and how a read-only store notices another

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckSQLite
 import Foundation
 
 /// Records' global ids (spec: section 6.10): 16 bytes in each row's `_gid`, made by the SQL

@@ -1,3 +1,4 @@
+import DeckSQLite
 import Dispatch
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckSupport
 import Foundation
 
 /// A connection to one SQLite database file.
@@ -23,7 +24,7 @@ package final class Database {
         case readOnly
     }
 
-    let handle: OpaquePointer
+    package let handle: OpaquePointer
     /// The database file.
     package let path: String
     /// The mode the connection was opened in.
@@ -117,7 +118,7 @@ package final class Database {
         sqlite3_close_v2(handle)
     }
 
-    func error(_ code: Int32, sql: String?) -> SQLiteError {
+    package func error(_ code: Int32, sql: String?) -> SQLiteError {
         SQLiteError(connection: handle, code: code, sql: sql, path: path)
     }
 
@@ -164,7 +165,7 @@ package final class Database {
     }
 
     /// How many idle query statements a connection keeps.
-    static let queryStatementLimit = 32
+    package static let queryStatementLimit = 32
 
     /// Runs one statement with `arguments` bound, ignoring any rows.
     package func run(_ sql: String, _ arguments: [SQLValue] = []) throws(SQLiteError) {
@@ -223,7 +224,7 @@ package final class Database {
 
     /// Makes closing the last connection keep `-wal` and `-shm` (`SQLITE_FCNTL_PERSIST_WAL`): a
     /// store left in WAL mode without them is one readers refuse (spec: section 10.5).
-    func keepLogFilesOnClose() {
+    package func keepLogFilesOnClose() {
         var persist: Int32 = 1
         _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
@@ -337,13 +338,13 @@ package enum SQLTrace {
     }
 
     /// `DECK_DEBUG_SQL` as a number (0 when unset or not a number).
-    static var debugLevel: Int { Int(ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] ?? "") ?? 0 }
+    package static var debugLevel: Int { SQLiteError.debugLevel }
 
     private static let printsToStandardError = debugLevel >= 2
 
-    static var isEnabled: Bool { printsToStandardError || observers.withLock { !$0.all.isEmpty } }
+    package static var isEnabled: Bool { printsToStandardError || observers.withLock { !$0.all.isEmpty } }
 
-    static func install(on handle: OpaquePointer) {
+    package static func install(on handle: OpaquePointer) {
         sqlite3_trace_v2(
             handle, UInt32(SQLITE_TRACE_STMT),
             { _, _, statement, text in
@@ -356,7 +357,7 @@ package enum SQLTrace {
             }, nil)
     }
 
-    static func record(_ sql: String) {
+    package static func record(_ sql: String) {
         if printsToStandardError { FileHandle.standardError.write(Data(("deck sql: " + sql + "\n").utf8)) }
         for observer in observers.withLock({ Array($0.all.values) }) { observer(sql) }
     }

@@ -1,3 +1,4 @@
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -12,10 +13,10 @@ import Foundation
 /// tests can make fail), reporting its errors as they are.
 package enum ArchiveSystem {
     /// The size of every streaming buffer.
-    static let bufferSize = 1 << 20
+    package static let bufferSize = 1 << 20
 
     /// What `lstat(2)` says a path is; symbolic links are never followed.
-    enum FileKind: Equatable {
+    package enum FileKind: Equatable {
         case missing
         case regular
         case directory
@@ -23,7 +24,7 @@ package enum ArchiveSystem {
         case other
     }
 
-    static func fileKind(_ path: String) throws(DeckError) -> FileKind {
+    package static func fileKind(_ path: String) throws(DeckError) -> FileKind {
         guard let info = try FileSystem.status(path) else {
             return .missing
         }
@@ -36,7 +37,7 @@ package enum ArchiveSystem {
     }
 
     /// `lstat(2)`, or nil when nothing is there.
-    static func status(_ path: String) throws(DeckError) -> stat? {
+    package static func status(_ path: String) throws(DeckError) -> stat? {
         try FileSystem.status(path)
     }
 
@@ -55,7 +56,7 @@ package enum ArchiveSystem {
     }
 
     /// The names in a directory (without `.` and `..`), sorted bytewise.
-    static func directoryNames(_ path: String) throws(DeckError) -> [String] {
+    package static func directoryNames(_ path: String) throws(DeckError) -> [String] {
         try FileSystem.list(path)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
@@ -63,12 +64,13 @@ package enum ArchiveSystem {
     /// Opens a regular file for reading without following a symbolic link in the last component
     /// and without blocking: anything else (a FIFO swapped in since it was checked, say) is
     /// refused once open.
-    static func openForReading(_ path: String) throws(DeckError) -> Int32 {
+    package static func openForReading(_ path: String) throws(DeckError) -> Int32 {
         try FileSystem.openRegular(path, O_RDONLY)
     }
 
     /// Creates a new file; fails with ``DeckError/alreadyExists(path:)`` if anything is there.
-    static func createExclusive(_ path: String, relativeTo directory: Int32 = AT_FDCWD) throws(DeckError)
+    package static func createExclusive(_ path: String, relativeTo directory: Int32 = AT_FDCWD)
+        throws(DeckError)
         -> Int32
     {
         try FileSystem.open(
@@ -76,17 +78,21 @@ package enum ArchiveSystem {
     }
 
     /// Opens an existing regular file for writing, emptying it, without following a symbolic link.
-    static func openExisting(_ path: String) throws(DeckError) -> Int32 {
+    package static func openExisting(_ path: String) throws(DeckError) -> Int32 {
         try FileSystem.open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW)
     }
 
     /// Writes the whole buffer, retrying on partial writes and EINTR.
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(DeckError) {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, path: String)
+        throws(DeckError)
+    {
         try FileSystem.write(fd, buffer, path: path)
     }
 
     /// Reads up to `count` bytes, retrying on EINTR; returns 0 at end of file.
-    static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, count: Int, path: String)
+    package static func readSome(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, count: Int, path: String
+    )
         throws(DeckError) -> Int
     {
         guard let base = buffer.baseAddress else { return 0 }
@@ -94,7 +100,9 @@ package enum ArchiveSystem {
     }
 
     /// Reads exactly `count` bytes at `offset` (pread, which leaves the file offset alone).
-    static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(DeckError) -> [UInt8] {
+    package static func read(_ fd: Int32, at offset: Int64, count: Int, path: String) throws(DeckError)
+        -> [UInt8]
+    {
         try FileSystem.check(.read, path)
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
@@ -117,7 +125,7 @@ package enum ArchiveSystem {
         return bytes
     }
 
-    static func sync(_ fd: Int32, path: String) throws(DeckError) {
+    package static func sync(_ fd: Int32, path: String) throws(DeckError) {
         do {
             try FileSystem.fsync(fd, path: path)
         } catch .io(_, _, EINVAL) {
@@ -127,7 +135,7 @@ package enum ArchiveSystem {
         }
     }
 
-    static func syncDirectory(_ path: String) throws(DeckError) {
+    package static func syncDirectory(_ path: String) throws(DeckError) {
         let fd = try FileSystem.open(path, O_RDONLY | O_DIRECTORY)
         defer { FileSystem.close(fd) }
         try sync(fd, path: path)
@@ -135,11 +143,11 @@ package enum ArchiveSystem {
 
     /// Tests set this to pretend the file systems whose paths contain `pathContains` have only
     /// `bytes` available.
-    static let freeSpaceOverride = Locked<(pathContains: String, bytes: Int64)?>(nil)
+    package static let freeSpaceOverride = Locked<(pathContains: String, bytes: Int64)?>(nil)
 
     /// The bytes an unprivileged process may still write on the file system holding `path`
     /// (`statvfs`: `f_bavail` blocks of `f_frsize` bytes), or nil when it cannot be told.
-    static func availableBytes(_ path: String) -> Int64? {
+    package static func availableBytes(_ path: String) -> Int64? {
         if let override = freeSpaceOverride.withLock({ $0 }), path.contains(override.pathContains) {
             return override.bytes
         }
@@ -151,26 +159,26 @@ package enum ArchiveSystem {
     }
 
     /// Flushes the whole file system holding `path`.
-    static func syncFileSystem(_ path: String) throws(DeckError) {
+    package static func syncFileSystem(_ path: String) throws(DeckError) {
         try FileSystem.syncFileSystem(containing: path)
     }
 
     /// A random suffix for temporary names.
-    static func randomSuffix() -> String { FileSystem.randomSuffix() }
+    package static func randomSuffix() -> String { FileSystem.randomSuffix() }
 
     /// The parent directory and last component of a path, as the file system sees them.
-    static func split(_ url: URL) -> (parent: String, name: String) {
+    package static func split(_ url: URL) -> (parent: String, name: String) {
         let standardized = url.standardizedFileURL
         return (standardized.deletingLastPathComponent().path, standardized.lastPathComponent)
     }
 
     /// Removes a file or a directory tree; symbolic links are removed, never followed.
-    static func removeTree(_ path: String) {
+    package static func removeTree(_ path: String) {
         try? FileSystem.removeTree(path)
     }
 
     /// Makes a new directory; false when the name is taken.
-    static func makeDirectory(_ path: String) throws(DeckError) -> Bool {
+    package static func makeDirectory(_ path: String) throws(DeckError) -> Bool {
         do {
             try FileSystem.mkdir(path, existingOK: false)
             return true
@@ -183,7 +191,7 @@ package enum ArchiveSystem {
 
     /// Renames `source` to `destination` unless `destination` exists (`renameat2(RENAME_NOREPLACE)`;
     /// on file systems without it, by claiming the name first).
-    static func renameNoReplace(_ source: String, _ destination: String, isDirectory: Bool)
+    package static func renameNoReplace(_ source: String, _ destination: String, isDirectory: Bool)
         throws(DeckError)
     {
         do {
@@ -230,7 +238,7 @@ package enum ArchiveSystem {
 extension ArchiveSystem {
     /// A system call's failure that ``FileSystem`` did not make (`operation` names the call):
     /// as ``FileSystem/failure(_:_:_:)`` reports one, with the call's own name.
-    static func failure(_ operation: String, path: String, code: Int32) -> DeckError {
+    package static func failure(_ operation: String, path: String, code: Int32) -> DeckError {
         switch code {
         case EACCES, EPERM: .permissionDenied(path: path, operation: operation)
         case ENOENT: .notFound(path: path)
@@ -242,10 +250,10 @@ extension ArchiveSystem {
 
 /// Makes libarchive see a UTF-8 locale on the current thread only, so that entry names are
 /// passed through as UTF-8 instead of failing conversion under the process's "C" locale.
-final class UTF8LocaleScope {
+package final class UTF8LocaleScope {
     private let locale: locale_t?
 
-    init() {
+    package init() {
         // Only the character type matters to libarchive's name conversions.
         #if os(Linux)
             let mask = Int32(1) << LC_CTYPE
@@ -267,7 +275,7 @@ final class UTF8LocaleScope {
     }
 
     /// Runs `body` with the UTF-8 locale installed on this thread, restoring the previous one after.
-    func run<T>(_ body: () throws -> T) rethrows -> T {
+    package func run<T>(_ body: () throws -> T) rethrows -> T {
         guard let locale else { return try body() }
         let previous = uselocale(locale)
         defer {
@@ -281,12 +289,12 @@ final class UTF8LocaleScope {
 extension UTF8LocaleScope: Sendable {}
 
 /// A file being written by extraction; closed (and optionally synced) by ``finish()``.
-final class OutputFile {
-    let path: String
+package final class OutputFile {
+    package let path: String
     private var fd: Int32
     private let syncOnFinish: Bool
 
-    init(fd: Int32, path: String, syncOnFinish: Bool) {
+    package init(fd: Int32, path: String, syncOnFinish: Bool) {
         self.fd = fd
         self.path = path
         self.syncOnFinish = syncOnFinish
@@ -296,11 +304,11 @@ final class OutputFile {
         if fd >= 0 { close(fd) }
     }
 
-    func write(_ buffer: UnsafeRawBufferPointer) throws {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws {
         try ArchiveSystem.writeAll(fd, buffer, path: path)
     }
 
-    func finish() throws {
+    package func finish() throws {
         if syncOnFinish { try ArchiveSystem.sync(fd, path: path) }
         let result = close(fd)
         fd = -1

@@ -1,4 +1,5 @@
 import CDeckSystem
+import DeckSupport
 import Foundation
 import Synchronization
 
@@ -57,7 +58,7 @@ package enum Staging {
     }
 
     /// Hex digits in the random part of every staging name.
-    static let suffixLength = 16
+    package static let suffixLength = 16
     /// The longest file name the file systems Deck runs on accept (`NAME_MAX`).
     package static let maximumNameBytes = 255
 
@@ -68,13 +69,13 @@ package enum Staging {
 
     /// `.NAME.KIND-<16 hex digits>`, where NAME is the destination's name, shortened (see
     /// ``base(for:kind:)``) so that the whole name fits in 255 bytes.
-    static func name(for target: String, kind: Kind, suffix: String) -> String {
+    package static func name(for target: String, kind: Kind, suffix: String) -> String {
         "." + base(for: target, kind: kind) + "." + kind.rawValue + "-" + suffix
     }
 
     /// The destination's name if it fits, else its longest prefix (whole characters) that leaves
     /// room for `~` and the first 8 hex digits of the SHA-256 of the full name (UTF-8).
-    static func base(for target: String, kind: Kind) -> String {
+    package static func base(for target: String, kind: Kind) -> String {
         let room = maximumNameBytes - (3 + kind.rawValue.utf8.count + suffixLength)
         if target.utf8.count <= room { return target }
         let hash = SHA256Hasher.hash(Data(target.utf8)).hexDigest.prefix(8)
@@ -90,13 +91,13 @@ package enum Staging {
     }
 
     /// 16 random lowercase hex digits.
-    static func randomSuffix() -> String {
+    package static func randomSuffix() -> String {
         let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
         return String(repeating: "0", count: suffixLength - hex.count) + hex
     }
 
     /// Whether `name` ends in exactly ``suffixLength`` lowercase hex digits after `prefix`.
-    static func hasSuffix(_ name: String, after prefix: String) -> Bool {
+    package static func hasSuffix(_ name: String, after prefix: String) -> Bool {
         let bytes = Array(name.utf8)
         let head = Array(prefix.utf8)
         guard bytes.count == head.count + suffixLength, bytes.starts(with: head) else { return false }
@@ -107,7 +108,7 @@ package enum Staging {
     }
 
     /// What every staging name for the destination named `target` starts with, one per kind.
-    static func prefixes(for target: String) -> [String] {
+    package static func prefixes(for target: String) -> [String] {
         Kind.allCases.map { "." + base(for: target, kind: $0) + "." + $0.rawValue + "-" }
     }
 
@@ -189,7 +190,7 @@ package enum Staging {
         #endif
     }
 
-    enum Claim {
+    package enum Claim {
         case claimed(Int32)
         /// Someone else holds the lock, or the name no longer refers to what was opened.
         case taken
@@ -198,7 +199,7 @@ package enum Staging {
 
     /// Opens `path` (never following a link) and takes an exclusive, non-blocking `flock` on it,
     /// checking that the name still refers to the object locked.
-    static func claim(_ path: String) -> Claim {
+    package static func claim(_ path: String) -> Claim {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return errno == ENOENT || errno == ELOOP ? .taken : .failed(errno) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -219,7 +220,7 @@ package enum Staging {
 
     /// Removes every regular file or directory in `directory` whose name `matches` and that no
     /// process holds locked: its writer is gone (killed, crashed, or the machine went down).
-    static func removeStale(in directory: String, where matches: (String) -> Bool) {
+    package static func removeStale(in directory: String, where matches: (String) -> Bool) {
         guard let names = try? FileSystem.list(directory) else { return }
         for name in names where matches(name) {
             let path = directory + "/" + name

@@ -1,4 +1,5 @@
 import CArchive
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Foundation
 /// xz or zstd (only the compressors linked into libarchive; external programs are never run).
 ///
 /// Must be used inside a ``UTF8LocaleScope`` so entry names come through as UTF-8.
-final class ArchiveReader {
+package final class ArchiveReader {
     private let archive: OpaquePointer
     private let fileName: String
     private var entryName: String?
@@ -29,7 +30,7 @@ final class ArchiveReader {
     private let maxEntries: Int
 
     /// Opens `url`; a zip with more than `maxEntries` entries is refused before they are read.
-    init(url: URL, maxEntries: Int = UnpackLimits.default.maxEntries) throws {
+    package init(url: URL, maxEntries: Int = UnpackLimits.default.maxEntries) throws {
         fileName = url.lastPathComponent
         path = url.path
         self.maxEntries = maxEntries
@@ -62,10 +63,10 @@ final class ArchiveReader {
     }
 
     /// Bytes read from the archive file so far.
-    var compressedBytesRead: Int64 { archive_filter_bytes(archive, -1) }
+    package var compressedBytesRead: Int64 { archive_filter_bytes(archive, -1) }
 
     /// The next entry's header, or nil at the end of the archive. Warnings are errors.
-    func nextEntry() throws -> ArchiveEntryFacts? {
+    package func nextEntry() throws -> ArchiveEntryFacts? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(archive, &entry)
         if status == ARCHIVE_EOF {
@@ -166,7 +167,7 @@ final class ArchiveReader {
     }
 
     /// Reads the next block of the current entry's data; returns 0 at its end.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if var sparse, sparse.ended {
             // The data ended in a hole that libarchive did not fill: the rest is zeros.
             let zeros = Int(max(0, min(Int64(buffer.count), sparse.declared - sparse.read)))
@@ -191,7 +192,7 @@ final class ArchiveReader {
     }
 
     /// Skips the rest of the current entry's data.
-    func skip() throws {
+    package func skip() throws {
         if archive_read_data_skip(archive) != ARCHIVE_OK {
             throw DeckError.archive(.unreadable(entry: entryName ?? fileName, message: Self.message(archive)))
         }
@@ -219,7 +220,7 @@ final class ArchiveReader {
                 ? .unrecognizedFormat(path: fileName) : .unreadable(entry: fileName, message: text))
     }
 
-    static func message(_ archive: OpaquePointer) -> String {
+    package static func message(_ archive: OpaquePointer) -> String {
         archive_error_string(archive).map { String(cString: $0) } ?? "unknown libarchive error"
     }
 }

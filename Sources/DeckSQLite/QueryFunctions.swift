@@ -17,21 +17,17 @@ import Foundation
 /// They are deterministic, so SQLite may compute them once for constant arguments, and direct-only:
 /// a store's own triggers, views and indexes cannot call them (spec 4.1 allows none that would), so
 /// what they compute never becomes part of a file.
-enum QueryFunctions {
-    static let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY
-
-    private static let tests: [QueryExpression.TextOperator] = [.equals, .contains, .beginsWith, .endsWith]
+package enum QueryFunctions {
+    package static let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY
 
     /// The `code` argument of `deck_match`.
-    static func code(
-        _ test: QueryExpression.TextOperator, _ folding: QueryExpression.TextComparison, needleFolded: Bool
-    ) -> Int32 {
-        let mode = TextFolding.Mode(folding)
-        return Int32(tests.firstIndex(of: test) ?? 0) + 8 * mode.rawValue + (needleFolded ? 64 : 0)
+    package static func code(_ test: TextFolding.Test, _ mode: TextFolding.Mode, needleFolded: Bool) -> Int32
+    {
+        test.rawValue + 8 * mode.rawValue + (needleFolded ? 64 : 0)
     }
 
     /// Registers the functions on a connection.
-    static func register(on handle: OpaquePointer) -> Int32 {
+    package static func register(on handle: OpaquePointer) -> Int32 {
         let result = sqlite3_create_function_v2(handle, "deck_match", 3, flags, nil, match, nil, nil, nil)
         guard result == SQLITE_OK else { return result }
         return sqlite3_create_function_v2(handle, "deck_fold", 2, flags, nil, fold, nil, nil, nil)
@@ -51,10 +47,9 @@ enum QueryFunctions {
             context, count, arguments in
             guard count == 3, let arguments else { return sqlite3_result_null(context) }
             let code = sqlite3_value_int(arguments[2])
-            guard tests.indices.contains(Int(code & 7)),
+            guard let test = TextFolding.Test(rawValue: code & 7),
                 let mode = TextFolding.Mode(rawValue: (code >> 3) & 7)
             else { return sqlite3_result_error(context, "deck_match: invalid code", -1) }
-            let test = tests[Int(code & 7)]
             guard let haystack = text(arguments[0]) else { return sqlite3_result_null(context) }
             let foldedHaystack = TextFolding.fold(haystack, mode)
             guard let needle = text(arguments[1]) else { return sqlite3_result_null(context) }

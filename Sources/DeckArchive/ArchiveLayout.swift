@@ -1,18 +1,19 @@
+import DeckSupport
 import Foundation
 
 /// An entry name split into checked components.
-struct ArchivePath: Equatable {
+package struct ArchivePath: Equatable {
     /// The components, without a leading `./` and without the trailing `/` of a directory.
-    let components: [String]
+    package let components: [String]
     /// Whether the name ended in `/`.
-    let hasTrailingSlash: Bool
+    package let hasTrailingSlash: Bool
 
-    var joined: String { components.joined(separator: "/") }
+    package var joined: String { components.joined(separator: "/") }
 
     /// Checks the syntax of an entry name: not empty, not absolute, no backslash, no control
     /// character, no empty, `.` or `..` component. A single leading `./` is accepted when
     /// `allowLeadingDot` is set (tar archives made with `tar -C dir .` look like that).
-    static func parse(_ name: String, allowLeadingDot: Bool) throws -> ArchivePath {
+    package static func parse(_ name: String, allowLeadingDot: Bool) throws -> ArchivePath {
         func refuse(_ reason: ArchiveEntryRefusal) -> DeckError {
             .archive(.entryRefused(entry: name, reason: reason))
         }
@@ -40,7 +41,7 @@ struct ArchivePath: Equatable {
 }
 
 /// A place in the package layout.
-enum PackageItem: Equatable {
+package enum PackageItem: Equatable {
     /// The package directory itself (a top-level folder entry, or `./`).
     case root
     /// The `mimetype` signature entry (checked, never written).
@@ -58,17 +59,17 @@ enum PackageItem: Equatable {
     /// `store.sqlite-journal`: a rollback journal copied with the store.
     case rollbackJournal
 
-    static let manifestName = "manifest.json"
-    static let storeName = "store.sqlite"
-    static let blobsName = "blobs"
-    static let mimeTypeName = "mimetype"
-    static let writeAheadLogName = "store.sqlite-wal"
-    static let rollbackJournalName = "store.sqlite-journal"
+    package static let manifestName = "manifest.json"
+    package static let storeName = "store.sqlite"
+    package static let blobsName = "blobs"
+    package static let mimeTypeName = "mimetype"
+    package static let writeAheadLogName = "store.sqlite-wal"
+    package static let rollbackJournalName = "store.sqlite-journal"
     /// Names at the package root that are skipped when reading an archive: the writer lock, the
     /// writers' temporary directory (and everything in it) and SQLite's shared-memory index.
-    static let skippedRootNames: Set<String> = ["lock", "tmp", "store.sqlite-shm"]
+    package static let skippedRootNames: Set<String> = ["lock", "tmp", "store.sqlite-shm"]
 
-    var isDirectory: Bool {
+    package var isDirectory: Bool {
         switch self {
         case .root, .blobsDirectory, .fanOutDirectory: return true
         case .mimeType, .manifest, .store, .blob, .writeAheadLog, .rollbackJournal: return false
@@ -76,10 +77,10 @@ enum PackageItem: Equatable {
     }
 
     /// The store's write-ahead log or rollback journal.
-    var isStoreLog: Bool { self == .writeAheadLog || self == .rollbackJournal }
+    package var isStoreLog: Bool { self == .writeAheadLog || self == .rollbackJournal }
 
     /// The path inside the package directory.
-    var relativePath: String {
+    package var relativePath: String {
         switch self {
         case .root: return ""
         case .mimeType: return Self.mimeTypeName
@@ -96,7 +97,7 @@ enum PackageItem: Equatable {
     }
 
     /// Whether `name` is a fan-out directory name: two lowercase hexadecimal digits.
-    static func isFanOutName(_ name: String) -> Bool {
+    package static func isFanOutName(_ name: String) -> Bool {
         name.utf8.count == 2 && name.utf8.allSatisfy { isLowercaseHexDigit($0) }
     }
 
@@ -107,8 +108,8 @@ enum PackageItem: Equatable {
 }
 
 /// What an archive entry looks like, as far as validation is concerned.
-struct ArchiveEntryFacts {
-    enum Kind: Equatable {
+package struct ArchiveEntryFacts {
+    package enum Kind: Equatable {
         case regular
         case directory
         case symbolicLink
@@ -119,18 +120,18 @@ struct ArchiveEntryFacts {
     }
 
     /// The entry name as stored in the archive (UTF-8).
-    let name: String
-    let kind: Kind
+    package let name: String
+    package let kind: Kind
     /// Whether the entry carries a hard-link target.
-    let isHardLink: Bool
+    package let isHardLink: Bool
     /// Whether the entry carries a symbolic-link target.
-    let isSymbolicLink: Bool
+    package let isSymbolicLink: Bool
     /// The declared uncompressed size, if the header has one.
-    let declaredSize: Int64?
+    package let declaredSize: Int64?
 }
 
 /// What to do with an archive entry.
-enum EntryDisposition: Equatable {
+package enum EntryDisposition: Equatable {
     /// Platform junk (`__MACOSX/`, `._*`, `.DS_Store`), `lock`, `tmp/…` or
     /// `store.sqlite-shm`: skipped silently.
     case ignore
@@ -142,7 +143,7 @@ enum EntryDisposition: Equatable {
 /// Checks run in this order: name syntax, platform junk, entry type, duplicates (exact, then
 /// NFC-lowercased), top-level folder, package layout (where `lock`, `tmp/…` and
 /// `store.sqlite-shm` are skipped).
-struct PackageEntryValidator {
+package struct PackageEntryValidator {
     private enum Prefix {
         case undecided
         case none
@@ -154,7 +155,7 @@ struct PackageEntryValidator {
     private var seen: [String: String] = [:]
 
     /// The top-level folder that is being stripped, once decided.
-    var topLevelFolder: String? {
+    package var topLevelFolder: String? {
         if case .folder(let name) = prefix { return name }
         return nil
     }
@@ -165,7 +166,7 @@ struct PackageEntryValidator {
         PackageItem.writeAheadLogName, PackageItem.rollbackJournalName,
     ]).union(PackageItem.skippedRootNames)
 
-    mutating func classify(_ facts: ArchiveEntryFacts) throws -> EntryDisposition {
+    package mutating func classify(_ facts: ArchiveEntryFacts) throws -> EntryDisposition {
         let name = facts.name
         func refuse(_ reason: ArchiveEntryRefusal) -> DeckError {
             .archive(.entryRefused(entry: name, reason: reason))

@@ -37,7 +37,7 @@ package final class Cancellation: Sendable {
     }
 
     private struct Key: @unchecked Sendable {
-        let value: pthread_key_t
+        package let value: pthread_key_t
     }
 
     private static let key: Key = {

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckSupport
 import Foundation
 
 /// A prepared SQLite statement.
@@ -8,12 +9,12 @@ import Foundation
 ///
 /// See <https://sqlite.org/c3ref/stmt.html>.
 package final class Statement {
-    let handle: OpaquePointer
+    package let handle: OpaquePointer
     /// The SQL text the statement was prepared from.
     package let sql: String
-    unowned let database: Database
+    package unowned let database: Database
 
-    init(database: Database, sql: String) throws(SQLiteError) {
+    package init(database: Database, sql: String) throws(SQLiteError) {
         var handle: OpaquePointer?
         let code = sqlite3_prepare_v3(database.handle, sql, -1, 0, &handle, nil)
         guard code == SQLITE_OK, let handle else {

@@ -140,7 +140,7 @@ public enum ArchiveEntryRefusal: Sendable, Equatable, CustomStringConvertible {
         case .digestMismatch(let actual): return "content does not match its digest (got \(actual.hexDigest))"
         case .wrongFanOutDirectory(let expected):
             return "blob is in the wrong fan-out directory (expected \(expected))"
-        case .wrongMimeType: return "mimetype entry must contain exactly \(PackageArchive.mimeType)"
+        case .wrongMimeType: return "mimetype entry must contain exactly \(packageArchiveMimeType)"
         case .encrypted: return "encrypted entries are not allowed in a package archive"
         case .notSQLite: return "not a SQLite database (it does not start with the SQLite header)"
         case .sizeMismatch(let declared, let actual):
@@ -204,3 +204,7 @@ public enum PackageRefusal: Sendable, Equatable, CustomStringConvertible {
         }
     }
 }
+
+/// The whole content of a package archive's `mimetype` entry (spec: "Archives";
+/// `PackageArchive.mimeType`), here so that the refusal of another can name it.
+package let packageArchiveMimeType = "application/vnd.deck.package"

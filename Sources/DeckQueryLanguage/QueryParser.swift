@@ -1,3 +1,6 @@
+import DeckStore
+import Foundation
+
 /// The expression language of `deck query --where`, which parses to a ``QueryExpression``, and of
 /// `--sort` keys. deck(1), section EXPRESSIONS, is the reference; in short:
 ///

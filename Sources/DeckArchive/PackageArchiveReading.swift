@@ -1,3 +1,4 @@
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -67,6 +68,11 @@ package struct ArchivedBlob: Sendable, Hashable {
     public let digest: Digest
     /// Its size in bytes.
     public let size: Int64
+
+    package init(digest: Digest, size: Int64) {
+        self.digest = digest
+        self.size = size
+    }
 }
 
 /// What reading a package archive found.
@@ -182,7 +188,7 @@ extension PackageArchive {
 
     /// The one pass over an archive shared by unpack and scan: validation, limits, hashing.
     /// `progress` receives (archive bytes read, archive size) as the pass goes.
-    static func readPackage(
+    package static func readPackage(
         archive: URL, limits: UnpackLimits, progress: ((Int64, Int64) -> Void)? = nil,
         sink: inout some PackageSink
     ) throws -> ArchiveScanReport {
@@ -204,7 +210,7 @@ extension PackageArchive {
 }
 
 /// Where the pass puts what it reads.
-protocol PackageSink {
+package protocol PackageSink {
     /// Creates a directory (relative to the package) if it does not exist yet.
     mutating func makeDirectory(_ relativePath: String) throws
     /// Opens the file for `item`, or returns nil to discard its content.
@@ -219,16 +225,17 @@ protocol PackageSink {
 
 /// The state of one pass over an archive.
 private struct PackagePass {
-    let limits: UnpackLimits
-    let reader: ArchiveReader
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveSystem.bufferSize, alignment: 16)
-    var validator = PackageEntryValidator()
-    var report = ArchiveScanReport(
+    package let limits: UnpackLimits
+    package let reader: ArchiveReader
+    package let buffer = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: ArchiveSystem.bufferSize, alignment: 16)
+    package var validator = PackageEntryValidator()
+    package var report = ArchiveScanReport(
         manifest: Data(), blobs: [], storeBytes: 0, entryCount: 0, totalBytes: 0, hasMimeType: false)
-    var hasManifest = false
-    var hasStore = false
-    var progress: ((Int64, Int64) -> Void)?
-    var archiveSize: Int64 = 0
+    package var hasManifest = false
+    package var hasStore = false
+    package var progress: ((Int64, Int64) -> Void)?
+    package var archiveSize: Int64 = 0
     /// Bytes the sink has written (or is about to write, for the entry being copied).
     private var written: Int64 = 0
     /// How many bytes may be written in all, once measured: the free space less the reserve.
@@ -240,14 +247,14 @@ private struct PackagePass {
     private let hashSlots = DispatchSemaphore(value: 16)
 
     /// What every SQLite database file starts with.
-    static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
+    package static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
 
-    init(limits: UnpackLimits, reader: ArchiveReader) {
+    package init(limits: UnpackLimits, reader: ArchiveReader) {
         self.limits = limits
         self.reader = reader
     }
 
-    mutating func process(_ facts: ArchiveEntryFacts, sink: inout some PackageSink) throws {
+    package mutating func process(_ facts: ArchiveEntryFacts, sink: inout some PackageSink) throws {
         report.entryCount += 1
         if report.entryCount > limits.maxEntries {
             throw DeckError.archive(.limitExceeded(entry: facts.name, limit: .entries(limits.maxEntries)))
@@ -422,7 +429,7 @@ private struct PackagePass {
         }
     }
 
-    mutating func finish() throws -> ArchiveScanReport {
+    package mutating func finish() throws -> ArchiveScanReport {
         while !pendingBlobs.isEmpty { try checkOldestBlob() }
         if !hasManifest { throw DeckError.archive(.missingEntry(PackageItem.manifestName)) }
         if !hasStore { throw DeckError.archive(.missingEntry(PackageItem.storeName)) }
@@ -433,23 +440,23 @@ private struct PackagePass {
 
 /// Unpack: writes the package into a directory this process has just created.
 private struct DirectorySink: PackageSink {
-    let root: String
-    let rootFD: Int32
-    let displayPath: String
+    package let root: String
+    package let rootFD: Int32
+    package let displayPath: String
     private var created: Set<String> = []
     private var directories: [String] = []
 
-    init(root: String, rootFD: Int32, destination: String) {
+    package init(root: String, rootFD: Int32, destination: String) {
         self.root = root
         self.rootFD = rootFD
         self.displayPath = destination
     }
 
-    var fileSystemPath: String? { root }
+    package var fileSystemPath: String? { root }
 
-    func writes(_ item: PackageItem) -> Bool { item != .mimeType }
+    package func writes(_ item: PackageItem) -> Bool { item != .mimeType }
 
-    mutating func makeDirectory(_ relativePath: String) throws {
+    package mutating func makeDirectory(_ relativePath: String) throws {
         if created.contains(relativePath) { return }
         if let slash = relativePath.lastIndex(of: "/") {
             try makeDirectory(String(relativePath[..<slash]))
@@ -461,7 +468,7 @@ private struct DirectorySink: PackageSink {
         directories.append(relativePath)
     }
 
-    mutating func openFile(_ item: PackageItem) throws -> OutputFile? {
+    package mutating func openFile(_ item: PackageItem) throws -> OutputFile? {
         if case .mimeType = item { return nil }
         let relative = item.relativePath
         if let slash = relative.lastIndex(of: "/") {
@@ -474,28 +481,28 @@ private struct DirectorySink: PackageSink {
 
     /// Makes every file and directory made durable: one `syncfs` of the file system, which is
     /// what thousands of `fsync`s would achieve, at the cost of one.
-    func syncDirectories() throws {
+    package func syncDirectories() throws {
         try ArchiveSystem.syncFileSystem(root)
     }
 }
 
 /// Scan: discards everything but the store, which goes to `storeTo` if given.
 private struct ScanSink: PackageSink {
-    let storeTo: URL?
+    package let storeTo: URL?
     private(set) var createdStore: String?
 
-    init(storeTo: URL?) {
+    package init(storeTo: URL?) {
         self.storeTo = storeTo
     }
 
-    var fileSystemPath: String? { storeTo.map { $0.deletingLastPathComponent().path } }
-    var displayPath: String { storeTo?.path ?? "" }
+    package var fileSystemPath: String? { storeTo.map { $0.deletingLastPathComponent().path } }
+    package var displayPath: String { storeTo?.path ?? "" }
 
-    func writes(_ item: PackageItem) -> Bool { item == .store && storeTo != nil }
+    package func writes(_ item: PackageItem) -> Bool { item == .store && storeTo != nil }
 
-    mutating func makeDirectory(_ relativePath: String) throws {}
+    package mutating func makeDirectory(_ relativePath: String) throws {}
 
-    mutating func openFile(_ item: PackageItem) throws -> OutputFile? {
+    package mutating func openFile(_ item: PackageItem) throws -> OutputFile? {
         guard case .store = item, let storeTo else { return nil }
         let path = storeTo.path
         let fd = try ArchiveSystem.createExclusive(path)

@@ -23,13 +23,13 @@
 
         /// One armed fault, shared by the thread that armed it and the workers it passes it to.
         package final class Plan: Sendable {
-            let operation: Operation?
-            let pathContains: String?
-            let skip: Int
-            let errno: Int32
+            package let operation: Operation?
+            package let pathContains: String?
+            package let skip: Int
+            package let errno: Int32
             private let state = Locked<(calls: Int, fired: Bool)>((0, false))
 
-            init(operation: Operation?, pathContains: String?, skip: Int, errno: Int32) {
+            package init(operation: Operation?, pathContains: String?, skip: Int, errno: Int32) {
                 self.operation = operation
                 self.pathContains = pathContains
                 self.skip = skip
@@ -37,7 +37,7 @@
             }
 
             /// The errno to fail this call with, or nil to let it through.
-            func shouldFail(_ operation: Operation, path: String) -> Int32? {
+            package func shouldFail(_ operation: Operation, path: String) -> Int32? {
                 if let op = self.operation, op != operation { return nil }
                 if let fragment = pathContains, !path.contains(fragment) { return nil }
                 return state.withLock { state -> Int32? in
@@ -55,8 +55,8 @@
 
         /// What one thread has armed. Only its own thread touches it.
         private final class ThreadState {
-            var plan: Plan?
-            var exportSnapshotHook: ((URL, Int) -> Void)?
+            package var plan: Plan?
+            package var exportSnapshotHook: ((URL, Int) -> Void)?
         }
 
         /// The key of each thread's ``ThreadState`` (retained while it is set; released when the

@@ -62,7 +62,7 @@ public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The 32 raw bytes.
     public let bytes: [UInt8]
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    package init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// Parses 64 lowercase hexadecimal digits; returns nil for anything else.
     public init?(hex: some StringProtocol) {
@@ -111,11 +111,11 @@ public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
 ///
 /// ``update(_:)`` copies the chunk and returns at once; at most eight chunks wait at a time, so
 /// memory stays bounded. ``finalize()`` waits for the queue. Use it from one thread.
-final class BackgroundSHA256Hasher {
+package final class BackgroundSHA256Hasher {
     /// Moves a chunk and the hasher across to the queue; only that queue touches them.
     private struct Job: @unchecked Sendable {
-        let hasher: SHA256Hasher
-        let bytes: UnsafeMutableRawBufferPointer
+        package let hasher: SHA256Hasher
+        package let bytes: UnsafeMutableRawBufferPointer
     }
 
     private let hasher = SHA256Hasher()
@@ -124,7 +124,7 @@ final class BackgroundSHA256Hasher {
 
     /// - Parameter slots: bounds the chunks waiting; share one among several hashers to bound
     ///   them together. Hashers run on the global pool, so several hash at once.
-    init(slots: DispatchSemaphore = DispatchSemaphore(value: 8)) {
+    package init(slots: DispatchSemaphore = DispatchSemaphore(value: 8)) {
         self.slots = slots
         queue = DispatchQueue(label: "org.deck.sha256", target: .global())
     }
@@ -135,7 +135,7 @@ final class BackgroundSHA256Hasher {
     }
 
     /// Queues a copy of `chunk` for hashing.
-    func update(_ chunk: UnsafeRawBufferPointer) {
+    package func update(_ chunk: UnsafeRawBufferPointer) {
         guard let base = chunk.baseAddress, chunk.count > 0 else { return }
         slots.wait()
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk.count, alignment: 16)
@@ -150,7 +150,7 @@ final class BackgroundSHA256Hasher {
     }
 
     /// Waits for every queued chunk and returns the digest.
-    func finalize() -> Digest {
+    package func finalize() -> Digest {
         let job = Job(hasher: hasher, bytes: UnsafeMutableRawBufferPointer(start: nil, count: 0))
         return queue.sync { job.hasher.finalize() }
     }

@@ -1,4 +1,5 @@
 import CArchive
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -41,7 +42,7 @@ package final class ArchiveWriter {
     private let locale = UTF8LocaleScope()
     private let buffer: UnsafeMutableRawBufferPointer
     /// Called with the running total of file bytes added, after every chunk.
-    var progress: ((Int64) -> Void)?
+    package var progress: ((Int64) -> Void)?
     private var bytesAdded: Int64 = 0
     /// The file-system failure behind a failed libarchive call (a full disk, say): reported as
     /// itself, naming the file, rather than as a failure of the entry being written.
@@ -66,7 +67,7 @@ package final class ArchiveWriter {
 
     /// Writes into the empty file at `url` that the caller created (a staging file) when
     /// `intoExistingFile` is set, never following a symbolic link; otherwise as the public init.
-    init(url: URL, format: ArchiveFormat, intoExistingFile: Bool) throws {
+    package init(url: URL, format: ArchiveFormat, intoExistingFile: Bool) throws {
         guard format.isAvailable else {
             throw DeckError.archive(
                 .unsupportedFormat(
@@ -160,7 +161,7 @@ package final class ArchiveWriter {
     }
 
     /// Adds a file, also feeding every byte written to `hasher`.
-    func addFile(name: String, source: URL, compress: Bool, hasher: BackgroundSHA256Hasher?) throws {
+    package func addFile(name: String, source: URL, compress: Bool, hasher: BackgroundSHA256Hasher?) throws {
         try guarded(name) {
             let path = source.path
             let input = try ArchiveSystem.openForReading(path)

@@ -1,3 +1,4 @@
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -17,11 +18,11 @@ import Foundation
 /// `mimetype` entry is optional.
 package enum PackageArchive {
     /// The content of the `mimetype` entry that starts every package archive.
-    package static let mimeType = "application/vnd.deck.package"
+    package static let mimeType = packageArchiveMimeType
 
     /// Names in a package directory that are never archived (`mimetype` is what unpacking an
     /// archive with `unzip` leaves; every archive gets its own, first).
-    static let skippedNames: Set<String> = [
+    package static let skippedNames: Set<String> = [
         "lock", "tmp", "store.sqlite-wal", "store.sqlite-shm", "store.sqlite-journal", "mimetype",
     ]
 
@@ -101,7 +102,7 @@ package enum PackageArchive {
 
     /// A file-system failure on a staging path, reported against the destination the user named
     /// (the staging name is hidden and gone by the time the error is read).
-    static func renamed(_ error: any Error, staging: String, destination: String) -> any Error {
+    package static func renamed(_ error: any Error, staging: String, destination: String) -> any Error {
         func onStaging(_ path: String) -> Bool { path == staging || path.hasPrefix(staging + "/") }
         switch error {
         case DeckError.io(let path, let operation, let code) where onStaging(path):
@@ -144,29 +145,29 @@ package enum PackageArchive {
 /// What ``PackageArchive/pack(directory:to:format:storeSnapshot:overwrite:)`` will archive, after
 /// checking the package directory against the layout.
 private struct PackPlan {
-    struct Blob {
-        let digest: Digest
-        let url: URL
+    package struct Blob {
+        package let digest: Digest
+        package let url: URL
     }
 
-    struct FanOut {
-        let name: String
-        let blobs: [Blob]
+    package struct FanOut {
+        package let name: String
+        package let blobs: [Blob]
     }
 
-    let manifest: URL
-    let store: URL
-    let fanOuts: [FanOut]
+    package let manifest: URL
+    package let store: URL
+    package let fanOuts: [FanOut]
 
     /// The bytes of every file to archive, for progress reports.
-    var totalBytes: Int64 {
+    package var totalBytes: Int64 {
         ([manifest, store] + fanOuts.flatMap { $0.blobs.map(\.url) }).reduce(0) { sum, url in
             let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)
             return sum + ((attributes?[.size] as? NSNumber)?.int64Value ?? 0)
         }
     }
 
-    init(directory: URL, storeSnapshot: URL?, selecting selection: Set<Digest>?) throws {
+    package init(directory: URL, storeSnapshot: URL?, selecting selection: Set<Digest>?) throws {
         let root = directory.standardizedFileURL.path
         func refuse(_ relative: String, _ reason: PackageRefusal) -> DeckError {
             .archive(.packageRefused(path: relative, reason: reason))

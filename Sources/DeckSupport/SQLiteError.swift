@@ -125,7 +125,7 @@ public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConv
         self.init(code: ResultCode(rawValue: code), message: message, sql: sql, path: path)
     }
 
-    init(connection: OpaquePointer?, code: Int32, sql: String?, path: String?) {
+    package init(connection: OpaquePointer?, code: Int32, sql: String?, path: String?) {
         let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
         let message = connection.map { String(cString: sqlite3_errmsg($0)) }
         // sqlite3_extended_errcode reports the most recent failure, which is ours unless the
@@ -160,7 +160,13 @@ public struct SQLiteError: Error, CustomStringConvertible, CustomDebugStringConv
     }
 
     /// Whether `DECK_DEBUG_SQL` (1 or more) asks for the SQL in descriptions.
-    static var showsSQL: Bool { SQLTrace.debugLevel >= 1 }
+    package static var showsSQL: Bool { debugLevel >= 1 }
+
+    /// `DECK_DEBUG_SQL` as a number (0 when unset or not a number); `SQLTrace` (DeckSQLite) prints
+    /// every statement at 2 or more.
+    package static var debugLevel: Int {
+        Int(ProcessInfo.processInfo.environment["DECK_DEBUG_SQL"] ?? "") ?? 0
+    }
 }
 
 /// Matches an error whose extended or primary SQLite code equals `code`, inside the store

@@ -1,3 +1,4 @@
+import DeckSupport
 import Foundation
 
 /// A zip file's central directory, checked byte for byte against its local headers.
@@ -17,29 +18,29 @@ import Foundation
 /// - each local header has the central directory's name (byte for byte), method, encryption and
 ///   data-descriptor flags, and, unless sizes follow the data, its CRC-32 and sizes; a data
 ///   descriptor, when used, repeats the central directory's CRC-32 and sizes.
-struct ZipDirectory {
-    struct Entry {
+package struct ZipDirectory {
+    package struct Entry {
         /// The name as stored (bytes, not converted).
-        let name: [UInt8]
-        let flags: UInt16
-        let method: UInt16
-        let crc: UInt32
-        let compressedSize: UInt64
-        let uncompressedSize: UInt64
-        let offset: UInt64
+        package let name: [UInt8]
+        package let flags: UInt16
+        package let method: UInt16
+        package let crc: UInt32
+        package let compressedSize: UInt64
+        package let uncompressedSize: UInt64
+        package let offset: UInt64
 
-        var isEncrypted: Bool { flags & 1 != 0 }
-        var hasDataDescriptor: Bool { flags & 8 != 0 }
-        var displayName: String { String(decoding: name, as: UTF8.self) }
+        package var isEncrypted: Bool { flags & 1 != 0 }
+        package var hasDataDescriptor: Bool { flags & 8 != 0 }
+        package var displayName: String { String(decoding: name, as: UTF8.self) }
     }
 
-    let entries: [Entry]
+    package let entries: [Entry]
 
     private struct Bytes {
-        let bytes: [UInt8]
-        func u16(_ at: Int) -> UInt64 { UInt64(bytes[at]) | UInt64(bytes[at + 1]) << 8 }
-        func u32(_ at: Int) -> UInt64 { u16(at) | u16(at + 2) << 16 }
-        func u64(_ at: Int) -> UInt64 { u32(at) | u32(at + 4) << 32 }
+        package let bytes: [UInt8]
+        package func u16(_ at: Int) -> UInt64 { UInt64(bytes[at]) | UInt64(bytes[at + 1]) << 8 }
+        package func u32(_ at: Int) -> UInt64 { u16(at) | u16(at + 2) << 16 }
+        package func u64(_ at: Int) -> UInt64 { u32(at) | u32(at + 4) << 32 }
     }
 
     private static let endSignature: [UInt8] = [0x50, 0x4B, 0x05, 0x06]
@@ -51,7 +52,7 @@ struct ZipDirectory {
 
     /// Reads and checks the structure of the zip open at `fd` (`size` bytes); refuses more than
     /// `maxEntries` entries before reading their records.
-    init(fd: Int32, size: Int64, maxEntries: Int, path: String, fileName: String) throws {
+    package init(fd: Int32, size: Int64, maxEntries: Int, path: String, fileName: String) throws {
         func broken(_ detail: String) -> DeckError {
             .archive(.entryRefused(entry: fileName, reason: .zipStructure(detail)))
         }

@@ -1,3 +1,4 @@
+import DeckSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ extension DeckError {
     }
 
     /// Whether this is the failure of a call that found nothing at `path`.
-    func isMissing(_ path: String) -> Bool {
+    package func isMissing(_ path: String) -> Bool {
         switch self {
         case .notFound(path), .io(path, _, ENOENT): true
         default: false

@@ -4,9 +4,10 @@ import Foundation
     import Glibc
 #endif
 
-/// The Unicode-aware folding of ``QueryExpression/TextComparison/caseAndDiacriticInsensitive`` and
+/// The Unicode-aware folding of a query's `caseAndDiacriticInsensitive` text comparison and
 /// the four text tests on folded texts. The SQL function `deck_match` (``QueryFunctions``) calls
-/// these, so a query and Swift code that calls them agree exactly.
+/// these, so a query and Swift code that calls them agree exactly. (DeckStore maps a query's text
+/// operators and comparisons to ``Test`` and ``Mode``: `TextFolding+Query.swift`.)
 ///
 /// The folding rule is normative (spec section 7.6, "Text folding in queries"), so that another reader of the
 /// format can reproduce a query's result:
@@ -24,7 +25,7 @@ import Foundation
 /// Texts are then compared as UTF-8 bytes. Text made only of ASCII folds to its ASCII lowercase,
 /// which the fast path computes directly. A store's invalid UTF-8 is read with U+FFFD replacements.
 ///
-/// The case-only folding of ``QueryExpression/TextComparison/caseInsensitive`` is the same rule
+/// The case-only folding of `caseInsensitive` is the same rule
 /// without the removal of step 3 (the result of step 2 is put in NFC).
 package enum TextFolding {
     /// The foldings `deck_match` and `deck_fold` know, as their codes number them.
@@ -34,19 +35,18 @@ package enum TextFolding {
         case unicode = 1
         /// Case only (steps 1, 2 and 4).
         case unicodeCase = 2
+    }
 
-        /// The folding a text comparison uses.
-        package init(_ comparison: QueryExpression.TextComparison) {
-            switch comparison {
-            case .exact, .asciiCaseInsensitive: self = .exact
-            case .caseAndDiacriticInsensitive: self = .unicode
-            case .caseInsensitive: self = .unicodeCase
-            }
-        }
+    /// The four text tests, as `deck_match`'s codes number them.
+    package enum Test: Int32, CaseIterable, Sendable {
+        case equals = 0
+        case contains = 1
+        case beginsWith = 2
+        case endsWith = 3
     }
 
     /// `text` folded by `mode`.
-    static func fold(_ text: UnsafeBufferPointer<UInt8>, _ mode: Mode) -> [UInt8] {
+    package static func fold(_ text: UnsafeBufferPointer<UInt8>, _ mode: Mode) -> [UInt8] {
         switch mode {
         case .exact:
             return Array(text)
@@ -90,7 +90,7 @@ package enum TextFolding {
     }
 
     /// Whether `scalar` is in one of the blocks of combining diacritical marks that step 3 removes.
-    static func isDiacritic(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isDiacritic(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x0300...0x036F, 0x1AB0...0x1AFF, 0x1DC0...0x1DFF, 0x20D0...0x20FF, 0xFE20...0xFE2F: true
         default: false
@@ -98,8 +98,8 @@ package enum TextFolding {
     }
 
     /// Whether `haystack` passes the test with `needle`, both already folded.
-    static func matches(
-        _ test: QueryExpression.TextOperator, _ haystack: UnsafeBufferPointer<UInt8>,
+    package static func matches(
+        _ test: Test, _ haystack: UnsafeBufferPointer<UInt8>,
         _ needle: UnsafeBufferPointer<UInt8>
     ) -> Bool {
         let count = needle.count
@@ -124,17 +124,6 @@ package enum TextFolding {
                 position += 1
             }
             return false
-        }
-    }
-
-    /// The test on two texts as Swift holds them, folded by `mode` (what a query computes).
-    package static func matches(
-        _ test: QueryExpression.TextOperator, _ mode: Mode, _ haystack: String, _ needle: String
-    ) -> Bool {
-        let foldedHaystack = Array(fold(haystack, mode).utf8)
-        let foldedNeedle = Array(fold(needle, mode).utf8)
-        return foldedHaystack.withUnsafeBufferPointer { h in
-            foldedNeedle.withUnsafeBufferPointer { n in matches(test, h, n) }
         }
     }
 }
