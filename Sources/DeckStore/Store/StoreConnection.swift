@@ -8,7 +8,8 @@ import Foundation
 
 /// One SQLite connection to a package's store, with what the record API needs around it: the
 /// schema mapping, prepared statements, and — for the writer — the blob files written in the
-/// open transaction and the changes it made.
+/// open transaction and the changes it made. The record API itself is ``RecordReader`` and
+/// ``RecordWriter``, which borrow a connection for one call.
 ///
 /// Not thread-safe, never public: ``PackageStore`` owns its connections and lends one to a
 /// ``StoreReader`` or ``StoreTransaction`` for the length of a scope.
@@ -29,13 +30,8 @@ final class StoreConnection {
     let isWriter: Bool
     /// The package's blob files; the writer's instance tracks the files its transaction wrote.
     let blobs: BlobStore
-    /// Prepared insert statements by entity, made on first use.
-    var insertStatements: [String: Statement] = [:]
-    /// The entity and statement of the latest insert.
-    var lastInsert: (mapping: EntityMapping, statement: Statement)?
-    /// The relationship and statement of the latest ``setReference(ofInserted:id:_:to:insertedTarget:)``
-    /// that took the short way (a statement of ``Database/cachedStatement(_:)``).
-    var lastReference: (mapping: EntityMapping, position: Int, statement: Statement)?
+    /// The writer's prepared inserts, kept from one ``RecordWriter`` call to the next.
+    let inserts = InsertStatements()
     /// What the open transaction changed, record by record.
     var changes = ChangeRecorder()
     /// How many ``change(atomic:_:)`` calls are under way (one inside another when an operation
@@ -227,9 +223,7 @@ final class StoreConnection {
                 try? PackageDirectory.createLogFiles(path + "/" + PackageLayout.store)
             }
         }
-        insertStatements.removeAll()
-        lastInsert = nil
-        lastReference = nil
+        inserts.removeAll()
         database.close()
     }
 

@@ -38,45 +38,45 @@ public class StoreReader {
 
     /// The records `query` matches.
     public func fetch(_ query: RecordQuery) throws(DeckError) -> [Record] {
-        try live().fetch(query)
+        try RecordReader(live()).fetch(query)
     }
 
     /// Calls `body` for each record `query` matches, without collecting them all.
     public func forEach(_ query: RecordQuery, _ body: (Record) throws -> Void) throws(DeckError) {
-        try live().forEach(query, body)
+        try RecordReader(live()).forEach(query, body)
     }
 
     /// Calls `body` for each record `query` matches, with its values by position (for callers that
     /// map many records onto fixed layouts, such as the model layer).
     package func forEachRow(_ query: RecordQuery, _ body: (StoreRow) throws -> Void) throws(DeckError) {
-        try live().forEachRow(query, body)
+        try RecordReader(live()).forEachRow(query, body)
     }
 
     /// Calls `body` for each record `query` matches, with a cursor that reads its cells in place
     /// (the model layer's fetch); the cursor must not be kept beyond the call.
     package func forEachCursor(_ query: RecordQuery, _ body: (RowCursor) throws -> Void) throws(DeckError) {
-        try live().forEachCursor(query, body)
+        try RecordReader(live()).forEachCursor(query, body)
     }
 
     /// The ids of the records `query` matches, in order.
     public func fetchIDs(_ query: RecordQuery) throws(DeckError) -> [Int64] {
-        try live().fetchIDs(query)
+        try RecordReader(live()).fetchIDs(query)
     }
 
     /// How many records `query` matches (its window applies).
     public func count(_ query: RecordQuery) throws(DeckError) -> Int {
-        try live().count(query)
+        try RecordReader(live()).count(query)
     }
 
     /// One record by id, or nil.
     public func record(_ entity: String, id: Int64) throws(DeckError) -> Record? {
-        try live().record(entity, id: id)
+        try RecordReader(live()).record(entity, id: id)
     }
 
     /// The id of the record of `entity` (or of one of its subentities) whose global id is
     /// `globalID`, or nil when there is none.
     public func recordID(_ entity: String, globalID: UUID) throws(DeckError) -> Int64? {
-        try live().recordID(entity, globalID: globalID)
+        try RecordReader(live()).recordID(entity, globalID: globalID)
     }
 
     /// The ids relationship `relationship` holds for each of records `ids` of `entity`, read in one
@@ -84,12 +84,12 @@ public class StoreReader {
     package func related(_ entity: String, ids: [Int64], _ relationship: String) throws(DeckError)
         -> [Int64: [Int64]]
     {
-        try live().related(entity, ids: ids, relationship)
+        try RecordReader(live()).related(entity, ids: ids, relationship)
     }
 
     /// The ids a relationship of record `id` holds (to-one: zero or one).
     public func related(_ entity: String, id: Int64, _ relationship: String) throws(DeckError) -> [Int64] {
-        try live().related(entity, id: id, relationship)
+        try RecordReader(live()).related(entity, id: id, relationship)
     }
 
     /// The bytes of an external value, checked against its digest.
@@ -179,7 +179,7 @@ public final class StoreTransaction: StoreReader {
     /// `.references`, and their inverses follow.
     @discardableResult
     public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
-        try live().insert(entity, values)
+        try RecordWriter(live()).insert(entity, values)
     }
 
     /// Inserts a record of `entity` with global id `globalID` (``Record/globalID``) and returns
@@ -189,7 +189,7 @@ public final class StoreTransaction: StoreReader {
     @discardableResult
     public func insert(_ entity: String, _ values: [String: Value], globalID: UUID) throws(DeckError) -> Int64
     {
-        try live().insert(entity, values, globalID: globalID)
+        try RecordWriter(live()).insert(entity, values, globalID: globalID)
     }
 
     /// The names of `entity`'s attributes in the order ``insert(_:positional:globalID:)`` takes
@@ -205,12 +205,12 @@ public final class StoreTransaction: StoreReader {
     package func insert(_ entity: String, positional values: [Value?], globalID: UUID) throws(DeckError)
         -> Int64
     {
-        try live().insert(entity, positional: values, globalID: globalID)
+        try RecordWriter(live()).insert(entity, positional: values, globalID: globalID)
     }
 
     /// Changes some values of record `id`; values not named keep theirs.
     public func update(_ entity: String, id: Int64, _ values: [String: Value]) throws(DeckError) {
-        try live().update(entity, id: id, values)
+        try RecordWriter(live()).update(entity, id: id, values)
     }
 
     /// Sets to-one relationship `relationship` of record `id` of `entity`, which this transaction
@@ -224,7 +224,7 @@ public final class StoreTransaction: StoreReader {
         ofInserted entity: String, id: Int64, _ relationship: String, to target: Int64,
         insertedTarget: String?
     ) throws(DeckError) {
-        try live().setReference(
+        try RecordWriter(live()).setReference(
             ofInserted: entity, id: id, relationship, to: target, insertedTarget: insertedTarget)
     }
 
@@ -238,27 +238,27 @@ public final class StoreTransaction: StoreReader {
             id: Int64, inserted: Bool
         )
     {
-        try live().upsert(entity, values, globalID: globalID)
+        try RecordWriter(live()).upsert(entity, values, globalID: globalID)
     }
 
     /// Deletes record `id`, applying every relationship's delete rule. Returns how many records
     /// were deleted in all (cascades included).
     @discardableResult
     public func delete(_ entity: String, id: Int64) throws(DeckError) -> Int {
-        try live().delete(entity, id: id)
+        try RecordWriter(live()).delete(entity, id: id)
     }
 
     /// Deletes every record that `query` matches (its sort and window apply). Returns how many
     /// records were deleted in all (cascades included).
     @discardableResult
     public func delete(_ query: RecordQuery) throws(DeckError) -> Int {
-        try live().delete(query)
+        try RecordWriter(live()).delete(query)
     }
 
     /// Updates every record that `query` matches with the same values. Returns the count.
     @discardableResult
     public func update(_ query: RecordQuery, _ values: [String: Value]) throws(DeckError) -> Int {
-        try live().update(query, values)
+        try RecordWriter(live()).update(query, values)
     }
 
     // MARK: Ending
