@@ -7,85 +7,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// One problem ``PackageVerifier`` found.
-public struct Finding: Sendable, Hashable, CustomStringConvertible {
-    /// How bad a finding is.
-    public enum Severity: String, Sendable, Hashable, Comparable {
-        /// Data is damaged or unreadable: the package is invalid.
-        case corruption
-        /// Harmless leftovers (orphan files, temporaries): `deck gc` tidies them.
-        case untidy
-        /// The store cannot be examined until a writer recovers it (a rollback journal a writer
-        /// left when it stopped mid-transaction): nothing is known to be lost, and opening the
-        /// package for writing once recovers it. The package is not valid until then, nor corrupt.
-        case needsRecovery
-        /// A value an earlier Deck wrote that today's rules no longer let a writer write (spec
-        /// 7.7): valid, read as the spec says; a note, not a fault.
-        case legacy
-
-        public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
-
-        private var rank: Int {
-            switch self {
-            case .corruption: 0
-            case .needsRecovery: 1
-            case .untidy: 2
-            case .legacy: 3
-            }
-        }
-    }
-
-    public let severity: Severity
-    /// A stable identifier of the kind of finding, e.g. `blob-missing` (listed in the spec).
-    public let code: String
-    /// What the finding is about: a path, `Entity #id`, a table, or a digest.
-    public let object: String
-    public let message: String
-
-    public var description: String { "\(severity.rawValue): \(object): \(message)" }
-
-    package init(severity: Severity, code: String, object: String, message: String) {
-        self.severity = severity
-        self.code = code
-        self.object = object
-        self.message = message
-    }
-}
-
-/// The outcome of verifying a package.
-public struct VerificationReport: Sendable {
-    public let path: String
-    public var findings: [Finding] = []
-    /// Blob files whose bytes were hashed.
-    public var blobsChecked = 0
-    /// Bytes hashed.
-    public var bytesChecked: Int64 = 0
-    /// Records counted across all tables.
-    public var records = 0
-    /// The format version of the package's store (`user_version`), by whose rules it was
-    /// checked; nil when the store could not be read that far.
-    public var formatVersion: Int?
-    /// The manifest's `formatVersion`, nil when it could not be read. It is higher than
-    /// ``formatVersion`` after an interrupted upgrade, which the next writer finishes (spec:
-    /// section 12.2); that is no finding.
-    public var manifestFormatVersion: Int?
-
-    /// True when nothing is corrupt and the store could be examined (untidy findings and legacy
-    /// values are allowed).
-    public var isValid: Bool { findings.allSatisfy { $0.severity == .untidy || $0.severity == .legacy } }
-
-    /// True when the store could not be examined because it needs recovery by a writer
-    /// (``Finding/Severity-swift.enum/needsRecovery``), and nothing else is corrupt.
-    public var needsRecovery: Bool {
-        findings.contains { $0.severity == .needsRecovery }
-            && !findings.contains { $0.severity == .corruption }
-    }
-
-    package init(path: String) {
-        self.path = path
-    }
-}
-
 /// Checks a package against the spec without changing it (spec: "Verification").
 ///
 /// ```swift
@@ -320,7 +241,7 @@ public enum PackageVerifier {
 
     /// Rewrites a private store copy whose header says WAL mode (bytes 18 and 19 are 2) into
     /// rollback mode, as a closing writer would, so that reading it creates no `-wal`/`-shm`.
-    private static func settleJournalMode(_ storePath: String) throws {
+    static func settleJournalMode(_ storePath: String) throws {
         let fd = try FileSystem.open(storePath, O_RDONLY | O_NOFOLLOW)
         defer { FileSystem.close(fd) }
         var versions: [UInt8] = [0, 0]
@@ -339,7 +260,7 @@ public enum PackageVerifier {
         case archived([Digest: Int64])
     }
 
-    private static func checkStore(
+    static func checkStore(
         _ db: Database, schema: StoreSchema, formatVersion: Int, manifest: Manifest, path: String,
         options: Options,
         blobFiles: BlobFiles = .directory, report: inout VerificationReport
@@ -411,7 +332,7 @@ public enum PackageVerifier {
     /// Compares the store's objects (tables, indexes, triggers, views: their type, table and SQL)
     /// with those the schema derives, and for each derived table that differs, says how its
     /// columns differ. Returns the derived tables the store has with every derived column, by name.
-    private static func checkTables(
+    static func checkTables(
         _ db: Database, mapping: SchemaMapping, formatVersion: Int, storePath: String,
         report: inout VerificationReport
     ) throws -> Set<String> {
@@ -514,7 +435,7 @@ public enum PackageVerifier {
     /// may have been written with checks off; each table's unique index keeps them unique), and
     /// `sqlite_sequence` holds, for every table with rows, a value at least its highest key, so
     /// no key is ever given out again.
-    private static func checkIdentity(
+    static func checkIdentity(
         _ db: Database, mapping: SchemaMapping, tables: Set<String>, storePath: String,
         report: inout VerificationReport
     ) throws {
@@ -551,332 +472,14 @@ public enum PackageVerifier {
     }
 
     /// Whether the store's table `name` is STRICT.
-    private static func isStrict(_ db: Database, _ name: String) throws -> Bool {
+    static func isStrict(_ db: Database, _ name: String) throws -> Bool {
         try db.scalar(
             "SELECT \"strict\" FROM pragma_table_list WHERE schema = 'main' AND name = ?", [.text(name)])?
             .int64 == 1
     }
 
-    /// Checks that every cell of the entity and join tables has a storage class its column's
-    /// type allows (spec: section 7.1), and that NOT NULL columns hold no NULL. STRICT tables
-    /// make SQLite enforce this, but a store can be written with the table briefly not STRICT
-    /// or with CHECK constraints ignored; one scan per table finds what slipped through.
-    static func checkStorageClasses(
-        _ db: Database, mapping: SchemaMapping, tables: Set<String>, report: inout VerificationReport
-    ) throws {
-        /// One column's rule: the storage classes it may hold, and an extra condition.
-        struct Rule {
-            let column: String
-            let description: String
-            let classes: [String]
-            var condition: String? = nil
-        }
-        /// `key`: the rowid column naming the first offending row (join tables have none).
-        func check(table: String, key: String?, rules: [Rule]) throws {
-            guard tables.contains(table), !rules.isEmpty else { return }
-            // Two result columns per rule: stay well below SQLite's 2,000 columns in a result
-            // (a table may have 1,000 columns, spec 5.9).
-            let chunk = 400
-            guard rules.count <= chunk else {
-                for start in stride(from: 0, to: rules.count, by: chunk) {
-                    try check(
-                        table: table, key: key, rules: Array(rules[start..<min(start + chunk, rules.count)]))
-                }
-                return
-            }
-            var conditions: [String] = []
-            for rule in rules {
-                let c = quote(rule.column)
-                var ok = "typeof(\(c)) IN (" + rule.classes.map { "'\($0)'" }.joined(separator: ", ") + ")"
-                if let extra = rule.condition { ok = "(\(ok) AND \(extra))" }
-                conditions.append("NOT (\(ok))")
-            }
-            let selections = conditions.map { condition in
-                "count(*) FILTER (WHERE \(condition)), "
-                    + (key.map { "min(\($0)) FILTER (WHERE \(condition))" } ?? "NULL")
-            }
-            guard
-                let row = try db.rows(
-                    "SELECT " + selections.joined(separator: ", ") + " FROM \(quote(table))"
-                ).first
-            else { return }
-            for (index, rule) in rules.enumerated() {
-                let count = row[2 * index].int64 ?? 0
-                guard count > 0 else { continue }
-                var object = table
-                var what = "a value of another storage class"
-                if let key, let first = row[2 * index + 1].int64 {
-                    object = "\(table) #\(first)"
-                    let actual =
-                        try db.scalar(
-                            "SELECT typeof(\(quote(rule.column))) FROM \(quote(table)) WHERE \(key) = ?",
-                            [.integer(first)])?
-                        .string ?? "?"
-                    what = actual == "null" ? "NULL" : "a value of storage class \(actual)"
-                }
-                report.findings.append(
-                    Finding(
-                        severity: .corruption, code: "cell-type", object: object,
-                        message: "column '\(rule.column)' holds \(what), but \(rule.description)"
-                            + (count > 1 ? " (\(count) rows in all)" : "")))
-            }
-        }
-        for root in mapping.roots {
-            var rules: [Rule] = []
-            var seen: Set<String> = []
-            for name in mapping.entityNames {
-                guard let member = mapping.entities[name], member.table == root.table else { continue }
-                for attribute in member.attributes where seen.insert(attribute.name).inserted {
-                    let required =
-                        !attribute.isOptional && root.entity.attributes.contains { $0.name == attribute.name }
-                    let null = required ? [] : ["null"]
-                    let type = attribute.type.rawValue
-                    let rule: Rule
-                    switch attribute.type {
-                    case .string, .uuid, .url, .decimal, .json:
-                        rule = Rule(
-                            column: attribute.name, description: "a \(type) column holds text",
-                            classes: ["text"] + null)
-                    case .integer:
-                        rule = Rule(
-                            column: attribute.name, description: "an integer column holds integers",
-                            classes: ["integer"] + null)
-                    case .bool:
-                        rule = Rule(
-                            column: attribute.name, description: "a bool column holds the integers 0 and 1",
-                            classes: ["integer"] + null,
-                            condition:
-                                "(typeof(\(quote(attribute.name))) = 'null' OR \(quote(attribute.name)) IN (0, 1))"
-                        )
-                    case .double, .date:
-                        rule = Rule(
-                            column: attribute.name,
-                            description: "a \(type) column holds numbers (real or integer)",
-                            classes: ["real", "integer"] + null)
-                    case .data where attribute.options.contains(.externalStorage):
-                        rule = Rule(
-                            column: attribute.name,
-                            description:
-                                "an external-storage data column holds bytes (blob) or a digest (text)",
-                            classes: ["blob", "text"] + null)
-                    case .data:
-                        rule = Rule(
-                            column: attribute.name, description: "a data column holds bytes (blob)",
-                            classes: ["blob"] + null)
-                    }
-                    rules.append(rule)
-                }
-                for (_, storage) in member.relationships {
-                    guard case .ownColumn(let column) = storage, seen.insert(column).inserted else {
-                        continue
-                    }
-                    rules.append(
-                        Rule(
-                            column: column,
-                            description: "a to-one relationship column holds record ids (integers)",
-                            classes: ["integer", "null"]))
-                }
-            }
-            rules.insert(
-                Rule(
-                    column: "_entity", description: "_entity holds the entity's name (text)",
-                    classes: ["text"]), at: 0)
-            try check(table: root.table, key: "_pk", rules: rules)
-        }
-        var joins: Set<String> = []
-        for name in mapping.entityNames {
-            guard let entity = mapping.entities[name] else { continue }
-            for (_, storage) in entity.relationships {
-                guard case .joinTable(let table, _, _) = storage, joins.insert(table).inserted else {
-                    continue
-                }
-                let rules = ["source", "target"].map {
-                    Rule(
-                        column: $0, description: "a join table holds record ids (integers)",
-                        classes: ["integer"])
-                }
-                try check(table: table, key: nil, rules: rules)
-            }
-        }
-    }
-
-    /// Counts references, compares them with `deck_blob`, and checks every blob file.
-    private static func checkBlobs(
-        _ db: Database, mapping: SchemaMapping, path: String, options: Options, blobFiles: BlobFiles,
-        report: inout VerificationReport
-    ) throws {
-        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
-            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
-        }
-        // The references as the cells hold them: deck_blob is checked against these, never trusted.
-        let (counted, firstUser) = try ReferenceCounts.countAll(db, mapping: mapping)
-        var known: [String: (size: Int64, refs: Int64)] = [:]
-        for row in try db.rows("SELECT digest, size, refs FROM deck_blob") {
-            known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
-        }
-        let repair = "'deck gc --repair' counts the references again"
-        for (digest, count) in counted.sorted(by: { $0.key < $1.key }) {
-            let user = firstUser[digest] ?? "?"
-            guard Digest(hex: digest) != nil else {
-                add(.corruption, "reference-malformed", user, "'\(digest)' is not a SHA-256 digest")
-                continue
-            }
-            guard let entry = known[digest] else {
-                add(
-                    .corruption, "blob-unregistered", digest,
-                    "referenced by \(user) but missing from deck_blob; 'deck gc --repair' registers its file "
-                        + "if the file is intact")
-                continue
-            }
-            if entry.refs != count {
-                add(
-                    .corruption, "refcount-mismatch", digest,
-                    "deck_blob.refs is \(entry.refs) but \(count) cell(s) reference it; \(repair)")
-            }
-        }
-        for (digest, entry) in known.sorted(by: { $0.key < $1.key }) where counted[digest] == nil {
-            if entry.refs == 0 {
-                add(
-                    .untidy, "blob-unreferenced", digest,
-                    "deck_blob.refs is 0 and nothing references it; 'deck gc' removes it")
-            } else {
-                add(
-                    .corruption, "refcount-mismatch", digest,
-                    "deck_blob.refs is \(entry.refs) but nothing references it; \(repair)")
-            }
-        }
-        // Referenced: a cell names it, or deck_blob counts references to it.
-        var referenced: [Digest: Int64?] = [:]
-        for (digestText, entry) in known where entry.refs > 0 || counted[digestText] != nil {
-            if let digest = Digest(hex: digestText) { referenced[digest] = entry.size }
-        }
-        for digestText in counted.keys where known[digestText] == nil {
-            if let digest = Digest(hex: digestText) { referenced[digest] = .some(nil) }
-        }
-        let blobs = BlobStore(packagePath: path)
-        if case .archived(let archived) = blobFiles {
-            for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
-                let digestText = digest.hexDigest
-                if let size = archived[digest] {
-                    report.blobsChecked += 1
-                    report.bytesChecked += size
-                    if let expectedSize, size != expectedSize {
-                        add(
-                            .corruption, "blob-size", digestText,
-                            "the archived blob has \(size) bytes, deck_blob says \(expectedSize)")
-                    }
-                } else {
-                    add(
-                        .corruption, "blob-missing", digestText,
-                        "the archive holds no blobs/\(digestText.prefix(2))/\(digestText)")
-                }
-            }
-            for digest in archived.keys.sorted()
-            where known[digest.hexDigest] == nil && referenced[digest] == nil {
-                add(
-                    .untidy, "blob-orphan", "blobs/\(digest.hexDigest.prefix(2))/\(digest.hexDigest)",
-                    "no record references it")
-            }
-            return
-        }
-        let (files, allStrays) = try blobs.inventory()
-        // A referenced blob's path holding something else is reported below, not as a stray.
-        let referencedPaths = Set(referenced.keys.map { blobs.path(for: $0) })
-        let strays = allStrays.filter { !referencedPaths.contains($0) }
-        for stray in strays {
-            add(
-                .untidy, "stray-file", stray,
-                "not a blob file (wrong name or place); 'deck gc' leaves it alone")
-        }
-        var toHash: [(Digest, String, Int64?)] = []
-        for (digest, expectedSize) in referenced.sorted(by: { $0.key < $1.key }) {
-            guard let filePath = files[digest] else {
-                let blobPath = blobs.path(for: digest)
-                if let st = try FileSystem.status(blobPath) {
-                    add(
-                        .corruption, "blob-unreadable", digest.hexDigest,
-                        "file \(blobPath) is \(FileSystem.kindName(st.st_mode)), not a regular file")
-                } else {
-                    add(.corruption, "blob-missing", digest.hexDigest, "file \(blobPath) is missing")
-                }
-                continue
-            }
-            toHash.append((digest, filePath, expectedSize))
-        }
-        for (digest, filePath) in files.sorted(by: { $0.key < $1.key })
-        where known[digest.hexDigest] == nil && referenced[digest] == nil {
-            add(.untidy, "blob-orphan", filePath, "no record references this file; 'deck gc' removes it")
-        }
-        // Sizes are cheap to check; contents need hashing.
-        for (digest, filePath, size) in toHash {
-            if let size, let st = try FileSystem.status(filePath), Int64(st.st_size) != size {
-                add(
-                    .corruption, "blob-size", digest.hexDigest,
-                    "file \(filePath) has \(st.st_size) bytes, deck_blob says \(size)")
-            }
-        }
-        guard options.hashBlobs else { return }
-        let total = toHash.reduce(Int64(0)) { $0 + ($1.2 ?? 0) }
-        let results = hashAll(
-            toHash.map { ($0.0, $0.1) }, threads: options.threads, total: total, progress: options.progress)
-        // A cancelled verify has no verdict: it reports nothing rather than a partial one.
-        try Cancellation.checkCurrent()
-        for (digest, outcome) in results {
-            switch outcome {
-            case .success(let (actual, size)):
-                report.blobsChecked += 1
-                report.bytesChecked += size
-                if actual != digest {
-                    add(
-                        .corruption, "blob-corrupt", digest.hexDigest,
-                        "file \(blobs.path(for: digest)) hashes to \(actual.hexDigest)")
-                }
-            case .failure(.corrupt(let file, let reason)):
-                // A FIFO or device in its place, refused without blocking.
-                add(.corruption, "blob-unreadable", digest.hexDigest, "file \(file): \(reason)")
-            case .failure(let error):
-                add(.corruption, "blob-unreadable", digest.hexDigest, "\(error)")
-            }
-        }
-    }
-
-    /// Hashes files on `threads` threads, largest first. The threads inherit the caller's
-    /// ``WorkerContext`` (a debug build's injected faults).
-    private static func hashAll(
-        _ files: [(Digest, String)], threads: Int, total: Int64, progress: (@Sendable (Int64, Int64) -> Void)?
-    ) -> [(Digest, Result<(Digest, Int64), DeckError>)] {
-        let results = Locked<[(Digest, Result<(Digest, Int64), DeckError>)]>([])
-        let next = Atomic<Int>(0)
-        let done = Atomic<Int64>(0)
-        let work = files.map { ($0.0, $0.1) }
-        let context = WorkerContext.capture()
-        // Worker threads do not inherit the caller's thread-local flag: they check this one.
-        let cancellation = Cancellation.current
-        DispatchQueue.concurrentPerform(iterations: min(threads, max(1, work.count))) { _ in
-            context.run {
-                while cancellation?.isCancelled != true {
-                    let index = next.add(1, ordering: .relaxed).oldValue
-                    guard index < work.count else { return }
-                    let (digest, path) = work[index]
-                    let outcome: Result<(Digest, Int64), DeckError>
-                    do {
-                        outcome = .success(try BlobStore.hashFile(at: path))
-                    } catch {
-                        outcome = .failure(DeckError.wrap(error))
-                    }
-                    if case .success(let (_, size)) = outcome {
-                        let sum = done.add(size, ordering: .relaxed).newValue
-                        progress?(sum, total)
-                    }
-                    results.withLock { $0.append((digest, outcome)) }
-                }
-            }
-        }
-        return results.withLock { $0 }.sorted { $0.0 < $1.0 }
-    }
-
     /// Temporaries, and a `-wal` left by a writer that is gone.
-    private static func checkLeftovers(path: String, report: inout VerificationReport) {
+    static func checkLeftovers(path: String, report: inout VerificationReport) {
         let tmp = path + "/" + PackageLayout.tmpDirectory
         let writer = WriterLock.holder(packagePath: path)
         if writer == nil, let names = try? FileSystem.list(tmp) {
