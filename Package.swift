@@ -48,7 +48,8 @@ let package = Package(
             name: "deck-crashtest",
             dependencies: ["DeckKit", "DeckTestSupport"],
             path: "Tests/Harness/CrashChild"),
-        // Seeds, a seeded generator and waiting for a child's output, for every test target.
+        // Seeds, a seeded generator, waiting for a child's output and scratch directories, for
+        // every test target.
         .target(
             name: "DeckTestSupport",
             path: "Tests/Harness/TestSupport"),
@@ -59,7 +60,7 @@ let package = Package(
         .testTarget(
             name: "DeckStoreTests",
             dependencies: [
-                "DeckStore", "DeckKit", "DeckSamples", "CSQLite", "CDeckFaultVFS", "DeckTestSupport",
+                "DeckStore", "DeckKit", "CSQLite", "CDeckFaultVFS", "DeckTestSupport",
             ]),
         .testTarget(
             name: "DeckKitTests",

@@ -1,5 +1,6 @@
 import CDeckFaultVFS
 import CSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
