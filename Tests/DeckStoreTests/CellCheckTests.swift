@@ -10,10 +10,7 @@ struct CellCheckTests {
     /// A closed package with one valid Sample record of every type; returns its URL and the id.
     private func package(in dir: URL, schema: StoreSchema = recordsSchema()) throws -> (URL, Int64) {
         let package = try makeTestStore(in: dir, schema: schema)
-        let id = try package.write { tx in
-            let id = try tx.insert("Sample", RecordTests.sampleValues)
-            return id
-        }.value
+        let id = try package.write { tx in try tx.insert("Sample", RecordTests.sampleValues) }.value
         try package.close()
         return (package.url, id)
     }
@@ -146,8 +143,7 @@ struct CellCheckTests {
         try withTestDirectory { dir throws in
             let document = try makeTestStore(in: dir, schema: schema)
             let id = try document.write { tx in
-                let id = try tx.insert("Sample", ["meta": .json("1"), "need": .json("2")])
-                return id
+                try tx.insert("Sample", ["meta": .json("1"), "need": .json("2")])
             }.value
             try document.close()
             let db = try rawStore(document.url)

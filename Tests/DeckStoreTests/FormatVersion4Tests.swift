@@ -195,8 +195,7 @@ import Testing
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir, schema: recordsSchema())
             let id = try package.write { tx in
-                let id = try tx.insert("Sample", ["t": .date(Date(timeIntervalSinceReferenceDate: 0))])
-                return id
+                try tx.insert("Sample", ["t": .date(Date(timeIntervalSinceReferenceDate: 0))])
             }.value
             try package.close()
             let url = package.url
@@ -311,8 +310,7 @@ import Testing
             let now = Date(timeIntervalSinceReferenceDate: 817_725_600.123456789)
             let document = try PackageStore.open(at: url)
             let id = try document.write { tx in
-                let id = try tx.insert("Event", ["name": .string("new"), "at": .date(now)])
-                return id
+                try tx.insert("Event", ["name": .string("new"), "at": .date(now)])
             }.value
             guard case .date(let read)? = try document.read({ try $0.record("Event", id: id) })?["at"] else {
                 Issue.record("no date")
@@ -358,10 +356,7 @@ import Testing
     @Test func aMigrationFillsADateDefaultInTheDocumentsEpoch() throws {
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir, schema: recordsSchema())
-            let id = try package.write { tx in
-                let id = try tx.insert("Sample", [:])
-                return id
-            }.value
+            let id = try package.write { tx in try tx.insert("Sample", [:]) }.value
             try package.close()
             var next = recordsSchema()
             next.version = "2.0.0"

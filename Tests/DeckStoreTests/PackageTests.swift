@@ -578,10 +578,7 @@ struct PackageTests {
     @Test func readOnlyOpenRefusesChanges() throws {
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir)
-            let id = try package.write { tx in
-                let id = try tx.insert("Deck", ["title": .string("x")])
-                return id
-            }.value
+            let id = try package.write { tx in try tx.insert("Deck", ["title": .string("x")]) }.value
             let url = package.url
             try package.close()
 

@@ -19,10 +19,7 @@ struct ValueRulesTests {
     ) {
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir, schema: recordsSchema())
-            let id = try package.write { tx in
-                let id = try tx.insert("Sample", [column: value])
-                return id
-            }.value
+            let id = try package.write { tx in try tx.insert("Sample", [column: value]) }.value
             let url = package.url
             try package.close()
             let db = try rawStore(url)
@@ -396,10 +393,7 @@ struct ValueRulesTests {
     @Test func damagedCellsReadAsTheyAre() throws {
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir, schema: recordsSchema())
-            let id = try package.write { tx in
-                let id = try tx.insert("Sample", ["s": .string("x")])
-                return id
-            }.value
+            let id = try package.write { tx in try tx.insert("Sample", ["s": .string("x")]) }.value
             let url = package.url
             try package.close()
             let db = try rawStore(url)
