@@ -73,7 +73,8 @@ let package = Package(
             name: "deck-crashtest",
             dependencies: ["DeckKit", "DeckTestSupport"],
             path: "Tests/Harness/CrashChild"),
-        // Seeds, a seeded generator and waiting for a child's output, for every test target.
+        // Seeds, a seeded generator, waiting for a child's output and scratch directories, for
+        // every test target.
         .target(
             name: "DeckTestSupport",
             path: "Tests/Harness/TestSupport"),
@@ -84,8 +85,8 @@ let package = Package(
         .testTarget(
             name: "DeckStoreTests",
             dependencies: [
-                "DeckStore", "DeckSQLite", "DeckQueryLanguage", "DeckKit", "DeckSamples", "CSQLite",
-                "CDeckFaultVFS", "DeckTestSupport",
+                "DeckStore", "DeckSQLite", "DeckQueryLanguage", "DeckKit", "CSQLite", "CDeckFaultVFS",
+                "DeckTestSupport",
             ]),
         .testTarget(
             name: "DeckKitTests",

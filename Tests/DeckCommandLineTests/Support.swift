@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -5,24 +6,17 @@ import Testing
     import Glibc
 #endif
 
-/// A unique temporary directory, removed when the test's scope ends.
+/// A unique temporary directory, removed (permissions restored first) when the test's scope
+/// ends: DeckTestSupport's ``ScratchDirectory``, with paths as strings, as `deck`'s arguments
+/// take them.
 final class TemporaryDirectory {
-    let url: URL
-    var path: String { url.path }
+    private let scratch: ScratchDirectory
+    var url: URL { scratch.url }
+    var path: String { scratch.path }
 
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-cli-tests-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
+    init() throws { scratch = try ScratchDirectory() }
 
-    deinit {
-        // Undo chmods tests may have made, then remove.
-        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    func appending(_ name: String) -> String { url.appendingPathComponent(name).path }
+    func appending(_ name: String) -> String { scratch.appending(name).path }
 }
 
 /// The directory holding the built products (`deck`, `deck-crashtest`): next to the test bundle.

@@ -1,5 +1,4 @@
 import DeckKit
-import DeckSamples
 import DeckTestSupport
 import Foundation
 import Testing
@@ -13,24 +12,26 @@ import Testing
 /// Every record of every entity (blob values loaded, to-many relationships listed), in id order:
 /// what two copies of a document must agree on.
 func documentDump(_ url: URL) throws -> [String: [String]] {
-    let document = try TestDocument.open(at: url, mode: .readOnly)
+    let document = try PackageStore.open(at: url, mode: .readOnly)
     defer { try? document.close() }
     var result: [String: [String]] = [:]
     for entity in document.schema.entities {
         var lines: [String] = []
-        for record in try document.fetch(RecordQuery(entity.name, includesSubentities: false)) {
+        for record in try document.read({ try $0.fetch(RecordQuery(entity.name, includesSubentities: false)) }
+        ) {
             var fields: [String] = []
             for (key, value) in record.values.sorted(by: { $0.key < $1.key }) {
                 if case .blob = value {
                     fields.append(
-                        "\(key)=\(SHA256Hasher.hash(try document.data(of: value) ?? Data()).hexDigest)")
+                        "\(key)=\(SHA256Hasher.hash(try document.read { try $0.data(of: value) } ?? Data()).hexDigest)"
+                    )
                 } else {
                     fields.append("\(key)=\(value)")
                 }
             }
             for relationship in entity.relationships where relationship.isToMany {
                 fields.append(
-                    "\(relationship.name)=\(try document.related(entity.name, id: record.id, relationship.name))"
+                    "\(relationship.name)=\(try document.read { try $0.related(entity.name, id: record.id, relationship.name) })"
                 )
             }
             lines.append("#\(record.id) " + fields.joined(separator: " "))
@@ -79,15 +80,16 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 
     /// A flash-cards package that has been opened for writing, changed and saved twice, and
     /// closed: it has a `lock`, a `tmp/` (with a stray temporary in it) and blobs.
-    static func writtenPackage(in sandbox: Sandbox) throws -> URL {
-        let url = sandbox.path("Name.deck")
-        let created = try TestDocument.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(created.store)
+    static func writtenPackage(in sandbox: ScratchDirectory) throws -> URL {
+        let url = sandbox.appending("Name.deck")
+        let created = try PackageStore.create(
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(created)
         try created.close()
-        let document = try TestDocument.open(at: url)
-        try document.insert("Tag", ["name": .string("written later")])
-        try document.save()
+        let document = try PackageStore.open(at: url)
+        try document.write { tx in
+            try tx.insert("Tag", ["name": .string("written later")])
+        }
         try document.close()
         let tmp = url.appendingPathComponent("tmp")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
@@ -99,9 +101,10 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
     /// A copy of `url` made while a writer has saved a change and still has the package open:
     /// what a killed writer leaves (store, non-empty `-wal`, `-shm`, `lock`, `tmp/`).
     static func copyWithLog(of url: URL, to copy: URL) throws -> String {
-        let writer = try TestDocument.open(at: url)
-        try writer.insert("Tag", ["name": .string("only in the log")])
-        try writer.save()
+        let writer = try PackageStore.open(at: url)
+        try writer.write { tx in
+            try tx.insert("Tag", ["name": .string("only in the log")])
+        }
         try FileManager.default.copyItem(at: url, to: copy)
         try writer.close()
         let wal = copy.appendingPathComponent("store.sqlite-wal").path
@@ -112,13 +115,13 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 
     @Test(arguments: tools)
     func aWrittenAndClosedPackageImports(tool: Tool) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let original = try Self.writtenPackage(in: sandbox)
         try runTool(tool.executable, tool.arguments, in: sandbox.url)
-        let archive = sandbox.path(tool.output)
+        let archive = sandbox.appending(tool.output)
         let report = try DeckDocument.verifyArchive(at: archive)
         #expect(report.isValid, "\(report.findings)")
-        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         #expect(try documentDump(imported) == documentDump(original))
         // Nothing of `lock` or `tmp/` came along.
         let names = try FileManager.default.contentsOfDirectory(atPath: imported.path).sorted()
@@ -133,9 +136,9 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 
     @Test(arguments: tools)
     func aCopyWithAWriteAheadLogIsRefusedByImportAndVerifyAndUnpackedAsItIs(tool: Tool) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let original = try Self.writtenPackage(in: sandbox)
-        let live = sandbox.path("Live")
+        let live = sandbox.appending("Live")
         try FileManager.default.createDirectory(at: live, withIntermediateDirectories: false)
         let logged = try Self.copyWithLog(of: original, to: live.appendingPathComponent("Name.deck"))
         try runTool(tool.executable, tool.arguments, in: live)
@@ -146,39 +149,41 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         #expect(report.findings.map(\.code) == ["archive-store-log"])
         #expect(report.findings.first?.message.contains("deck export") == true)
         #expect {
-            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         } throws: { error in
             guard case DeckError.corrupt(_, let reason) = error else { return false }
             return reason.contains("store.sqlite-wal") && reason.contains("deck export")
         }
-        #expect(try sandbox.contents() == ["Live", "Name.deck"])
+        #expect(try sandbox.names() == ["Live", "Name.deck"])
         #expect(throws: DeckError.self) { try DeckDocument.withArchive(at: archive) { _ in } }
 
         // The archive layer unpacks the log beside the store, as the package had it (never the
         // -shm, lock or tmp/)...
-        let raw = sandbox.path("Raw.deck")
+        let raw = sandbox.appending("Raw.deck")
         try PackageArchive.unpack(archive: archive, to: raw)
         let rawNames = try FileManager.default.contentsOfDirectory(atPath: raw.path).sorted()
         #expect(rawNames == ["blobs", "manifest.json", "store.sqlite", "store.sqlite-wal"])
         // ...and the document layer's unpack applies it in its private copy: the change saved only
         // in the log is there, and the result is a tidy package.
-        let unpacked = sandbox.path("Unpacked.deck")
+        let unpacked = sandbox.appending("Unpacked.deck")
         try DeckDocument.unpack(at: archive, to: unpacked)
         let names = try FileManager.default.contentsOfDirectory(atPath: unpacked.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
-        let document = try TestDocument.open(at: unpacked, mode: .readOnly)
+        let document = try PackageStore.open(at: unpacked, mode: .readOnly)
         #expect(
-            try document.count(
-                RecordQuery("Tag", where: .compare(.property("name"), .equal, .value(.string(logged))))) == 1)
+            try document.read {
+                try $0.count(
+                    RecordQuery("Tag", where: .compare(.property("name"), .equal, .value(.string(logged)))))
+            } == 1)
         try document.close()
         #expect(try PackageVerifier.verify(at: unpacked).findings.isEmpty)
     }
 
     @Test func aCopyOfAPackageOpenButNotYetWrittenImports() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let original = try Self.writtenPackage(in: sandbox)
-        let writer = try TestDocument.open(at: original)
-        let copy = sandbox.path("Copy")
+        let writer = try PackageStore.open(at: original)
+        let copy = sandbox.appending("Copy")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: false)
         try FileManager.default.copyItem(at: original, to: copy.appendingPathComponent("Name.deck"))
         try writer.close()
@@ -186,7 +191,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         let archive = copy.appendingPathComponent("x.zip")
         // An empty (or absent) log holds nothing: the store alone is the committed state.
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
-        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         #expect(try documentDump(imported) == documentDump(original))
         let names = try FileManager.default.contentsOfDirectory(atPath: imported.path).sorted()
         #expect(names == ["blobs", "manifest.json", "store.sqlite"])
@@ -195,14 +200,14 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 
     @Test(arguments: [RawFormat.zip, .pax])
     func theStoreLogRulesOnHandMadeArchives(format: RawFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let original = try Self.writtenPackage(in: sandbox)
-        let exported = sandbox.path("e.zip")
+        let exported = sandbox.appending("e.zip")
         try DeckDocument.export(at: original, to: exported)
         // The exported entries, plus the given extras.
         func archive(_ name: String, _ extras: [RawEntry]) throws -> URL {
             var entries: [RawEntry] = []
-            let scratch = sandbox.path("scratch-\(name)")
+            let scratch = sandbox.appending("scratch-\(name)")
             try DeckDocument.unpack(at: exported, to: scratch)
             for item in ["manifest.json", "store.sqlite"] {
                 entries.append(.file(item, try Data(contentsOf: scratch.appendingPathComponent(item))))
@@ -220,7 +225,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
                         ))
                 }
             }
-            let url = sandbox.path("\(name).\(format == .zip ? "zip" : "tar")")
+            let url = sandbox.appending("\(name).\(format == .zip ? "zip" : "tar")")
             try RawArchive.write(entries + extras, format: format, to: url)
             return url
         }
@@ -238,7 +243,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         for (name, extras, accepted) in cases {
             let url = try archive(name, extras)
             let verified = try DeckDocument.verifyArchive(at: url).isValid
-            let destination = sandbox.path("Imported-\(name).deck")
+            let destination = sandbox.appending("Imported-\(name).deck")
             let imported = (try? DeckDocument.importArchive(at: url, to: destination)) != nil
             #expect(verified == accepted, "\(name): verify")
             #expect(imported == accepted, "\(name): import")
@@ -254,24 +259,25 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
     /// A package with one card whose image is 8 KiB of data, a 64 MiB hole and 8 KiB of data,
     /// its blob stored as a sparse file.
     /// With `zerosOnly`, the image is 1 MiB of zero bytes, its blob file one hole.
-    static func sparsePackage(in sandbox: Sandbox, zerosOnly: Bool = false) throws -> (URL, Data) {
+    static func sparsePackage(in sandbox: ScratchDirectory, zerosOnly: Bool = false) throws -> (URL, Data) {
         // Incompressible bytes; any will do, so the same every run.
         var generator = SeededGenerator(seed: 0x5BA4_5E00)
         var value = Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) })
         value.append(Data(count: 64 << 20))
         value.append(Data((0..<8192).map { _ in UInt8.random(in: 0...255, using: &generator) }))
         if zerosOnly { value = Data(count: 1 << 20) }
-        let url = sandbox.path("Name.deck")
-        let document = try TestDocument.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        let deck = try document.insert("Deck", ["title": .string("Holes"), "created": .date(.now)])
-        try document.insert(
-            "Card",
-            [
-                "front": .string("sparse"), "back": .string("holes"), "creationDate": .date(.now),
-                "deck": .reference(deck), "image": .data(value),
-            ])
-        try document.save()
+        let url = sandbox.appending("Name.deck")
+        let document = try PackageStore.create(
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try document.write { tx in
+            let deck = try tx.insert("Deck", ["title": .string("Holes"), "created": .date(.now)])
+            try tx.insert(
+                "Card",
+                [
+                    "front": .string("sparse"), "back": .string("holes"), "creationDate": .date(.now),
+                    "deck": .reference(deck), "image": .data(value),
+                ])
+        }
         try document.close()
         // Rewrite the blob file with a hole where the zeros are (same bytes, fewer blocks).
         let path = BlobStore(packagePath: url.path).path(for: SHA256Hasher.hash(value))
@@ -298,17 +304,17 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         ["-S", "--format=posix", "--sparse-version=0.1", "-cf", "x", "Name.deck"],
     ])
     func gnuTarSparseEntriesExtractAsTheirBytes(arguments: [String]) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let (original, value) = try Self.sparsePackage(in: sandbox)
         try runTool("/usr/bin/tar", arguments, in: sandbox.url)
-        let archive = sandbox.path("x")
+        let archive = sandbox.appending("x")
         let size =
             (try FileManager.default.attributesOfItem(atPath: archive.path)[.size] as? NSNumber)?.intValue
             ?? 0
         // Far more than 200 bytes out for every byte in: the old ratio limit refused this.
         #expect(size < value.count / 200, "tar -S should have stored the hole as a sparse map")
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
-        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(value))
         #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == value)
         #expect(try documentDump(imported) == documentDump(original))
@@ -323,13 +329,13 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
         ["-S", "--format=posix", "--sparse-version=0.0", "-cf", "x", "Name.deck"],
     ])
     func aBlobThatIsOneHoleExtractsAsItsZeros(arguments: [String]) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let (original, value) = try Self.sparsePackage(in: sandbox, zerosOnly: true)
         try runTool("/usr/bin/tar", arguments, in: sandbox.url)
-        let archive = sandbox.path("x")
+        let archive = sandbox.appending("x")
         let report = try DeckDocument.verifyArchive(at: archive)
         #expect(report.isValid, "\(report.findings)")
-        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        let imported = try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         let blob = BlobStore(packagePath: imported.path).path(for: SHA256Hasher.hash(value))
         #expect(try Data(contentsOf: URL(fileURLWithPath: blob)) == value)
         #expect(try documentDump(imported) == documentDump(original))

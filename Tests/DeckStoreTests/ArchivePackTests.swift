@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -10,9 +11,9 @@ import Testing
 @Suite struct ArchivePackTests {
     @Test(arguments: ArchiveFormat.allCases)
     func entryOrderIsSignatureManifestStoreThenSortedBlobs(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let url = sandbox.path("out.\(format.fileExtension)")
+        let url = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: url, format: format)
 
         var expected = ["mimetype", "manifest.json", "store.sqlite", "blobs/"]
@@ -27,9 +28,9 @@ import Testing
     }
 
     @Test func zipStartsWithStoredMimetype() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let url = sandbox.path("out.zip")
+        let url = sandbox.appending("out.zip")
         try PackageArchive.pack(directory: package.url, to: url, format: .zip)
         let bytes = [UInt8](try Data(contentsOf: url))
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
@@ -56,9 +57,9 @@ import Testing
     }
 
     @Test func tarStartsWithMimetype() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let url = sandbox.path("out.tar")
+        let url = sandbox.appending("out.tar")
         try PackageArchive.pack(directory: package.url, to: url, format: .tar)
         let bytes = [UInt8](try Data(contentsOf: url))
         #expect(String(decoding: bytes[0..<8], as: UTF8.self) == "mimetype" && bytes[8] == 0)
@@ -71,11 +72,12 @@ import Testing
     /// either is tested through `deck pack` in child processes, EndToEndSharingTests: setting `TZ`
     /// here would change it for every test running in parallel.)
     @Test func packingIsReproducible() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         for format in ArchiveFormat.allCases {
             try PackageArchive.pack(
-                directory: package.url, to: sandbox.path("first.\(format.fileExtension)"), format: format)
+                directory: package.url, to: sandbox.appending("first.\(format.fileExtension)"), format: format
+            )
         }
         // Different source metadata, set explicitly: times three days back, other permissions.
         for file in ["manifest.json", "store.sqlite"] {
@@ -85,23 +87,25 @@ import Testing
         }
         for format in ArchiveFormat.allCases {
             try PackageArchive.pack(
-                directory: package.url, to: sandbox.path("second.\(format.fileExtension)"), format: format)
+                directory: package.url, to: sandbox.appending("second.\(format.fileExtension)"),
+                format: format)
         }
         for format in ArchiveFormat.allCases {
-            let first = try Data(contentsOf: sandbox.path("first.\(format.fileExtension)"))
-            let second = try Data(contentsOf: sandbox.path("second.\(format.fileExtension)"))
+            let first = try Data(contentsOf: sandbox.appending("first.\(format.fileExtension)"))
+            let second = try Data(contentsOf: sandbox.appending("second.\(format.fileExtension)"))
             #expect(first == second, "\(format) archives differ")
         }
         // Nor does the clock reach an archive (the packs above may fall within one second): the
         // only header with a time of its own, gzip's, has MTIME 0 ("no time stamp", RFC 1952).
-        let gzip = [UInt8](try Data(contentsOf: sandbox.path("first.\(ArchiveFormat.tarGzip.fileExtension)")))
+        let gzip = [UInt8](
+            try Data(contentsOf: sandbox.appending("first.\(ArchiveFormat.tarGzip.fileExtension)")))
         try #require(gzip.count > 10 && gzip[0] == 0x1F && gzip[1] == 0x8B)
         #expect(gzip[4..<8].allSatisfy { $0 == 0 }, "gzip MTIME \(Array(gzip[4..<8]))")
     }
 
     @Test(arguments: ArchiveFormat.allCases)
     func skipsLockTemporariesAndJournals(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         let manager = FileManager.default
         try Data("pid".utf8).write(to: package.url.appendingPathComponent("lock"))
@@ -113,7 +117,7 @@ import Testing
         }
         // What `unzip` of an archive leaves: replaced by the archive's own, first.
         try Data("text/plain".utf8).write(to: package.url.appendingPathComponent("mimetype"))
-        let url = sandbox.path("out.\(format.fileExtension)")
+        let url = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: url, format: format)
         let names = try RawArchive.names(of: url)
         #expect(names.filter { $0 == "mimetype" }.count == 1 && names.first == "mimetype")
@@ -125,22 +129,22 @@ import Testing
     }
 
     @Test func usesTheStoreSnapshot() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let snapshot = sandbox.path("snapshot.sqlite")
+        let snapshot = sandbox.appending("snapshot.sqlite")
         let contents = Data("SQLite format 3\u{0}snapshot contents".utf8)
         try contents.write(to: snapshot)
-        let url = sandbox.path("out.zip")
+        let url = sandbox.appending("out.zip")
         try PackageArchive.pack(directory: package.url, to: url, format: .zip, storeSnapshot: snapshot)
-        let report = try PackageArchive.scan(archive: url, storeTo: sandbox.path("store.out"))
-        #expect(try Data(contentsOf: sandbox.path("store.out")) == contents)
+        let report = try PackageArchive.scan(archive: url, storeTo: sandbox.appending("store.out"))
+        #expect(try Data(contentsOf: sandbox.appending("store.out")) == contents)
         #expect(report.storeBytes == Int64(contents.count))
     }
 
     @Test func refusesAnExistingDestinationUnlessOverwriting() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let url = sandbox.path("out.zip")
+        let url = sandbox.appending("out.zip")
         try Data("old".utf8).write(to: url)
         expectAlreadyExists(url.path) {
             try PackageArchive.pack(directory: package.url, to: url, format: .zip)
@@ -148,14 +152,14 @@ import Testing
         #expect(try Data(contentsOf: url) == Data("old".utf8))
         try PackageArchive.pack(directory: package.url, to: url, format: .zip, overwrite: true)
         #expect(try RawArchive.names(of: url).first == "mimetype")
-        #expect(try sandbox.contents() == ["Sample.deck", "out.zip"])
+        #expect(try sandbox.names() == ["Sample.deck", "out.zip"])
     }
 
     @Test func packsAPackageWithoutBlobsDirectory() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url, blobs: [])
         try FileManager.default.removeItem(at: package.url.appendingPathComponent("blobs"))
-        let url = sandbox.path("out.tar")
+        let url = sandbox.appending("out.tar")
         try PackageArchive.pack(directory: package.url, to: url, format: .tar)
         #expect(try RawArchive.names(of: url) == ["mimetype", "manifest.json", "store.sqlite", "blobs/"])
     }
@@ -167,7 +171,7 @@ import Testing
 
     @Test(arguments: Damage.allCases)
     func refusesDamagedPackages(damage: Damage) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         let root = package.url
         let manager = FileManager.default
@@ -220,9 +224,9 @@ import Testing
         for format in ArchiveFormat.allCases {
             expectRefusal(expected) {
                 try PackageArchive.pack(
-                    directory: root, to: sandbox.path("out.\(format.fileExtension)"), format: format)
+                    directory: root, to: sandbox.appending("out.\(format.fileExtension)"), format: format)
             }
         }
-        #expect(try sandbox.contents() == ["Sample.deck"], "nothing may be left next to the destination")
+        #expect(try sandbox.names() == ["Sample.deck"], "nothing may be left next to the destination")
     }
 }

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -6,11 +7,11 @@ import Testing
 @Suite struct ArchiveScanTests {
     @Test(arguments: ArchiveFormat.allCases)
     func reportsContents(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.\(format.fileExtension)")
+        let archive = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: archive, format: format)
-        let storeCopy = sandbox.path("store-copy.sqlite")
+        let storeCopy = sandbox.appending("store-copy.sqlite")
         let report = try PackageArchive.scan(archive: archive, storeTo: storeCopy)
 
         #expect(report.manifest == package.manifest)
@@ -26,13 +27,13 @@ import Testing
         #expect(report.totalBytes == Int64(expectedTotal))
         #expect(report.hasMimeType)
         #expect(report.topLevelFolder == nil)
-        #expect(try sandbox.contents() == ["Sample.deck", archive.lastPathComponent, "store-copy.sqlite"])
+        #expect(try sandbox.names() == ["Sample.deck", archive.lastPathComponent, "store-copy.sqlite"])
     }
 
     @Test func writesNothingWithoutStoreDestination() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.zip")
+        let archive = sandbox.appending("out.zip")
         try PackageArchive.pack(directory: package.url, to: archive, format: .zip)
         let before = try treeSnapshot(sandbox.url)
         let report = try PackageArchive.scan(archive: archive)
@@ -41,11 +42,11 @@ import Testing
     }
 
     @Test func refusesExistingStoreDestination() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.tar")
+        let archive = sandbox.appending("out.tar")
         try PackageArchive.pack(directory: package.url, to: archive, format: .tar)
-        let existing = sandbox.path("existing.sqlite")
+        let existing = sandbox.appending("existing.sqlite")
         try Data("mine".utf8).write(to: existing)
         expectAlreadyExists(existing.path) {
             _ = try PackageArchive.scan(archive: archive, storeTo: existing)
@@ -54,24 +55,24 @@ import Testing
     }
 
     @Test func removesStoreCopyWhenALaterEntryIsRefused() throws {
-        let sandbox = try Sandbox()
-        let archive = sandbox.path("bad.tar")
+        let sandbox = try ScratchDirectory()
+        let archive = sandbox.appending("bad.tar")
         try RawArchive.write(
             [.file("manifest.json", "{}"), .store, .file("blobs/zz", "x")], format: .pax,
             to: archive)
-        let storeCopy = sandbox.path("store.sqlite")
+        let storeCopy = sandbox.appending("store.sqlite")
         expectRefusal(.entryRefused(entry: "blobs/zz", reason: .unexpected)) {
             _ = try PackageArchive.scan(archive: archive, storeTo: storeCopy)
         }
-        #expect(try sandbox.contents() == ["bad.tar"])
+        #expect(try sandbox.names() == ["bad.tar"])
     }
 
     @Test func reportsTopLevelFolderAndIgnoredEntries() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         var entries = [RawEntry.directory("Book.deck/")] + package.rawEntries(prefix: "Book.deck/")
         entries.append(.file("__MACOSX/Book.deck/._store.sqlite", "junk"))
-        let archive = sandbox.path("book.zip")
+        let archive = sandbox.appending("book.zip")
         try RawArchive.write(entries, format: .zip, to: archive)
         let report = try PackageArchive.scan(archive: archive)
         #expect(report.topLevelFolder == "Book.deck")

@@ -16,12 +16,12 @@ import Testing
 
     @Test(arguments: ArchiveFormat.allCases)
     func roundTrip(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         try Data("pid".utf8).write(to: package.url.appendingPathComponent("lock"))
-        let archive = sandbox.path("out.\(format.fileExtension)")
+        let archive = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: archive, format: format)
-        let destination = sandbox.path("Unpacked.deck")
+        let destination = sandbox.appending("Unpacked.deck")
         var validated: URL?
         let report = try PackageArchive.unpack(archive: archive, to: destination) { directory in
             validated = directory
@@ -40,36 +40,36 @@ import Testing
         #expect(report.manifest == package.manifest)
         #expect(report.hasMimeType)
         #expect(report.topLevelFolder == nil)
-        #expect(try sandbox.contents() == ["Sample.deck", "Unpacked.deck", archive.lastPathComponent])
+        #expect(try sandbox.names() == ["Sample.deck", "Unpacked.deck", archive.lastPathComponent])
     }
 
     @Test func refusesAnExistingDestination() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.zip")
+        let archive = sandbox.appending("out.zip")
         try PackageArchive.pack(directory: package.url, to: archive, format: .zip)
-        let destination = sandbox.path("Existing.deck")
+        let destination = sandbox.appending("Existing.deck")
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
         expectAlreadyExists(destination.path) {
             try PackageArchive.unpack(archive: archive, to: destination)
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: destination.path).isEmpty)
-        #expect(try sandbox.contents() == ["Existing.deck", "Sample.deck", "out.zip"])
+        #expect(try sandbox.names() == ["Existing.deck", "Sample.deck", "out.zip"])
     }
 
     struct ValidationFailed: Error {}
 
     @Test func validationFailureLeavesNothing() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.tar.gz")
+        let archive = sandbox.appending("out.tar.gz")
         try PackageArchive.pack(directory: package.url, to: archive, format: .tarGzip)
         #expect(throws: ValidationFailed.self) {
-            try PackageArchive.unpack(archive: archive, to: sandbox.path("New.deck")) { _ in
+            try PackageArchive.unpack(archive: archive, to: sandbox.appending("New.deck")) { _ in
                 throw ValidationFailed()
             }
         }
-        #expect(try sandbox.contents() == ["Sample.deck", "out.tar.gz"])
+        #expect(try sandbox.names() == ["Sample.deck", "out.tar.gz"])
     }
 
     // MARK: Refusals
@@ -297,20 +297,20 @@ import Testing
 
     @Test(arguments: hostile)
     func refusesHostileArchive(_ hostile: Hostile) throws {
-        let sandbox = try Sandbox()
-        let archive = sandbox.path("hostile.\(hostile.format == .zip ? "zip" : "tar")")
+        let sandbox = try ScratchDirectory()
+        let archive = sandbox.appending("hostile.\(hostile.format == .zip ? "zip" : "tar")")
         try RawArchive.write(hostile.entries, format: hostile.format, to: archive)
-        let destination = sandbox.path("Result.deck")
+        let destination = sandbox.appending("Result.deck")
         var validated = false
         expectRefusal(hostile.expected) {
             try PackageArchive.unpack(archive: archive, to: destination) { _ in validated = true }
         }
         #expect(!validated)
-        #expect(try sandbox.contents() == [archive.lastPathComponent], "leftovers after refusal")
+        #expect(try sandbox.names() == [archive.lastPathComponent], "leftovers after refusal")
         expectRefusal(hostile.expected) {
-            _ = try PackageArchive.scan(archive: archive, storeTo: sandbox.path("store.out"))
+            _ = try PackageArchive.scan(archive: archive, storeTo: sandbox.appending("store.out"))
         }
-        #expect(try sandbox.contents() == [archive.lastPathComponent], "scan left something")
+        #expect(try sandbox.names() == [archive.lastPathComponent], "scan left something")
         #expect(FileManager.default.fileExists(atPath: "/tmp/evil") == false)
     }
 
@@ -331,7 +331,7 @@ import Testing
     // MARK: Archives made by other tools
 
     @Test func finderStyleZip() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         var entries: [RawEntry] = [.directory("Name.deck/")]
         entries += package.rawEntries(prefix: "Name.deck/")
@@ -344,9 +344,9 @@ import Testing
             .file("__MACOSX/Name.deck/blobs/._.DS_Store", "appledouble"),
             .file("Name.deck/._store.sqlite", "appledouble"),
         ]
-        let archive = sandbox.path("Name.zip")
+        let archive = sandbox.appending("Name.zip")
         try RawArchive.write(entries, format: .zip, to: archive)
-        let destination = sandbox.path("Name.deck")
+        let destination = sandbox.appending("Name.deck")
         let report = try PackageArchive.unpack(archive: archive, to: destination)
         #expect(report.topLevelFolder == "Name.deck")
         #expect(!report.hasMimeType)
@@ -356,7 +356,7 @@ import Testing
     /// Accepted layouts a reader would otherwise have to guess about (spec 16.5).
     @Test(arguments: [RawFormat.zip, .pax])
     func rootEntryMimetypeAnywhereAndImpliedDirectories(format: RawFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
         let entries = package.rawEntries()
         let layouts: [(String, [RawEntry])] = [
@@ -372,10 +372,10 @@ import Testing
             ),
         ]
         for (label, layout) in layouts {
-            let archive = sandbox.path("layout.\(format == .zip ? "zip" : "tar")")
+            let archive = sandbox.appending("layout.\(format == .zip ? "zip" : "tar")")
             try? FileManager.default.removeItem(at: archive)
             try RawArchive.write(layout, format: format, to: archive)
-            let destination = sandbox.path("Out-\(UUID().uuidString).deck")
+            let destination = sandbox.appending("Out-\(UUID().uuidString).deck")
             let report = try PackageArchive.unpack(archive: archive, to: destination)
             #expect(try treeSnapshot(destination) == expectedTree(package), "\(label)")
             #expect(report.hasMimeType == label.contains("mimetype"), "\(label)")
@@ -400,7 +400,7 @@ import Testing
             ),
         ]
         for (label, layout, expected) in refused {
-            let archive = sandbox.path("refused.\(format == .zip ? "zip" : "tar")")
+            let archive = sandbox.appending("refused.\(format == .zip ? "zip" : "tar")")
             try? FileManager.default.removeItem(at: archive)
             try RawArchive.write(layout, format: format, to: archive)
             expectRefusal(expected, "\(label)") { _ = try PackageArchive.scan(archive: archive) }
@@ -408,13 +408,13 @@ import Testing
     }
 
     @Test func zipDashR() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url, name: "Name.deck")
         try runTool("/usr/bin/zip", ["-qr", "Name.zip", "Name.deck"], in: sandbox.url)
         let report = try PackageArchive.unpack(
-            archive: sandbox.path("Name.zip"), to: sandbox.path("Out.deck"))
+            archive: sandbox.appending("Name.zip"), to: sandbox.appending("Out.deck"))
         #expect(report.topLevelFolder == "Name.deck")
-        #expect(try treeSnapshot(sandbox.path("Out.deck")) == expectedTree(package))
+        #expect(try treeSnapshot(sandbox.appending("Out.deck")) == expectedTree(package))
     }
 
     @Test(arguments: [
@@ -424,11 +424,11 @@ import Testing
         ["-cf", "x.tar", "-C", "Name.deck", "."],
     ])
     func gnuTar(arguments: [String]) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url, name: "Name.deck")
         try runTool("/usr/bin/tar", arguments, in: sandbox.url)
-        try PackageArchive.unpack(archive: sandbox.path("x.tar"), to: sandbox.path("Out.deck"))
-        #expect(try treeSnapshot(sandbox.path("Out.deck")) == expectedTree(package))
+        try PackageArchive.unpack(archive: sandbox.appending("x.tar"), to: sandbox.appending("Out.deck"))
+        #expect(try treeSnapshot(sandbox.appending("Out.deck")) == expectedTree(package))
     }
 
     @Test(arguments: [
@@ -438,15 +438,15 @@ import Testing
         ["-cf", "x.tar", "-C", "Name.deck", "."],
     ])
     func bsdtar(arguments: [String]) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url, name: "Name.deck")
         try runTool("/usr/bin/bsdtar", arguments, in: sandbox.url)
-        try PackageArchive.unpack(archive: sandbox.path("x.tar"), to: sandbox.path("Out.deck"))
-        #expect(try treeSnapshot(sandbox.path("Out.deck")) == expectedTree(package))
+        try PackageArchive.unpack(archive: sandbox.appending("x.tar"), to: sandbox.appending("Out.deck"))
+        #expect(try treeSnapshot(sandbox.appending("Out.deck")) == expectedTree(package))
     }
 
     @Test func nonASCIITopLevelFolder() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let name = "Caf\u{e9} \u{65e5}\u{672c}.deck"
         let package = try PackageFixture.make(in: sandbox.url, name: name)
         let utf8 = ["LC_ALL": "C.UTF-8"]
@@ -456,8 +456,8 @@ import Testing
             "/usr/bin/bsdtar", ["--format", "zip", "-cf", "bsd.zip", name], in: sandbox.url, environment: utf8
         )
         for archive in ["gnu.tar", "info.zip", "bsd.zip"] {
-            let destination = sandbox.path("out-\(archive).deck")
-            let report = try PackageArchive.unpack(archive: sandbox.path(archive), to: destination)
+            let destination = sandbox.appending("out-\(archive).deck")
+            let report = try PackageArchive.unpack(archive: sandbox.appending(archive), to: destination)
             #expect(report.topLevelFolder == name, "\(archive)")
             #expect(try treeSnapshot(destination) == expectedTree(package), "\(archive)")
         }
@@ -467,9 +467,9 @@ import Testing
 
     @Test(arguments: [ArchiveFormat.zip, .tar])
     func tooManyEntries(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.\(format.fileExtension)")
+        let archive = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: archive, format: format)
         let names = try RawArchive.names(of: archive)
         let limits = UnpackLimits(maxEntries: 5)
@@ -477,18 +477,19 @@ import Testing
         // are counted as they come.
         let entry = format == .zip ? "out.zip" : names[5]
         expectRefusal(.limitExceeded(entry: entry, limit: .entries(5))) {
-            try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"), limits: limits)
+            try PackageArchive.unpack(archive: archive, to: sandbox.appending("Out.deck"), limits: limits)
         }
-        #expect(try sandbox.contents() == ["Sample.deck", archive.lastPathComponent])
+        #expect(try sandbox.names() == ["Sample.deck", archive.lastPathComponent])
         try PackageArchive.unpack(
-            archive: archive, to: sandbox.path("Out.deck"), limits: UnpackLimits(maxEntries: names.count))
+            archive: archive, to: sandbox.appending("Out.deck"), limits: UnpackLimits(maxEntries: names.count)
+        )
     }
 
     @Test(arguments: [ArchiveFormat.zip, .tar])
     func entryAndTotalSizeLimits(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.\(format.fileExtension)")
+        let archive = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: archive, format: format)
         let storeSize = Int64(package.store.count)
         expectRefusal(.limitExceeded(entry: "store.sqlite", limit: .entryBytes(storeSize - 1))) {
@@ -497,24 +498,24 @@ import Testing
         let upToStore = Int64(PackageArchive.mimeType.utf8.count + package.manifest.count) + storeSize
         expectRefusal(.limitExceeded(entry: "store.sqlite", limit: .totalBytes(upToStore - 1))) {
             try PackageArchive.unpack(
-                archive: archive, to: sandbox.path("Out.deck"),
+                archive: archive, to: sandbox.appending("Out.deck"),
                 limits: UnpackLimits(maxTotalBytes: upToStore - 1))
         }
         expectRefusal(.limitExceeded(entry: "manifest.json", limit: .manifestBytes(3))) {
             _ = try PackageArchive.scan(archive: archive, limits: UnpackLimits(maxManifestBytes: 3))
         }
-        #expect(try sandbox.contents() == ["Sample.deck", archive.lastPathComponent])
+        #expect(try sandbox.names() == ["Sample.deck", archive.lastPathComponent])
         let exact = UnpackLimits(maxTotalBytes: try PackageArchive.scan(archive: archive).totalBytes)
-        try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"), limits: exact)
+        try PackageArchive.unpack(archive: archive, to: sandbox.appending("Out.deck"), limits: exact)
     }
 
     // MARK: Damaged input
 
     @Test(arguments: ArchiveFormat.allCases)
     func truncatedArchives(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.\(format.fileExtension)")
+        let archive = sandbox.appending("out.\(format.fileExtension)")
         try PackageArchive.pack(directory: package.url, to: archive, format: format)
         let data = try Data(contentsOf: archive)
         // A plain tar cut exactly between two entries looks complete to any reader, so tar cuts
@@ -524,45 +525,46 @@ import Testing
         cuts += [1, 10, 100, span - 1]
         for cut in cuts {
             let adjusted = format == .tar && cut % 512 == 0 ? cut + 7 : cut
-            let truncated = sandbox.path("cut-\(adjusted).\(format.fileExtension)")
+            let truncated = sandbox.appending("cut-\(adjusted).\(format.fileExtension)")
             try data.prefix(adjusted).write(to: truncated)
             expectRefusal(nil, "cut at \(adjusted) of \(data.count)") {
-                try PackageArchive.unpack(archive: truncated, to: sandbox.path("Out.deck"))
+                try PackageArchive.unpack(archive: truncated, to: sandbox.appending("Out.deck"))
             }
             expectRefusal(nil, "cut at \(adjusted) of \(data.count)") {
                 _ = try PackageArchive.scan(archive: truncated)
             }
             try FileManager.default.removeItem(at: truncated)
         }
-        #expect(try sandbox.contents() == ["Sample.deck", archive.lastPathComponent])
+        #expect(try sandbox.names() == ["Sample.deck", archive.lastPathComponent])
     }
 
     @Test func garbageAndEmptyFiles() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let seed = TestSeed("ArchiveUnpackTests.garbage", filter: "ArchiveUnpackTests")
         var generator = seed.generator()
-        let garbage = sandbox.path("garbage.zip")
+        let garbage = sandbox.appending("garbage.zip")
         try Data((0..<100_000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: garbage)
-        let empty = sandbox.path("empty.tar")
+        let empty = sandbox.appending("empty.tar")
         try Data().write(to: empty)
-        let zipLike = sandbox.path("ziplike.zip")
+        let zipLike = sandbox.appending("ziplike.zip")
         try Data([0x50, 0x4b, 0x03, 0x04] + [UInt8](repeating: 0xff, count: 200)).write(to: zipLike)
         for archive in [garbage, empty, zipLike] {
             expectRefusal(nil, "\(archive.lastPathComponent), \(seed)") {
-                try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
+                try PackageArchive.unpack(archive: archive, to: sandbox.appending("Out.deck"))
             }
         }
         let missing = expectDeckError {
-            try PackageArchive.unpack(archive: sandbox.path("missing.zip"), to: sandbox.path("Out.deck"))
+            try PackageArchive.unpack(
+                archive: sandbox.appending("missing.zip"), to: sandbox.appending("Out.deck"))
         }
         #expect(missing?.kind == .cannotOpen, "\(String(describing: missing))")
-        #expect(try sandbox.contents() == ["empty.tar", "garbage.zip", "ziplike.zip"])
+        #expect(try sandbox.names() == ["empty.tar", "garbage.zip", "ziplike.zip"])
     }
 
     @Test func corruptBlobDataIsCaughtByCRCOrDigest() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let package = try PackageFixture.make(in: sandbox.url)
-        let archive = sandbox.path("out.zip")
+        let archive = sandbox.appending("out.zip")
         try PackageArchive.pack(directory: package.url, to: archive, format: .zip)
         var bytes = [UInt8](try Data(contentsOf: archive))
         // Flip a byte inside the stored 5000-byte blob.
@@ -578,8 +580,8 @@ import Testing
         bytes[start + 100] ^= 0xff
         try Data(bytes).write(to: archive)
         expectRefusal(nil) {
-            try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
+            try PackageArchive.unpack(archive: archive, to: sandbox.appending("Out.deck"))
         }
-        #expect(try sandbox.contents() == ["Sample.deck", "out.zip"])
+        #expect(try sandbox.names() == ["Sample.deck", "out.zip"])
     }
 }

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -10,11 +11,11 @@ import Testing
 @Suite struct ArchiveWriterTests {
     @Test(arguments: ArchiveFormat.allCases)
     func writesFilesDataAndDirectories(format: ArchiveFormat) throws {
-        let sandbox = try Sandbox()
-        let source = sandbox.path("source.bin")
+        let sandbox = try ScratchDirectory()
+        let source = sandbox.appending("source.bin")
         let big = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try big.write(to: source)
-        let url = sandbox.path("out.\(format.fileExtension)")
+        let url = sandbox.appending("out.\(format.fileExtension)")
         let writer = try ArchiveWriter(url: url, format: format)
         try writer.addData(name: "hello.txt", data: Data("hi".utf8), compress: true)
         try writer.addDirectory(name: "dir")
@@ -47,8 +48,8 @@ import Testing
 
     @Test(arguments: ["", "/abs", "../up", "a/../b", "a//b", "./a", "a\\b", "a\u{7}b", "x/."])
     func refusesUnsafeNames(name: String) throws {
-        let sandbox = try Sandbox()
-        let writer = try ArchiveWriter(url: sandbox.path("out.zip"), format: .zip)
+        let sandbox = try ScratchDirectory()
+        let writer = try ArchiveWriter(url: sandbox.appending("out.zip"), format: .zip)
         expectRefusal(nil) {
             try writer.addData(name: name, data: Data(), compress: false)
         }
@@ -59,8 +60,8 @@ import Testing
     }
 
     @Test func refusesAnExistingFile() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("out.tar")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("out.tar")
         try Data("keep".utf8).write(to: url)
         expectAlreadyExists(url.path) {
             _ = try ArchiveWriter(url: url, format: .tar)
@@ -69,27 +70,27 @@ import Testing
     }
 
     @Test func refusesSymbolicLinkSources() throws {
-        let sandbox = try Sandbox()
-        try Data("x".utf8).write(to: sandbox.path("real"))
+        let sandbox = try ScratchDirectory()
+        try Data("x".utf8).write(to: sandbox.appending("real"))
         try FileManager.default.createSymbolicLink(
-            atPath: sandbox.path("link").path, withDestinationPath: "real")
-        let writer = try ArchiveWriter(url: sandbox.path("out.tar"), format: .tar)
+            atPath: sandbox.appending("link").path, withDestinationPath: "real")
+        let writer = try ArchiveWriter(url: sandbox.appending("out.tar"), format: .tar)
         #expect(throws: DeckError.self) {
-            try writer.addFile(name: "link", source: sandbox.path("link"), compress: false)
+            try writer.addFile(name: "link", source: sandbox.appending("link"), compress: false)
         }
     }
 
     @Test func cannotBeUsedAfterFinish() throws {
-        let sandbox = try Sandbox()
-        let writer = try ArchiveWriter(url: sandbox.path("out.zip"), format: .zip)
+        let sandbox = try ScratchDirectory()
+        let writer = try ArchiveWriter(url: sandbox.appending("out.zip"), format: .zip)
         try writer.finish()
         expectRefusal(nil) { try writer.addDirectory(name: "late") }
         expectRefusal(nil) { try writer.finish() }
     }
 
     @Test func zipCompressionIsChosenPerEntry() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("out.zip")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("out.zip")
         let text = Data(String(repeating: "compressible ", count: 1000).utf8)
         let writer = try ArchiveWriter(url: url, format: .zip)
         try writer.addData(name: "stored", data: text, compress: false)
@@ -102,8 +103,8 @@ import Testing
     }
 
     @Test func gzipHeaderHasNoTimestamp() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("out.tar.gz")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("out.tar.gz")
         let writer = try ArchiveWriter(url: url, format: .tarGzip)
         try writer.addData(name: "a", data: Data("a".utf8), compress: true)
         try writer.finish()
@@ -114,12 +115,12 @@ import Testing
 
     /// Names ustar cannot hold get a pax header; it must carry no time or host data either.
     @Test func longAndNonASCIINamesInTar() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let long = String(repeating: "x", count: 150)
         let accented = "Caf\u{e9}/\u{65e5}\u{672c}.txt"
         var outputs: [Data] = []
         for index in 0..<2 {
-            let url = sandbox.path("out\(index).tar")
+            let url = sandbox.appending("out\(index).tar")
             let writer = try ArchiveWriter(url: url, format: .tar)
             try writer.addData(name: long, data: Data("l".utf8), compress: true)
             try writer.addData(name: accented, data: Data("a".utf8), compress: true)

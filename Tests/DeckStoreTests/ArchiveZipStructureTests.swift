@@ -1,5 +1,5 @@
 import DeckKit
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -55,15 +55,15 @@ import Testing
     }
 
     /// A Deck export of the flash-cards sample, as bytes, and the sandbox it lives in.
-    static func exported() throws -> (Sandbox, [UInt8]) {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("Sample.deck")
-        let document = try TestDocument.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document.store)
+    static func exported() throws -> (ScratchDirectory, [UInt8]) {
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("Sample.deck")
+        let document = try PackageStore.create(
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(document)
         try document.close()
-        try DeckDocument.export(at: url, to: sandbox.path("good.zip"))
-        return (sandbox, [UInt8](try Data(contentsOf: sandbox.path("good.zip"))))
+        try DeckDocument.export(at: url, to: sandbox.appending("good.zip"))
+        return (sandbox, [UInt8](try Data(contentsOf: sandbox.appending("good.zip"))))
     }
 
     struct Mutation: Sendable, CustomTestStringConvertible {
@@ -163,11 +163,11 @@ import Testing
         let (sandbox, good) = try Self.exported()
         var bytes = good
         try mutation.apply(&bytes, try Layout(good))
-        let archive = sandbox.path("bad.zip")
+        let archive = sandbox.appending("bad.zip")
         try Data(bytes).write(to: archive)
         var refusal: ArchiveError?
         do {
-            try PackageArchive.unpack(archive: archive, to: sandbox.path("Out.deck"))
+            try PackageArchive.unpack(archive: archive, to: sandbox.appending("Out.deck"))
         } catch DeckError.archive(let error) {
             refusal = error
         }
@@ -176,10 +176,10 @@ import Testing
         case .unreadable? where mutation.libarchiveCatchesIt: break
         default: Issue.record("\(mutation.label): \(String(describing: refusal))")
         }
-        #expect(try sandbox.contents() == ["Sample.deck", "bad.zip", "good.zip"])
+        #expect(try sandbox.names() == ["Sample.deck", "bad.zip", "good.zip"])
         #expect(try !DeckDocument.verifyArchive(at: archive).isValid)
         #expect(throws: DeckError.self) {
-            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         }
     }
 
@@ -190,10 +190,10 @@ import Testing
         let comment = Array("a comment after the end record".utf8)
         Self.put16(&bytes, layout.end + 20, comment.count)
         bytes += comment
-        let archive = sandbox.path("commented.zip")
+        let archive = sandbox.appending("commented.zip")
         try Data(bytes).write(to: archive)
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
-        try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+        try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
     }
 
     @Test func aDeclaredSizeSmallerThanTheDataIsRefused() throws {
@@ -206,7 +206,7 @@ import Testing
         Self.put32(&bytes, entry.record + 24, size - 100)
         Self.put32(&bytes, entry.local + 22, size - 100)
         Self.put32(&bytes, try #require(entry.descriptor) + 8, size - 100)
-        let archive = sandbox.path("short.zip")
+        let archive = sandbox.appending("short.zip")
         try Data(bytes).write(to: archive)
         // Refused at the first byte past the declared size, or by libarchive's zip reader,
         // which notices at the end of the entry.
@@ -228,13 +228,13 @@ import Testing
     struct Case: Sendable, CustomTestStringConvertible {
         let label: String
         let acceptable: Bool
-        let make: @Sendable (Sandbox, URL) throws -> URL
+        let make: @Sendable (ScratchDirectory, URL) throws -> URL
         var testDescription: String { label }
     }
 
     /// The sample's export, unpacked: entries to rebuild archives from.
-    static func entries(of archive: URL, in sandbox: Sandbox) throws -> [RawEntry] {
-        let scratch = sandbox.path("entries-\(UUID().uuidString)")
+    static func entries(of archive: URL, in sandbox: ScratchDirectory) throws -> [RawEntry] {
+        let scratch = sandbox.appending("entries-\(UUID().uuidString)")
         try DeckDocument.unpack(at: archive, to: scratch)
         defer { try? FileManager.default.removeItem(at: scratch) }
         var entries: [RawEntry] = [.mimeType]
@@ -261,7 +261,7 @@ import Testing
             var padded = manifest
             padded.append(Data(repeating: 0x20, count: 2 << 20))
             entries[1] = .file("manifest.json", padded)
-            let url = sandbox.path("big-manifest.tar")
+            let url = sandbox.appending("big-manifest.tar")
             try RawArchive.write(entries, format: .pax, to: url)
             return url
         },
@@ -271,27 +271,27 @@ import Testing
             var padded = manifest
             padded.append(Data(repeating: 0x20, count: (1 << 20) - manifest.count))
             entries[1] = .file("manifest.json", padded)
-            let url = sandbox.path("full-manifest.tar")
+            let url = sandbox.appending("full-manifest.tar")
             try RawArchive.write(entries, format: .pax, to: url)
             return url
         },
         Case(label: "manifest not JSON", acceptable: false) { sandbox, good in
             var entries = try entries(of: good, in: sandbox)
             entries[1] = .file("manifest.json", "not json")
-            let url = sandbox.path("bad-manifest.zip")
+            let url = sandbox.appending("bad-manifest.zip")
             try RawArchive.write(entries, format: .zip, to: url)
             return url
         },
         Case(label: "a referenced blob left out", acceptable: false) { sandbox, good in
             let entries = try entries(of: good, in: sandbox)
-            let url = sandbox.path("no-blob.zip")
+            let url = sandbox.appending("no-blob.zip")
             try RawArchive.write(Array(entries.dropLast()), format: .zip, to: url)
             return url
         },
         Case(label: "an orphan blob added", acceptable: true) { sandbox, good in
             let extra = Data("nobody references me".utf8)
             let hex = SHA256Hasher.hash(extra).hexDigest
-            let url = sandbox.path("orphan.zip")
+            let url = sandbox.appending("orphan.zip")
             try RawArchive.write(
                 try entries(of: good, in: sandbox) + [.file("blobs/\(hex.prefix(2))/\(hex)", extra)],
                 format: .zip,
@@ -299,14 +299,14 @@ import Testing
             return url
         },
         Case(label: "a non-empty write-ahead log", acceptable: false) { sandbox, good in
-            let url = sandbox.path("wal.tar")
+            let url = sandbox.appending("wal.tar")
             try RawArchive.write(
                 try entries(of: good, in: sandbox) + [.file("store.sqlite-wal", "frames")], format: .pax,
                 to: url)
             return url
         },
         Case(label: "lock, tmp and shm of a used package", acceptable: true) { sandbox, good in
-            let url = sandbox.path("used.tar")
+            let url = sandbox.appending("used.tar")
             let extras: [RawEntry] = [
                 .file("lock", "123\n"), .directory("tmp/"), .file("tmp/blob-1.part", "x"),
                 .file("store.sqlite-shm", "index"),
@@ -319,12 +319,12 @@ import Testing
             guard case .file(var store) = entries[2].kind else { throw RawArchiveError(description: "?") }
             store.replaceSubrange(4096..<8192, with: Data(repeating: 0xA5, count: 4096))
             entries[2] = .file("store.sqlite", store)
-            let url = sandbox.path("damaged.zip")
+            let url = sandbox.appending("damaged.zip")
             try RawArchive.write(entries, format: .zip, to: url)
             return url
         },
         Case(label: "truncated", acceptable: false) { sandbox, good in
-            let url = sandbox.path("cut.zip")
+            let url = sandbox.appending("cut.zip")
             try Data(contentsOf: good).prefix(5000).write(to: url)
             return url
         },
@@ -333,11 +333,11 @@ import Testing
     @Test(arguments: cases)
     func verifyAndImportAgree(_ item: Case) throws {
         let (sandbox, _) = try Self.exported()
-        let archive = try item.make(sandbox, sandbox.path("good.zip"))
+        let archive = try item.make(sandbox, sandbox.appending("good.zip"))
         let report = try DeckDocument.verifyArchive(at: archive)
         var imported = true
         do {
-            try DeckDocument.importArchive(at: archive, to: sandbox.path("Imported.deck"))
+            try DeckDocument.importArchive(at: archive, to: sandbox.appending("Imported.deck"))
         } catch {
             imported = false
             #expect(error.kind == .invalidData, "\(error)")
@@ -351,7 +351,7 @@ import Testing
         if let scan, !item.acceptable, scan.manifest.count > 1 << 20 {
             #expect(throws: DeckError.self) {
                 try DeckDocument.importArchive(
-                    at: archive, to: sandbox.path("Generous.deck"), limits: generous)
+                    at: archive, to: sandbox.appending("Generous.deck"), limits: generous)
             }
         }
     }

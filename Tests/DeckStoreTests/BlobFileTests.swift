@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -9,11 +10,12 @@ import Testing
 
 /// A package holding one external blob, and the blob's bytes and digest.
 private func packageWithBlob(in dir: URL, bytes: Data = testBytes(5_000, seed: 9)) throws -> (
-    TestDocument, Data, Digest
+    PackageStore, Data, Digest
 ) {
-    let package = try makeTestPackage(in: dir)
-    try package.insert("Card", ["front": .string("a"), "image": .data(bytes)])
-    try package.save()
+    let package = try makeTestStore(in: dir)
+    try package.write { tx in
+        try tx.insert("Card", ["front": .string("a"), "image": .data(bytes)])
+    }
     return (package, bytes, SHA256Hasher.hash(bytes))
 }
 
@@ -65,7 +67,7 @@ struct BlobCopyTests {
             let (package, bytes, digest) = try packageWithBlob(in: dir)
             defer { try? package.close() }
             let out = dir.appendingPathComponent("out.bin").path
-            try package.blobs.copy(digest, toPath: out)
+            try package.read { try $0.copyBlob(digest, toPath: out) }
             #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == bytes)
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == [
@@ -83,7 +85,7 @@ struct BlobCopyTests {
             _ = chmod(out, 0o600)
             var before = stat()
             _ = stat(out, &before)
-            try package.blobs.copy(digest, toPath: out)
+            try package.read { try $0.copyBlob(digest, toPath: out) }
             var after = stat()
             _ = stat(out, &after)
             #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == bytes)
@@ -101,7 +103,7 @@ struct BlobCopyTests {
             let link = dir.appendingPathComponent("link.bin").path
             try Data("old".utf8).write(to: URL(fileURLWithPath: target))
             try #require(symlink(target, link) == 0)
-            try package.blobs.copy(digest, toPath: link)
+            try package.read { try $0.copyBlob(digest, toPath: link) }
             #expect(fileType(link) == S_IFLNK)
             #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == bytes)
         }
@@ -113,7 +115,7 @@ struct BlobCopyTests {
             defer { try? package.close() }
             var before = stat()
             try #require(stat("/dev/null", &before) == 0)
-            try package.blobs.copy(digest, toPath: "/dev/null")
+            try package.read { try $0.copyBlob(digest, toPath: "/dev/null") }
             var after = stat()
             try #require(stat("/dev/null", &after) == 0)
             #expect(after.st_mode & S_IFMT == S_IFCHR)
@@ -139,7 +141,7 @@ struct BlobCopyTests {
                 received.finish()
             }
             reader.start()
-            try package.blobs.copy(digest, toPath: fifo)
+            try package.read { try $0.copyBlob(digest, toPath: fifo) }
             #expect(received.wait() == bytes)
             #expect(fileType(fifo) == S_IFIFO)
             #expect(
@@ -155,7 +157,7 @@ struct BlobCopyTests {
             defer { try? package.close() }
             let target = dir.appendingPathComponent("folder").path
             try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
-            let error = expectDeckError { try package.blobs.copy(digest, toPath: target) }
+            let error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: target) } }
             guard case .io(let path, _, let code) = error else {
                 Issue.record("expected an I/O error, got \(String(describing: error))")
                 return
@@ -174,7 +176,7 @@ struct BlobCopyTests {
             let path = dir.appendingPathComponent("sock").path
             let socket = try makeSocket(path)
             defer { close(socket) }
-            let error = expectDeckError { try package.blobs.copy(digest, toPath: path) }
+            let error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: path) } }
             guard case .io(let reported, _, let code) = error else {
                 Issue.record("expected an I/O error, got \(String(describing: error))")
                 return
@@ -193,7 +195,7 @@ struct BlobCopyTests {
             try FileManager.default.createDirectory(atPath: locked, withIntermediateDirectories: false)
             _ = chmod(locked, 0o555)
             let out = locked + "/out.bin"
-            let error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+            let error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
             guard case .permissionDenied(let path, _) = error else {
                 Issue.record("expected permission denied, got \(String(describing: error))")
                 return
@@ -211,7 +213,7 @@ struct BlobCopyTests {
             let (package, _, digest) = try packageWithBlob(in: dir)
             defer { try? package.close() }
             let out = "/sys/deck-test-\(UUID().uuidString).bin"
-            let error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+            let error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
             #expect(error != nil)
             #expect(fileType(out) == nil)
         }
@@ -221,14 +223,14 @@ struct BlobCopyTests {
         try withTestDirectory { dir in
             let (package, _, digest) = try packageWithBlob(in: dir)
             defer { try? package.close() }
-            let blobPath = package.blobs.path(for: digest)
+            let blobPath = BlobStore(packagePath: package.url.path).path(for: digest)
             _ = chmod(blobPath, 0o644)
             try flipByte(at: blobPath, offset: 100)
 
             // An existing regular file keeps its contents; no temporary is left.
             let out = dir.appendingPathComponent("out.bin").path
             try Data("keep me".utf8).write(to: URL(fileURLWithPath: out))
-            let error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+            let error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
             guard case .blobUnavailable(let hex, let reason) = error else {
                 Issue.record("expected blobUnavailable, got \(String(describing: error))")
                 return
@@ -247,7 +249,7 @@ struct BlobCopyTests {
             let reader = open(fifo, O_RDONLY | O_NONBLOCK)
             try #require(reader >= 0)
             defer { close(reader) }
-            expectDeckError { try package.blobs.copy(digest, toPath: fifo) }
+            expectDeckError { try package.read { try $0.copyBlob(digest, toPath: fifo) } }
             var byte: UInt8 = 0
             #expect(read(reader, &byte, 1) <= 0)
             #expect(fileType(fifo) == S_IFIFO)
@@ -255,7 +257,7 @@ struct BlobCopyTests {
             // A descriptor gets nothing either.
             var ends: [Int32] = [0, 0]
             try #require(pipe(&ends) == 0)
-            expectDeckError { try package.blobs.copy(digest, to: ends[1], name: "the pipe") }
+            expectDeckError { try package.read { try $0.copyBlob(digest, to: ends[1], name: "the pipe") } }
             close(ends[1])
             #expect(readAll(ends[0]).isEmpty)
             close(ends[0])
@@ -269,7 +271,7 @@ struct BlobCopyTests {
             var ends: [Int32] = [0, 0]
             try #require(pipe(&ends) == 0)
             // 40,000 bytes fit in a pipe's buffer: no reader thread needed.
-            try package.blobs.copy(digest, to: ends[1], name: "the pipe")
+            try package.read { try $0.copyBlob(digest, to: ends[1], name: "the pipe") }
             close(ends[1])
             #expect(readAll(ends[0]) == bytes)
             close(ends[0])
@@ -280,18 +282,18 @@ struct BlobCopyTests {
         try withTestDirectory { dir in
             let (package, _, digest) = try packageWithBlob(in: dir)
             defer { try? package.close() }
-            let blobPath = package.blobs.path(for: digest)
+            let blobPath = BlobStore(packagePath: package.url.path).path(for: digest)
             _ = chmod(blobPath, 0o644)
             try FileManager.default.removeItem(atPath: blobPath)
             let out = dir.appendingPathComponent("out.bin").path
-            let missing = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+            let missing = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
             if case .blobUnavailable(_, let reason) = missing {
                 #expect(reason.contains("missing"))
             } else {
                 Issue.record("expected blobUnavailable, got \(String(describing: missing))")
             }
             try makeFIFO(blobPath)
-            let fifo = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+            let fifo = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
             if case .blobUnavailable(_, let reason) = fifo {
                 #expect(reason.contains("FIFO"))
             } else {
@@ -306,7 +308,7 @@ struct BlobCopyTests {
             let (package, bytes, digest) = try packageWithBlob(in: dir)
             defer { try? package.close() }
             let out = dir.appendingPathComponent(String(repeating: "n", count: 255)).path
-            try package.blobs.copy(digest, toPath: out)
+            try package.read { try $0.copyBlob(digest, toPath: out) }
             #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == bytes)
         }
     }
@@ -342,7 +344,7 @@ private final class ReceivedBytes: @unchecked Sendable {
 @Suite("Values read from files (key=@FILE)")
 struct InputFileTests {
     /// A package with an inline and an external data attribute (threshold 16 bytes).
-    private func package(in dir: URL) throws -> TestDocument {
+    private func package(in dir: URL) throws -> PackageStore {
         let schema = StoreSchema(entities: [
             Entity(
                 "F",
@@ -353,15 +355,15 @@ struct InputFileTests {
                         externalThreshold: 16),
                 ])
         ])
-        return try TestDocument.create(
+        return try PackageStore.create(
             at: dir.appendingPathComponent("f.deck"), contentType: "org.example.f", schema: schema)
     }
 
     /// The bytes stored for `property` of record `id`.
-    private func stored(_ package: TestDocument, _ id: Int64, _ property: String) throws -> Data? {
-        switch try package.record("F", id: id)?[property] {
+    private func stored(_ reader: StoreReader, _ id: Int64, _ property: String) throws -> Data? {
+        switch try reader.record("F", id: id)?[property] {
         case .data(let data): data
-        case .blob(let reference): try package.data(for: reference)
+        case .blob(let reference): try reader.data(for: reference)
         default: nil
         }
     }
@@ -370,11 +372,13 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             // smaps spans many pages and procfs returns one page per read: the old code kept one.
             for property in ["inline", "external"] {
                 for file in ["/proc/self/status", "/proc/self/smaps"] {
-                    let id = try package.insert("F", [property: .file(URL(fileURLWithPath: file))])
-                    let data = try #require(try stored(package, id, property), "\(file) → \(property)")
+                    let id = try tx.insert("F", [property: .file(URL(fileURLWithPath: file))])
+                    let data = try #require(try stored(tx, id, property), "\(file) → \(property)")
                     let text = String(decoding: data, as: UTF8.self)
                     #expect(text.hasSuffix("\n"), "\(file) → \(property)")
                     let lastLine = text.dropLast().split(separator: "\n").last ?? ""
@@ -387,7 +391,7 @@ struct InputFileTests {
                     }
                 }
             }
-            try package.save()
+            try tx.commit()
         }
     }
 
@@ -395,6 +399,8 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let fifo = dir.appendingPathComponent("pipe").path
             try makeFIFO(fifo)
             let socketPath = dir.appendingPathComponent("sock").path
@@ -407,7 +413,7 @@ struct InputFileTests {
             for (path, kind) in cases {
                 for property in ["inline", "external"] {
                     let error = expectDeckError {
-                        try package.insert("F", [property: .file(URL(fileURLWithPath: path))])
+                        try tx.insert("F", [property: .file(URL(fileURLWithPath: path))])
                     }
                     guard case .invalidValue(let entity, let name, let reason) = error else {
                         Issue.record("\(path): expected invalidValue, got \(String(describing: error))")
@@ -417,14 +423,14 @@ struct InputFileTests {
                     #expect(reason.contains(path) && reason.contains(kind), "\(reason)")
                 }
                 // The streaming API refuses them the same way.
-                let error = expectDeckError { _ = try package.blobs.write(contentsOf: path) }
+                let error = expectDeckError { _ = try tx.live().blobs.write(contentsOf: path) }
                 if case .io(let reported, let operation, _) = error {
                     #expect(reported == path && operation.contains(kind), "\(operation)")
                 } else {
                     Issue.record("\(path): expected an I/O error, got \(String(describing: error))")
                 }
             }
-            #expect(try package.count(RecordQuery("F")) == 0)
+            #expect(try tx.count(RecordQuery("F")) == 0)
         }
     }
 
@@ -432,13 +438,15 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let target = dir.appendingPathComponent("real.bin").path
             let link = dir.appendingPathComponent("link.bin").path
             let bytes = testBytes(1_000)
             try bytes.write(to: URL(fileURLWithPath: target))
             try #require(symlink(target, link) == 0)
-            let id = try package.insert("F", ["external": .file(URL(fileURLWithPath: link))])
-            #expect(try stored(package, id, "external") == bytes)
+            let id = try tx.insert("F", ["external": .file(URL(fileURLWithPath: link))])
+            #expect(try stored(tx, id, "external") == bytes)
         }
     }
 
@@ -446,10 +454,12 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             // /proc/self/mem opens for anyone but fails to read at offset 0 (nothing is mapped there).
             for property in ["inline", "external"] {
                 let error = expectDeckError {
-                    try package.insert("F", [property: .file(URL(fileURLWithPath: "/proc/self/mem"))])
+                    try tx.insert("F", [property: .file(URL(fileURLWithPath: "/proc/self/mem"))])
                 }
                 guard case .io(let path, let operation, _) = error else {
                     Issue.record("expected an I/O error, got \(String(describing: error))")
@@ -457,7 +467,7 @@ struct InputFileTests {
                 }
                 #expect(path == "/proc/self/mem" && operation == "read")
             }
-            #expect(try package.count(RecordQuery("F")) == 0)
+            #expect(try tx.count(RecordQuery("F")) == 0)
             #expect(temporaryFiles(package.url).isEmpty)
         }
     }
@@ -467,11 +477,13 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let path = dir.appendingPathComponent("secret.bin").path
             try testBytes(100).write(to: URL(fileURLWithPath: path))
             _ = chmod(path, 0o000)
             let error = expectDeckError {
-                try package.insert("F", ["inline": .file(URL(fileURLWithPath: path))])
+                try tx.insert("F", ["inline": .file(URL(fileURLWithPath: path))])
             }
             guard case .permissionDenied(let reported, _) = error else {
                 Issue.record("expected permission denied, got \(String(describing: error))")
@@ -485,13 +497,16 @@ struct InputFileTests {
         try withTestDirectory { dir in
             let package = try package(in: dir)
             defer { try? package.close() }
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let path = dir.appendingPathComponent("growing.bin").path
             let first = testBytes(BlobStore.chunkSize + BlobStore.chunkSize / 2, seed: 1)
             let more = testBytes(BlobStore.chunkSize, seed: 2)
             try first.write(to: URL(fileURLWithPath: path))
             // The first progress call comes after the first chunk: the file grows then.
             var totals: [(Int64, Int64)] = []
-            package.blobs.progress = { done, total in
+            let blobs = try tx.live().blobs
+            blobs.progress = { done, total in
                 if totals.isEmpty, let handle = FileHandle(forWritingAtPath: path) {
                     handle.seekToEndOfFile()
                     handle.write(more)
@@ -499,8 +514,8 @@ struct InputFileTests {
                 }
                 totals.append((done, total))
             }
-            defer { package.blobs.progress = nil }
-            let reference = try package.blobs.write(contentsOf: path)
+            defer { blobs.progress = nil }
+            let reference = try blobs.write(contentsOf: path)
             #expect(reference.size == Int64(first.count + more.count))
             #expect(reference.digest == SHA256Hasher.hash(first + more))
             #expect(totals.allSatisfy { $0.0 <= $0.1 })
@@ -509,14 +524,15 @@ struct InputFileTests {
             // The record path reads to the end too.
             try first.write(to: URL(fileURLWithPath: path))
             totals = []
-            let id = try package.insert("F", ["external": .file(URL(fileURLWithPath: path))])
-            #expect(try stored(package, id, "external") == first + more)
+            let id = try tx.insert("F", ["external": .file(URL(fileURLWithPath: path))])
+            #expect(try stored(tx, id, "external") == first + more)
         }
     }
 }
 
 /// A failed write of a blob's bytes.
-extension CrashTests {
+@Suite("A failed write of a blob's bytes")
+struct BlobWriteFaultTests {
     @Test func aFailedWriteLeavesTheDestinationAndNoTemporary() throws {
         try withTestDirectory { dir in
             let (package, _, digest) = try packageWithBlob(in: dir)
@@ -526,7 +542,7 @@ extension CrashTests {
             for operation in [FaultInjection.Operation.write, .fsync, .rename] {
                 var error: DeckError?
                 let fired = FaultInjection.inject(operation, pathContains: dir.path, errno: ENOSPC) {
-                    error = expectDeckError { try package.blobs.copy(digest, toPath: out) }
+                    error = expectDeckError { try package.read { try $0.copyBlob(digest, toPath: out) } }
                 }.fired
                 #expect(fired, "\(operation)")
                 #expect(error != nil, "\(operation)")

@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -9,9 +10,8 @@ import Testing
 struct CellCheckTests {
     /// A closed package with one valid Sample record of every type; returns its URL and the id.
     private func package(in dir: URL, schema: StoreSchema = recordsSchema()) throws -> (URL, Int64) {
-        let package = try makeTestPackage(in: dir, schema: schema)
-        let id = try package.insert("Sample", RecordTests.sampleValues)
-        try package.save()
+        let package = try makeTestStore(in: dir, schema: schema)
+        let id = try package.write { tx in try tx.insert("Sample", RecordTests.sampleValues) }.value
         try package.close()
         return (package.url, id)
     }
@@ -101,9 +101,9 @@ struct CellCheckTests {
             #expect(finding.severity == .legacy)
             #expect(finding.object == "Sample #\(id).\(column)")
             #expect(finding.message.contains(fragment), "\(finding.message)")
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
-            #expect(try reopened.record("Sample", id: id)?[column] == value)
+            #expect(try reopened.read { try $0.record("Sample", id: id) }?[column] == value)
         }
     }
 
@@ -142,9 +142,10 @@ struct CellCheckTests {
                 "Sample", attributes: [Attribute("meta", .json, isOptional: true), Attribute("need", .json)])
         ])
         try withTestDirectory { dir throws in
-            let document = try makeTestPackage(in: dir, schema: schema)
-            let id = try document.insert("Sample", ["meta": .json("1"), "need": .json("2")])
-            try document.save()
+            let document = try makeTestStore(in: dir, schema: schema)
+            let id = try document.write { tx in
+                try tx.insert("Sample", ["meta": .json("1"), "need": .json("2")])
+            }.value
             try document.close()
             let db = try rawStore(document.url)
             try db.run("UPDATE Sample SET meta = ' null ', need = 'null'")
@@ -154,17 +155,18 @@ struct CellCheckTests {
             #expect(report.findings.first?.object == "Sample #\(id).need")
             #expect(
                 report.findings.first?.message.contains("the JSON text null in a required attribute") == true)
-            let reopened = try TestDocument.open(at: document.url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: document.url, mode: .readOnly)
             defer { try? reopened.close() }
-            #expect(try reopened.record("Sample", id: id)?["meta"] == .null)
+            #expect(try reopened.read { try $0.record("Sample", id: id) }?["meta"] == .null)
         }
     }
 
     @Test func findingsPerColumnAreCapped() throws {
         try withTestDirectory { dir throws in
-            let document = try makeTestPackage(in: dir, schema: recordsSchema())
-            for i in 0..<25 { try document.insert("Sample", ["price": .integer(Int64(i))]) }
-            try document.save()
+            let document = try makeTestStore(in: dir, schema: recordsSchema())
+            try document.write { tx in
+                for i in 0..<25 { try tx.insert("Sample", ["price": .integer(Int64(i))]) }
+            }
             try document.close()
             let db = try rawStore(document.url)
             try db.run("UPDATE Sample SET price = price || '.0'")
@@ -187,10 +189,12 @@ struct CellCheckTests {
                 "Film", superentity: "Item", attributes: [Attribute("minutes", .integer, isOptional: true)]),
         ])
         try withTestDirectory { dir throws in
-            let document = try makeTestPackage(in: dir, schema: schema)
-            let book = try document.insert("Book", ["title": .string("B"), "isbn": .string("1")])
-            let film = try document.insert("Film", ["title": .string("F"), "minutes": .integer(90)])
-            try document.save()
+            let document = try makeTestStore(in: dir, schema: schema)
+            let (book, film) = try document.write { tx in
+                let book = try tx.insert("Book", ["title": .string("B"), "isbn": .string("1")])
+                let film = try tx.insert("Film", ["title": .string("F"), "minutes": .integer(90)])
+                return (book, film)
+            }.value
             try document.close()
             #expect(try valueFindings(document.url).isEmpty)
             let db = try rawStore(document.url)
@@ -214,9 +218,10 @@ struct CellCheckTests {
 
     @Test func externalStorageCellsAreLeftToTheBlobChecks() throws {
         try withTestDirectory { dir throws in
-            let document = try makeTestPackage(in: dir)
-            try document.insert("Card", ["front": .string("a"), "image": .data(testBytes(100))])
-            try document.save()
+            let document = try makeTestStore(in: dir)
+            try document.write { tx in
+                try tx.insert("Card", ["front": .string("a"), "image": .data(testBytes(100))])
+            }
             try document.close()
             #expect(try PackageVerifier.verify(at: document.url).findings.isEmpty)
         }

@@ -1,4 +1,4 @@
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -14,11 +14,11 @@ import Testing
         var all: [ChangeSet] { changes.withLock { $0 } }
     }
 
-    func withStore<T>(_ body: (PackageStore, Sandbox) throws -> T) throws -> T {
-        let sandbox = try Sandbox()
+    func withStore<T>(_ body: (PackageStore, ScratchDirectory) throws -> T) throws -> T {
+        let sandbox = try ScratchDirectory()
         let store = try PackageStore.create(
-            at: sandbox.path("Cards.deck"), contentType: FlashcardsSample.contentType,
-            schema: FlashcardsSample.schema)
+            at: sandbox.appending("Cards.deck"), contentType: SampleCards.contentType,
+            schema: SampleCards.schema)
         defer { try? store.close(discardingChanges: true) }
         return try body(store, sandbox)
     }
@@ -86,7 +86,7 @@ import Testing
         try withStore { writer, sandbox in
             #expect(writer.dataVersion() == nil)
             try writer.write { _ = try insertDeck($0, "a") }
-            let reader = try PackageStore.open(at: sandbox.path("Cards.deck"), mode: .readOnly)
+            let reader = try PackageStore.open(at: sandbox.appending("Cards.deck"), mode: .readOnly)
             defer { try? reader.close() }
             let before = try #require(reader.dataVersion())
             _ = try reader.read { try $0.count(RecordQuery("Deck")) }

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -36,31 +37,33 @@ struct CrashTests {
     }
 
     /// A saved package with a deck and two cards, one with an external image.
-    private func committedPackage(in dir: URL) throws -> TestDocument {
-        let package = try makeTestPackage(in: dir)
-        let deck = try package.insert("Deck", ["title": .string("Spanish")])
-        try package.insert(
-            "Card",
-            ["front": .string("hola"), "image": .data(testBytes(500, seed: 1)), "deck": .reference(deck)])
-        try package.insert("Card", ["front": .string("adiós"), "deck": .reference(deck)])
-        try package.save()
+    private func committedPackage(in dir: URL) throws -> PackageStore {
+        let package = try makeTestStore(in: dir)
+        try package.write { tx in
+            let deck = try tx.insert("Deck", ["title": .string("Spanish")])
+            try tx.insert(
+                "Card",
+                ["front": .string("hola"), "image": .data(testBytes(500, seed: 1)), "deck": .reference(deck)])
+            try tx.insert("Card", ["front": .string("adiós"), "deck": .reference(deck)])
+        }
         return package
     }
 
-    /// Closes, verifies and reopens the package, checking it holds exactly `expected`.
+    /// Closes the package (discarding what a failed change left in its transaction), verifies
+    /// and reopens it, checking it holds exactly `expected`.
     private func checkIntact(
-        _ package: TestDocument, expected: ContentSnapshot, blobFiles expectedFiles: [String],
+        _ package: PackageStore, expected: ContentSnapshot, blobFiles expectedFiles: [String],
         context: String,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> TestDocument {
+    ) throws -> PackageStore {
         let url = package.url
-        try package.close()
+        try package.close(discardingChanges: true)
         let report = try PackageVerifier.verify(at: url)
         #expect(report.isValid, "\(context): \(report.findings)", sourceLocation: sourceLocation)
         #expect(
             report.findings.filter { $0.code != "blob-orphan" && $0.code != "temporary" }.isEmpty,
             "\(context): \(report.findings)", sourceLocation: sourceLocation)
-        let reopened = try TestDocument.open(at: url, mode: .readWrite)
+        let reopened = try PackageStore.open(at: url, mode: .readWrite)
         #expect(
             try contentSnapshot(reopened) == expected, "\(context): content changed",
             sourceLocation: sourceLocation)
@@ -83,8 +86,9 @@ struct CrashTests {
             for attempt in 0..<32 {
                 let (skip, code) = Self.schedule(attempt)
                 let (fired, error) = withFault(operation, in: fragment, skip: skip, errno: code) {
-                    try package.insert("Card", ["front": .string("nuevo"), "image": .data(newImage)])
-                    try package.save()
+                    let tx = try package.beginTransaction()
+                    try tx.insert("Card", ["front": .string("nuevo"), "image": .data(newImage)])
+                    try tx.commit()
                 }
                 let context = "\(operation) failing with errno \(code) at matching call \(skip)"
                 guard fired else {
@@ -92,13 +96,15 @@ struct CrashTests {
                     #expect(error == nil, "\(context): \(String(describing: error))")
                     try package.close()
                     #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-                    let reopened = try TestDocument.open(at: url, mode: .readOnly)
-                    #expect(try reopened.count(RecordQuery("Card")) == 3)
-                    let card = try reopened.fetch(
-                        RecordQuery(
-                            "Card", where: .compare(.property("front"), .equal, .value(.string("nuevo"))))
-                    ).first
-                    #expect(try reopened.data(of: try #require(card?["image"])) == newImage)
+                    let reopened = try PackageStore.open(at: url, mode: .readOnly)
+                    try reopened.read { reader throws in
+                        #expect(try reader.count(RecordQuery("Card")) == 3)
+                        let card = try reader.fetch(
+                            RecordQuery(
+                                "Card", where: .compare(.property("front"), .equal, .value(.string("nuevo"))))
+                        ).first
+                        #expect(try reader.data(of: try #require(card?["image"])) == newImage)
+                    }
                     break
                 }
                 failures += 1
@@ -129,8 +135,9 @@ struct CrashTests {
             var failures = 0
             for skip in 0..<8 {
                 let (fired, error) = withFault(.write, in: fragment, skip: skip, errno: code) {
-                    try package.insert("Card", ["front": .string("file"), "image": .file(source)])
-                    try package.save()
+                    let tx = try package.beginTransaction()
+                    try tx.insert("Card", ["front": .string("file"), "image": .file(source)])
+                    try tx.commit()
                 }
                 guard fired else { break }
                 failures += 1
@@ -145,7 +152,7 @@ struct CrashTests {
 
     /// A saved package with one referenced blob, an orphan blob file, an unreferenced
     /// `deck_blob` row and a temporary.
-    private func untidyPackage(in dir: URL) throws -> TestDocument {
+    private func untidyPackage(in dir: URL) throws -> PackageStore {
         let package = try committedPackage(in: dir)
         _ = try package.blobs.write(testBytes(900, seed: 9))
         try package.database.run(
@@ -164,7 +171,8 @@ struct CrashTests {
             var package = try untidyPackage(in: dir)
             let url = package.url
             let before = try contentSnapshot(package)
-            let referenced = try package.fetch(RecordQuery("Card")).compactMap { record -> String? in
+            let referenced = try package.read { try $0.fetch(RecordQuery("Card")) }.compactMap {
+                record -> String? in
                 if case .blob(let reference)? = record["image"] {
                     let hex = reference.digest.hexDigest
                     return String(hex.prefix(2)) + "/" + hex
@@ -188,7 +196,7 @@ struct CrashTests {
                 try package.close()
                 let report = try PackageVerifier.verify(at: url)
                 #expect(report.isValid, "\(context): \(report.findings)")
-                package = try TestDocument.open(at: url, mode: .readWrite)
+                package = try PackageStore.open(at: url, mode: .readWrite)
                 #expect(try contentSnapshot(package) == before, "\(context): content changed")
                 #expect(
                     Set(referenced).isSubset(of: Set(blobFiles(url))),
@@ -215,7 +223,7 @@ struct CrashTests {
             var failures = 0
             for skip in 0..<16 {
                 let (fired, error) = withFault(operation, in: fragment, skip: skip, errno: EIO) {
-                    let package = try TestDocument.create(
+                    let package = try PackageStore.create(
                         at: url, contentType: "org.test", schema: flashCardsSchema())
                     try package.close()
                 }
@@ -242,12 +250,13 @@ struct CrashTests {
 
     @Test func faultInjectionOnlyMatchesItsFragment() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let (fired, error) = withFault(
                 .write, in: "no-such-fragment-" + UUID().uuidString, skip: 0, errno: EIO
             ) {
-                try package.insert("Card", ["front": .string("x"), "image": .data(testBytes(100))])
-                try package.save()
+                try package.write { tx in
+                    try tx.insert("Card", ["front": .string("x"), "image": .data(testBytes(100))])
+                }
             }
             #expect(!fired)
             #expect(error == nil)

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -243,8 +244,8 @@ struct DocumentAccessTests {
 
     @Test("A store reports its floor, and an app below it gets read-only")
     func storeAccess() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("cards.deck")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("cards.deck")
         let store = try PackageStore.create(
             at: url, contentType: "org.example.cards", schema: documentSchema())
         defer { try? store.close() }
@@ -262,8 +263,8 @@ struct DocumentAccessTests {
 
     @Test("A floor below a breaking migration of the history is not trusted (a lying floor)")
     func lyingFloorBelowBreakingHistory() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("cards.deck")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("cards.deck")
         try PackageStore.create(at: url, contentType: "org.example.cards", schema: appSchema()).close()
         _ = try PackageStore.migrate(at: url, to: documentSchema(), plan: MigrationPlan(isBreaking: true))
         let db = try rawStore(url)
@@ -279,8 +280,8 @@ struct DocumentAccessTests {
 
     @Test("Read-write means an older app can insert: an added unique attribute with a default")
     func addedUniqueAttributeWithDefault() throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("cards.deck")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("cards.deck")
         try PackageStore.create(at: url, contentType: "org.example.cards", schema: appSchema()).close()
         let later = documentSchema {
             edit(&$0, "Card") {

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -34,7 +35,8 @@ private func onAnotherThread(_ body: @escaping @Sendable () -> Void) {
 
 /// The fault-injection harness itself: a fault is armed for one thread, reaches the worker
 /// threads of that thread's job and nothing else, and nests.
-extension CrashTests {
+@Suite("The fault-injection harness")
+struct FaultInjectionTests {
     @Test func aFaultReachesOnlyTheThreadThatArmedIt() throws {
         try withTestDirectory { dir throws in
             let path = dir.appendingPathComponent("file").path
@@ -109,16 +111,17 @@ extension CrashTests {
     /// propagation, a victim that a pool thread (not the caller) hashes would verify clean.
     @Test func verifyingThreadsInheritTheCallersFault() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let store = try makeTestStore(in: dir)
             var digests: [Digest] = []
-            for seed in 0..<8 {
-                let bytes = testBytes(40_000 + seed * 1_000, seed: UInt8(seed + 1))
-                try package.insert("Card", ["front": .string("card \(seed)"), "image": .data(bytes)])
-                digests.append(SHA256Hasher.hash(bytes))
+            try store.write { tx in
+                for seed in 0..<8 {
+                    let bytes = testBytes(40_000 + seed * 1_000, seed: UInt8(seed + 1))
+                    try tx.insert("Card", ["front": .string("card \(seed)"), "image": .data(bytes)])
+                    digests.append(SHA256Hasher.hash(bytes))
+                }
             }
-            try package.save()
-            let url = package.url
-            try package.close()
+            let url = store.url
+            try store.close()
             for victim in digests {
                 var report: VerificationReport?
                 let outcome = FaultInjection.inject(.read, pathContains: victim.hexDigest, errno: EIO) {

@@ -1,5 +1,6 @@
 import DeckKit
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -56,7 +57,7 @@ import Testing
         let store = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? store.close() }
         var content = Content()
-        try store.read { reader in
+        try store.read { reader throws in
             for entity in store.schema.entities {
                 var records = try reader.fetch(RecordQuery(entity.name, includesSubentities: false))
                 for index in records.indices { records[index].globalID = nil }
@@ -85,7 +86,7 @@ import Testing
             #expect(store.storeFormatVersion == 1)
             #expect(store.manifest.formatVersion == 1)
             #expect(store.documentID == nil)
-            let records = try store.read { reader in
+            let records = try store.read { reader throws in
                 try store.schema.entities.filter { $0.superentity == nil }.flatMap {
                     try reader.fetch(RecordQuery($0.name))
                 }
@@ -130,7 +131,7 @@ import Testing
             // Every record has a version 4 global id, unique in the document.
             let reader = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? reader.close() }
-            let ids = try reader.read { reader in
+            let ids = try reader.read { reader throws in
                 try reader.schema.entities.filter { $0.superentity == nil }.flatMap {
                     try reader.fetch(RecordQuery($0.name)).map(\.globalID)
                 }
@@ -160,7 +161,7 @@ import Testing
             func ids() throws -> [Int64: UUID?] {
                 let store = try PackageStore.open(at: url, mode: .readOnly)
                 defer { try? store.close() }
-                return try store.read { reader in
+                return try store.read { reader throws in
                     Dictionary(
                         uniqueKeysWithValues: try reader.fetch(RecordQuery("Item")).map {
                             ($0.id, $0.globalID)
@@ -248,12 +249,13 @@ import Testing
 
     @Test func globalIDsNeverChangeAndTheKeySequenceIsChecked() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Tag", ["name": .string("a")])
-            try package.insert("Tag", ["name": .string("b")])
-            try package.save()
-            let url = package.url
-            try package.close()
+            let store = try makeTestStore(in: dir)
+            try store.write { tx in
+                try tx.insert("Tag", ["name": .string("a")])
+                try tx.insert("Tag", ["name": .string("b")])
+            }
+            let url = store.url
+            try store.close()
             let db = try rawStore(url)
             defer { db.close() }
             for change in [

@@ -1,5 +1,5 @@
-import DeckKit
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -106,7 +106,7 @@ import Testing
 
     @Test func aNewPackageHasTheBookkeeping() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let store = try PackageStore.open(at: url, mode: .readOnly)
@@ -156,7 +156,7 @@ import Testing
             func globalIDs() throws -> [UUID?] {
                 let store = try PackageStore.open(at: url, mode: .readOnly)
                 defer { try? store.close() }
-                return try store.read { reader in
+                return try store.read { reader throws in
                     try store.schema.entities.filter { $0.superentity == nil }.flatMap {
                         try reader.fetch(RecordQuery($0.name)).map(\.globalID)
                     }
@@ -251,7 +251,7 @@ import Testing
 
     @Test func aReplacedHistoryTableIsReportedAndRefused() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let db = try rawStore(url)
@@ -270,7 +270,7 @@ import Testing
 
     @Test func theVerifierReportsLyingBookkeeping() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             let schema = package.schema
             try package.close()

@@ -77,20 +77,22 @@ import Testing
         }
         #expect(lost > 500, "the shift through 1970 loses a bit of about half of today's dates")
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
             var ids: [(Int64, Date)] = []
-            for date in dates { ids.append((try package.insert("Sample", ["t": .date(date)]), date)) }
-            try package.save()
+            try package.write { tx in
+                for date in dates { ids.append((try tx.insert("Sample", ["t": .date(date)]), date)) }
+            }
             try package.close()
             #expect(
                 try Self.stored(package.url, "SELECT value FROM deck_meta WHERE key = 'date_epoch'")
                     == [[.integer(978_307_200)]])
             let manifest = try Manifest.read(packagePath: package.url.path)
             #expect(manifest.formatVersion == 4 && manifest.minimumReaderVersion == 4)
-            let reopened = try TestDocument.open(at: package.url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: package.url, mode: .readOnly)
             defer { try? reopened.close() }
             for (id, date) in ids {
-                guard case .date(let read)? = try reopened.record("Sample", id: id)?["t"] else {
+                guard case .date(let read)? = try reopened.read({ try $0.record("Sample", id: id) })?["t"]
+                else {
                     Issue.record("#\(id): no date, \(seed)")
                     continue
                 }
@@ -165,31 +167,38 @@ import Testing
 
     @Test func queriesCompareDatesInTheDocumentsEpoch() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let exact = Date(timeIntervalSinceReferenceDate: 817_725_600.1234567)
-            let id = try package.insert("Sample", ["t": .date(exact)])
-            _ = try package.insert("Sample", ["t": .date(exact.addingTimeInterval(1e-6))])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let (exact, id) = try package.write { tx in
+                let exact = Date(timeIntervalSinceReferenceDate: 817_725_600.1234567)
+                let id = try tx.insert("Sample", ["t": .date(exact)])
+                _ = try tx.insert("Sample", ["t": .date(exact.addingTimeInterval(1e-6))])
+                return (exact, id)
+            }.value
             func ids(_ condition: String) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Sample", where: try QueryParser.parse(condition)))
+                try package.read {
+                    try $0.fetchIDs(RecordQuery("Sample", where: try QueryParser.parse(condition)))
+                }
             }
             let text = Timestamp(exact).description
             #expect(try ids("t = '\(text)'") == [id])
             #expect(try ids("t < '\(text)'").isEmpty)
             #expect(
-                try package.fetchIDs(
-                    RecordQuery("Sample", where: .compare(.property("t"), .equal, .value(.date(exact))))) == [
-                        id
-                    ])
+                try package.read {
+                    try $0.fetchIDs(
+                        RecordQuery("Sample", where: .compare(.property("t"), .equal, .value(.date(exact)))))
+                } == [
+                    id
+                ])
             try package.close()
         }
     }
 
     @Test func theVerifierChecksTheRangeInTheDocumentsEpoch() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert("Sample", ["t": .date(Date(timeIntervalSinceReferenceDate: 0))])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let id = try package.write { tx in
+                try tx.insert("Sample", ["t": .date(Date(timeIntervalSinceReferenceDate: 0))])
+            }.value
             try package.close()
             let url = package.url
             for (cell, problem) in [
@@ -218,7 +227,7 @@ import Testing
     @Test(arguments: [SQLValue?.none, .text("978307200"), .integer(1), .real(978_307_200)])
     func aVersion4StoreWithoutAValidEpochIsCorrupt(value: SQLValue?) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
             try package.close()
             let db = try rawStore(package.url)
             if let value {
@@ -228,7 +237,7 @@ import Testing
             }
             db.close()
             for mode in [PackageStore.Mode.readOnly, .readWrite] {
-                let error = expectDeckError { _ = try TestDocument.open(at: package.url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: package.url, mode: mode) }
                 guard case .corrupt(_, let reason) = error else {
                     Issue.record("expected corrupt, got \(String(describing: error))")
                     continue
@@ -301,10 +310,11 @@ import Testing
             }
             // A Date written now round-trips.
             let now = Date(timeIntervalSinceReferenceDate: 817_725_600.123456789)
-            let document = try TestDocument.open(at: url)
-            let id = try document.insert("Event", ["name": .string("new"), "at": .date(now)])
-            try document.save()
-            guard case .date(let read)? = try document.record("Event", id: id)?["at"] else {
+            let document = try PackageStore.open(at: url)
+            let id = try document.write { tx in
+                try tx.insert("Event", ["name": .string("new"), "at": .date(now)])
+            }.value
+            guard case .date(let read)? = try document.read({ try $0.record("Event", id: id) })?["at"] else {
                 Issue.record("no date")
                 return
             }
@@ -334,21 +344,21 @@ import Testing
             #expect(
                 report.isValid && report.findings.isEmpty && report.formatVersion == 4, "\(report.findings)")
             // Text written to it is rounded once, in its own epoch.
-            let document = try TestDocument.open(at: url)
-            #expect(document.store.dateEpoch == .unix)
-            let id = try document.insert(
-                "Event", ["name": .string("new"), "at": .string("1973-03-03T09:46:40.12345679Z")])
-            try document.save()
-            #expect(try document.record("Event", id: id)?["at"] == events["y1973"]?["at"])
+            let document = try PackageStore.open(at: url)
+            #expect(document.dateEpoch == .unix)
+            let id = try document.write { tx in
+                try tx.insert(
+                    "Event", ["name": .string("new"), "at": .string("1973-03-03T09:46:40.12345679Z")])
+            }.value
+            #expect(try document.read { try $0.record("Event", id: id) }?["at"] == events["y1973"]?["at"])
             try document.close()
         }
     }
 
     @Test func aMigrationFillsADateDefaultInTheDocumentsEpoch() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert("Sample", [:])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let id = try package.write { tx in try tx.insert("Sample", [:]) }.value
             try package.close()
             var next = recordsSchema()
             next.version = "2.0.0"

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -41,27 +42,29 @@ struct InheritanceRelationshipTests {
     /// A package with two people, a book, a paperback and a film each; the first person owns and
     /// is a fan of one of each.
     struct Library {
-        let package: TestDocument
+        let store: PackageStore
         let ann: Int64, bob: Int64
         let book: Int64, paperback: Int64, film: Int64
     }
 
     static func library(in dir: URL, schema: StoreSchema = schema()) throws -> Library {
-        let package = try makeTestPackage(in: dir, schema: schema)
-        let ann = try package.insert("Person", ["name": .string("Ann")])
-        let bob = try package.insert("Person", ["name": .string("Bob")])
-        let book = try package.insert(
-            "Book",
-            [
-                "title": .string("Dune"), "isbn": .string("1"), "owner": .reference(ann),
-                "fan": .reference(ann),
-            ])
-        let paperback = try package.insert(
-            "Paperback", ["title": .string("Emma"), "isbn": .string("2"), "owner": .reference(ann)])
-        let film = try package.insert(
-            "Film", ["title": .string("Alien"), "owner": .reference(ann), "fan": .reference(ann)])
-        try package.save()
-        return Library(package: package, ann: ann, bob: bob, book: book, paperback: paperback, film: film)
+        let store = try makeTestStore(in: dir, schema: schema)
+        let (ann, bob, book, paperback, film) = try store.write { tx in
+            let ann = try tx.insert("Person", ["name": .string("Ann")])
+            let bob = try tx.insert("Person", ["name": .string("Bob")])
+            let book = try tx.insert(
+                "Book",
+                [
+                    "title": .string("Dune"), "isbn": .string("1"), "owner": .reference(ann),
+                    "fan": .reference(ann),
+                ])
+            let paperback = try tx.insert(
+                "Paperback", ["title": .string("Emma"), "isbn": .string("2"), "owner": .reference(ann)])
+            let film = try tx.insert(
+                "Film", ["title": .string("Alien"), "owner": .reference(ann), "fan": .reference(ann)])
+            return (ann, bob, book, paperback, film)
+        }.value
+        return Library(store: store, ann: ann, bob: bob, book: book, paperback: paperback, film: film)
     }
 
     @Test func siblingsShareTheColumnsAndTheDDLIsUnchanged() throws {
@@ -100,18 +103,19 @@ struct InheritanceRelationshipTests {
     @Test func readingAnInverseReturnsOnlyTheDestinationsRecords() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)
-            let package = library.package
+            let store = library.store
+            let tx = try store.beginTransaction()
             #expect(
-                try package.related("Person", id: library.ann, "books") == [library.book, library.paperback])
-            #expect(try package.related("Person", id: library.ann, "films") == [library.film])
-            #expect(try package.related("Person", id: library.ann, "favoriteBook") == [library.book])
-            #expect(try package.related("Person", id: library.ann, "favoriteFilm") == [library.film])
-            let ann = try #require(try package.record("Person", id: library.ann))
+                try tx.related("Person", id: library.ann, "books") == [library.book, library.paperback])
+            #expect(try tx.related("Person", id: library.ann, "films") == [library.film])
+            #expect(try tx.related("Person", id: library.ann, "favoriteBook") == [library.book])
+            #expect(try tx.related("Person", id: library.ann, "favoriteFilm") == [library.film])
+            let ann = try #require(try tx.record("Person", id: library.ann))
             #expect(ann["favoriteBook"] == .reference(library.book))
             #expect(ann["favoriteFilm"] == .reference(library.film))
             // Queries through the inverse: membership, emptiness, and paths.
             func people(_ filter: QueryExpression) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Person", where: filter))
+                try tx.fetchIDs(RecordQuery("Person", where: filter))
             }
             #expect(try people(.compare(.property("books"), .equal, .value(.reference(library.film)))) == [])
             #expect(
@@ -139,22 +143,22 @@ struct InheritanceRelationshipTests {
                     library.ann
                 ])
             // From the other side, each sibling reads its own relationship.
-            let items = try package.fetch(RecordQuery("Item"))
+            let items = try tx.fetch(RecordQuery("Item"))
             #expect(items.map(\.entity) == ["Book", "Paperback", "Film"])
             #expect(items.allSatisfy { $0["owner"] == .reference(library.ann) })
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Book", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
                     == [library.book, library.paperback])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Film", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
                     == [library.film])
             // The hierarchy's root has no owner: only its subentities do.
             let rootless = expectDeckError {
-                _ = try package.fetchIDs(
+                _ = try tx.fetchIDs(
                     RecordQuery(
                         "Item", where: .compare(.property("owner.name"), .equal, .value(.string("Ann")))))
             }
@@ -163,69 +167,74 @@ struct InheritanceRelationshipTests {
                 Issue.record("expected unknownProperty, got \(String(describing: rootless))")
             }
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Book", where: .compare(.property("fan.name"), .equal, .value(.string("Ann")))))
                     == [library.book])
-            try package.close()
+            tx.rollback()
+            try store.close()
         }
     }
 
     @Test func settingAnInverseLeavesTheSiblingsRowsAlone() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)
-            let package = library.package
+            let store = library.store
+            let tx = try store.beginTransaction()
             // Ann gives up her books; her film stays hers.
-            try package.update("Person", id: library.ann, ["books": .references([])])
-            #expect(try package.related("Person", id: library.ann, "films") == [library.film])
-            #expect(try package.record("Film", id: library.film)?["owner"] == .reference(library.ann))
+            try tx.update("Person", id: library.ann, ["books": .references([])])
+            #expect(try tx.related("Person", id: library.ann, "films") == [library.film])
+            #expect(try tx.record("Film", id: library.film)?["owner"] == .reference(library.ann))
             // Bob becomes the book's fan: the book lets go of Ann, the film keeps her.
-            try package.update("Person", id: library.bob, ["favoriteBook": .reference(library.book)])
-            #expect(try package.related("Person", id: library.ann, "favoriteBook") == [])
-            #expect(try package.related("Person", id: library.ann, "favoriteFilm") == [library.film])
+            try tx.update("Person", id: library.bob, ["favoriteBook": .reference(library.book)])
+            #expect(try tx.related("Person", id: library.ann, "favoriteBook") == [])
+            #expect(try tx.related("Person", id: library.ann, "favoriteFilm") == [library.film])
             // One-to-one from the column's side: the paperback takes Bob as its fan, so the book,
             // whose relationship it is too, lets go of him; the film (a sibling) keeps Ann.
-            try package.update("Paperback", id: library.paperback, ["fan": .reference(library.bob)])
-            #expect(try package.record("Book", id: library.book)?["fan"] == .null)
-            #expect(try package.related("Person", id: library.bob, "favoriteBook") == [library.paperback])
-            try package.update("Film", id: library.film, ["fan": .reference(library.bob)])
-            #expect(try package.related("Person", id: library.bob, "favoriteBook") == [library.paperback])
-            #expect(try package.related("Person", id: library.bob, "favoriteFilm") == [library.film])
-            #expect(try package.related("Person", id: library.ann, "favoriteFilm") == [])
+            try tx.update("Paperback", id: library.paperback, ["fan": .reference(library.bob)])
+            #expect(try tx.record("Book", id: library.book)?["fan"] == .null)
+            #expect(try tx.related("Person", id: library.bob, "favoriteBook") == [library.paperback])
+            try tx.update("Film", id: library.film, ["fan": .reference(library.bob)])
+            #expect(try tx.related("Person", id: library.bob, "favoriteBook") == [library.paperback])
+            #expect(try tx.related("Person", id: library.bob, "favoriteFilm") == [library.film])
+            #expect(try tx.related("Person", id: library.ann, "favoriteFilm") == [])
             // A record of the wrong sibling is refused as a target.
             let wrong = expectDeckError {
-                try package.update("Person", id: library.ann, ["books": .references([library.film])])
+                try tx.update("Person", id: library.ann, ["books": .references([library.film])])
             }
             if case .recordNotFound("Book", library.film) = wrong {
             } else {
                 Issue.record("expected recordNotFound, got \(String(describing: wrong))")
             }
-            try package.save()
-            let report = try PackageVerifier.verify(at: package.url)
+            try tx.commit()
+            let report = try PackageVerifier.verify(at: store.url)
             #expect(report.findings.isEmpty, "\(report.findings)")
-            try package.close()
+            tx.rollback()
+            try store.close()
         }
     }
 
     @Test func deleteRulesApplyToEachSiblingsOwnRows() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)
-            let package = library.package
-            let watcher = try package.insert(
+            let store = library.store
+            let tx = try store.beginTransaction()
+            let watcher = try tx.insert(
                 "Person", ["name": .string("Cy"), "watched": .references([library.film])])
-            #expect(try package.related("Film", id: library.film, "watchers") == [watcher])
+            #expect(try tx.related("Film", id: library.film, "watchers") == [watcher])
             // Books cascade, films are nullified: deleting Ann deletes her book and paperback only.
-            #expect(try package.delete("Person", id: library.ann) == 3)
-            #expect(try package.fetchIDs(RecordQuery("Item")) == [library.film])
-            let film = try #require(try package.record("Film", id: library.film))
+            #expect(try tx.delete("Person", id: library.ann) == 3)
+            #expect(try tx.fetchIDs(RecordQuery("Item")) == [library.film])
+            let film = try #require(try tx.record("Film", id: library.film))
             #expect(film["owner"] == .null)
             #expect(film["fan"] == .null)
-            #expect(try package.related("Film", id: library.film, "watchers") == [watcher])
-            try package.delete("Person", id: watcher)
-            #expect(try package.related("Film", id: library.film, "watchers") == [])
-            try package.save()
-            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
-            try package.close()
+            #expect(try tx.related("Film", id: library.film, "watchers") == [watcher])
+            try tx.delete("Person", id: watcher)
+            #expect(try tx.related("Film", id: library.film, "watchers") == [])
+            try tx.commit()
+            #expect(try PackageVerifier.verify(at: store.url).findings.isEmpty)
+            tx.rollback()
+            try store.close()
         }
     }
 
@@ -233,22 +242,24 @@ struct InheritanceRelationshipTests {
         try withTestDirectory { dir throws in
             let library = try Self.library(
                 in: dir, schema: Self.schema(booksRule: .nullify, filmsRule: .deny))
-            let package = library.package
+            let store = library.store
+            let tx = try store.beginTransaction()
             // Bob owns only a book: the films' deny rule does not see it.
-            try package.update("Book", id: library.book, ["owner": .reference(library.bob)])
-            #expect(try package.delete("Person", id: library.bob) == 1)
-            #expect(try package.record("Book", id: library.book)?["owner"] == .null)
-            let denied = expectDeckError { try package.delete("Person", id: library.ann) }
+            try tx.update("Book", id: library.book, ["owner": .reference(library.bob)])
+            #expect(try tx.delete("Person", id: library.bob) == 1)
+            #expect(try tx.record("Book", id: library.book)?["owner"] == .null)
+            let denied = expectDeckError { try tx.delete("Person", id: library.ann) }
             if case .deleteDenied("Person", library.ann, "films", 1) = denied {
             } else {
                 Issue.record("expected deleteDenied for films, got \(String(describing: denied))")
             }
-            try package.update("Film", id: library.film, ["owner": .null])
-            #expect(try package.delete("Person", id: library.ann) == 1)
-            #expect(try package.record("Paperback", id: library.paperback)?["owner"] == .null)
-            try package.save()
-            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
-            try package.close()
+            try tx.update("Film", id: library.film, ["owner": .null])
+            #expect(try tx.delete("Person", id: library.ann) == 1)
+            #expect(try tx.record("Paperback", id: library.paperback)?["owner"] == .null)
+            try tx.commit()
+            #expect(try PackageVerifier.verify(at: store.url).findings.isEmpty)
+            tx.rollback()
+            try store.close()
         }
     }
 
@@ -261,12 +272,14 @@ struct InheritanceRelationshipTests {
                 in: dir, schema: Self.schema(booksRule: .nullify, filmsRule: .noAction))
             let mapping = try SchemaMapping(Self.schema(booksRule: .nullify, filmsRule: .noAction))
             #expect(mapping.foreignKeyColumns.contains("Item.owner"))
-            let package = library.package
-            try package.delete("Person", id: library.ann)
-            try package.save()
-            #expect(try package.record("Film", id: library.film)?["owner"] == .null)
-            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
-            try package.close()
+            let store = library.store
+            let tx = try store.beginTransaction()
+            try tx.delete("Person", id: library.ann)
+            try tx.commit()
+            #expect(try store.read { try $0.record("Film", id: library.film) }?["owner"] == .null)
+            #expect(try PackageVerifier.verify(at: store.url).findings.isEmpty)
+            tx.rollback()
+            try store.close()
         }
         // When the first sibling says noAction, the column is no foreign key, and only the other
         // sibling's rows are cleared.
@@ -274,12 +287,16 @@ struct InheritanceRelationshipTests {
             let schema = Self.schema(booksRule: .noAction, filmsRule: .nullify)
             #expect(!(try SchemaMapping(schema)).foreignKeyColumns.contains("Item.owner"))
             let library = try Self.library(in: dir, schema: schema)
-            let package = library.package
-            try package.delete("Person", id: library.ann)
-            try package.save()
-            #expect(try package.record("Film", id: library.film)?["owner"] == .null)
-            #expect(try package.record("Book", id: library.book)?["owner"] == .reference(library.ann))
-            try package.close()
+            let store = library.store
+            let tx = try store.beginTransaction()
+            try tx.delete("Person", id: library.ann)
+            try tx.commit()
+            #expect(try store.read { try $0.record("Film", id: library.film) }?["owner"] == .null)
+            #expect(
+                try store.read { try $0.record("Book", id: library.book) }?["owner"]
+                    == .reference(library.ann))
+            tx.rollback()
+            try store.close()
         }
     }
 
@@ -295,35 +312,38 @@ struct InheritanceRelationshipTests {
             Entity("Alpha", relationships: [Relationship("film", to: "Film", inverse: "link")]),
         ])
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
-            let book = try package.insert("Book", ["link": .string("https://example.org")])
-            let film = try package.insert("Film", [:])
-            let alpha = try package.insert("Alpha", ["film": .reference(film)])
-            let items = try package.fetch(RecordQuery("Item"))
+            let store = try makeTestStore(in: dir, schema: schema)
+            let tx = try store.beginTransaction()
+            let book = try tx.insert("Book", ["link": .string("https://example.org")])
+            let film = try tx.insert("Film", [:])
+            let alpha = try tx.insert("Alpha", ["film": .reference(film)])
+            let items = try tx.fetch(RecordQuery("Item"))
             #expect(items.map(\.id) == [book, film])
             #expect(items[0].values == ["link": .string("https://example.org")])
             #expect(items[1].values == ["link": .reference(alpha)])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Film", where: .compare(.property("link"), .equal, .value(.reference(alpha))))
                 )
                     == [
                         film
                     ])
-            #expect(try package.fetchIDs(RecordQuery("Book", where: .isNull(.property("link")))) == [])
-            try package.save()
-            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
-            try package.close()
+            #expect(try tx.fetchIDs(RecordQuery("Book", where: .isNull(.property("link")))) == [])
+            try tx.commit()
+            #expect(try PackageVerifier.verify(at: store.url).findings.isEmpty)
+            tx.rollback()
+            try store.close()
         }
     }
 
     @Test func aUniqueViolationNamesTheEntityWritten() throws {
         try withTestDirectory { dir throws in
             let library = try Self.library(in: dir)
-            let package = library.package
+            let store = library.store
+            let tx = try store.beginTransaction()
             for entity in ["Book", "Paperback"] {
                 let error = expectDeckError {
-                    try package.insert(entity, ["title": .string("x"), "isbn": .string("1")])
+                    try tx.insert(entity, ["title": .string("x"), "isbn": .string("1")])
                 }
                 guard case .uniqueViolation(let name, let properties) = error else {
                     Issue.record("expected uniqueViolation, got \(String(describing: error))")
@@ -334,19 +354,20 @@ struct InheritanceRelationshipTests {
                 #expect(error?.description == "\(entity): another record already has the same isbn")
             }
             let update = expectDeckError {
-                try package.update("Paperback", id: library.paperback, ["isbn": .string("1")])
+                try tx.update("Paperback", id: library.paperback, ["isbn": .string("1")])
             }
             if case .uniqueViolation("Paperback", ["isbn"]) = update {
             } else {
                 Issue.record("expected uniqueViolation, got \(String(describing: update))")
             }
             // A root entity's constraint: the table's name is the entity's.
-            let person = expectDeckError { try package.insert("Person", ["name": .string("Ann")]) }
+            let person = expectDeckError { try tx.insert("Person", ["name": .string("Ann")]) }
             if case .uniqueViolation("Person", ["name"]) = person {
             } else {
                 Issue.record("expected uniqueViolation, got \(String(describing: person))")
             }
-            try package.close()
+            tx.rollback()
+            try store.close()
         }
     }
 }

@@ -107,7 +107,7 @@ struct KeysetPagingTests {
         query.readsPositions = true
         var ids: [Int64] = []
         var last: RecordQuery.Position?
-        try store.read { reader in
+        try store.read { reader throws in
             try reader.forEachCursor(query) { cursor in
                 ids.append(cursor.id)
                 last = cursor.position
@@ -205,7 +205,7 @@ struct KeysetPagingTests {
                 var all: [(id: Int64, position: RecordQuery.Position?)] = []
                 var reading = query
                 reading.readsPositions = true
-                try store.read { reader in
+                try store.read { reader throws in
                     try reader.forEachCursor(reading) { all.append(($0.id, $0.position)) }
                 }
                 for (index, row) in all.enumerated() {
@@ -339,7 +339,7 @@ struct KeysetPagingTests {
                 var compiler = QueryCompiler(
                     mapping: mapping, entity: try mapping.entity("Item"), dateEpoch: .reference)
                 let (sql, arguments) = try compiler.select(query, columns: "r._pk")
-                let plan = try store.read { reader in
+                let plan = try store.read { reader throws in
                     try reader.live().database.prepareAndCollect("EXPLAIN QUERY PLAN " + sql, arguments) {
                         $0.text(at: 3)
                     }

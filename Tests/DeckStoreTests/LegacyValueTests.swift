@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -69,10 +70,9 @@ import Testing
         try withTestDirectory { dir in
             let url = try Self.copy(to: dir)
             let before = try Self.cells(url)
-            let document = try TestDocument.open(at: url)  // upgrades to the current format
-            try document.update("Reading", id: 1, ["label": .string("up again")])
-            try document.save()
-            try document.close()
+            let store = try PackageStore.open(at: url)  // upgrades to the current format
+            try store.write { tx in try tx.update("Reading", id: 1, ["label": .string("up again")]) }
+            try store.close()
             var after = try Self.cells(url)
             #expect(after[0][1] == .text("'up again'"))
             after[0][1] = before[0][1]
@@ -86,23 +86,29 @@ import Testing
     @Test func writersStillRefuseNewLegacyValues() throws {
         try withTestDirectory { dir in
             let url = try Self.copy(to: dir)
-            let document = try TestDocument.open(at: url)
-            defer { try? document.close() }
+            let store = try PackageStore.open(at: url)
+            defer { try? store.close() }
             #expect(throws: DeckError.self) {
-                try document.insert(
-                    "Reading",
-                    ["label": .string("x"), "payload": .json("1"), "taken": .double(.infinity)])
+                try store.write { tx in
+                    try tx.insert(
+                        "Reading",
+                        ["label": .string("x"), "payload": .json("1"), "taken": .double(.infinity)])
+                }
             }
             #expect(throws: DeckError.self) {
-                try document.insert(
-                    "Reading",
-                    [
-                        "label": .string("x"), "payload": .json("1"),
-                        "amount": .string("123456789012345678901234567890123456789"),
-                    ])
+                try store.write { tx in
+                    try tx.insert(
+                        "Reading",
+                        [
+                            "label": .string("x"), "payload": .json("1"),
+                            "amount": .string("123456789012345678901234567890123456789"),
+                        ])
+                }
             }
             #expect(throws: DeckError.self) {
-                try document.insert("Reading", ["label": .string("x"), "payload": .json(#"{"a":1,"a":2}"#)])
+                try store.write { tx in
+                    try tx.insert("Reading", ["label": .string("x"), "payload": .json(#"{"a":1,"a":2}"#)])
+                }
             }
         }
     }

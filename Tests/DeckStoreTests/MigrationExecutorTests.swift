@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -47,7 +48,7 @@ import Testing
     static func records(_ url: URL) throws -> [String: [Int64: [String: Value]]] {
         let store = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? store.close() }
-        return try store.read { reader in
+        return try store.read { reader throws in
             var result: [String: [Int64: [String: Value]]] = [:]
             for entity in store.schema.entities {
                 for record in try reader.fetch(RecordQuery(entity.name, includesSubentities: false)) {

@@ -1,6 +1,7 @@
 import CDeckFaultVFS
 import CSQLite
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -55,7 +56,7 @@ import Testing
             try Executor.expectValid(url)
             let store = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? store.close() }
-            let tables = try store.read { reader in
+            let tables = try store.read { reader throws in
                 try reader.live().database.rows("SELECT name FROM sqlite_schema WHERE type = 'table'")
                     .compactMap { $0[0].string }
             }

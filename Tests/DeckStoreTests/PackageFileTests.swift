@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -42,9 +43,10 @@ func outcome(_ body: () throws -> Void) -> String {
 @Suite("Store trust: non-regular files")
 struct NonRegularFileTests {
     func package(in dir: URL) throws -> URL {
-        let package = try makeTestPackage(in: dir)
-        try package.insert("Card", ["front": .string("a"), "image": .data(testBytes(100))])
-        try package.save()
+        let package = try makeTestStore(in: dir)
+        try package.write { tx in
+            try tx.insert("Card", ["front": .string("a"), "image": .data(testBytes(100))])
+        }
         try package.close()
         return package.url
     }
@@ -63,7 +65,7 @@ struct NonRegularFileTests {
             let results = Locked<[String]>([])
             withoutHanging("opening a package whose \(name) is a FIFO", unblocking: fifo) {
                 for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                    let text = outcome { try TestDocument.open(at: url, mode: mode).close() }
+                    let text = outcome { try PackageStore.open(at: url, mode: mode).close() }
                     results.withLock { $0.append(text) }
                 }
                 let text = outcome { _ = try PackageVerifier.verify(at: url) }
@@ -84,7 +86,7 @@ struct NonRegularFileTests {
             let result = Locked<DeckError?>(nil)
             withoutHanging("opening a package whose manifest is a FIFO", unblocking: fifo) {
                 do {
-                    _ = try TestDocument.open(at: url, mode: .readOnly)
+                    _ = try PackageStore.open(at: url, mode: .readOnly)
                 } catch let error as DeckError {
                     result.withLock { $0 = error }
                 } catch {}
@@ -107,10 +109,12 @@ struct NonRegularFileTests {
             withoutHanging("reading a blob that is a FIFO", unblocking: fifo) {
                 read.withLock { text in
                     text = outcome {
-                        let package = try TestDocument.open(at: url, mode: .readOnly)
+                        let package = try PackageStore.open(at: url, mode: .readOnly)
                         defer { try? package.close() }
-                        let value = try #require(package.fetch(RecordQuery("Card")).first?["image"])
-                        _ = try package.data(of: value)
+                        try package.read { reader throws in
+                            let value = try #require(reader.fetch(RecordQuery("Card")).first?["image"])
+                            _ = try reader.data(of: value)
+                        }
                     }
                 }
                 report.withLock { $0 = try? PackageVerifier.verify(at: url) }
@@ -129,9 +133,10 @@ struct NonRegularFileTests {
             try replaceWithFIFO(fifo)
             withoutHanging("writing a blob whose file is a FIFO", unblocking: fifo) {
                 _ = outcome {
-                    let writer = try TestDocument.open(at: url)
-                    try writer.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
-                    try writer.save()
+                    let writer = try PackageStore.open(at: url)
+                    try writer.write { tx in
+                        try tx.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
+                    }
                     try writer.close()
                 }
             }
@@ -150,7 +155,7 @@ struct NonRegularFileTests {
             try FileManager.default.createSymbolicLink(
                 atPath: url.appendingPathComponent(name).path, withDestinationPath: target)
             for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -168,7 +173,7 @@ struct NonRegularFileTests {
             let path = url.appendingPathComponent(name).path
             try? FileManager.default.removeItem(atPath: path)
             #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readWrite) }
             guard case .corrupt(let named, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -201,7 +206,7 @@ struct NonRegularFileTests {
 @Suite("Store trust: manifest and deck_meta")
 struct ManifestAndMetadataTests {
     func package(in dir: URL, manifest: [UInt8]? = nil) throws -> URL {
-        let package = try makeTestPackage(in: dir)
+        let package = try makeTestStore(in: dir)
         try package.close()
         if let manifest { try Data(manifest).write(to: package.url.appendingPathComponent("manifest.json")) }
         return package.url
@@ -322,7 +327,7 @@ struct ManifestAndMetadataTests {
             try withTestDirectory { dir throws in
                 let url = try package(in: dir, manifest: bytes)
                 let result = Result { () throws(DeckError) in
-                    try TestDocument.open(at: url, mode: .readOnly)
+                    try PackageStore.open(at: url, mode: .readOnly)
                 }
                 switch (expected, result) {
                 case (.opens, .success(let package)):
@@ -369,7 +374,7 @@ struct ManifestAndMetadataTests {
             let url = try package(in: dir)
             try setMeta(url, key, value)
             for mode in [PackageStore.Mode.readOnly, .readWrite] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 guard case .corrupt(_, let reason) = error else {
                     Issue.record("expected corrupt, got \(String(describing: error))")
                     continue
@@ -396,15 +401,16 @@ struct ManifestAndMetadataTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try setMeta(url, key, value)
-            try TestDocument.open(at: url, mode: .readOnly).close()
+            try PackageStore.open(at: url, mode: .readOnly).close()
             let report = try PackageVerifier.verify(at: url)
             #expect(report.codes == ["meta-invalid"], "\(report.findings)")
             #expect(report.finding("meta-invalid")?.message.contains("'\(key)'") == true)
             if key == "modified" {
                 // The next save sets it, even when the row is missing or malformed.
-                let writer = try TestDocument.open(at: url)
-                try writer.insert("Tag", ["name": .string("t")])
-                try writer.save()
+                let writer = try PackageStore.open(at: url)
+                try writer.write { tx in
+                    try tx.insert("Tag", ["name": .string("t")])
+                }
                 try writer.close()
                 #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
             }
@@ -440,7 +446,7 @@ struct ReaderWritesNothingTests {
 
     @Test func aWriterCreatesTheLogFilesBeforeItSwitchesToWAL() throws {
         try withTestDirectory { dir throws in
-            let writer = try makeTestPackage(in: dir)
+            let writer = try makeTestStore(in: dir)
             let names = try FileManager.default.contentsOfDirectory(atPath: writer.url.path)
             #expect(names.contains("store.sqlite-wal") && names.contains("store.sqlite-shm"), "\(names)")
             try writer.close()
@@ -451,12 +457,13 @@ struct ReaderWritesNothingTests {
 
     @Test func aReaderBesideALiveWriterCreatesNoFile() throws {
         try withTestDirectory { dir throws in
-            let writer = try makeTestPackage(in: dir)
-            try writer.insert("Tag", ["name": .string("one")])
-            try writer.save()
+            let writer = try makeTestStore(in: dir)
+            try writer.write { tx in
+                try tx.insert("Tag", ["name": .string("one")])
+            }
             let before = Set(try FileManager.default.contentsOfDirectory(atPath: writer.url.path))
-            let reader = try TestDocument.open(at: writer.url, mode: .readOnly)
-            #expect(try reader.count(RecordQuery("Tag")) == 1)
+            let reader = try PackageStore.open(at: writer.url, mode: .readOnly)
+            #expect(try reader.read { try $0.count(RecordQuery("Tag")) } == 1)
             try reader.close()
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: writer.url.path)) == before)
             try writer.close()
@@ -467,9 +474,10 @@ struct ReaderWritesNothingTests {
     func crashedPackage(in dir: URL, keep: [String] = ["store.sqlite-wal", "store.sqlite-shm"]) throws -> URL
     {
         let live = dir.appendingPathComponent("Live.deck")
-        let writer = try TestDocument.create(at: live, contentType: "org.test", schema: flashCardsSchema())
-        try writer.insert("Tag", ["name": .string("only in the log")])
-        try writer.save()
+        let writer = try PackageStore.create(at: live, contentType: "org.test", schema: flashCardsSchema())
+        try writer.write { tx in
+            try tx.insert("Tag", ["name": .string("only in the log")])
+        }
         let crashed = dir.appendingPathComponent("Crashed.deck")
         try FileManager.default.createDirectory(at: crashed, withIntermediateDirectories: false)
         for name in ["manifest.json", "store.sqlite", "blobs"] + keep {
@@ -486,8 +494,8 @@ struct ReaderWritesNothingTests {
             // A zeroed index: SQLite must rebuild it (in -shm, or privately in memory).
             try Data(count: 32_768).write(to: url.appendingPathComponent("store.sqlite-shm"))
             let before = try state(url)
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reader.count(RecordQuery("Tag")) == 1)
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(try reader.read { try $0.count(RecordQuery("Tag")) } == 1)
             try reader.close()
             #expect(try PackageVerifier.verify(at: url).isValid)
             #expect(try state(url) == before, "a reader created, removed or rewrote a file")
@@ -526,7 +534,7 @@ struct ReaderWritesNothingTests {
         try withTestDirectory { dir throws in
             let url = try crashedPackage(in: dir, keep: keep)
             let before = try state(url)
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             guard case .corrupt(_, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -538,7 +546,7 @@ struct ReaderWritesNothingTests {
             #expect(report.needsRecovery && !report.isValid)
             #expect(try state(url) == before, "a reader created a file")
             // A writer recovers what it can and leaves a closed package.
-            try TestDocument.open(at: url).close()
+            try PackageStore.open(at: url).close()
             #expect(try PackageVerifier.verify(at: url).isValid)
         }
     }
@@ -549,12 +557,12 @@ struct ReaderWritesNothingTests {
     @Test(arguments: [0, 50, 99])
     func aStoreShorterThanTheHeaderIsCorrupt(length: Int) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             try package.close()
             let store = package.url.appendingPathComponent("store.sqlite")
             try Data(try Data(contentsOf: store).prefix(length)).write(to: store)
             for mode in [PackageStore.Mode.readOnly, .readWrite] {
-                let error = expectDeckError { _ = try TestDocument.open(at: package.url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: package.url, mode: mode) }
                 guard case .corrupt(_, let reason) = error else {
                     Issue.record("expected corrupt, got \(String(describing: error))")
                     return

@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ struct PackageTests {
     @Test func createLaysOutAPackage() throws {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("notes.deck")
-            let package = try TestDocument.create(
+            let package = try PackageStore.create(
                 at: url, contentType: "org.example.notes", schema: flashCardsSchema())
             #expect(package.mode == .readWrite)
             #expect(package.manifest.contentType == "org.example.notes")
@@ -76,7 +77,7 @@ struct PackageTests {
             try Data("keep me".utf8).write(to: precious)
 
             let error = expectDeckError {
-                _ = try TestDocument.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+                _ = try PackageStore.create(at: url, contentType: "org.test", schema: flashCardsSchema())
             }
             guard case .alreadyExists(let path) = error else {
                 Issue.record("expected alreadyExists, got \(String(describing: error))")
@@ -91,22 +92,23 @@ struct PackageTests {
 
     @Test func createOverAnExistingPackageOrFileFails() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Deck", ["title": .string("keep")])
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                try tx.insert("Deck", ["title": .string("keep")])
+            }
             try package.close()
             let url = package.url
-            let error = expectDeckError { _ = try makeTestPackage(in: dir) }
+            let error = expectDeckError { _ = try makeTestStore(in: dir) }
             if case .alreadyExists = error {
             } else {
                 Issue.record("expected alreadyExists, got \(String(describing: error))")
             }
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reopened.count(RecordQuery("Deck")) == 1)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(try reopened.read { try $0.count(RecordQuery("Deck")) } == 1)
 
             let file = dir.appendingPathComponent("file.deck")
             try Data("x".utf8).write(to: file)
-            let fileError = expectDeckError { _ = try makeTestPackage(in: dir, name: "file.deck") }
+            let fileError = expectDeckError { _ = try makeTestStore(in: dir, name: "file.deck") }
             if case .alreadyExists = fileError {
             } else {
                 Issue.record("expected alreadyExists, got \(String(describing: fileError))")
@@ -119,7 +121,7 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("no/such/parent/x.deck")
             let error = expectDeckError {
-                _ = try TestDocument.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+                _ = try PackageStore.create(at: url, contentType: "org.test", schema: flashCardsSchema())
             }
             guard case .notFound(let path) = error else {
                 Issue.record("expected notFound, got \(String(describing: error))")
@@ -134,7 +136,7 @@ struct PackageTests {
     func createRefusesABadContentType(contentType: String) throws {
         try withTestDirectory { dir throws in
             let error = expectDeckError {
-                _ = try TestDocument.create(
+                _ = try PackageStore.create(
                     at: dir.appendingPathComponent("x.deck"), contentType: contentType,
                     schema: flashCardsSchema())
             }
@@ -152,7 +154,7 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("missing.deck")
             for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 guard case .notFound(let path) = error else {
                     Issue.record("expected notFound, got \(String(describing: error))")
                     continue
@@ -168,7 +170,7 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("file.deck")
             try Data("hello".utf8).write(to: url)
-            let error = expectDeckError { _ = try TestDocument.open(at: url) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url) }
             guard case .notAPackage(let path, let reason) = error else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
                 return
@@ -184,7 +186,7 @@ struct PackageTests {
             let url = dir.appendingPathComponent("empty.deck")
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
             for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -199,7 +201,7 @@ struct PackageTests {
 
     /// A closed package whose manifest is replaced by `manifest`.
     private func packageWithManifest(in dir: URL, _ manifest: String) throws -> URL {
-        let package = try makeTestPackage(in: dir)
+        let package = try makeTestStore(in: dir)
         let url = package.url
         try package.close()
         try Data(manifest.utf8).write(to: url.appendingPathComponent("manifest.json"))
@@ -216,7 +218,7 @@ struct PackageTests {
     func aBadManifestIsNotAPackage(manifest: String) throws {
         try withTestDirectory { dir throws in
             let url = try packageWithManifest(in: dir, manifest)
-            let error = expectDeckError { _ = try TestDocument.open(at: url) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url) }
             guard case .notAPackage(let path, let reason) = error else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
                 return
@@ -228,13 +230,13 @@ struct PackageTests {
 
     @Test func aManifestThatIsADirectoryIsNotAPackage() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let manifest = url.appendingPathComponent("manifest.json")
             try FileManager.default.removeItem(at: manifest)
             try FileManager.default.createDirectory(at: manifest, withIntermediateDirectories: false)
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .notAPackage = error {
             } else {
                 Issue.record("expected notAPackage, got \(String(describing: error))")
@@ -249,7 +251,7 @@ struct PackageTests {
                 in: dir,
                 #"{"format":"org.deck.package","formatVersion":99,"minimumReaderVersion":99,"contentType":"org.test"}"#
             )
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
             guard case .tooNew(let path, let version, let supported) = error else {
                 Issue.record("expected tooNew, got \(String(describing: error))")
                 return
@@ -263,9 +265,10 @@ struct PackageTests {
 
     @Test func aNewerFormatThatOldReadersMayReadOpensReadOnlyOnly() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Deck", ["title": .string("t")])
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                try tx.insert("Deck", ["title": .string("t")])
+            }
             let url = package.url
             try package.close()
             try Data(
@@ -280,17 +283,17 @@ struct PackageTests {
                     + "CREATE INDEX deck_history_schema ON deck_history(schema); "
                     + "INSERT INTO deck_meta VALUES ('schema_later', 'x')")
 
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reader.count(RecordQuery("Deck")) == 1)
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 1)
             try reader.close()
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readWrite) }
             if case .tooNew(_, 5, 4) = error {
             } else {
                 Issue.record("expected tooNew(5, 4), got \(String(describing: error))")
             }
             // The exception is for deck_ names only, and only in a newer store.
             try rawStore(url).execute("CREATE TABLE planted(x)")
-            let planted = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            let planted = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = planted {
                 #expect(reason.contains("planted"))
             } else {
@@ -299,7 +302,7 @@ struct PackageTests {
             try rawStore(url).execute(
                 "DROP TABLE planted; PRAGMA user_version = 4; UPDATE deck_meta SET value = 4 WHERE key = 'format_version'"
             )
-            let current = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            let current = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = current {
                 #expect(reason.contains("deck_history"))
             } else {
@@ -314,7 +317,7 @@ struct PackageTests {
                 in: dir,
                 #"{"format":"org.deck.package","formatVersion":1,"minimumReaderVersion":2,"contentType":"x"}"#
             )
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -325,11 +328,11 @@ struct PackageTests {
     @Test(arguments: [PackageStore.Mode.readWrite, .readOnly])
     func aMissingStoreIsCorrupt(mode: PackageStore.Mode) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             try FileManager.default.removeItem(at: url.appendingPathComponent("store.sqlite"))
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
             guard case .corrupt(let path, let reason) = error else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
                 return
@@ -345,14 +348,15 @@ struct PackageTests {
     @Test(arguments: [PackageStore.Mode.readWrite, .readOnly])
     func aTruncatedStoreIsCorrupt(mode: PackageStore.Mode) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            for i in 0..<200 { try package.insert("Deck", ["title": .string("deck \(i)")]) }
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                for i in 0..<200 { try tx.insert("Deck", ["title": .string("deck \(i)")]) }
+            }
             let url = package.url
             try package.close()
             let store = url.appendingPathComponent("store.sqlite").path
             truncateFile(store, to: 100)
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -366,7 +370,7 @@ struct PackageTests {
 
     @Test func aStoreThatIsAnotherSQLiteDatabaseIsNotAPackage() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let store = url.appendingPathComponent("store.sqlite").path
@@ -375,7 +379,7 @@ struct PackageTests {
             try other.execute("CREATE TABLE notes(text); INSERT INTO notes VALUES ('hi');")
             other.close()
             for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 guard case .notAPackage(_, let reason) = error else {
                     Issue.record("expected notAPackage, got \(String(describing: error))")
                     continue
@@ -387,25 +391,25 @@ struct PackageTests {
 
     @Test func aStoreWithAnotherFormatVersionOrNoSchemaIsCorrupt() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             try rawStore(url).execute("PRAGMA user_version = 7")
-            var error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            var error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("7"))
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
             try rawStore(url).execute("PRAGMA user_version = 4; DELETE FROM deck_meta WHERE key = 'schema';")
-            error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("schema"))
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
             try rawStore(url).execute("INSERT INTO deck_meta VALUES ('schema', '{not json')")
-            error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt = error {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
@@ -415,12 +419,12 @@ struct PackageTests {
 
     @Test func aSymbolicLinkToAPackageIsRefused() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let link = dir.appendingPathComponent("link.deck")
             try FileManager.default.createSymbolicLink(at: link, withDestinationURL: url)
-            let error = expectDeckError { _ = try TestDocument.open(at: link) }
+            let error = expectDeckError { _ = try PackageStore.open(at: link) }
             if case .notAPackage(_, let reason) = error {
                 #expect(reason.contains("link"))
             } else {
@@ -434,13 +438,13 @@ struct PackageTests {
     @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
     func anUnreadableDirectoryIsPermissionDenied() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             #expect(chmod(url.path, 0o000) == 0)
             defer { _ = chmod(url.path, 0o755) }
             for mode in [PackageStore.Mode.readWrite, .readOnly] {
-                let error = expectDeckError { _ = try TestDocument.open(at: url, mode: mode) }
+                let error = expectDeckError { _ = try PackageStore.open(at: url, mode: mode) }
                 if case .permissionDenied(let path, _) = error {
                     #expect(path == url.path)
                 } else {
@@ -453,20 +457,21 @@ struct PackageTests {
     @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
     func aReadOnlyDirectoryOpensForReadingOnly() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Deck", ["title": .string("t")])
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                try tx.insert("Deck", ["title": .string("t")])
+            }
             let url = package.url
             try package.close()
             #expect(chmod(url.path, 0o555) == 0)
             defer { _ = chmod(url.path, 0o755) }
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readWrite) }
             if case .permissionDenied = error {
             } else {
                 Issue.record("expected permissionDenied, got \(String(describing: error))")
             }
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reader.count(RecordQuery("Deck")) == 1)
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 1)
         }
     }
 
@@ -474,13 +479,13 @@ struct PackageTests {
 
     @Test func aSecondWriterIsLockedOutAndReadersStillWork() throws {
         try withTestDirectory { dir throws in
-            let writer = try makeTestPackage(in: dir)
+            let writer = try makeTestStore(in: dir)
             let url = writer.url
-            try writer.insert("Deck", ["title": .string("committed")])
-            try writer.save()
-            try writer.insert("Deck", ["title": .string("pending")])
+            try writer.write { tx in try tx.insert("Deck", ["title": .string("committed")]) }
+            let pending = try writer.beginTransaction()
+            try pending.insert("Deck", ["title": .string("pending")])
 
-            let error = expectDeckError { _ = try TestDocument.open(at: url, mode: .readWrite) }
+            let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readWrite) }
             guard case .locked(let path, let pid) = error else {
                 Issue.record("expected locked, got \(String(describing: error))")
                 return
@@ -492,20 +497,24 @@ struct PackageTests {
             #expect(WriterLock.holder(packagePath: url.path) == getpid())
 
             // Readers are not blocked, and see only the committed state.
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reader.fetch(RecordQuery("Deck")).map { $0["title"] } == [.string("committed")])
-            #expect(try reader.info().lockHolder == getpid())
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(
+                try reader.read { try $0.fetch(RecordQuery("Deck")) }.map { $0["title"] } == [
+                    .string("committed")
+                ])
+            #expect(try reader.read { try $0.info() }.lockHolder == getpid())
             try reader.close()
 
             // The failed attempt did not disturb the writer.
-            try writer.save()
+            try pending.commit()
             try writer.close()
             #expect(WriterLock.holder(packagePath: url.path) == nil)
 
-            let next = try TestDocument.open(at: url, mode: .readWrite)
-            #expect(try next.count(RecordQuery("Deck")) == 2)
-            try next.insert("Deck", ["title": .string("third")])
-            try next.save()
+            let next = try PackageStore.open(at: url, mode: .readWrite)
+            try next.write { tx in
+                #expect(try tx.count(RecordQuery("Deck")) == 2)
+                try tx.insert("Deck", ["title": .string("third")])
+            }
             try next.close()
         }
     }
@@ -514,26 +523,25 @@ struct PackageTests {
         try withTestDirectory { dir throws in
             var url: URL?
             do {
-                let writer = try makeTestPackage(in: dir)
+                let writer = try makeTestStore(in: dir)
                 url = writer.url
-                try writer.insert("Deck", ["title": .string("x")])
-                try writer.save()
+                try writer.write { tx in try tx.insert("Deck", ["title": .string("x")]) }
             }  // deinit closes
-            let reopened = try TestDocument.open(at: try #require(url), mode: .readWrite)
-            #expect(try reopened.count(RecordQuery("Deck")) == 1)
+            let reopened = try PackageStore.open(at: try #require(url), mode: .readWrite)
+            #expect(try reopened.read { try $0.count(RecordQuery("Deck")) } == 1)
             try reopened.close()
         }
     }
 
     @Test func closeLeavesASingleFileStore() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
-            for i in 0..<50 { try package.insert("Deck", ["title": .string("d\(i)")]) }
-            try package.save()
-            _ = try package.fetch(RecordQuery("Deck"))
-            try package.insert("Deck", ["title": .string("unsaved")])
-            try package.close()
+            try package.write { tx in for i in 0..<50 { try tx.insert("Deck", ["title": .string("d\(i)")]) } }
+            _ = try package.read { try $0.fetch(RecordQuery("Deck")) }
+            let unsaved = try package.beginTransaction()
+            try unsaved.insert("Deck", ["title": .string("unsaved")])
+            try package.close(discardingChanges: true)
             try package.close()  // safe twice
             let names = try FileManager.default.contentsOfDirectory(atPath: url.path)
             #expect(!names.contains("store.sqlite-wal"))
@@ -546,14 +554,14 @@ struct PackageTests {
 
     @Test func aClosedPackageRefusesWork() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             try package.close()
             let checks: [(String, () throws -> Void)] = [
-                ("insert", { try package.insert("Deck", ["title": .string("x")]) }),
-                ("read", { _ = try package.store.read { try $0.count(RecordQuery("Deck")) } }),
-                ("write", { try package.store.write { _ in } }),
-                ("transaction", { _ = try package.store.beginTransaction() }),
-                ("gc", { _ = try package.store.collectGarbage() }),
+                ("insert", { try package.write { tx in try tx.insert("Deck", ["title": .string("x")]) } }),
+                ("read", { _ = try package.read { try $0.count(RecordQuery("Deck")) } }),
+                ("write", { try package.write { _ in } }),
+                ("transaction", { _ = try package.beginTransaction() }),
+                ("gc", { _ = try package.collectGarbage() }),
             ]
             for (name, body) in checks {
                 let error = expectDeckError(body)
@@ -564,27 +572,29 @@ struct PackageTests {
                 #expect(path == package.url.path)
             }
             // Closing again does nothing.
-            try package.store.close()
+            try package.close()
         }
     }
 
     @Test func readOnlyOpenRefusesChanges() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let id = try package.insert("Deck", ["title": .string("x")])
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            let id = try package.write { tx in try tx.insert("Deck", ["title": .string("x")]) }.value
             let url = package.url
             try package.close()
 
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
             #expect(reader.mode == .readOnly)
             let checks: [(String, () throws -> Void)] = [
-                ("insert", { try reader.insert("Deck", ["title": .string("y")]) }),
-                ("update", { try reader.update("Deck", id: id, ["title": .string("z")]) }),
-                ("delete", { try reader.delete("Deck", id: id) }),
-                ("upsert", { try reader.upsert("Deck", ["title": .string("x")]) }),
-                ("write", { try reader.store.write { _ in } }),
-                ("transaction", { _ = try reader.store.beginTransaction() }),
+                ("insert", { try reader.write { tx in try tx.insert("Deck", ["title": .string("y")]) } }),
+                (
+                    "update",
+                    { try reader.write { tx in try tx.update("Deck", id: id, ["title": .string("z")]) } }
+                ),
+                ("delete", { try reader.write { tx in try tx.delete("Deck", id: id) } }),
+                ("upsert", { try reader.write { tx in try tx.upsert("Deck", ["title": .string("x")]) } }),
+                ("write", { try reader.write { _ in } }),
+                ("transaction", { _ = try reader.beginTransaction() }),
                 ("gc", { _ = try reader.collectGarbage() }),
             ]
             for (name, body) in checks {
@@ -595,8 +605,8 @@ struct PackageTests {
                 }
                 #expect(path == url.path)
             }
-            #expect(try reader.fetch(RecordQuery("Deck")).map { $0["title"] } == [.string("x")])
-            #expect(!reader.hasChanges)
+            #expect(
+                try reader.read { try $0.fetch(RecordQuery("Deck")) }.map { $0["title"] } == [.string("x")])
             try reader.close()
             // A reader takes no lock and leaves no lock holder behind.
             #expect(WriterLock.holder(packagePath: url.path) == nil)
@@ -605,7 +615,7 @@ struct PackageTests {
 
     @Test func openingForWritingRemovesTemporariesButReadingDoesNot() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             let url = package.url
             try package.close()
             let tmp = url.appendingPathComponent("tmp")
@@ -615,23 +625,24 @@ struct PackageTests {
                 at: tmp.appendingPathComponent("nested"), withIntermediateDirectories: true)
             try Data("junk".utf8).write(to: tmp.appendingPathComponent("nested/file"))
 
-            try TestDocument.open(at: url, mode: .readOnly).close()
+            try PackageStore.open(at: url, mode: .readOnly).close()
             #expect(temporaryFiles(url) == ["blob-123.part", "nested"])
-            try TestDocument.open(at: url, mode: .readWrite).close()
+            try PackageStore.open(at: url, mode: .readWrite).close()
             #expect(temporaryFiles(url).isEmpty)
         }
     }
 
     @Test func infoSummarisesThePackage() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let deck = try package.insert("Deck", ["title": .string("d")])
-            try package.insert(
-                "Card", ["front": .string("a"), "deck": .reference(deck), "image": .data(testBytes(100))])
-            try package.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
-            try package.insert("Card", ["front": .string("c"), "image": .data(testBytes(5))])
-            try package.save()
-            let info = try package.info()
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("d")])
+                try tx.insert(
+                    "Card", ["front": .string("a"), "deck": .reference(deck), "image": .data(testBytes(100))])
+                try tx.insert("Card", ["front": .string("b"), "image": .data(testBytes(100))])
+                try tx.insert("Card", ["front": .string("c"), "image": .data(testBytes(5))])
+            }
+            let info = try package.read { try $0.info() }
             #expect(info.entities.map(\.name) == ["Deck", "Card", "Tag"])
             #expect(info.entities.map(\.records) == [1, 3, 0])
             #expect(info.blobCount == 1)

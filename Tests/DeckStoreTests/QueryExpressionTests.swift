@@ -1,4 +1,5 @@
 import DeckQueryLanguage
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -34,90 +35,92 @@ struct QueryExpressionTests {
     ])
 
     /// Two decks; five cards; three tags (many-to-many).
-    static func withCards(_ body: (TestDocument) throws -> Void) throws {
+    static func withCards(_ body: (StoreReader) throws -> Void) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
-            let spanish = try package.insert(
-                "Deck",
-                [
-                    "title": .string("Spanish"), "price": .decimal(Decimal(string: "9.5")!),
-                    "due": .string("2026-12-01"),
-                ])
-            let french = try package.insert("Deck", ["title": .string("French")])
-            let verb = try package.insert("Tag", ["name": .string("verb")])
-            let noun = try package.insert("Tag", ["name": .string("noun")])
-            _ = try package.insert("Tag", ["name": .string("unused")])
-            let cards: [(String, String?, Int64, Int64?, Double?, Bool, Int64, [Int64])] = [
-                ("hola", "hello", 3, 1, 2.5, false, spanish, []),
-                ("Adiós", "goodbye", 0, nil, nil, true, spanish, [noun]),
-                ("comer", "comer", 7, 2, 1.3, false, spanish, [verb]),
-                ("manger", nil, 10, 5, 2.0, true, french, [verb, noun]),
-                ("ÉTÉ", "summer", 1, 0, 3.1, false, french, [noun]),
-            ]
-            for (front, back, reps, lapses, ease, done, deck, tags) in cards {
-                _ = try package.insert(
-                    "Card",
+            let store = try makeTestStore(in: dir, schema: schema)
+            try store.write { tx in
+                let spanish = try tx.insert(
+                    "Deck",
                     [
-                        "front": .string(front), "back": back.map(Value.string) ?? .null,
-                        "reps": .integer(reps),
-                        "lapses": lapses.map(Value.integer) ?? .null, "ease": ease.map(Value.double) ?? .null,
-                        "done": .bool(done), "deck": .reference(deck), "tags": .references(tags),
+                        "title": .string("Spanish"), "price": .decimal(Decimal(string: "9.5")!),
+                        "due": .string("2026-12-01"),
                     ])
+                let french = try tx.insert("Deck", ["title": .string("French")])
+                let verb = try tx.insert("Tag", ["name": .string("verb")])
+                let noun = try tx.insert("Tag", ["name": .string("noun")])
+                _ = try tx.insert("Tag", ["name": .string("unused")])
+                let cards: [(String, String?, Int64, Int64?, Double?, Bool, Int64, [Int64])] = [
+                    ("hola", "hello", 3, 1, 2.5, false, spanish, []),
+                    ("Adiós", "goodbye", 0, nil, nil, true, spanish, [noun]),
+                    ("comer", "comer", 7, 2, 1.3, false, spanish, [verb]),
+                    ("manger", nil, 10, 5, 2.0, true, french, [verb, noun]),
+                    ("ÉTÉ", "summer", 1, 0, 3.1, false, french, [noun]),
+                ]
+                for (front, back, reps, lapses, ease, done, deck, tags) in cards {
+                    _ = try tx.insert(
+                        "Card",
+                        [
+                            "front": .string(front), "back": back.map(Value.string) ?? .null,
+                            "reps": .integer(reps),
+                            "lapses": lapses.map(Value.integer) ?? .null,
+                            "ease": ease.map(Value.double) ?? .null,
+                            "done": .bool(done), "deck": .reference(deck), "tags": .references(tags),
+                        ])
+                }
             }
-            try package.save()
-            try body(package)
-            try package.close()
+            try store.read { reader in try body(reader) }
+            try store.close()
         }
     }
 
     /// The fronts of the cards `condition` matches, in insertion order.
-    static func fronts(_ package: TestDocument, _ condition: QueryExpression) throws -> [String] {
-        try package.fetch(RecordQuery("Card", where: condition)).compactMap {
+    static func fronts(_ reader: StoreReader, _ condition: QueryExpression) throws -> [String] {
+        try reader.fetch(RecordQuery("Card", where: condition)).compactMap {
             if case .string(let front)? = $0["front"] { front } else { nil }
         }
     }
 
     /// The fronts of the cards `text` (in `--where` syntax) matches.
     static func fronts(
-        _ package: TestDocument, _ text: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ reader: StoreReader, _ text: String, sourceLocation: SourceLocation = #_sourceLocation
     )
         throws -> [String]
     {
-        try fronts(package, try QueryParser.parse(text))
+        try fronts(reader, try QueryParser.parse(text))
     }
 
     @Test func comparisonsBetweenAnyOperands() throws {
-        try Self.withCards { package throws in
-            #expect(try Self.fronts(package, "front = `back`") == ["comer"])
+        try Self.withCards { reader throws in
+            #expect(try Self.fronts(reader, "front = `back`") == ["comer"])
             #expect(
-                try Self.fronts(package, "front != `back`") == ["hola", "Adiós", "manger", "ÉTÉ"],
+                try Self.fronts(reader, "front != `back`") == ["hola", "Adiós", "manger", "ÉTÉ"],
                 "null differs")
-            #expect(try Self.fronts(package, "reps > `lapses` * 3") == ["comer", "ÉTÉ"])
+            #expect(try Self.fronts(reader, "reps > `lapses` * 3") == ["comer", "ÉTÉ"])
             #expect(
-                try Self.fronts(package, "lapses < `reps` and lapses >= 1") == ["hola", "comer", "manger"])
-            #expect(try Self.fronts(package, "3 < `reps`") == ["comer", "manger"])
-            #expect(try Self.fronts(package, "deck.title = `deck.title`").count == 5)
-            #expect(try Self.fronts(package, .property("reps").equals(.property("lapses") + 2)) == ["hola"])
+                try Self.fronts(reader, "lapses < `reps` and lapses >= 1") == ["hola", "comer", "manger"])
+            #expect(try Self.fronts(reader, "3 < `reps`") == ["comer", "manger"])
+            #expect(try Self.fronts(reader, "deck.title = `deck.title`").count == 5)
+            #expect(try Self.fronts(reader, .property("reps").equals(.property("lapses") + 2)) == ["hola"])
             #expect(
-                try Self.fronts(package, .property("done")) == ["Adiós", "manger"], "a boolean is a condition"
+                try Self.fronts(reader, .property("done")) == ["Adiós", "manger"], "a boolean is a condition"
             )
         }
     }
 
     @Test func arithmeticFollowsSQLite() throws {
-        try Self.withCards { package throws in
-            #expect(try Self.fronts(package, "(reps + 2) * 2 = 10") == ["hola"])
-            #expect(try Self.fronts(package, "reps / 2 = 3") == ["comer"], "integer division truncates")
-            #expect(try Self.fronts(package, "reps / 2.0 = 3.5") == ["comer"])
-            #expect(try Self.fronts(package, "-reps < -9") == ["manger"])
-            #expect(try Self.fronts(package, "reps - -1 = 1") == ["Adiós"])
-            #expect(try Self.fronts(package, "reps / 0 is null").count == 5, "division by zero is null")
-            #expect(try Self.fronts(package, "lapses + 1 is null") == ["Adiós"], "null propagates")
-            #expect(try Self.fronts(package, "ease * 2 > 5") == ["ÉTÉ"])
-            #expect(try Self.fronts(package, "reps + 1 > 2.5") == ["hola", "comer", "manger"])
+        try Self.withCards { reader throws in
+            #expect(try Self.fronts(reader, "(reps + 2) * 2 = 10") == ["hola"])
+            #expect(try Self.fronts(reader, "reps / 2 = 3") == ["comer"], "integer division truncates")
+            #expect(try Self.fronts(reader, "reps / 2.0 = 3.5") == ["comer"])
+            #expect(try Self.fronts(reader, "-reps < -9") == ["manger"])
+            #expect(try Self.fronts(reader, "reps - -1 = 1") == ["Adiós"])
+            #expect(try Self.fronts(reader, "reps / 0 is null").count == 5, "division by zero is null")
+            #expect(try Self.fronts(reader, "lapses + 1 is null") == ["Adiós"], "null propagates")
+            #expect(try Self.fronts(reader, "ease * 2 > 5") == ["ÉTÉ"])
+            #expect(try Self.fronts(reader, "reps + 1 > 2.5") == ["hola", "comer", "manger"])
             let big = QueryExpression.value(.integer(.max))
             #expect(
-                try Self.fronts(package, .property("reps") + big > big) == [
+                try Self.fronts(reader, .property("reps") + big > big) == [
                     "hola", "comer", "manger", "ÉTÉ",
                 ],
                 "overflow becomes a double, as in SQLite")
@@ -126,17 +129,19 @@ struct QueryExpressionTests {
 
     @Test func datesAndDecimalsCompute() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: Self.schema)
-            _ = try package.insert(
+            let store = try makeTestStore(in: dir, schema: Self.schema)
+            let tx = try store.beginTransaction()
+            defer { tx.rollback() }
+            _ = try tx.insert(
                 "Deck",
                 [
                     "title": .string("a"), "price": .decimal(Decimal(string: "9.5")!),
                     "due": .string("2026-12-01"),
                 ])
-            _ = try package.insert(
+            _ = try tx.insert(
                 "Deck", ["title": .string("b"), "price": .decimal(12), "due": .string("2026-12-03")])
             func titles(_ text: String) throws -> [String] {
-                try package.fetch(RecordQuery("Deck", where: try QueryParser.parse(text))).compactMap {
+                try tx.fetch(RecordQuery("Deck", where: try QueryParser.parse(text))).compactMap {
                     if case .string(let title)? = $0["title"] { title } else { nil }
                 }
             }
@@ -151,85 +156,86 @@ struct QueryExpressionTests {
                 return
             }
             #expect(message.contains("two dates can only be subtracted"))
-            try package.close()
+            tx.rollback()
+            try store.close()
         }
     }
 
     @Test func logicInNullTestsAndCoalescing() throws {
-        try Self.withCards { package throws in
-            #expect(try Self.fronts(package, "back is null") == ["manger"])
-            #expect(try Self.fronts(package, "back is not null").count == 4)
+        try Self.withCards { reader throws in
+            #expect(try Self.fronts(reader, "back is null") == ["manger"])
+            #expect(try Self.fronts(reader, "back is not null").count == 4)
             #expect(
-                try Self.fronts(package, "not lapses > 0") == ["Adiós", "ÉTÉ"],
+                try Self.fronts(reader, "not lapses > 0") == ["Adiós", "ÉTÉ"],
                 "two-valued: not of a null test holds")
-            #expect(try Self.fronts(package, "lapses ?? 0 = 0") == ["Adiós", "ÉTÉ"])
-            #expect(try Self.fronts(package, "coalesce(back, front) = manger") == ["manger"])
-            #expect(try Self.fronts(package, "coalesce(lapses, ease, 9) = 9") == ["Adiós"])
-            #expect(try Self.fronts(package, .property("ease") ?? 0 < 1.5) == ["Adiós", "comer"])
+            #expect(try Self.fronts(reader, "lapses ?? 0 = 0") == ["Adiós", "ÉTÉ"])
+            #expect(try Self.fronts(reader, "coalesce(back, front) = manger") == ["manger"])
+            #expect(try Self.fronts(reader, "coalesce(lapses, ease, 9) = 9") == ["Adiós"])
+            #expect(try Self.fronts(reader, .property("ease") ?? 0 < 1.5) == ["Adiós", "comer"])
             #expect(
-                try Self.fronts(package, "front in (hola, comer) or reps in (10)") == [
+                try Self.fronts(reader, "front in (hola, comer) or reps in (10)") == [
                     "hola", "comer", "manger",
                 ])
-            #expect(try Self.fronts(package, "front not in (hola, comer)") == ["Adiós", "manger", "ÉTÉ"])
+            #expect(try Self.fronts(reader, "front not in (hola, comer)") == ["Adiós", "manger", "ÉTÉ"])
             #expect(
-                try Self.fronts(package, "not lapses in (1, null)").count == 4,
+                try Self.fronts(reader, "not lapses in (1, null)").count == 4,
                 "null in a list matches nothing")
-            #expect(try Self.fronts(package, "true and not false").count == 5)
+            #expect(try Self.fronts(reader, "true and not false").count == 5)
         }
     }
 
     @Test func textTestsInEachFolding() throws {
-        try Self.withCards { package throws in
-            #expect(try Self.fronts(package, "front contains é") == [])
-            #expect(try Self.fronts(package, "front contains[c] été") == [], "ASCII folding leaves É alone")
-            #expect(try Self.fronts(package, "front contains[c] ÉtÉ") == ["ÉTÉ"])
-            #expect(try Self.fronts(package, "front contains[cd] e") == ["comer", "manger", "ÉTÉ"])
-            #expect(try Self.fronts(package, "front equals[cd] adios") == ["Adiós"])
-            #expect(try Self.fronts(package, "front equals[c] HOLA") == ["hola"])
-            #expect(try Self.fronts(package, "front equals HOLA") == [])
-            #expect(try Self.fronts(package, "front begins-with[cd] ADI") == ["Adiós"])
-            #expect(try Self.fronts(package, "front ends-with[cd] 'OS'") == ["Adiós"])
-            #expect(try Self.fronts(package, "front ends-with[cd] ''").count == 5)
-            #expect(try Self.fronts(package, "back contains[cd] ''").count == 4, "a null text passes no test")
+        try Self.withCards { reader throws in
+            #expect(try Self.fronts(reader, "front contains é") == [])
+            #expect(try Self.fronts(reader, "front contains[c] été") == [], "ASCII folding leaves É alone")
+            #expect(try Self.fronts(reader, "front contains[c] ÉtÉ") == ["ÉTÉ"])
+            #expect(try Self.fronts(reader, "front contains[cd] e") == ["comer", "manger", "ÉTÉ"])
+            #expect(try Self.fronts(reader, "front equals[cd] adios") == ["Adiós"])
+            #expect(try Self.fronts(reader, "front equals[c] HOLA") == ["hola"])
+            #expect(try Self.fronts(reader, "front equals HOLA") == [])
+            #expect(try Self.fronts(reader, "front begins-with[cd] ADI") == ["Adiós"])
+            #expect(try Self.fronts(reader, "front ends-with[cd] 'OS'") == ["Adiós"])
+            #expect(try Self.fronts(reader, "front ends-with[cd] ''").count == 5)
+            #expect(try Self.fronts(reader, "back contains[cd] ''").count == 4, "a null text passes no test")
             #expect(
-                try Self.fronts(package, "front contains[cd] `back`") == ["comer"], "a needle from a column")
-            #expect(try Self.fronts(package, "back begins-with `front`") == ["comer"])
-            #expect(try Self.fronts(package, "deck.title begins-with[c] SPAN").count == 3)
+                try Self.fronts(reader, "front contains[cd] `back`") == ["comer"], "a needle from a column")
+            #expect(try Self.fronts(reader, "back begins-with `front`") == ["comer"])
+            #expect(try Self.fronts(reader, "deck.title begins-with[c] SPAN").count == 3)
             #expect(
-                try Self.fronts(package, .property("front").contains("ÉT", .caseAndDiacriticInsensitive)) == [
+                try Self.fronts(reader, .property("front").contains("ÉT", .caseAndDiacriticInsensitive)) == [
                     "ÉTÉ"
                 ])
         }
     }
 
     @Test func toManyQuantifiersAndCounts() throws {
-        try Self.withCards { package throws in
-            #expect(try Self.fronts(package, "tags.any(name = verb)") == ["comer", "manger"])
+        try Self.withCards { reader throws in
+            #expect(try Self.fronts(reader, "tags.any(name = verb)") == ["comer", "manger"])
             #expect(
-                try Self.fronts(package, "tags.all(name = noun)") == ["hola", "Adiós", "ÉTÉ"],
+                try Self.fronts(reader, "tags.all(name = noun)") == ["hola", "Adiós", "ÉTÉ"],
                 "all holds when empty")
-            #expect(try Self.fronts(package, "tags.count >= 2") == ["manger"])
-            #expect(try Self.fronts(package, "tags.count = 0") == ["hola"])
-            #expect(try Self.fronts(package, "tags is null") == ["hola"])
-            #expect(try Self.fronts(package, "deck.cards.count > 2") == ["hola", "Adiós", "comer"])
+            #expect(try Self.fronts(reader, "tags.count >= 2") == ["manger"])
+            #expect(try Self.fronts(reader, "tags.count = 0") == ["hola"])
+            #expect(try Self.fronts(reader, "tags is null") == ["hola"])
+            #expect(try Self.fronts(reader, "deck.cards.count > 2") == ["hola", "Adiós", "comer"])
             #expect(
-                try Self.fronts(package, "tags.any(cards.any(front = hola or reps > 9))")
+                try Self.fronts(reader, "tags.any(cards.any(front = hola or reps > 9))")
                     == ["Adiós", "comer", "manger", "ÉTÉ"])
             #expect(
-                try Self.fronts(package, "tags.any(name = noun and cards.count > 2)") == [
+                try Self.fronts(reader, "tags.any(name = noun and cards.count > 2)") == [
                     "Adiós", "manger", "ÉTÉ",
                 ])
-            #expect(try Self.fronts(package, "deck.cards.any(tags.count = 2)") == ["manger", "ÉTÉ"])
+            #expect(try Self.fronts(reader, "deck.cards.any(tags.count = 2)") == ["manger", "ÉTÉ"])
             // The builder's closures can name the element and the record being queried.
             let sameAsBack = QueryExpression.property("deck").property("cards").any {
                 $0.property("front").equals(.property("back"))
             }
-            #expect(try Self.fronts(package, sameAsBack) == ["comer"])
-            let deckSizes = try package.fetch(
+            #expect(try Self.fronts(reader, sameAsBack) == ["comer"])
+            let deckSizes = try reader.fetch(
                 RecordQuery(
                     "Deck", where: .property("cards").count > 2, sort: [SortKey(.property("cards").count)]))
             #expect(deckSizes.map(\.id).count == 1)
-            let sorted = try package.fetch(
+            let sorted = try reader.fetch(
                 RecordQuery(
                     "Card", sort: [SortKey(.property("tags").count, ascending: false), SortKey("front")]))
             #expect(sorted.first?["front"] == .string("manger"))
@@ -239,30 +245,34 @@ struct QueryExpressionTests {
     @Test func quantifiersRespectEntityFamilies() throws {
         try withTestDirectory { dir throws in
             let library = try InheritanceRelationshipTests.library(in: dir)
-            let package = library.package
+            let store = library.store
+            var tx = try store.beginTransaction()
+            defer { tx.rollback() }
             // Books and films share the column `owner`: Ann's books are the book and the paperback only.
             func people(_ text: String) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Person", where: try QueryParser.parse(text)))
+                try tx.fetchIDs(RecordQuery("Person", where: try QueryParser.parse(text)))
             }
             #expect(try people("books.count = 2") == [library.ann])
             #expect(try people("films.count = 1") == [library.ann])
             #expect(try people("books.any(title = Alien)") == [])
             #expect(try people("films.any(title = Alien)") == [library.ann])
             #expect(try people("books.all(isbn in ('1', '2')) and books.count > 0") == [library.ann])
-            try package.update("Person", id: library.bob, ["watched": .references([library.film])])
-            try package.save()
+            try tx.update("Person", id: library.bob, ["watched": .references([library.film])])
+            try tx.commit()
+            tx = try store.beginTransaction()
             #expect(try people("watched.any(title = Alien and owner.name = Ann)") == [library.bob])
             #expect(try people("watched.count = 0") == [library.ann])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Film", where: try QueryParser.parse("watchers.any(name = Bob)")))
                     == [library.film])
-            try package.close()
+            tx.rollback()
+            try store.close()
         }
     }
 
     @Test func whatCannotCompileIsAnErrorNamingThePart() throws {
-        try Self.withCards { package throws in
+        try Self.withCards { reader throws in
             let cases: [(String, String)] = [
                 ("front + 1 > 2", "'front' is a string; arithmetic"),
                 ("reps contains x", "'reps' is an integer, not text"),
@@ -275,7 +285,7 @@ struct QueryExpressionTests {
                 ("done + 1 = 2", "is a bool"),
             ]
             for (text, fragment) in cases {
-                let error = expectDeckError { _ = try Self.fronts(package, text) }
+                let error = expectDeckError { _ = try Self.fronts(reader, text) }
                 switch error {
                 case .invalidQuery(let message)?:
                     #expect(message.contains(fragment), "\(text): \(message)")
@@ -285,20 +295,20 @@ struct QueryExpressionTests {
                     Issue.record("\(text): expected invalidQuery, got \(String(describing: error))")
                 }
             }
-            let unknown = expectDeckError { _ = try Self.fronts(package, "tags.any(nmae = x)") }
+            let unknown = expectDeckError { _ = try Self.fronts(reader, "tags.any(nmae = x)") }
             guard case .unknownProperty("Tag", "nmae", _) = unknown else {
                 Issue.record("expected unknownProperty, got \(String(describing: unknown))")
                 return
             }
             let deep = (0..<12).reduce(QueryExpression.property("reps")) { e, _ in e + 1 }
-            let tooDeep = expectDeckError { _ = try Self.fronts(package, deep > 3) }
+            let tooDeep = expectDeckError { _ = try Self.fronts(reader, deep > 3) }
             guard case .invalidQuery(let message) = tooDeep else {
                 Issue.record("expected invalidQuery, got \(String(describing: tooDeep))")
                 return
             }
             #expect(message.contains("levels deep"))
             let unbound = expectDeckError {
-                _ = try Self.fronts(package, .path(.init(["name"], from: .init("nowhere"))).equals("x"))
+                _ = try Self.fronts(reader, .path(.init(["name"], from: .init("nowhere"))).equals("x"))
             }
             guard case .invalidQuery(let text) = unbound else {
                 Issue.record("expected invalidQuery, got \(String(describing: unbound))")
@@ -309,39 +319,39 @@ struct QueryExpressionTests {
     }
 
     @Test func valuesAreBoundNeverSpliced() throws {
-        try Self.withCards { package throws in
+        try Self.withCards { reader throws in
             for hostile in [
                 "x'; DROP TABLE Card; --", "\") OR 1=1 --", "' OR '1'='1", "%", "_", "\u{0}", "ÉTÉ' --",
             ] {
-                #expect(try Self.fronts(package, .property("front").equals(.value(.string(hostile)))) == [])
+                #expect(try Self.fronts(reader, .property("front").equals(.value(.string(hostile)))) == [])
                 #expect(
                     try Self.fronts(
-                        package,
+                        reader,
                         .property("front").contains(.value(.string(hostile)), .caseAndDiacriticInsensitive))
                         == [])
             }
-            #expect(try Self.fronts(package, "front = 'x\\'; DROP TABLE Card; --'") == [])
-            let error = expectDeckError { _ = try Self.fronts(package, "`front\"; DROP TABLE Card; --` = 1") }
+            #expect(try Self.fronts(reader, "front = 'x\\'; DROP TABLE Card; --'") == [])
+            let error = expectDeckError { _ = try Self.fronts(reader, "`front\"; DROP TABLE Card; --` = 1") }
             guard case .unknownProperty = error else {
                 Issue.record("expected unknownProperty, got \(String(describing: error))")
                 return
             }
-            #expect(try package.count(RecordQuery("Card")) == 5)
+            #expect(try reader.count(RecordQuery("Card")) == 5)
             // Like's wildcards are plain characters to every text test.
-            #expect(try Self.fronts(package, "front contains '%'") == [])
-            #expect(try Self.fronts(package, "front contains[c] '_'") == [])
+            #expect(try Self.fronts(reader, "front contains '%'") == [])
+            #expect(try Self.fronts(reader, "front contains[c] '_'") == [])
         }
     }
 
     @Test func hugeListsAndManyValuesStayWithinTheLimits() throws {
-        try Self.withCards { package throws in
+        try Self.withCards { reader throws in
             let list = (0..<Int64(RecordQuery.Limits.values)).map { QueryExpression.value(.integer($0)) }
-            #expect(try Self.fronts(package, .property("reps").isIn(list)).count == 5)
+            #expect(try Self.fronts(reader, .property("reps").isIn(list)).count == 5)
             let text =
                 "reps in (" + (0..<RecordQuery.Limits.values).map(String.init).joined(separator: ",") + ")"
-            #expect(try Self.fronts(package, text).count == 5)
+            #expect(try Self.fronts(reader, text).count == 5)
             let error = expectDeckError {
-                _ = try Self.fronts(package, .property("reps").isIn(list + [.value(.integer(-1))]))
+                _ = try Self.fronts(reader, .property("reps").isIn(list + [.value(.integer(-1))]))
             }
             guard case .invalidQuery(let message) = error else {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")

@@ -37,23 +37,27 @@ struct QueryLimitsTests {
 
     /// 80 nodes in one chain (each the parent of the next); `n` cycles through 0…9, `s` through
     /// `words` and null.
-    static func withNodes(_ body: (TestDocument, [Row]) throws -> Void) throws {
+    static func withNodes(_ body: (StoreTransaction, [Row]) throws -> Void) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
             var rows: [Row] = []
-            for index in 0..<80 {
-                let s: String? = index % 8 == 7 ? nil : words[index % words.count]
-                var values: [String: Value] = [
-                    "n": .integer(Int64(index % 10)), "s": s.map(Value.string) ?? .null,
-                ]
-                if let last = rows.last { values["parent"] = .reference(last.id) }
-                let id = try package.insert("Node", values)
-                rows.append(
-                    Row(id: id, n: Int64(index % 10), s: s, parent: rows.isEmpty ? nil : rows.count - 1))
+            try store.write { tx in
+                for index in 0..<80 {
+                    let s: String? = index % 8 == 7 ? nil : words[index % words.count]
+                    var values: [String: Value] = [
+                        "n": .integer(Int64(index % 10)), "s": s.map(Value.string) ?? .null,
+                    ]
+                    if let last = rows.last { values["parent"] = .reference(last.id) }
+                    let id = try tx.insert("Node", values)
+                    rows.append(
+                        Row(id: id, n: Int64(index % 10), s: s, parent: rows.isEmpty ? nil : rows.count - 1))
+                }
             }
-            try package.save()
-            try body(package, rows)
-            try package.close()
+            let tx = try store.beginTransaction()
+            defer { tx.rollback() }
+            try body(tx, rows)
+            tx.rollback()
+            try store.close()
         }
     }
 
@@ -164,21 +168,21 @@ struct QueryLimitsTests {
     }
 
     @Test func randomFiltersMatchADirectEvaluation() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             let seed = TestSeed("QueryLimitsTests.randomFilters", filter: "QueryLimitsTests")
             var random = seed.generator()
             for round in 0..<300 {
                 // Shallow and narrow, deep and narrow, shallow and wide.
                 let (depth, width) = [(3, 3), (40, 2), (2, 40)][round % 3]
                 let filter = Self.randomFilter(&random, depth: depth, width: width, rows: rows)
-                let ids = try package.fetchIDs(RecordQuery("Node", where: filter))
+                let ids = try tx.fetchIDs(RecordQuery("Node", where: filter))
                 #expect(ids == Self.evaluate(filter, rows), "round \(round), \(seed): \(filter)")
             }
         }
     }
 
     @Test func aThousandAlternativesAndTheLimitOfConditions() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             // The tester's 1,000 or-ed conditions, then the limit.
             for count in [1_000, RecordQuery.Limits.conditions] {
                 let filter = QueryExpression.or(
@@ -186,13 +190,13 @@ struct QueryLimitsTests {
                         .compare(.property("n"), .equal, .value(.integer(Int64($0 % 10 == 3 ? 3 : 100 + $0))))
                     })
                 #expect(
-                    try package.count(RecordQuery("Node", where: filter)) == rows.filter { $0.n == 3 }.count)
+                    try tx.count(RecordQuery("Node", where: filter)) == rows.filter { $0.n == 3 }.count)
             }
             let beyond = QueryExpression.or(
                 (0...RecordQuery.Limits.conditions).map {
                     .compare(.property("n"), .equal, .value(.integer(Int64($0))))
                 })
-            Self.expectInvalidQuery(package, beyond, "more than \(RecordQuery.Limits.conditions) conditions")
+            Self.expectInvalidQuery(tx, beyond, "more than \(RecordQuery.Limits.conditions) conditions")
             // Negated, nested in pairs: still fine.
             let pairs = QueryExpression.and(
                 (0..<(RecordQuery.Limits.conditions / 2)).map { index in
@@ -202,23 +206,23 @@ struct QueryLimitsTests {
                             .text(.property("s"), .endsWith, .value(.string("x")), .asciiCaseInsensitive),
                         ]))
                 })
-            #expect(try package.count(RecordQuery("Node", where: pairs)) == rows.count)
+            #expect(try tx.count(RecordQuery("Node", where: pairs)) == rows.count)
         }
     }
 
     @Test func theLimitOfValues() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             let list = (0..<Int64(RecordQuery.Limits.values)).map { Value.integer($0 == 0 ? 4 : 1_000 + $0) }
             #expect(
-                try package.count(
+                try tx.count(
                     RecordQuery("Node", where: .oneOf(.property("n"), list.map(QueryExpression.value))))
                     == rows.filter { $0.n == 4 }.count
             )
             Self.expectInvalidQuery(
-                package, .oneOf(.property("n"), (list + [.integer(5)]).map(QueryExpression.value)),
+                tx, .oneOf(.property("n"), (list + [.integer(5)]).map(QueryExpression.value)),
                 "more than \(RecordQuery.Limits.values) values")
             Self.expectInvalidQuery(
-                package,
+                tx,
                 .and([
                     .compare(.property("n"), .equal, .value(.integer(1))),
                     .oneOf(.property("n"), list.map(QueryExpression.value)),
@@ -228,7 +232,7 @@ struct QueryLimitsTests {
     }
 
     @Test func nestingToTheLimit() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             // Alternating and/or with the heaviest conditions at every level, down to the limit.
             var filter: QueryExpression = .text(
                 .property("parent.s"), .endsWith, .value(.string("e")), .asciiCaseInsensitive)
@@ -245,31 +249,31 @@ struct QueryLimitsTests {
                                 [.integer(1), .integer(2)].map(QueryExpression.value)), filter,
                         ]))
             }
-            #expect(try package.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
             // As the parser reads it: 100 levels of parentheses and not.
             let text =
                 String(repeating: "not (n = 1 or ", count: 50) + "s ends-with[c] 'E'"
                 + String(repeating: ")", count: 50)
             let parsed = try QueryParser.parse(text)
-            #expect(try package.fetchIDs(RecordQuery("Node", where: parsed)) == Self.evaluate(parsed, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: parsed)) == Self.evaluate(parsed, rows))
             let nots = try QueryParser.parse(String(repeating: "not ", count: 99) + "n = 1")
-            #expect(try package.fetchIDs(RecordQuery("Node", where: nots)) == Self.evaluate(nots, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: nots)) == Self.evaluate(nots, rows))
             // What the parser accepts at its limit compiles: a top-level list, then 100 groups.
             let groups = try QueryParser.parse(
                 "n = 1 or " + String(repeating: "(n = 2 and ", count: 100) + "s is null"
                     + String(repeating: ")", count: 100))
-            #expect(try package.fetchIDs(RecordQuery("Node", where: groups)) == Self.evaluate(groups, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: groups)) == Self.evaluate(groups, rows))
             // Each not may have 100 around it; one more is refused.
             var deeper: QueryExpression = .compare(.property("n"), .equal, .value(.integer(1)))
             for _ in 0...RecordQuery.Limits.nesting { deeper = .not(deeper) }
-            #expect(try package.fetchIDs(RecordQuery("Node", where: deeper)) == Self.evaluate(deeper, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: deeper)) == Self.evaluate(deeper, rows))
             Self.expectInvalidQuery(
-                package, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
+                tx, .not(deeper), "nested more than \(RecordQuery.Limits.nesting) levels")
         }
     }
 
     @Test func wideAndDeepAtOnce() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             // 100 levels, each with 99 conditions beside the next level: 9,900 conditions.
             var filter: QueryExpression = .compare(.property("n"), .equal, .value(.integer(5)))
             for level in 0..<RecordQuery.Limits.nesting {
@@ -281,41 +285,41 @@ struct QueryLimitsTests {
                 filter =
                     level % 2 == 0 ? .or(siblings + [filter]) : .and([filter] + siblings.map { .not($0) })
             }
-            #expect(try package.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: filter)) == Self.evaluate(filter, rows))
         }
     }
 
     @Test func relationshipSteps() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             let limit = RecordQuery.Limits.relationshipSteps
             let key = String(repeating: "parent.", count: limit) + "n"
             let expected = rows.filter { $0.id > Int64(limit) + rows[0].id - 1 }.filter {
                 rows[Int($0.id - rows[0].id) - limit].n == 7
             }
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Node", where: .compare(.property(key), .equal, .value(.integer(7)))))
                     == expected.map(\.id))
             // Sorting by a path shares its steps with the filter.
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Node", where: .compare(.property(key), .equal, .value(.integer(7))),
                         sort: [SortKey("parent.n", ascending: false)])
                 )
                 .count == expected.count)
             Self.expectInvalidQuery(
-                package, .compare(.property("parent." + key), .equal, .value(.integer(7))),
+                tx, .compare(.property("parent." + key), .equal, .value(.integer(7))),
                 "follows \(limit + 1) relationships")
             // A tester's thousands of hops: refused at once.
             Self.expectInvalidQuery(
-                package,
+                tx,
                 .compare(
                     .property(String(repeating: "parent.", count: 9_000) + "n"), .equal, .value(.integer(1))),
                 "follows 9000 relationships")
             // Different steps add up across keys.
             Self.expectInvalidQuery(
-                package,
+                tx,
                 .and([
                     .compare(.property(key), .equal, .value(.integer(7))),
                     .compare(.property("left.n"), .equal, .value(.integer(1))),
@@ -325,11 +329,11 @@ struct QueryLimitsTests {
     }
 
     @Test func sortKeys() throws {
-        try Self.withNodes { package, _ throws in
+        try Self.withNodes { tx, _ throws in
             let keys = (0..<RecordQuery.Limits.sortKeys).map { SortKey($0 % 2 == 0 ? "n" : "s") }
-            #expect(try package.fetchIDs(RecordQuery("Node", sort: keys)).count == 80)
+            #expect(try tx.fetchIDs(RecordQuery("Node", sort: keys)).count == 80)
             let error = expectDeckError {
-                _ = try package.fetchIDs(RecordQuery("Node", sort: keys + [SortKey("n")]))
+                _ = try tx.fetchIDs(RecordQuery("Node", sort: keys + [SortKey("n")]))
             }
             guard case .invalidQuery(let message) = error else {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")
@@ -342,18 +346,18 @@ struct QueryLimitsTests {
     /// A key that folds text sorts by two terms; SQLite 3.40 crashes on an ORDER BY of 64 terms
     /// or more of which one reads a joined table, so the limit counts terms.
     @Test func foldingKeysCountTwiceAndAJoinedKeyAtTheLimitRuns() throws {
-        try Self.withNodes { package, _ throws in
+        try Self.withNodes { tx, _ throws in
             let joined = [SortKey("parent.n")] + (1..<RecordQuery.Limits.sortKeys).map { _ in SortKey("n") }
-            #expect(try package.fetchIDs(RecordQuery("Node", sort: joined)).count == 80)
+            #expect(try tx.fetchIDs(RecordQuery("Node", sort: joined)).count == 80)
             let folded = (0..<RecordQuery.Limits.sortKeys / 2).map { _ in
                 SortKey("s", folding: .caseAndDiacriticInsensitive)
             }
-            #expect(try package.fetchIDs(RecordQuery("Node", sort: folded)).count == 80)
+            #expect(try tx.fetchIDs(RecordQuery("Node", sort: folded)).count == 80)
             for keys in [
                 folded + [SortKey("n")],
                 [SortKey("parent.s", folding: .caseAndDiacriticInsensitive)] + folded,
             ] {
-                let error = expectDeckError { _ = try package.fetchIDs(RecordQuery("Node", sort: keys)) }
+                let error = expectDeckError { _ = try tx.fetchIDs(RecordQuery("Node", sort: keys)) }
                 guard case .invalidQuery(let message) = error else {
                     Issue.record("expected invalidQuery, got \(String(describing: error))")
                     continue
@@ -364,40 +368,40 @@ struct QueryLimitsTests {
     }
 
     @Test func inverseToOneAndDecimalKeys() throws {
-        try Self.withNodes { package, rows throws in
-            try package.update(
+        try Self.withNodes { tx, rows throws in
+            try tx.update(
                 "Node", id: rows[1].id, ["right": .reference(rows[2].id), "d": .decimal(Decimal(12))])
-            try package.update("Node", id: rows[2].id, ["d": .decimal(Decimal(9))])
+            try tx.update("Node", id: rows[2].id, ["d": .decimal(Decimal(9))])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Node", where: .compare(.property("left.n"), .equal, .value(.integer(1)))))
                     == [
                         rows[2].id
                     ])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Node", where: .compare(.property("right.d"), .less, .value(.integer(10)))))
                     == [
                         rows[1].id
                     ])
-            #expect(try package.fetchIDs(RecordQuery("Node", where: .isNull(.property("right")))).count == 79)
+            #expect(try tx.fetchIDs(RecordQuery("Node", where: .isNull(.property("right")))).count == 79)
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Node", where: .not(.isNull(.property("d"))), sort: [SortKey("d")]))
                     == [
                         rows[2].id, rows[1].id,
                     ])
-            #expect(try package.record("Node", id: rows[2].id)?["left"] == .reference(rows[1].id))
+            #expect(try tx.record("Node", id: rows[2].id)?["left"] == .reference(rows[1].id))
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Node", where: .compare(.property("children"), .equal, .value(.reference(rows[5].id)))
                     )) == [
                         rows[4].id
                     ])
-            #expect(try package.count(RecordQuery("Node", where: .isNull(.property("children")))) == 1)
+            #expect(try tx.count(RecordQuery("Node", where: .isNull(.property("children")))) == 1)
             #expect(
-                try package.count(
+                try tx.count(
                     RecordQuery(
                         "Node",
                         where: .compare(.property("children"), .notEqual, .value(.reference(rows[5].id)))))
@@ -406,14 +410,14 @@ struct QueryLimitsTests {
     }
 
     @Test func partsThatAConstantDecidesAreStillChecked() throws {
-        try Self.withNodes { package, rows throws in
+        try Self.withNodes { tx, rows throws in
             #expect(
-                try package.count(
+                try tx.count(
                     RecordQuery(
                         "Node", where: .or([true, .compare(.property("n"), .equal, .value(.integer(1)))])))
                     == 80)
             #expect(
-                try package.count(RecordQuery("Node", where: .and([.not(true), .isNull(.property("s"))])))
+                try tx.count(RecordQuery("Node", where: .and([.not(true), .isNull(.property("s"))])))
                     == 0)
             for filter: QueryExpression in [
                 .or([.compare(.property("nope"), .equal, .value(.integer(1))), true]),
@@ -422,14 +426,14 @@ struct QueryLimitsTests {
                     .not(.isNull(.property("parent.nope"))),
                 ]),
             ] {
-                let error = expectDeckError { _ = try package.count(RecordQuery("Node", where: filter)) }
+                let error = expectDeckError { _ = try tx.count(RecordQuery("Node", where: filter)) }
                 guard case .unknownProperty("Node", "nope", _) = error else {
                     Issue.record("expected unknownProperty, got \(String(describing: error))")
                     continue
                 }
             }
             let wrongValue = expectDeckError {
-                _ = try package.count(
+                _ = try tx.count(
                     RecordQuery(
                         "Node", where: .or([true, .compare(.property("n"), .equal, .value(.string("x")))])))
             }
@@ -442,12 +446,12 @@ struct QueryLimitsTests {
     }
 
     static func expectInvalidQuery(
-        _ package: TestDocument, _ filter: QueryExpression, _ fragment: String,
+        _ reader: StoreReader, _ filter: QueryExpression, _ fragment: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         for run in [
-            { _ = try package.count(RecordQuery("Node", where: filter)) },
-            { _ = try package.fetch(RecordQuery("Node", where: filter)) },
+            { _ = try reader.count(RecordQuery("Node", where: filter)) },
+            { _ = try reader.fetch(RecordQuery("Node", where: filter)) },
         ] {
             let error = expectDeckError(sourceLocation: sourceLocation, run)
             guard case .invalidQuery(let message) = error else {

@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -48,26 +49,31 @@ struct RecordTests {
 
     @Test func everyAttributeTypeRoundTrips() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert("Sample", Self.sampleValues)
-            let record = try #require(try package.record("Sample", id: id))
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let id = try tx.insert("Sample", Self.sampleValues)
+            let record = try #require(try tx.record("Sample", id: id))
             #expect(record.entity == "Sample")
             #expect(record.id == id)
             for (name, value) in Self.sampleValues.sorted(by: { $0.key < $1.key }) {
                 #expect(record[name] == value, "attribute \(name)")
             }
             // And after save, close and reopen.
-            try package.save()
+            try tx.commit()
             let url = package.url
+            tx.rollback()
             try package.close()
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
-            #expect(try reopened.record("Sample", id: id)?.values == record.values)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
+            #expect(try reopened.read { try $0.record("Sample", id: id) }?.values == record.values)
         }
     }
 
     @Test func edgeValuesRoundTrip() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let values: [[String: Value]] = [
                 [
                     "s": .string(""), "i": .integer(.max), "d": .double(0), "b": .bool(false),
@@ -83,8 +89,8 @@ struct RecordTests {
                 ],
             ]
             for expected in values {
-                let id = try package.insert("Sample", expected)
-                let record = try #require(try package.record("Sample", id: id))
+                let id = try tx.insert("Sample", expected)
+                let record = try #require(try tx.record("Sample", id: id))
                 for (name, value) in expected { #expect(record[name] == value, "attribute \(name)") }
                 // Attributes not given read as null.
                 for name in ["s", "i", "d", "b", "t", "raw", "u", "link", "price", "meta"]
@@ -97,15 +103,17 @@ struct RecordTests {
 
     @Test func valuesAreCoercedWhereTheTypeAllows() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert(
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let id = try tx.insert(
                 "Sample",
                 [
                     "d": .integer(3), "i": .string("42"), "b": .string("true"), "price": .integer(7),
                     "t": .string("1970-01-02T00:00:00Z"),
                     "u": .string("e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
                 ])
-            let record = try #require(try package.record("Sample", id: id))
+            let record = try #require(try tx.record("Sample", id: id))
             #expect(record["d"] == .double(3))
             #expect(record["i"] == .integer(42))
             #expect(record["b"] == .bool(true))
@@ -117,58 +125,63 @@ struct RecordTests {
 
     @Test func insertFetchUpdateDeleteCount() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            #expect(try package.count(RecordQuery("Deck")) == 0)
-            let a = try package.insert("Deck", ["title": .string("A")])
-            let b = try package.insert("Deck", ["title": .string("B"), "position": .integer(5)])
+            let package = try makeTestStore(in: dir)
+            var tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            #expect(try tx.count(RecordQuery("Deck")) == 0)
+            let a = try tx.insert("Deck", ["title": .string("A")])
+            let b = try tx.insert("Deck", ["title": .string("B"), "position": .integer(5)])
             #expect(a != b)
-            #expect(package.hasChanges)
-            #expect(try package.count(RecordQuery("Deck")) == 2)
-            #expect(try package.fetchIDs(RecordQuery("Deck")) == [a, b])
+            #expect(tx.hasChanges)
+            #expect(try tx.count(RecordQuery("Deck")) == 2)
+            #expect(try tx.fetchIDs(RecordQuery("Deck")) == [a, b])
 
-            try package.update("Deck", id: a, ["position": .integer(9)])
-            let updated = try #require(try package.record("Deck", id: a))
+            try tx.update("Deck", id: a, ["position": .integer(9)])
+            let updated = try #require(try tx.record("Deck", id: a))
             #expect(updated["title"] == .string("A"), "values not named keep theirs")
             #expect(updated["position"] == .integer(9))
 
-            #expect(try package.delete("Deck", id: b) == 1)
-            #expect(try package.record("Deck", id: b) == nil)
-            #expect(try package.count(RecordQuery("Deck")) == 1)
-            try package.save()
-            #expect(!package.hasChanges)
+            #expect(try tx.delete("Deck", id: b) == 1)
+            #expect(try tx.record("Deck", id: b) == nil)
+            #expect(try tx.count(RecordQuery("Deck")) == 1)
+            try tx.commit()
+            tx = try package.beginTransaction()
+            #expect(!tx.hasChanges)
 
             var visited: [Int64] = []
-            try package.forEach(RecordQuery("Deck")) { visited.append($0.id) }
+            try tx.forEach(RecordQuery("Deck")) { visited.append($0.id) }
             #expect(visited == [a])
         }
     }
 
     @Test func bulkUpdateAndDeleteByQuery() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             for i in 0..<10 {
-                try package.insert("Deck", ["title": .string("d\(i)"), "position": .integer(Int64(i))])
+                try tx.insert("Deck", ["title": .string("d\(i)"), "position": .integer(Int64(i))])
             }
             let low = RecordQuery("Deck", where: .compare(.property("position"), .less, .value(.integer(4))))
-            #expect(try package.update(low, ["position": .integer(100)]) == 4)
+            #expect(try tx.update(low, ["position": .integer(100)]) == 4)
             #expect(
-                try package.count(
+                try tx.count(
                     RecordQuery("Deck", where: .compare(.property("position"), .equal, .value(.integer(100))))
                 )
                     == 4)
             #expect(
-                try package.delete(
+                try tx.delete(
                     RecordQuery("Deck", where: .compare(.property("position"), .equal, .value(.integer(100))))
                 )
                     == 4)
-            #expect(try package.count(RecordQuery("Deck")) == 6)
+            #expect(try tx.count(RecordQuery("Deck")) == 6)
             // A window applies to bulk deletes.
             #expect(
-                try package.delete(
+                try tx.delete(
                     RecordQuery("Deck", sort: [SortKey("position", ascending: false)], limit: 2))
                     == 2)
             #expect(
-                strings(try package.fetch(RecordQuery("Deck", sort: [SortKey("position")])), "title") == [
+                strings(try tx.fetch(RecordQuery("Deck", sort: [SortKey("position")])), "title") == [
                     "d4", "d5", "d6", "d7",
                 ])
         }
@@ -176,13 +189,15 @@ struct RecordTests {
 
     @Test func updatingOrDeletingAMissingRecordIsRecordNotFound() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let tag = try package.insert("Tag", ["name": .string("t")])
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let tag = try tx.insert("Tag", ["name": .string("t")])
             for body in [
-                { try package.update("Deck", id: 999, ["title": .string("x")]) },
-                { _ = try package.delete("Deck", id: 999) },
+                { try tx.update("Deck", id: 999, ["title": .string("x")]) },
+                { _ = try tx.delete("Deck", id: 999) },
                 // An id of another entity is not a Deck.
-                { try package.update("Deck", id: tag, ["title": .string("x")]) },
+                { try tx.update("Deck", id: tag, ["title": .string("x")]) },
             ] as [() throws -> Void] {
                 let error = expectDeckError(body)
                 if case .recordNotFound(let entity, _) = error {
@@ -191,7 +206,7 @@ struct RecordTests {
                     Issue.record("expected recordNotFound, got \(String(describing: error))")
                 }
             }
-            #expect(try package.record("Deck", id: 999) == nil)
+            #expect(try tx.record("Deck", id: 999) == nil)
         }
     }
 
@@ -199,24 +214,28 @@ struct RecordTests {
 
     @Test func defaultsFillMissingAttributes() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let deck = try package.insert("Deck", ["title": .string("A")])
-            let card = try package.insert("Card", ["front": .string("hola")])
-            #expect(try package.record("Deck", id: deck)?["position"] == .integer(0))
-            #expect(try package.record("Card", id: card)?["back"] == .string(""))
-            #expect(try package.record("Card", id: card)?["image"] == .null)
-            #expect(try package.record("Card", id: card)?["deck"] == .null)
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let deck = try tx.insert("Deck", ["title": .string("A")])
+            let card = try tx.insert("Card", ["front": .string("hola")])
+            #expect(try tx.record("Deck", id: deck)?["position"] == .integer(0))
+            #expect(try tx.record("Card", id: card)?["back"] == .string(""))
+            #expect(try tx.record("Card", id: card)?["image"] == .null)
+            #expect(try tx.record("Card", id: card)?["deck"] == .null)
             // An explicit value beats the default.
-            let other = try package.insert("Card", ["front": .string("x"), "back": .string("y")])
-            #expect(try package.record("Card", id: other)?["back"] == .string("y"))
+            let other = try tx.insert("Card", ["front": .string("x"), "back": .string("y")])
+            #expect(try tx.record("Card", id: other)?["back"] == .string("y"))
         }
     }
 
     @Test func requiredAttributesNeedAValue() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let kept = try package.insert("Deck", ["title": .string("kept")])
-            var error = expectDeckError { try package.insert("Card", ["back": .string("no front")]) }
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let kept = try tx.insert("Deck", ["title": .string("kept")])
+            var error = expectDeckError { try tx.insert("Card", ["back": .string("no front")]) }
             guard case .invalidValue(let entity, let property, let reason) = error else {
                 Issue.record("expected invalidValue, got \(String(describing: error))")
                 return
@@ -224,24 +243,24 @@ struct RecordTests {
             #expect(entity == "Card")
             #expect(property == "front")
             #expect(reason.contains("required"))
-            error = expectDeckError { try package.insert("Card", ["front": .null]) }
+            error = expectDeckError { try tx.insert("Card", ["front": .null]) }
             if case .invalidValue(_, "front", _) = error {
             } else {
                 Issue.record("got \(String(describing: error))")
             }
 
-            let card = try package.insert("Card", ["front": .string("f")])
-            error = expectDeckError { try package.update("Card", id: card, ["front": .null]) }
+            let card = try tx.insert("Card", ["front": .string("f")])
+            error = expectDeckError { try tx.update("Card", id: card, ["front": .null]) }
             if case .invalidValue(_, "front", _) = error {
             } else {
                 Issue.record("got \(String(describing: error))")
             }
-            #expect(try package.record("Card", id: card)?["front"] == .string("f"))
+            #expect(try tx.record("Card", id: card)?["front"] == .string("f"))
             // Optional attributes take null.
-            try package.update("Card", id: card, ["image": .null])
+            try tx.update("Card", id: card, ["image": .null])
             // Earlier unsaved work survived the failures.
-            #expect(try package.record("Deck", id: kept) != nil)
-            #expect(try package.count(RecordQuery("Card")) == 1)
+            #expect(try tx.record("Deck", id: kept) != nil)
+            #expect(try tx.count(RecordQuery("Card")) == 1)
         }
     }
 
@@ -249,8 +268,10 @@ struct RecordTests {
     /// can suggest the closest one.
     @Test func unknownEntityListsTheKnownEntities() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let error = expectDeckError { try package.insert("Crad", ["front": .string("x")]) }
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let error = expectDeckError { try tx.insert("Crad", ["front": .string("x")]) }
             guard case .unknownEntity(let name, let known) = error else {
                 Issue.record("expected unknownEntity, got \(String(describing: error))")
                 return
@@ -259,9 +280,9 @@ struct RecordTests {
             #expect(Set(known) == Set(package.schema.entities.map(\.name)))
             #expect(error?.description == "unknown entity 'Crad'")
             for body in [
-                { _ = try package.fetch(RecordQuery("Dekc")) },
-                { _ = try package.count(RecordQuery("deck")) },
-                { _ = try package.delete("Tga", id: 1) },
+                { _ = try tx.fetch(RecordQuery("Dekc")) },
+                { _ = try tx.count(RecordQuery("deck")) },
+                { _ = try tx.delete("Tga", id: 1) },
             ] as [() throws -> Void] {
                 let error = expectDeckError(body)
                 if case .unknownEntity(_, let known) = error {
@@ -276,8 +297,10 @@ struct RecordTests {
     /// An unknown attribute is reported with the entity's properties, wherever it is named.
     @Test func unknownPropertyListsTheEntitysProperties() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let error = expectDeckError { try package.insert("Card", ["fornt": .string("x")]) }
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let error = expectDeckError { try tx.insert("Card", ["fornt": .string("x")]) }
             guard case .unknownProperty(let entity, let name, let known) = error else {
                 Issue.record("expected unknownProperty, got \(String(describing: error))")
                 return
@@ -285,9 +308,9 @@ struct RecordTests {
             #expect(entity == "Card")
             #expect(name == "fornt")
             #expect(known.contains("front") && known.contains("tags"))
-            #expect(try package.count(RecordQuery("Card")) == 0, "nothing was inserted")
+            #expect(try tx.count(RecordQuery("Card")) == 0, "nothing was inserted")
             let filterError = expectDeckError {
-                _ = try package.fetch(
+                _ = try tx.fetch(
                     RecordQuery("Card", where: .compare(.property("bakc"), .equal, .value(.string("x")))))
             }
             guard case .unknownProperty("Card", "bakc", let filterKnown) = filterError else {
@@ -296,13 +319,13 @@ struct RecordTests {
             }
             #expect(filterKnown.contains("back"))
             let sortError = expectDeckError {
-                _ = try package.fetch(RecordQuery("Card", sort: [SortKey("xyzzy")]))
+                _ = try tx.fetch(RecordQuery("Card", sort: [SortKey("xyzzy")]))
             }
             guard case .unknownProperty("Card", "xyzzy", _) = sortError else {
                 Issue.record("expected unknownProperty, got \(String(describing: sortError))")
                 return
             }
-            let relatedError = expectDeckError { _ = try package.related("Deck", id: 1, "crads") }
+            let relatedError = expectDeckError { _ = try tx.related("Deck", id: 1, "crads") }
             guard case .unknownProperty("Deck", "crads", let relatedKnown) = relatedError else {
                 Issue.record("expected unknownProperty, got \(String(describing: relatedError))")
                 return
@@ -322,8 +345,10 @@ struct RecordTests {
     ])
     func typeMismatchesAreInvalidValues(attribute: String, value: Value) throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let error = expectDeckError { try package.insert("Sample", [attribute: value]) }
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let error = expectDeckError { try tx.insert("Sample", [attribute: value]) }
             guard case .invalidValue(let entity, let property, let reason) = error else {
                 Issue.record("expected invalidValue, got \(String(describing: error))")
                 return
@@ -331,18 +356,20 @@ struct RecordTests {
             #expect(entity == "Sample")
             #expect(property == attribute)
             #expect(!reason.isEmpty)
-            #expect(try package.count(RecordQuery("Sample")) == 0)
+            #expect(try tx.count(RecordQuery("Sample")) == 0)
         }
     }
 
     @Test func relationshipValuesOfTheWrongShapeAreInvalid() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let deck = try package.insert("Deck", ["title": .string("A")])
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let deck = try tx.insert("Deck", ["title": .string("A")])
             let bodies: [() throws -> Void] = [
-                { try package.insert("Card", ["front": .string("x"), "deck": .references([deck])]) },
-                { try package.insert("Card", ["front": .string("x"), "deck": .string("A")]) },
-                { try package.insert("Card", ["front": .string("x"), "tags": .reference(1)]) },
+                { try tx.insert("Card", ["front": .string("x"), "deck": .references([deck])]) },
+                { try tx.insert("Card", ["front": .string("x"), "deck": .string("A")]) },
+                { try tx.insert("Card", ["front": .string("x"), "tags": .reference(1)]) },
             ]
             for body in bodies {
                 let error = expectDeckError(body)
@@ -352,90 +379,92 @@ struct RecordTests {
                 }
             }
             let missing = expectDeckError {
-                try package.insert("Card", ["front": .string("x"), "deck": .reference(12345)])
+                try tx.insert("Card", ["front": .string("x"), "deck": .reference(12345)])
             }
             if case .recordNotFound("Deck", 12345) = missing {
             } else {
                 Issue.record("expected recordNotFound, got \(String(describing: missing))")
             }
             // A record of the wrong entity is not a Deck either.
-            let tag = try package.insert("Tag", ["name": .string("t")])
+            let tag = try tx.insert("Tag", ["name": .string("t")])
             let wrong = expectDeckError {
-                try package.insert("Card", ["front": .string("x"), "deck": .reference(tag + 1000)])
+                try tx.insert("Card", ["front": .string("x"), "deck": .reference(tag + 1000)])
             }
             if case .recordNotFound = wrong {
             } else {
                 Issue.record("expected recordNotFound, got \(String(describing: wrong))")
             }
-            #expect(try package.count(RecordQuery("Card")) == 0)
+            #expect(try tx.count(RecordQuery("Card")) == 0)
         }
     }
 
     // MARK: Filters
 
     /// Samples: (s, i, d): ("Apple", 1, 1.5), ("banana", 2, nil), ("Cherry pie", 3, 3.5), (nil, 4, 4.0), ("apple tart", 5, -1)
-    private func samples(_ package: TestDocument) throws -> [Int64] {
+    private func samples(_ tx: StoreTransaction) throws -> [Int64] {
         let rows: [(Value, Int64, Value)] = [
             (.string("Apple"), 1, .double(1.5)), (.string("banana"), 2, .null),
             (.string("Cherry pie"), 3, .double(3.5)),
             (.null, 4, .double(4)), (.string("apple tart"), 5, .double(-1)),
         ]
         return try rows.map { s, i, d in
-            try package.insert("Sample", ["s": s, "i": .integer(i), "d": d, "b": .bool(i % 2 == 0)])
+            try tx.insert("Sample", ["s": s, "i": .integer(i), "d": d, "b": .bool(i % 2 == 0)])
         }
     }
 
-    private func matching(_ package: TestDocument, _ filter: QueryExpression) throws -> [Int64] {
-        try package.fetch(RecordQuery("Sample", where: filter, sort: [SortKey("i")])).compactMap {
+    private func matching(_ reader: StoreReader, _ filter: QueryExpression) throws -> [Int64] {
+        try reader.fetch(RecordQuery("Sample", where: filter, sort: [SortKey("i")])).compactMap {
             if case .integer(let i)? = $0["i"] { i } else { nil }
         }
     }
 
     @Test func comparisonFilters() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
-            #expect(try matching(package, .compare(.property("i"), .equal, .value(.integer(3)))) == [3])
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
+            #expect(try matching(tx, .compare(.property("i"), .equal, .value(.integer(3)))) == [3])
             #expect(
-                try matching(package, .compare(.property("i"), .notEqual, .value(.integer(3)))) == [
+                try matching(tx, .compare(.property("i"), .notEqual, .value(.integer(3)))) == [
                     1, 2, 4, 5,
                 ])
-            #expect(try matching(package, .compare(.property("i"), .less, .value(.integer(3)))) == [1, 2])
+            #expect(try matching(tx, .compare(.property("i"), .less, .value(.integer(3)))) == [1, 2])
             #expect(
-                try matching(package, .compare(.property("i"), .lessOrEqual, .value(.integer(3)))) == [
+                try matching(tx, .compare(.property("i"), .lessOrEqual, .value(.integer(3)))) == [
                     1, 2, 3,
                 ])
-            #expect(try matching(package, .compare(.property("i"), .greater, .value(.integer(3)))) == [4, 5])
+            #expect(try matching(tx, .compare(.property("i"), .greater, .value(.integer(3)))) == [4, 5])
             #expect(
-                try matching(package, .compare(.property("i"), .greaterOrEqual, .value(.integer(3)))) == [
+                try matching(tx, .compare(.property("i"), .greaterOrEqual, .value(.integer(3)))) == [
                     3, 4, 5,
                 ])
             #expect(
-                try matching(package, .compare(.property("d"), .greater, .value(.double(1.5)))) == [3, 4])
-            #expect(try matching(package, .compare(.property("d"), .less, .value(.integer(0)))) == [5])
-            #expect(try matching(package, .compare(.property("s"), .equal, .value(.string("banana")))) == [2])
+                try matching(tx, .compare(.property("d"), .greater, .value(.double(1.5)))) == [3, 4])
+            #expect(try matching(tx, .compare(.property("d"), .less, .value(.integer(0)))) == [5])
+            #expect(try matching(tx, .compare(.property("s"), .equal, .value(.string("banana")))) == [2])
             #expect(
-                try matching(package, .compare(.property("s"), .notEqual, .value(.string("banana")))) == [
+                try matching(tx, .compare(.property("s"), .notEqual, .value(.string("banana")))) == [
                     1, 3, 4, 5,
                 ],
                 "!= includes nulls")
             #expect(
-                try matching(package, .compare(.property("s"), .greater, .value(.string("a")))) == [2, 5],
+                try matching(tx, .compare(.property("s"), .greater, .value(.string("a")))) == [2, 5],
                 "text compares by bytes")
-            #expect(try matching(package, .compare(.property("b"), .equal, .value(.bool(true)))) == [2, 4])
-            #expect(try matching(package, .compare(.property("s"), .equal, .value(.null))) == [4])
+            #expect(try matching(tx, .compare(.property("b"), .equal, .value(.bool(true)))) == [2, 4])
+            #expect(try matching(tx, .compare(.property("s"), .equal, .value(.null))) == [4])
             #expect(
-                try matching(package, .compare(.property("s"), .notEqual, .value(.null))) == [1, 2, 3, 5])
-            #expect(try matching(package, true) == [1, 2, 3, 4, 5])
+                try matching(tx, .compare(.property("s"), .notEqual, .value(.null))) == [1, 2, 3, 5])
+            #expect(try matching(tx, true) == [1, 2, 3, 4, 5])
             let error = expectDeckError {
-                _ = try matching(package, .compare(.property("s"), .less, .value(.null)))
+                _ = try matching(tx, .compare(.property("s"), .less, .value(.null)))
             }
             if case .invalidQuery = error {
             } else {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")
             }
             let mismatch = expectDeckError {
-                _ = try matching(package, .compare(.property("i"), .equal, .value(.string("three"))))
+                _ = try matching(tx, .compare(.property("i"), .equal, .value(.string("three"))))
             }
             if case .invalidValue = mismatch {
             } else {
@@ -446,67 +475,71 @@ struct RecordTests {
 
     @Test func nullFilters() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
-            #expect(try matching(package, .isNull(.property("d"))) == [2])
-            #expect(try matching(package, .isNull(.property("s"))) == [4])
-            #expect(try matching(package, .not(.isNull(.property("d")))) == [1, 3, 4, 5])
-            #expect(try matching(package, .isNull(.property("u"))) == [1, 2, 3, 4, 5])
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
+            #expect(try matching(tx, .isNull(.property("d"))) == [2])
+            #expect(try matching(tx, .isNull(.property("s"))) == [4])
+            #expect(try matching(tx, .not(.isNull(.property("d")))) == [1, 3, 4, 5])
+            #expect(try matching(tx, .isNull(.property("u"))) == [1, 2, 3, 4, 5])
         }
     }
 
     @Test func textFilters() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
             #expect(
-                try matching(package, .text(.property("s"), .contains, .value(.string("pp")), .exact)) == [
+                try matching(tx, .text(.property("s"), .contains, .value(.string("pp")), .exact)) == [
                     1, 5,
                 ])
             #expect(
-                try matching(package, .text(.property("s"), .contains, .value(.string("Apple")), .exact)) == [
+                try matching(tx, .text(.property("s"), .contains, .value(.string("Apple")), .exact)) == [
                     1
                 ])
             #expect(
                 try matching(
-                    package, .text(.property("s"), .contains, .value(.string("APPLE")), .asciiCaseInsensitive)
+                    tx, .text(.property("s"), .contains, .value(.string("APPLE")), .asciiCaseInsensitive)
                 ) == [1, 5])
             #expect(
-                try matching(package, .text(.property("s"), .contains, .value(.string("%")), .exact)) == [],
+                try matching(tx, .text(.property("s"), .contains, .value(.string("%")), .exact)) == [],
                 "no LIKE wildcards")
             #expect(
-                try matching(package, .text(.property("s"), .beginsWith, .value(.string("apple")), .exact))
+                try matching(tx, .text(.property("s"), .beginsWith, .value(.string("apple")), .exact))
                     == [5])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .text(.property("s"), .beginsWith, .value(.string("apple")), .asciiCaseInsensitive)) == [
                         1, 5,
                     ])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .text(.property("s"), .beginsWith, .value(.string("_pple")), .asciiCaseInsensitive)) == []
             )
             #expect(
-                try matching(package, .text(.property("s"), .endsWith, .value(.string("pie")), .exact)) == [3]
+                try matching(tx, .text(.property("s"), .endsWith, .value(.string("pie")), .exact)) == [3]
             )
             #expect(
-                try matching(package, .text(.property("s"), .endsWith, .value(.string("PIE")), .exact)) == [])
+                try matching(tx, .text(.property("s"), .endsWith, .value(.string("PIE")), .exact)) == [])
             #expect(
                 try matching(
-                    package, .text(.property("s"), .endsWith, .value(.string("PIE")), .asciiCaseInsensitive))
+                    tx, .text(.property("s"), .endsWith, .value(.string("PIE")), .asciiCaseInsensitive))
                     == [3])
             #expect(
-                try matching(package, .text(.property("s"), .endsWith, .value(.string("e")), .exact)) == [
+                try matching(tx, .text(.property("s"), .endsWith, .value(.string("e")), .exact)) == [
                     1, 3,
                 ])
             #expect(
                 try matching(
-                    package, .text(.property("s"), .endsWith, .value(.string("an apple tart")), .exact)) == []
+                    tx, .text(.property("s"), .endsWith, .value(.string("an apple tart")), .exact)) == []
             )
             let error = expectDeckError {
-                _ = try matching(package, .text(.property("i"), .contains, .value(.string("1")), .exact))
+                _ = try matching(tx, .text(.property("i"), .contains, .value(.string("1")), .exact))
             }
             if case .invalidQuery = error {
             } else {
@@ -517,22 +550,24 @@ struct RecordTests {
 
     @Test func textFiltersOnUnicode() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            try package.insert("Sample", ["s": .string("日本語のテキスト"), "i": .integer(1)])
-            try package.insert("Sample", ["s": .string("Ünïcödé 🃏 cards"), "i": .integer(2)])
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            try tx.insert("Sample", ["s": .string("日本語のテキスト"), "i": .integer(1)])
+            try tx.insert("Sample", ["s": .string("Ünïcödé 🃏 cards"), "i": .integer(2)])
             #expect(
-                try matching(package, .text(.property("s"), .beginsWith, .value(.string("日本")), .exact)) == [
+                try matching(tx, .text(.property("s"), .beginsWith, .value(.string("日本")), .exact)) == [
                     1
                 ])
             #expect(
                 try matching(
-                    package, .text(.property("s"), .endsWith, .value(.string("テキスト")), .asciiCaseInsensitive))
+                    tx, .text(.property("s"), .endsWith, .value(.string("テキスト")), .asciiCaseInsensitive))
                     == [1])
             #expect(
-                try matching(package, .text(.property("s"), .contains, .value(.string("🃏")), .exact)) == [2])
+                try matching(tx, .text(.property("s"), .contains, .value(.string("🃏")), .exact)) == [2])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .text(.property("s"), .endsWith, .value(.string("🃏 CARDS")), .asciiCaseInsensitive)) == [
                         2
                     ])
@@ -541,23 +576,25 @@ struct RecordTests {
 
     @Test func oneOfAndBooleanCombinations() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .oneOf(
                         .property("i"), [.integer(1), .integer(3), .integer(99)].map(QueryExpression.value)))
                     == [1, 3])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .oneOf(.property("s"), [.string("banana"), .string("Apple")].map(QueryExpression.value)))
                     == [1, 2])
-            #expect(try matching(package, .oneOf(.property("i"), [].map(QueryExpression.value))) == [])
+            #expect(try matching(tx, .oneOf(.property("i"), [].map(QueryExpression.value))) == [])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .and([
                         .compare(.property("i"), .greater, .value(.integer(1))),
                         .compare(.property("d"), .greater, .value(.integer(0))),
@@ -566,7 +603,7 @@ struct RecordTests {
                     ])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .or([
                         .compare(.property("i"), .equal, .value(.integer(1))),
                         .compare(.property("s"), .equal, .value(.string("banana"))),
@@ -574,14 +611,14 @@ struct RecordTests {
                         1, 2,
                     ])
             #expect(
-                try matching(package, .not(.compare(.property("i"), .greater, .value(.integer(2))))) == [
+                try matching(tx, .not(.compare(.property("i"), .greater, .value(.integer(2))))) == [
                     1, 2,
                 ])
-            #expect(try matching(package, .and([])) == [1, 2, 3, 4, 5])
-            #expect(try matching(package, .or([])) == [])
+            #expect(try matching(tx, .and([])) == [1, 2, 3, 4, 5])
+            #expect(try matching(tx, .or([])) == [])
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .or([
                         .and([
                             .compare(.property("i"), .greater, .value(.integer(3))),
@@ -594,7 +631,7 @@ struct RecordTests {
                             ])),
                     ])) == [1, 5])
             #expect(
-                try matching(package, .not(.not(.compare(.property("i"), .equal, .value(.integer(2)))))) == [
+                try matching(tx, .not(.not(.compare(.property("i"), .equal, .value(.integer(2)))))) == [
                     2
                 ])
         }
@@ -602,37 +639,41 @@ struct RecordTests {
 
     @Test func notIsTheComplementOfItsOperandEvenWithNulls() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
             // Record 4 has s = null: it is not "banana", so .not(s == banana) holds for it,
             // as .compare(.property(s), .notEqual, .value(banana)) already does.
             #expect(
-                try matching(package, .not(.compare(.property("s"), .equal, .value(.string("banana"))))) == [
+                try matching(tx, .not(.compare(.property("s"), .equal, .value(.string("banana"))))) == [
                     1, 3, 4, 5,
                 ])
             #expect(
-                try matching(package, .not(.compare(.property("d"), .greater, .value(.integer(2))))) == [
+                try matching(tx, .not(.compare(.property("d"), .greater, .value(.integer(2))))) == [
                     1, 2, 5,
                 ])
             #expect(
-                try matching(package, .not(.text(.property("s"), .contains, .value(.string("a")), .exact)))
+                try matching(tx, .not(.text(.property("s"), .contains, .value(.string("a")), .exact)))
                     == [1, 3, 4])
         }
     }
 
     @Test func decimalsCompareAndSortAsNumbers() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             for (i, text) in ["10", "9.5", "100", "-1", "2"].enumerated() {
-                try package.insert(
+                try tx.insert(
                     "Sample", ["i": .integer(Int64(i)), "price": .decimal(Decimal(string: text)!)])
             }
-            let sorted = try package.fetch(RecordQuery("Sample", sort: [SortKey("price")])).map {
+            let sorted = try tx.fetch(RecordQuery("Sample", sort: [SortKey("price")])).map {
                 $0["price"]
             }
             #expect(sorted == ["-1", "2", "9.5", "10", "100"].map { .decimal(Decimal(string: $0)!) })
             #expect(
-                try package.count(
+                try tx.count(
                     RecordQuery("Sample", where: .compare(.property("price"), .greater, .value(.decimal(9)))))
                     == 3)
         }
@@ -640,10 +681,12 @@ struct RecordTests {
 
     @Test func datesAndUUIDsFilter() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             let id = UUID()
             for i in 0..<5 {
-                try package.insert(
+                try tx.insert(
                     "Sample",
                     [
                         "i": .integer(Int64(i)), "t": .date(Date(timeIntervalSince1970: Double(i) * 1_000)),
@@ -652,32 +695,34 @@ struct RecordTests {
             }
             #expect(
                 try matching(
-                    package,
+                    tx,
                     .compare(
                         .property("t"), .greaterOrEqual, .value(.date(Date(timeIntervalSince1970: 2_000)))))
                     == [
                         2, 3, 4,
                     ])
-            #expect(try matching(package, .compare(.property("u"), .equal, .value(.uuid(id)))) == [3])
+            #expect(try matching(tx, .compare(.property("u"), .equal, .value(.uuid(id)))) == [3])
             #expect(
                 try matching(
-                    package, .compare(.property("u"), .equal, .value(.string(id.uuidString.uppercased()))))
+                    tx, .compare(.property("u"), .equal, .value(.string(id.uuidString.uppercased()))))
                     == [3])
         }
     }
 
     @Test func dottedPathsFollowToOneRelationships() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let spanish = try package.insert("Deck", ["title": .string("Spanish"), "position": .integer(2)])
-            let french = try package.insert("Deck", ["title": .string("French"), "position": .integer(1)])
-            let c1 = try package.insert("Card", ["front": .string("hola"), "deck": .reference(spanish)])
-            let c2 = try package.insert("Card", ["front": .string("bonjour"), "deck": .reference(french)])
-            let c3 = try package.insert("Card", ["front": .string("adiós"), "deck": .reference(spanish)])
-            let c4 = try package.insert("Card", ["front": .string("loose")])
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let spanish = try tx.insert("Deck", ["title": .string("Spanish"), "position": .integer(2)])
+            let french = try tx.insert("Deck", ["title": .string("French"), "position": .integer(1)])
+            let c1 = try tx.insert("Card", ["front": .string("hola"), "deck": .reference(spanish)])
+            let c2 = try tx.insert("Card", ["front": .string("bonjour"), "deck": .reference(french)])
+            let c3 = try tx.insert("Card", ["front": .string("adiós"), "deck": .reference(spanish)])
+            let c4 = try tx.insert("Card", ["front": .string("loose")])
 
             func cards(_ filter: QueryExpression, sort: [SortKey] = []) throws -> [Int64] {
-                try package.fetchIDs(RecordQuery("Card", where: filter, sort: sort))
+                try tx.fetchIDs(RecordQuery("Card", where: filter, sort: sort))
             }
             #expect(
                 try cards(.compare(.property("deck.title"), .equal, .value(.string("Spanish")))) == [c1, c3])
@@ -703,16 +748,16 @@ struct RecordTests {
             #expect(try cards(true, sort: [SortKey("deck.title"), SortKey("front")]) == [c4, c2, c3, c1])
 
             // The to-many side filters by membership.
-            let decks = try package.fetchIDs(
+            let decks = try tx.fetchIDs(
                 RecordQuery("Deck", where: .compare(.property("cards"), .equal, .value(.reference(c3)))))
             #expect(decks == [spanish])
-            #expect(try package.fetchIDs(RecordQuery("Deck", where: .isNull(.property("cards")))) == [])
+            #expect(try tx.fetchIDs(RecordQuery("Deck", where: .isNull(.property("cards")))) == [])
 
             for (key, kind) in [
                 ("front.x", "attribute"), ("cards.front", "to-many"), ("deck.nope", "unknown"),
             ] {
                 let error = expectDeckError {
-                    _ = try package.fetch(
+                    _ = try tx.fetch(
                         RecordQuery(key.hasPrefix("cards") ? "Deck" : "Card", where: .isNull(.property(key))))
                 }
                 #expect(error != nil, "\(key) (\(kind)) must be refused")
@@ -722,41 +767,43 @@ struct RecordTests {
 
     @Test func toManyMembershipFilters() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let verbs = try package.insert("Tag", ["name": .string("verbs")])
-            let nouns = try package.insert("Tag", ["name": .string("nouns")])
-            let c1 = try package.insert(
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let verbs = try tx.insert("Tag", ["name": .string("verbs")])
+            let nouns = try tx.insert("Tag", ["name": .string("nouns")])
+            let c1 = try tx.insert(
                 "Card", ["front": .string("a"), "tags": .references([verbs, nouns])])
-            let c2 = try package.insert("Card", ["front": .string("b"), "tags": .references([nouns])])
-            let c3 = try package.insert("Card", ["front": .string("c")])
+            let c2 = try tx.insert("Card", ["front": .string("b"), "tags": .references([nouns])])
+            let c3 = try tx.insert("Card", ["front": .string("c")])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Card", where: .compare(.property("tags"), .equal, .value(.reference(verbs))))
                 )
                     == [
                         c1
                     ])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Card", where: .compare(.property("tags"), .equal, .value(.reference(nouns))))
                 )
                     == [
                         c1, c2,
                     ])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Card", where: .compare(.property("tags"), .notEqual, .value(.reference(verbs)))))
                     == [c2, c3])
-            #expect(try package.fetchIDs(RecordQuery("Card", where: .isNull(.property("tags")))) == [c3])
+            #expect(try tx.fetchIDs(RecordQuery("Card", where: .isNull(.property("tags")))) == [c3])
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Tag", where: .compare(.property("cards"), .equal, .value(.reference(c2)))))
                     == [
                         nouns
                     ])
             let error = expectDeckError {
-                _ = try package.fetch(
+                _ = try tx.fetch(
                     RecordQuery("Card", where: .compare(.property("tags"), .greater, .value(.reference(1)))))
             }
             if case .invalidQuery = error {
@@ -764,7 +811,7 @@ struct RecordTests {
                 Issue.record("expected invalidQuery, got \(String(describing: error))")
             }
             let sortError = expectDeckError {
-                _ = try package.fetch(RecordQuery("Card", sort: [SortKey("tags")]))
+                _ = try tx.fetch(RecordQuery("Card", sort: [SortKey("tags")]))
             }
             if case .invalidQuery = sortError {
             } else {
@@ -777,17 +824,19 @@ struct RecordTests {
 
     @Test func sortAscendingDescendingAndStable() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             // (front, back): ties on back are broken by insertion order (the record id).
             let rows = [("e", "2"), ("b", "1"), ("d", "2"), ("a", "1"), ("c", "2"), ("f", "1")]
             var ids: [String: Int64] = [:]
             for (front, back) in rows {
-                ids[front] = try package.insert("Card", ["front": .string(front), "back": .string(back)])
+                ids[front] = try tx.insert("Card", ["front": .string(front), "back": .string(back)])
             }
 
             func fronts(_ sort: [SortKey], limit: Int? = nil, offset: Int = 0) throws -> [String?] {
                 strings(
-                    try package.fetch(RecordQuery("Card", sort: sort, limit: limit, offset: offset)), "front")
+                    try tx.fetch(RecordQuery("Card", sort: sort, limit: limit, offset: offset)), "front")
             }
             #expect(try fronts([SortKey("front")]) == ["a", "b", "c", "d", "e", "f"])
             #expect(try fronts([SortKey("front", ascending: false)]) == ["f", "e", "d", "c", "b", "a"])
@@ -807,10 +856,10 @@ struct RecordTests {
             #expect(try fronts([SortKey("front")], limit: 10, offset: 5) == ["f"])
             #expect(try fronts([SortKey("front")], limit: 3, offset: 10) == [])
             #expect(try fronts([SortKey("front")], limit: 0) == [])
-            #expect(try package.count(RecordQuery("Card", limit: 4, offset: 1)) == 4)
-            #expect(try package.count(RecordQuery("Card", offset: 4)) == 2)
+            #expect(try tx.count(RecordQuery("Card", limit: 4, offset: 1)) == 4)
+            #expect(try tx.count(RecordQuery("Card", offset: 4)) == 2)
             #expect(
-                try package.fetchIDs(RecordQuery("Card", sort: [SortKey("front")], limit: 1)) == [
+                try tx.fetchIDs(RecordQuery("Card", sort: [SortKey("front")], limit: 1)) == [
                     try #require(ids["a"])
                 ])
         }
@@ -818,11 +867,13 @@ struct RecordTests {
 
     @Test func nullsSortFirstAscendingAndLastDescending() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            _ = try samples(package)
-            let ascending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d")])).map { $0["i"] }
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            _ = try samples(tx)
+            let ascending = try tx.fetch(RecordQuery("Sample", sort: [SortKey("d")])).map { $0["i"] }
             #expect(ascending == [.integer(2), .integer(5), .integer(1), .integer(3), .integer(4)])
-            let descending = try package.fetch(RecordQuery("Sample", sort: [SortKey("d", ascending: false)]))
+            let descending = try tx.fetch(RecordQuery("Sample", sort: [SortKey("d", ascending: false)]))
                 .map {
                     $0["i"]
                 }
@@ -834,76 +885,82 @@ struct RecordTests {
 
     @Test func toOneWithToManyInverse() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let d2 = try package.insert("Deck", ["title": .string("two")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
-            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .integer(d1)])
-            #expect(try package.related("Deck", id: d1, "cards") == [c1, c2])
-            #expect(try package.related("Card", id: c1, "deck") == [d1])
-            #expect(try package.record("Card", id: c1)?["deck"] == .reference(d1))
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let d2 = try tx.insert("Deck", ["title": .string("two")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            let c2 = try tx.insert("Card", ["front": .string("b"), "deck": .integer(d1)])
+            #expect(try tx.related("Deck", id: d1, "cards") == [c1, c2])
+            #expect(try tx.related("Card", id: c1, "deck") == [d1])
+            #expect(try tx.record("Card", id: c1)?["deck"] == .reference(d1))
 
-            try package.update("Card", id: c1, ["deck": .reference(d2)])
-            #expect(try package.related("Deck", id: d1, "cards") == [c2])
-            #expect(try package.related("Deck", id: d2, "cards") == [c1])
+            try tx.update("Card", id: c1, ["deck": .reference(d2)])
+            #expect(try tx.related("Deck", id: d1, "cards") == [c2])
+            #expect(try tx.related("Deck", id: d2, "cards") == [c1])
 
-            try package.update("Card", id: c2, ["deck": .null])
-            #expect(try package.related("Deck", id: d1, "cards") == [])
-            #expect(try package.related("Card", id: c2, "deck") == [])
-            #expect(try package.record("Card", id: c2)?["deck"] == .null)
+            try tx.update("Card", id: c2, ["deck": .null])
+            #expect(try tx.related("Deck", id: d1, "cards") == [])
+            #expect(try tx.related("Card", id: c2, "deck") == [])
+            #expect(try tx.record("Card", id: c2)?["deck"] == .null)
         }
     }
 
     @Test func settingTheToManySideMovesTheToOneSide() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let c1 = try package.insert("Card", ["front": .string("a")])
-            let c2 = try package.insert("Card", ["front": .string("b")])
-            let c3 = try package.insert("Card", ["front": .string("c")])
-            let d1 = try package.insert(
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let c1 = try tx.insert("Card", ["front": .string("a")])
+            let c2 = try tx.insert("Card", ["front": .string("b")])
+            let c3 = try tx.insert("Card", ["front": .string("c")])
+            let d1 = try tx.insert(
                 "Deck", ["title": .string("one"), "cards": .references([c1, c2, c1])])
-            #expect(try package.related("Deck", id: d1, "cards") == [c1, c2])
-            #expect(try package.record("Card", id: c2)?["deck"] == .reference(d1))
+            #expect(try tx.related("Deck", id: d1, "cards") == [c1, c2])
+            #expect(try tx.record("Card", id: c2)?["deck"] == .reference(d1))
 
-            let d2 = try package.insert("Deck", ["title": .string("two"), "cards": .references([c2, c3])])
-            #expect(try package.related("Deck", id: d1, "cards") == [c1], "c2 moved to d2")
-            #expect(try package.related("Deck", id: d2, "cards") == [c2, c3])
+            let d2 = try tx.insert("Deck", ["title": .string("two"), "cards": .references([c2, c3])])
+            #expect(try tx.related("Deck", id: d1, "cards") == [c1], "c2 moved to d2")
+            #expect(try tx.related("Deck", id: d2, "cards") == [c2, c3])
 
-            try package.update("Deck", id: d2, ["cards": .references([c3])])
-            #expect(try package.record("Card", id: c2)?["deck"] == .null)
-            try package.update("Deck", id: d2, ["cards": .references([])])
-            #expect(try package.related("Deck", id: d2, "cards") == [])
-            #expect(try package.record("Card", id: c3)?["deck"] == .null)
+            try tx.update("Deck", id: d2, ["cards": .references([c3])])
+            #expect(try tx.record("Card", id: c2)?["deck"] == .null)
+            try tx.update("Deck", id: d2, ["cards": .references([])])
+            #expect(try tx.related("Deck", id: d2, "cards") == [])
+            #expect(try tx.record("Card", id: c3)?["deck"] == .null)
         }
     }
 
     @Test func manyToManyBothDirections() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let t1 = try package.insert("Tag", ["name": .string("t1")])
-            let t2 = try package.insert("Tag", ["name": .string("t2")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "tags": .references([t2, t1])])
-            let c2 = try package.insert("Card", ["front": .string("b")])
-            #expect(try package.related("Card", id: c1, "tags") == [t1, t2])
-            #expect(try package.related("Tag", id: t1, "cards") == [c1])
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let t1 = try tx.insert("Tag", ["name": .string("t1")])
+            let t2 = try tx.insert("Tag", ["name": .string("t2")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "tags": .references([t2, t1])])
+            let c2 = try tx.insert("Card", ["front": .string("b")])
+            #expect(try tx.related("Card", id: c1, "tags") == [t1, t2])
+            #expect(try tx.related("Tag", id: t1, "cards") == [c1])
 
-            try package.update("Tag", id: t1, ["cards": .references([c1, c2])])
-            #expect(try package.related("Card", id: c2, "tags") == [t1])
+            try tx.update("Tag", id: t1, ["cards": .references([c1, c2])])
+            #expect(try tx.related("Card", id: c2, "tags") == [t1])
             #expect(
-                try package.related("Card", id: c1, "tags") == [t1, t2],
+                try tx.related("Card", id: c1, "tags") == [t1, t2],
                 "setting t1's cards keeps c1's other tags")
 
-            try package.update("Card", id: c1, ["tags": .references([t2])])
-            #expect(try package.related("Tag", id: t1, "cards") == [c2])
-            #expect(try package.related("Tag", id: t2, "cards") == [c1])
+            try tx.update("Card", id: c1, ["tags": .references([t2])])
+            #expect(try tx.related("Tag", id: t1, "cards") == [c2])
+            #expect(try tx.related("Tag", id: t2, "cards") == [c1])
 
             // Deleting either side removes its links only.
-            try package.delete("Card", id: c1)
-            #expect(try package.related("Tag", id: t2, "cards") == [])
-            try package.delete("Tag", id: t1)
-            #expect(try package.related("Card", id: c2, "tags") == [])
-            #expect(try package.count(RecordQuery("Card")) == 1)
-            try package.save()
+            try tx.delete("Card", id: c1)
+            #expect(try tx.related("Tag", id: t2, "cards") == [])
+            try tx.delete("Tag", id: t1)
+            #expect(try tx.related("Card", id: c2, "tags") == [])
+            #expect(try tx.count(RecordQuery("Card")) == 1)
+            try tx.commit()
         }
     }
 
@@ -918,95 +975,104 @@ struct RecordTests {
 
     @Test func oneToOneIsExclusive() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: Self.oneToOneSchema)
-            let p1 = try package.insert("Person", ["name": .string("Ann")])
-            let p2 = try package.insert("Person", ["name": .string("Bob")])
-            let a = try package.insert("Passport", ["number": .string("A")])
-            let b = try package.insert("Passport", ["number": .string("B")])
+            let package = try makeTestStore(in: dir, schema: Self.oneToOneSchema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let p1 = try tx.insert("Person", ["name": .string("Ann")])
+            let p2 = try tx.insert("Person", ["name": .string("Bob")])
+            let a = try tx.insert("Passport", ["number": .string("A")])
+            let b = try tx.insert("Passport", ["number": .string("B")])
 
             // From the side without the column.
-            try package.update("Person", id: p1, ["passport": .reference(a)])
-            #expect(try package.record("Passport", id: a)?["owner"] == .reference(p1))
-            #expect(try package.record("Person", id: p1)?["passport"] == .reference(a))
-            try package.update("Person", id: p2, ["passport": .reference(a)])
-            #expect(try package.related("Person", id: p1, "passport") == [], "Ann lost passport A to Bob")
-            #expect(try package.related("Passport", id: a, "owner") == [p2])
+            try tx.update("Person", id: p1, ["passport": .reference(a)])
+            #expect(try tx.record("Passport", id: a)?["owner"] == .reference(p1))
+            #expect(try tx.record("Person", id: p1)?["passport"] == .reference(a))
+            try tx.update("Person", id: p2, ["passport": .reference(a)])
+            #expect(try tx.related("Person", id: p1, "passport") == [], "Ann lost passport A to Bob")
+            #expect(try tx.related("Passport", id: a, "owner") == [p2])
 
             // From the side with the column.
-            try package.update("Passport", id: b, ["owner": .reference(p2)])
-            #expect(try package.related("Person", id: p2, "passport") == [b])
-            #expect(try package.related("Passport", id: a, "owner") == [], "A let go of Bob")
+            try tx.update("Passport", id: b, ["owner": .reference(p2)])
+            #expect(try tx.related("Person", id: p2, "passport") == [b])
+            #expect(try tx.related("Passport", id: a, "owner") == [], "A let go of Bob")
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Passport", where: .compare(.property("owner"), .equal, .value(.reference(p2)))))
                     == [b])
 
             // Each person has at most one passport and vice versa.
-            let owners = try package.fetch(RecordQuery("Passport")).compactMap {
+            let owners = try tx.fetch(RecordQuery("Passport")).compactMap {
                 if case .reference(let id)? = $0["owner"] { id } else { nil }
             }
             #expect(Set(owners).count == owners.count)
-            try package.save()
+            try tx.commit()
         }
     }
 
     @Test func deleteRuleCascade() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
+            let package = try makeTestStore(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             // Fillers, so no card shares its id with a deck (see cascadeIsNotConfusedByEqualIdsInOtherTables).
-            for i in 0..<5 { try package.insert("Card", ["front": .string("filler \(i)")]) }
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let d2 = try package.insert("Deck", ["title": .string("two")])
-            let tag = try package.insert("Tag", ["name": .string("t")])
+            for i in 0..<5 { try tx.insert("Card", ["front": .string("filler \(i)")]) }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let d2 = try tx.insert("Deck", ["title": .string("two")])
+            let tag = try tx.insert("Tag", ["name": .string("t")])
             for i in 0..<3 {
-                try package.insert(
+                try tx.insert(
                     "Card", ["front": .string("a\(i)"), "deck": .reference(d1), "tags": .references([tag])])
             }
-            let other = try package.insert(
+            let other = try tx.insert(
                 "Card", ["front": .string("b"), "deck": .reference(d2), "tags": .references([tag])])
 
-            #expect(try package.delete("Deck", id: d1) == 4)
+            #expect(try tx.delete("Deck", id: d1) == 4)
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Card",
                         where: .not(.text(.property("front"), .beginsWith, .value(.string("filler")), .exact))
                     )
                 ) == [other])
-            #expect(try package.count(RecordQuery("Card")) == 6)
-            #expect(try package.fetchIDs(RecordQuery("Deck")) == [d2])
+            #expect(try tx.count(RecordQuery("Card")) == 6)
+            #expect(try tx.fetchIDs(RecordQuery("Deck")) == [d2])
             #expect(
-                try package.related("Tag", id: tag, "cards") == [other], "links of deleted cards are gone")
-            try package.save()
+                try tx.related("Tag", id: tag, "cards") == [other], "links of deleted cards are gone")
+            try tx.commit()
         }
     }
 
     @Test func cascadeIsNotConfusedByEqualIdsInOtherTables() throws {
         try withTestDirectory { dir throws in
             // Record ids are per table: deck #1 and card #1 are different records.
-            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
-            let deck = try package.insert("Deck", ["title": .string("one")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(deck)])
-            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .reference(deck)])
+            let package = try makeTestStore(in: dir, schema: recordsSchema(cardsDeleteRule: .cascade))
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let deck = try tx.insert("Deck", ["title": .string("one")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "deck": .reference(deck)])
+            let c2 = try tx.insert("Card", ["front": .string("b"), "deck": .reference(deck)])
             #expect(deck == c1, "the test needs a card whose id equals the deck's")
-            #expect(try package.delete("Deck", id: deck) == 3)
+            #expect(try tx.delete("Deck", id: deck) == 3)
             #expect(
-                try package.fetchIDs(RecordQuery("Card")) == [],
+                try tx.fetchIDs(RecordQuery("Card")) == [],
                 "both cards of the deleted deck are deleted (left: c1 = \(c1), c2 = \(c2))")
         }
     }
 
     @Test func deleteRuleNullify() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .nullify))
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
-            let c2 = try package.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
-            #expect(try package.delete("Deck", id: d1) == 1)
-            #expect(try package.fetchIDs(RecordQuery("Card")) == [c1, c2])
-            #expect(try package.fetch(RecordQuery("Card")).map { $0["deck"] } == [.null, .null])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema(cardsDeleteRule: .nullify))
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            let c2 = try tx.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
+            #expect(try tx.delete("Deck", id: d1) == 1)
+            #expect(try tx.fetchIDs(RecordQuery("Card")) == [c1, c2])
+            #expect(try tx.fetch(RecordQuery("Card")).map { $0["deck"] } == [.null, .null])
+            try tx.commit()
+            tx.rollback()
             try package.close()
             #expect(try PackageVerifier.verify(at: package.url).isValid)
         }
@@ -1014,12 +1080,14 @@ struct RecordTests {
 
     @Test func deleteRuleDenyRefusesAndDeletesNothing() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .deny))
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let empty = try package.insert("Deck", ["title": .string("empty")])
-            try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
-            try package.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
-            let error = expectDeckError { try package.delete("Deck", id: d1) }
+            let package = try makeTestStore(in: dir, schema: recordsSchema(cardsDeleteRule: .deny))
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let empty = try tx.insert("Deck", ["title": .string("empty")])
+            try tx.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            try tx.insert("Card", ["front": .string("b"), "deck": .reference(d1)])
+            let error = expectDeckError { try tx.delete("Deck", id: d1) }
             guard case .deleteDenied(let entity, let id, let relationship, let count) = error else {
                 Issue.record("expected deleteDenied, got \(String(describing: error))")
                 return
@@ -1028,33 +1096,36 @@ struct RecordTests {
             #expect(id == d1)
             #expect(relationship == "cards")
             #expect(count == 2)
-            #expect(try package.count(RecordQuery("Deck")) == 2)
-            #expect(try package.related("Deck", id: d1, "cards").count == 2)
+            #expect(try tx.count(RecordQuery("Deck")) == 2)
+            #expect(try tx.related("Deck", id: d1, "cards").count == 2)
             // A bulk delete that hits the denied record is undone whole.
             let bulk = expectDeckError {
-                try package.delete(RecordQuery("Deck", sort: [SortKey("title", ascending: false)]))
+                try tx.delete(RecordQuery("Deck", sort: [SortKey("title", ascending: false)]))
             }
             if case .deleteDenied = bulk {
             } else {
                 Issue.record("expected deleteDenied, got \(String(describing: bulk))")
             }
-            #expect(try package.count(RecordQuery("Deck")) == 2)
+            #expect(try tx.count(RecordQuery("Deck")) == 2)
             // Without related records, deny does not apply.
-            #expect(try package.delete("Deck", id: empty) == 1)
-            try package.save()
+            #expect(try tx.delete("Deck", id: empty) == 1)
+            try tx.commit()
         }
     }
 
     @Test func deleteRuleNoActionLeavesTheReference() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema(cardsDeleteRule: .noAction))
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
-            #expect(try package.delete("Deck", id: d1) == 1)
-            try package.save()
-            #expect(try package.count(RecordQuery("Deck")) == 0)
+            let package = try makeTestStore(in: dir, schema: recordsSchema(cardsDeleteRule: .noAction))
+            var tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            #expect(try tx.delete("Deck", id: d1) == 1)
+            try tx.commit()
+            tx = try package.beginTransaction()
+            #expect(try tx.count(RecordQuery("Deck")) == 0)
             #expect(
-                try package.record("Card", id: c1)?["deck"] == .reference(d1),
+                try tx.record("Card", id: c1)?["deck"] == .reference(d1),
                 "noAction keeps the dangling reference")
         }
     }
@@ -1062,13 +1133,15 @@ struct RecordTests {
     @Test func deletingTheToOneSideNeverLeavesADanglingColumn() throws {
         try withTestDirectory { dir throws in
             // Card.deck is nullify (the default); deleting a card must not touch its deck.
-            let package = try makeTestPackage(in: dir)
-            let d1 = try package.insert("Deck", ["title": .string("one")])
-            let c1 = try package.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
-            try package.delete("Card", id: c1)
-            #expect(try package.fetchIDs(RecordQuery("Deck")) == [d1])
-            #expect(try package.related("Deck", id: d1, "cards") == [])
-            try package.save()
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let d1 = try tx.insert("Deck", ["title": .string("one")])
+            let c1 = try tx.insert("Card", ["front": .string("a"), "deck": .reference(d1)])
+            try tx.delete("Card", id: c1)
+            #expect(try tx.fetchIDs(RecordQuery("Deck")) == [d1])
+            #expect(try tx.related("Deck", id: d1, "cards") == [])
+            try tx.commit()
         }
     }
 
@@ -1087,13 +1160,15 @@ struct RecordTests {
 
     @Test func fetchingAParentReturnsSubentityRecordsWithTheirOwnAttributes() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: Self.animalSchema)
-            let generic = try package.insert("Animal", ["name": .string("thing")])
-            let rex = try package.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
-            let bit = try package.insert("Puppy", ["name": .string("Bit"), "breed": .string("pug")])
-            let tom = try package.insert("Cat", ["name": .string("Tom")])
+            let package = try makeTestStore(in: dir, schema: Self.animalSchema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let generic = try tx.insert("Animal", ["name": .string("thing")])
+            let rex = try tx.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
+            let bit = try tx.insert("Puppy", ["name": .string("Bit"), "breed": .string("pug")])
+            let tom = try tx.insert("Cat", ["name": .string("Tom")])
 
-            let animals = try package.fetch(RecordQuery("Animal"))
+            let animals = try tx.fetch(RecordQuery("Animal"))
             #expect(animals.map(\.id) == [generic, rex, bit, tom])
             #expect(animals.map(\.entity) == ["Animal", "Dog", "Puppy", "Cat"])
             #expect(animals[0].values == ["name": .string("thing")])
@@ -1102,19 +1177,19 @@ struct RecordTests {
                 animals[2].values == ["name": .string("Bit"), "breed": .string("pug"), "weeks": .integer(8)])
             #expect(animals[3].values == ["name": .string("Tom"), "lives": .integer(9)])
 
-            #expect(try package.fetchIDs(RecordQuery("Dog")) == [rex, bit])
-            #expect(try package.fetchIDs(RecordQuery("Dog", includesSubentities: false)) == [rex])
-            #expect(try package.fetchIDs(RecordQuery("Animal", includesSubentities: false)) == [generic])
-            #expect(try package.count(RecordQuery("Cat")) == 1)
-            #expect(try package.record("Animal", id: bit)?.entity == "Puppy")
-            #expect(try package.record("Cat", id: rex) == nil)
+            #expect(try tx.fetchIDs(RecordQuery("Dog")) == [rex, bit])
+            #expect(try tx.fetchIDs(RecordQuery("Dog", includesSubentities: false)) == [rex])
+            #expect(try tx.fetchIDs(RecordQuery("Animal", includesSubentities: false)) == [generic])
+            #expect(try tx.count(RecordQuery("Cat")) == 1)
+            #expect(try tx.record("Animal", id: bit)?.entity == "Puppy")
+            #expect(try tx.record("Cat", id: rex) == nil)
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery("Dog", where: .compare(.property("breed"), .equal, .value(.string("pug")))))
                     == [bit]
             )
             #expect(
-                try package.fetchIDs(
+                try tx.fetchIDs(
                     RecordQuery(
                         "Animal",
                         where: .text(
@@ -1125,40 +1200,42 @@ struct RecordTests {
 
     @Test func inheritanceUpdatesDeletesAndConstraints() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: Self.animalSchema)
-            let rex = try package.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
-            let tom = try package.insert("Cat", ["name": .string("Tom")])
+            let package = try makeTestStore(in: dir, schema: Self.animalSchema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let rex = try tx.insert("Dog", ["name": .string("Rex"), "breed": .string("collie")])
+            let tom = try tx.insert("Cat", ["name": .string("Tom")])
 
             // Subentity attributes are required where declared so.
-            let missing = expectDeckError { try package.insert("Dog", ["name": .string("NoBreed")]) }
+            let missing = expectDeckError { try tx.insert("Dog", ["name": .string("NoBreed")]) }
             if case .invalidValue("Dog", "breed", _) = missing {
             } else {
                 Issue.record("got \(String(describing: missing))")
             }
             // A parent's unique attribute spans the hierarchy.
-            let duplicate = expectDeckError { try package.insert("Cat", ["name": .string("Rex")]) }
+            let duplicate = expectDeckError { try tx.insert("Cat", ["name": .string("Rex")]) }
             if case .uniqueViolation = duplicate {
             } else {
                 Issue.record("expected uniqueViolation, got \(String(describing: duplicate))")
             }
             // The parent entity updates a subentity record's inherited attributes.
-            try package.update("Animal", id: rex, ["name": .string("Rex II")])
-            #expect(try package.record("Dog", id: rex)?["name"] == .string("Rex II"))
+            try tx.update("Animal", id: rex, ["name": .string("Rex II")])
+            #expect(try tx.record("Dog", id: rex)?["name"] == .string("Rex II"))
             // A sibling entity cannot reach it.
-            let wrong = expectDeckError { try package.update("Cat", id: rex, ["lives": .integer(1)]) }
+            let wrong = expectDeckError { try tx.update("Cat", id: rex, ["lives": .integer(1)]) }
             if case .recordNotFound = wrong {
             } else {
                 Issue.record("expected recordNotFound, got \(String(describing: wrong))")
             }
             // The parent entity cannot name the subentity's attributes.
-            let unknown = expectDeckError { try package.update("Animal", id: rex, ["breed": .string("x")]) }
+            let unknown = expectDeckError { try tx.update("Animal", id: rex, ["breed": .string("x")]) }
             if case .unknownProperty = unknown {
             } else {
                 Issue.record("expected unknownProperty, got \(String(describing: unknown))")
             }
-            #expect(try package.delete("Animal", id: tom) == 1)
-            #expect(try package.fetchIDs(RecordQuery("Animal")) == [rex])
-            try package.save()
+            #expect(try tx.delete("Animal", id: tom) == 1)
+            #expect(try tx.fetchIDs(RecordQuery("Animal")) == [rex])
+            try tx.commit()
         }
     }
 
@@ -1175,15 +1252,17 @@ struct RecordTests {
                     ],
                     uniqueConstraints: [["text", "language"]])
             ])
-            let package = try makeTestPackage(in: dir, schema: schema)
-            let first = try package.insert(
+            let package = try makeTestStore(in: dir, schema: schema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let first = try tx.insert(
                 "Word", ["text": .string("gift"), "language": .string("en"), "code": .string("G1")])
-            try package.insert("Word", ["text": .string("gift"), "language": .string("de")])
+            try tx.insert("Word", ["text": .string("gift"), "language": .string("de")])
             // A null code twice is fine.
-            try package.insert("Word", ["text": .string("other"), "language": .string("de")])
+            try tx.insert("Word", ["text": .string("other"), "language": .string("de")])
 
             var error = expectDeckError {
-                try package.insert("Word", ["text": .string("gift"), "language": .string("en")])
+                try tx.insert("Word", ["text": .string("gift"), "language": .string("en")])
             }
             guard case .uniqueViolation(let entity, let properties) = error else {
                 Issue.record("expected uniqueViolation, got \(String(describing: error))")
@@ -1192,41 +1271,43 @@ struct RecordTests {
             #expect(entity == "Word")
             #expect(properties == ["text", "language"])
             error = expectDeckError {
-                try package.insert(
+                try tx.insert(
                     "Word", ["text": .string("x"), "language": .string("en"), "code": .string("G1")])
             }
             if case .uniqueViolation("Word", ["code"]) = error {
             } else {
                 Issue.record("expected uniqueViolation(code), got \(String(describing: error))")
             }
-            let other = try package.insert("Word", ["text": .string("y"), "language": .string("en")])
-            error = expectDeckError { try package.update("Word", id: other, ["code": .string("G1")]) }
+            let other = try tx.insert("Word", ["text": .string("y"), "language": .string("en")])
+            error = expectDeckError { try tx.update("Word", id: other, ["code": .string("G1")]) }
             if case .uniqueViolation = error {
             } else {
                 Issue.record("expected uniqueViolation, got \(String(describing: error))")
             }
-            #expect(try package.count(RecordQuery("Word")) == 4)
-            #expect(try package.record("Word", id: first)?["code"] == .string("G1"))
-            try package.save()
+            #expect(try tx.count(RecordQuery("Word")) == 4)
+            #expect(try tx.record("Word", id: first)?["code"] == .string("G1"))
+            try tx.commit()
         }
     }
 
     @Test func upsertUpdatesTheRecordWithTheSameUniqueValue() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let (id, inserted) = try package.upsert("Deck", ["title": .string("A"), "position": .integer(1)])
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let (id, inserted) = try tx.upsert("Deck", ["title": .string("A"), "position": .integer(1)])
             #expect(inserted)
-            let again = try package.upsert("Deck", ["title": .string("A"), "position": .integer(2)])
+            let again = try tx.upsert("Deck", ["title": .string("A"), "position": .integer(2)])
             #expect(again.id == id)
             #expect(!again.inserted)
-            #expect(try package.count(RecordQuery("Deck")) == 1)
-            #expect(try package.record("Deck", id: id)?["position"] == .integer(2))
-            let other = try package.upsert("Deck", ["title": .string("B")])
+            #expect(try tx.count(RecordQuery("Deck")) == 1)
+            #expect(try tx.record("Deck", id: id)?["position"] == .integer(2))
+            let other = try tx.upsert("Deck", ["title": .string("B")])
             #expect(other.inserted)
             #expect(other.id != id)
             // Without a unique value among the values, upsert inserts.
-            let card1 = try package.upsert("Card", ["front": .string("same")])
-            let card2 = try package.upsert("Card", ["front": .string("same")])
+            let card1 = try tx.upsert("Card", ["front": .string("same")])
+            let card2 = try tx.upsert("Card", ["front": .string("same")])
             #expect(card1.inserted && card2.inserted && card1.id != card2.id)
         }
     }
@@ -1244,20 +1325,22 @@ struct RecordTests {
                 Entity(
                     "Verb", superentity: "Word", attributes: [Attribute("tense", .string, isOptional: true)]),
             ])
-            let package = try makeTestPackage(in: dir, schema: schema)
-            let a = try package.upsert("Word", ["text": .string("gift"), "language": .string("en")])
-            let b = try package.upsert("Word", ["text": .string("gift"), "language": .string("de")])
-            let c = try package.upsert(
+            let package = try makeTestStore(in: dir, schema: schema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let a = try tx.upsert("Word", ["text": .string("gift"), "language": .string("en")])
+            let b = try tx.upsert("Word", ["text": .string("gift"), "language": .string("de")])
+            let c = try tx.upsert(
                 "Word", ["text": .string("gift"), "language": .string("en"), "note": .string("present")])
             #expect(a.inserted && b.inserted && !c.inserted)
             #expect(c.id == a.id)
-            #expect(try package.record("Word", id: a.id)?["note"] == .string("present"))
+            #expect(try tx.record("Word", id: a.id)?["note"] == .string("present"))
             // A subentity honours its ancestors' constraints.
-            let v1 = try package.upsert("Verb", ["text": .string("run"), "language": .string("en")])
-            let v2 = try package.upsert(
+            let v1 = try tx.upsert("Verb", ["text": .string("run"), "language": .string("en")])
+            let v2 = try tx.upsert(
                 "Verb", ["text": .string("run"), "language": .string("en"), "tense": .string("present")])
             #expect(v1.inserted && !v2.inserted && v1.id == v2.id)
-            #expect(try package.count(RecordQuery("Word")) == 3)
+            #expect(try tx.count(RecordQuery("Word")) == 3)
         }
     }
 
@@ -1265,30 +1348,35 @@ struct RecordTests {
 
     @Test func rollbackDiscardsChangesAndNewBlobFiles() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            let kept = try package.insert(
+            let package = try makeTestStore(in: dir)
+            var tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let kept = try tx.insert(
                 "Card", ["front": .string("kept"), "image": .data(testBytes(64, seed: 1))])
-            try package.save()
+            try tx.commit()
+            tx = try package.beginTransaction()
             let url = package.url
             #expect(blobFiles(url) == [blobName(testBytes(64, seed: 1))])
 
-            try package.insert("Card", ["front": .string("new"), "image": .data(testBytes(64, seed: 2))])
-            try package.update(
+            try tx.insert("Card", ["front": .string("new"), "image": .data(testBytes(64, seed: 2))])
+            try tx.update(
                 "Card", id: kept, ["front": .string("changed"), "image": .data(testBytes(64, seed: 3))])
-            try package.insert("Deck", ["title": .string("new deck")])
+            try tx.insert("Deck", ["title": .string("new deck")])
             #expect(blobFiles(url).count == 3)
-            #expect(package.hasChanges)
+            #expect(tx.hasChanges)
 
-            package.rollback()
-            #expect(!package.hasChanges)
-            #expect(try package.count(RecordQuery("Card")) == 1)
-            #expect(try package.count(RecordQuery("Deck")) == 0)
-            #expect(try package.record("Card", id: kept)?["front"] == .string("kept"))
+            tx.rollback()
+            tx = try package.beginTransaction()
+            #expect(!tx.hasChanges)
+            #expect(try tx.count(RecordQuery("Card")) == 1)
+            #expect(try tx.count(RecordQuery("Deck")) == 0)
+            #expect(try tx.record("Card", id: kept)?["front"] == .string("kept"))
             #expect(blobFiles(url) == [blobName(testBytes(64, seed: 1))], "only the committed blob remains")
             #expect(
-                try package.data(of: try #require(package.record("Card", id: kept)?["image"]))
+                try tx.data(of: try #require(tx.record("Card", id: kept)?["image"]))
                     == testBytes(64, seed: 1))
-            package.rollback()  // nothing to roll back: harmless
+            tx.rollback()  // nothing to roll back: harmless
+            tx.rollback()  // ended already: harmless too
             try package.close()
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
         }
@@ -1296,58 +1384,72 @@ struct RecordTests {
 
     @Test func changesBecomeVisibleToReadersOnlyAfterSave() throws {
         try withTestDirectory { dir throws in
-            let writer = try makeTestPackage(in: dir)
+            let writer = try makeTestStore(in: dir)
+            var tx = try writer.beginTransaction()
+            defer { tx.rollback() }
             let url = writer.url
-            let reader = try TestDocument.open(at: url, mode: .readOnly)
-            let id = try writer.insert("Deck", ["title": .string("draft")])
-            #expect(try writer.count(RecordQuery("Deck")) == 1, "the writer sees its own changes")
-            #expect(try reader.count(RecordQuery("Deck")) == 0)
-            try writer.save()
-            #expect(try reader.count(RecordQuery("Deck")) == 1)
+            let reader = try PackageStore.open(at: url, mode: .readOnly)
+            let id = try tx.insert("Deck", ["title": .string("draft")])
+            #expect(try tx.count(RecordQuery("Deck")) == 1, "the writer sees its own changes")
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 0)
+            try tx.commit()
+            tx = try writer.beginTransaction()
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 1)
 
-            try writer.update("Deck", id: id, ["title": .string("final")])
-            #expect(try reader.record("Deck", id: id)?["title"] == .string("draft"))
-            writer.rollback()
-            try writer.delete("Deck", id: id)
-            #expect(try reader.count(RecordQuery("Deck")) == 1)
-            try writer.save()
-            #expect(try reader.count(RecordQuery("Deck")) == 0)
+            try tx.update("Deck", id: id, ["title": .string("final")])
+            #expect(try reader.read { try $0.record("Deck", id: id) }?["title"] == .string("draft"))
+            tx.rollback()
+            tx = try writer.beginTransaction()
+            try tx.delete("Deck", id: id)
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 1)
+            try tx.commit()
+            #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 0)
             try reader.close()
+            tx.rollback()
             try writer.close()
         }
     }
 
     @Test func aFailedFirstChangeLeavesNoUnsavedChanges() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Deck", ["title": .string("A")])
-            try package.save()
-            #expect(!package.hasChanges)
-            expectDeckError { try package.insert("Deck", ["title": .string("A")]) }
-            #expect(!package.hasChanges, "nothing changed, so there is nothing to save")
-            // ... and so maintenance that needs a clean state is not refused.
+            let package = try makeTestStore(in: dir)
+            var tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            try tx.insert("Deck", ["title": .string("A")])
+            try tx.commit()
+            tx = try package.beginTransaction()
+            #expect(!tx.hasChanges)
+            expectDeckError { try tx.insert("Deck", ["title": .string("A")]) }
+            #expect(!tx.hasChanges, "nothing changed, so there is nothing to save")
+            // ... and so ending it loses nothing, and maintenance that needs a clean state runs.
+            tx.rollback()
             _ = try package.collectGarbage(dryRun: true)
         }
     }
 
     @Test func aFailedChangeKeepsEarlierUnsavedChanges() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            try package.insert("Deck", ["title": .string("A")])
-            expectDeckError { try package.insert("Deck", ["title": .string("A")]) }
+            let package = try makeTestStore(in: dir)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            try tx.insert("Deck", ["title": .string("A")])
+            expectDeckError { try tx.insert("Deck", ["title": .string("A")]) }
             expectDeckError {
-                try package.insert(
+                try tx.insert(
                     "Card", ["front": .string("x"), "deck": .reference(999), "image": .data(testBytes(100))])
             }
-            try package.insert("Deck", ["title": .string("B")])
-            try package.save()
+            try tx.insert("Deck", ["title": .string("B")])
+            try tx.commit()
+            tx.rollback()
             try package.close()
-            let reopened = try TestDocument.open(at: package.url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: package.url, mode: .readOnly)
             #expect(
-                strings(try reopened.fetch(RecordQuery("Deck", sort: [SortKey("title")])), "title") == [
+                strings(
+                    try reopened.read { try $0.fetch(RecordQuery("Deck", sort: [SortKey("title")])) }, "title"
+                ) == [
                     "A", "B",
                 ])
-            #expect(try reopened.count(RecordQuery("Card")) == 0)
+            #expect(try reopened.read { try $0.count(RecordQuery("Card")) } == 0)
             #expect(try PackageVerifier.verify(at: package.url).isValid)
         }
     }

@@ -1,4 +1,4 @@
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -9,16 +9,13 @@ import Testing
 /// cannot replay a log by itself).
 @Suite struct RecoveryTests {
     @Test func aReaderOpensAStoreWhoseWriterLeftAWriteAheadLog() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-recovery-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        let directory = scratch.url
         let live = directory.appendingPathComponent("Live.deck")
-        let writer = try TestDocument.create(
-            at: live, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(writer.store)
-        try writer.insert("Tag", ["name": .string("only in the log")])
-        try writer.save()
+        let writer = try PackageStore.create(
+            at: live, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(writer)
+        try writer.write { tx in try tx.insert("Tag", ["name": .string("only in the log")]) }
         // What a crash leaves: the files as they are now, with the log, and SQLite's
         // shared-memory index in a state that needs rebuilding (here: zeroed).
         let crashed = directory.appendingPathComponent("Crashed.deck")
@@ -32,11 +29,14 @@ import Testing
         #expect(
             FileManager.default.fileExists(atPath: crashed.appendingPathComponent("store.sqlite-wal").path))
 
-        let reader = try TestDocument.open(at: crashed, mode: .readOnly)
+        let reader = try PackageStore.open(at: crashed, mode: .readOnly)
         #expect(
-            try reader.count(
-                RecordQuery(
-                    "Tag", where: .compare(.property("name"), .equal, .value(.string("only in the log")))))
+            try reader.read {
+                try $0.count(
+                    RecordQuery(
+                        "Tag", where: .compare(.property("name"), .equal, .value(.string("only in the log"))))
+                )
+            }
                 == 1)
         try reader.close()
         let report = try PackageVerifier.verify(at: crashed)

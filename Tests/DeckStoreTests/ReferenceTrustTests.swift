@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -14,12 +15,13 @@ struct ReferenceTrustTests {
 
     /// A closed package: cards a and b share one image, card c has its own; one tag.
     func package(in dir: URL) throws -> URL {
-        let package = try makeTestPackage(in: dir)
-        try package.insert("Card", ["front": .string("a"), "image": .data(Self.shared)])
-        try package.insert("Card", ["front": .string("b"), "image": .data(Self.shared)])
-        try package.insert("Card", ["front": .string("c"), "image": .data(Self.single)])
-        try package.insert("Tag", ["name": .string("t")])
-        try package.save()
+        let package = try makeTestStore(in: dir)
+        try package.write { tx in
+            try tx.insert("Card", ["front": .string("a"), "image": .data(Self.shared)])
+            try tx.insert("Card", ["front": .string("b"), "image": .data(Self.shared)])
+            try tx.insert("Card", ["front": .string("c"), "image": .data(Self.single)])
+            try tx.insert("Tag", ["name": .string("t")])
+        }
         try package.close()
         return package.url
     }
@@ -32,13 +34,16 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 1 WHERE digest = ?", [.text(sharedDigest)])
-            let writer = try TestDocument.open(at: url)
-            _ = try writer.delete(
-                RecordQuery("Card", where: .compare(.property("front"), .equal, .value(.string("a")))))
-            try writer.save()  // refs fell to 0, but card b still names the blob
-            #expect(
-                try writer.data(of: try #require(writer.fetch(RecordQuery("Card")).first?["image"]))
-                    == Self.shared)
+            let writer = try PackageStore.open(at: url)
+            try writer.write { tx in
+                _ = try tx.delete(
+                    RecordQuery("Card", where: .compare(.property("front"), .equal, .value(.string("a")))))
+            }  // refs fell to 0, but card b still names the blob
+            try writer.read { reader throws in
+                #expect(
+                    try reader.data(of: try #require(reader.fetch(RecordQuery("Card")).first?["image"]))
+                        == Self.shared)
+            }
             try writer.close()
             #expect(blobExists(url, Self.shared))
             // The save set refs to the true count, so the package is whole again.
@@ -50,9 +55,10 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 0")
-            let writer = try TestDocument.open(at: url)
-            try writer.insert("Tag", ["name": .string("unrelated")])
-            try writer.save()
+            let writer = try PackageStore.open(at: url)
+            try writer.write { tx in
+                try tx.insert("Tag", ["name": .string("unrelated")])
+            }
             try writer.close()
             #expect(blobExists(url, Self.shared) && blobExists(url, Self.single))
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
@@ -63,9 +69,10 @@ struct ReferenceTrustTests {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
             try rawStore(url).run("UPDATE deck_blob SET refs = 0 WHERE digest = ?", [.text(singleDigest)])
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
+            let tx = try writer.beginTransaction()
             let error = expectDeckError {
-                _ = try writer.delete(
+                _ = try tx.delete(
                     RecordQuery("Card", where: .compare(.property("front"), .equal, .value(.string("c")))))
             }
             guard case .corrupt(_, let reason) = error else {
@@ -74,7 +81,8 @@ struct ReferenceTrustTests {
             }
             #expect(reason.contains("deck gc --repair"), "\(reason)")
             #expect(!reason.contains("CHECK"), "no raw constraint error: \(reason)")
-            #expect(!writer.hasChanges)
+            #expect(!tx.hasChanges)
+            tx.rollback()
             try writer.close()
             #expect(blobExists(url, Self.single))
         }
@@ -115,7 +123,7 @@ struct ReferenceTrustTests {
                 atPath: (orphanPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try orphan.write(to: URL(fileURLWithPath: orphanPath))
 
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             let dry = try writer.collectGarbage(dryRun: true)
             #expect(dry.orphanFiles == [orphanPath])
             #expect(dry.unreferencedRows == 0)
@@ -144,7 +152,7 @@ struct ReferenceTrustTests {
             try FileManager.default.removeItem(
                 at: url.appendingPathComponent("blobs/" + blobName(Self.single)))
             try flipByte(at: url.appendingPathComponent("blobs/" + blobName(Self.shared)).path)
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             let dry = try writer.repairReferences(dryRun: true)
             let report = try writer.repairReferences()
             #expect(dry.unrepaired == report.unrepaired)
@@ -168,7 +176,7 @@ struct ReferenceTrustTests {
                 "INSERT INTO deck_blob(digest, size, refs) VALUES (?, 3, 4)",
                 [.text(String(repeating: "a", count: 64))])
             db.close()
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             let report = try writer.collectGarbage(repair: true)
             #expect(report.repair?.resized == [singleDigest])
             #expect(report.repair?.recounted.count == 2)
@@ -186,9 +194,10 @@ struct ReferenceTrustTests {
             try rawStore(url).run("DELETE FROM deck_blob WHERE digest = ?", [.text(singleDigest)])
             try FileManager.default.removeItem(
                 at: url.appendingPathComponent("blobs/" + blobName(Self.single)))
-            let writer = try TestDocument.open(at: url)
-            try writer.insert("Card", ["front": .string("d"), "image": .data(Self.single)])
-            writer.rollback()
+            let writer = try PackageStore.open(at: url)
+            let tx = try writer.beginTransaction()
+            try tx.insert("Card", ["front": .string("d"), "image": .data(Self.single)])
+            tx.rollback()
             #expect(blobExists(url, Self.single))
             #expect(try writer.repairReferences().registered == [singleDigest])
             try writer.close()
@@ -199,11 +208,12 @@ struct ReferenceTrustTests {
     @Test func rollbackStillRemovesWhatOnlyItsChangesNamed() throws {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             let fresh = testBytes(300, seed: 3)
-            try writer.insert("Card", ["front": .string("d"), "image": .data(fresh)])
+            let tx = try writer.beginTransaction()
+            try tx.insert("Card", ["front": .string("d"), "image": .data(fresh)])
             #expect(blobExists(url, fresh))
-            writer.rollback()
+            tx.rollback()
             #expect(!blobExists(url, fresh))
             try writer.close()
         }

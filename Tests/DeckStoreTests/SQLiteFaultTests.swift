@@ -1,6 +1,6 @@
 import CDeckFaultVFS
 import CSQLite
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +10,8 @@ import Testing
 /// read, write or sync of the package's store files. (Truncation happens only in the
 /// checkpoint at close, whose failure is harmless and ignored by design.) The VFS keeps one plan
 /// per path fragment, and each test arms its own directory's unique name, so they run in parallel.
-extension CrashTests {
+@Suite("SQLite I/O failures under a save")
+struct SQLiteFaultTests {
     /// SQLite VFS operations (see CDeckFaultVFS.h) and the errors they are made to return.
     static let sqliteFaults: [(name: String, operation: Int32, code: Int32)] = [
         ("write", 2, SQLITE_FULL), ("write", 2, SQLITE_IOERR | (3 << 8)),
@@ -22,39 +23,40 @@ extension CrashTests {
     func aFailingStoreKeepsTheCommittedState(fault index: Int) throws {
         let fault = Self.sqliteFaults[index]
         #expect(deck_fault_vfs_install() == SQLITE_OK)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-sqlfault-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        let directory = scratch.url
         let url = directory.appendingPathComponent("Store.deck")
-        let document = try TestDocument.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document.store)
+        let document = try PackageStore.create(
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(document)
         try document.close()
         let before = try cards(url)
 
         var fired = 0
         for skip in [0, 1, 2, 5, 10, 25] {
-            let writer = try TestDocument.open(at: url, mode: .readWrite)
+            let writer = try PackageStore.open(at: url, mode: .readWrite)
             #expect(
                 deck_fault_vfs_arm(fault.operation, directory.lastPathComponent, Int32(skip), fault.code)
                     == SQLITE_OK)
             var thrown: (any Error)?
+            var transaction: StoreTransaction?
             do {
+                let tx = try writer.beginTransaction()
+                transaction = tx
                 for i in 0..<20 {
-                    try writer.insert(
+                    try tx.insert(
                         "Card",
                         [
                             "front": .string("new \(i)"), "back": .string("x"), "creationDate": .date(.now),
                             "image": .data(Data(repeating: UInt8(i), count: 70_000)),
                         ])
                 }
-                try writer.save()
+                try tx.commit()
             } catch {
                 thrown = error
             }
             let didFire = deck_fault_vfs_disarm(directory.lastPathComponent) == 1
-            writer.rollback()
+            transaction?.rollback()
             try? writer.close()
             let context = "\(fault.name) #\(skip)"
             if didFire {
@@ -69,12 +71,14 @@ extension CrashTests {
             #expect(now == before || (thrown == nil && now.count == before.count + 20), "\(context)")
             if thrown == nil {
                 // Put the package back as it was for the next round.
-                let cleaner = try TestDocument.open(at: url, mode: .readWrite)
-                try cleaner.delete(
-                    RecordQuery(
-                        "Card", where: .text(.property("front"), .beginsWith, .value(.string("new ")), .exact)
-                    ))
-                try cleaner.save()
+                let cleaner = try PackageStore.open(at: url, mode: .readWrite)
+                try cleaner.write { tx in
+                    try tx.delete(
+                        RecordQuery(
+                            "Card",
+                            where: .text(.property("front"), .beginsWith, .value(.string("new ")), .exact)
+                        ))
+                }
                 try cleaner.close()
             }
         }
@@ -82,9 +86,9 @@ extension CrashTests {
     }
 
     private func cards(_ url: URL) throws -> [String] {
-        let document = try TestDocument.open(at: url, mode: .readOnly)
+        let document = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? document.close() }
-        return try document.fetch(RecordQuery("Card", sort: [SortKey("front")])).compactMap {
+        return try document.read { try $0.fetch(RecordQuery("Card", sort: [SortKey("front")])) }.compactMap {
             $0["front"]?.description
         }
     }

@@ -1,5 +1,6 @@
 import CSQLite
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 

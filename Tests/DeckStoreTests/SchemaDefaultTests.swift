@@ -1,4 +1,4 @@
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -174,11 +174,14 @@ struct SchemaDefaultTests {
                 ])
         ])
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
+            defer { try? store.close() }
+            let tx = try store.beginTransaction()
+            defer { tx.rollback() }
             let before = Date().timeIntervalSince1970
-            let id = try package.insert("Sample", ["s": .string("a")])
+            let id = try tx.insert("Sample", ["s": .string("a")])
             let after = Date().timeIntervalSince1970
-            guard case .date(let created)? = try package.record("Sample", id: id)?["created"] else {
+            guard case .date(let created)? = try tx.record("Sample", id: id)?["created"] else {
                 Issue.record("no date")
                 return
             }
@@ -187,28 +190,30 @@ struct SchemaDefaultTests {
                     && created.timeIntervalSince1970 <= after + 0.001)
             #expect(created.description.count == 24, "\(created)")
             // A given value wins.
-            let given = try package.insert(
+            let given = try tx.insert(
                 "Sample", ["s": .string("b"), "created": .date(Timestamp(timeIntervalSince1970: 5))])
             #expect(
-                try package.record("Sample", id: given)?["created"]
+                try tx.record("Sample", id: given)?["created"]
                     == .date(Timestamp(timeIntervalSince1970: 5)))
         }
     }
 
     @Test func theFlashcardsSampleDefaultsCreationDateToNow() throws {
-        let card = try #require(FlashcardsSample.schema.entity(named: "Card"))
+        let card = try #require(SampleCards.schema.entity(named: "Card"))
         #expect(card.attributes.first { $0.name == "creationDate" }?.dynamicDefault == .now)
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("samples/flashcards.schema.json")
         #expect(
             try StoreSchema(json: Data(contentsOf: file), source: "flashcards.schema.json")
-                == FlashcardsSample.schema)
+                == SampleCards.schema)
         try withTestDirectory { dir throws in
-            let package = try TestDocument.create(
-                at: dir.appendingPathComponent("S.flashcards"), contentType: FlashcardsSample.contentType,
-                schema: FlashcardsSample.schema)
-            let id = try package.insert("Card", ["front": .string("a"), "back": .string("b")])
-            #expect(try package.record("Card", id: id)?["creationDate"]?.kindName == "date")
+            let package = try PackageStore.create(
+                at: dir.appendingPathComponent("S.flashcards"), contentType: SampleCards.contentType,
+                schema: SampleCards.schema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            let id = try tx.insert("Card", ["front": .string("a"), "back": .string("b")])
+            #expect(try tx.record("Card", id: id)?["creationDate"]?.kindName == "date")
         }
     }
 }

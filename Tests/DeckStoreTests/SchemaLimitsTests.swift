@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -40,15 +41,16 @@ struct SchemaLimitsTests {
         throws
     {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
-            let id = try package.insert(entity, values)
-            try package.save()
-            let url = package.url
-            try package.close()
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let store = try makeTestStore(in: dir, schema: schema)
+            let id = try store.write { tx in try tx.insert(entity, values) }.value
+            let url = store.url
+            try store.close()
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             let root = try #require(schema.entities.first?.name)
-            #expect(try reopened.fetch(RecordQuery(root)).map(\.id) == [id])
-            #expect(try reopened.record(entity, id: id)?.entity == entity)
+            try reopened.read { reader throws in
+                #expect(try reader.fetch(RecordQuery(root)).map(\.id) == [id])
+                #expect(try reader.record(entity, id: id)?.entity == entity)
+            }
             try reopened.close()
             let report = try PackageVerifier.verify(at: url)
             #expect(report.findings.isEmpty, "\(report.findings)")

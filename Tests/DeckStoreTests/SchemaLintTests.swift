@@ -1,4 +1,4 @@
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -151,7 +151,7 @@ import Testing
     /// inverses and no deny rule; `creationDate` defaults to now, `reviewCount` to 0.
     @Test func flashcardsSample() throws {
         #expect(
-            try Self.codes(FlashcardsSample.schema) == [
+            try Self.codes(SampleCards.schema) == [
                 "unique-attribute Deck.title", "attribute-without-default Deck.title",
                 "attribute-without-default Deck.created", "attribute-without-default Card.front",
                 "attribute-without-default Card.back", "unique-attribute Tag.name",
@@ -164,7 +164,7 @@ import Testing
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("samples/flashcards.schema.json")
         let schema = try StoreSchema(contentsOf: url)
-        #expect(try schema.cloudKitFindings() == FlashcardsSample.schema.cloudKitFindings())
+        #expect(try schema.cloudKitFindings() == SampleCards.schema.cloudKitFindings())
     }
 
     @Test func codesAreStable() {
@@ -179,14 +179,14 @@ import Testing
     // MARK: Reading schema files
 
     @Test func schemaFileThatIsNotRegularIsRefused() throws {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         #expect {
             try StoreSchema(contentsOf: sandbox.url)
         } throws: { error in
             guard case DeckError.invalidSchema(let reason) = error else { return false }
             return reason.contains("a directory")
         }
-        let fifo = sandbox.path("fifo")
+        let fifo = sandbox.appending("fifo")
         #expect(mkfifo(fifo.path, 0o644) == 0)
         #expect {
             try StoreSchema(contentsOf: fifo)
@@ -195,7 +195,7 @@ import Testing
             return reason.contains("FIFO")
         }
         #expect {
-            try StoreSchema(contentsOf: sandbox.path("missing.json"))
+            try StoreSchema(contentsOf: sandbox.appending("missing.json"))
         } throws: { error in
             guard case DeckError.notFound = error else { return false }
             return true

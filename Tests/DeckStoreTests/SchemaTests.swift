@@ -1,3 +1,4 @@
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -184,9 +185,9 @@ struct SchemaTests {
                 entities: [Entity("A", attributes: [Attribute("n", .integer, defaultValue: .integer(.max))])])
             let url = dir.appendingPathComponent("big.deck")
             // create() validates the schema and then reopens the package it built.
-            let package = try TestDocument.create(at: url, contentType: "org.test", schema: schema)
+            let package = try PackageStore.create(at: url, contentType: "org.test", schema: schema)
             try package.close()
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             #expect(reopened.schema == schema)
         }
     }
@@ -463,7 +464,7 @@ struct SchemaTests {
         try withTestDirectory { dir throws in
             let url = dir.appendingPathComponent("bad.deck")
             let error = expectDeckError {
-                _ = try TestDocument.create(
+                _ = try PackageStore.create(
                     at: url, contentType: "org.test", schema: StoreSchema(entities: [Entity("deck_x")]))
             }
             if case .invalidSchema = error {
@@ -590,7 +591,7 @@ struct SchemaTests {
             var schema = flashCardsSchema()
             schema.entities.append(
                 Entity("Special", superentity: "Card", attributes: [Attribute("hint", .string)]))
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let package = try makeTestStore(in: dir, schema: schema)
             let url = package.url
             try package.close()
             let db = try rawStore(url)

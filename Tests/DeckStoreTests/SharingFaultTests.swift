@@ -1,5 +1,5 @@
 import DeckKit
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +7,8 @@ import Testing
 
 /// File-system failures injected into export and import, on the test's own thread (they run in
 /// parallel).
-extension CrashTests {
+@Suite("Export and import under file-system failures")
+struct SharingFaultTests {
     /// The calls export makes through `FileSystem` (the snapshot's staging directory is its only
     /// directory).
     static let exportOperations: [FaultInjection.Operation] = [
@@ -39,15 +40,13 @@ extension CrashTests {
             sourceLocation: sourceLocation)
     }
 
-    /// A flash-cards package in a fresh directory, and that directory.
-    fileprivate func sharedSample() throws -> (URL, URL) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-sharefault-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let url = directory.appendingPathComponent("Sample.deck")
-        let document = try TestDocument.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document.store)
+    /// A fresh directory, and a flash-cards package in it.
+    fileprivate func sharedSample() throws -> (ScratchDirectory, URL) {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("Sample.deck")
+        let document = try PackageStore.create(
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(document)
         try document.close()
         return (directory, url)
     }
@@ -59,8 +58,8 @@ extension CrashTests {
 
     @Test(arguments: exportOperations)
     func aFailedExportLeavesNoArchiveAndAnIntactDocument(operation: FaultInjection.Operation) throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
         let before = try Data(contentsOf: url.appendingPathComponent("store.sqlite"))
         var fired = 0
         for (attempt, errno) in [(0, ENOSPC), (1, EIO), (2, EACCES), (5, ENOSPC), (20, EIO)] {
@@ -93,8 +92,8 @@ extension CrashTests {
 
     @Test(arguments: importOperations)
     func aFailedImportLeavesNothing(operation: FaultInjection.Operation) throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
         let archive = directory.appendingPathComponent("in.zip")
         try DeckDocument.export(at: url, to: archive)
         var fired = 0
@@ -125,11 +124,11 @@ extension CrashTests {
 
 // MARK: Export while another writer changes the document (spec 16.3)
 
-extension CrashTests {
+extension SharingFaultTests {
     /// The sample's cards whose image blob no other card shares: (card id, digest).
-    fileprivate func cardsWithOwnBlob(_ document: TestDocument) throws -> [(Int64, Digest)] {
+    fileprivate func cardsWithOwnBlob(_ document: PackageStore) throws -> [(Int64, Digest)] {
         var owners: [Digest: [Int64]] = [:]
-        for card in try document.fetch(RecordQuery("Card")) {
+        for card in try document.read({ try $0.fetch(RecordQuery("Card")) }) {
             if case .blob(let reference)? = card["image"] {
                 owners[reference.digest, default: []].append(card.id)
             }
@@ -160,17 +159,16 @@ extension CrashTests {
     }
 
     @Test func exportTakesANewSnapshotWhenAWriterRemovesABlobAfterTheFirst() throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try TestDocument.open(at: url)
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
+        let writer = try PackageStore.open(at: url)
         defer { try? writer.close() }
         let (card, digest) = try #require(try cardsWithOwnBlob(writer).first)
         let archive = directory.appendingPathComponent("out.zip")
         let attempts = try exportObserved(url, to: archive) { attempt in
             guard attempt == 1 else { return }
             // The concurrent writer's save: the card goes, and its blob file with it.
-            _ = try writer.delete("Card", id: card)
-            try writer.save()
+            try writer.write { tx in _ = try tx.delete("Card", id: card) }
         }
         #expect(attempts == [1, 2])
         #expect(try DeckDocument.verifyArchive(at: archive).isValid)
@@ -178,16 +176,16 @@ extension CrashTests {
         #expect(!scan.blobs.contains { $0.digest == digest })
         let imported = try DeckDocument.importArchive(
             at: archive, to: directory.appendingPathComponent("I.deck"))
-        let copy = try TestDocument.open(at: imported, mode: .readOnly)
-        #expect(try copy.count(RecordQuery("Card")) == 9)
+        let copy = try PackageStore.open(at: imported, mode: .readOnly)
+        #expect(try copy.read { try $0.count(RecordQuery("Card")) } == 9)
         try copy.close()
         #expect(try leftovers(directory).isEmpty)
     }
 
     @Test func exportRetriesWhenABlobVanishesWhileItIsBeingCopied() throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try TestDocument.open(at: url, mode: .readOnly)
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
+        let reader = try PackageStore.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
         try reader.close()
         // The first open of that blob file fails as if it had just been removed.
@@ -205,9 +203,9 @@ extension CrashTests {
     }
 
     @Test func exportGivesUpAfterThreeSnapshotsThatEachLostABlob() throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let writer = try TestDocument.open(at: url)
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
+        let writer = try PackageStore.open(at: url)
         defer { try? writer.close() }
         let victims = try cardsWithOwnBlob(writer)
         try #require(victims.count >= 3)
@@ -215,8 +213,7 @@ extension CrashTests {
         var thrown: DeckError?
         do {
             _ = try exportObserved(url, to: archive) { attempt in
-                _ = try writer.delete("Card", id: victims[attempt - 1].0)
-                try writer.save()
+                try writer.write { tx in _ = try tx.delete("Card", id: victims[attempt - 1].0) }
             }
         } catch {
             thrown = error
@@ -233,11 +230,11 @@ extension CrashTests {
     }
 
     @Test func exportReportsAReferencedBlobThatIsMissingAsCorruption() throws {
-        let (directory, url) = try sharedSample()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try TestDocument.open(at: url, mode: .readOnly)
+        let (scratch, url) = try sharedSample()
+        let directory = scratch.url
+        let reader = try PackageStore.open(at: url, mode: .readOnly)
         let (_, digest) = try #require(try cardsWithOwnBlob(reader).first)
-        let file = reader.blobs.path(for: digest)
+        let file = BlobStore(packagePath: reader.url.path).path(for: digest)
         try reader.close()
         try FileManager.default.removeItem(atPath: file)
         let archive = directory.appendingPathComponent("out.zip")

@@ -1,5 +1,5 @@
 import DeckKit
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -9,52 +9,50 @@ import Testing
     import Glibc
 #endif
 
-/// Document-level sharing: export, import, pack and unpack through `TestDocument`.
+/// Document-level sharing: export, import, pack and unpack.
 @Suite struct SharingTests {
-    let directory: URL
+    let scratch: ScratchDirectory
+    var directory: URL { scratch.url }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-sharing-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
+    init() throws { scratch = try ScratchDirectory() }
 
     func url(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
     func makeSample(_ name: String = "Sample.deck") throws -> URL {
-        let document = try TestDocument.create(
-            at: url(name), contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema)
-        try FlashcardsSample.populate(document.store)
+        let document = try PackageStore.create(
+            at: url(name), contentType: SampleCards.contentType, schema: SampleCards.schema)
+        try SampleCards.populate(document)
         try document.close()
         return url(name)
     }
 
     /// Every record of every entity, with data values loaded, in id order.
     func contents(of url: URL) throws -> [String: [Record]] {
-        let document = try TestDocument.open(at: url, mode: .readOnly)
+        let document = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? document.close() }
-        var result: [String: [Record]] = [:]
-        for entity in document.schema.entities {
-            var records = try document.fetch(RecordQuery(entity.name, includesSubentities: false))
-            for index in records.indices {
-                for (key, value) in records[index].values {
-                    if case .blob = value {
-                        records[index].values[key] = .data(try document.data(of: value) ?? Data())
+        return try document.read { reader throws in
+            var result: [String: [Record]] = [:]
+            for entity in document.schema.entities {
+                var records = try reader.fetch(RecordQuery(entity.name, includesSubentities: false))
+                for index in records.indices {
+                    for (key, value) in records[index].values {
+                        if case .blob = value {
+                            records[index].values[key] = .data(try reader.data(of: value) ?? Data())
+                        }
+                    }
+                    for relationship in entity.relationships where relationship.isToMany {
+                        records[index].values[relationship.name] = .references(
+                            try reader.related(entity.name, id: records[index].id, relationship.name))
                     }
                 }
-                for relationship in entity.relationships where relationship.isToMany {
-                    records[index].values[relationship.name] = .references(
-                        try document.related(entity.name, id: records[index].id, relationship.name))
-                }
+                result[entity.name] = records
             }
-            result[entity.name] = records
+            return result
         }
-        return result
     }
 
     @Test(arguments: [ArchiveFormat.zip, .tar, .tarGzip, .tarZstd])
     func exportThenImportGivesTheSameDocument(format: ArchiveFormat) throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         let archive = url("Sample.\(format.fileExtension)")
         try DeckDocument.export(at: original, to: archive, format: format)
@@ -64,29 +62,27 @@ import Testing
     }
 
     @Test func exportIsReproducible() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try DeckDocument.export(at: original, to: url("a.zip"))
         // Opening and closing for writing changes nothing committed, and file times are not
         // content (set a day back here, explicitly): the archive must not change.
-        try TestDocument.open(at: original).close()
+        try PackageStore.open(at: original).close()
         try shiftModificationTimes(under: original, by: -86_400)
         try DeckDocument.export(at: original, to: url("b.zip"))
         #expect(try Data(contentsOf: url("a.zip")) == Data(contentsOf: url("b.zip")))
         // A different committed state gives a different archive.
-        let document = try TestDocument.open(at: original)
-        try document.insert("Tag", ["name": .string("extra")])
-        try document.save()
+        let document = try PackageStore.open(at: original)
+        try document.write { tx in try tx.insert("Tag", ["name": .string("extra")]) }
         try document.close()
         try DeckDocument.export(at: original, to: url("c.zip"))
         #expect(try Data(contentsOf: url("a.zip")) != Data(contentsOf: url("c.zip")))
     }
 
     @Test func exportTakesOnlyCommittedChangesAndReferencedBlobs() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        let writer = try TestDocument.open(at: original)
-        try writer.insert(
+        let writer = try PackageStore.open(at: original)
+        let unsaved = try writer.beginTransaction()
+        try unsaved.insert(
             "Card",
             [
                 "front": .string("unsaved"), "back": .string("x"), "creationDate": .date(.now),
@@ -97,18 +93,17 @@ import Testing
         let archive = url("snapshot.zip")
         try DeckDocument.export(at: original, to: archive)
         let imported = try DeckDocument.importArchive(at: archive, to: url("Snapshot.deck"))
-        let copy = try TestDocument.open(at: imported, mode: .readOnly)
-        #expect(try copy.count(RecordQuery("Card")) == 10)
+        let copy = try PackageStore.open(at: imported, mode: .readOnly)
+        #expect(try copy.read { try $0.count(RecordQuery("Card")) } == 10)
         #expect(try copy.info().blobCount == 6)
         try copy.close()
         let scan = try PackageArchive.scan(archive: archive)
         #expect(scan.blobs.count == 6)
-        writer.rollback()
+        unsaved.rollback()
         try writer.close()
     }
 
     @Test func importRefusesAnInvalidPackageAndLeavesNothing() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         // Damage a copy: drop one blob file, then archive the raw directory.
         let damaged = url("Damaged.deck")
@@ -138,7 +133,6 @@ import Testing
     }
 
     @Test func importNeverReplacesAnExistingPath() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try DeckDocument.export(at: original, to: url("s.zip"))
         #expect(throws: DeckError.self) { try DeckDocument.importArchive(at: url("s.zip"), to: original) }
@@ -146,7 +140,6 @@ import Testing
     }
 
     @Test func exportNeverReplacesAnArchiveUnlessForced() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try Data("keep me".utf8).write(to: url("taken.zip"))
         #expect {
@@ -161,9 +154,8 @@ import Testing
     }
 
     @Test func packRefusesALiveDocument() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
-        let writer = try TestDocument.open(at: original)
+        let writer = try PackageStore.open(at: original)
         #expect {
             try DeckDocument.pack(directory: original, to: url("live.zip"))
         } throws: { error in
@@ -177,7 +169,6 @@ import Testing
     }
 
     @Test func verifyArchiveFindsTruncationAndGarbage() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try DeckDocument.export(at: original, to: url("whole.zip"))
         let bytes = try Data(contentsOf: url("whole.zip"))
@@ -231,7 +222,6 @@ import Testing
 
     @Test(arguments: longNames)
     func everyCommandTakesA255ByteName(_ stem: String) throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         let archiveName = stem + ".zip"
         let packageName = stem + ".abc"
@@ -250,8 +240,8 @@ import Testing
         #expect(try PackageVerifier.verify(at: url(unpacked)).isValid)
         // new
         let created = stem + ".new"
-        try TestDocument.create(
-            at: url(created), contentType: "org.example.long", schema: FlashcardsSample.schema
+        try PackageStore.create(
+            at: url(created), contentType: "org.example.long", schema: SampleCards.schema
         )
         .close()
         #expect(try PackageVerifier.verify(at: url(created)).isValid)
@@ -331,7 +321,6 @@ import Testing
     }
 
     @Test func exportAndPackNeverReplaceASpecialFile() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         for (name, intact) in try specialFiles() {
             for overwrite in [false, true] {
@@ -361,7 +350,6 @@ import Testing
     }
 
     @Test func archivesThatAreNotRegularFilesAreRefusedAsInput() throws {
-        defer { try? FileManager.default.removeItem(at: directory) }
         let original = try makeSample()
         try DeckDocument.export(at: original, to: url("real.zip"))
         try FileManager.default.createSymbolicLink(

@@ -8,27 +8,6 @@ import Testing
     import Glibc
 #endif
 
-/// A unique temporary directory for one test, removed (after restoring permissions) when the
-/// body returns or throws.
-func withTestDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
-    defer { removeTestTree(url) }
-    return try body(url)
-}
-
-/// Removes a tree even when a test made part of it unreadable.
-func removeTestTree(_ url: URL) {
-    if let enumerator = FileManager.default.enumerator(atPath: url.path) {
-        for case let name as String in enumerator {
-            _ = chmod(url.path + "/" + name, 0o755)
-        }
-    }
-    _ = chmod(url.path, 0o755)
-    try? FileManager.default.removeItem(at: url)
-}
-
 struct StorageTestError: Error, Equatable {}
 
 /// The flash-cards schema used across tests: decks, cards (external images), tags.
@@ -70,12 +49,29 @@ func flashCardsSchema(
 
 let flashCardsType = "org.deck.test.flashcards"
 
-/// Creates a package named `name` in `dir` with `schema` (open for writing).
-func makeTestPackage(
+/// Creates a package named `name` in `dir` with `schema`, open for reading and writing.
+func makeTestStore(
     in dir: URL, name: String = "test.deck", schema: StoreSchema = flashCardsSchema(),
     contentType: String = flashCardsType
-) throws -> TestDocument {
-    try TestDocument.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
+) throws -> PackageStore {
+    try PackageStore.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
+}
+
+extension PackageStore {
+    /// The connection the writer uses (a read-only store's first reader): it sees an open
+    /// transaction's changes. For tests that look at the raw tables and blob files.
+    private var connection: StoreConnection {
+        get throws {
+            guard let connection = writer ?? state.withLock({ $0.readers.first }) else {
+                throw DeckError.closed(path: url.path)
+            }
+            return connection
+        }
+    }
+    /// The writer's SQLite connection.
+    var database: Database { get throws { try connection.database } }
+    /// The writer's blob store (it tracks the files written since the last commit).
+    var blobs: BlobStore { get throws { try connection.blobs } }
 }
 
 /// A raw read-write SQLite connection to a (closed) package's store.
@@ -135,20 +131,23 @@ struct ContentSnapshot: Equatable {
     var blobBytes: [String: Data]
 }
 
-func contentSnapshot(_ package: TestDocument) throws -> ContentSnapshot {
-    var records: [Record] = []
-    var blobBytes: [String: Data] = [:]
-    for root in package.schema.entities where root.superentity == nil {
-        for record in try package.fetch(RecordQuery(root.name)) {
-            records.append(record)
-            for value in record.values.values {
-                if case .blob(let reference) = value {
-                    blobBytes[reference.digest.hexDigest] = try package.data(for: reference)
+/// The committed content of `store`, read in one snapshot.
+func contentSnapshot(_ store: PackageStore) throws -> ContentSnapshot {
+    try store.read { reader throws in
+        var records: [Record] = []
+        var blobBytes: [String: Data] = [:]
+        for root in store.schema.entities where root.superentity == nil {
+            for record in try reader.fetch(RecordQuery(root.name)) {
+                records.append(record)
+                for value in record.values.values {
+                    if case .blob(let reference) = value {
+                        blobBytes[reference.digest.hexDigest] = try reader.data(for: reference)
+                    }
                 }
             }
         }
+        return ContentSnapshot(records: records, blobBytes: blobBytes)
     }
-    return ContentSnapshot(records: records, blobBytes: blobBytes)
 }
 
 /// Runs `body` expecting a `DeckError`, and returns it (nil, with an issue recorded, otherwise).

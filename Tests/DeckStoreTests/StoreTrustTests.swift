@@ -1,6 +1,7 @@
 import CSQLite
 import DeckKit
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -18,12 +19,13 @@ struct StoreObjectTests {
 
     /// A closed package with two cards sharing one external image, and one deck.
     func package(in dir: URL) throws -> URL {
-        let package = try makeTestPackage(in: dir)
-        let deck = try package.insert("Deck", ["title": .string("Spanish")])
-        try package.insert(
-            "Card", ["front": .string("a"), "image": .data(Self.image), "deck": .reference(deck)])
-        try package.insert("Card", ["front": .string("b"), "image": .data(Self.image)])
-        try package.save()
+        let package = try makeTestStore(in: dir)
+        try package.write { tx in
+            let deck = try tx.insert("Deck", ["title": .string("Spanish")])
+            try tx.insert(
+                "Card", ["front": .string("a"), "image": .data(Self.image), "deck": .reference(deck)])
+            try tx.insert("Card", ["front": .string("b"), "image": .data(Self.image)])
+        }
         try package.close()
         return package.url
     }
@@ -49,7 +51,7 @@ struct StoreObjectTests {
         let before = try contents(url)
         for mode in [PackageStore.Mode.readWrite, .readOnly] {
             let error = expectDeckError(sourceLocation: sourceLocation) {
-                _ = try TestDocument.open(at: url, mode: mode)
+                _ = try PackageStore.open(at: url, mode: mode)
             }
             guard case .corrupt(_, let reason) = error else {
                 Issue.record(
@@ -137,7 +139,7 @@ struct StoreObjectTests {
             let report = try PackageVerifier.verify(at: url)
             #expect(report.codes == ["index-missing"], "\(report.findings)")
             #expect(report.isValid)
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             #expect(try writer.collectGarbage(dryRun: true).createdIndexes == ["Card.deck.index"])
             #expect(try writer.collectGarbage().createdIndexes == ["Card.deck.index"])
             try writer.close()
@@ -164,7 +166,7 @@ struct StoreObjectTests {
             let url = try package(in: dir)
             try rawStore(url).execute("ANALYZE")
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-            let writer = try TestDocument.open(at: url)
+            let writer = try PackageStore.open(at: url)
             try writer.close()
         }
     }
@@ -179,7 +181,7 @@ struct StoreObjectTests {
                   on "Card" ( "deck" ) /* still the same */;
                 """)
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
-            try TestDocument.open(at: url).close()
+            try PackageStore.open(at: url).close()
         }
         func same(_ a: String, _ b: String) -> Bool {
             StoreObjects.same(Array(a.utf8), Array(b.utf8))
@@ -237,9 +239,10 @@ struct StorageClassTests {
         ])
 
     func package(in dir: URL) throws -> URL {
-        let package = try makeTestPackage(in: dir, schema: Self.schema)
-        try package.insert("Item", ["i": .integer(1), "name": .string("one")])
-        try package.save()
+        let package = try makeTestStore(in: dir, schema: Self.schema)
+        try package.write { tx in
+            try tx.insert("Item", ["i": .integer(1), "name": .string("one")])
+        }
         try package.close()
         return package.url
     }
@@ -279,7 +282,7 @@ struct StorageClassTests {
             let cell = try #require(report.finding("cell-type"), "\(report.findings)")
             #expect(cell.object == "Item #2")
             #expect(cell.message.contains("'i'") && cell.message.contains("text"), "\(cell.message)")
-            expectDeckError { _ = try TestDocument.open(at: url, mode: .readOnly) }
+            expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
         }
     }
 
@@ -341,15 +344,16 @@ struct StorageClassTests {
 
     @Test func aCleanStoreHasNoCellFindings() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: Self.schema)
-            try package.insert(
-                "Item",
-                [
-                    "i": .integer(5), "flag": .bool(true), "when": .date(Date(timeIntervalSince1970: 7)),
-                    "raw": .data(Data([1, 2])), "file": .data(testBytes(70_000)),
-                ])
-            try package.insert("Item", ["i": .integer(6), "file": .data(Data([9]))])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: Self.schema)
+            try package.write { tx in
+                try tx.insert(
+                    "Item",
+                    [
+                        "i": .integer(5), "flag": .bool(true), "when": .date(Date(timeIntervalSince1970: 7)),
+                        "raw": .data(Data([1, 2])), "file": .data(testBytes(70_000)),
+                    ])
+                try tx.insert("Item", ["i": .integer(6), "file": .data(Data([9]))])
+            }
             try package.close()
             #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
         }

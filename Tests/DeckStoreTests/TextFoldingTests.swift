@@ -1,5 +1,6 @@
 import DeckQueryLanguage
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -42,25 +43,26 @@ struct TextFoldingTests {
     @Test func theSQLFunctionAppliesTheRule() throws {
         try withTestDirectory { dir throws in
             let schema = StoreSchema(entities: [Entity("Word", attributes: [Attribute("text", .string)])])
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
             let words = ["Café", "CAFE", "cafe\u{301}", "Straße", "İzmir", "ızmir", "Øre", "naïve", "NAIVE"]
-            for word in words { _ = try package.insert("Word", ["text": .string(word)]) }
-            try package.save()
+            try store.write { tx in for word in words { _ = try tx.insert("Word", ["text": .string(word)]) } }
             for (needle, test) in [
                 ("cafe", QueryExpression.TextOperator.equals), ("STRASSE", .equals), ("izm", .beginsWith),
                 ("ive", .endsWith), ("ør", .contains), ("É", .contains),
             ] {
-                let found = try package.fetch(
-                    RecordQuery(
-                        "Word",
-                        where: .text(
-                            .property("text"), test, .value(.string(needle)), .caseAndDiacriticInsensitive))
-                ).compactMap { if case .string(let text)? = $0["text"] { text } else { nil } }
+                let found = try store.read { reader throws in
+                    try reader.fetch(
+                        RecordQuery(
+                            "Word",
+                            where: .text(
+                                .property("text"), test, .value(.string(needle)), .caseAndDiacriticInsensitive
+                            )))
+                }.compactMap { if case .string(let text)? = $0["text"] { text } else { nil } }
                 let expected = words.filter { TextFolding.matches(test, .unicode, $0, needle) }
                 #expect(found == expected, "\(test) \(needle)")
                 #expect(!found.isEmpty, "\(test) \(needle)")
             }
-            try package.close()
+            try store.close()
         }
     }
 
@@ -77,12 +79,11 @@ struct TextFoldingTests {
     @Test func theCaseOnlyFoldingKeepsDiacritics() throws {
         try withTestDirectory { dir throws in
             let schema = StoreSchema(entities: [Entity("Word", attributes: [Attribute("text", .string)])])
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
             let words = ["Été", "ÉTÉ", "ete", "e\u{301}te\u{301}", "Straße", "STRASSE", "strasse"]
-            for word in words { _ = try package.insert("Word", ["text": .string(word)]) }
-            try package.save()
+            try store.write { tx in for word in words { _ = try tx.insert("Word", ["text": .string(word)]) } }
             func texts(_ condition: QueryExpression) throws -> [String] {
-                try package.fetch(RecordQuery("Word", where: condition)).compactMap {
+                try store.read { try $0.fetch(RecordQuery("Word", where: condition)) }.compactMap {
                     if case .string(let text)? = $0["text"] { text } else { nil }
                 }
             }
@@ -100,7 +101,7 @@ struct TextFoldingTests {
                     "Été", "ÉTÉ", "e\u{301}te\u{301}",
                 ])
             #expect(try texts(.property("text").contains("TÉ", .caseInsensitive)).count == 3)
-            try package.close()
+            try store.close()
         }
     }
 
@@ -111,15 +112,16 @@ struct TextFoldingTests {
                     "Word",
                     attributes: [Attribute("text", .string, isOptional: true), Attribute("n", .integer)])
             ])
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
             let words: [String?] = ["banana", "Äpfel", nil, "apple", "Apple", "Banana", "apfel", ""]
-            for (index, word) in words.enumerated() {
-                _ = try package.insert(
-                    "Word", ["text": word.map(Value.string) ?? .null, "n": .integer(Int64(index))])
+            try store.write { tx in
+                for (index, word) in words.enumerated() {
+                    _ = try tx.insert(
+                        "Word", ["text": word.map(Value.string) ?? .null, "n": .integer(Int64(index))])
+                }
             }
-            try package.save()
             func texts(_ key: SortKey) throws -> [String?] {
-                try package.fetch(RecordQuery("Word", sort: [key])).map {
+                try store.read { try $0.fetch(RecordQuery("Word", sort: [key])) }.map {
                     if case .string(let text)? = $0["text"] { text } else { nil }
                 }
             }
@@ -137,9 +139,11 @@ struct TextFoldingTests {
                     nil, "", "Apple", "Banana", "apfel", "apple", "banana", "Äpfel",
                 ])
             #expect(throws: DeckError.self) {
-                try package.fetch(RecordQuery("Word", sort: [SortKey("n", folding: .caseInsensitive)]))
+                try store.read {
+                    try $0.fetch(RecordQuery("Word", sort: [SortKey("n", folding: .caseInsensitive)]))
+                }
             }
-            try package.close()
+            try store.close()
         }
     }
 }

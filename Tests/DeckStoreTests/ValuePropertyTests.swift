@@ -287,22 +287,23 @@ struct ValuePropertyTests {
             .decimal: "price", .json: "meta",
         ]
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let store = try makeTestStore(in: dir, schema: schema)
             var expected: [(Int64, String, Value)] = []
-            for type in AttributeType.allCases {
-                let column = try #require(columns[type])
-                for value in Self.values(of: type, &g) {
-                    let id = try package.insert("Sample", [column: value])
-                    expected.append((id, column, value))
+            try store.write { tx in
+                for type in AttributeType.allCases {
+                    let column = try #require(columns[type])
+                    for value in Self.values(of: type, &g) {
+                        let id = try tx.insert("Sample", [column: value])
+                        expected.append((id, column, value))
+                    }
                 }
             }
-            try package.save()
-            let url = package.url
-            try package.close()
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let url = store.url
+            try store.close()
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
             for (id, column, value) in expected {
-                let read = try reopened.record("Sample", id: id)?[column]
+                let read = try reopened.read { try $0.record("Sample", id: id)?[column] }
                 #expect(
                     Self.same(read, value),
                     "\(Self.seed), \(column) #\(id): wrote \(value), read \(String(describing: read))"

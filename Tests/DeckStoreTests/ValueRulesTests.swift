@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -18,9 +19,8 @@ struct ValueRulesTests {
         typeof: String, cell: SQLValue, read: Value?
     ) {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert("Sample", [column: value])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let id = try package.write { tx in try tx.insert("Sample", [column: value]) }.value
             let url = package.url
             try package.close()
             let db = try rawStore(url)
@@ -31,9 +31,11 @@ struct ValueRulesTests {
                     [.integer(id)]
                 )
                 .first)
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
-            return (row[0].string ?? "", row[1], try reopened.record("Sample", id: id)?[column])
+            return (
+                row[0].string ?? "", row[1], try reopened.read { try $0.record("Sample", id: id) }?[column]
+            )
         }
     }
 
@@ -41,12 +43,14 @@ struct ValueRulesTests {
         -> DeckError?
     {
         try withTestDirectory { dir throws -> DeckError? in
-            let package = try makeTestPackage(in: dir, schema: schema)
+            let package = try makeTestStore(in: dir, schema: schema)
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
             do throws(DeckError) {
-                try package.insert("Sample", [column: value])
+                try tx.insert("Sample", [column: value])
                 return nil
             } catch {
-                #expect(try package.count(RecordQuery("Sample")) == 0)
+                #expect(try tx.count(RecordQuery("Sample")) == 0)
                 return error
             }
         }
@@ -188,9 +192,11 @@ struct ValueRulesTests {
             var values: [String: Value] = ["d": .double(1), "t": .date(Timestamp(timeIntervalSince1970: 0))]
             values[column] = value
             let error = try withTestDirectory { dir throws -> DeckError? in
-                let package = try makeTestPackage(in: dir, schema: schema)
+                let package = try makeTestStore(in: dir, schema: schema)
+                let tx = try package.beginTransaction()
+                defer { tx.rollback() }
                 do throws(DeckError) {
-                    try package.insert("Sample", values)
+                    try tx.insert("Sample", values)
                     return nil
                 } catch {
                     return error
@@ -290,12 +296,14 @@ struct ValueRulesTests {
         let upper = try Value(parsing: "HTTP://example.org/", as: .url)
         #expect(lower != upper)
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            try package.insert("Sample", ["link": lower])
-            try package.insert("Sample", ["link": upper])
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let tx = try package.beginTransaction()
+            defer { tx.rollback() }
+            try tx.insert("Sample", ["link": lower])
+            try tx.insert("Sample", ["link": upper])
             #expect(
-                try package.count(
-                    RecordQuery("Sample", where: .compare(.property("link"), .equal, .value(lower)))) == 1)
+                try tx.count(RecordQuery("Sample", where: .compare(.property("link"), .equal, .value(lower))))
+                    == 1)
         }
     }
 
@@ -385,9 +393,8 @@ struct ValueRulesTests {
     /// A cell that breaks its type's encoding reads as its storage class, unchanged.
     @Test func damagedCellsReadAsTheyAre() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: recordsSchema())
-            let id = try package.insert("Sample", ["s": .string("x")])
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: recordsSchema())
+            let id = try package.write { tx in try tx.insert("Sample", ["s": .string("x")]) }.value
             let url = package.url
             try package.close()
             let db = try rawStore(url)
@@ -398,9 +405,9 @@ struct ValueRulesTests {
                 price = '1.50', meta = '1,"admin":true', d = 9e999 WHERE _pk = ?
                 """, [.integer(id)])
             db.close()
-            let reopened = try TestDocument.open(at: url, mode: .readOnly)
+            let reopened = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? reopened.close() }
-            let record = try #require(try reopened.record("Sample", id: id))
+            let record = try #require(try reopened.read { try $0.record("Sample", id: id) })
             #expect(record["b"] == .integer(2))
             // A date out of range is a legacy value (spec 7.7), read as that date.
             #expect(record["t"] == .date(Timestamp(timeIntervalSinceReferenceDate: 1e300)))

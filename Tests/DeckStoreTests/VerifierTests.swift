@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -11,20 +12,21 @@ struct VerifierTests {
 
     /// A closed package: one deck, one tag, four cards (blob A twice, blob B once, one inline image).
     private func populatedPackage(in dir: URL) throws -> URL {
-        let package = try makeTestPackage(in: dir)
-        let deck = try package.insert("Deck", ["title": .string("Spanish")])
-        let tag = try package.insert("Tag", ["name": .string("verbs")])
-        try package.insert(
-            "Card",
-            [
-                "front": .string("a"), "image": .data(Self.blobA), "deck": .reference(deck),
-                "tags": .references([tag]),
-            ])
-        try package.insert(
-            "Card", ["front": .string("b"), "image": .data(Self.blobB), "deck": .reference(deck)])
-        try package.insert("Card", ["front": .string("c"), "image": .data(Self.blobA)])
-        try package.insert("Card", ["front": .string("d"), "image": .data(testBytes(5))])
-        try package.save()
+        let package = try makeTestStore(in: dir)
+        try package.write { tx in
+            let deck = try tx.insert("Deck", ["title": .string("Spanish")])
+            let tag = try tx.insert("Tag", ["name": .string("verbs")])
+            try tx.insert(
+                "Card",
+                [
+                    "front": .string("a"), "image": .data(Self.blobA), "deck": .reference(deck),
+                    "tags": .references([tag]),
+                ])
+            try tx.insert(
+                "Card", ["front": .string("b"), "image": .data(Self.blobB), "deck": .reference(deck)])
+            try tx.insert("Card", ["front": .string("c"), "image": .data(Self.blobA)])
+            try tx.insert("Card", ["front": .string("d"), "image": .data(testBytes(5))])
+        }
         try package.close()
         return package.url
     }
@@ -61,7 +63,7 @@ struct VerifierTests {
 
     @Test func anEmptyPackageVerifiesClean() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
+            let package = try makeTestStore(in: dir)
             try package.close()
             let report = try PackageVerifier.verify(at: package.url)
             #expect(report.findings.isEmpty, "findings: \(report.findings)")
@@ -209,7 +211,7 @@ struct VerifierTests {
     @Test func aLiveWritersTemporariesAreNotReported() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)
-            let writer = try TestDocument.open(at: url, mode: .readWrite)
+            let writer = try PackageStore.open(at: url, mode: .readWrite)
             let tmp = url.appendingPathComponent("tmp")
             try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
             try Data("in progress".utf8).write(to: tmp.appendingPathComponent("blob-live.part"))
@@ -287,11 +289,13 @@ struct VerifierTests {
             #expect(finding?.message.contains("Ghost") == true)
             // No reader takes the row for a record of any entity (spec 6.1): fetches, counts and
             // conditions of the hierarchy leave it out.
-            let document = try TestDocument.open(at: url, mode: .readOnly)
+            let document = try PackageStore.open(at: url, mode: .readOnly)
             defer { try? document.close() }
-            let fronts = try document.fetch(RecordQuery("Card")).compactMap { $0["front"]?.description }
-            #expect(!fronts.isEmpty && !fronts.contains("d"), "\(fronts)")
-            #expect(try document.count(RecordQuery("Card")) == fronts.count)
+            try document.read { reader throws in
+                let fronts = try reader.fetch(RecordQuery("Card")).compactMap { $0["front"]?.description }
+                #expect(!fronts.isEmpty && !fronts.contains("d"), "\(fronts)")
+                #expect(try reader.count(RecordQuery("Card")) == fronts.count)
+            }
         }
     }
 
@@ -316,11 +320,13 @@ struct VerifierTests {
         // DeleteRule.noAction is documented as "related records keep a dangling reference
         // (PackageVerifier reports it)".
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir, schema: flashCardsSchema(cardsDeleteRule: .noAction))
-            let deck = try package.insert("Deck", ["title": .string("gone")])
-            let card = try package.insert("Card", ["front": .string("a"), "deck": .reference(deck)])
-            try package.delete("Deck", id: deck)
-            try package.save()
+            let package = try makeTestStore(in: dir, schema: flashCardsSchema(cardsDeleteRule: .noAction))
+            let card = try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("gone")])
+                let card = try tx.insert("Card", ["front": .string("a"), "deck": .reference(deck)])
+                try tx.delete("Deck", id: deck)
+                return card
+            }.value
             try package.close()
             let report = try PackageVerifier.verify(at: package.url)
             let finding = report.finding("dangling-reference")
@@ -343,11 +349,12 @@ struct VerifierTests {
 
     @Test func aStoreWithADamagedPageFailsTheIntegrityCheck() throws {
         try withTestDirectory { dir throws in
-            let package = try makeTestPackage(in: dir)
-            for i in 0..<500 {
-                try package.insert("Card", ["front": .string(String(repeating: "card \(i) ", count: 20))])
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                for i in 0..<500 {
+                    try tx.insert("Card", ["front": .string(String(repeating: "card \(i) ", count: 20))])
+                }
             }
-            try package.save()
             try package.close()
             let store = package.url.appendingPathComponent("store.sqlite").path
             // Overwrite the middle of the last page (a table leaf) with garbage.

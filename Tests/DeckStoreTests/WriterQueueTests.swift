@@ -1,4 +1,4 @@
-import DeckSamples
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -8,16 +8,16 @@ import Testing
 /// they block a thread or suspend a task; a cancelled task leaves the line and changes nothing.
 @Suite struct WriterQueueTests {
     nonisolated(nonsending) func withStore<T>(_ body: (PackageStore) async throws -> T) async throws -> T {
-        let sandbox = try Sandbox()
+        let sandbox = try ScratchDirectory()
         let store = try PackageStore.create(
-            at: sandbox.path("Cards.deck"), contentType: FlashcardsSample.contentType,
-            schema: FlashcardsSample.schema)
+            at: sandbox.appending("Cards.deck"), contentType: SampleCards.contentType,
+            schema: SampleCards.schema)
         defer { try? store.close(discardingChanges: true) }
         return try await body(store)
     }
 
     func titles(_ store: PackageStore) throws -> [String] {
-        try store.read { reader in
+        try store.read { reader throws in
             try reader.fetch(RecordQuery("Deck", sort: [SortKey("title")])).compactMap {
                 if case .string(let title) = $0["title"] { return title }
                 return nil
@@ -342,10 +342,10 @@ import Testing
     }
 
     @Test func aReadOnlyStoreRefusesAnAsyncWrite() async throws {
-        let sandbox = try Sandbox()
-        let url = sandbox.path("Cards.deck")
+        let sandbox = try ScratchDirectory()
+        let url = sandbox.appending("Cards.deck")
         try PackageStore.create(
-            at: url, contentType: FlashcardsSample.contentType, schema: FlashcardsSample.schema
+            at: url, contentType: SampleCards.contentType, schema: SampleCards.schema
         ).close()
         let store = try PackageStore.open(at: url, mode: .readOnly)
         defer { try? store.close() }
