@@ -92,6 +92,12 @@ extension ExpressionParser {
         guard let isInteger = Self.numberKind(word) else {
             throw failure("invalid number '\(Self.abbreviated(word))'", at: start)
         }
+        return try number(word, isInteger: isInteger, at: start)
+    }
+
+    /// The value of `word`, which `numberKind` found to be a number (an integer when `isInteger`),
+    /// or an error at `start` when it does not fit.
+    func number(_ word: String, isInteger: Bool, at start: Int) throws(QuerySyntaxError) -> Value {
         if isInteger {
             guard let value = Int64(word) else {
                 throw failure(
@@ -113,18 +119,7 @@ extension ExpressionParser {
         index = end
         let word = source(start, end)
         if let isInteger = Self.numberKind(word) {
-            if isInteger {
-                guard let value = Int64(word) else {
-                    throw failure(
-                        "invalid number '\(Self.abbreviated(word))': it does not fit in a 64-bit integer",
-                        at: start)
-                }
-                return .integer(value)
-            }
-            guard let value = Double(word), value.isFinite else {
-                throw failure("invalid number '\(Self.abbreviated(word))': it is out of range", at: start)
-            }
-            return .double(value)
+            return try number(word, isInteger: isInteger, at: start)
         }
         if word.hasPrefix("-") || word.hasPrefix("+") {
             throw failure("invalid number '\(Self.abbreviated(word))'", at: start)
