@@ -38,7 +38,7 @@ extension QueryCompiler {
     mutating func orderTerms(_ keys: [SortKey]) throws(DeckError) -> [OrderTerm] {
         var terms: [OrderTerm] = []
         for key in keys {
-            let operands = try sortOperand(key.expression, folding: key.folding)
+            let operands = try expressions.sortOperand(key.expression, folding: key.folding)
             for operand in operands {
                 var term = OrderTerm(
                     sql: operand.sql, arguments: operand.arguments, joins: operand.joins,
@@ -88,11 +88,11 @@ extension QueryCompiler {
         var fragments: [Fragment] = []
         // (Without sort keys the condition is a bound itself.)
         if places.count > 1, let first = places.first, first.term.isColumn,
-            case .sql(let bound) = Self.bound(first)
+            case .sql(let bound) = SeekCondition.bound(first)
         {
             fragments.append(Self.measured(bound))
         }
-        switch Self.after(places[...]) {
+        switch SeekCondition.after(places[...]) {
         case .constant(true): break
         case .constant(false): fragments.append(.constant(false))
         case .sql(let condition):
@@ -107,105 +107,107 @@ extension QueryCompiler {
     enum SeekCondition {
         case constant(Bool)
         case sql(Compiled)
-    }
 
-    /// The rows after the position in the order of `places` (lexicographic): after it in the first
-    /// half, or the same in the first half and after it in the second.
-    private static func after(_ places: ArraySlice<Place>) -> SeekCondition {
-        guard places.count > 1 else { return places.first.map(after) ?? .constant(false) }
-        let middle = places.startIndex + places.count / 2
-        return or(after(places[..<middle]), and(places[..<middle].map(same) + [after(places[middle...])]))
-    }
-
-    /// The rows after the position in one term.
-    private static func after(_ place: Place) -> SeekCondition {
-        let term = place.term
-        guard let value = value(place.key) else {
-            // Null sorts first: after it come the values ascending, and nothing descending.
-            guard term.ascending else { return .constant(false) }
-            return term.isNeverNull ? .constant(true) : .sql(isNull(term, negated: true))
+        /// The rows after the position in the order of `places` (lexicographic): after it in the first
+        /// half, or the same in the first half and after it in the second.
+        fileprivate static func after(_ places: ArraySlice<Place>) -> SeekCondition {
+            guard places.count > 1 else { return places.first.map(after) ?? .constant(false) }
+            let middle = places.startIndex + places.count / 2
+            return or(after(places[..<middle]), and(places[..<middle].map(same) + [after(places[middle...])]))
         }
-        if term.ascending { return .sql(compare(term, ">", value)) }
-        if term.isNeverNull { return .sql(compare(term, "<", value)) }
-        return or(.sql(compare(term, "<", value)), .sql(isNull(term)))
-    }
 
-    /// The rows the same as the position in one term.
-    private static func same(_ place: Place) -> SeekCondition {
-        guard let value = value(place.key) else {
-            return place.term.isNeverNull ? .constant(false) : .sql(isNull(place.term))
+        /// The rows after the position in one term.
+        fileprivate static func after(_ place: Place) -> SeekCondition {
+            let term = place.term
+            guard let value = value(place.key) else {
+                // Null sorts first: after it come the values ascending, and nothing descending.
+                guard term.ascending else { return .constant(false) }
+                return term.isNeverNull ? .constant(true) : .sql(isNull(term, negated: true))
+            }
+            if term.ascending { return .sql(compare(term, ">", value)) }
+            if term.isNeverNull { return .sql(compare(term, "<", value)) }
+            return or(.sql(compare(term, "<", value)), .sql(isNull(term)))
         }
-        return .sql(compare(place.term, "=", value))
-    }
 
-    /// A bound on the first term that every row after the position meets, for an index to seek
-    /// to; `true` where none narrows.
-    private static func bound(_ place: Place) -> SeekCondition {
-        let term = place.term
-        guard let value = value(place.key) else {
-            // After a null ascending comes everything not null; descending, only nulls.
-            return term.ascending ? .constant(true) : .sql(isNull(term))
+        /// The rows the same as the position in one term.
+        fileprivate static func same(_ place: Place) -> SeekCondition {
+            guard let value = value(place.key) else {
+                return place.term.isNeverNull ? .constant(false) : .sql(isNull(place.term))
+            }
+            return .sql(compare(place.term, "=", value))
         }
-        if term.ascending { return .sql(compare(term, ">=", value)) }
-        // Descending, nulls come last: a bound on the values alone holds only where there are none.
-        return term.isNeverNull ? .sql(compare(term, "<=", value)) : .constant(true)
-    }
 
-    /// A position's value of a term as SQL, nil for null.
-    private static func value(_ key: RecordQuery.Position.Key) -> Compiled? {
-        switch key {
-        case .value(.null): nil
-        case .value(let value): Compiled(sql: "?", arguments: [value], joins: [])
-        // The text of those bytes, unchanged. Its TEXT affinity would make a number compared with
-        // it a text, but a term never holds both (operands of one family only).
-        case .textBytes(let bytes): Compiled(sql: "CAST(? AS TEXT)", arguments: [.blob(bytes)], joins: [])
+        /// A bound on the first term that every row after the position meets, for an index to seek
+        /// to; `true` where none narrows.
+        fileprivate static func bound(_ place: Place) -> SeekCondition {
+            let term = place.term
+            guard let value = value(place.key) else {
+                // After a null ascending comes everything not null; descending, only nulls.
+                return term.ascending ? .constant(true) : .sql(isNull(term))
+            }
+            if term.ascending { return .sql(compare(term, ">=", value)) }
+            // Descending, nulls come last: a bound on the values alone holds only where there are none.
+            return term.isNeverNull ? .sql(compare(term, "<=", value)) : .constant(true)
         }
-    }
 
-    /// `term op value`.
-    private static func compare(_ term: OrderTerm, _ op: String, _ value: Compiled) -> Compiled {
-        Compiled(
-            sql: "\(term.sql) \(op) \(value.sql)", arguments: term.arguments + value.arguments,
-            joins: term.joins)
-    }
-
-    /// `term IS [NOT] NULL`.
-    private static func isNull(_ term: OrderTerm, negated: Bool = false) -> Compiled {
-        Compiled(
-            sql: "\(term.sql) IS \(negated ? "NOT " : "")NULL", arguments: term.arguments, joins: term.joins)
-    }
-
-    private static func and(_ parts: [SeekCondition]) -> SeekCondition {
-        var compiled: [Compiled] = []
-        for part in parts {
-            switch part {
-            case .constant(false): return .constant(false)
-            case .constant(true): continue
-            case .sql(let sql): compiled.append(sql)
+        /// A position's value of a term as SQL, nil for null.
+        fileprivate static func value(_ key: RecordQuery.Position.Key) -> Compiled? {
+            switch key {
+            case .value(.null): nil
+            case .value(let value): Compiled(sql: "?", arguments: [value], joins: [])
+            // The text of those bytes, unchanged. Its TEXT affinity would make a number compared with
+            // it a text, but a term never holds both (operands of one family only).
+            case .textBytes(let bytes): Compiled(sql: "CAST(? AS TEXT)", arguments: [.blob(bytes)], joins: [])
             }
         }
-        return joined(compiled, " AND ", empty: true)
-    }
 
-    private static func or(_ parts: SeekCondition...) -> SeekCondition {
-        var compiled: [Compiled] = []
-        for part in parts {
-            switch part {
-            case .constant(true): return .constant(true)
-            case .constant(false): continue
-            case .sql(let sql): compiled.append(sql)
-            }
-        }
-        return joined(compiled, " OR ", empty: false)
-    }
-
-    /// `parts` joined by `separator` in parentheses; `empty` when there are none.
-    private static func joined(_ parts: [Compiled], _ separator: String, empty: Bool) -> SeekCondition {
-        guard parts.count > 1 else { return parts.first.map { .sql($0) } ?? .constant(empty) }
-        return .sql(
+        /// `term op value`.
+        fileprivate static func compare(_ term: OrderTerm, _ op: String, _ value: Compiled) -> Compiled {
             Compiled(
-                sql: "(" + parts.map(\.sql).joined(separator: separator) + ")",
-                arguments: parts.flatMap(\.arguments),
-                joins: parts.reduce(into: []) { $0.formUnion($1.joins) }))
+                sql: "\(term.sql) \(op) \(value.sql)", arguments: term.arguments + value.arguments,
+                joins: term.joins)
+        }
+
+        /// `term IS [NOT] NULL`.
+        fileprivate static func isNull(_ term: OrderTerm, negated: Bool = false) -> Compiled {
+            Compiled(
+                sql: "\(term.sql) IS \(negated ? "NOT " : "")NULL", arguments: term.arguments,
+                joins: term.joins)
+        }
+
+        fileprivate static func and(_ parts: [SeekCondition]) -> SeekCondition {
+            var compiled: [Compiled] = []
+            for part in parts {
+                switch part {
+                case .constant(false): return .constant(false)
+                case .constant(true): continue
+                case .sql(let sql): compiled.append(sql)
+                }
+            }
+            return joined(compiled, " AND ", empty: true)
+        }
+
+        fileprivate static func or(_ parts: SeekCondition...) -> SeekCondition {
+            var compiled: [Compiled] = []
+            for part in parts {
+                switch part {
+                case .constant(true): return .constant(true)
+                case .constant(false): continue
+                case .sql(let sql): compiled.append(sql)
+                }
+            }
+            return joined(compiled, " OR ", empty: false)
+        }
+
+        /// `parts` joined by `separator` in parentheses; `empty` when there are none.
+        fileprivate static func joined(_ parts: [Compiled], _ separator: String, empty: Bool) -> SeekCondition
+        {
+            guard parts.count > 1 else { return parts.first.map { .sql($0) } ?? .constant(empty) }
+            return .sql(
+                Compiled(
+                    sql: "(" + parts.map(\.sql).joined(separator: separator) + ")",
+                    arguments: parts.flatMap(\.arguments),
+                    joins: parts.reduce(into: []) { $0.formUnion($1.joins) }))
+        }
     }
 }

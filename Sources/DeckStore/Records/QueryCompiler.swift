@@ -14,7 +14,12 @@ import Foundation
 /// depth limit (``RecordQuery/Limits/depth``) bounds what a condition takes. Every value is a
 /// parameter; each part carries its own values, so parts can be reordered.
 ///
-/// The typed compilation of conditions and operands is in `QueryCompiler+Expressions.swift`.
+/// This type assembles the statement and keeps the condition's shape within the budgets; it
+/// delegates the rest: ``ConditionCompiler`` compiles each condition and its operands
+/// (`QueryCompiler+Conditions.swift`), ``OperandTyping`` types them and converts their values
+/// (`QueryCompiler+Typing.swift`), ``PathResolver`` turns paths into joins and subqueries
+/// (`QueryCompiler+Paths.swift`), and ``SeekCondition`` builds the keyset paging condition
+/// (`QueryCompiler+Seek.swift`).
 struct QueryCompiler {
     let mapping: SchemaMapping
     let entity: EntityMapping
@@ -22,17 +27,13 @@ struct QueryCompiler {
     let dateEpoch: DateEpoch
     /// The column of the records' global ids, when the store has them (format 2).
     var globalIDColumn: String?
-    var joins: [Join] = []
-    var joinByStep: [String: Int] = [:]
+    /// Compiles the conditions and operands, and holds the statement's joins.
+    var expressions: ConditionCompiler
     private var commonTables: [String] = []
     /// The values of the common tables' parameters, which come first in the statement.
     private var commonTableArguments: [SQLValue] = []
     /// Parts that a constant made unnecessary (`x = 1 or true`).
     private var unused: [Node] = []
-    /// The element scopes of the quantifiers being compiled, by variable.
-    var scopes: [QueryExpression.Variable: Scope] = [:]
-    /// Quantifier subqueries made so far (for their aliases).
-    var subqueries = 0
 
     /// The parser-stack entries a condition may take in one statement or common table expression:
     /// SQLite's default stack has 100, and the rest of a statement takes up to about 13.
@@ -45,26 +46,10 @@ struct QueryCompiler {
         self.mapping = mapping
         self.entity = entity
         self.dateEpoch = dateEpoch
+        self.expressions = ConditionCompiler(
+            paths: PathResolver(mapping: mapping, entity: entity),
+            typing: OperandTyping(entityName: entity.name, dateEpoch: dateEpoch))
     }
-
-    /// A `LEFT JOIN` for one relationship step, the join its `ON` clause refers to, and the
-    /// quantifier subquery it belongs to (nil: the statement's).
-    struct Join {
-        let sql: String
-        let after: Int?
-        let subquery: Int?
-    }
-
-    /// Where paths from a record start: its alias and entity, and the subquery whose `FROM` its
-    /// joins go to (nil for the record being queried).
-    struct Scope {
-        let alias: String
-        let entity: EntityMapping
-        let subquery: Int?
-    }
-
-    /// The record being queried.
-    var root: Scope { Scope(alias: "r", entity: entity, subquery: nil) }
 
     /// Compiled SQL with the values of its parameters, what it costs SQLite, and the statement's
     /// joins it refers to.
@@ -118,7 +103,7 @@ struct QueryCompiler {
             try counts.measure(condition)
         }
         for key in query.sort { try counts.measure(key.expression, asCondition: false) }
-        wrapsParameters = counts.scalarValues > Self.wrappingThreshold
+        expressions.typing.wrapsParameters = counts.scalarValues > Self.wrappingThreshold
         if let condition = query.where {
             if let id = Self.recordID(condition) {
                 conditions.append("r._pk = ?")
@@ -167,7 +152,7 @@ struct QueryCompiler {
         }
         var sql = ""
         if !commonTables.isEmpty { sql += "WITH " + commonTables.joined(separator: ",\n") + "\n" }
-        sql += "SELECT \(resultColumns) FROM \(quote(entity.table)) r" + joinClauses(used)
+        sql += "SELECT \(resultColumns) FROM \(quote(entity.table)) r" + expressions.paths.joinClauses(used)
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY " + order.joined(separator: ", ")
         if query.limit != nil || query.offset > 0 {
@@ -189,26 +174,8 @@ struct QueryCompiler {
         return id
     }
 
-    /// `?`, or, in a query with many values, a `?` that SQLite does not take for a constant.
-    /// SQLite computes each constant of a statement once, and finds whether it has already done so
-    /// by searching the list of those it has: time quadratic in the number of distinct constants
-    /// (3 seconds for 10,000 comparisons). Made to depend on the row, a value is not factored out
-    /// (it then cannot drive an index, which only matters for small queries). Lists (`in`) keep
-    /// plain parameters, which SQLite handles in one piece.
-    var placeholder: String { wrapsParameters ? "iif(r._pk IS NULL, NULL, ?)" : "?" }
-    private var wrapsParameters = false
     /// From how many values (not counting lists) on the parameters are wrapped.
     static let wrappingThreshold = 100
-
-    /// The joins `used` refers to, with the joins they depend on, in the order they were made.
-    func joinClauses(_ used: Set<Int>) -> String {
-        var needed = used
-        for index in used {
-            var next = joins[index].after
-            while let current = next, needed.insert(current).inserted { next = joins[current].after }
-        }
-        return needed.sorted().map { " " + joins[$0].sql }.joined()
-    }
 
     // MARK: Conditions
 
@@ -336,7 +303,7 @@ struct QueryCompiler {
     mutating func hoist(_ fragment: Fragment) -> Fragment {
         let name = "deck_filter\(commonTables.count + 1)"
         commonTables.append(
-            "\(name)(id) AS (SELECT r._pk FROM \(quote(entity.table)) r\(joinClauses(fragment.joins)) "
+            "\(name)(id) AS (SELECT r._pk FROM \(quote(entity.table)) r\(expressions.paths.joinClauses(fragment.joins)) "
                 + "WHERE \(fragment.sql))")
         commonTableArguments += fragment.arguments
         return Fragment(
@@ -345,7 +312,7 @@ struct QueryCompiler {
 
     /// SQL for one condition of the top level, with its cost estimated from its text.
     private mutating func topLevelCondition(_ condition: QueryExpression) throws(DeckError) -> Fragment {
-        let compiled = try self.condition(condition, level: 0)
+        let compiled = try expressions.condition(condition, level: 0)
         // (The depth limit keeps one condition well within the budget.)
         return Self.measured(compiled)
     }
