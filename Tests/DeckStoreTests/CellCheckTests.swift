@@ -172,7 +172,7 @@ struct CellCheckTests {
             try db.run("UPDATE Sample SET price = price || '.0'")
             db.close()
             let findings = try valueFindings(document.url)
-            #expect(findings.count == PackageVerifier.cellFindingsPerColumn + 1)
+            #expect(findings.count == CellCheck.findingsPerColumn + 1)
             #expect(findings.last?.object == "Sample.price")
             #expect(findings.last?.message == "and 15 more invalid cell(s) in this column")
             #expect(findings.first?.object == "Sample #1.price")

@@ -310,7 +310,7 @@ struct StorageClassTests {
             defer { db2.close() }
             var report = VerificationReport(path: url.path)
             let mapping = try SchemaMapping(Self.schema)
-            try PackageVerifier.checkStorageClasses(
+            try StorageClassCheck.run(
                 db2, mapping: mapping, tables: ["Item"], report: &report)
             let columns = report.findings.filter { $0.code == "cell-type" }.map { finding in
                 String(finding.message.split(separator: "'")[1])

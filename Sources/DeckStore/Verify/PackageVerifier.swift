@@ -56,17 +56,40 @@ public enum PackageVerifier {
             throw DeckError.permissionDenied(path: path, operation: "open")
         }
         var report = VerificationReport(path: path)
-        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
-            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
-        }
         try PackageLayout.refuseLinks(packagePath: path)
         let manifest = try Manifest.read(packagePath: path)
         report.manifestFormatVersion = manifest.formatVersion
         try PackageLayout.checkKinds(packagePath: path)
+        guard let opened = try openStore(path: path, manifest: manifest, report: &report) else {
+            return report
+        }
+        let (database, schema, formatVersion) = opened
+        defer { database.close() }
+        do {
+            try checkStore(
+                database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
+                options: options, report: &report)
+        } catch DeckError.cancelled {
+            throw DeckError.cancelled
+        } catch {
+            report.add(.corruption, "store-unreadable", path + "/" + PackageLayout.store, "\(error)")
+        }
+        checkLeftovers(path: path, report: &report)
+        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
+        return report
+    }
+
+    /// Opens the package's store read-only and checks its identity and metadata, returning it
+    /// with its schema and format version; nil, with the finding that says why, when it cannot
+    /// be verified (missing, needing recovery, unreadable, another package's, bad metadata).
+    static func openStore(path: String, manifest: Manifest, report: inout VerificationReport)
+        throws(DeckError)
+        -> (Database, StoreSchema, Int)?
+    {
         let storePath = path + "/" + PackageLayout.store
         guard try FileSystem.status(storePath) != nil else {
-            add(.corruption, "store-missing", storePath, "the store is missing")
-            return report
+            report.add(.corruption, "store-missing", storePath, "the store is missing")
+            return nil
         }
         // A store whose log files a writer did not leave behind (killed while it switched back to
         // rollback mode at close): only a writer may make them, and nothing is lost.
@@ -80,63 +103,51 @@ public enum PackageVerifier {
                         + "without creating files: open the package for writing once (for example 'deck gc "
                         + "\(path)'), then verify again (if something other than Deck removed the log, the "
                         + "changes it held are gone; the store holds what was checkpointed)"))
-            return report
+            return nil
         }
         let database: Database
         do {
             database = try PackageDirectory.openStore(storePath, mode: .readOnly, packagePath: path)
         } catch let error as DeckError {
             if case .corrupt(_, let reason) = error {
-                add(.corruption, "store-unreadable", storePath, reason)
-                return report
+                report.add(.corruption, "store-unreadable", storePath, reason)
+                return nil
             }
             throw error
         } catch {
             if let finding = recoveryFinding(error, storePath: storePath, packagePath: path) {
                 report.findings.append(finding)
             } else {
-                add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+                report.add(
+                    .corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
             }
-            return report
+            return nil
         }
-        let schema: StoreSchema
-        let formatVersion: Int
         do {
-            (schema, formatVersion) = try PackageDirectory.checkStore(
+            let (schema, formatVersion) = try PackageDirectory.checkStore(
                 database, packagePath: path, manifest: manifest, verifying: true)
             report.formatVersion = formatVersion
+            return (database, schema, formatVersion)
         } catch let error as DeckError {
             database.close()
             if case .notAPackage(_, let reason) = error {
-                add(.corruption, "store-identity", storePath, reason)
+                report.add(.corruption, "store-identity", storePath, reason)
             } else if case .corrupt(_, let reason) = error {
-                add(.corruption, "store-metadata", storePath, reason)
+                report.add(.corruption, "store-metadata", storePath, reason)
             } else {
                 throw error
             }
-            return report
+            return nil
         } catch {
             database.close()
             if let finding = recoveryFinding(error, storePath: storePath, packagePath: path) {
                 report.findings.append(finding)
             } else {
-                add(.corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
+                report.add(
+                    .corruption, "store-unreadable", storePath, "not a readable SQLite database (\(error))")
             }
-            return report
+            return nil
         }
-        defer { database.close() }
-        do {
-            try checkStore(
-                database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
-                options: options, report: &report)
-        } catch DeckError.cancelled {
-            throw DeckError.cancelled
-        } catch {
-            add(.corruption, "store-unreadable", storePath, "\(error)")
-        }
-        checkLeftovers(path: path, report: &report)
-        report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
-        return report
     }
 
     /// The finding for a store that a reader may not read because it needs recovery: SQLite
@@ -301,13 +312,14 @@ public enum PackageVerifier {
             add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
             return
         }
-        let tables = try checkTables(
+        let tables = try TableCheck.run(
             db, mapping: mapping, formatVersion: formatVersion, storePath: storePath, report: &report)
         if formatVersion >= 2 {
-            try checkIdentity(db, mapping: mapping, tables: tables, storePath: storePath, report: &report)
+            try TableCheck.checkIdentity(
+                db, mapping: mapping, tables: tables, storePath: storePath, report: &report)
         }
         if formatVersion >= 3 {
-            // The history is read only when its table is the derived one (checkTables reported it
+            // The history is read only when its table is the derived one (TableCheck reported it
             // otherwise).
             let history = try db.scalar(
                 "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'deck_migration'")
@@ -319,163 +331,14 @@ public enum PackageVerifier {
                 }
             }
         }
-        try checkStorageClasses(db, mapping: mapping, tables: tables, report: &report)
+        try StorageClassCheck.run(db, mapping: mapping, tables: tables, report: &report)
         // Checks of the values themselves, cell by cell, run here: the tables are known to be
         // those the schema derives and every cell to have its column's storage class.
         // (A version 4 store without a valid date_epoch was refused as corrupt when it was opened.)
         let dateEpoch = (try? meta.dateEpoch(formatVersion: formatVersion, packagePath: path)) ?? .unix
-        try checkCells(db, mapping: mapping, dateEpoch: dateEpoch, report: &report)
-        try checkBlobs(
+        try CellCheck.run(db, mapping: mapping, dateEpoch: dateEpoch, report: &report)
+        try BlobCheck.run(
             db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
-    }
-
-    /// Compares the store's objects (tables, indexes, triggers, views: their type, table and SQL)
-    /// with those the schema derives, and for each derived table that differs, says how its
-    /// columns differ. Returns the derived tables the store has with every derived column, by name.
-    static func checkTables(
-        _ db: Database, mapping: SchemaMapping, formatVersion: Int, storePath: String,
-        report: inout VerificationReport
-    ) throws -> Set<String> {
-        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
-            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
-        }
-        let expected = try StoreObjects.expectedStore(for: mapping, formatVersion: formatVersion)
-        defer { expected.close() }
-        let derived = try StoreObjects.derived(from: expected)
-        var have: [String: String] = [:]
-        for object in try StoreObjects.objects(db) { have[object.name] = object.type }
-        var altered: Set<String> = []
-        for difference in try StoreObjects.differences(db, derived: derived, formatVersion: formatVersion) {
-            var message = difference.message
-            if case .altered(let actual) = difference.kind, actual.type == "table",
-                difference.object.type == "table"
-            {
-                altered.insert(difference.object.name)
-                if try !isStrict(db, actual.name) {
-                    message += "; it is not STRICT, so SQLite does not enforce its column types"
-                }
-            }
-            add(
-                difference.isCorruption ? .corruption : .untidy, difference.code, difference.object.name,
-                message)
-        }
-        // Column by column, for the derived tables whose definition differs.
-        var complete: Set<String> = []
-        for (name, object) in derived where object.type == "table" && have[name] == "table" {
-            let wantColumns = try expected.rows(
-                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
-            let haveColumns = try db.rows(
-                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
-            let haveByName = Dictionary(
-                haveColumns.map { ($0[0].string ?? "", $0) }, uniquingKeysWith: { a, _ in a })
-            var hasAll = true
-            for column in wantColumns
-            where altered.contains(name) || haveByName[column[0].string ?? ""] == nil {
-                let columnName = column[0].string ?? ""
-                guard let actualColumn = haveByName[columnName] else {
-                    hasAll = false
-                    add(
-                        .corruption, "column-missing", "\(name).\(columnName)",
-                        "the schema requires this column")
-                    continue
-                }
-                if actualColumn[1] != column[1] || actualColumn[2] != column[2] {
-                    let notNull = { (row: [SQLValue]) in row[2].int64 == 1 ? " NOT NULL" : "" }
-                    add(
-                        .corruption, "column-type", "\(name).\(columnName)",
-                        "column type is \(actualColumn[1].string ?? "?")\(notNull(actualColumn)), the schema maps to "
-                            + "\(column[1].string ?? "?")\(notNull(column))"
-                    )
-                }
-            }
-            if hasAll { complete.insert(name) }
-        }
-        for root in mapping.roots where complete.contains(root.table) {
-            let allowed = Set(mapping.entities.values.filter { $0.table == root.table }.map(\.name))
-            for row in try db.rows("SELECT _entity, count(*) FROM \(quote(root.table)) GROUP BY _entity") {
-                let name = row[0].string ?? "NULL"
-                report.records += Int(row[1].int64 ?? 0)
-                if !allowed.contains(name) {
-                    add(
-                        .corruption, "entity-unknown", root.table,
-                        "\(row[1].int64 ?? 0) row(s) have _entity '\(name)', which is not in this table's hierarchy"
-                    )
-                }
-            }
-        }
-        // References without a foreign key (delete rule noAction) may dangle by design; say so.
-        var checked: Set<String> = []
-        for name in mapping.entityNames {
-            guard let entity = mapping.entities[name], complete.contains(entity.table) else { continue }
-            for (relationship, storage) in entity.relationships {
-                guard case .ownColumn(let column) = storage,
-                    let destination = mapping.entities[relationship.destination],
-                    complete.contains(destination.table),
-                    checked.insert(entity.table + "." + column).inserted
-                else { continue }
-                let inverseRule = relationship.inverse.flatMap {
-                    destination.relationship($0)?.relationship.deleteRule
-                }
-                guard relationship.deleteRule == .noAction || inverseRule == .noAction else { continue }
-                let sql =
-                    "SELECT count(*), min(r._pk) FROM \(quote(entity.table)) r WHERE r.\(quote(column)) IS NOT NULL "
-                    + "AND NOT EXISTS (SELECT 1 FROM \(quote(destination.table)) d WHERE d._pk = r.\(quote(column)))"
-                guard let row = try db.rows(sql).first, let count = row[0].int64, count > 0 else { continue }
-                add(
-                    .untidy, "dangling-reference", "\(entity.table) #\(row[1].int64 ?? 0)",
-                    "'\(column)' and \(count - 1) more record(s) refer to a deleted \(relationship.destination) "
-                        + "(delete rule noAction)")
-            }
-        }
-        return complete
-    }
-
-    /// The identity rules of a version 2 store (spec: section 6.10), for the complete entity
-    /// tables: every global id is 16 bytes (the table's CHECK says so, but a store from elsewhere
-    /// may have been written with checks off; each table's unique index keeps them unique), and
-    /// `sqlite_sequence` holds, for every table with rows, a value at least its highest key, so
-    /// no key is ever given out again.
-    static func checkIdentity(
-        _ db: Database, mapping: SchemaMapping, tables: Set<String>, storePath: String,
-        report: inout VerificationReport
-    ) throws {
-        func add(_ code: String, _ object: String, _ message: String) {
-            report.findings.append(
-                Finding(severity: .corruption, code: code, object: object, message: message))
-        }
-        let roots = mapping.roots.map(\.table).filter { tables.contains($0) }
-        guard !roots.isEmpty else { return }
-        var sequences: [String: SQLValue] = [:]
-        for row in try db.rows("SELECT name, seq FROM sqlite_sequence") {
-            if let name = row[0].string { sequences[name] = row[1] }
-        }
-        for table in roots {
-            let row = try db.rows(
-                "SELECT max(_pk), count(*) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16), "
-                    + "min(_pk) FILTER (WHERE typeof(_gid) != 'blob' OR length(_gid) != 16) FROM \(quote(table))"
-            )[0]
-            if let bad = row[1].int64, bad > 0 {
-                add(
-                    "gid-invalid", "\(table) #\(row[2].int64 ?? 0)",
-                    "_gid is not 16 bytes (and \(bad - 1) more record(s) of this table)")
-            }
-            guard let highest = row[0].int64 else { continue }
-            let sequence = sequences[table]?.int64
-            if (sequence ?? Int64.min) < highest {
-                add(
-                    "key-sequence", table,
-                    "sqlite_sequence says the highest key given out is "
-                        + (sequence.map(String.init) ?? "nothing")
-                        + ", but the table holds key \(highest): a deleted key could be given out again")
-            }
-        }
-    }
-
-    /// Whether the store's table `name` is STRICT.
-    static func isStrict(_ db: Database, _ name: String) throws -> Bool {
-        try db.scalar(
-            "SELECT \"strict\" FROM pragma_table_list WHERE schema = 'main' AND name = ?", [.text(name)])?
-            .int64 == 1
     }
 
     /// Temporaries, and a `-wal` left by a writer that is gone.

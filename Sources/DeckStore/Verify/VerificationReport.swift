@@ -78,3 +78,11 @@ public struct VerificationReport: Sendable {
         self.path = path
     }
 }
+
+extension VerificationReport {
+    /// Adds a finding: the sink the checks of a package (``TableCheck``, ``StorageClassCheck``,
+    /// ``CellCheck``, ``BlobCheck``) all report to.
+    mutating func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
+        findings.append(Finding(severity: severity, code: code, object: object, message: message))
+    }
+}

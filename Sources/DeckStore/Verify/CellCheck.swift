@@ -1,9 +1,12 @@
 import DeckSQLite
 import Foundation
 
-extension PackageVerifier {
+/// The cell check (findings `value-invalid`, corruption, and `legacy-value`): every stored
+/// value against its attribute's encoding, once the tables are known to be those the schema
+/// derives and every cell to have its column's storage class (``StorageClassCheck``).
+enum CellCheck {
     /// Findings reported per column before the rest are counted in one summary finding.
-    static let cellFindingsPerColumn = 10
+    static let findingsPerColumn = 10
 
     /// Checks every stored cell against its attribute's encoding (spec 7.1; finding
     /// `value-invalid`, corruption): the storage class, `bool` 0 or 1, `double` finite, `date`
@@ -14,7 +17,7 @@ extension PackageVerifier {
     /// A legacy value (spec 7.7: what an earlier Deck wrote under a rule since tightened) is a
     /// `legacy-value` note instead, never corruption. Columns the store lacks are skipped
     /// (`column-missing` reports them). Dates count from `dateEpoch`, the store's (spec 4.2).
-    static func checkCells(
+    static func run(
         _ db: Database, mapping: SchemaMapping, dateEpoch: DateEpoch, report: inout VerificationReport
     ) throws {
         for root in mapping.roots {
@@ -49,48 +52,18 @@ extension PackageVerifier {
         }
     }
 
+    /// Checks one column of `table`: the cells of the entities that have the attribute (`owners`)
+    /// against its encoding, those of the other `members` for NULL, and, where the root entity does
+    /// not declare it (so the column is not NOT NULL), those of the entities that require it.
     private static func checkColumn(
         _ db: Database, table: String, attribute: Attribute, members: [String], owners: [String],
         required: [String], declaredByRoot: Bool, dateEpoch: DateEpoch, report: inout VerificationReport
     ) throws {
-        let c = quote(attribute.name)
-        func list(_ names: [String]) -> String {
-            "("
-                + names.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
-                    separator: ", ") + ")"
-        }
-        // SQL narrows the rows to those that may be wrong; Swift decides (and says why).
-        // Storage classes, bool's 0 and 1, and NULL in a NOT NULL column are `cell-type`'s
-        // (checkStorageClasses); only cells of the right storage class are examined here.
-        let suspect: String?
-        switch attribute.type {
-        case .string, .integer, .bool, .data: suspect = nil
-        case .double: suspect = "typeof(\(c)) = 'real' AND abs(\(c)) > 1.7976931348623157e308"
-        case .date:
-            let (earliest, end) = Timestamp.range(in: dateEpoch)
-            suspect =
-                "typeof(\(c)) IN ('real', 'integer') AND (\(c) < \(earliest) "
-                + "OR \(c) >= \(end) OR abs(\(c)) > 1.7976931348623157e308)"
-        case .uuid:
-            let hex = "[0-9a-f]"
-            let pattern = [8, 4, 4, 4, 12].map { String(repeating: hex, count: $0) }.joined(separator: "-")
-            suspect = "typeof(\(c)) = 'text' AND NOT (\(c) GLOB '\(pattern)')"
-        case .url, .decimal, .json: suspect = "typeof(\(c)) = 'text'"
-        }
-        var conditions: [String] = []
-        if let suspect {
-            conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(owners)) AND (\(suspect)))")
-        }
-        // Rows of an unknown entity are `entity-unknown`'s.
-        let others = members.filter { !owners.contains($0) }
-        if !others.isEmpty { conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(others)))") }
-        if !required.isEmpty && !declaredByRoot {
-            conditions.append("(\(c) IS NULL AND _entity IN \(list(required)))")
-        }
-        guard !conditions.isEmpty else { return }
-        let sql =
-            "SELECT _pk, _entity, \(c) FROM \(quote(table)) WHERE " + conditions.joined(separator: " OR ")
-            + " ORDER BY _pk"
+        guard
+            let sql = suspectRows(
+                table: table, attribute: attribute, members: members, owners: owners, required: required,
+                declaredByRoot: declaredByRoot, dateEpoch: dateEpoch)
+        else { return }
         var reported = 0
         var more = 0
         var legacyReported = 0
@@ -104,15 +77,11 @@ extension PackageVerifier {
                 let legacy = Value.legacyValue(
                     cell, type: attribute.type, isOptional: attribute.isOptional, epoch: dateEpoch)
             {
-                if legacyReported < cellFindingsPerColumn {
+                if legacyReported < findingsPerColumn {
                     legacyReported += 1
-                    report.findings.append(
-                        Finding(
-                            severity: .legacy, code: "legacy-value",
-                            object: "\(entity) #\(row.int64(at: 0)).\(attribute.name)",
-                            message:
-                                "holds \(legacy), which an earlier Deck wrote; read as spec 7.7 says, kept as it is"
-                        ))
+                    report.add(
+                        .legacy, "legacy-value", "\(entity) #\(row.int64(at: 0)).\(attribute.name)",
+                        "holds \(legacy), which an earlier Deck wrote; read as spec 7.7 says, kept as it is")
                 } else {
                     legacyMore += 1
                 }
@@ -122,27 +91,73 @@ extension PackageVerifier {
                 let problem = cellProblem(
                     cell, attribute: attribute, entityHasIt: ownerSet.contains(entity), dateEpoch: dateEpoch)
             else { return }
-            if reported < cellFindingsPerColumn {
+            if reported < findingsPerColumn {
                 reported += 1
-                report.findings.append(
-                    Finding(
-                        severity: .corruption, code: "value-invalid",
-                        object: "\(entity) #\(row.int64(at: 0)).\(attribute.name)", message: problem))
+                report.add(
+                    .corruption, "value-invalid", "\(entity) #\(row.int64(at: 0)).\(attribute.name)", problem)
             } else {
                 more += 1
             }
         }
         if legacyMore > 0 {
-            report.findings.append(
-                Finding(
-                    severity: .legacy, code: "legacy-value", object: "\(table).\(attribute.name)",
-                    message: "and \(legacyMore) more legacy value(s) in this column"))
+            report.add(
+                .legacy, "legacy-value", "\(table).\(attribute.name)",
+                "and \(legacyMore) more legacy value(s) in this column")
         }
         if more > 0 {
-            report.findings.append(
-                Finding(
-                    severity: .corruption, code: "value-invalid", object: "\(table).\(attribute.name)",
-                    message: "and \(more) more invalid cell(s) in this column"))
+            report.add(
+                .corruption, "value-invalid", "\(table).\(attribute.name)",
+                "and \(more) more invalid cell(s) in this column")
+        }
+    }
+
+    /// The statement selecting (`_pk`, `_entity`, the cell) the rows of `table` whose cell in the
+    /// attribute's column may be wrong, in key order; nil when none can be. SQL narrows the rows;
+    /// Swift decides (and says why).
+    private static func suspectRows(
+        table: String, attribute: Attribute, members: [String], owners: [String], required: [String],
+        declaredByRoot: Bool, dateEpoch: DateEpoch
+    ) -> String? {
+        let c = quote(attribute.name)
+        func list(_ names: [String]) -> String {
+            "("
+                + names.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
+                    separator: ", ") + ")"
+        }
+        var conditions: [String] = []
+        if let suspect = suspectValues(attribute, dateEpoch: dateEpoch) {
+            conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(owners)) AND (\(suspect)))")
+        }
+        // Rows of an unknown entity are `entity-unknown`'s.
+        let others = members.filter { !owners.contains($0) }
+        if !others.isEmpty { conditions.append("(\(c) IS NOT NULL AND _entity IN \(list(others)))") }
+        if !required.isEmpty && !declaredByRoot {
+            conditions.append("(\(c) IS NULL AND _entity IN \(list(required)))")
+        }
+        guard !conditions.isEmpty else { return nil }
+        return "SELECT _pk, _entity, \(c) FROM \(quote(table)) WHERE " + conditions.joined(separator: " OR ")
+            + " ORDER BY _pk"
+    }
+
+    /// The SQL condition on a cell of the attribute's type that may make it invalid; nil when
+    /// every cell of the right storage class is valid. Storage classes, bool's 0 and 1, and NULL
+    /// in a NOT NULL column are `cell-type`'s (``StorageClassCheck``); only cells of the right
+    /// storage class are examined here.
+    private static func suspectValues(_ attribute: Attribute, dateEpoch: DateEpoch) -> String? {
+        let c = quote(attribute.name)
+        switch attribute.type {
+        case .string, .integer, .bool, .data: return nil
+        case .double: return "typeof(\(c)) = 'real' AND abs(\(c)) > 1.7976931348623157e308"
+        case .date:
+            let (earliest, end) = Timestamp.range(in: dateEpoch)
+            return
+                "typeof(\(c)) IN ('real', 'integer') AND (\(c) < \(earliest) "
+                + "OR \(c) >= \(end) OR abs(\(c)) > 1.7976931348623157e308)"
+        case .uuid:
+            let hex = "[0-9a-f]"
+            let pattern = [8, 4, 4, 4, 12].map { String(repeating: hex, count: $0) }.joined(separator: "-")
+            return "typeof(\(c)) = 'text' AND NOT (\(c) GLOB '\(pattern)')"
+        case .url, .decimal, .json: return "typeof(\(c)) = 'text'"
         }
     }
 
