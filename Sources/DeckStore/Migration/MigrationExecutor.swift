@@ -179,7 +179,7 @@ final class MigrationExecutor {
                 try connection.blobs.makeDurable()
             }
             try dataChecks()
-            try reshape(newMapping, report: &report)
+            try MigrationTableReshaper(migration: self).reshape(newMapping, report: &report)
             if let didMigrate = stage?.didMigrate {
                 let transaction = StoreTransaction(connection: next, store: store, isLong: false)
                 defer { transaction.end() }
@@ -212,106 +212,76 @@ final class MigrationExecutor {
         return report
     }
 
-    /// Gives every table the new schema's shape.
-    func reshape(_ newMapping: SchemaMapping, report: inout MigrationReport) throws {
-        let version = PackageLayout.formatVersion
-        // Which old table each new entity table continues: the old table of its entities' origins.
-        var source: [String: EntityMapping] = [:]
-        for root in newMapping.roots {
-            for member in newMapping.members[root.table] ?? [root] {
-                if let origin = oldEntity(member.name) {
-                    source[root.table] = oldMapping.roots.first { $0.table == origin.table }
-                    break
-                }
-            }
+    /// The value an existing record gets for `attribute` when it has none: the default (the time
+    /// of the migration for `dynamicDefault` `now`), or nil.
+    func fillValue(entity: String, attribute: StoreSchema.Attribute) throws -> SQLValue? {
+        let value = attribute.initialValue()
+        guard !value.isNull else { return nil }
+        do {
+            return try value.sqlValue(for: attribute, epoch: connection.dateEpoch)
+        } catch {
+            throw refuse(entity, attribute.name, "its default cannot be stored: \(error.description)")
         }
-        // Tables that only gain columns are altered; the others are rebuilt.
-        var altered: Set<String> = []
-        var gainedColumns: Set<String> = []
-        for root in newMapping.roots {
-            guard let oldRoot = source[root.table], oldRoot.table == root.table,
-                let added = try alterInPlace(oldRoot: oldRoot, newRoot: root, newMapping: newMapping)
-            else { continue }
-            altered.insert(root.table)
-            if added > 0 { gainedColumns.insert(root.table) }
-        }
-        // Set aside every old entity table not altered, and every old join table.
-        for oldRoot in oldMapping.roots where !altered.contains(oldRoot.table) {
-            try setTableAside(oldRoot.table)
-        }
-        let keptJoins = keptJoinTables(newMapping)
-        for table in joinTables(oldMapping) where !keptJoins.contains(table) { try setTableAside(table) }
-        for root in newMapping.roots where !altered.contains(root.table) {
-            let statements = StoreDDL.tableStatements(root, mapping: newMapping, formatVersion: version)
-            try database.execute(statements.table)
-            if let oldRoot = source[root.table] {
-                try copyRows(from: oldRoot, to: root, newMapping: newMapping)
-                report.rebuiltTables.append(root.table)
-            }
-        }
-        report.alteredTables = newMapping.roots.map(\.table).filter { gainedColumns.contains($0) }
-        for root in newMapping.roots where altered.contains(root.table) {
-            try fillInPlace(newRoot: root, newMapping: newMapping)
-        }
-        try rebuildJoinTables(newMapping, kept: keptJoins)
-        try removeDanglingLinks(newMapping, rebuilt: Set(report.rebuiltTables))
-        report.inlinedValues = try inlineExternalValues(newMapping)
-        try reconcileIndexesAndTriggers(newMapping)
     }
 
-    /// The old join tables that stay as they are: the new schema derives a join table of the same
-    /// name and definition, for links that continue the old ones in the same orientation.
-    func keptJoinTables(_ newMapping: SchemaMapping) -> Set<String> {
+    // MARK: Finishing
 
-        let oldStatements = Set(StoreDDL.joinTableStatements(oldMapping))
-        var kept: Set<String> = []
-        for name in newMapping.entityNames {
-            guard let entity = newMapping.entities[name] else { continue }
-            for (relationship, storage) in entity.relationships {
-                guard case .joinTable(let table, let near, _) = storage, let oldEntity = oldEntity(name),
-                    let originName = diff.propertyOrigins[name + "." + relationship.name],
-                    let (_, oldStorage) = oldEntity.relationship(originName),
-                    case .joinTable(let oldTable, let oldNear, _) = oldStorage, oldTable == table,
-                    oldNear == near
-                else { continue }
-                let statement = StoreDDL.joinTableStatements(newMapping).first {
-                    $0.hasPrefix("CREATE TABLE \(quote(table))(")
-                }
-                if let statement, oldStatements.contains(statement) { kept.insert(table) }
+    /// Sets `deck_blob.refs` to the number of cells naming each blob; the commit drops the rows
+    /// at 0 and removes their files after it (section 10.3).
+    func recount(_ newMapping: SchemaMapping) throws {
+        let (counts, _) = try ReferenceCounts.countAll(database, mapping: newMapping)
+        for row in try database.rows("SELECT digest, refs FROM deck_blob") {
+            guard let digest = row[0].string else { continue }
+            let count = counts[digest] ?? 0
+            if row[1].int64 != count {
+                try database.run(
+                    "UPDATE deck_blob SET refs = ? WHERE digest = ?", [.integer(count), .text(digest)])
             }
         }
-        return kept
     }
 
-    /// The join tables of a mapping.
-    func joinTables(_ mapping: SchemaMapping) -> [String] {
-        var result: [String] = []
-        for name in mapping.entityNames {
-            for (_, storage) in mapping.entities[name]?.relationships ?? [] {
-                if case .joinTable(let table, _, _) = storage, !result.contains(table) {
-                    result.append(table)
-                }
-            }
+    func writeBookkeeping(stageName: String?) throws {
+        let values: [(String, SQLValue)] =
+            [
+                ("schema", .text(try PackageDirectory.encodeSchema(new))),
+                ("schema_version", .text(new.version)),
+                ("schema_fingerprint", .text(new.fingerprint)),
+            ] + (plan.isBreaking ? [("schema_floor", .text(new.version))] : [])
+        for (key, value) in values {
+            try database.run(
+                "INSERT INTO deck_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(key), value])
         }
-        return result
+        try SchemaBookkeeping.append(
+            MigrationRecord(
+                sequence: 0, fromVersion: old.version, fromFingerprint: old.fingerprint,
+                toVersion: new.version,
+                toFingerprint: new.fingerprint, applied: Value.iso8601(Date()), stage: stageName,
+                isBreaking: plan.isBreaking),
+            database)
     }
 
-    /// Renames an old table out of the way, its indexes and triggers dropped (the ones the new
-    /// schema derives are made again at the end).
-    func setTableAside(_ table: String) throws {
-        try database.dropIndexesAndTriggers(of: table)
-        let aside = Self.setAsidePrefix + table
-        try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(aside))")
-        setAside[table] = aside
-    }
-
-    /// The table SQL that the store holds for `table`, as bytes.
-    func storedSQL(_ table: String) throws -> [UInt8]? {
-        guard
-            case .blob(let data) = try database.scalar(
-                "SELECT CAST(sql AS BLOB) FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                [.text(table)])
-        else { return nil }
-        return [UInt8](data)
+    /// Before the commit: no link dangles, the stored schema reads back as the target, and the
+    /// store holds exactly the objects the new schema derives.
+    func finalChecks(_ newMapping: SchemaMapping) throws {
+        if let row = try database.rows("PRAGMA foreign_key_check").first {
+            throw refuse(
+                row[0].string ?? "", nil,
+                "after the migration, row \(row[1].int64 ?? 0) of \(row[0].string ?? "?") names a record of "
+                    + "\(row[2].string ?? "?") that does not exist; nothing was changed")
+        }
+        let meta = try StoreMetadata.read(database, packagePath: path)
+        let stored = try meta.schema(packagePath: path)
+        guard stored.fingerprint == new.fingerprint else {
+            throw DeckError.unexpected(
+                "\(path): the migrated schema does not read back as written; nothing was changed")
+        }
+        if let refusal = try StoreObjects.firstRefusal(
+            database, mapping: newMapping, formatVersion: PackageLayout.formatVersion)
+        {
+            throw DeckError.unexpected(
+                "\(path): after the migration the store's \(refusal.object.type) '\(refusal.object.name)' "
+                    + "differs from the one the new schema derives (\(refusal.code)); nothing was changed")
+        }
     }
 }

@@ -1,8 +1,113 @@
 import DeckSQLite
 import Foundation
 
-extension MigrationExecutor {
-    // MARK: Tables
+/// Gives every table the new schema's shape (spec 18.2, steps 3 to 6) for a
+/// ``MigrationExecutor``, whose old store it reads through (the properties' origins, the links'
+/// old storage, the tables set aside): a table that only gains columns is altered in place;
+/// the others are set aside and rebuilt, their rows copied by the properties' origins; join
+/// tables stay, or are rebuilt from the links' old storage; values that lose external storage
+/// move into their cells; indexes and triggers become those the new schema derives.
+struct MigrationTableReshaper {
+    /// The migration being run.
+    let migration: MigrationExecutor
+    var database: Database { migration.database }
+    var oldMapping: SchemaMapping { migration.oldMapping }
+    var diff: SchemaDiff { migration.diff }
+
+    /// Gives every table the new schema's shape.
+    /// Gives every table the new schema's shape.
+    func reshape(_ newMapping: SchemaMapping, report: inout MigrationReport) throws {
+        let version = PackageLayout.formatVersion
+        // Which old table each new entity table continues: the old table of its entities' origins.
+        var source: [String: EntityMapping] = [:]
+        for root in newMapping.roots {
+            for member in newMapping.members[root.table] ?? [root] {
+                if let origin = migration.oldEntity(member.name) {
+                    source[root.table] = oldMapping.roots.first { $0.table == origin.table }
+                    break
+                }
+            }
+        }
+        // Tables that only gain columns are altered; the others are rebuilt.
+        var altered: Set<String> = []
+        var gainedColumns: Set<String> = []
+        for root in newMapping.roots {
+            guard let oldRoot = source[root.table], oldRoot.table == root.table,
+                let added = try alterInPlace(oldRoot: oldRoot, newRoot: root, newMapping: newMapping)
+            else { continue }
+            altered.insert(root.table)
+            if added > 0 { gainedColumns.insert(root.table) }
+        }
+        // Set aside every old entity table not altered, and every old join table.
+        for oldRoot in oldMapping.roots where !altered.contains(oldRoot.table) {
+            try setTableAside(oldRoot.table)
+        }
+        let keptJoins = keptJoinTables(newMapping)
+        for table in joinTables(oldMapping) where !keptJoins.contains(table) { try setTableAside(table) }
+        for root in newMapping.roots where !altered.contains(root.table) {
+            let statements = StoreDDL.tableStatements(root, mapping: newMapping, formatVersion: version)
+            try database.execute(statements.table)
+            if let oldRoot = source[root.table] {
+                try copyRows(from: oldRoot, to: root, newMapping: newMapping)
+                report.rebuiltTables.append(root.table)
+            }
+        }
+        report.alteredTables = newMapping.roots.map(\.table).filter { gainedColumns.contains($0) }
+        for root in newMapping.roots where altered.contains(root.table) {
+            try fillInPlace(newRoot: root, newMapping: newMapping)
+        }
+        try rebuildJoinTables(newMapping, kept: keptJoins)
+        try removeDanglingLinks(newMapping, rebuilt: Set(report.rebuiltTables))
+        report.inlinedValues = try inlineExternalValues(newMapping)
+        try reconcileIndexesAndTriggers(newMapping)
+    }
+
+    /// The old join tables that stay as they are: the new schema derives a join table of the same
+    /// name and definition, for links that continue the old ones in the same orientation.
+    func keptJoinTables(_ newMapping: SchemaMapping) -> Set<String> {
+
+        let oldStatements = Set(StoreDDL.joinTableStatements(oldMapping))
+        var kept: Set<String> = []
+        for name in newMapping.entityNames {
+            guard let entity = newMapping.entities[name] else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .joinTable(let table, let near, _) = storage,
+                    let oldEntity = migration.oldEntity(name),
+                    let originName = diff.propertyOrigins[name + "." + relationship.name],
+                    let (_, oldStorage) = oldEntity.relationship(originName),
+                    case .joinTable(let oldTable, let oldNear, _) = oldStorage, oldTable == table,
+                    oldNear == near
+                else { continue }
+                let statement = StoreDDL.joinTableStatements(newMapping).first {
+                    $0.hasPrefix("CREATE TABLE \(quote(table))(")
+                }
+                if let statement, oldStatements.contains(statement) { kept.insert(table) }
+            }
+        }
+        return kept
+    }
+
+    /// The join tables of a mapping.
+    func joinTables(_ mapping: SchemaMapping) -> [String] {
+        var result: [String] = []
+        for name in mapping.entityNames {
+            for (_, storage) in mapping.entities[name]?.relationships ?? [] {
+                if case .joinTable(let table, _, _) = storage, !result.contains(table) {
+                    result.append(table)
+                }
+            }
+        }
+        return result
+    }
+
+    /// Renames an old table out of the way, its indexes and triggers dropped (the ones the new
+    /// schema derives are made again at the end).
+    func setTableAside(_ table: String) throws {
+        try database.dropIndexesAndTriggers(of: table)
+        let aside = MigrationExecutor.setAsidePrefix + table
+        try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(aside))")
+        migration.setAside[table] = aside
+    }
 
     /// `ALTER TABLE … ADD COLUMN` for a table whose old columns all stay, under their names and
     /// definitions, when the table's SQL afterwards is the one the new schema derives (spec
@@ -35,8 +140,8 @@ extension MigrationExecutor {
         // The kept columns hold what they held: no rename onto another's name, no transformation.
         for member in newMembers {
             for attribute in member.entity.attributes {
-                if convertedAttributes.contains(member.name + "." + attribute.name) { return nil }
-                if let origin = oldColumn(entity: member.name, attribute: attribute.name),
+                if migration.convertedAttributes.contains(member.name + "." + attribute.name) { return nil }
+                if let origin = migration.oldColumn(entity: member.name, attribute: attribute.name),
                     origin != attribute.name
                 {
                     return nil
@@ -82,7 +187,7 @@ extension MigrationExecutor {
     func copyRows(from oldRoot: EntityMapping, to newRoot: EntityMapping, newMapping: SchemaMapping)
         throws
     {
-        guard let aside = setAside[oldRoot.table] else { return }
+        guard let aside = migration.setAside[oldRoot.table] else { return }
         let newMembers = newMapping.members[newRoot.table] ?? [newRoot]
         var columns = ["_pk", "_gid", "_entity"]
         var expressions = ["_pk", "_gid"]
@@ -100,58 +205,16 @@ extension MigrationExecutor {
         var seen: Set<String> = []
         for member in newMembers {
             for attribute in member.entity.attributes where seen.insert(attribute.name).inserted {
-                let declarers = newMembers.filter {
-                    $0.entity.attributes.contains { $0.name == attribute.name }
-                }
-                var cases: [String] = []
-                var caseArguments: [SQLValue] = []
-                for declarer in declarers {
-                    let source = try attributeSource(entity: declarer.name, attribute: attribute)
-                    // Entities by their old names (the CASE reads the old _entity).
-                    let oldFamily = declarer.family.compactMap { diff.entityOrigins[$0] }.map { "'\($0)'" }
-                    if oldFamily.isEmpty { continue }
-                    if declarer.isRoot && declarers.count == 1 {
-                        cases = ["ELSE " + source.expression]
-                    } else {
-                        cases.append(
-                            "WHEN _entity IN (\(oldFamily.joined(separator: ", "))) THEN \(source.expression)"
-                        )
-                    }
-                    caseArguments += source.arguments
-                }
+                let source = try attributeColumn(attribute, of: newMembers)
                 columns.append(quote(attribute.name))
-                if cases.count == 1, cases[0].hasPrefix("ELSE ") {
-                    expressions.append(String(cases[0].dropFirst(5)))
-                } else if cases.isEmpty {
-                    expressions.append("NULL")
-                } else {
-                    expressions.append("CASE \(cases.joined(separator: " ")) ELSE NULL END")
-                }
-                arguments += caseArguments
+                expressions.append(source.expression)
+                arguments += source.arguments
             }
             for (relationship, storage) in member.relationships {
                 guard case .ownColumn(let column) = storage, seen.insert(column).inserted else { continue }
-                var expression = "NULL"
-                // The entity that declares it (a member may inherit it, and come first).
-                let declarer =
-                    newMembers.first { candidate in
-                        candidate.entity.relationships.contains { $0.name == relationship.name }
-                            && candidate.relationship(relationship.name)?.storage == storage
-                    }?.name ?? member.name
-                if let origin = linkOrigin(entity: declarer, relationship: relationship.name) {
-                    if let oldColumn = origin.ownColumn {
-                        expression = quote(oldColumn)
-                    } else if let links = oldLinks(entity: declarer, relationship: relationship.name) {
-                        // Links kept another way before (a join table, the inverse's column).
-                        let family = newMembers.first { $0.name == declarer }?.family ?? [declarer]
-                        let oldFamily = family.compactMap { diff.entityOrigins[$0] }.map { "'\($0)'" }
-                        expression =
-                            "CASE WHEN _entity IN (\(oldFamily.joined(separator: ", "))) THEN "
-                            + "(SELECT min(far) FROM \(try linkTable(links)) WHERE near = deck_row._pk) END"
-                    }
-                }
                 columns.append(quote(column))
-                expressions.append(expression)
+                expressions.append(
+                    try linkColumn(relationship, storage: storage, of: member, among: newMembers))
             }
         }
         let condition = kept.isEmpty ? "0" : "_entity IN (\(kept.joined(separator: ", ")))"
@@ -170,16 +233,79 @@ extension MigrationExecutor {
             [.text(newRoot.table), .text(newRoot.table)])
     }
 
+    /// The value of a rebuilt table's column for `attribute` from the old row: for each entity of
+    /// `newMembers` that declares it, its source (``attributeSource(entity:attribute:)``), chosen by
+    /// the old row's entity.
+    func attributeColumn(_ attribute: StoreSchema.Attribute, of newMembers: [EntityMapping]) throws
+        -> ColumnSource
+    {
+        let declarers = newMembers.filter {
+            $0.entity.attributes.contains { $0.name == attribute.name }
+        }
+        var cases: [String] = []
+        var caseArguments: [SQLValue] = []
+        for declarer in declarers {
+            let source = try attributeSource(entity: declarer.name, attribute: attribute)
+            // Entities by their old names (the CASE reads the old _entity).
+            let oldFamily = declarer.family.compactMap { diff.entityOrigins[$0] }.map { "'\($0)'" }
+            if oldFamily.isEmpty { continue }
+            if declarer.isRoot && declarers.count == 1 {
+                cases = ["ELSE " + source.expression]
+            } else {
+                cases.append(
+                    "WHEN _entity IN (\(oldFamily.joined(separator: ", "))) THEN \(source.expression)"
+                )
+            }
+            caseArguments += source.arguments
+        }
+        if cases.count == 1, cases[0].hasPrefix("ELSE ") {
+            return ColumnSource(expression: String(cases[0].dropFirst(5)), arguments: caseArguments)
+        } else if cases.isEmpty {
+            return ColumnSource(expression: "NULL", arguments: caseArguments)
+        }
+        return ColumnSource(
+            expression: "CASE \(cases.joined(separator: " ")) ELSE NULL END", arguments: caseArguments)
+    }
+
+    /// The value of a rebuilt table's own column of `relationship` (of `member`, one of
+    /// `newMembers`) from the old row: the links' old own column, or where they were kept another
+    /// way (a join table, the inverse's column), the first of them; NULL for a new relationship.
+    func linkColumn(
+        _ relationship: StoreSchema.Relationship, storage: RelationshipStorage, of member: EntityMapping,
+        among newMembers: [EntityMapping]
+    ) throws -> String {
+        var expression = "NULL"
+        // The entity that declares it (a member may inherit it, and come first).
+        let declarer =
+            newMembers.first { candidate in
+                candidate.entity.relationships.contains { $0.name == relationship.name }
+                    && candidate.relationship(relationship.name)?.storage == storage
+            }?.name ?? member.name
+        if let origin = migration.linkOrigin(entity: declarer, relationship: relationship.name) {
+            if let oldColumn = origin.ownColumn {
+                expression = quote(oldColumn)
+            } else if let links = migration.oldLinks(entity: declarer, relationship: relationship.name) {
+                // Links kept another way before (a join table, the inverse's column).
+                let family = newMembers.first { $0.name == declarer }?.family ?? [declarer]
+                let oldFamily = family.compactMap { diff.entityOrigins[$0] }.map { "'\($0)'" }
+                expression =
+                    "CASE WHEN _entity IN (\(oldFamily.joined(separator: ", "))) THEN "
+                    + "(SELECT min(far) FROM \(try migration.linkTable(links)) WHERE near = deck_row._pk) END"
+            }
+        }
+        return expression
+    }
+
     /// How a new attribute gets its value from the old row: its origin's column (the value of an
     /// attribute that loses external storage is filled later), or its default.
     func attributeSource(entity: String, attribute: StoreSchema.Attribute) throws -> ColumnSource {
-        let fill = try fillValue(entity: entity, attribute: attribute)
-        guard let origin = oldColumn(entity: entity, attribute: attribute.name) else {
+        let fill = try migration.fillValue(entity: entity, attribute: attribute)
+        guard let origin = migration.oldColumn(entity: entity, attribute: attribute.name) else {
             return fill.map { ColumnSource(expression: "?", arguments: [$0]) }
                 ?? ColumnSource(expression: "NULL")
         }
         var expression = quote(origin)
-        if let oldAttribute = oldEntity(entity)?.attribute(origin),
+        if let oldAttribute = migration.oldEntity(entity)?.attribute(origin),
             oldAttribute.options.contains(.externalStorage), !attribute.options.contains(.externalStorage)
         {
             expression = "CASE WHEN typeof(\(expression)) = 'text' THEN NULL ELSE \(expression) END"
@@ -191,25 +317,17 @@ extension MigrationExecutor {
         return ColumnSource(expression: expression)
     }
 
-    /// The value an existing record gets for `attribute` when it has none: the default (the time
-    /// of the migration for `dynamicDefault` `now`), or nil.
-    func fillValue(entity: String, attribute: StoreSchema.Attribute) throws -> SQLValue? {
-        let value = attribute.initialValue()
-        guard !value.isNull else { return nil }
-        do {
-            return try value.sqlValue(for: attribute, epoch: connection.dateEpoch)
-        } catch {
-            throw refuse(entity, attribute.name, "its default cannot be stored: \(error.description)")
-        }
-    }
-
     /// After `ADD COLUMN`: the added attributes' defaults, for the records of their entities.
     func fillInPlace(newRoot: EntityMapping, newMapping: SchemaMapping) throws {
         for member in newMapping.members[newRoot.table] ?? [newRoot] {
             // An added attribute's column, and a required one's null cells, get the default.
             for attribute in member.entity.attributes
-            where !attribute.isOptional || oldColumn(entity: member.name, attribute: attribute.name) == nil {
-                guard let fill = try fillValue(entity: member.name, attribute: attribute) else { continue }
+            where !attribute.isOptional
+                || migration.oldColumn(entity: member.name, attribute: attribute.name) == nil
+            {
+                guard let fill = try migration.fillValue(entity: member.name, attribute: attribute) else {
+                    continue
+                }
                 let family = member.familyCondition(nil).map { " AND \($0)" } ?? ""
                 try database.run(
                     "UPDATE \(quote(newRoot.table)) SET \(quote(attribute.name)) = ? "
@@ -219,13 +337,14 @@ extension MigrationExecutor {
             // column) gets them.
             for relationship in member.entity.relationships {
                 guard case .ownColumn(let column)? = member.relationship(relationship.name)?.storage,
-                    linkOrigin(entity: member.name, relationship: relationship.name)?.ownColumn == nil,
-                    let links = oldLinks(entity: member.name, relationship: relationship.name)
+                    migration.linkOrigin(entity: member.name, relationship: relationship.name)?.ownColumn
+                        == nil,
+                    let links = migration.oldLinks(entity: member.name, relationship: relationship.name)
                 else { continue }
                 let family = member.familyCondition(nil).map { " WHERE \($0)" } ?? ""
                 let table = quote(newRoot.table)
                 try database.execute(
-                    "UPDATE \(table) SET \(quote(column)) = (SELECT min(far) FROM \(try linkTable(links)) "
+                    "UPDATE \(table) SET \(quote(column)) = (SELECT min(far) FROM \(try migration.linkTable(links)) "
                         + "WHERE near = \(table)._pk)\(family)")
             }
         }
@@ -243,7 +362,7 @@ extension MigrationExecutor {
             guard let entity = newMapping.entities[name] else { continue }
             for (relationship, storage) in entity.relationships {
                 guard case .joinTable(let table, let near, let far) = storage, !done.contains(table),
-                    let links = oldLinks(entity: name, relationship: relationship.name),
+                    let links = migration.oldLinks(entity: name, relationship: relationship.name),
                     let destination = newMapping.entities[relationship.destination]
                 else { continue }
                 done.insert(table)
@@ -287,12 +406,14 @@ extension MigrationExecutor {
     func inlineExternalValues(_ newMapping: SchemaMapping) throws -> Int {
         var moved = 0
         for name in newMapping.entityNames {
-            guard let entity = newMapping.entities[name], let oldEntity = oldEntity(name) else { continue }
+            guard let entity = newMapping.entities[name], let oldEntity = migration.oldEntity(name) else {
+                continue
+            }
             for attribute in entity.entity.attributes where !attribute.options.contains(.externalStorage) {
-                guard let origin = oldColumn(entity: name, attribute: attribute.name),
+                guard let origin = migration.oldColumn(entity: name, attribute: attribute.name),
                     let oldAttribute = oldEntity.attribute(origin),
                     oldAttribute.options.contains(.externalStorage),
-                    let aside = setAside[oldEntity.table]
+                    let aside = migration.setAside[oldEntity.table]
                 else { continue }
                 let c = quote(origin)
                 let family = oldEntity.familyCondition(nil).map { " AND \($0)" } ?? ""
@@ -301,11 +422,11 @@ extension MigrationExecutor {
                 for row in rows {
                     guard let id = row[0].int64, let text = row[1].string, let digest = Digest(hex: text)
                     else {
-                        throw refuse(
+                        throw migration.refuse(
                             name, attribute.name,
                             "a cell of the old store is not a blob reference; run 'deck verify'")
                     }
-                    let data = try connection.blobs.read(digest)
+                    let data = try migration.connection.blobs.read(digest)
                     try database.run(
                         "UPDATE \(quote(entity.table)) SET \(quote(attribute.name)) = ? WHERE _pk = ?",
                         [.blob(data), .integer(id)])
@@ -337,7 +458,7 @@ extension MigrationExecutor {
                 }
                 if case .failure(let error) = result {
                     guard error.code == .constraintUnique else { throw error }
-                    throw refuse(
+                    throw migration.refuse(
                         object.table, nil,
                         "the unique index '\(object.name)' cannot be made: two records share its values")
                 }
@@ -345,62 +466,13 @@ extension MigrationExecutor {
         }
     }
 
-    /// Sets `deck_blob.refs` to the number of cells naming each blob; the commit drops the rows
-    /// at 0 and removes their files after it (section 10.3).
-    func recount(_ newMapping: SchemaMapping) throws {
-        let (counts, _) = try ReferenceCounts.countAll(database, mapping: newMapping)
-        for row in try database.rows("SELECT digest, refs FROM deck_blob") {
-            guard let digest = row[0].string else { continue }
-            let count = counts[digest] ?? 0
-            if row[1].int64 != count {
-                try database.run(
-                    "UPDATE deck_blob SET refs = ? WHERE digest = ?", [.integer(count), .text(digest)])
-            }
-        }
-    }
-
-    func writeBookkeeping(stageName: String?) throws {
-        let values: [(String, SQLValue)] =
-            [
-                ("schema", .text(try PackageDirectory.encodeSchema(new))),
-                ("schema_version", .text(new.version)),
-                ("schema_fingerprint", .text(new.fingerprint)),
-            ] + (plan.isBreaking ? [("schema_floor", .text(new.version))] : [])
-        for (key, value) in values {
-            try database.run(
-                "INSERT INTO deck_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [.text(key), value])
-        }
-        try SchemaBookkeeping.append(
-            MigrationRecord(
-                sequence: 0, fromVersion: old.version, fromFingerprint: old.fingerprint,
-                toVersion: new.version,
-                toFingerprint: new.fingerprint, applied: Value.iso8601(Date()), stage: stageName,
-                isBreaking: plan.isBreaking),
-            database)
-    }
-
-    /// Before the commit: no link dangles, the stored schema reads back as the target, and the
-    /// store holds exactly the objects the new schema derives.
-    func finalChecks(_ newMapping: SchemaMapping) throws {
-        if let row = try database.rows("PRAGMA foreign_key_check").first {
-            throw refuse(
-                row[0].string ?? "", nil,
-                "after the migration, row \(row[1].int64 ?? 0) of \(row[0].string ?? "?") names a record of "
-                    + "\(row[2].string ?? "?") that does not exist; nothing was changed")
-        }
-        let meta = try StoreMetadata.read(database, packagePath: path)
-        let stored = try meta.schema(packagePath: path)
-        guard stored.fingerprint == new.fingerprint else {
-            throw DeckError.unexpected(
-                "\(path): the migrated schema does not read back as written; nothing was changed")
-        }
-        if let refusal = try StoreObjects.firstRefusal(
-            database, mapping: newMapping, formatVersion: PackageLayout.formatVersion)
-        {
-            throw DeckError.unexpected(
-                "\(path): after the migration the store's \(refusal.object.type) '\(refusal.object.name)' "
-                    + "differs from the one the new schema derives (\(refusal.code)); nothing was changed")
-        }
+    /// The table SQL that the store holds for `table`, as bytes.
+    func storedSQL(_ table: String) throws -> [UInt8]? {
+        guard
+            case .blob(let data) = try database.scalar(
+                "SELECT CAST(sql AS BLOB) FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                [.text(table)])
+        else { return nil }
+        return [UInt8](data)
     }
 }
