@@ -36,7 +36,7 @@ package struct ZipDirectory {
 
     package let entries: [Entry]
 
-    private struct Bytes {
+    fileprivate struct Bytes {
         package let bytes: [UInt8]
         package func u16(_ at: Int) -> UInt64 { UInt64(bytes[at]) | UInt64(bytes[at + 1]) << 8 }
         package func u32(_ at: Int) -> UInt64 { u16(at) | u16(at + 2) << 16 }
@@ -53,22 +53,68 @@ package struct ZipDirectory {
     /// Reads and checks the structure of the zip open at `fd` (`size` bytes); refuses more than
     /// `maxEntries` entries before reading their records.
     package init(fd: Int32, size: Int64, maxEntries: Int, path: String, fileName: String) throws {
+        let file = File(fd: fd, size: size, path: path, fileName: fileName)
+        guard size >= 22 else {
+            throw file.broken("the file is too short to hold an end-of-central-directory record")
+        }
+        let directory = try Self.centralDirectory(file)
+        guard directory.count <= UInt64(maxEntries) else {
+            throw DeckError.archive(.limitExceeded(entry: fileName, limit: .entries(maxEntries)))
+        }
+        guard directory.count <= directory.size / 46 else {
+            throw file.broken("the central directory is too small for \(directory.count) entries")
+        }
+        let entries = try Self.entries(of: directory, in: file)
+        // The local headers, one after the other.
+        var expected: UInt64 = 0
+        for entry in entries {
+            expected = try Self.checkLocalHeader(of: entry, at: expected, before: directory.offset, in: file)
+        }
+        guard expected == directory.offset else {
+            throw file.broken(
+                entries.isEmpty
+                    ? "\(directory.offset) bytes precede an empty central directory"
+                    : "\(directory.offset - expected) unlisted bytes follow the last entry")
+        }
+        self.entries = entries
+    }
+
+    /// The zip file being read, and how to refuse it.
+    fileprivate struct File {
+        let fd: Int32
+        let size: Int64
+        let path: String
+        let fileName: String
+
         func broken(_ detail: String) -> DeckError {
             .archive(.entryRefused(entry: fileName, reason: .zipStructure(detail)))
         }
+
         func read(_ offset: UInt64, _ count: Int) throws -> Bytes {
             guard offset <= UInt64(size), UInt64(count) <= UInt64(size) - offset else {
                 throw broken("a record at offset \(offset) runs past the end of the file")
             }
             return Bytes(bytes: try ArchiveSystem.read(fd, at: Int64(offset), count: count, path: path))
         }
-        guard size >= 22 else {
-            throw broken("the file is too short to hold an end-of-central-directory record")
-        }
+    }
 
+    /// Where the central directory is and what it holds, as the end records give it.
+    private struct CentralDirectory {
+        /// Where it starts.
+        var offset: UInt64
+        /// Where it ends: at the end record, or the Zip64 end record.
+        var end: UInt64
+        var size: UInt64
+        /// The number of entries.
+        var count: UInt64
+    }
+
+    /// The central directory that the end record (and the Zip64 end record, when there is one)
+    /// gives, checked: one disk, and ending where the end records start.
+    private static func centralDirectory(_ file: File) throws -> CentralDirectory {
         // The end record: the last one whose comment ends exactly at the end of the file.
-        let tailLength = Int(min(size, 22 + 0xFFFF))
-        let tail = try read(UInt64(size) - UInt64(tailLength), tailLength)
+        let tailLength = Int(min(file.size, 22 + 0xFFFF))
+        let tail = try file.read(UInt64(file.size) - UInt64(tailLength), tailLength)
         var found: Int?
         var candidate = tailLength - 22
         while candidate >= 0 {
@@ -81,75 +127,68 @@ package struct ZipDirectory {
             candidate -= 1
         }
         guard let position = found else {
-            throw broken("no end-of-central-directory record ends the file")
+            throw file.broken("no end-of-central-directory record ends the file")
         }
-        let endOffset = UInt64(size) - UInt64(tailLength) + UInt64(position)
+        let endOffset = UInt64(file.size) - UInt64(tailLength) + UInt64(position)
         var disk = tail.u16(position + 4)
         var directoryDisk = tail.u16(position + 6)
         var entriesOnDisk = tail.u16(position + 8)
-        var count = tail.u16(position + 10)
-        var directorySize = tail.u32(position + 12)
-        var directoryOffset = tail.u32(position + 16)
-        var directoryEnd = endOffset
+        var directory = CentralDirectory(
+            offset: tail.u32(position + 16), end: endOffset, size: tail.u32(position + 12),
+            count: tail.u16(position + 10))
 
         // Zip64: a locator right before the end record, pointing at the Zip64 end record right
         // before the locator.
-        if endOffset >= 20, try read(endOffset - 20, 4).u32(0) == Self.zip64LocatorSignature {
-            let locator = try read(endOffset - 20, 20)
-            guard locator.u32(4) == 0, locator.u32(16) == 1 else { throw broken("it spans several disks") }
+        if endOffset >= 20, try file.read(endOffset - 20, 4).u32(0) == Self.zip64LocatorSignature {
+            let locator = try file.read(endOffset - 20, 20)
+            guard locator.u32(4) == 0, locator.u32(16) == 1 else {
+                throw file.broken("it spans several disks")
+            }
             let recordOffset = locator.u64(8)
-            let record = try read(recordOffset, 56)
+            let record = try file.read(recordOffset, 56)
             guard record.u32(0) == Self.zip64EndSignature else {
-                throw broken("the Zip64 locator does not point at a Zip64 end record")
+                throw file.broken("the Zip64 locator does not point at a Zip64 end record")
             }
             guard record.u64(4) >= 44, recordOffset + 12 + record.u64(4) == endOffset - 20 else {
-                throw broken("the Zip64 end record does not end where its locator starts")
+                throw file.broken("the Zip64 end record does not end where its locator starts")
             }
             disk = record.u32(16)
             directoryDisk = record.u32(20)
             entriesOnDisk = record.u64(24)
-            count = record.u64(32)
-            directorySize = record.u64(40)
-            directoryOffset = record.u64(48)
-            directoryEnd = recordOffset
-        } else if count == 0xFFFF || entriesOnDisk == 0xFFFF || directorySize == 0xFFFF_FFFF
-            || directoryOffset == 0xFFFF_FFFF
+            directory = CentralDirectory(
+                offset: record.u64(48), end: recordOffset, size: record.u64(40), count: record.u64(32))
+        } else if directory.count == 0xFFFF || entriesOnDisk == 0xFFFF || directory.size == 0xFFFF_FFFF
+            || directory.offset == 0xFFFF_FFFF
         {
-            throw broken("the end record asks for Zip64 values but there is no Zip64 end record")
+            throw file.broken("the end record asks for Zip64 values but there is no Zip64 end record")
         }
-        guard disk == 0, directoryDisk == 0, entriesOnDisk == count else {
-            throw broken("it spans several disks")
+        guard disk == 0, directoryDisk == 0, entriesOnDisk == directory.count else {
+            throw file.broken("it spans several disks")
         }
-        guard directoryOffset <= directoryEnd, directoryEnd - directoryOffset == directorySize else {
-            throw broken("the central directory does not end where the end record starts")
+        guard directory.offset <= directory.end, directory.end - directory.offset == directory.size else {
+            throw file.broken("the central directory does not end where the end record starts")
         }
-        guard count <= UInt64(maxEntries) else {
-            throw DeckError.archive(.limitExceeded(entry: fileName, limit: .entries(maxEntries)))
-        }
-        guard count <= directorySize / 46 else {
-            throw broken("the central directory is too small for \(count) entries")
-        }
+        return directory
+    }
 
-        // Record by record: memory follows the entries, not what the end record claims.
+    /// The entries of the central directory, record by record (memory follows the records, not
+    /// what the end record claims), which must fill it exactly.
+    private static func entries(of directory: CentralDirectory, in file: File) throws -> [Entry] {
         var entries: [Entry] = []
-        entries.reserveCapacity(Int(count))
-        var at = directoryOffset
-        for index in 0..<Int(count) {
-            guard directoryEnd - at >= 46 else {
-                throw broken("central directory record \(index + 1) of \(count) runs past the directory")
-            }
-            let fixed = try read(at, 46)
-            guard fixed.u32(0) == Self.centralSignature else {
-                throw broken("central directory record \(index + 1) of \(count) is malformed")
-            }
+        entries.reserveCapacity(Int(directory.count))
+        var at = directory.offset
+        for index in 0..<Int(directory.count) {
+            let ordinal = "central directory record \(index + 1) of \(directory.count)"
+            guard directory.end - at >= 46 else { throw file.broken("\(ordinal) runs past the directory") }
+            let fixed = try file.read(at, 46)
+            guard fixed.u32(0) == Self.centralSignature else { throw file.broken("\(ordinal) is malformed") }
             let nameLength = Int(fixed.u16(28))
             let extraLength = Int(fixed.u16(30))
             let recordLength = UInt64(46 + nameLength + extraLength) + fixed.u16(32)
-            guard recordLength <= directoryEnd - at else {
-                throw broken("central directory record \(index + 1) of \(count) runs past the directory")
+            guard recordLength <= directory.end - at else {
+                throw file.broken("\(ordinal) runs past the directory")
             }
-            let variable = try read(at + 46, nameLength + extraLength)
-            let name = Array(variable.bytes[0..<nameLength])
+            let variable = try file.read(at + 46, nameLength + extraLength)
             var compressed = fixed.u32(20)
             var uncompressed = fixed.u32(24)
             var offset = fixed.u32(42)
@@ -169,121 +208,125 @@ package struct ZipDirectory {
                     startDisk = Bytes(bytes: Array(zip64[field..<(field + 4)])).u32(0)
                 }
             }
-            guard startDisk == 0 else { throw broken("it spans several disks") }
+            guard startDisk == 0 else { throw file.broken("it spans several disks") }
             entries.append(
                 Entry(
-                    name: name, flags: UInt16(fixed.u16(8)), method: UInt16(fixed.u16(10)),
-                    crc: UInt32(fixed.u32(16)), compressedSize: compressed, uncompressedSize: uncompressed,
-                    offset: offset))
+                    name: Array(variable.bytes[0..<nameLength]), flags: UInt16(fixed.u16(8)),
+                    method: UInt16(fixed.u16(10)), crc: UInt32(fixed.u32(16)), compressedSize: compressed,
+                    uncompressedSize: uncompressed, offset: offset))
             at += recordLength
         }
-        guard at == directoryEnd else {
-            throw broken("the central directory holds \(directoryEnd - at) bytes after its \(count) records")
+        guard at == directory.end else {
+            throw file.broken(
+                "the central directory holds \(directory.end - at) bytes after its \(directory.count) records"
+            )
         }
+        return entries
+    }
 
-        // The local headers, one after the other.
-        var expected: UInt64 = 0
-        for entry in entries {
-            func disagree(_ detail: String) -> DeckError {
-                .archive(.entryRefused(entry: entry.displayName, reason: .zipStructure(detail)))
-            }
-            guard entry.offset == expected else {
-                throw disagree(
-                    expected == 0
-                        ? "the first entry starts at offset \(entry.offset), not 0"
-                        : entry.offset < expected
-                            ? "it overlaps the entry before it"
-                            : "\(entry.offset - expected) unlisted bytes precede it")
-            }
-            let header = try read(entry.offset, 30)
-            guard header.u32(0) == Self.localSignature else {
-                throw disagree("no local header at its offset")
-            }
-            let nameLength = Int(header.u16(26))
-            let extraLength = Int(header.u16(28))
-            let variable = try read(entry.offset + 30, nameLength + extraLength)
-            guard variable.bytes[0..<nameLength].elementsEqual(entry.name) else {
-                throw disagree(
-                    "its local header names it '\(String(decoding: variable.bytes[0..<nameLength], as: UTF8.self))'"
-                )
-            }
-            let flags = UInt16(header.u16(6))
-            guard flags & 0x9 == entry.flags & 0x9 else {
-                throw disagree("its local header has other encryption or data-descriptor flags")
-            }
-            guard header.u16(8) == UInt64(entry.method) else {
-                throw disagree("its local header gives another compression method")
-            }
-            if entry.isEncrypted {
-                throw DeckError.archive(.entryRefused(entry: entry.displayName, reason: .encrypted))
-            }
-            var localCompressed = header.u32(18)
-            var localUncompressed = header.u32(22)
-            let localZip64 = Self.zip64Extra(variable, from: nameLength, length: extraLength)
-            if let localZip64, localZip64.count >= 16,
-                localUncompressed == 0xFFFF_FFFF || localCompressed == 0xFFFF_FFFF
-            {
-                let values = Bytes(bytes: Array(localZip64.prefix(16)))
-                localUncompressed = values.u64(0)
-                localCompressed = values.u64(8)
-            }
-            let dataStart = entry.offset + 30 + UInt64(nameLength) + UInt64(extraLength)
-            guard dataStart <= directoryOffset, entry.compressedSize <= directoryOffset - dataStart else {
-                throw disagree("its data runs into the central directory")
-            }
-            var end = dataStart + entry.compressedSize
+    /// Checks the local header of `entry`, which must start at `expected` (where the entry before
+    /// it ended), against its central directory record; returns where its data (and data
+    /// descriptor) end, which must be before the central directory (at `directoryOffset`).
+    private static func checkLocalHeader(
+        of entry: Entry, at expected: UInt64, before directoryOffset: UInt64, in file: File
+    ) throws -> UInt64 {
+        func disagree(_ detail: String) -> DeckError {
+            .archive(.entryRefused(entry: entry.displayName, reason: .zipStructure(detail)))
+        }
+        guard entry.offset == expected else {
+            throw disagree(
+                expected == 0
+                    ? "the first entry starts at offset \(entry.offset), not 0"
+                    : entry.offset < expected
+                        ? "it overlaps the entry before it"
+                        : "\(entry.offset - expected) unlisted bytes precede it")
+        }
+        let header = try file.read(entry.offset, 30)
+        guard header.u32(0) == Self.localSignature else {
+            throw disagree("no local header at its offset")
+        }
+        let nameLength = Int(header.u16(26))
+        let extraLength = Int(header.u16(28))
+        let variable = try file.read(entry.offset + 30, nameLength + extraLength)
+        guard variable.bytes[0..<nameLength].elementsEqual(entry.name) else {
+            throw disagree(
+                "its local header names it '\(String(decoding: variable.bytes[0..<nameLength], as: UTF8.self))'"
+            )
+        }
+        let flags = UInt16(header.u16(6))
+        guard flags & 0x9 == entry.flags & 0x9 else {
+            throw disagree("its local header has other encryption or data-descriptor flags")
+        }
+        guard header.u16(8) == UInt64(entry.method) else {
+            throw disagree("its local header gives another compression method")
+        }
+        if entry.isEncrypted {
+            throw DeckError.archive(.entryRefused(entry: entry.displayName, reason: .encrypted))
+        }
+        var localCompressed = header.u32(18)
+        var localUncompressed = header.u32(22)
+        let localZip64 = Self.zip64Extra(variable, from: nameLength, length: extraLength)
+        if let localZip64, localZip64.count >= 16,
+            localUncompressed == 0xFFFF_FFFF || localCompressed == 0xFFFF_FFFF
+        {
+            let values = Bytes(bytes: Array(localZip64.prefix(16)))
+            localUncompressed = values.u64(0)
+            localCompressed = values.u64(8)
+        }
+        let dataStart = entry.offset + 30 + UInt64(nameLength) + UInt64(extraLength)
+        guard dataStart <= directoryOffset, entry.compressedSize <= directoryOffset - dataStart else {
+            throw disagree("its data runs into the central directory")
+        }
+        let end = dataStart + entry.compressedSize
+        guard entry.hasDataDescriptor else {
             let sizesMatch =
                 header.u32(14) == UInt64(entry.crc) && localCompressed == entry.compressedSize
                 && localUncompressed == entry.uncompressedSize
-            if entry.hasDataDescriptor {
-                // The local values may be left 0 (libarchive knows the size, not the CRC-32 or
-                // the compressed size, when it writes the header).
-                let crcAgrees = header.u32(14) == 0 || header.u32(14) == UInt64(entry.crc)
-                let compressedAgrees = localCompressed == 0 || localCompressed == entry.compressedSize
-                let uncompressedAgrees = localUncompressed == 0 || localUncompressed == entry.uncompressedSize
-                guard crcAgrees && compressedAgrees && uncompressedAgrees else {
-                    throw disagree("its local header gives other sizes or CRC-32 than the central directory")
-                }
-                // CRC-32 and sizes follow the data, with or without a signature, sizes in 4 or
-                // (Zip64) 8 bytes: whichever form repeats the central directory's values.
-                let available = Int(min(24, directoryOffset - end))
-                let descriptor = try read(end, available)
-                var matched: UInt64?
-                for signed in [true, false] {
-                    let start = signed ? 4 : 0
-                    if signed && (available < 4 || descriptor.u32(0) != Self.descriptorSignature) { continue }
-                    if available >= start + 12, descriptor.u32(start) == UInt64(entry.crc),
-                        descriptor.u32(start + 4) == entry.compressedSize,
-                        descriptor.u32(start + 8) == entry.uncompressedSize
-                    {
-                        matched = UInt64(start + 12)
-                        break
-                    }
-                    if available >= start + 20, descriptor.u32(start) == UInt64(entry.crc),
-                        descriptor.u64(start + 4) == entry.compressedSize,
-                        descriptor.u64(start + 12) == entry.uncompressedSize
-                    {
-                        matched = UInt64(start + 20)
-                        break
-                    }
-                }
-                guard let length = matched else {
-                    throw disagree(
-                        "its data descriptor does not repeat the central directory's sizes and CRC-32")
-                }
-                end += length
-            } else if !sizesMatch {
+            guard sizesMatch else {
                 throw disagree("its local header gives other sizes or CRC-32 than the central directory")
             }
-            expected = end
+            return end
         }
-        guard expected == directoryOffset else {
-            throw broken(
-                entries.isEmpty
-                    ? "\(directoryOffset) bytes precede an empty central directory"
-                    : "\(directoryOffset - expected) unlisted bytes follow the last entry")
+        // The local values may be left 0 (libarchive knows the size, not the CRC-32 or the
+        // compressed size, when it writes the header).
+        let crcAgrees = header.u32(14) == 0 || header.u32(14) == UInt64(entry.crc)
+        let compressedAgrees = localCompressed == 0 || localCompressed == entry.compressedSize
+        let uncompressedAgrees = localUncompressed == 0 || localUncompressed == entry.uncompressedSize
+        guard crcAgrees && compressedAgrees && uncompressedAgrees else {
+            throw disagree("its local header gives other sizes or CRC-32 than the central directory")
         }
-        self.entries = entries
+        guard let length = try dataDescriptorLength(of: entry, at: end, before: directoryOffset, in: file)
+        else {
+            throw disagree("its data descriptor does not repeat the central directory's sizes and CRC-32")
+        }
+        return end + length
+    }
+
+    /// The length of the data descriptor of `entry` at `end` (the end of its data), or nil when
+    /// none there repeats the central directory's values: CRC-32 and sizes follow the data, with
+    /// or without a signature, sizes in 4 or (Zip64) 8 bytes.
+    private static func dataDescriptorLength(
+        of entry: Entry, at end: UInt64, before directoryOffset: UInt64, in file: File
+    ) throws -> UInt64? {
+        let available = Int(min(24, directoryOffset - end))
+        let descriptor = try file.read(end, available)
+        for signed in [true, false] {
+            let start = signed ? 4 : 0
+            if signed && (available < 4 || descriptor.u32(0) != Self.descriptorSignature) { continue }
+            if available >= start + 12, descriptor.u32(start) == UInt64(entry.crc),
+                descriptor.u32(start + 4) == entry.compressedSize,
+                descriptor.u32(start + 8) == entry.uncompressedSize
+            {
+                return UInt64(start + 12)
+            }
+            if available >= start + 20, descriptor.u32(start) == UInt64(entry.crc),
+                descriptor.u64(start + 4) == entry.compressedSize,
+                descriptor.u64(start + 12) == entry.uncompressedSize
+            {
+                return UInt64(start + 20)
+            }
+        }
+        return nil
     }
 
     /// The data of the Zip64 extended information extra field (id 1), if the extra fields hold one.
