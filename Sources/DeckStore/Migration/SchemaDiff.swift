@@ -285,113 +285,139 @@ public struct SchemaDiff: Sendable, Equatable {
         let oldAttributes = Dictionary(
             old.attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for attribute in new.attributes {
-            let path = "\(name).\(attribute.name)"
             guard let origin = origin(name, attribute.name), let before = oldAttributes[origin]
             else {
-                let filled =
-                    attribute.isOptional || attribute.defaultValue != nil || attribute.dynamicDefault != nil
-                steps.append(
-                    Step(
-                        .addAttribute, entity: name, property: attribute.name,
-                        summary: "add attribute \(path) (\(attribute.type.rawValue)"
-                            + (attribute.isOptional ? ", optional" : "") + ")",
-                        isLightweight: filled || !isRoot,
-                        reason: filled || !isRoot
-                            ? nil
-                            : "it is required and has no default, so existing records have no value for it; "
-                                + "give it a default, make it optional, or fill it in a custom stage",
-                        needsDataCheck: !filled && !isRoot))
+                steps.append(Self.addedAttribute(attribute, entity: name, isRoot: isRoot))
                 continue
             }
             kept.insert(origin)
-            if origin != attribute.name {
-                steps.append(
-                    Step(
-                        .renameAttribute, entity: name, property: attribute.name,
-                        summary: "rename attribute \(name).\(origin) → \(attribute.name)"))
-            }
-            if before.type != attribute.type {
-                steps.append(
-                    Step(
-                        .changeAttributeType, entity: name, property: attribute.name,
-                        summary: "\(path): type \(before.type.rawValue) → \(attribute.type.rawValue)",
-                        isLightweight: false,
-                        reason: "stored values of type \(before.type.rawValue) do not convert to "
-                            + "\(attribute.type.rawValue) by rule; a custom stage must convert them"))
-            }
-            if before.isOptional && !attribute.isOptional {
-                let hasDefault = attribute.defaultValue != nil || attribute.dynamicDefault != nil
-                steps.append(
-                    Step(
-                        .makeRequired, entity: name, property: attribute.name,
-                        summary: "\(path): optional → required"
-                            + (hasDefault ? " (nulls get the default)" : ""),
-                        isLightweight: hasDefault,
-                        reason: hasDefault
-                            ? nil
-                            : "records that hold no value would break the rule; give it a default or fill "
-                                + "the values in a custom stage",
-                        needsDataCheck: !hasDefault))
-            } else if !before.isOptional && attribute.isOptional {
-                steps.append(
-                    Step(
-                        .makeOptional, entity: name, property: attribute.name,
-                        summary: "\(path): required → optional"))
-            }
-            if before.defaultValue != attribute.defaultValue
-                || before.dynamicDefault != attribute.dynamicDefault
-            {
-                steps.append(
-                    Step(
-                        .changeDefault, entity: name, property: attribute.name,
-                        summary: "\(path): default changed"))
-            }
-            let wasUnique = before.options.contains(.unique)
-            let isUnique = attribute.options.contains(.unique)
-            if !wasUnique && isUnique {
-                steps.append(
-                    Step(
-                        .addUnique, entity: name, property: attribute.name,
-                        summary: "\(path): becomes unique (checked: no two records may share a value)",
-                        needsDataCheck: true))
-            } else if wasUnique && !isUnique {
-                steps.append(
-                    Step(
-                        .removeUnique, entity: name, property: attribute.name,
-                        summary: "\(path): no longer unique"))
-            }
-            let wasIndexed = before.options.contains(.indexed) && !wasUnique
-            let isIndexed = attribute.options.contains(.indexed) && !isUnique
-            if !wasIndexed && isIndexed {
-                steps.append(
-                    Step(.addIndex, entity: name, property: attribute.name, summary: "\(path): indexed"))
-            } else if wasIndexed && !isIndexed {
-                steps.append(
-                    Step(
-                        .removeIndex, entity: name, property: attribute.name,
-                        summary: "\(path): no longer indexed"))
-            }
-            let wasExternal = before.options.contains(.externalStorage)
-            let isExternal = attribute.options.contains(.externalStorage)
-            if wasExternal != isExternal
-                || (isExternal && before.effectiveExternalThreshold != attribute.effectiveExternalThreshold)
-            {
-                let describe = { (external: Bool, attribute: StoreSchema.Attribute) in
-                    external ? "external storage ≥ \(attribute.effectiveExternalThreshold) bytes" : "inline"
-                }
-                steps.append(
-                    Step(
-                        .changeExternalStorage, entity: name, property: attribute.name,
-                        summary:
-                            "\(path): \(describe(wasExternal, before)) → \(describe(isExternal, attribute)) "
-                            + "(values move between the store and blob files)"))
-            }
+            compareAttribute(before, attribute, entity: name, origin: origin)
         }
         for attribute in old.attributes where !kept.contains(attribute.name) {
             steps.append(
                 Step(
                     .removeAttribute, entity: name, property: attribute.name,
                     summary: "remove attribute \(name).\(attribute.name) (its values are deleted)"))
+        }
+    }
+
+    /// The step that adds `attribute` to `entity`: lightweight when it is optional or has a
+    /// default, or belongs to a subentity (whose records, if it has any, a data check then finds).
+    private static func addedAttribute(_ attribute: StoreSchema.Attribute, entity name: String, isRoot: Bool)
+        -> Step
+    {
+        let path = "\(name).\(attribute.name)"
+        let filled =
+            attribute.isOptional || attribute.defaultValue != nil || attribute.dynamicDefault != nil
+        return Step(
+            .addAttribute, entity: name, property: attribute.name,
+            summary: "add attribute \(path) (\(attribute.type.rawValue)"
+                + (attribute.isOptional ? ", optional" : "") + ")",
+            isLightweight: filled || !isRoot,
+            reason: filled || !isRoot
+                ? nil
+                : "it is required and has no default, so existing records have no value for it; "
+                    + "give it a default, make it optional, or fill it in a custom stage",
+            needsDataCheck: !filled && !isRoot)
+    }
+
+    /// The steps for an attribute that continues `before` (its origin, named `origin`): its
+    /// name, type, optionality and default, then its options.
+    private mutating func compareAttribute(
+        _ before: StoreSchema.Attribute, _ attribute: StoreSchema.Attribute, entity name: String,
+        origin: String
+    ) {
+        let path = "\(name).\(attribute.name)"
+        if origin != attribute.name {
+            steps.append(
+                Step(
+                    .renameAttribute, entity: name, property: attribute.name,
+                    summary: "rename attribute \(name).\(origin) → \(attribute.name)"))
+        }
+        if before.type != attribute.type {
+            steps.append(
+                Step(
+                    .changeAttributeType, entity: name, property: attribute.name,
+                    summary: "\(path): type \(before.type.rawValue) → \(attribute.type.rawValue)",
+                    isLightweight: false,
+                    reason: "stored values of type \(before.type.rawValue) do not convert to "
+                        + "\(attribute.type.rawValue) by rule; a custom stage must convert them"))
+        }
+        if before.isOptional && !attribute.isOptional {
+            let hasDefault = attribute.defaultValue != nil || attribute.dynamicDefault != nil
+            steps.append(
+                Step(
+                    .makeRequired, entity: name, property: attribute.name,
+                    summary: "\(path): optional → required"
+                        + (hasDefault ? " (nulls get the default)" : ""),
+                    isLightweight: hasDefault,
+                    reason: hasDefault
+                        ? nil
+                        : "records that hold no value would break the rule; give it a default or fill "
+                            + "the values in a custom stage",
+                    needsDataCheck: !hasDefault))
+        } else if !before.isOptional && attribute.isOptional {
+            steps.append(
+                Step(
+                    .makeOptional, entity: name, property: attribute.name,
+                    summary: "\(path): required → optional"))
+        }
+        if before.defaultValue != attribute.defaultValue
+            || before.dynamicDefault != attribute.dynamicDefault
+        {
+            steps.append(
+                Step(
+                    .changeDefault, entity: name, property: attribute.name,
+                    summary: "\(path): default changed"))
+        }
+        compareAttributeOptions(before, attribute, entity: name)
+    }
+
+    /// The steps for the options of an attribute that continues `before`: unique, indexed,
+    /// external storage.
+    private mutating func compareAttributeOptions(
+        _ before: StoreSchema.Attribute, _ attribute: StoreSchema.Attribute, entity name: String
+    ) {
+        let path = "\(name).\(attribute.name)"
+        let wasUnique = before.options.contains(.unique)
+        let isUnique = attribute.options.contains(.unique)
+        if !wasUnique && isUnique {
+            steps.append(
+                Step(
+                    .addUnique, entity: name, property: attribute.name,
+                    summary: "\(path): becomes unique (checked: no two records may share a value)",
+                    needsDataCheck: true))
+        } else if wasUnique && !isUnique {
+            steps.append(
+                Step(
+                    .removeUnique, entity: name, property: attribute.name,
+                    summary: "\(path): no longer unique"))
+        }
+        let wasIndexed = before.options.contains(.indexed) && !wasUnique
+        let isIndexed = attribute.options.contains(.indexed) && !isUnique
+        if !wasIndexed && isIndexed {
+            steps.append(
+                Step(.addIndex, entity: name, property: attribute.name, summary: "\(path): indexed"))
+        } else if wasIndexed && !isIndexed {
+            steps.append(
+                Step(
+                    .removeIndex, entity: name, property: attribute.name,
+                    summary: "\(path): no longer indexed"))
+        }
+        let wasExternal = before.options.contains(.externalStorage)
+        let isExternal = attribute.options.contains(.externalStorage)
+        if wasExternal != isExternal
+            || (isExternal && before.effectiveExternalThreshold != attribute.effectiveExternalThreshold)
+        {
+            let describe = { (external: Bool, attribute: StoreSchema.Attribute) in
+                external ? "external storage ≥ \(attribute.effectiveExternalThreshold) bytes" : "inline"
+            }
+            steps.append(
+                Step(
+                    .changeExternalStorage, entity: name, property: attribute.name,
+                    summary:
+                        "\(path): \(describe(wasExternal, before)) → \(describe(isExternal, attribute)) "
+                        + "(values move between the store and blob files)"))
         }
     }
 
@@ -439,30 +465,8 @@ public struct SchemaDiff: Sendable, Equatable {
                             + (toMany ? "" : " (checked: no record may have more than one link)"),
                         needsDataCheck: !toMany))
             }
-            // The old inverse by its new name (an inverse that was renamed is the same inverse).
-            let renamedInverse = before.inverse.map { inverse in
-                newName(ofOld: before.destination).flatMap { newPropertyName(entity: $0, old: inverse) }
-                    ?? inverse
-            }
-            if renamedInverse != relationship.inverse {
-                // Naming an inverse that was inferred, or the reverse, keeps the storage (spec:
-                // section 6.5); a pairing that moves the links does not.
-                // A pairing that moves the links moves them too (section 18.2), unless it pairs two
-                // relationships that each had links of their own: merging them is the app's call.
-                let merged = pairsTwoLinkSets(
-                    entity: name, relationship: relationship.name, old: old.name, origin: origin,
-                    mappings: &mappings)
-                steps.append(
-                    Step(
-                        .changeInverse, entity: name, property: relationship.name,
-                        summary:
-                            "\(path): inverse \(before.inverse ?? "none") → \(relationship.inverse ?? "none")",
-                        isLightweight: merged == nil,
-                        reason: merged.map {
-                            "it pairs the relationship with \($0), and each had links of its own; a custom stage "
-                                + "must merge them"
-                        }))
-            }
+            compareInverse(
+                before, relationship, entity: name, oldEntity: old.name, origin: origin, mappings: &mappings)
             if before.deleteRule != relationship.deleteRule {
                 steps.append(
                     Step(
@@ -478,6 +482,39 @@ public struct SchemaDiff: Sendable, Equatable {
                 Step(
                     .removeRelationship, entity: name, property: relationship.name,
                     summary: "remove relationship \(name).\(relationship.name) (its links are deleted)"))
+        }
+    }
+
+    /// The step for a relationship whose inverse changes from `before`'s (by its new name):
+    /// lightweight unless it pairs two relationships that each had links of their own.
+    private mutating func compareInverse(
+        _ before: StoreSchema.Relationship, _ relationship: StoreSchema.Relationship, entity name: String,
+        oldEntity: String, origin: String, mappings: inout Mappings
+    ) {
+        let path = "\(name).\(relationship.name)"
+        // The old inverse by its new name (an inverse that was renamed is the same inverse).
+        let renamedInverse = before.inverse.map { inverse in
+            newName(ofOld: before.destination).flatMap { newPropertyName(entity: $0, old: inverse) }
+                ?? inverse
+        }
+        if renamedInverse != relationship.inverse {
+            // Naming an inverse that was inferred, or the reverse, keeps the storage (spec:
+            // section 6.5); a pairing that moves the links does not.
+            // A pairing that moves the links moves them too (section 18.2), unless it pairs two
+            // relationships that each had links of their own: merging them is the app's call.
+            let merged = pairsTwoLinkSets(
+                entity: name, relationship: relationship.name, old: oldEntity, origin: origin,
+                mappings: &mappings)
+            steps.append(
+                Step(
+                    .changeInverse, entity: name, property: relationship.name,
+                    summary:
+                        "\(path): inverse \(before.inverse ?? "none") → \(relationship.inverse ?? "none")",
+                    isLightweight: merged == nil,
+                    reason: merged.map {
+                        "it pairs the relationship with \($0), and each had links of its own; a custom stage "
+                            + "must merge them"
+                    }))
         }
     }
 

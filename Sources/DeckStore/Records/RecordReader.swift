@@ -103,10 +103,7 @@ struct RecordReader {
     /// Calls `body` for each record `query` matches, with a cursor on it (see ``RowCursor``).
     func forEachCursor(_ query: RecordQuery, _ body: (RowCursor) throws -> Void) throws(DeckError) {
         let mapping = try connection.mapping.entity(query.entity)
-        // What to read for each entity the query can return: one result column per distinct column
-        // expression. Siblings can give one name different storage (an attribute in one, a to-one
-        // relationship in another), so each entity has its own list.
-        // Global ids from format version 2 on: a reader of an older store has none to read.
+        // What to read for each entity the query can return (``readLayout(members:onlyEntity:)``).
         let members = query.includesSubentities ? mapping.family : [mapping.name]
         // A table that holds one entity's records needs no entity name per row: its rows are all
         // that entity's (a row naming another, which only a damaged store holds and `deck verify`
@@ -115,47 +112,8 @@ struct RecordReader {
         let onlyEntity =
             members == [mapping.name] && connection.mapping.members[mapping.table]?.count == 1
             ? mapping.name : nil
-        var columns =
-            ["r._pk", onlyEntity == nil ? "r._entity" : "NULL"] + (formatVersion >= 2 ? ["r._gid"] : [])
-        var positions: [String: Int] = [:]
-        func column(_ expression: String) -> Int {
-            if let known = positions[expression] { return known }
-            columns.append(expression)
-            positions[expression] = columns.count - 1
-            return columns.count - 1
-        }
-        // Only the attribute's type: copying the whole attribute for every cell costs more than
-        // reading it.
-        typealias Reader = (column: Int, type: AttributeType?)
-        var layouts: [String: (names: [String], readers: [Reader])] = [:]
-        for member in members.compactMap({ connection.mapping.entities[$0] }) {
-            var names: [String] = []
-            var list: [Reader] = []
-            for attribute in member.attributes {
-                names.append(attribute.name)
-                list.append((column("r.\(quote(attribute.name))"), attribute.type))
-            }
-            for (relationship, storage) in member.relationships where !relationship.isToMany {
-                let expression: String
-                switch storage {
-                case .ownColumn(let name): expression = "r.\(quote(name))"
-                case .inverseColumn(let table, let name):
-                    // Only the destination's records: sibling entities may share the column.
-                    let family =
-                        connection.mapping.entities[relationship.destination]?.familyCondition("u").map {
-                            " AND " + $0
-                        }
-                        ?? ""
-                    expression =
-                        "(SELECT u._pk FROM \(quote(table)) u WHERE u.\(quote(name)) = r._pk\(family) "
-                        + "ORDER BY u._pk LIMIT 1)"
-                case .joinTable: continue
-                }
-                names.append(relationship.name)
-                list.append((column(expression), nil))
-            }
-            layouts[member.name] = (names, list)
-        }
+        let layout = readLayout(members: members, onlyEntity: onlyEntity)
+        let (columns, positions, layouts) = (layout.columns, layout.positions, layout.layouts)
         var query = query
         let sortColumns = callerSortColumns(query, mapping: mapping, positions: positions)
         if sortColumns != nil { query.sort = [] }
@@ -180,7 +138,7 @@ struct RecordReader {
                 statement: statement, readsGlobalIDs: formatVersion >= 2,
                 positionColumns: query.readsPositions ? columns.count..<statement.columnCount : nil,
                 sortColumns: sortColumns, dateEpoch: dateEpoch, blobSize: blobSize)
-            var last: (entity: String, names: [String], readers: [Reader]) = ("", [], [])
+            var last: (entity: String, names: [String], readers: [ColumnReader]) = ("", [], [])
             var first = true
             while try statement.step() {
                 // Rows of one entity come in runs: its name is compared in place, and read as a
@@ -198,6 +156,66 @@ struct RecordReader {
             }
         } catch {
             throw connection.translate(error)
+        }
+    }
+
+    /// How a value is read: its result column, and only its attribute's type (copying the whole
+    /// attribute for every cell costs more than reading it); nil for a to-one relationship.
+    typealias ColumnReader = (column: Int, type: AttributeType?)
+
+    /// The result columns of a query of `members` (the record id, the entity name unless
+    /// `onlyEntity` makes it needless, the global id from format version 2 on, then one column per
+    /// distinct column expression), their positions by expression, and for each entity the names
+    /// of its values (``StoreRow/names``) and how each is read. Siblings can give one name
+    /// different storage (an attribute in one, a to-one relationship in another), so each entity
+    /// has its own list.
+    func readLayout(members: [String], onlyEntity: String?) -> (
+        columns: [String], positions: [String: Int],
+        layouts: [String: (names: [String], readers: [ColumnReader])]
+    ) {
+        var columns =
+            ["r._pk", onlyEntity == nil ? "r._entity" : "NULL"] + (formatVersion >= 2 ? ["r._gid"] : [])
+        var positions: [String: Int] = [:]
+        func column(_ expression: String) -> Int {
+            if let known = positions[expression] { return known }
+            columns.append(expression)
+            positions[expression] = columns.count - 1
+            return columns.count - 1
+        }
+        var layouts: [String: (names: [String], readers: [ColumnReader])] = [:]
+        for member in members.compactMap({ connection.mapping.entities[$0] }) {
+            var names: [String] = []
+            var list: [ColumnReader] = []
+            for attribute in member.attributes {
+                names.append(attribute.name)
+                list.append((column("r.\(quote(attribute.name))"), attribute.type))
+            }
+            for (relationship, storage) in member.relationships where !relationship.isToMany {
+                guard let expression = toOneExpression(relationship, storage) else { continue }
+                names.append(relationship.name)
+                list.append((column(expression), nil))
+            }
+            layouts[member.name] = (names, list)
+        }
+        return (columns, positions, layouts)
+    }
+
+    /// The expression of the id a to-one relationship of the record `r` holds; nil for a join
+    /// table's (read apart).
+    func toOneExpression(_ relationship: Relationship, _ storage: RelationshipStorage) -> String? {
+        switch storage {
+        case .ownColumn(let name): return "r.\(quote(name))"
+        case .inverseColumn(let table, let name):
+            // Only the destination's records: sibling entities may share the column.
+            let family =
+                connection.mapping.entities[relationship.destination]?.familyCondition("u").map {
+                    " AND " + $0
+                }
+                ?? ""
+            return
+                "(SELECT u._pk FROM \(quote(table)) u WHERE u.\(quote(name)) = r._pk\(family) "
+                + "ORDER BY u._pk LIMIT 1)"
+        case .joinTable: return nil
         }
     }
 

@@ -298,21 +298,6 @@ enum JSONText {
             position += 1
             var value: [UInt8] = []
             var plainStart = position
-            func hex4(_ at: Int) -> UInt32? {
-                guard at + 4 <= bytes.count else { return nil }
-                var result: UInt32 = 0
-                for byte in bytes[at..<(at + 4)] {
-                    let digit: UInt32
-                    switch byte {
-                    case 0x30...0x39: digit = UInt32(byte - 0x30)
-                    case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
-                    case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
-                    default: return nil
-                    }
-                    result = result * 16 + digit
-                }
-                return result
-            }
             while true {
                 guard position < bytes.count else { throw fail("unterminated string", at: start) }
                 let byte = bytes[position]
@@ -351,47 +336,68 @@ enum JSONText {
                     value.append(0x09)
                     position += 2
                 case UInt8(ascii: "u"):
-                    guard let unit = hex4(position + 2) else {
-                        throw fail("\\u must be followed by four hex digits")
-                    }
-                    var scalarValue = unit
-                    var length = 6
-                    if (0xD800...0xDBFF).contains(unit) {
-                        guard position + 7 < bytes.count, bytes[position + 6] == UInt8(ascii: "\\"),
-                            bytes[position + 7] == UInt8(ascii: "u"), let low = hex4(position + 8),
-                            (0xDC00...0xDFFF).contains(low)
-                        else {
-                            if lenient {
-                                value += Array("\u{FFFD}".utf8)
-                                position += 6
-                                plainStart = position
-                                continue
-                            }
-                            throw fail(
-                                String(
-                                    format:
-                                        "lone surrogate \\u%04X (a high surrogate needs a low one after it)",
-                                    unit))
-                        }
-                        scalarValue = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                        length = 12
-                    } else if (0xDC00...0xDFFF).contains(unit) {
-                        guard !lenient else {
-                            value += Array("\u{FFFD}".utf8)
-                            position += 6
-                            plainStart = position
-                            continue
-                        }
-                        throw fail(String(format: "lone surrogate \\u%04X", unit))
-                    }
-                    guard let scalar = Unicode.Scalar(scalarValue) else { throw fail("invalid \\u escape") }
-                    value += Array(String(Character(scalar)).utf8)
-                    position += length
+                    try parseUnicodeEscape(into: &value)
                 default:
                     throw fail("invalid escape '\\\(Character(Unicode.Scalar(escape)))' in a string")
                 }
                 plainStart = position
             }
+        }
+
+        /// Parses the `\\u` escape at `position` (with the low surrogate that follows a high one)
+        /// into `value`'s UTF-8, and moves past it. Leniently, a lone surrogate becomes U+FFFD.
+        mutating func parseUnicodeEscape(into value: inout [UInt8]) throws(SyntaxError) {
+            guard let unit = hex4(at: position + 2) else {
+                throw fail("\\u must be followed by four hex digits")
+            }
+            var scalarValue = unit
+            var length = 6
+            if (0xD800...0xDBFF).contains(unit) {
+                guard position + 7 < bytes.count, bytes[position + 6] == UInt8(ascii: "\\"),
+                    bytes[position + 7] == UInt8(ascii: "u"), let low = hex4(at: position + 8),
+                    (0xDC00...0xDFFF).contains(low)
+                else {
+                    if lenient {
+                        value += Array("\u{FFFD}".utf8)
+                        position += 6
+                        return
+                    }
+                    throw fail(
+                        String(
+                            format:
+                                "lone surrogate \\u%04X (a high surrogate needs a low one after it)",
+                            unit))
+                }
+                scalarValue = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                length = 12
+            } else if (0xDC00...0xDFFF).contains(unit) {
+                guard !lenient else {
+                    value += Array("\u{FFFD}".utf8)
+                    position += 6
+                    return
+                }
+                throw fail(String(format: "lone surrogate \\u%04X", unit))
+            }
+            guard let scalar = Unicode.Scalar(scalarValue) else { throw fail("invalid \\u escape") }
+            value += Array(String(Character(scalar)).utf8)
+            position += length
+        }
+
+        /// The value of the four hex digits at `at`, or nil.
+        func hex4(at: Int) -> UInt32? {
+            guard at + 4 <= bytes.count else { return nil }
+            var result: UInt32 = 0
+            for byte in bytes[at..<(at + 4)] {
+                let digit: UInt32
+                switch byte {
+                case 0x30...0x39: digit = UInt32(byte - 0x30)
+                case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
+                case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
+                default: return nil
+                }
+                result = result * 16 + digit
+            }
+            return result
         }
 
         mutating func parseNumber() throws(SyntaxError) -> Tree {

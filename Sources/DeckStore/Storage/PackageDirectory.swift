@@ -144,16 +144,7 @@ enum PackageDirectory {
     /// WAL mode, for `.readWrite` (which holds the writer lock), a reader's otherwise.
     static func open(at url: URL, mode: PackageStore.Mode) throws(DeckError) -> Opened {
         let path = url.standardizedFileURL.path
-        guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
-        if (st.st_mode & S_IFMT) == S_IFLNK {
-            throw DeckError.notAPackage(path: path, reason: "it is a symbolic link; open its target instead")
-        }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
-        }
-        guard access(path, R_OK | X_OK) == 0 else {
-            throw DeckError.permissionDenied(path: path, operation: "open")
-        }
+        try checkDirectory(path)
         try PackageLayout.refuseLinks(packagePath: path)
         var manifest = try Manifest.read(packagePath: path)
         if mode == .readWrite && manifest.formatVersion > PackageLayout.formatVersion {
@@ -226,6 +217,21 @@ enum PackageDirectory {
             url: URL(fileURLWithPath: path), manifest: manifest, schema: schema, mapping: mapping,
             database: database, lock: lock, formatVersion: formatVersion, documentID: documentID,
             dateEpoch: dateEpoch)
+    }
+
+    /// Refuses a path that is not a directory that can be read: missing, a symbolic link (to
+    /// anything), a file, or without permission to list it.
+    static func checkDirectory(_ path: String) throws(DeckError) {
+        guard let st = try FileSystem.status(path) else { throw DeckError.notFound(path: path) }
+        if (st.st_mode & S_IFMT) == S_IFLNK {
+            throw DeckError.notAPackage(path: path, reason: "it is a symbolic link; open its target instead")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw DeckError.notAPackage(path: path, reason: "it is a file, not a package directory")
+        }
+        guard access(path, R_OK | X_OK) == 0 else {
+            throw DeckError.permissionDenied(path: path, operation: "open")
+        }
     }
 
     /// Creates `store.sqlite-wal` and `-shm`, empty, where they are missing, before a writer

@@ -118,29 +118,8 @@ enum SchemaBookkeeping {
     static func problems(_ db: Database, meta: StoreMetadata, schema: StoreSchema) throws
         -> (meta: [String], history: [(object: String, message: String)])
     {
-        var metaProblems: [String] = []
+        var metaProblems = metaKeyProblems(meta, schema: schema)
         let fingerprint = schema.fingerprint
-        switch meta.values["schema_fingerprint"] {
-        case .text(let v) where v == fingerprint: break
-        case .text(let v):
-            metaProblems.append(
-                "deck_meta's 'schema_fingerprint' is '\(v.prefix(64))', but the stored schema's fingerprint is \(fingerprint)"
-            )
-        case nil: metaProblems.append("deck_meta holds no 'schema_fingerprint'")
-        case let other?:
-            metaProblems.append(
-                "deck_meta's 'schema_fingerprint' is \(StoreMetadata.describeValue(other)), not text")
-        }
-        switch meta.values["schema_floor"] {
-        case .text(let v) where StoreSchema.compareVersions(v, schema.version) == .orderedDescending:
-            metaProblems.append(
-                "deck_meta's 'schema_floor' is '\(v)', above the schema's version '\(schema.version)'")
-        case .text: break
-        case nil: metaProblems.append("deck_meta holds no 'schema_floor'")
-        case let other?:
-            metaProblems.append(
-                "deck_meta's 'schema_floor' is \(StoreMetadata.describeValue(other)), not text")
-        }
         var history: [(String, String)] = []
         // A table altered so that the columns are not there is reported as such (table-altered).
         let rows =
@@ -199,5 +178,34 @@ enum SchemaBookkeeping {
                 ))
         }
         return (metaProblems, history)
+    }
+
+    /// The problems of a version 3 store's `schema_fingerprint` and `schema_floor` keys by
+    /// themselves (the history's rows may add one of the floor's).
+    static func metaKeyProblems(_ meta: StoreMetadata, schema: StoreSchema) -> [String] {
+        var metaProblems: [String] = []
+        let fingerprint = schema.fingerprint
+        switch meta.values["schema_fingerprint"] {
+        case .text(let v) where v == fingerprint: break
+        case .text(let v):
+            metaProblems.append(
+                "deck_meta's 'schema_fingerprint' is '\(v.prefix(64))', but the stored schema's fingerprint is \(fingerprint)"
+            )
+        case nil: metaProblems.append("deck_meta holds no 'schema_fingerprint'")
+        case let other?:
+            metaProblems.append(
+                "deck_meta's 'schema_fingerprint' is \(StoreMetadata.describeValue(other)), not text")
+        }
+        switch meta.values["schema_floor"] {
+        case .text(let v) where StoreSchema.compareVersions(v, schema.version) == .orderedDescending:
+            metaProblems.append(
+                "deck_meta's 'schema_floor' is '\(v)', above the schema's version '\(schema.version)'")
+        case .text: break
+        case nil: metaProblems.append("deck_meta holds no 'schema_floor'")
+        case let other?:
+            metaProblems.append(
+                "deck_meta's 'schema_floor' is \(StoreMetadata.describeValue(other)), not text")
+        }
+        return metaProblems
     }
 }

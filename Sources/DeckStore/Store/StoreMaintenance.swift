@@ -255,29 +255,6 @@ struct StoreMaintenance {
         for row in try database.rows("SELECT digest, size, refs FROM deck_blob") {
             known[row[0].string ?? ""] = (row[1].int64 ?? 0, row[2].int64 ?? 0)
         }
-        /// Hashes a referenced blob's file: its length when intact, or why it is not.
-        enum Intact {
-            case success(Int64)
-            case failure(ReferenceRepairReport.Unrepaired)
-        }
-        func intactSize(_ digest: Digest) -> Intact {
-            let filePath = blobs.path(for: digest)
-            func failure(_ reason: String) -> Intact {
-                .failure(ReferenceRepairReport.Unrepaired(object: digest.hexDigest, reason: reason))
-            }
-            do {
-                let (actual, size) = try BlobStore.hashFile(at: filePath)
-                return actual == digest
-                    ? .success(size)
-                    : failure("file \(filePath) is corrupt: its bytes hash to \(actual.hexDigest)")
-            } catch .notFound {
-                return failure("file \(filePath) is missing")
-            } catch .corrupt(_, let reason) {
-                return failure("file \(filePath): \(reason)")
-            } catch {
-                return failure("file \(filePath) cannot be read: \(error)")
-            }
-        }
         for (text, count) in counted.sorted(by: { $0.key < $1.key }) {
             guard let digest = Digest(hex: text) else {
                 report.unrepaired.append(
@@ -334,6 +311,32 @@ struct StoreMaintenance {
             }
         }
         return report
+    }
+
+    /// Hashes a referenced blob's file: its length when intact, or why it is not.
+    private enum Intact {
+        case success(Int64)
+        case failure(ReferenceRepairReport.Unrepaired)
+    }
+
+    /// Hashes the file of a referenced blob: its length when it hashes to its name, or why not.
+    private func intactSize(_ digest: Digest) -> Intact {
+        let filePath = blobs.path(for: digest)
+        func failure(_ reason: String) -> Intact {
+            .failure(ReferenceRepairReport.Unrepaired(object: digest.hexDigest, reason: reason))
+        }
+        do {
+            let (actual, size) = try BlobStore.hashFile(at: filePath)
+            return actual == digest
+                ? .success(size)
+                : failure("file \(filePath) is corrupt: its bytes hash to \(actual.hexDigest)")
+        } catch .notFound {
+            return failure("file \(filePath) is missing")
+        } catch .corrupt(_, let reason) {
+            return failure("file \(filePath): \(reason)")
+        } catch {
+            return failure("file \(filePath) cannot be read: \(error)")
+        }
     }
 
     /// Counts and sizes for `deck inspect`.
