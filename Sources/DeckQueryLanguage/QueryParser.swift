@@ -39,8 +39,8 @@ package enum QueryParser {
 
     /// Parses a `--sort` key: `created:desc`, `front`, `front:asc`, `deck.title:desc`.
     package static func parseSort(_ text: String) throws(QuerySyntaxError) -> SortKey {
-        var parser = try ExpressionParser(text)
-        return try parser.parseSortKey()
+        var scanner = try ExpressionScanner(text)
+        return try scanner.parseSortKey()
     }
 }
 
@@ -71,40 +71,11 @@ package struct QuerySyntaxError: Error, CustomStringConvertible, Sendable, Equat
 
 /// A recursive-descent parser over the expression's characters; recursion is bounded by `maximumDepth`.
 struct ExpressionParser {
-    enum Connective {
-        case and
-        case or
-    }
-
-    static let keywords: Set<String> = [
-        "and", "or", "not", "is", "null", "in", "true", "false",
-        "contains", "beginswith", "begins-with", "endswith", "ends-with",
-    ]
-    static let comparisons: [String: QueryExpression.Comparison] = [
-        "=": .equal, "==": .equal, "!=": .notEqual, "<>": .notEqual,
-        "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual,
-    ]
-    static let comparisonCharacters: Set<Character> = ["=", "!", "<", ">"]
-    /// Characters that start something other than an operator, for messages after a key.
-    static let nonOperatorCharacters: Set<Character> = ["(", ")", "\"", "'", "`", ",", "#", "[", "]"]
-    static let operatorHint =
-        "; expected =, ==, !=, <>, <, <=, >, >=, is, in, not in, contains, begins-with, ends-with or equals"
-
-    let text: String
-    let characters: [Character]
-    var index = 0
+    /// The expression's characters, the position, and its words, keys and values.
+    var scanner: ExpressionScanner
 
     init(_ text: String) throws(QuerySyntaxError) {
-        let length = text.utf8.count
-        guard length <= QueryParser.maximumLength else {
-            throw QuerySyntaxError(
-                message:
-                    "the expression is too long (\(length) bytes; "
-                    + "the limit is \(QueryParser.maximumLength))",
-                column: 1, expression: text)
-        }
-        self.text = text
-        self.characters = Array(text)
+        scanner = try ExpressionScanner(text)
     }
 
     // MARK: - Expressions
@@ -121,27 +92,30 @@ struct ExpressionParser {
         throws(QuerySyntaxError)
     {
         guard Self.isCondition(expression) else {
-            throw failure(
+            throw scanner.failure(
                 "\(what) needs a condition, not a value; compare the value with something", at: position)
         }
     }
 
     mutating func parseCondition() throws(QuerySyntaxError) -> QueryExpression {
-        skipSpaces()
-        guard index < characters.count else { throw failure("empty expression", at: 0) }
+        scanner.skipSpaces()
+        guard scanner.index < scanner.characters.count else {
+            throw scanner.failure("empty expression", at: 0)
+        }
         let condition = try parseOr(depth: 0, after: nil)
-        skipSpaces()
+        scanner.skipSpaces()
         guard Self.isCondition(condition) else {
-            if character(at: index) == ")" {
-                throw failure("unbalanced parenthesis: this ')' has no matching '('", at: index)
+            if scanner.character(at: scanner.index) == ")" {
+                throw scanner.failure(
+                    "unbalanced parenthesis: this ')' has no matching '('", at: scanner.index)
             }
-            throw failure("expected an operator after the value", at: index)
+            throw scanner.failure("expected an operator after the value", at: scanner.index)
         }
-        guard let next = character(at: index) else { return condition }
+        guard let next = scanner.character(at: scanner.index) else { return condition }
         if next == ")" {
-            throw failure("unbalanced parenthesis: this ')' has no matching '('", at: index)
+            throw scanner.failure("unbalanced parenthesis: this ')' has no matching '('", at: scanner.index)
         }
-        throw unexpectedAfterCondition(at: index, insideParentheses: false)
+        throw scanner.unexpectedAfterCondition(at: scanner.index, insideParentheses: false)
     }
 
     mutating func parseOr(depth: Int, after context: String?) throws(QuerySyntaxError)
@@ -149,13 +123,13 @@ struct ExpressionParser {
     {
         var terms = [try parseAnd(depth: depth, after: context)]
         while true {
-            skipSpaces()
-            guard let found = connective(at: index), found.kind == .or else { break }
-            let word = source(index, found.end)
-            try requireCondition(terms[terms.count - 1], "'\(word)'", at: index)
-            index = found.end
+            scanner.skipSpaces()
+            guard let found = scanner.connective(at: scanner.index), found.kind == .or else { break }
+            let word = scanner.source(scanner.index, found.end)
+            try requireCondition(terms[terms.count - 1], "'\(word)'", at: scanner.index)
+            scanner.index = found.end
             let term = try parseAnd(depth: depth, after: word)
-            try requireCondition(term, "'\(word)'", at: index)
+            try requireCondition(term, "'\(word)'", at: scanner.index)
             terms.append(term)
         }
         return terms.count == 1 ? terms[0] : .or(terms)
@@ -166,13 +140,13 @@ struct ExpressionParser {
     {
         var terms = [try parseUnary(depth: depth, after: context)]
         while true {
-            skipSpaces()
-            guard let found = connective(at: index), found.kind == .and else { break }
-            let word = source(index, found.end)
-            try requireCondition(terms[terms.count - 1], "'\(word)'", at: index)
-            index = found.end
+            scanner.skipSpaces()
+            guard let found = scanner.connective(at: scanner.index), found.kind == .and else { break }
+            let word = scanner.source(scanner.index, found.end)
+            try requireCondition(terms[terms.count - 1], "'\(word)'", at: scanner.index)
+            scanner.index = found.end
             let term = try parseUnary(depth: depth, after: word)
-            try requireCondition(term, "'\(word)'", at: index)
+            try requireCondition(term, "'\(word)'", at: scanner.index)
             terms.append(term)
         }
         return terms.count == 1 ? terms[0] : .and(terms)
@@ -181,28 +155,30 @@ struct ExpressionParser {
     mutating func parseUnary(depth: Int, after context: String?) throws(QuerySyntaxError)
         -> QueryExpression
     {
-        skipSpaces()
-        let start = index
-        guard let first = character(at: start) else {
-            throw expected(condition(after: context), at: start)
+        scanner.skipSpaces()
+        let start = scanner.index
+        guard let first = scanner.character(at: start) else {
+            throw scanner.expected(scanner.condition(after: context), at: start)
         }
-        let isBang = first == "!" && character(at: start + 1) != "="
-        if isBang || word(at: start) == "not" {
+        let isBang = first == "!" && scanner.character(at: start + 1) != "="
+        if isBang || scanner.word(at: start) == "not" {
             try checkDepth(depth, at: start)
-            let end = isBang ? start + 1 : wordEnd(from: start)
-            let word = source(start, end)
-            index = end
+            let end = isBang ? start + 1 : scanner.wordEnd(from: start)
+            let word = scanner.source(start, end)
+            scanner.index = end
             let inner = try parseUnary(depth: depth + 1, after: word)
-            try requireCondition(inner, "'\(word)'", at: index)
+            try requireCondition(inner, "'\(word)'", at: scanner.index)
             return .not(inner)
         }
-        if word(at: start) == "true" || word(at: start) == "false" {
-            let end = wordEnd(from: start)
-            let value = word(at: start) == "true"
+        if scanner.word(at: start) == "true" || scanner.word(at: start) == "false" {
+            let end = scanner.wordEnd(from: start)
+            let value = scanner.word(at: start) == "true"
             var after = end
-            while let next = character(at: after), next.isWhitespace { after += 1 }
-            if connective(at: after) != nil || character(at: after) == nil || character(at: after) == ")" {
-                index = end
+            while let next = scanner.character(at: after), next.isWhitespace { after += 1 }
+            if scanner.connective(at: after) != nil || scanner.character(at: after) == nil
+                || scanner.character(at: after) == ")"
+            {
+                scanner.index = end
                 return .value(.bool(value))
             }
         }
@@ -211,38 +187,10 @@ struct ExpressionParser {
 
     func checkDepth(_ depth: Int, at position: Int) throws(QuerySyntaxError) {
         guard depth < QueryParser.maximumDepth else {
-            throw failure(
+            throw scanner.failure(
                 "the expression is nested too deeply (at most \(QueryParser.maximumDepth) levels of "
                     + "parentheses, 'not', operators and quantifiers)", at: position)
         }
-    }
-
-    func connective(at position: Int) -> (kind: Connective, end: Int)? {
-        let first = character(at: position)
-        let second = character(at: position + 1)
-        if first == "&" && second == "&" { return (.and, position + 2) }
-        if first == "|" && second == "|" { return (.or, position + 2) }
-        switch word(at: position) {
-        case "and": return (.and, wordEnd(from: position))
-        case "or": return (.or, wordEnd(from: position))
-        default: return nil
-        }
-    }
-
-    func unexpectedAfterCondition(at position: Int, insideParentheses: Bool) -> QuerySyntaxError {
-        switch character(at: position) {
-        case "&": return failure("unknown operator '&'; use 'and' or '&&'", at: position)
-        case "|": return failure("unknown operator '|'; use 'or' or '||'", at: position)
-        default:
-            let wanted = insideParentheses ? "')', 'and' or 'or'" : "'and', 'or' or the end of the expression"
-            return expected(wanted, at: position)
-        }
-    }
-
-    /// "a condition", or "a condition after 'and'".
-    func condition(after context: String?) -> String {
-        guard let context else { return "a condition" }
-        return "a condition after '\(Self.abbreviated(context))'"
     }
 
     // MARK: - Predicates
@@ -252,79 +200,88 @@ struct ExpressionParser {
     mutating func parsePredicate(depth: Int, after context: String?) throws(QuerySyntaxError)
         -> QueryExpression
     {
-        let operandStart = index
+        let operandStart = scanner.index
         let (lhs, isCondition) = try parseOperand(depth: depth, valuePosition: false, after: context)
-        var operandEnd = index
-        while operandEnd > operandStart, let last = character(at: operandEnd - 1), last.isWhitespace {
+        var operandEnd = scanner.index
+        while operandEnd > operandStart, let last = scanner.character(at: operandEnd - 1), last.isWhitespace {
             operandEnd -= 1
         }
-        let lhsText = Self.abbreviated(source(operandStart, operandEnd))
-        skipSpaces()
-        let start = index
-        guard let first = character(at: start) else {
+        let lhsText = ExpressionScanner.abbreviated(scanner.source(operandStart, operandEnd))
+        scanner.skipSpaces()
+        let start = scanner.index
+        guard let first = scanner.character(at: start) else {
             if isCondition { return lhs }
-            throw failure("expected an operator after '\(lhsText)'", at: start)
+            throw scanner.failure("expected an operator after '\(lhsText)'", at: start)
         }
-        if Self.comparisonCharacters.contains(first) && !(first == "!" && character(at: start + 1) != "=") {
+        if ExpressionScanner.comparisonCharacters.contains(first)
+            && !(first == "!" && scanner.character(at: start + 1) != "=")
+        {
             var end = start
-            while let next = character(at: end), Self.comparisonCharacters.contains(next) { end += 1 }
-            let symbol = source(start, end)
-            guard let comparison = Self.comparisons[symbol] else {
-                throw failure("unknown operator '\(Self.abbreviated(symbol))'" + Self.operatorHint, at: start)
+            while let next = scanner.character(at: end), ExpressionScanner.comparisonCharacters.contains(next)
+            { end += 1 }
+            let symbol = scanner.source(start, end)
+            guard let comparison = ExpressionScanner.comparisons[symbol] else {
+                throw scanner.failure(
+                    "unknown operator '\(ExpressionScanner.abbreviated(symbol))'"
+                        + ExpressionScanner.operatorHint, at: start)
             }
-            index = end
+            scanner.index = end
             let rhs = try parseRight(depth: depth, after: symbol)
             return .compare(lhs, comparison, rhs)
         }
-        if Self.isASCIILetter(first) {
+        if ExpressionScanner.isASCIILetter(first) {
             var end = start
-            while let next = character(at: end) {
-                if Self.isNameCharacter(next) {
+            while let next = scanner.character(at: end) {
+                if ExpressionScanner.isNameCharacter(next) {
                     end += 1
-                } else if next == "-", let after = character(at: end + 1), Self.isASCIILetter(after) {
+                } else if next == "-", let after = scanner.character(at: end + 1),
+                    ExpressionScanner.isASCIILetter(after)
+                {
                     end += 2
                 } else {
                     break
                 }
             }
-            let name = source(start, end)
-            if isCondition && (connective(at: start) != nil) { return lhs }
-            index = end
+            let name = scanner.source(start, end)
+            if isCondition && (scanner.connective(at: start) != nil) { return lhs }
+            scanner.index = end
             return try parseWordOperator(name, at: start, lhs: lhs, lhsText: lhsText, depth: depth)
         }
-        if isCondition && (first == ")" || connective(at: start) != nil) { return lhs }
+        if isCondition && (first == ")" || scanner.connective(at: start) != nil) { return lhs }
         if first == ")" && openGroups > 0 {
             // A value in parentheses: `(reps + 1) * 2 > 3`.
             return lhs
         }
-        let isConnective = (first == "&" || first == "|") && character(at: start + 1) == first
+        let isConnective = (first == "&" || first == "|") && scanner.character(at: start + 1) == first
         if isConnective || first == ")" || first.isLetter || first.isNumber || first == "_"
-            || Self.nonOperatorCharacters.contains(first)
+            || ExpressionScanner.nonOperatorCharacters.contains(first)
         {
-            throw expected("an operator after '\(lhsText)'", at: start)
+            throw scanner.expected("an operator after '\(lhsText)'", at: start)
         }
         var end = start
-        while let next = character(at: end), !next.isWhitespace, !next.isLetter, !next.isNumber,
-            !Self.nonOperatorCharacters.contains(next)
+        while let next = scanner.character(at: end), !next.isWhitespace, !next.isLetter, !next.isNumber,
+            !ExpressionScanner.nonOperatorCharacters.contains(next)
         {
             end += 1
         }
-        let symbol = Self.abbreviated(source(start, end))
-        throw failure("unknown operator '\(symbol)'" + Self.operatorHint, at: start)
+        let symbol = ExpressionScanner.abbreviated(scanner.source(start, end))
+        throw scanner.failure("unknown operator '\(symbol)'" + ExpressionScanner.operatorHint, at: start)
     }
 
     /// The right side of a comparison or text test: an operand whose bare words are values.
     mutating func parseRight(depth: Int, after symbol: String) throws(QuerySyntaxError)
         -> QueryExpression
     {
-        skipSpaces()
-        guard index < characters.count else {
-            throw failure("expected a value after '\(Self.abbreviated(symbol))'", at: index)
+        scanner.skipSpaces()
+        guard scanner.index < scanner.characters.count else {
+            throw scanner.failure(
+                "expected a value after '\(ExpressionScanner.abbreviated(symbol))'", at: scanner.index)
         }
         let (rhs, isCondition) = try parseOperand(depth: depth, valuePosition: true, after: symbol)
         if isCondition {
-            throw failure(
-                "expected a value after '\(Self.abbreviated(symbol))', found a condition", at: index)
+            throw scanner.failure(
+                "expected a value after '\(ExpressionScanner.abbreviated(symbol))', found a condition",
+                at: scanner.index)
         }
         return rhs
     }
@@ -342,18 +299,21 @@ struct ExpressionParser {
         default: test = nil
         }
         var folding = QueryExpression.TextComparison.exact
-        if character(at: index) == "[" {
-            var close = index + 1
-            while let next = character(at: close), next != "]", close - index < 4 { close += 1 }
-            let option = source(index + 1, close).lowercased()
-            guard character(at: close) == "]", option == "c" || option == "cd" || option == "u" else {
-                throw failure(
-                    "unknown option after '\(Self.abbreviated(name))'; '[c]' ignores ASCII case, '[cd]' "
-                        + "case and diacritics (Unicode), '[u]' case (Unicode)", at: index)
+        if scanner.character(at: scanner.index) == "[" {
+            var close = scanner.index + 1
+            while let next = scanner.character(at: close), next != "]", close - scanner.index < 4 {
+                close += 1
+            }
+            let option = scanner.source(scanner.index + 1, close).lowercased()
+            guard scanner.character(at: close) == "]", option == "c" || option == "cd" || option == "u" else {
+                throw scanner.failure(
+                    "unknown option after '\(ExpressionScanner.abbreviated(name))'; '[c]' ignores ASCII case, '[cd]' "
+                        + "case and diacritics (Unicode), '[u]' case (Unicode)", at: scanner.index)
             }
             guard test != nil else {
-                throw failure(
-                    "'[\(option)]' applies only to contains, begins-with, ends-with and equals", at: index)
+                throw scanner.failure(
+                    "'[\(option)]' applies only to contains, begins-with, ends-with and equals",
+                    at: scanner.index)
             }
             folding =
                 switch option {
@@ -361,19 +321,19 @@ struct ExpressionParser {
                 case "u": .caseInsensitive
                 default: .caseAndDiacriticInsensitive
                 }
-            index = close + 1
+            scanner.index = close + 1
         }
         if let test {
-            let written = source(start, index)
-            skipSpaces()
-            let valueStart = index
+            let written = scanner.source(start, scanner.index)
+            scanner.skipSpaces()
+            let valueStart = scanner.index
             let rhs = try parseRight(depth: depth, after: written)
             if case .value(let value) = rhs {
                 if case .string = value {
                 } else {
-                    let valueText = Self.abbreviated(source(valueStart, index))
+                    let valueText = ExpressionScanner.abbreviated(scanner.source(valueStart, scanner.index))
                     let found = value == .null ? "null" : "the \(value.kindName) \(valueText)"
-                    throw failure(
+                    throw scanner.failure(
                         "'\(written)' needs a string, not \(found); quote it to match the text",
                         at: valueStart)
                 }
@@ -386,70 +346,76 @@ struct ExpressionParser {
         case "in":
             return try parseList(lhs, after: name, depth: depth)
         case "not":
-            skipSpaces()
-            guard word(at: index) == "in" else { throw expected("'in' after '\(name)'", at: index) }
-            let inWord = source(index, wordEnd(from: index))
-            index = wordEnd(from: index)
+            scanner.skipSpaces()
+            guard scanner.word(at: scanner.index) == "in" else {
+                throw scanner.expected("'in' after '\(name)'", at: scanner.index)
+            }
+            let inWord = scanner.source(scanner.index, scanner.wordEnd(from: scanner.index))
+            scanner.index = scanner.wordEnd(from: scanner.index)
             return .not(try parseList(lhs, after: "\(name) \(inWord)", depth: depth))
-        case _ where Self.keywords.contains(lowered):
-            throw failure("expected an operator after '\(lhsText)', found '\(name)'", at: start)
+        case _ where ExpressionScanner.keywords.contains(lowered):
+            throw scanner.failure("expected an operator after '\(lhsText)', found '\(name)'", at: start)
         default:
-            throw failure("unknown operator '\(Self.abbreviated(name))'" + Self.operatorHint, at: start)
+            throw scanner.failure(
+                "unknown operator '\(ExpressionScanner.abbreviated(name))'" + ExpressionScanner.operatorHint,
+                at: start)
         }
     }
 
     mutating func parseNullTest(_ lhs: QueryExpression, after isWord: String) throws(QuerySyntaxError)
         -> QueryExpression
     {
-        skipSpaces()
-        let first = index
-        switch word(at: first) {
+        scanner.skipSpaces()
+        let first = scanner.index
+        switch scanner.word(at: first) {
         case "null":
-            index = wordEnd(from: first)
+            scanner.index = scanner.wordEnd(from: first)
             return .isNull(lhs)
         case "not":
-            let notEnd = wordEnd(from: first)
-            let notWord = source(first, notEnd)
-            index = notEnd
-            skipSpaces()
-            guard word(at: index) == "null" else {
-                throw expected("'null' after '\(isWord) \(notWord)'", at: index)
+            let notEnd = scanner.wordEnd(from: first)
+            let notWord = scanner.source(first, notEnd)
+            scanner.index = notEnd
+            scanner.skipSpaces()
+            guard scanner.word(at: scanner.index) == "null" else {
+                throw scanner.expected("'null' after '\(isWord) \(notWord)'", at: scanner.index)
             }
-            index = wordEnd(from: index)
+            scanner.index = scanner.wordEnd(from: scanner.index)
             return .not(.isNull(lhs))
         default:
-            throw expected("'null' or 'not null' after '\(isWord)'", at: first)
+            throw scanner.expected("'null' or 'not null' after '\(isWord)'", at: first)
         }
     }
 
     mutating func parseList(_ lhs: QueryExpression, after inWord: String, depth: Int)
         throws(QuerySyntaxError) -> QueryExpression
     {
-        skipSpaces()
-        let open = index
-        guard character(at: open) == "(" else { throw expected("'(' after '\(inWord)'", at: open) }
-        index += 1
-        skipSpaces()
-        if character(at: index) == ")" {
-            index += 1
+        scanner.skipSpaces()
+        let open = scanner.index
+        guard scanner.character(at: open) == "(" else {
+            throw scanner.expected("'(' after '\(inWord)'", at: open)
+        }
+        scanner.index += 1
+        scanner.skipSpaces()
+        if scanner.character(at: scanner.index) == ")" {
+            scanner.index += 1
             return .oneOf(lhs, [])
         }
         var values: [QueryExpression] = []
         var separator = "("
         while true {
             values.append(try parseRight(depth: depth, after: separator))
-            skipSpaces()
-            switch character(at: index) {
+            scanner.skipSpaces()
+            switch scanner.character(at: scanner.index) {
             case nil:
-                throw failure("unbalanced parenthesis: this '(' is never closed", at: open)
+                throw scanner.failure("unbalanced parenthesis: this '(' is never closed", at: open)
             case ",":
                 separator = ","
-                index += 1
+                scanner.index += 1
             case ")":
-                index += 1
+                scanner.index += 1
                 return .oneOf(lhs, values)
             default:
-                throw expected("',' or ')' in the list", at: index)
+                throw scanner.expected("',' or ')' in the list", at: scanner.index)
             }
         }
     }

@@ -1,8 +1,156 @@
 import DeckStore
 import Foundation
 
-// Literal values, `--sort` keys, and reading the expression character by character.
-extension ExpressionParser {
+/// The characters of a `--where` or `--sort` expression and the tokens read from them, for
+/// ``ExpressionParser`` (whose grammar calls it) and `--sort` keys: the position, words and
+/// connectives, keys (names in backticks or plain, joined by dots), literal values (quoted
+/// strings, numbers, record ids, bare words) and the messages that say what is where. Nothing
+/// here recurses: the nesting is the grammar's.
+struct ExpressionScanner {
+    enum Connective {
+        case and
+        case or
+    }
+
+    static let keywords: Set<String> = [
+        "and", "or", "not", "is", "null", "in", "true", "false",
+        "contains", "beginswith", "begins-with", "endswith", "ends-with",
+    ]
+    static let comparisons: [String: QueryExpression.Comparison] = [
+        "=": .equal, "==": .equal, "!=": .notEqual, "<>": .notEqual,
+        "<": .less, "<=": .lessOrEqual, ">": .greater, ">=": .greaterOrEqual,
+    ]
+    static let comparisonCharacters: Set<Character> = ["=", "!", "<", ">"]
+    /// Characters that start something other than an operator, for messages after a key.
+    static let nonOperatorCharacters: Set<Character> = ["(", ")", "\"", "'", "`", ",", "#", "[", "]"]
+    static let operatorHint =
+        "; expected =, ==, !=, <>, <, <=, >, >=, is, in, not in, contains, begins-with, ends-with or equals"
+
+    let text: String
+    let characters: [Character]
+    var index = 0
+
+    init(_ text: String) throws(QuerySyntaxError) {
+        let length = text.utf8.count
+        guard length <= QueryParser.maximumLength else {
+            throw QuerySyntaxError(
+                message:
+                    "the expression is too long (\(length) bytes; "
+                    + "the limit is \(QueryParser.maximumLength))",
+                column: 1, expression: text)
+        }
+        self.text = text
+        self.characters = Array(text)
+    }
+
+    func connective(at position: Int) -> (kind: Connective, end: Int)? {
+        let first = character(at: position)
+        let second = character(at: position + 1)
+        if first == "&" && second == "&" { return (.and, position + 2) }
+        if first == "|" && second == "|" { return (.or, position + 2) }
+        switch word(at: position) {
+        case "and": return (.and, wordEnd(from: position))
+        case "or": return (.or, wordEnd(from: position))
+        default: return nil
+        }
+    }
+
+    func unexpectedAfterCondition(at position: Int, insideParentheses: Bool) -> QuerySyntaxError {
+        switch character(at: position) {
+        case "&": return failure("unknown operator '&'; use 'and' or '&&'", at: position)
+        case "|": return failure("unknown operator '|'; use 'or' or '||'", at: position)
+        default:
+            let wanted = insideParentheses ? "')', 'and' or 'or'" : "'and', 'or' or the end of the expression"
+            return expected(wanted, at: position)
+        }
+    }
+
+    /// "a condition", or "a condition after 'and'".
+    func condition(after context: String?) -> String {
+        guard let context else { return "a condition" }
+        return "a condition after '\(Self.abbreviated(context))'"
+    }
+
+    // MARK: - Keys
+
+    /// A key: names (plain or in backticks) joined by dots, and whether the last was plain. In a
+    /// condition, a plain name may not be a keyword.
+    mutating func parseKey(forSort: Bool, after context: String?) throws(QuerySyntaxError)
+        -> (names: [String], lastIsPlain: Bool)
+    {
+        var names: [String] = []
+        var lastIsPlain = false
+        var position = index
+        while true {
+            guard let first = character(at: position), first == "`" || Self.isNameStart(first) else {
+                if names.isEmpty { throw notAKey(at: position, forSort: forSort, after: context) }
+                throw expected("a name after '.' in the key", at: position)
+            }
+            if first == "`" {
+                var close = position + 1
+                while let next = character(at: close), next != "`" { close += 1 }
+                guard close < characters.count else {
+                    throw failure("unterminated key: this backtick is never closed", at: position)
+                }
+                guard close > position + 1 else { throw failure("empty key between backticks", at: position) }
+                // Dots inside backticks join names too: `deck.title` is deck.title.
+                names += source(position + 1, close).split(separator: ".", omittingEmptySubsequences: false)
+                    .map(
+                        String.init)
+                lastIsPlain = false
+                position = close + 1
+            } else {
+                let end = wordEnd(from: position)
+                let name = source(position, end)
+                let lowered = name.lowercased()
+                if !forSort && Self.keywords.contains(lowered) {
+                    if names.isEmpty && (lowered == "and" || lowered == "or") {
+                        throw expected(condition(after: context), at: position)
+                    }
+                    throw failure("'\(name)' is a keyword; write `\(name)` to use it as a key", at: position)
+                }
+                names.append(name)
+                lastIsPlain = true
+                position = end
+            }
+            guard character(at: position) == "." else { break }
+            position += 1
+        }
+        if let next = character(at: position), !next.isASCII, next.isLetter || next.isNumber {
+            throw failure(
+                "a key may contain only ASCII letters, digits and '_'; write other names in backticks",
+                at: position)
+        }
+        index = position
+        return (names, lastIsPlain)
+    }
+
+    func notAKey(at position: Int, forSort: Bool, after context: String?) -> QuerySyntaxError {
+        if forSort { return expected("a sort key", at: position) }
+        guard let first = character(at: position) else {
+            return expected(condition(after: context), at: position)
+        }
+        if first == "\"" || first == "'" {
+            return failure(
+                "expected a key, found a quoted string; write a key in backticks, not quotes", at: position)
+        }
+        if Self.comparisonCharacters.contains(first) {
+            var end = position
+            while let next = character(at: end), Self.comparisonCharacters.contains(next) { end += 1 }
+            return failure("expected a key before '\(Self.abbreviated(source(position, end)))'", at: position)
+        }
+        if Self.isASCIIDigit(first) {
+            return failure(
+                "expected a key, found \(describe(at: position)); a key starts with a letter or '_'",
+                at: position)
+        }
+        if first.isLetter {
+            return failure(
+                "a key may contain only ASCII letters, digits and '_'; write other names in backticks",
+                at: position)
+        }
+        return expected(condition(after: context), at: position)
+    }
     // MARK: - Values
 
     mutating func parseValue(after context: String) throws(QuerySyntaxError) -> Value {
