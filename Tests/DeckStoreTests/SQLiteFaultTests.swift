@@ -1,5 +1,6 @@
 import CDeckFaultVFS
 import CSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

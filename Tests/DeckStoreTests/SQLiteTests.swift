@@ -1,5 +1,6 @@
 import CSQLite
 import DeckSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
