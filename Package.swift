@@ -106,7 +106,7 @@ let package = Package(
             dependencies: ["DeckKit", "DeckSQLite", "DeckSamples", "DeckTestSupport"]),
         .testTarget(
             name: "DeckArgumentsTests",
-            dependencies: ["DeckArguments"]),
+            dependencies: ["DeckArguments", "DeckTestSupport"]),
         .testTarget(
             name: "DeckCommandLineTests",
             dependencies: [
