@@ -99,7 +99,8 @@ let package = Package(
         .testTarget(
             name: "DeckSharingTests",
             dependencies: [
-                "DeckKit", "DeckStore", "DeckSQLite", "CDeckSystem", "DeckStoreTestSupport", "DeckTestSupport",
+                "DeckKit", "DeckStore", "DeckSQLite", "CDeckSystem", "DeckStoreTestSupport",
+                "DeckTestSupport",
             ]),
         .testTarget(
             name: "DeckKitTests",
