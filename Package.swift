@@ -78,6 +78,12 @@ let package = Package(
         .target(
             name: "DeckTestSupport",
             path: "Tests/Harness/TestSupport"),
+        // The storage tests' fixtures and helpers (sample packages, hand-made archives, expected
+        // errors), shared by DeckStoreTests and DeckSharingTests; package API only.
+        .target(
+            name: "DeckStoreTestSupport",
+            dependencies: ["CArchive", "DeckStore", "DeckSQLite", "DeckTestSupport"],
+            path: "Tests/Harness/StoreTestSupport"),
         .target(
             name: "CDeckFaultVFS",
             dependencies: ["CSQLite"],
@@ -85,7 +91,15 @@ let package = Package(
         .testTarget(
             name: "DeckStoreTests",
             dependencies: [
-                "DeckStore", "DeckSQLite", "DeckQueryLanguage", "DeckKit", "CSQLite", "CDeckFaultVFS",
+                "DeckStore", "DeckSQLite", "DeckQueryLanguage", "CSQLite", "CDeckFaultVFS",
+                "DeckStoreTestSupport", "DeckTestSupport",
+            ]),
+        // The document layer's sharing (DeckDocument: export, import, pack, unpack, verify an
+        // archive) against hostile archives, foreign tools and injected faults.
+        .testTarget(
+            name: "DeckSharingTests",
+            dependencies: [
+                "DeckKit", "DeckStore", "DeckSQLite", "CDeckSystem", "DeckStoreTestSupport",
                 "DeckTestSupport",
             ]),
         .testTarget(
@@ -93,7 +107,7 @@ let package = Package(
             dependencies: ["DeckKit", "DeckSQLite", "DeckSamples", "DeckTestSupport"]),
         .testTarget(
             name: "DeckArgumentsTests",
-            dependencies: ["DeckArguments"]),
+            dependencies: ["DeckArguments", "DeckTestSupport"]),
         .testTarget(
             name: "DeckCommandLineTests",
             dependencies: [

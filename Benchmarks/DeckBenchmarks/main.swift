@@ -539,7 +539,7 @@ if options.rssGiB > 0 {
 // close) vs the same table rewrite as raw SQL through the C API, on copies of one package.
 let upgradeRows = Int(1_000_000 * options.scale)
 if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows") {
-    // A format 2 package gives the schema text and the table's SQL; a format 1 package is then
+    // A current package gives the schema text and the table's SQL; a format 1 package is then
     // written by hand as version 1 lays it out (spec: section 12.3).
     let template = fresh("template.deck")
     try PackageStore.create(
@@ -569,11 +569,17 @@ if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows"
         with: "_pk INTEGER PRIMARY KEY,")
     let v1 = fresh("v1.deck")
     try FileManager.default.createDirectory(atPath: v1 + "/blobs", withIntermediateDirectories: true)
-    let manifest = try String(contentsOfFile: template + "/manifest.json", encoding: .utf8)
-        .replacingOccurrences(
-            of: "\"formatVersion\" : \(PackageStore.formatVersion)", with: "\"formatVersion\" : 1"
-        )
-        .replacingOccurrences(of: "\"minimumReaderVersion\" : 2", with: "\"minimumReaderVersion\" : 1")
+    // The manifest as version 1 wrote it (the fixtures in Tests/Fixtures/v1 have the same fields),
+    // not the template's edited: what a current manifest holds changes with every format version.
+    let manifest = """
+        {
+          "contentType" : "org.deck.bench",
+          "format" : "org.deck.package",
+          "formatVersion" : 1,
+          "generator" : "DeckKit 0.1.0",
+          "minimumReaderVersion" : 1
+        }
+        """
     try manifest.write(toFile: v1 + "/manifest.json", atomically: true, encoding: .utf8)
     sqlite3_open(v1 + "/store.sqlite", &db)
     let quotedSchema = schemaText.replacingOccurrences(of: "'", with: "''")

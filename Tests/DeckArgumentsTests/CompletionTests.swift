@@ -1,4 +1,5 @@
 import DeckArguments
+import DeckTestSupport
 import Foundation
 import Testing
 
@@ -29,12 +30,9 @@ enum ShellRunner {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    /// Writes `text` to a fresh temporary file and returns its path.
-    static func temporaryFile(_ text: String, name: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("deck-completion-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent(name)
+    /// Writes `text` to a file `name` in `directory` and returns its path.
+    static func temporaryFile(_ text: String, name: String, in directory: ScratchDirectory) throws -> String {
+        let file = directory.appending(name)
         try text.write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
@@ -68,8 +66,10 @@ struct CompletionTests {
     @Test(arguments: [SampleSpec.root, awkwardSpec])
     func bashScriptIsSyntacticallyValid(spec: CommandSpec) throws {
         let bash = try #require(ShellRunner.find("bash"))
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
         let file = try ShellRunner.temporaryFile(
-            CompletionScript.generate(for: spec, shell: .bash), name: "deck.bash")
+            CompletionScript.generate(for: spec, shell: .bash), name: "deck.bash", in: scratch)
         let (status, output) = try ShellRunner.run(bash, ["-n", file])
         #expect(status == 0, "\(output)")
     }
@@ -77,8 +77,10 @@ struct CompletionTests {
     @Test(.enabled(if: hasZsh, "zsh is not installed"), arguments: [SampleSpec.root, awkwardSpec])
     func zshScriptIsSyntacticallyValid(spec: CommandSpec) throws {
         let zsh = try #require(ShellRunner.find("zsh"))
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
         let file = try ShellRunner.temporaryFile(
-            CompletionScript.generate(for: spec, shell: .zsh), name: "_deck")
+            CompletionScript.generate(for: spec, shell: .zsh), name: "_deck", in: scratch)
         let (status, output) = try ShellRunner.run(zsh, ["-n", file])
         #expect(status == 0, "\(output)")
     }
@@ -86,8 +88,10 @@ struct CompletionTests {
     @Test(.enabled(if: hasFish, "fish is not installed"), arguments: [SampleSpec.root, awkwardSpec])
     func fishScriptIsSyntacticallyValid(spec: CommandSpec) throws {
         let fish = try #require(ShellRunner.find("fish"))
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
         let file = try ShellRunner.temporaryFile(
-            CompletionScript.generate(for: spec, shell: .fish), name: "deck.fish")
+            CompletionScript.generate(for: spec, shell: .fish), name: "deck.fish", in: scratch)
         let (status, output) = try ShellRunner.run(fish, ["--no-execute", file])
         #expect(status == 0, "\(output)")
     }
@@ -96,7 +100,9 @@ struct CompletionTests {
     private func bashComplete(_ words: [String], spec: CommandSpec = SampleSpec.root) throws -> [String] {
         let bash = try #require(ShellRunner.find("bash"))
         let script = CompletionScript.generate(for: spec, shell: .bash)
-        let file = try ShellRunner.temporaryFile(script, name: "deck.bash")
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let file = try ShellRunner.temporaryFile(script, name: "deck.bash", in: scratch)
         let directory = URL(fileURLWithPath: file).deletingLastPathComponent()
         try FileManager.default.createDirectory(
             at: directory.appendingPathComponent("notes.deck"), withIntermediateDirectories: true)

@@ -18,10 +18,9 @@ import Testing
 
     /// A directory with a package of `cards` cards, each with a 200 KiB external image.
     func withPackage<T>(cards: Int = 6, _ body: (URL, URL) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let url = directory.appendingPathComponent("Cards.deck")
         let store = try PackageStore.create(at: url, contentType: "org.example.cards", schema: Self.schema)
         try await store.write { tx in

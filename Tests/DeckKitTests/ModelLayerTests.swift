@@ -39,10 +39,9 @@ enum Flash {
 
 /// A temporary directory for one test, removed afterwards.
 func withModelDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "deck-models-" + UUID().uuidString)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
+    let scratch = try ScratchDirectory()
+    defer { withExtendedLifetime(scratch) {} }
+    let directory = scratch.url
     return try body(directory)
 }
 

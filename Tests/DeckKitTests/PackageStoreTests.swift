@@ -25,10 +25,9 @@ import Testing
 
     /// A fresh store in its own directory, closed (discarding) and removed afterwards.
     func withStore<T>(_ body: (PackageStore, URL) throws -> T) throws -> T {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let url = directory.appendingPathComponent("Cards.deck")
         let store = try PackageStore.create(at: url, contentType: "org.example.cards", schema: Self.schema)
         defer { try? store.close(discardingChanges: true) }
@@ -407,10 +406,9 @@ import Testing
     }
 
     func withStoreAsync(_ body: (PackageStore) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let store = try PackageStore.create(
             at: directory.appendingPathComponent("Cards.deck"), contentType: "org.example.cards",
             schema: Self.schema)

@@ -333,10 +333,9 @@ struct TestResolver: PredicateSchemaResolver {
 
     /// The same cards as objects and as records of a fresh store.
     func withWorld(_ body: (World, PackageStore) throws -> Void) throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         let store = try PackageStore.create(
             at: directory.appendingPathComponent("P.deck"), contentType: "org.example.p", schema: Self.schema)
         defer { try? store.close(discardingChanges: true) }

@@ -1,24 +1,16 @@
 import DeckKit
+import DeckTestSupport
 import Foundation
 import Testing
 
-/// A directory of its own for one test, removed when the value goes away. Public API and
-/// Foundation only: this target tests Deck as a library user sees it.
-final class ScratchDirectory {
-    let url: URL
+/// The one scratch-directory helper of every test target (DeckTestSupport's, which depends on
+/// nothing of Deck): a directory of its own for one test, removed when the value goes away.
+typealias ScratchDirectory = DeckTestSupport.ScratchDirectory
 
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("DeckKitTests-" + UUID().uuidString, isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// The names in the directory, hidden ones (staging leftovers) included.
-    var names: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted() }
+extension ScratchDirectory {
+    /// The names in the directory, hidden ones (staging leftovers) included; none when it cannot
+    /// be read.
+    var names: [String] { (try? names()) ?? [] }
 }
 
 /// Decks of cards, with a unique deck title, a required integer, an external image and a

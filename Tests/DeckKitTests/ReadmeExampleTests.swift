@@ -126,10 +126,9 @@ extension ReadmeModels {
 
     /// A temporary directory for one example, removed afterwards.
     static func inDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-readme-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let scratch = try ScratchDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let directory = scratch.url
         return try body(directory)
     }
 

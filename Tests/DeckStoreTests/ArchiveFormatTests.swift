@@ -1,6 +1,5 @@
+import DeckStore
 import Testing
-
-@testable import DeckStore
 
 @Suite struct ArchiveFormatTests {
     @Test(arguments: [

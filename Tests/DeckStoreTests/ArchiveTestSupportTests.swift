@@ -1,8 +1,8 @@
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// The hand-made archives the archive suites build (ArchiveTestSupport.swift) are what they say.
 @Suite struct ArchiveTestSupportTests {

@@ -1,8 +1,8 @@
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// The application's schema of the access rules' tests: decks of cards, at version 1.
 private func appSchema(version: String = "1.0.0") -> StoreSchema {

@@ -1,4 +1,5 @@
 import CSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

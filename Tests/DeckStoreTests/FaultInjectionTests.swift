@@ -1,8 +1,8 @@
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
-import DeckKit
 import DeckSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
@@ -283,28 +283,6 @@ import Testing
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
-        }
-    }
-
-    @Test func exportAndImportKeepTheDocumentAndGlobalIDs() throws {
-        try withTestDirectory { dir throws in
-            let url = try Self.copy("Library.deck", to: dir)
-            try PackageStore.open(at: url).close()
-            let archive = dir.appendingPathComponent("Library.zip")
-            try DeckDocument.export(at: url, to: archive)
-            let copy = try DeckDocument.importArchive(
-                at: archive, to: dir.appendingPathComponent("Copy.deck"))
-            func identity(_ url: URL) throws -> (UUID?, [UUID?]) {
-                let store = try PackageStore.open(at: url, mode: .readOnly)
-                defer { try? store.close() }
-                return (
-                    store.documentID, try store.read { try $0.fetch(RecordQuery("Person")).map(\.globalID) }
-                )
-            }
-            let original = try identity(url)
-            let imported = try identity(copy)
-            #expect(original.0 != nil && original.0 == imported.0)
-            #expect(!original.1.isEmpty && original.1 == imported.1)
         }
     }
 }

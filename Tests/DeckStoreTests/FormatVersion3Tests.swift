@@ -1,4 +1,5 @@
 import DeckSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 import DeckQueryLanguage
 import DeckSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

@@ -1,8 +1,8 @@
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// Steps that are not lightweight but a custom stage can carry out (spec section 18.3): a type
 /// change, whose column starts from the default and which the stage converts from the old values,

@@ -1,6 +1,7 @@
 import CDeckFaultVFS
 import CSQLite
 import DeckSQLite
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

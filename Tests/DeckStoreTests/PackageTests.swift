@@ -1,9 +1,9 @@
 import DeckSQLite
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import DeckQueryLanguage
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

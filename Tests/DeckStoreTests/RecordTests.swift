@@ -1,3 +1,4 @@
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

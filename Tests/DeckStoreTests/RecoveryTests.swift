@@ -1,8 +1,8 @@
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// A writer that stops without closing leaves its committed changes in the write-ahead log.
 /// Readers must still open the package (found by the long crash run: a read-only connection

@@ -1,10 +1,10 @@
 import CDeckFaultVFS
 import CSQLite
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// SQLite's own I/O failing under a save: the VFS in Tests/Harness/FaultVFS fails the n-th
 /// read, write or sync of the package's store files. (Truncation happens only in the

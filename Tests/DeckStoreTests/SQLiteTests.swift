@@ -1,10 +1,10 @@
 import CSQLite
 import DeckSQLite
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 @Suite("SQLite wrapper")
 struct SQLiteTests {

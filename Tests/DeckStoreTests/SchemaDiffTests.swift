@@ -1,7 +1,6 @@
+import DeckStore
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// The diff engine (spec: section 17): matching by name and `originalName`, the steps in order,
 /// and which of them are lightweight.

@@ -1,7 +1,6 @@
+import DeckStore
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// The per-thread slot the model layer keeps its thread's state in (issue 22): each thread sees
 /// its own object, and what a thread leaves in a slot is released when the thread ends.

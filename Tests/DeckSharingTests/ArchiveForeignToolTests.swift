@@ -1,4 +1,5 @@
 import DeckKit
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing

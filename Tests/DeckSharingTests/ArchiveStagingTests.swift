@@ -1,10 +1,10 @@
 import CDeckSystem
 import DeckKit
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,9 +1,9 @@
 import DeckKit
+import DeckStore
+import DeckStoreTestSupport
 import DeckTestSupport
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 /// A zip's central directory against its local headers (spec 16.7), and the rule that verifying
 /// an archive and importing it always agree (spec 16.8).

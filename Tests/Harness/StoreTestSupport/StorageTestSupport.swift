@@ -1,91 +1,75 @@
 import DeckSQLite
+import DeckStore
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-struct StorageTestError: Error, Equatable {}
+package struct StorageTestError: Error, Equatable {
+    package init() {}
+}
 
 /// The flash-cards schema used across tests: decks, cards (external images), tags.
-func flashCardsSchema(
-    cardsDeleteRule: DeleteRule = .cascade, threshold: Int = 16
+package func flashCardsSchema(
+    cardsDeleteRule: StoreSchema.DeleteRule = .cascade, threshold: Int = 16
 ) -> StoreSchema {
     StoreSchema(
         version: "1.0.0",
         entities: [
-            Entity(
+            StoreSchema.Entity(
                 "Deck",
                 attributes: [
-                    Attribute("title", .string, options: [.unique]),
-                    Attribute("position", .integer, defaultValue: .integer(0)),
+                    StoreSchema.Attribute("title", .string, options: [.unique]),
+                    StoreSchema.Attribute("position", .integer, defaultValue: .integer(0)),
                 ],
                 relationships: [
-                    Relationship(
+                    StoreSchema.Relationship(
                         "cards", to: "Card", toMany: true, inverse: "deck", deleteRule: cardsDeleteRule)
                 ]),
-            Entity(
+            StoreSchema.Entity(
                 "Card",
                 attributes: [
-                    Attribute("front", .string),
-                    Attribute("back", .string, defaultValue: .string("")),
-                    Attribute(
+                    StoreSchema.Attribute("front", .string),
+                    StoreSchema.Attribute("back", .string, defaultValue: .string("")),
+                    StoreSchema.Attribute(
                         "image", .data, isOptional: true, options: [.externalStorage],
                         externalThreshold: threshold),
                 ],
                 relationships: [
-                    Relationship("deck", to: "Deck", inverse: "cards"),
-                    Relationship("tags", to: "Tag", toMany: true, inverse: "cards"),
+                    StoreSchema.Relationship("deck", to: "Deck", inverse: "cards"),
+                    StoreSchema.Relationship("tags", to: "Tag", toMany: true, inverse: "cards"),
                 ]),
-            Entity(
+            StoreSchema.Entity(
                 "Tag",
-                attributes: [Attribute("name", .string, options: [.unique])],
-                relationships: [Relationship("cards", to: "Card", toMany: true, inverse: "tags")]),
+                attributes: [StoreSchema.Attribute("name", .string, options: [.unique])],
+                relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "tags")]),
         ])
 }
 
-let flashCardsType = "org.deck.test.flashcards"
+package let flashCardsType = "org.deck.test.flashcards"
 
 /// Creates a package named `name` in `dir` with `schema`, open for reading and writing.
-func makeTestStore(
+package func makeTestStore(
     in dir: URL, name: String = "test.deck", schema: StoreSchema = flashCardsSchema(),
     contentType: String = flashCardsType
 ) throws -> PackageStore {
     try PackageStore.create(at: dir.appendingPathComponent(name), contentType: contentType, schema: schema)
 }
 
-extension PackageStore {
-    /// The connection the writer uses (a read-only store's first reader): it sees an open
-    /// transaction's changes. For tests that look at the raw tables and blob files.
-    private var connection: StoreConnection {
-        get throws {
-            guard let connection = writer ?? state.withLock({ $0.readers.first }) else {
-                throw DeckError.closed(path: url.path)
-            }
-            return connection
-        }
-    }
-    /// The writer's SQLite connection.
-    var database: Database { get throws { try connection.database } }
-    /// The writer's blob store (it tracks the files written since the last commit).
-    var blobs: BlobStore { get throws { try connection.blobs } }
-}
-
 /// A raw read-write SQLite connection to a (closed) package's store.
-func rawStore(_ package: URL) throws -> Database {
+package func rawStore(_ package: URL) throws -> Database {
     try Database(path: package.appendingPathComponent(PackageLayout.store).path, mode: .readWrite)
 }
 
 /// Deterministic bytes of length `count`, distinct per `seed`.
-func testBytes(_ count: Int, seed: UInt8 = 0) -> Data {
+package func testBytes(_ count: Int, seed: UInt8 = 0) -> Data {
     Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed) &* 7 &+ 1) })
 }
 
 /// Every blob file under `blobs/`, relative to the package.
-func blobFiles(_ package: URL) -> [String] {
+package func blobFiles(_ package: URL) -> [String] {
     let root = package.appendingPathComponent(PackageLayout.blobsDirectory).path
     guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
     var files: [String] = []
@@ -101,38 +85,38 @@ func blobFiles(_ package: URL) -> [String] {
 }
 
 /// Files in `tmp/`.
-func temporaryFiles(_ package: URL) -> [String] {
+package func temporaryFiles(_ package: URL) -> [String] {
     (try? FileManager.default.contentsOfDirectory(
         atPath: package.appendingPathComponent(PackageLayout.tmpDirectory).path))?
         .sorted() ?? []
 }
 
 /// The expected blob file path (relative to `blobs/`) for `data`.
-func blobName(_ data: Data) -> String {
+package func blobName(_ data: Data) -> String {
     let hex = SHA256Hasher.hash(data).hexDigest
     return String(hex.prefix(2)) + "/" + hex
 }
 
 /// Flips one bit of the byte at `offset` of the file at `path`.
-func flipByte(at path: String, offset: Int = 0) throws {
+package func flipByte(at path: String, offset: Int = 0) throws {
     var data = try Data(contentsOf: URL(fileURLWithPath: path))
     data[data.startIndex + offset] ^= 0x01
     try data.write(to: URL(fileURLWithPath: path))
 }
 
 /// Truncates the file at `path` to `length` bytes.
-func truncateFile(_ path: String, to length: Int) {
+package func truncateFile(_ path: String, to length: Int) {
     _ = truncate(path, off_t(length))
 }
 
 /// Every record of every root entity, sorted by entity and id, with the bytes of external values.
-struct ContentSnapshot: Equatable {
-    var records: [Record]
-    var blobBytes: [String: Data]
+package struct ContentSnapshot: Equatable {
+    package var records: [Record]
+    package var blobBytes: [String: Data]
 }
 
 /// The committed content of `store`, read in one snapshot.
-func contentSnapshot(_ store: PackageStore) throws -> ContentSnapshot {
+package func contentSnapshot(_ store: PackageStore) throws -> ContentSnapshot {
     try store.read { reader throws in
         var records: [Record] = []
         var blobBytes: [String: Data] = [:]
@@ -152,7 +136,7 @@ func contentSnapshot(_ store: PackageStore) throws -> ContentSnapshot {
 
 /// Runs `body` expecting a `DeckError`, and returns it (nil, with an issue recorded, otherwise).
 @discardableResult
-func expectDeckError(
+package func expectDeckError(
     sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) -> DeckError? {
     do {
@@ -168,20 +152,20 @@ func expectDeckError(
 
 /// Codes of the findings in a report.
 extension VerificationReport {
-    var codes: [String] { findings.map(\.code) }
-    func finding(_ code: String) -> Finding? { findings.first { $0.code == code } }
+    package var codes: [String] { findings.map(\.code) }
+    package func finding(_ code: String) -> Finding? { findings.first { $0.code == code } }
 }
 
-var runningAsRoot: Bool { geteuid() == 0 }
+package var runningAsRoot: Bool { geteuid() == 0 }
 
 /// The archive refusal `error` carries (``DeckError/archive(_:)``), or nil.
-func archiveRefusal(_ error: any Error) -> ArchiveError? {
+package func archiveRefusal(_ error: any Error) -> ArchiveError? {
     if case DeckError.archive(let refusal) = error { refusal } else { nil }
 }
 
 /// Runs `body` expecting an archive refusal (``DeckError/archive(_:)``): `expected`, or any
 /// when nil.
-func expectRefusal(
+package func expectRefusal(
     _ expected: ArchiveError?, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: () throws -> Void
 ) {
@@ -203,7 +187,7 @@ func expectRefusal(
 }
 
 /// Runs `body` expecting ``DeckError/alreadyExists(path:)`` for `path`.
-func expectAlreadyExists(
+package func expectAlreadyExists(
     _ path: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
 ) {
     let error = expectDeckError(sourceLocation: sourceLocation, body)

@@ -1,40 +1,45 @@
+import DeckStore
 import Foundation
-
-@testable import DeckStore
 
 /// A store-level copy of the flash-cards sample (`samples/flashcards.schema.json`, the
 /// `DeckSamples` module), so that the storage tests need nothing above `DeckStore`: the same
 /// schema, and the same two decks of ten cards with tags and six external images.
-enum SampleCards {
-    static let contentType = "org.deck.flashcards"
+package enum SampleCards {
+    package static let contentType = "org.deck.flashcards"
 
-    static let schema = StoreSchema(
+    package static let schema = StoreSchema(
         version: "1.0.0",
         entities: [
-            Entity(
+            StoreSchema.Entity(
                 "Deck",
-                attributes: [Attribute("title", .string, options: [.unique]), Attribute("created", .date)],
-                relationships: [
-                    Relationship("cards", to: "Card", toMany: true, inverse: "deck", deleteRule: .cascade)
-                ]),
-            Entity(
-                "Card",
                 attributes: [
-                    Attribute("front", .string, options: [.indexed]),
-                    Attribute("back", .string),
-                    Attribute("creationDate", .date, dynamicDefault: .now),
-                    Attribute("image", .data, isOptional: true, options: [.externalStorage]),
-                    Attribute("reviewCount", .integer, defaultValue: .integer(0)),
+                    StoreSchema.Attribute("title", .string, options: [.unique]),
+                    StoreSchema.Attribute("created", .date),
                 ],
                 relationships: [
-                    Relationship("deck", to: "Deck", inverse: "cards", deleteRule: .nullify),
-                    Relationship("tags", to: "Tag", toMany: true, inverse: "cards", deleteRule: .nullify),
+                    StoreSchema.Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "deck", deleteRule: .cascade)
                 ]),
-            Entity(
-                "Tag",
-                attributes: [Attribute("name", .string, options: [.unique])],
+            StoreSchema.Entity(
+                "Card",
+                attributes: [
+                    StoreSchema.Attribute("front", .string, options: [.indexed]),
+                    StoreSchema.Attribute("back", .string),
+                    StoreSchema.Attribute("creationDate", .date, dynamicDefault: .now),
+                    StoreSchema.Attribute("image", .data, isOptional: true, options: [.externalStorage]),
+                    StoreSchema.Attribute("reviewCount", .integer, defaultValue: .integer(0)),
+                ],
                 relationships: [
-                    Relationship("cards", to: "Card", toMany: true, inverse: "tags", deleteRule: .nullify)
+                    StoreSchema.Relationship("deck", to: "Deck", inverse: "cards", deleteRule: .nullify),
+                    StoreSchema.Relationship(
+                        "tags", to: "Tag", toMany: true, inverse: "cards", deleteRule: .nullify),
+                ]),
+            StoreSchema.Entity(
+                "Tag",
+                attributes: [StoreSchema.Attribute("name", .string, options: [.unique])],
+                relationships: [
+                    StoreSchema.Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "tags", deleteRule: .nullify)
                 ]),
         ])
 
@@ -61,7 +66,7 @@ enum SampleCards {
 
     /// Fills an empty package of ``schema`` in one write transaction: two decks, ten cards, five
     /// tags and six images of about 90 KB (above the 64 KiB threshold: blob files).
-    static func populate(_ store: PackageStore) throws {
+    package static func populate(_ store: PackageStore) throws {
         try store.write { tx in
             var tags: [String: Int64] = [:]
             let base = Date(timeIntervalSince1970: 1_795_000_000)
@@ -94,7 +99,7 @@ enum SampleCards {
     }
 
     /// A 200×150 binary PPM image (90,015 bytes) that differs from one `seed` to the next.
-    static func image(seed: Int) -> Data {
+    package static func image(seed: Int) -> Data {
         let (width, height) = (200, 150)
         var data = Data("P6\n\(width) \(height)\n255\n".utf8)
         let red = UInt8(truncatingIfNeeded: seed &* 67 &+ 40)

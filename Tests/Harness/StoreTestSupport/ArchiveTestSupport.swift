@@ -1,24 +1,23 @@
-// Shared helpers for the Archive*Tests files: a package fixture, a raw libarchive writer that
+// Shared helpers for the archive tests (DeckStoreTests and DeckSharingTests): a package fixture, a raw libarchive writer that
 // allows any entry at all (for hostile archives), and a runner for command-line archivers.
 
 import CArchive
+import DeckStore
 import Foundation
 import Testing
-
-@testable import DeckStore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// A package directory with a manifest, a store and a few correctly named blobs.
-struct PackageFixture {
-    let url: URL
-    let manifest: Data
-    let store: Data
-    let blobs: [Digest: Data]
+package struct PackageFixture {
+    package let url: URL
+    package let manifest: Data
+    package let store: Data
+    package let blobs: [Digest: Data]
 
-    static let defaultBlobs: [Data] = [
+    package static let defaultBlobs: [Data] = [
         Data("first blob".utf8),
         Data("second blob, a little longer".utf8),
         Data((0..<5000).map { UInt8($0 % 251) }),
@@ -26,7 +25,8 @@ struct PackageFixture {
     ]
 
     @discardableResult
-    static func make(in parent: URL, name: String = "Sample.deck", blobs: [Data] = defaultBlobs) throws
+    package static func make(in parent: URL, name: String = "Sample.deck", blobs: [Data] = defaultBlobs)
+        throws
         -> PackageFixture
     {
         let url = parent.appendingPathComponent(name, isDirectory: true)
@@ -51,7 +51,7 @@ struct PackageFixture {
     }
 
     /// The entries of this package in archive layout (for building archives by hand).
-    func rawEntries(prefix: String = "") -> [RawEntry] {
+    package func rawEntries(prefix: String = "") -> [RawEntry] {
         var entries: [RawEntry] = [
             .file("\(prefix)manifest.json", manifest),
             .file("\(prefix)store.sqlite", store),
@@ -66,8 +66,8 @@ struct PackageFixture {
 }
 
 /// One entry of a hand-made archive; anything goes.
-struct RawEntry: Sendable {
-    enum Kind: Sendable {
+package struct RawEntry: Sendable {
+    package enum Kind: Sendable {
         case file(Data)
         /// A regular file of this many zero bytes, written in 1 MiB pieces (never held whole).
         case zeros(Int)
@@ -78,24 +78,32 @@ struct RawEntry: Sendable {
         case characterDevice
     }
 
-    var name: String
-    var kind: Kind
+    package var name: String
+    package var kind: Kind
     /// Sets a modification time on the entry (tar and zip).
-    var modificationTime: Int?
+    package var modificationTime: Int?
 
-    static func file(_ name: String, _ data: Data) -> RawEntry { RawEntry(name: name, kind: .file(data)) }
-    static func file(_ name: String, _ text: String) -> RawEntry { .file(name, Data(text.utf8)) }
-    static func directory(_ name: String) -> RawEntry { RawEntry(name: name, kind: .directory) }
+    package init(name: String, kind: Kind, modificationTime: Int? = nil) {
+        self.name = name
+        self.kind = kind
+        self.modificationTime = modificationTime
+    }
 
-    static let mimeType = RawEntry.file("mimetype", PackageArchive.mimeType)
+    package static func file(_ name: String, _ data: Data) -> RawEntry {
+        RawEntry(name: name, kind: .file(data))
+    }
+    package static func file(_ name: String, _ text: String) -> RawEntry { .file(name, Data(text.utf8)) }
+    package static func directory(_ name: String) -> RawEntry { RawEntry(name: name, kind: .directory) }
+
+    package static let mimeType = RawEntry.file("mimetype", PackageArchive.mimeType)
     /// A `store.sqlite` entry that starts like a SQLite database (the pass checks the header).
-    static let store = RawEntry.file("store.sqlite", sqliteLike("db"))
+    package static let store = RawEntry.file("store.sqlite", sqliteLike("db"))
 
     /// `text` after the 16-byte SQLite header.
-    static func sqliteLike(_ text: String) -> Data { Data("SQLite format 3\u{0}\(text)".utf8) }
+    package static func sqliteLike(_ text: String) -> Data { Data("SQLite format 3\u{0}\(text)".utf8) }
 }
 
-enum RawFormat: String, Sendable, CaseIterable {
+package enum RawFormat: String, Sendable, CaseIterable {
     case zip
     case pax
     case gnutar
@@ -104,13 +112,15 @@ enum RawFormat: String, Sendable, CaseIterable {
     case gzipOnly
 }
 
-struct RawArchiveError: Error, CustomStringConvertible {
-    let description: String
+package struct RawArchiveError: Error, CustomStringConvertible {
+    package let description: String
+
+    package init(description: String) { self.description = description }
 }
 
 /// Writes archives straight through libarchive, with none of ArchiveWriter's checks.
-enum RawArchive {
-    static func write(_ entries: [RawEntry], format: RawFormat, to url: URL) throws {
+package enum RawArchive {
+    package static func write(_ entries: [RawEntry], format: RawFormat, to url: URL) throws {
         try UTF8LocaleScope().run {
             guard let archive = archive_write_new() else { throw RawArchiveError(description: "no memory") }
             defer { archive_write_free(archive) }
@@ -195,24 +205,24 @@ enum RawArchive {
     }
 
     /// The entry names of an archive, in order, read with plain libarchive.
-    static func names(of url: URL) throws -> [String] {
+    package static func names(of url: URL) throws -> [String] {
         try listing(of: url).map(\.name)
     }
 
-    struct Listed: Equatable {
-        var name: String
-        var mode: UInt32
-        var uid: Int64
-        var gid: Int64
-        var userName: String?
-        var groupName: String?
-        var modificationTime: Int?
-        var hasAccessTime: Bool
-        var hasChangeTime: Bool
-        var size: Int64
+    package struct Listed: Equatable {
+        package var name: String
+        package var mode: UInt32
+        package var uid: Int64
+        package var gid: Int64
+        package var userName: String?
+        package var groupName: String?
+        package var modificationTime: Int?
+        package var hasAccessTime: Bool
+        package var hasChangeTime: Bool
+        package var size: Int64
     }
 
-    static func listing(of url: URL) throws -> [Listed] {
+    package static func listing(of url: URL) throws -> [Listed] {
         try UTF8LocaleScope().run {
             guard let archive = archive_read_new() else { throw RawArchiveError(description: "no memory") }
             defer { archive_read_free(archive) }
@@ -250,19 +260,19 @@ enum RawArchive {
 }
 
 /// The central directory of a zip, parsed by hand (no zip64, no comment).
-struct ZipCentralDirectory {
-    struct Record {
-        var name: String
-        var method: UInt16
-        var dosTime: UInt16
-        var dosDate: UInt16
-        var localHeaderOffset: UInt32
-        var extra: [UInt8]
+package struct ZipCentralDirectory {
+    package struct Record {
+        package var name: String
+        package var method: UInt16
+        package var dosTime: UInt16
+        package var dosDate: UInt16
+        package var localHeaderOffset: UInt32
+        package var extra: [UInt8]
     }
 
-    var records: [Record] = []
+    package var records: [Record] = []
 
-    init(_ data: Data) throws {
+    package init(_ data: Data) throws {
         let bytes = [UInt8](data)
         func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
         func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) | UInt32(u16(at + 2)) << 16 }
@@ -289,7 +299,7 @@ struct ZipCentralDirectory {
 }
 
 /// Every file and directory under `root`: relative path → content (nil for a directory).
-func treeSnapshot(_ root: URL) throws -> [String: Data?] {
+package func treeSnapshot(_ root: URL) throws -> [String: Data?] {
     var result: [String: Data?] = [:]
     let manager = FileManager.default
     guard let enumerator = manager.enumerator(atPath: root.path) else { return result }
@@ -304,7 +314,9 @@ func treeSnapshot(_ root: URL) throws -> [String: Data?] {
 }
 
 /// Runs a command-line tool and requires it to succeed.
-func runTool(_ tool: String, _ arguments: [String], in directory: URL, environment: [String: String] = [:])
+package func runTool(
+    _ tool: String, _ arguments: [String], in directory: URL, environment: [String: String] = [:]
+)
     throws
 {
     let process = Process()
@@ -324,7 +336,7 @@ func runTool(_ tool: String, _ arguments: [String], in directory: URL, environme
 }
 
 /// The mode bits of a file system object.
-func permissions(_ url: URL) throws -> Int {
+package func permissions(_ url: URL) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
     return (attributes[.posixPermissions] as? Int) ?? -1
 }

@@ -8,7 +8,7 @@ import Testing
 /// Moves the modification (and access) time of `path` by `seconds`, explicitly, and requires it
 /// to have changed: tests that need different mtimes set them instead of sleeping until the clock
 /// has moved on.
-func shiftModificationTime(
+package func shiftModificationTime(
     of path: String, by seconds: Int, sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
     var before = stat()
@@ -28,7 +28,7 @@ func shiftModificationTime(
 }
 
 /// ``shiftModificationTime(of:by:sourceLocation:)`` for `directory` and everything in it.
-func shiftModificationTimes(
+package func shiftModificationTimes(
     under directory: URL, by seconds: Int, sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
     var paths = [directory.path]
