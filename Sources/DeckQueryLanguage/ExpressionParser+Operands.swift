@@ -151,14 +151,7 @@ extension ExpressionParser {
             openGroups += 1
             let inner = try parseOr(depth: depth + 1, after: "(")
             openGroups -= 1
-            scanner.skipSpaces()
-            guard let close = scanner.character(at: scanner.index) else {
-                throw scanner.failure("unbalanced parenthesis: this '(' is never closed", at: start)
-            }
-            guard close == ")" else {
-                throw scanner.unexpectedAfterCondition(at: scanner.index, insideParentheses: true)
-            }
-            scanner.index += 1
+            try scanner.closeParenthesis(openedAt: start)
             return (inner, Self.isCondition(inner))
         }
         if ExpressionScanner.isNameStart(first) || first == "`" {
@@ -251,14 +244,7 @@ extension ExpressionParser {
             elements.append(variable)
             let body = try parseOr(depth: depth + 1, after: "\(quantifier)(")
             elements.removeLast()
-            scanner.skipSpaces()
-            guard let close = scanner.character(at: scanner.index) else {
-                throw scanner.failure("unbalanced parenthesis: this '(' is never closed", at: open)
-            }
-            guard close == ")" else {
-                throw scanner.unexpectedAfterCondition(at: scanner.index, insideParentheses: true)
-            }
-            scanner.index += 1
+            try scanner.closeParenthesis(openedAt: open)
             let result: QueryExpression =
                 quantifier == "any"
                 ? .any(collection, element: variable, where: body)

@@ -55,6 +55,19 @@ struct ExpressionScanner {
         }
     }
 
+    /// Skips spaces and the ')' that closes the group or quantifier opened at `open`: an error
+    /// if the text ends first, or if something other than ')' follows the condition.
+    mutating func closeParenthesis(openedAt open: Int) throws(QuerySyntaxError) {
+        skipSpaces()
+        guard let close = character(at: index) else {
+            throw failure("unbalanced parenthesis: this '(' is never closed", at: open)
+        }
+        guard close == ")" else {
+            throw unexpectedAfterCondition(at: index, insideParentheses: true)
+        }
+        index += 1
+    }
+
     func unexpectedAfterCondition(at position: Int, insideParentheses: Bool) -> QuerySyntaxError {
         switch character(at: position) {
         case "&": return failure("unknown operator '&'; use 'and' or '&&'", at: position)
