@@ -78,6 +78,11 @@ let package = Package(
         .target(
             name: "DeckTestSupport",
             path: "Tests/Harness/TestSupport"),
+        // The `.timed` trait every top-level suite carries: each case's wall time, for CI's table
+        // of the slowest suites (Scripts/suite-timing).
+        .target(
+            name: "DeckTestTiming",
+            path: "Tests/Harness/Timing"),
         // The storage tests' fixtures and helpers (sample packages, hand-made archives, expected
         // errors), shared by DeckStoreTests and DeckSharingTests; package API only.
         .target(
@@ -92,7 +97,7 @@ let package = Package(
             name: "DeckStoreTests",
             dependencies: [
                 "DeckStore", "DeckSQLite", "DeckQueryLanguage", "CSQLite", "CDeckFaultVFS",
-                "DeckStoreTestSupport", "DeckTestSupport",
+                "DeckStoreTestSupport", "DeckTestSupport", "DeckTestTiming",
             ]),
         // The document layer's sharing (DeckDocument: export, import, pack, unpack, verify an
         // archive) against hostile archives, foreign tools and injected faults.
@@ -100,20 +105,20 @@ let package = Package(
             name: "DeckSharingTests",
             dependencies: [
                 "DeckKit", "DeckStore", "DeckSQLite", "CDeckSystem", "DeckStoreTestSupport",
-                "DeckTestSupport",
+                "DeckTestSupport", "DeckTestTiming",
             ]),
         .testTarget(
             name: "DeckKitTests",
-            dependencies: ["DeckKit", "DeckSQLite", "DeckSamples", "DeckTestSupport"]),
+            dependencies: ["DeckKit", "DeckSQLite", "DeckSamples", "DeckTestSupport", "DeckTestTiming"]),
         .testTarget(
             name: "DeckArgumentsTests",
-            dependencies: ["DeckArguments", "DeckTestSupport"]),
+            dependencies: ["DeckArguments", "DeckTestSupport", "DeckTestTiming"]),
         .testTarget(
             name: "DeckCommandLineTests",
             dependencies: [
                 "DeckCommandLine", "DeckKit", "DeckStore", "DeckSQLite", "DeckSamples", "deck",
                 "deck-crashtest",
-                "DeckTestSupport",
+                "DeckTestSupport", "DeckTestTiming",
             ]),
     ],
     swiftLanguageModes: [.v6]

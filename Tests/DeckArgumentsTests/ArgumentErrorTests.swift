@@ -1,7 +1,8 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
-@Suite("Argument errors")
+@Suite("Argument errors", .timed)
 struct ArgumentErrorTests {
     @Test(arguments: [
         // Unknown options, with and without suggestions.

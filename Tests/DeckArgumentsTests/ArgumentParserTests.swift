@@ -1,7 +1,8 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
-@Suite("Argument parsing")
+@Suite("Argument parsing", .timed)
 struct ArgumentParserTests {
     @Test func positionalsAndCommandPath() throws {
         let command = try #require(parsedCommand("query notes.deck Task"))

@@ -1,7 +1,8 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
-@Suite("Closest match")
+@Suite("Closest match", .timed)
 struct ClosestMatchTests {
     @Test(
         arguments: [

@@ -1,7 +1,8 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
-@Suite("Command specs")
+@Suite("Command specs", .timed)
 struct CommandSpecTests {
     @Test func sampleSpecIsValid() {
         #expect(SampleSpec.root.validationProblems() == [])

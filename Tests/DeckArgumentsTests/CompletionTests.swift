@@ -1,5 +1,6 @@
 import DeckArguments
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -58,7 +59,7 @@ private let awkwardSpec = CommandSpec(
         CommandSpec(name: "empty", abstract: ""),
     ])
 
-@Suite("Completion scripts")
+@Suite("Completion scripts", .timed)
 struct CompletionTests {
     static let hasZsh = ShellRunner.find("zsh") != nil
     static let hasFish = ShellRunner.find("fish") != nil

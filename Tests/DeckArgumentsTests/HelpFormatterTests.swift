@@ -1,7 +1,8 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
-@Suite("Help rendering")
+@Suite("Help rendering", .timed)
 struct HelpFormatterTests {
     /// The sample tree from the brief: `query` and `blob get` only.
     static let briefRoot = CommandSpec(

@@ -1,4 +1,5 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
 /// A command tree declared as types: the options and arguments are the properties.
@@ -53,7 +54,7 @@ extension Flag {
     fileprivate static var verbose: Flag { Flag("verbose", short: "v", help: "Say more.") }
 }
 
-@Suite("Commands declared as types")
+@Suite("Commands declared as types", .timed)
 struct ParsableCommandTests {
     private static func parse(_ arguments: [String]) throws -> any ParsableCommand {
         guard case .command(let parsed) = try ArgumentParser.parse(arguments, root: Tool.commandSpec()) else {

@@ -1,10 +1,11 @@
 import DeckArguments
+import DeckTestTiming
 import Testing
 
 @testable import DeckCommandLine
 
 /// The command tables of `deck` and of its shell: valid trees whose every command can run.
-@Suite("Command tables")
+@Suite("Command tables", .timed)
 struct CommandTableTests {
     /// Every path of the tree below `spec`, leaves only.
     static func leaves(_ spec: CommandSpec, path: [String]) -> [[String]] {

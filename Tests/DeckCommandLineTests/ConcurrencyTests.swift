@@ -1,5 +1,6 @@
 import DeckKit
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 
 /// Several processes on one document: one writer, many readers, a refused second writer, and a
 /// dead writer's lock.
-@Suite struct ConcurrencyTests {
+@Suite(.timed) struct ConcurrencyTests {
     /// A running `deck-crashtest` writer and the lines it prints ("committed N" after each save).
     struct Writer {
         let process: Process

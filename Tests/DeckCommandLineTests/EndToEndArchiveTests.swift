@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -71,7 +72,7 @@ private final class PausedDeck {
 
 /// Archives made by other tools, bombs, interrupted commands, odd names and destinations, through
 /// the built `deck`.
-@Suite("End to end: archives") struct EndToEndArchiveTests {
+@Suite("End to end: archives", .timed) struct EndToEndArchiveTests {
     /// A flash-cards package that has been written to after creation (it has `lock` and `tmp/`).
     func usedSample(_ directory: TemporaryDirectory, name: String = "Used.deck") throws -> String {
         let path = try e2eSample(in: directory, name: name)

@@ -1,9 +1,10 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck compat` end to end: the three answers an older app gets (spec section 19), a document
 /// that needs a migration, JSON, and bad input; the document never changes.
-@Suite("End to end: deck compat")
+@Suite("End to end: deck compat", .timed)
 struct EndToEndCompatTests {
     typealias Schemas = EndToEndMigrationTests
 

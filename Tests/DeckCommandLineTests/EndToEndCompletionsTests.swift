@@ -1,8 +1,9 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck completions SHELL`.
-@Suite("End to end: deck completions")
+@Suite("End to end: deck completions", .timed)
 struct EndToEndCompletionsTests {
     /// The path of an installed program, if any.
     static func program(_ name: String) -> String? {

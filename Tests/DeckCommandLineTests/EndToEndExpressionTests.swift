@@ -1,3 +1,4 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// Sample cards by id: 1 hola, 2 adiós, 3 gracias, 4 por favor, 5 el gato, 6 el perro (deck #1);
 /// 7 bonjour, 8 merci, 9 le chat, 10 la pomme (deck #2). Tags: 1 greeting, 2 courtesy, 3 animal,
 /// 4 noun, 5 food; cards 5, 6, 9 and 10 have two tags each, the others one.
-@Suite("End to end: expressions")
+@Suite("End to end: expressions", .timed)
 struct EndToEndExpressionTests {
     func ids(
         _ path: String, _ expression: String, entity: String = "Card",

@@ -1,3 +1,4 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 #endif
 
 /// `deck blob get -o` into every kind of destination, and `key=@FILE` from every kind of source.
-@Suite("End to end: blob get destinations and @FILE sources")
+@Suite("End to end: blob get destinations and @FILE sources", .timed)
 struct EndToEndFilesTests {
     /// A sample package, one of its blobs (digest and bytes), and its directory.
     func sampleBlob() throws -> (TemporaryDirectory, String, String, Data) {

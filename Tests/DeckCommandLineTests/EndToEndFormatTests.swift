@@ -1,9 +1,10 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck` on the format version 1 fixtures (Tests/Fixtures/v1): reading commands read them as they
 /// are and say which version they are; the first writing command upgrades them to version 3.
-@Suite struct EndToEndFormatTests {
+@Suite(.timed) struct EndToEndFormatTests {
     static func fixture(_ name: String, in directory: TemporaryDirectory, version: Int = 1) throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/v\(version)/" + name)

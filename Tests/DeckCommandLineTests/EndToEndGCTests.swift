@@ -1,9 +1,10 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck gc`: dry runs report, real runs remove, and the package verifies clean afterwards.
-@Suite("End to end: deck gc")
+@Suite("End to end: deck gc", .timed)
 struct EndToEndGCTests {
     /// A sample with one orphan blob file and one file in tmp/ (what a crashed writer leaves).
     func untidySample(_ directory: TemporaryDirectory) throws -> (

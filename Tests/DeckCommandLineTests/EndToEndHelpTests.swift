@@ -1,8 +1,9 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck --version`, help in all its spellings, and command-line usage errors.
-@Suite("End to end: help, version and usage errors")
+@Suite("End to end: help, version and usage errors", .timed)
 struct EndToEndHelpTests {
     static let subcommands = [
         "new", "open", "inspect", "verify", "lint", "gc", "query", "insert", "update", "delete", "blob",

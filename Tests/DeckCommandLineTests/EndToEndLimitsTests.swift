@@ -1,11 +1,12 @@
 import DeckKit
 import DeckSQLite
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Schemas and expressions at and beyond the limits (spec section 5.9, deck(1) EXPRESSIONS),
 /// relationships of sibling entities, and messages that never show generated SQL.
-@Suite("End to end: limits and inheritance")
+@Suite("End to end: limits and inheritance", .timed)
 struct EndToEndLimitsTests {
     /// Writes `schema` as a schema file in `directory` and runs `deck new` with it.
     func create(_ schema: StoreSchema, in directory: TemporaryDirectory, name: String = "Test.deck") throws

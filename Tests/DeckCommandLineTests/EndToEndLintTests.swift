@@ -1,11 +1,12 @@
 import DeckKit
 import DeckSQLite
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck lint`: the CloudKit check of a package, an archive or a schema file; its exit statuses;
 /// wrong, truncated and hostile input.
-@Suite("End to end: deck lint")
+@Suite("End to end: deck lint", .timed)
 struct EndToEndLintTests {
     /// What the flash-cards sample breaks (see SchemaLintTests in DeckStoreTests).
     static let sampleFindings = [

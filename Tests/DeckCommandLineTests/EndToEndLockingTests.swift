@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// One writer, many readers: while this test process holds a package open for writing, `deck`
 /// writers get exit status 75 and readers keep working.
-@Suite("End to end: the writer lock")
+@Suite("End to end: the writer lock", .timed)
 struct EndToEndLockingTests {
     var pid: Int32 { getpid() }
 

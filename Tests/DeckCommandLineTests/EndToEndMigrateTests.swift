@@ -1,9 +1,10 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck migrate` end to end: lightweight migrations, dry runs, refusals (exit 65, nothing
 /// changed), plan files good and bad, schema files bad.
-@Suite("End to end: deck migrate")
+@Suite("End to end: deck migrate", .timed)
 struct EndToEndMigrateTests {
     typealias Schemas = EndToEndMigrationTests
 

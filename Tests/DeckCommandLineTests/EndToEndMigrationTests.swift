@@ -1,8 +1,9 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck diff-schema` end to end: packages and schema files, text and JSON, exit statuses.
-@Suite("End to end: deck diff-schema")
+@Suite("End to end: deck diff-schema", .timed)
 struct EndToEndMigrationTests {
     /// The sample's stored schema as a file, and a version 2 of it with `change` applied.
     static func schemas(in directory: TemporaryDirectory, change: (inout [String: Any]) -> Void) throws

@@ -1,10 +1,11 @@
 import DeckKit
 import DeckSamples
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck new`: empty documents, content types, the sample, schema files, and refusals.
-@Suite("End to end: deck new")
+@Suite("End to end: deck new", .timed)
 struct EndToEndNewTests {
     /// The names in `directory` other than the ones given: leftovers of a failed create.
     func leftovers(_ directory: TemporaryDirectory, except names: Set<String>) throws -> [String] {

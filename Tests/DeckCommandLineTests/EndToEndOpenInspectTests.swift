@@ -1,5 +1,6 @@
 import DeckKit
 import DeckSamples
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 
 /// `deck open` (summary) and `deck inspect` (everything), on good packages and on everything that
 /// is not one.
-@Suite("End to end: deck open and deck inspect")
+@Suite("End to end: deck open and deck inspect", .timed)
 struct EndToEndOpenInspectTests {
     @Test func openTextSummary() throws {
         let directory = try TemporaryDirectory()

@@ -1,9 +1,10 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// With standard output and error on pipes (and with or without NO_COLOR), no command writes
 /// terminal escape sequences or carriage-return progress lines.
-@Suite("End to end: plain output on pipes")
+@Suite("End to end: plain output on pipes", .timed)
 struct EndToEndOutputHygieneTests {
     /// Runs a broad set of commands, successes and failures, and returns every result by name.
     func runEverything(environment: [String: String]) throws -> [(String, RunResult)] {

@@ -1,3 +1,4 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// Sample cards by id: 1 hola, 2 adiós, 3 gracias, 4 por favor, 5 el gato, 6 el perro (deck #1
 /// "Spanish basics"); 7 bonjour, 8 merci, 9 le chat, 10 la pomme (deck #2 "French basics").
 /// Cards 1, 3, 5, 6, 7 and 9 have images; card N was created at 2026-11-18T(11+N):06:40Z.
-@Suite("End to end: deck query")
+@Suite("End to end: deck query", .timed)
 struct EndToEndQueryTests {
     /// The ids of the cards matching `expression`, via `--json`.
     func ids(

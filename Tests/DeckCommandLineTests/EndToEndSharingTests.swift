@@ -1,9 +1,10 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck export`, `import`, `pack`, `unpack`, and the reading commands on archives.
-@Suite("End to end: sharing") struct EndToEndSharingTests {
+@Suite("End to end: sharing", .timed) struct EndToEndSharingTests {
     func sample(_ directory: TemporaryDirectory) throws -> String {
         let path = directory.appending("Spanish.deck")
         let result = try deck("new", path, "--sample", "flashcards")

@@ -1,8 +1,9 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck open PATH --shell` driven through a pipe (not a terminal: no banner, no prompts).
-@Suite("End to end: the interactive shell")
+@Suite("End to end: the interactive shell", .timed)
 struct EndToEndShellTests {
     func shell(_ path: String, _ lines: [String]) throws -> RunResult {
         try deck("open", path, "--shell", stdin: lines.joined(separator: "\n") + "\n")

@@ -1,5 +1,6 @@
 import DeckKit
 import DeckSQLite
+import DeckTestTiming
 import Foundation
 import Synchronization
 import Testing
@@ -51,7 +52,7 @@ func e2eDeckWithoutHanging(_ arguments: String..., sourceLocation: SourceLocatio
 
 /// Issue 8, through the built `deck`: hostile stores are refused, referenced blobs are never
 /// deleted and can be re-registered with `deck gc --repair`, special files never hang.
-@Suite("End to end: store trust")
+@Suite("End to end: store trust", .timed)
 struct EndToEndStoreTrustTests {
     func sql(_ path: String, _ statements: String) throws {
         let db = try Database(path: path + "/store.sqlite", mode: .readWrite)

@@ -1,3 +1,4 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -25,7 +26,7 @@ func bidiAndSeparators(in text: String) -> [String] {
 }
 
 /// Text output escapes what a package holds, everywhere; `--json` and `--csv` stay exact.
-@Suite("End to end: terminal escapes from a package")
+@Suite("End to end: terminal escapes from a package", .timed)
 struct EndToEndTerminalEscapeTests {
     /// A package whose schema version, a default and the values of a record carry `e2eHostile`,
     /// planted with sqlite3 as a hostile package would be, plus a stray blob file and a temporary

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -31,7 +32,7 @@ enum Vocabulary {
 
 /// Typed and generic access agree: a document `deck new --schema` made opens in the typed API,
 /// and what the typed API saved reads back in `deck query` and verifies clean.
-@Suite struct EndToEndTypedModelTests {
+@Suite(.timed) struct EndToEndTypedModelTests {
     @Test func aDocumentFromTheCLIOpensInTheTypedAPIAndBack() throws {
         let directory = try TemporaryDirectory()
         let path = directory.appending("Typed.deck")

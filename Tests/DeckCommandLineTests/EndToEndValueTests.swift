@@ -1,5 +1,6 @@
 import DeckSQLite
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// Values through the built `deck`: the text forms `insert` reads, the forms `query` prints as
 /// text, CSV and JSON, and the refusals (spec 7).
-@Suite("End to end: values")
+@Suite("End to end: values", .timed)
 struct EndToEndValueTests {
     static let schema = #"""
         {"version":"1","entities":[{"name":"S","attributes":[

@@ -1,11 +1,12 @@
 import DeckKit
 import DeckSQLite
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck verify`: clean packages, damaged blobs, leftovers, and `--quick`.
-@Suite("End to end: deck verify")
+@Suite("End to end: deck verify", .timed)
 struct EndToEndVerifyTests {
     /// The sample's first blob file (digest, path).
     func firstBlob(_ path: String) throws -> (digest: String, path: String) {

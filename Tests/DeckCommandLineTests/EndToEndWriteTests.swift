@@ -1,9 +1,10 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `deck insert`, `deck update`, `deck delete` and `deck blob get`.
-@Suite("End to end: insert, update, delete, blob get")
+@Suite("End to end: insert, update, delete, blob get", .timed)
 struct EndToEndWriteTests {
     /// The one record of `entity` matching `expression`, via `--json`.
     func record(

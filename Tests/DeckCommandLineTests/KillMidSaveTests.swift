@@ -2,6 +2,7 @@ import DeckKit
 import DeckSQLite
 import DeckStore
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -37,7 +38,7 @@ let crashSchema = StoreSchema(entities: [
 /// each child's seed (its operations and data) and each kill moment (after how many reported
 /// commits, then how long after). Every failure message names it with the command that replays
 /// the same choices; where in the child's work a kill lands still depends on the machine's speed.
-@Suite struct KillMidSaveTests {
+@Suite(.timed) struct KillMidSaveTests {
     /// How long a child may take to report a commit (a sanitizer-instrumented child on a loaded
     /// machine is slow). Only a hang reaches it; it is not a timing assertion.
     static let commitTimeout: TimeInterval = 300

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -59,7 +60,7 @@ enum Watched {
 
 /// `ModelContext.fetchUpdates` on a document open read-only follows what another process
 /// (`deck`) commits to it.
-@Suite("Observed fetches across processes", .timeLimit(.minutes(5)))
+@Suite("Observed fetches across processes", .timeLimit(.minutes(5)), .timed)
 @MainActor struct ObservedFetchProcessTests {
     @Test("Yields after another process's commits that change its results, and not for others")
     func yieldsAfterAnotherProcessCommits() async throws {

@@ -1,9 +1,10 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// samples/Vocabulary.flashcards is what the code makes (`Scripts/make-sample --check`, run here so
 /// that CI fails on a stale sample), and the check itself notices what it must notice.
-@Suite("The bundled sample")
+@Suite("The bundled sample", .timed)
 struct SampleTests {
     var script: String { e2eRepositoryRoot.appendingPathComponent("Scripts/make-sample").path }
     var sample: String { e2eRepositoryRoot.appendingPathComponent("samples/Vocabulary.flashcards").path }

@@ -1,3 +1,4 @@
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 /// section, taken from the spec's text (not a copy), runs in order in one bash session, and what it
 /// prints must be the output block that follows it, except for the three values the section says
 /// differ from package to package.
-@Suite("The spec's by-hand walk-through")
+@Suite("The spec's by-hand walk-through", .timed)
 struct SpecWalkthroughTests {
     /// A fenced code block: its info string (`sh`, `json`, or empty) and its text.
     struct Block {

@@ -1,5 +1,6 @@
 import DeckCommandLine
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -38,7 +39,7 @@ final class OutputRecorder: Sendable {
     }
 }
 
-@Suite("Terminal style")
+@Suite("Terminal style", .timed)
 struct TerminalStyleTests {
     @Test(
         arguments: [
@@ -97,7 +98,7 @@ struct TerminalStyleTests {
     }
 }
 
-@Suite("Progress bar")
+@Suite("Progress bar", .timed)
 struct ProgressBarTests {
     private func makeBar(
         total: Int64? = 100, unit: ProgressBar.Unit = .items, quiet: Bool = false, isTerminal: Bool = true,
@@ -262,7 +263,7 @@ struct ProgressBarTests {
     }
 }
 
-@Suite("Standard streams")
+@Suite("Standard streams", .timed)
 struct StandardStreamsTests {
     @Test func writesToADescriptorUnbuffered() throws {
         var descriptors: [Int32] = [0, 0]

@@ -1,7 +1,8 @@
 import DeckCommandLine
+import DeckTestTiming
 import Testing
 
-@Suite("Terminal text escaping")
+@Suite("Terminal text escaping", .timed)
 struct TerminalTextTests {
     @Test(arguments: [
         ("a\u{1B}]0;title\u{07}b", "a\\x1b]0;title\\x07b"),

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 // Testing starts the whole suite at once, the autosave's quiet interval and the polls below end
 // only after nearly every other test has run (more than ten minutes under ThreadSanitizer).
 // Scripts/test and Scripts/sanitize run at most eight tests at once, so they end on time.
-@Suite("Autosave of the main context")
+@Suite("Autosave of the main context", .timed)
 @MainActor struct AutosaveTests {
     func makeContainer(_ url: URL, allowsSave: Bool = true) throws -> ModelContainer {
         try ModelContainer(

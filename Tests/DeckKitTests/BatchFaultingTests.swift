@@ -1,12 +1,13 @@
 import DeckKit
 import DeckSQLite
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Reading a to-one relationship of each fetched model in turn loads the targets in batches: the
 /// first read that misses loads the targets of the models fetched after it too.
-@Suite("Batch faulting")
+@Suite("Batch faulting", .timed)
 struct BatchFaultingTests {
     final class Shelf: ModelObject {
         @Attribute var name = ""

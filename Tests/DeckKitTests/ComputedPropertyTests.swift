@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// reads that attribute too, but has no column: a predicate, a sort or a unique constraint on it
 /// must be refused, not answered as if it were the attribute (found by an outside tester: such a
 /// predicate returned the records of the opposite sign, with no error).
-@Suite("Computed properties are not taken for the attributes they read")
+@Suite("Computed properties are not taken for the attributes they read", .timed)
 struct ComputedPropertyTests {
     final class Person: ModelObject {
         @Attribute var age = 0

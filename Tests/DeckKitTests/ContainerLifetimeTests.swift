@@ -1,11 +1,12 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A context keeps its container's document open while the context lives (SwiftData's
 /// `let context = try ModelContainer(…).mainContext`), and a container and its contexts that the
 /// user drops are freed, closing the document.
-@Suite("Container lifetimes")
+@Suite("Container lifetimes", .timed)
 @MainActor struct ContainerLifetimeTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck

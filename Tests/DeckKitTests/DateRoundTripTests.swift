@@ -1,11 +1,12 @@
 import DeckKit
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A `Date` saved reads back equal, bit for bit, as in Core Data and SwiftData (issue 21, item 9):
 /// a new document stores seconds since 2001, the `Date`'s own number (spec 7.1).
-@Suite struct DateRoundTripTests {
+@Suite(.timed) struct DateRoundTripTests {
     final class Event: ModelObject {
         @Attribute var name = ""
         @Attribute var at = Date(timeIntervalSinceReferenceDate: 0)

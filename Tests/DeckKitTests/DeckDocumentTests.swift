@@ -1,10 +1,11 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Sharing a package as one file, as a library user does it: `DeckDocument` export, import,
 /// verify and reading an archive in place. Public API only.
-@Suite struct DeckDocumentTests {
+@Suite(.timed) struct DeckDocumentTests {
     @Test(arguments: ["Cards.zip", "Cards.tar", "Cards.tar.gz"])
     func anExportedPackageImportsAsTheSameDocument(archiveName: String) throws {
         let directory = try ScratchDirectory()

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// `catch` pattern matches, carrying the path, entity, property or record concerned, with the
 /// `kind` a caller (the `deck` tool among them) decides by. Public API only; no message text
 /// is matched.
-@Suite struct DeckErrorTests {
+@Suite(.timed) struct DeckErrorTests {
     @Test func aMissingPackageIsNotFound() throws {
         let directory = try ScratchDirectory()
         let url = directory.appending("Missing.deck")

@@ -1,11 +1,12 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Two containers that create the same new document at once: one creates it, the other opens
 /// the document that now exists (or finds it locked by its creator). Neither is told that it
 /// "already exists" and to remove it, which would delete the other's document.
-@Suite("Creating one new document from two places at once")
+@Suite("Creating one new document from two places at once", .timed)
 struct DocumentCreationRaceTests {
     typealias Note = SaveGraphTests.Note
     typealias Tag = SaveGraphTests.Tag

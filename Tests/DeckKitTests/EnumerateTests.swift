@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -85,7 +86,7 @@ enum Sorting {
 
 /// `enumerate(_:batchSize:block:)` visits each selected model once, in the descriptor's order,
 /// a batch at a time.
-@Suite("Enumerating models in batches")
+@Suite("Enumerating models in batches", .timed)
 struct EnumerateTests {
     typealias Item = Sorting.Item
 

@@ -1,10 +1,11 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `.externalStorage` values written from files and copied out to files, never whole in memory
 /// once saved.
-@Suite("External storage through files")
+@Suite("External storage through files", .timed)
 struct ExternalStorageTests {
     typealias Card = Flash.Card
 

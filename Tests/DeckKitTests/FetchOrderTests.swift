@@ -2,13 +2,14 @@ import DeckKit
 import DeckSQLite
 import DeckStore
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A fetch of every model sorted by number properties reads the rows unsorted and orders the
 /// models afterwards (`RowOrder`): its order must be the store's, which a fetch with a limit still
 /// gets from SQLite, for every kind of number, nulls, ties, subentities and unsaved changes.
-@Suite("Fetch order")
+@Suite("Fetch order", .timed)
 struct FetchOrderTests {
     class Reading: ModelObject {
         @Attribute var count = 0

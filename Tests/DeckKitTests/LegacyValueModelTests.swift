@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -24,7 +25,7 @@ enum LegacyReadingsV1: VersionedSchema {
 
 /// The typed layer reads legacy values into the properties that hold them, and names the record
 /// and attribute of one a property cannot hold, as a legacy value, not corruption.
-@Suite struct LegacyValueModelTests {
+@Suite(.timed) struct LegacyValueModelTests {
     static func fixture(in directory: ScratchDirectory) throws -> URL {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fixtures/legacy/Legacy.deck")

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -53,7 +54,7 @@ enum Linked {
 }
 
 /// What the review of ModelContext+Lifetimes found: cycles that survive, among others.
-@Suite("Model lifetimes: review")
+@Suite("Model lifetimes: review", .timed)
 struct LifetimeReviewTests {
     /// The Spanish deck read in `context`, with its cards loaded (each pointing back to it), and
     /// weak references to the deck and its cards.

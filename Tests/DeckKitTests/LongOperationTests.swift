@@ -1,11 +1,12 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Synchronization
 import Testing
 
 /// The async forms of export, import, pack, unpack, verify and gc: same results as the
 /// synchronous ones, progress, and cancellation that leaves nothing behind. Public API only.
-@Suite struct LongOperationTests {
+@Suite(.timed) struct LongOperationTests {
     static let schema = StoreSchema(entities: [
         StoreSchema.Entity(
             "Card",

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -44,7 +45,7 @@ func deck(_ title: String, in context: ModelContext) throws -> Flash.Deck {
 }
 
 /// A context's models follow what other contexts save: values, relationships, deletions.
-@Suite("Merging other contexts' saves into the models a context holds")
+@Suite("Merging other contexts' saves into the models a context holds", .timed)
 struct MergeTests {
     func makeContainer(_ directory: ScratchDirectory, allowsSave: Bool = true) throws -> ModelContainer {
         try ModelContainer(

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ actor CardImporter: ModelActor {
     func isCard(_ id: PersistentIdentifier) -> Bool { self[id, as: Flash.Card.self] != nil }
 }
 
-@Suite("Model actors: background contexts on queues of their own")
+@Suite("Model actors: background contexts on queues of their own", .timed)
 struct ModelActorTests {
     func makeContainer(_ directory: ScratchDirectory) throws -> ModelContainer {
         try ModelContainer(

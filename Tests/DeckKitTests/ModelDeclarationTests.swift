@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
 ///     // error: overriding declaration requires an 'override' keyword
 /// }
 /// ```
-@Suite("Model declarations: class properties a model overrides")
+@Suite("Model declarations: class properties a model overrides", .timed)
 struct ModelDeclarationTests {
     class Item: ModelObject {
         override class var uniqueConstraints: [[AnyKeyPath]] { [[\Item.code]] }

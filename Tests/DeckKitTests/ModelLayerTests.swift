@@ -1,6 +1,7 @@
 import DeckKit
 import DeckSQLite
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -45,7 +46,7 @@ func withModelDirectory<T>(_ body: (URL) throws -> T) throws -> T {
     return try body(directory)
 }
 
-@Suite("Typed models: containers, contexts, saving and fetching")
+@Suite("Typed models: containers, contexts, saving and fetching", .timed)
 struct ModelLayerTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck

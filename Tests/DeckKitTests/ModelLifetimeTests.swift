@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -13,7 +14,7 @@ final class WeakReference {
 /// How long models live: related models that hold each other go when their context goes (or when
 /// an enumeration's batch is done, or when asked); a model whose context is gone still loads what
 /// it has not loaded, as long as its document is open.
-@Suite("Model lifetimes")
+@Suite("Model lifetimes", .timed)
 struct ModelLifetimeTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// Models tell Observation of every read and change, whether they were made, inserted or
 /// fetched, and whatever was read before the observing began (a model makes its registrar only
 /// when a tracked read needs it).
-@Suite("Observing models")
+@Suite("Observing models", .timed)
 struct ObservationTests {
     /// Whether `change` makes a tracking scope that ran `read` fire.
     func fires(_ read: () -> Void, after change: () -> Void) -> Bool {

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -92,7 +93,7 @@ actor CardWriter: ModelActor {
 
 /// `ModelContext.fetchUpdates` and `QueryResults`: the results of a fetch follow what is saved,
 /// once per change of them.
-@Suite("Observed fetches", .timeLimit(.minutes(5)))
+@Suite("Observed fetches", .timeLimit(.minutes(5)), .timed)
 @MainActor struct ObservedFetchTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck
@@ -302,7 +303,7 @@ actor CardWriter: ModelActor {
 }
 
 /// The observed-fetch section of `GettingStarted.md`, run.
-@Suite("Observed fetch example", .timeLimit(.minutes(5)))
+@Suite("Observed fetch example", .timeLimit(.minutes(5)), .timed)
 @MainActor struct ObservedFetchExampleTests {
     typealias Card = ReadmeModels.Card
     typealias Importer = ReadmeModels.Importer

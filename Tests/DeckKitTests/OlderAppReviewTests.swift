@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -28,7 +29,7 @@ enum ColouredTagsV09: VersionedSchema {
 
 /// Review of issue 11's older-app policy (spec section 19): each test is a finding, failing
 /// until it is fixed.
-@Suite("Older apps: review findings")
+@Suite("Older apps: review findings", .timed)
 struct OlderAppReviewTests {
     /// A copy of the format version 2 flash-cards fixture (schema version 1.0.0, no floor).
     static func version2Fixture(in directory: ScratchDirectory) throws -> URL {

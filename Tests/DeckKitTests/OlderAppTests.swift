@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -144,7 +145,7 @@ struct DocumentContent: Equatable {
 
 /// The old-app drill of issue 11 (spec section 19): version 1 app code opens documents a version
 /// 3 app wrote.
-@Suite("Older apps: a version 1 app opens version 3 documents")
+@Suite("Older apps: a version 1 app opens version 3 documents", .timed)
 struct OlderAppTests {
     @Test("An additive version 3 opens read-write, and what version 1 does not know survives its saves")
     func additiveReadWrite() throws {

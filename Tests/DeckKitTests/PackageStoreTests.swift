@@ -1,10 +1,11 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// The store's scopes as a library user sees them: `read { }`, `write { }` with change sets, long
 /// transactions, closing. Public API only.
-@Suite struct PackageStoreTests {
+@Suite(.timed) struct PackageStoreTests {
     static let schema = StoreSchema(entities: [
         StoreSchema.Entity(
             "Deck",

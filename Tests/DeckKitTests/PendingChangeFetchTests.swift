@@ -1,10 +1,11 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A change that the next save would refuse does not stop the context's fetches: as in
 /// SwiftData, a pending change is checked when it is saved, and a list screen keeps working.
-@Suite("Fetches with a pending change a save would refuse")
+@Suite("Fetches with a pending change a save would refuse", .timed)
 struct PendingChangeFetchTests {
     typealias Note = SaveGraphTests.Note
     typealias Tag = SaveGraphTests.Tag

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -102,7 +103,7 @@ struct TestResolver: PredicateSchemaResolver {
     }
 }
 
-@Suite struct PredicateCompilerTests {
+@Suite(.timed) struct PredicateCompilerTests {
     let resolver = TestResolver()
 
     func compiled(_ predicate: Predicate<PCard>) throws(DeckError) -> QueryExpression {
@@ -299,7 +300,7 @@ struct TestResolver: PredicateSchemaResolver {
 
 /// Predicates run for real: each one fetched from a store and evaluated in memory on the same
 /// cards must select the same ones, nulls included.
-@Suite struct PredicateAgreementTests {
+@Suite(.timed) struct PredicateAgreementTests {
     static let schema = StoreSchema(entities: [
         StoreSchema.Entity(
             "Deck", attributes: [StoreSchema.Attribute("title", .string)],

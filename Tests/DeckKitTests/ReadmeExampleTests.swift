@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -55,7 +56,7 @@ extension ReadmeModels {
 /// The README's library examples, compiled and run, and the code of `GettingStarted.md`.
 /// `readmeExamplesAreInReadme` and `gettingStartedIsInTheArticle` keep the documents' copies
 /// identical to the code between the markers (each block without its marker's indentation).
-@Suite struct ReadmeExampleTests {
+@Suite(.timed) struct ReadmeExampleTests {
     typealias Card = ReadmeModels.Card
     typealias Deck = ReadmeModels.Deck
     typealias Importer = ReadmeModels.Importer
@@ -340,7 +341,7 @@ extension ReadmeModels {
 }
 
 /// What `ComingFromSwiftData.md` says differs from SwiftData, checked.
-@Suite struct ReadmeExampleSwiftDataDifferences {
+@Suite(.timed) struct ReadmeExampleSwiftDataDifferences {
     typealias Card = ReadmeModels.Card
     typealias Deck = ReadmeModels.Deck
 

@@ -1,5 +1,6 @@
 import DeckKit
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -31,7 +32,7 @@ enum V1V2Plan: SchemaMigrationPlan {
     static var stages: [MigrationStage] { [CardsPlan.v1ToV2] }
 }
 
-@Suite("Regressions: fetches with pending inserts, defaults, migration plans")
+@Suite("Regressions: fetches with pending inserts, defaults, migration plans", .timed)
 struct RegressionTests {
     final class Owner: ModelObject {
         @Attribute var name = ""

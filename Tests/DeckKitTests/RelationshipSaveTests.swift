@@ -1,13 +1,14 @@
 import DeckKit
 import DeckSQLite
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// The save of relationships between models inserted together: a to-one set in one statement
 /// per model, a to-many whose links all come from inserted models' to-ones not written again.
 /// What is stored and the change set must be as when each side was written.
-@Suite("Saving relationships of models inserted together")
+@Suite("Saving relationships of models inserted together", .timed)
 struct RelationshipSaveTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck

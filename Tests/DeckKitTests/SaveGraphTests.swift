@@ -1,11 +1,12 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A save writes the graph the models hold in memory: the links of every new model that a
 /// unique value merges into one record, relationship changes before the deletions of the same
 /// save (as two saves in a row would), and what the store and the models say agree after it.
-@Suite("A save honours the graph in memory")
+@Suite("A save honours the graph in memory", .timed)
 struct SaveGraphTests {
     final class Note: ModelObject {
         @Attribute var title = ""

@@ -1,9 +1,10 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// `ModelContext.willSave` and `didSave`, as SwiftData posts them.
-@Suite("Save notifications")
+@Suite("Save notifications", .timed)
 struct SaveNotificationTests {
     typealias Card = Flash.Card
     typealias Deck = Flash.Deck

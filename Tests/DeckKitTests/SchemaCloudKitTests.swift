@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ enum CloudKitModels {
     }
 }
 
-@Suite struct SchemaCloudKitTests {
+@Suite(.timed) struct SchemaCloudKitTests {
     static func findings(_ types: any PersistentModel.Type...) throws -> [String] {
         try Schema(types).cloudKitFindings().map { "\($0.code.rawValue) \($0.location)" }
     }

@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -86,7 +87,7 @@ func storedSchemaVersion(_ url: URL) throws -> String {
     return store.schema.version
 }
 
-@Suite("Schema migration plans: versioned models migrated on open")
+@Suite("Schema migration plans: versioned models migrated on open", .timed)
 struct SchemaMigrationPlanTests {
     @Test(
         "A lightweight stage renames through originalName, keeps every value and fills the new attribute; then 2 → 3"

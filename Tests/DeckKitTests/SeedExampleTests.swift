@@ -1,4 +1,5 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Observation
 import Testing
@@ -92,7 +93,7 @@ func withContainer<T>(
     }
 }
 
-@Suite("The seed documents' SwiftData examples, in memory and on disk")
+@Suite("The seed documents' SwiftData examples, in memory and on disk", .timed)
 struct SeedExampleTests {
     typealias Trip = Seeds.Trip
     typealias BucketListItem = Seeds.BucketListItem

@@ -1,13 +1,14 @@
 import DeckKit
 import DeckSQLite
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A typed fetch reads cells straight from the statement for the store's common types, and
 /// through store values for everything else: both paths must give the same answer for every
 /// cell, the odd ones included (a store from someone else may hold anything its columns accept).
-@Suite("Typed reads of unusual cells")
+@Suite("Typed reads of unusual cells", .timed)
 struct TypedReadTests {
     final class Sample: ModelObject {
         @Attribute var flag = false

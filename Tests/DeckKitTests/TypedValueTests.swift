@@ -1,11 +1,12 @@
 import DeckKit
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Swift types Deck cannot keep faithfully are refused when the schema is made, and a stored
 /// value this app's type does not have is reported as what it is: a mismatch between the app and
 /// the document, not damage.
-@Suite("Typed values: what a property's type can hold")
+@Suite("Typed values: what a property's type can hold", .timed)
 struct TypedValueTests {
     final class Reading: ModelObject {
         @Attribute var label = ""

@@ -1,6 +1,7 @@
 import DeckKit
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// Zip bombs are stopped by declared sizes, free space and the zip structure rules, never by a
 /// compression ratio that Deck's own exports can exceed (spec 16.7).
-@Suite struct ArchiveBombTests {
+@Suite(.timed) struct ArchiveBombTests {
     /// A flash-cards document of values that compress extremely well: a 128 MiB image of zeros
     /// (a blob) and 300 cards with 50 KB of the same letter (a store of some 15 MB).
     static func compressibleDocument(in sandbox: ScratchDirectory) throws -> URL {

@@ -1,6 +1,7 @@
 import DeckKit
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -45,7 +46,7 @@ func documentDump(_ url: URL) throws -> [String: [String]] {
 /// Archives of real packages made by `zip -r`, GNU tar and bsdtar: a package that has been
 /// written to has a `lock` and a `tmp/`, which are skipped; a raw copy of a store in use (a
 /// non-empty `-wal` or `-journal`) is refused by import and verify alike, and unpacked as it is.
-@Suite struct ArchiveForeignToolTests {
+@Suite(.timed) struct ArchiveForeignToolTests {
     struct Tool: Sendable, CustomTestStringConvertible {
         let label: String
         let executable: String

@@ -3,6 +3,7 @@ import DeckKit
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 
 /// Staging files and directories (spec 16.9): locked while alive, removed by the signal
 /// cleanup, and swept by the next run once stale.
-@Suite struct ArchiveStagingTests {
+@Suite(.timed) struct ArchiveStagingTests {
     static func sample(in sandbox: ScratchDirectory) throws -> URL {
         let url = sandbox.appending("Sample.deck")
         let document = try PackageStore.create(

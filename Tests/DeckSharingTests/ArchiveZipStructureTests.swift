@@ -2,12 +2,13 @@ import DeckKit
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A zip's central directory against its local headers (spec 16.7), and the rule that verifying
 /// an archive and importing it always agree (spec 16.8).
-@Suite struct ArchiveZipStructureTests {
+@Suite(.timed) struct ArchiveZipStructureTests {
     /// Where the parts of a zip are, for patching them.
     struct Layout {
         struct Entry {

@@ -2,13 +2,14 @@ import DeckKit
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Import trusts an archived store no more than an open trusts a package: schema objects the
 /// stored schema does not derive are refused (issue 8; spec sections 4.1, 13, 15, 16.4). The
 /// store-level checks are DeckStoreTests' "Store trust" suites.
-@Suite("Store trust: imported schema objects")
+@Suite("Store trust: imported schema objects", .timed)
 struct ImportTrustTests {
     /// A closed package with two cards sharing one external image, and one deck.
     func package(in dir: URL) throws -> URL {

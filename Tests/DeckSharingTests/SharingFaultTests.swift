@@ -1,6 +1,7 @@
 import DeckKit
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// File-system failures injected into export and import, on the test's own thread (they run in
 /// parallel).
-@Suite("Export and import under file-system failures")
+@Suite("Export and import under file-system failures", .timed)
 struct SharingFaultTests {
     /// The calls export makes through `FileSystem` (the snapshot's staging directory is its only
     /// directory).

@@ -2,6 +2,7 @@ import DeckKit
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 #endif
 
 /// Document-level sharing: export, import, pack and unpack.
-@Suite struct SharingTests {
+@Suite(.timed) struct SharingTests {
     let scratch: ScratchDirectory
     var directory: URL { scratch.url }
 

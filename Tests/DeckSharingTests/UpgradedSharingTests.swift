@@ -1,12 +1,13 @@
 import DeckKit
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// Sharing a package that was upgraded from format version 1 (Tests/Fixtures/v1) keeps its
 /// identity (spec: sections 6.10 and 16); DeckStoreTests' FormatUpgradeTests test the upgrade.
-@Suite struct UpgradedSharingTests {
+@Suite(.timed) struct UpgradedSharingTests {
     /// A copy of the version 1 fixture `name` in `dir`.
     static func copy(_ name: String, to dir: URL) throws -> URL {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

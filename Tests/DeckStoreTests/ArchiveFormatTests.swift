@@ -1,7 +1,8 @@
 import DeckStore
+import DeckTestTiming
 import Testing
 
-@Suite struct ArchiveFormatTests {
+@Suite(.timed) struct ArchiveFormatTests {
     @Test(arguments: [
         ("Book.zip", ArchiveFormat.zip),
         ("Book.ZIP", .zip),

@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct ArchivePackTests {
+@Suite(.timed) struct ArchivePackTests {
     @Test(arguments: ArchiveFormat.allCases)
     func entryOrderIsSignatureManifestStoreThenSortedBlobs(format: ArchiveFormat) throws {
         let sandbox = try ScratchDirectory()

@@ -1,10 +1,11 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
-@Suite struct ArchiveScanTests {
+@Suite(.timed) struct ArchiveScanTests {
     @Test(arguments: ArchiveFormat.allCases)
     func reportsContents(format: ArchiveFormat) throws {
         let sandbox = try ScratchDirectory()

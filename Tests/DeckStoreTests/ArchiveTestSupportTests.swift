@@ -1,11 +1,12 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// The hand-made archives the archive suites build (ArchiveTestSupport.swift) are what they say.
-@Suite struct ArchiveTestSupportTests {
+@Suite(.timed) struct ArchiveTestSupportTests {
     @Test func rawArchiveRoundTripsNames() throws {
         let sandbox = try ScratchDirectory()
         let url = sandbox.appending("raw.tar")

@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct ArchiveUnpackTests {
+@Suite(.timed) struct ArchiveUnpackTests {
     /// The tree an unpacked package must have: the fixture minus anything never archived.
     private func expectedTree(_ package: PackageFixture) throws -> [String: Data?] {
         try treeSnapshot(package.url).filter { !$0.key.hasPrefix("lock") && !$0.key.hasPrefix("tmp") }

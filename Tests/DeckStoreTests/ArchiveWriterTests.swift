@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct ArchiveWriterTests {
+@Suite(.timed) struct ArchiveWriterTests {
     @Test(arguments: ArchiveFormat.allCases)
     func writesFilesDataAndDirectories(format: ArchiveFormat) throws {
         let sandbox = try ScratchDirectory()

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -61,7 +62,7 @@ private func readAll(_ fd: Int32) -> Data {
     return data
 }
 
-@Suite("Blob bytes written out (BlobStore.copy)")
+@Suite("Blob bytes written out (BlobStore.copy)", .timed)
 struct BlobCopyTests {
     @Test func toANewFileLeavesNoTemporaryBehind() throws {
         try withTestDirectory { dir in
@@ -342,7 +343,7 @@ private final class ReceivedBytes: @unchecked Sendable {
     }
 }
 
-@Suite("Values read from files (key=@FILE)")
+@Suite("Values read from files (key=@FILE)", .timed)
 struct InputFileTests {
     /// A package with an inline and an external data attribute (threshold 16 bytes).
     private func package(in dir: URL) throws -> PackageStore {
@@ -532,7 +533,7 @@ struct InputFileTests {
 }
 
 /// A failed write of a blob's bytes.
-@Suite("A failed write of a blob's bytes")
+@Suite("A failed write of a blob's bytes", .timed)
 struct BlobWriteFaultTests {
     @Test func aFailedWriteLeavesTheDestinationAndNoTemporary() throws {
         try withTestDirectory { dir in

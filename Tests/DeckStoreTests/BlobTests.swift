@@ -1,11 +1,12 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 @testable import DeckStore
 
-@Suite("Blobs")
+@Suite("Blobs", .timed)
 struct BlobTests {
     /// `deck_blob.refs` for the blob holding `data`, or nil when there is no row.
     private func refs(_ package: PackageStore, _ data: Data) throws -> Int64? {

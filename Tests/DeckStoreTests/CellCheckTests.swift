@@ -1,13 +1,14 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 @testable import DeckStore
 
 /// Verification checks every cell against its attribute's encoding (spec 7.1, 13: `value-invalid`).
-@Suite("Cell checks")
+@Suite("Cell checks", .timed)
 struct CellCheckTests {
     /// A closed package with one valid Sample record of every type; returns its URL and the id.
     private func package(in dir: URL, schema: StoreSchema = recordsSchema()) throws -> (URL, Int64) {

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// The store tells this process's observers of each commit (but its author), and a read-only
 /// store notices another writer's commits by its data version.
-@Suite struct CommitObserverTests {
+@Suite(.timed) struct CommitObserverTests {
     /// The change sets an observer heard of, in order.
     final class Heard: Sendable {
         let changes = Locked<[ChangeSet]>([])

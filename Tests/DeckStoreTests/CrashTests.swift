@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
 /// storage), so these tests run in parallel with each other and with every other test; each
 /// still arms it only for paths containing its own directory's unique name. The kill-mid-save
 /// test with a child process lives elsewhere.
-@Suite("Crash safety (fault injection)")
+@Suite("Crash safety (fault injection)", .timed)
 struct CrashTests {
     static let savingOperations: [FaultInjection.Operation] = [.write, .fsync, .rename, .mkdir, .open]
     static let errnos: [Int32] = [ENOSPC, EIO, EACCES]

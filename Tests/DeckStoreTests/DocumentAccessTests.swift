@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -221,7 +222,7 @@ private let accessCases: [AccessCase] = [
         name: "the app's schema", document: appSchema(), floor: "1.0.0", expected: "read-write", reason: nil),
 ]
 
-@Suite("Document access: how an older app opens a later document (spec section 19)")
+@Suite("Document access: how an older app opens a later document (spec section 19)", .timed)
 struct DocumentAccessTests {
     @Test(arguments: accessCases)
     func access(_ testCase: AccessCase) throws {

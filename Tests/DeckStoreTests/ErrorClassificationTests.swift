@@ -1,6 +1,7 @@
 import CSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// of what Deck itself creates, never by reading SQLite's text: a reference count taken below
 /// zero (the writer's guard, in every format), a unique constraint, a query over one of SQLite's
 /// limits. Each test looks at the error's case, not its message.
-@Suite("Errors by code")
+@Suite("Errors by code", .timed)
 struct ErrorClassificationTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures")

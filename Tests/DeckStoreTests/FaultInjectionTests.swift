@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -35,7 +36,7 @@ private func onAnotherThread(_ body: @escaping @Sendable () -> Void) {
 
 /// The fault-injection harness itself: a fault is armed for one thread, reaches the worker
 /// threads of that thread's job and nothing else, and nests.
-@Suite("The fault-injection harness")
+@Suite("The fault-injection harness", .timed)
 struct FaultInjectionTests {
     @Test func aFaultReachesOnlyTheThreadThatArmedIt() throws {
         try withTestDirectory { dir throws in

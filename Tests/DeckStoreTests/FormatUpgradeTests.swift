@@ -1,6 +1,7 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
 /// are, upgraded by a writer to the current version in one transaction keeping every value, and
 /// the identity rules of version 2 (spec: sections 6.10, 12.2 and 12.5).
 /// ``FormatVersion3Tests`` does the same for the version 2 fixtures.
-@Suite struct FormatUpgradeTests {
+@Suite(.timed) struct FormatUpgradeTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/v1")
     static let names = ["Flashcards.flashcards", "Library.deck"]

@@ -1,6 +1,7 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// compatibility floor and the migration history; the version 2 packages of Tests/Fixtures/v2
 /// (made by the Deck of commit 415c743) read as they are and upgraded by a writer; and what the
 /// verifier says of bookkeeping that lies.
-@Suite struct FormatVersion3Tests {
+@Suite(.timed) struct FormatVersion3Tests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/v2")
     static let names = ["Flashcards.flashcards", "Library.deck"]

@@ -2,6 +2,7 @@ import DeckQueryLanguage
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 /// seconds from 2001-01-01, Foundation's reference date, so that every `Date` is stored as its own
 /// binary64; the version 3 packages of Tests/Fixtures/v3 (made by the Deck of commit 5d7d109) read
 /// as they are and upgrade without changing an instant.
-@Suite struct FormatVersion4Tests {
+@Suite(.timed) struct FormatVersion4Tests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/v3")
 

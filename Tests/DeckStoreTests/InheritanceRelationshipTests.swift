@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// rule 9, 6.5 and 9): `Item` > `Book` (> `Paperback`), `Film`, each pointing at `Person` with a
 /// to-one `owner` and a one-to-one `fan` — two relationships each, stored in the shared columns
 /// `owner` and `fan` of table `Item` — and films watched by people, many-to-many.
-@Suite("Inheritance and relationships")
+@Suite("Inheritance and relationships", .timed)
 struct InheritanceRelationshipTests {
     static func schema(booksRule: DeleteRule = .cascade, filmsRule: DeleteRule = .nullify) -> StoreSchema {
         StoreSchema(entities: [

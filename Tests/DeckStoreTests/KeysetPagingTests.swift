@@ -1,6 +1,7 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// Keyset paging (``RecordQuery/after``, ``RowCursor/position``): page after page, each
 /// continuing after the last row of the one before, a query's rows come exactly as one fetch of
 /// all of them sorts them — for every order the store sorts by, nulls, ties and foldings included.
-@Suite("Keyset paging")
+@Suite("Keyset paging", .timed)
 struct KeysetPagingTests {
     static let schema = StoreSchema(entities: [
         Entity(

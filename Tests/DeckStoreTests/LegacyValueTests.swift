@@ -1,5 +1,6 @@
 import DeckSQLite
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// holding values that Deck accepted then and that later rules refuse: ±infinite and out-of-range
 /// dates, 39-digit decimals, the JSON text null in a required attribute and JSON with a member
 /// name twice. They are legacy values (spec 7.7): read exactly, valid, kept by an upgrade.
-@Suite struct LegacyValueTests {
+@Suite(.timed) struct LegacyValueTests {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/legacy/Legacy.deck")
 

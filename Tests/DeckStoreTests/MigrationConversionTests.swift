@@ -1,6 +1,7 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// change, whose column starts from the default and which the stage converts from the old values,
 /// and an attribute made required without a default, whose nulls the stage fills first; the rest
 /// is refused even with a stage, saying what to do instead.
-@Suite struct MigrationConversionTests {
+@Suite(.timed) struct MigrationConversionTests {
     typealias Executor = MigrationExecutorTests
 
     /// The flash-cards schema at version 2 with `Card.back` changed by `change`.

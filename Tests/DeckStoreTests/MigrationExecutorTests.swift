@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -12,7 +13,7 @@ import Testing
 /// The migration executor (spec: section 18): every lightweight step kind on a real package,
 /// the data checks, removals that must be agreed to, a custom stage that splits an attribute,
 /// blob reference counts, refusals that leave the document as it was, and dry runs.
-@Suite struct MigrationExecutorTests {
+@Suite(.timed) struct MigrationExecutorTests {
     /// A flash-cards package with two decks, three cards (two with external images, one with an
     /// inline one), two tags and their links. Returns its URL (closed).
     static func makePackage(in dir: URL, schema: StoreSchema = flashCardsSchema()) throws -> URL {

@@ -3,6 +3,7 @@ import CSQLite
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -24,7 +25,7 @@ import Testing
 /// After each failure: the error is an I/O `DeckError`; the package is exactly as it was, or (a
 /// failure Deck does not report, such as a blob file left after the commit, section 10.3 step 4)
 /// the migrated one; it verifies; and an unfaulted migration then gives the expected document.
-@Suite struct MigrationFaultTests {
+@Suite(.timed) struct MigrationFaultTests {
     /// The migrations under test, each from the flash-cards schema (version 1.0.0).
     enum Migration: String, CaseIterable, Sendable, CustomTestStringConvertible {
         /// Tag gains an optional attribute with a default: `ALTER TABLE … ADD COLUMN`.

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// Migrations that move a relationship's links to another kind of storage (spec sections 6.5 and
 /// 18.2): to-one ↔ to-many between an own column and a join table, every link kept, and the check
 /// that a relationship made to-one has at most one link per record.
-@Suite struct MigrationLinkStorageTests {
+@Suite(.timed) struct MigrationLinkStorageTests {
     typealias Executor = MigrationExecutorTests
 
     /// The flash-cards schema at `version`, with `change` applied to relationship `name` of

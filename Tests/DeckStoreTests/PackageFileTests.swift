@@ -1,6 +1,7 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -41,7 +42,7 @@ func outcome(_ body: () throws -> Void) -> String {
 
 /// Every open of a package file refuses what is not a regular file, without blocking, naming
 /// the path and what it is (issue 8; spec sections 2.2, 8.4, 15).
-@Suite("Store trust: non-regular files")
+@Suite("Store trust: non-regular files", .timed)
 struct NonRegularFileTests {
     func package(in dir: URL) throws -> URL {
         let package = try makeTestStore(in: dir)
@@ -204,7 +205,7 @@ struct NonRegularFileTests {
 
 /// The manifest is strict JSON, checked in one order; deck_meta's keys have their types
 /// (issue 8; spec sections 2.2, 3, 4.2).
-@Suite("Store trust: manifest and deck_meta")
+@Suite("Store trust: manifest and deck_meta", .timed)
 struct ManifestAndMetadataTests {
     func package(in dir: URL, manifest: [UInt8]? = nil) throws -> URL {
         let package = try makeTestStore(in: dir)
@@ -432,7 +433,7 @@ struct ManifestAndMetadataTests {
 
 /// A reader never creates, deletes or rewrites a file of the package, whatever state the
 /// write-ahead log is in (issue 8; spec section 11.2).
-@Suite("Store trust: readers write nothing")
+@Suite("Store trust: readers write nothing", .timed)
 struct ReaderWritesNothingTests {
     /// Names, sizes and, for the store and its log, contents.
     func state(_ url: URL) throws -> [String: Data] {

@@ -2,6 +2,7 @@ import DeckSQLite
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("Package directory")
+@Suite("Package directory", .timed)
 struct PackageTests {
     // MARK: Create
 

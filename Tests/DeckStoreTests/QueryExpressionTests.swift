@@ -1,6 +1,7 @@
 import DeckQueryLanguage
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// The expression language on real stores: every construct of ``QueryExpression``, written with
 /// the builder API and in `--where` syntax, and what a store returns for it; what cannot be
 /// compiled is a ``DeckError`` naming the part; values never reach the SQL text.
-@Suite("Query expressions")
+@Suite("Query expressions", .timed)
 struct QueryExpressionTests {
     static let schema = StoreSchema(entities: [
         Entity(
@@ -364,7 +365,7 @@ struct QueryExpressionTests {
 }
 
 /// The `--where` syntax of the constructs beyond comparisons with a value, and hostile input.
-@Suite("Query parser: expressions")
+@Suite("Query parser: expressions", .timed)
 struct QueryParserExpressionTests {
     @Test func operandsAndPrecedence() throws {
         let reps = QueryExpression.property("reps")

@@ -1,6 +1,7 @@
 import DeckQueryLanguage
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// Filters of every shape and size up to the limits of ``Query/Limits`` run, and return what a
 /// direct evaluation in Swift returns; beyond the limits they are refused with a clear error
 /// (never a raw SQLite error).
-@Suite("RecordQuery limits")
+@Suite("RecordQuery limits", .timed)
 struct QueryLimitsTests {
     static let schema = StoreSchema(entities: [
         Entity(

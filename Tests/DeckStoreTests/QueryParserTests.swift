@@ -1,9 +1,10 @@
 import DeckQueryLanguage
 import DeckStore
 import DeckTestSupport
+import DeckTestTiming
 import Testing
 
-@Suite("QueryParser")
+@Suite("QueryParser", .timed)
 struct QueryParserTests {
     /// Parses `text`, recording a test issue (and returning `.all`) if it does not parse.
     private func parsed(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> QueryExpression

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -31,7 +32,7 @@ private func strings(_ records: [Record], _ key: String) -> [String?] {
     records.map { if case .string(let s)? = $0[key] { s } else { nil } }
 }
 
-@Suite("Records")
+@Suite("Records", .timed)
 struct RecordTests {
     // MARK: Round trips
 

@@ -1,13 +1,14 @@
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// A writer that stops without closing leaves its committed changes in the write-ahead log.
 /// Readers must still open the package (found by the long crash run: a read-only connection
 /// cannot replay a log by itself).
-@Suite struct RecoveryTests {
+@Suite(.timed) struct RecoveryTests {
     @Test func aReaderOpensAStoreWhoseWriterLeftAWriteAheadLog() throws {
         let scratch = try ScratchDirectory()
         let directory = scratch.url

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// No blob file that a record references is ever deleted, whatever `deck_blob` says; and
 /// `repairReferences` makes `deck_blob` agree with the cells again (issue 8; spec 8.2, 10, 13).
-@Suite("Store trust: reference counts")
+@Suite("Store trust: reference counts", .timed)
 struct ReferenceTrustTests {
     static let shared = testBytes(100, seed: 1)  // cards a and b
     static let single = testBytes(200, seed: 2)  // card c

@@ -1,12 +1,13 @@
 import DeckSQLite
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
 @testable import DeckStore
 
 /// ``RowOrder`` orders rows as SQLite's `ORDER BY` would, from their sort values alone.
-@Suite("Row order")
+@Suite("Row order", .timed)
 struct RowOrderTests {
     typealias Value = RowOrder.Value
 

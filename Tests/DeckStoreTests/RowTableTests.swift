@@ -1,4 +1,5 @@
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// `RowTable`, the model layer's registry table: after any sequence of sets and removes it holds
 /// exactly what a dictionary holds, including when ids collide on the same home slot, when
 /// removals leave tombstones in a probe run, and when ids crowd one slot.
-@Suite("Row table")
+@Suite("Row table", .timed)
 struct RowTableTests {
     final class Box {
         let id: Int64
@@ -169,7 +170,7 @@ struct RowTableTests {
 }
 
 /// The global ids the model layer makes for new models (spec section 6.10).
-@Suite("Global ids")
+@Suite("Global ids", .timed)
 struct GlobalIDTests {
     @Test("A new global id is a version 4 UUID, and ids do not repeat")
     func randomIDs() {

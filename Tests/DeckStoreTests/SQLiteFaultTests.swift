@@ -3,6 +3,7 @@ import CSQLite
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// read, write or sync of the package's store files. (Truncation happens only in the
 /// checkpoint at close, whose failure is harmless and ignored by design.) The VFS keeps one plan
 /// per path fragment, and each test arms its own directory's unique name, so they run in parallel.
-@Suite("SQLite I/O failures under a save")
+@Suite("SQLite I/O failures under a save", .timed)
 struct SQLiteFaultTests {
     /// SQLite VFS operations (see CDeckFaultVFS.h) and the errors they are made to return.
     static let sqliteFaults: [(name: String, operation: Int32, code: Int32)] = [
@@ -97,7 +98,7 @@ struct SQLiteFaultTests {
 /// Regression (found by the migration fault sweep): a long transaction's commit that failed after
 /// SQLite had rolled the transaction back by itself left the transaction looking open, and a
 /// second commit reported success with nothing written.
-@Suite struct FailedCommitTests {
+@Suite(.timed) struct FailedCommitTests {
     @Test func aCommitRetriedAfterSQLiteRolledBackKeepsFailingAndLosesNothingSilently() throws {
         #expect(deck_fault_vfs_install() == SQLITE_OK)
         try withTestDirectory { dir in

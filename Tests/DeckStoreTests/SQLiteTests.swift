@@ -3,10 +3,11 @@ import DeckSQLite
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
-@Suite("SQLite wrapper")
+@Suite("SQLite wrapper", .timed)
 struct SQLiteTests {
     // MARK: Open modes
 

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// Schema defaults (spec 5.4): exact reading, the canonical stored form, `dynamicDefault`, and
 /// the messages schema files get.
-@Suite("StoreSchema defaults")
+@Suite("StoreSchema defaults", .timed)
 struct SchemaDefaultTests {
     /// A schema file with one entity `A` holding the attribute object `attribute`.
     private func file(_ attribute: String) -> Data {

@@ -1,10 +1,11 @@
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// The diff engine (spec: section 17): matching by name and `originalName`, the steps in order,
 /// and which of them are lightweight.
-@Suite struct SchemaDiffTests {
+@Suite(.timed) struct SchemaDiffTests {
     typealias Entity = StoreSchema.Entity
     typealias Attribute = StoreSchema.Attribute
     typealias Relationship = StoreSchema.Relationship

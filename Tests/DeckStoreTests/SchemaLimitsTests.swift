@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// The limits of spec section 5.9: schemas at each limit work end to end (create, insert, fetch,
 /// verify, reopen), one step beyond is refused with an error naming the limit and the entity.
-@Suite("StoreSchema limits")
+@Suite("StoreSchema limits", .timed)
 struct SchemaLimitsTests {
     /// A chain `E1` > `E2` > … > `En`, each level declaring one attribute.
     static func chain(_ depth: Int) -> StoreSchema {

@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// The CloudKit-compatibility check of a store schema: each rule found where it is broken and
 /// only there.
-@Suite struct SchemaLintTests {
+@Suite(.timed) struct SchemaLintTests {
     /// A schema that passes every rule: defaults or optional attributes, inverses, no deny.
     static let compatible = StoreSchema(entities: [
         Entity(

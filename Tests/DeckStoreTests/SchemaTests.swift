@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ struct InvalidSchemaCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { label }
 }
 
-@Suite("StoreSchema")
+@Suite("StoreSchema", .timed)
 struct SchemaTests {
     // MARK: JSON
 

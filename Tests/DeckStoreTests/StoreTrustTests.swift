@@ -2,6 +2,7 @@ import CSQLite
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 
 /// A package from elsewhere is hostile: schema objects the stored schema does not derive are
 /// corruption, and nobody opens a store that has them (issue 8; spec sections 4.1, 13, 15).
-@Suite("Store trust: schema objects")
+@Suite("Store trust: schema objects", .timed)
 struct StoreObjectTests {
     static let image = testBytes(100, seed: 1)
 
@@ -203,7 +204,7 @@ struct StoreObjectTests {
 }
 
 /// Tables are STRICT and every cell has a storage class its column's type allows.
-@Suite("Store trust: storage classes")
+@Suite("Store trust: storage classes", .timed)
 struct StorageClassTests {
     static let schema = StoreSchema(
         version: "1",

@@ -1,8 +1,9 @@
 import DeckTestSupport
+import DeckTestTiming
 import Testing
 
 /// The seeds every randomised test takes its choices from: a failure must replay.
-@Suite struct TestSeedTests {
+@Suite(.timed) struct TestSeedTests {
     @Test func seedsParseInDecimalAndHexadecimalOnly() {
         #expect(TestSeed.parse("12345") == 12_345)
         #expect(TestSeed.parse(" 0x1F ") == 31)

@@ -2,6 +2,7 @@ import DeckQueryLanguage
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 /// The Unicode-aware folding of `[cd]` (spec 8.5): each step of the rule, the cases it decides
 /// (German ß, Turkish dotted and dotless i, Greek final sigma, letters without a decomposition),
 /// and that the SQL function agrees with the Swift rule on a real store.
-@Suite("Text folding")
+@Suite("Text folding", .timed)
 struct TextFoldingTests {
     @Test(
         "folded forms",

@@ -1,10 +1,11 @@
 import DeckStore
+import DeckTestTiming
 import Foundation
 import Testing
 
 /// The per-thread slot the model layer keeps its thread's state in (issue 22): each thread sees
 /// its own object, and what a thread leaves in a slot is released when the thread ends.
-@Suite("ThreadSlot")
+@Suite("ThreadSlot", .timed)
 struct ThreadSlotTests {
     final class Token: Sendable {
         let name: String

@@ -1,4 +1,5 @@
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 
 /// Dates (spec 7.4): the canonical text, the grammar the parser accepts, the range, and that
 /// printing and parsing are exact inverses.
-@Suite struct ValueFormattingTests {
+@Suite(.timed) struct ValueFormattingTests {
     /// The binary64 nearest to a date text in seconds since 1970 (the epoch of documents before
     /// format 4, and of the text's numbers).
     private func seconds(_ text: String) -> Double? {

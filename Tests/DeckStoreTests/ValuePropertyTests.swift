@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// stored and fetched: each form gives back the identical value (spec 7). The generator is
 /// seeded (``TestSeed``: `DECK_TEST_SEED`, or drawn for the run); a failure message names the
 /// seed, the command that replays it, and the value.
-@Suite("Value properties")
+@Suite("Value properties", .timed)
 struct ValuePropertyTests {
     static let seed = TestSeed("ValuePropertyTests", filter: "ValuePropertyTests")
     static let perType = 300

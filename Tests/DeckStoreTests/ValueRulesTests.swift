@@ -1,6 +1,7 @@
 import DeckSQLite
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 
 /// The encoding, range and text form of each value type (spec 7.1, 7.3, 7.5), through the
 /// parser, the store and the cells SQLite holds.
-@Suite("Value rules")
+@Suite("Value rules", .timed)
 struct ValueRulesTests {
     private func parse(_ text: String, _ type: AttributeType) -> Value? {
         try? Value(parsing: text, as: type)

@@ -2,10 +2,11 @@ import DeckSQLite
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
-@Suite("Verifier")
+@Suite("Verifier", .timed)
 struct VerifierTests {
     static let blobA = testBytes(100, seed: 1)
     static let blobB = testBytes(200, seed: 2)

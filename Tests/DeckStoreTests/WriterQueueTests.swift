@@ -1,5 +1,6 @@
 import DeckStoreTestSupport
 import DeckTestSupport
+import DeckTestTiming
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// This process's writers queue for the one writer connection, first come, first served, whether
 /// they block a thread or suspend a task; a cancelled task leaves the line and changes nothing.
-@Suite struct WriterQueueTests {
+@Suite(.timed) struct WriterQueueTests {
     nonisolated(nonsending) func withStore<T>(_ body: (PackageStore) async throws -> T) async throws -> T {
         let sandbox = try ScratchDirectory()
         let store = try PackageStore.create(
