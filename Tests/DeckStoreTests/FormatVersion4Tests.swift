@@ -152,7 +152,7 @@ import Testing
         var samples: [Double] = [
             Double(low), Double(low).nextUp, Double(high).nextDown, 0, 0.1, -0.1, 1e-300,
         ]
-        for _ in 0..<20_000 {
+        for _ in 0..<TestSweep.count(20_000, sampled: 2_000) {
             samples.append(Double.random(in: Double(low)..<Double(high), using: &generator))
             samples.append(Double(Int64.random(in: low * 1000..<high * 1000, using: &generator)) / 1000)
             let value =

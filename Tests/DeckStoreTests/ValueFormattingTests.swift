@@ -26,7 +26,7 @@ import Testing
         // Foundation switches to the Julian calendar before 1582; within 1600–2400 the calendar
         // fields (date, hours, minutes, seconds) must agree.
         var samples: [Double] = [0, -0.001, -1, 1_800_000_000, 951_782_400, 4_107_542_400, 1_795_996_800.25]
-        for _ in 0..<5_000 {
+        for _ in 0..<TestSweep.count(5_000, sampled: 1_000) {
             samples.append(
                 Double(Int64.random(in: -11_676_096_000_000...13_569_465_600_000, using: &generator)) / 1000)
         }
@@ -143,7 +143,7 @@ import Testing
             .leastNormalMagnitude, 1e-300, -1e-300, 0.1, -0.1, 0.5, -0.5, 1e-7, -1e-7, 86_399.999_999_9,
             -86_400.000_000_1, -62_135_769_600, 64_092_211_200, 951_782_400, 4_107_542_400,
         ]
-        for _ in 0..<20_000 {
+        for _ in 0..<TestSweep.count(20_000, sampled: 2_000) {
             samples.append(Double.random(in: low..<high, using: &generator))
             samples.append(
                 Double(Int64.random(in: -62_167_219_200_000..<253_402_300_800_000, using: &generator)) / 1000)
@@ -168,7 +168,7 @@ import Testing
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let seed = TestSeed("ValueFormattingTests.calendar", filter: "ValueFormattingTests")
         var generator = seed.generator()
-        for _ in 0..<2_000 {
+        for _ in 0..<TestSweep.count(2_000, sampled: 400) {
             let year = Int.random(in: 1600...9999, using: &generator)
             let month = Int.random(in: 1...12, using: &generator)
             let day = Int.random(in: 1...28, using: &generator)
