@@ -26,13 +26,8 @@ public struct TestTiming: SuiteTrait, TestTrait, TestScoping {
             return try await function()
         }
         let start = ContinuousClock.now
-        do {
-            try await function()
-        } catch {
-            log.record(test, since: start)
-            throw error
-        }
-        log.record(test, since: start)
+        defer { log.record(test, since: start) }
+        try await function()
     }
 }
 
