@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "DeckSamples", targets: ["DeckSamples"]),
         // The `--where` text language, for the fuzz targets (the CLI uses it within the package).
         .library(name: "DeckQueryLanguage", targets: ["DeckQueryLanguage"]),
+        // The Core Data store reader, for the fuzz targets until the importer uses it.
+        .library(name: "DeckCoreData", targets: ["DeckCoreData"]),
         .executable(name: "deck", targets: ["deck"]),
     ],
     targets: [
