@@ -59,7 +59,8 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     public let kind: Kind
     /// What is wrong, for people.
     public let message: String
-    /// The byte offset in the property list (or store) where the problem is, when there is one.
+    /// The byte offset where the problem is, when there is one: in the property list (for a
+    /// model cache, the inflated one) or, for a DEFLATE error, in the compressed stream.
     public let offset: Int?
 
     /// An error of `kind` with `message`, at `offset` when given.

@@ -64,7 +64,8 @@ public struct BinaryPropertyList: Sendable {
         public var maximumSize: Int
         /// The most objects the trailer may declare.
         public var maximumObjects: Int
-        /// The deepest nesting of containers.
+        /// The deepest nesting of containers. Each level is a few stack frames of the decoder:
+        /// keep it in the hundreds.
         public var maximumDepth: Int
         /// The most values decoded in all (shared objects count once per place they appear).
         public var maximumValues: Int
