@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "DeckSamples", targets: ["DeckSamples"]),
         // The `--where` text language, for the fuzz targets (the CLI uses it within the package).
         .library(name: "DeckQueryLanguage", targets: ["DeckQueryLanguage"]),
+        // The Core Data store reader, for the fuzz targets until the importer uses it.
+        .library(name: "DeckCoreData", targets: ["DeckCoreData"]),
         .executable(name: "deck", targets: ["deck"]),
     ],
     targets: [
@@ -28,6 +30,10 @@ let package = Package(
         .systemLibrary(
             name: "CCrypto", path: "Sources/CCrypto",
             providers: [.apt(["libssl-dev"])]),
+        // Raw DEFLATE, for Core Data's compressed model cache (DeckCoreData).
+        .systemLibrary(
+            name: "CZlib", path: "Sources/CZlib",
+            providers: [.apt(["zlib1g-dev"])]),
         .target(name: "CDeckSystem"),
         // DeckError carries SQLiteError and ArchiveError as cases, so the three errors sit together
         // below both the SQLite wrapper and the archive code, which throw them.
@@ -44,6 +50,11 @@ let package = Package(
         .target(
             name: "DeckArchive",
             dependencies: ["CArchive", "CDeckSystem", "DeckSupport"]),
+        // What a Core Data / SwiftData store says about itself: binary property lists, the
+        // keyed-archived model cache, Z_PRIMARYKEY and Z_METADATA, read from a private copy.
+        .target(
+            name: "DeckCoreData",
+            dependencies: ["CZlib", "DeckSupport", "DeckSQLite"]),
         .target(
             name: "DeckStore",
             dependencies: ["CSQLite", "CCrypto", "CDeckSystem", "DeckSupport", "DeckSQLite", "DeckArchive"]),
@@ -106,6 +117,13 @@ let package = Package(
             dependencies: [
                 "DeckKit", "DeckStore", "DeckSQLite", "CDeckSystem", "DeckStoreTestSupport",
                 "DeckTestSupport", "DeckTestTiming",
+            ]),
+        // The Core Data reader against the real stores in ../shared/fixtures/coredata, synthetic
+        // property lists and archives (its own bplist writer) and hostile input.
+        .testTarget(
+            name: "DeckCoreDataTests",
+            dependencies: [
+                "DeckCoreData", "CZlib", "DeckSupport", "DeckSQLite", "DeckTestSupport", "DeckTestTiming",
             ]),
         .testTarget(
             name: "DeckKitTests",

@@ -7,7 +7,7 @@
 // works too and `FuzzX file…` reproduces a finding under any build.
 import PackageDescription
 
-let targets = ["FuzzManifest", "FuzzSchema", "FuzzWhere", "FuzzArchive", "FuzzStore"]
+let targets = ["FuzzManifest", "FuzzSchema", "FuzzWhere", "FuzzArchive", "FuzzStore", "FuzzModelCache"]
 
 let package = Package(
     name: "DeckFuzz",
@@ -30,7 +30,9 @@ let package = Package(
                     .product(name: "DeckSamples", package: "Deck"),
                 ]
                     // The `--where` text language is not part of DeckKit.
-                    + ($0 == "FuzzWhere" ? [.product(name: "DeckQueryLanguage", package: "Deck")] : []))
+                    + ($0 == "FuzzWhere" ? [.product(name: "DeckQueryLanguage", package: "Deck")] : [])
+                    // Nor is the Core Data reader.
+                    + ($0 == "FuzzModelCache" ? [.product(name: "DeckCoreData", package: "Deck")] : []))
         },
     swiftLanguageModes: [.v6]
 )

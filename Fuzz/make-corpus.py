@@ -648,6 +648,35 @@ def archive_seeds(deck, small, scratch):
     tar("many-entries.tar", base + [directory(f"d{i}/") for i in range(40)])
 
 
+# MARK: - FuzzModelCache
+
+
+def model_cache_seeds():
+    """The real stores' model caches (../shared/fixtures/coredata beside the repository, or
+    $DECK_COREDATA_FIXTURES), inflated (the archive) and, for one, as stored (raw DEFLATE), with
+    a few near misses. Skipped with a note when the folder is absent."""
+    import zlib
+
+    fixtures = os.environ.get("DECK_COREDATA_FIXTURES") or os.path.join(REPO, "..", "shared", "fixtures", "coredata")
+    if not os.path.isdir(fixtures):
+        print(f"make-corpus: {fixtures} is absent; FuzzModelCache seeds left as they are", file=sys.stderr)
+        return
+    for folder in sorted(os.listdir(fixtures)):
+        directory = os.path.join(fixtures, folder)
+        stores = [n for n in sorted(os.listdir(directory)) if n.endswith(".sqlite")] if os.path.isdir(directory) else []
+        if not stores:
+            continue
+        uri = "file:" + os.path.join(directory, stores[0]) + "?mode=ro&immutable=1"
+        with sqlite3.connect(uri, uri=True) as db:
+            (content,) = db.execute("SELECT Z_CONTENT FROM Z_MODELCACHE").fetchone()
+        archive = zlib.decompress(content, -15)
+        put("FuzzModelCache", f"{folder}.bplist", archive)
+        if folder == "migration-v3":
+            put("FuzzModelCache", f"{folder}.deflate", content)
+            put("FuzzModelCache", f"{folder}-truncated.bplist", archive[: len(archive) // 2])
+            put("FuzzModelCache", f"{folder}-trailer-wide.bplist", archive[:-26] + b"\x09\x09" + archive[-24:])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default = os.environ.get("DECK") or next(
@@ -659,6 +688,7 @@ def main():
     manifest_seeds()
     schema_seeds()
     where_seeds()
+    model_cache_seeds()
     with tempfile.TemporaryDirectory(prefix="deck-corpus-") as scratch:
         sample, tiny, small = make_packages(args.deck, scratch)
         store_seeds(sample, tiny, small, scratch)

@@ -1,0 +1,211 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// A Core Data or SwiftData SQLite store, opened from a private copy: what it says about itself
+/// (its entity numbers, its metadata, its model cache) and, for an importer, the copy's
+/// connection.
+///
+/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present) into a
+/// new private temporary directory and opens only the copy: the user's files are never opened
+/// by SQLite, locked, checkpointed or changed, and data that lives only in the WAL is read.
+/// ``close()`` (or the last reference going away) removes the copy.
+public final class CoreDataStore {
+    /// The store file that was opened (the user's, not the copy).
+    public let sourceURL: URL
+    /// The entities `Z_PRIMARYKEY` lists, by entity number. Entity numbers change between model
+    /// versions: always resolve them here, never assume them.
+    public let entities: [CoreDataStoreEntity]
+    /// What `Z_METADATA` says: version, UUID, store type and version hashes.
+    public let metadata: CoreDataMetadata
+    /// The data model from `Z_MODELCACHE`, or nil when the store has none (old stores): then the
+    /// schema has to be inferred from the tables.
+    public let model: CoreDataModel?
+    /// The private copy's connection (read-write, so the copied WAL can be read).
+    package let database: Database
+    /// The directory holding the private copy.
+    package let copyDirectory: URL
+    private var isClosed = false
+
+    /// The names a store's companion files add to its path, copied with it.
+    static let companionSuffixes = ["-wal", "-shm"]
+
+    /// Limits on what a store may make the reader do.
+    public struct Limits: Sendable, Equatable {
+        /// The most bytes the model cache may inflate to.
+        public var maximumModelCacheSize: Int
+        /// Limits on the metadata's and the model cache's property lists.
+        public var propertyList: BinaryPropertyList.Limits
+
+        /// 64 MiB of model cache and the standard property list limits.
+        public static let standard = Limits(
+            maximumModelCacheSize: RawDeflate.standardMaximumOutput, propertyList: .standard)
+
+        /// Limits of your own.
+        public init(maximumModelCacheSize: Int, propertyList: BinaryPropertyList.Limits) {
+            self.maximumModelCacheSize = maximumModelCacheSize
+            self.propertyList = propertyList
+        }
+    }
+
+    /// Copies the store at `url` (with its `-wal` and `-shm`) to a private temporary directory
+    /// and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
+    ///
+    /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
+    ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
+    ///   `badStoreTable` for a Core Data table of the wrong shape, or the metadata's or model
+    ///   cache's decoding error (with the table's name before its message).
+    public static func open(at url: URL, limits: Limits = .standard) throws(CoreDataError) -> CoreDataStore {
+        let directory = try makePrivateDirectory()
+        do throws(CoreDataError) {
+            let copy = directory.appendingPathComponent(
+                url.lastPathComponent.isEmpty ? "store" : url.lastPathComponent)
+            try copyFile(from: url.path, to: copy.path, required: true)
+            for suffix in companionSuffixes {
+                try copyFile(from: url.path + suffix, to: copy.path + suffix, required: false)
+            }
+            let database: Database
+            do throws(SQLiteError) {
+                database = try Database(path: copy.path, mode: .readWrite)
+            } catch {
+                throw CoreDataError(
+                    .notACoreDataStore, "\(url.path) could not be opened as SQLite: \(error.message)")
+            }
+            return try CoreDataStore(
+                source: url, database: database, copyDirectory: directory, limits: limits)
+        } catch {
+            ScratchRemoval.remove(directory)
+            throw error
+        }
+    }
+
+    private init(source: URL, database: Database, copyDirectory: URL, limits: Limits) throws(CoreDataError) {
+        sourceURL = source
+        self.database = database
+        self.copyDirectory = copyDirectory
+        let reader = StoreTableReader(database: database, path: source.path, limits: limits)
+        let tables = try reader.tableNames()
+        for required in ["Z_PRIMARYKEY", "Z_METADATA"] where !tables.contains(required) {
+            throw CoreDataError(
+                .notACoreDataStore,
+                "\(source.path) is a SQLite database but not a Core Data store: it has no \(required) table")
+        }
+        entities = try reader.primaryKeys()
+        metadata = try reader.metadata()
+        model = tables.contains("Z_MODELCACHE") ? try reader.modelCache() : nil
+    }
+
+    deinit { close() }
+
+    /// Closes the copy's connection and removes the copy. Safe to call twice.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        database.close()
+        ScratchRemoval.remove(copyDirectory)
+    }
+
+    /// The entity numbered `number` in this store.
+    public func entity(number: Int64) -> CoreDataStoreEntity? { entities.first { $0.number == number } }
+
+    /// The entity named `name` in this store.
+    public func entity(named name: String) -> CoreDataStoreEntity? { entities.first { $0.name == name } }
+
+    private static func makePrivateDirectory() throws(CoreDataError) -> URL {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("deck-coredata-" + UUID().uuidString, isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CoreDataError(
+                .unreadableStore,
+                "could not make a private directory for the store's copy at \(directory.path): \(error)")
+        }
+        return directory
+    }
+
+    /// Copies `source` to a new file `destination` (mode 0600) by reading it: a symbolic link is
+    /// followed, and the source is only ever opened for reading.
+    static func copyFile(from source: String, to destination: String, required: Bool) throws(CoreDataError) {
+        guard let input = FileHandle(forReadingAtPath: source) else {
+            var isDirectory: ObjCBool = false
+            if !required && !FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) {
+                return
+            }
+            throw CoreDataError(.unreadableStore, "\(source) cannot be read (missing, or no permission)")
+        }
+        defer { try? input.close() }
+        guard
+            FileManager.default.createFile(
+                atPath: destination, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let output = FileHandle(forWritingAtPath: destination)
+        else {
+            throw CoreDataError(.unreadableStore, "could not create the private copy \(destination)")
+        }
+        defer { try? output.close() }
+        do {
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try output.write(contentsOf: chunk)
+            }
+        } catch {
+            throw CoreDataError(.unreadableStore, "copying \(source) to a private copy failed: \(error)")
+        }
+    }
+}
+
+/// An entity as `Z_PRIMARYKEY` lists it.
+public struct CoreDataStoreEntity: Sendable, Equatable {
+    /// The entity number (`Z_ENT`), which rows carry in their `Z_ENT` column.
+    public var number: Int64
+    /// The entity's name (`Z_NAME`).
+    public var name: String
+    /// The parent entity's number (`Z_SUPER`), or 0 for a root entity.
+    public var parentNumber: Int64
+    /// The highest primary key handed out (`Z_MAX`).
+    public var maximumPrimaryKey: Int64
+
+    /// An entity of your own.
+    public init(number: Int64, name: String, parentNumber: Int64, maximumPrimaryKey: Int64) {
+        self.number = number
+        self.name = name
+        self.parentNumber = parentNumber
+        self.maximumPrimaryKey = maximumPrimaryKey
+    }
+
+    /// Whether this is one of SwiftData's persistent-history entities (`ACHANGE`,
+    /// `ATRANSACTION`, `ATRANSACTIONSTRING`, numbered from 16000), which an importer skips.
+    public var isPersistentHistory: Bool {
+        number >= 16000 || ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].contains(name.uppercased())
+    }
+}
+
+/// What a store's `Z_METADATA` row says about it.
+public struct CoreDataMetadata: Sendable, Equatable {
+    /// `Z_VERSION`.
+    public var version: Int64
+    /// `Z_UUID`: the store's identifier.
+    public var uuid: String?
+    /// The whole metadata property list (`Z_PLIST`), for what the fields below leave out.
+    public var values: [String: PropertyListValue]
+
+    /// A metadata of your own.
+    public init(version: Int64, uuid: String?, values: [String: PropertyListValue]) {
+        self.version = version
+        self.uuid = uuid
+        self.values = values
+    }
+
+    /// `NSStoreType` (`SQLite` for every store this reader opens).
+    public var storeType: String? { values["NSStoreType"]?.string }
+    /// `NSStoreModelVersionHashes`: each entity's version hash, by entity name.
+    public var versionHashes: [String: Data] {
+        (values["NSStoreModelVersionHashes"]?.dictionary ?? [:]).compactMapValues(\.data)
+    }
+    /// `NSStoreModelVersionIdentifiers`.
+    public var modelVersionIdentifiers: [String] {
+        values["NSStoreModelVersionIdentifiers"]?.elements?.compactMap(\.string) ?? []
+    }
+    /// `NSPersistenceFrameworkVersion`: the Core Data build that wrote the metadata.
+    public var frameworkVersion: Int64? { values["NSPersistenceFrameworkVersion"]?.integer }
+}
