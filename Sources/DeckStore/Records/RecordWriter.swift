@@ -19,7 +19,6 @@ struct RecordWriter {
 
     private var database: Database { connection.database }
     private var dateEpoch: DateEpoch { connection.dateEpoch }
-    private var blobs: BlobStore { connection.blobs }
 
     /// Inserts a record of `entity` and returns its id.
     ///
@@ -114,25 +113,10 @@ struct RecordWriter {
             // attributes (an insert is on the path of every record a save writes).
             statement.rewind()
             try statement.bind(globalID: globalID, at: 1)
-            for (index, (type, isOptional)) in mapping.attributeTypes.enumerated() {
-                let value = given[index] ?? mapping.attributes[index].initialValue()
-                if value.isNull && !isOptional {
-                    throw DeckError.invalidValue(
-                        entity: mapping.name, property: mapping.attributes[index].name,
-                        reason: "a value is required (the attribute is not optional)")
-                }
-                let cell: SQLValue
-                if type == .data {
-                    cell = try store(value, for: mapping.attributes[index], of: mapping)
-                } else {
-                    do throws(ValueError) {
-                        cell = try value.sqlValue(for: type, isOptional: isOptional, epoch: dateEpoch)
-                    } catch {
-                        throw DeckError.invalidValue(
-                            entity: mapping.name, property: mapping.attributes[index].name,
-                            reason: error.description)
-                    }
-                }
+            for index in mapping.attributes.indices {
+                let cell = try CellEncoder.insertCell(
+                    given[index], attribute: index, of: mapping, epoch: dateEpoch
+                ) { value, attribute in try store(value, for: attribute, of: mapping) }
                 try statement.bind(cell, at: index + 2)
             }
             try statement.runBound()
@@ -356,60 +340,11 @@ struct RecordWriter {
         return name
     }
 
-    /// Encodes a value for its column, writing blob files for large external data.
+    /// Encodes a value for its column, writing blob files for large external data (registered in
+    /// `deck_blob` at once: the triggers count their references).
     private func store(_ value: Value, for attribute: Attribute, of mapping: EntityMapping) throws -> SQLValue
     {
-        guard attribute.type == .data else {
-            do {
-                return try value.sqlValue(
-                    for: attribute.type, isOptional: attribute.isOptional, epoch: dateEpoch)
-            } catch {
-                throw DeckError.invalidValue(
-                    entity: mapping.name, property: attribute.name, reason: error.description)
-            }
-        }
-        func invalid(_ reason: String) -> DeckError {
-            DeckError.invalidValue(entity: mapping.name, property: attribute.name, reason: reason)
-        }
-        let external = attribute.options.contains(.externalStorage)
-        let threshold = attribute.effectiveExternalThreshold
-        switch value {
-        case .null:
-            return .null
-        case .data(let data):
-            guard external && data.count >= threshold else { return .blob(data) }
-            return try register(try blobs.write(data))
-        case .file(let url):
-            // Read to the end whatever size the file reports; the bytes read decide inline or not.
-            let input = try InputFile(value: url.path, invalid: invalid)
-            let head = try input.read(upTo: external ? threshold : .max)
-            guard external && head.count >= threshold else { return .blob(head) }
-            return try register(try blobs.write(head, followedBy: input))
-        case .blob(let reference):
-            guard external else { return .blob(try blobs.read(reference.digest)) }
-            let known = try database.scalar(
-                "SELECT size FROM deck_blob WHERE digest = ?", [.text(reference.digest.hexDigest)])
-            if known == nil {
-                // An existing file that nothing references yet: check it before adopting it.
-                let (digest, size) = try BlobStore.hashFile(at: blobs.path(for: reference.digest))
-                guard digest == reference.digest else {
-                    throw DeckError.blobUnavailable(
-                        digest: reference.digest.hexDigest, reason: "file is corrupt")
-                }
-                return try register(BlobReference(digest: digest, size: size))
-            }
-            return .text(reference.digest.hexDigest)
-        default:
-            throw invalid("expected data, not \(value.kindName)")
-        }
-    }
-
-    /// Makes sure `deck_blob` knows a blob; the triggers count its references.
-    private func register(_ reference: BlobReference) throws -> SQLValue {
-        try database.run(
-            "INSERT INTO deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
-            [.text(reference.digest.hexDigest), .integer(reference.size)])
-        return .text(reference.digest.hexDigest)
+        try CellEncoder.registeringNow(connection).cell(value, for: attribute, of: mapping.name)
     }
 
     /// Applies the relationship values among `values` to record `id`.

@@ -35,6 +35,27 @@ enum PackageDirectory {
     /// `url` either does not exist or holds a complete package. Never replaces an existing path.
     static func create(at url: URL, contentType: String, schema: StoreSchema) throws(DeckError) -> String {
         let mapping = try SchemaMapping(schema)
+        let (target, parent) = try checkNewPackage(at: url, contentType: contentType)
+        // `.NAME.creating-<16 hex>`, shortened to fit a file name, locked while it is built and
+        // removed on a signal; a stale one (no lock) is removed by the next create of NAME.
+        let staging = try Staging.make(beside: target, kind: .creating, isDirectory: true)
+        do {
+            try writeEmptyPackage(
+                in: staging.path, contentType: contentType, schema: schema, mapping: mapping, documentID: nil)
+            try moveIntoPlace(staging, target: target, parent: parent)
+        } catch {
+            staging.discard()
+            if case DeckError.alreadyExists = error { throw DeckError.alreadyExists(path: target) }
+            throw DeckError.wrap(error)
+        }
+        return target
+    }
+
+    /// The full path of a package to be created at `url`, and its parent directory: refuses an
+    /// existing path, a content type the spec does not allow, and a parent that is no directory.
+    static func checkNewPackage(at url: URL, contentType: String) throws(DeckError) -> (
+        target: String, parent: String
+    ) {
         let target = url.standardizedFileURL.path
         guard try FileSystem.status(target) == nil else { throw DeckError.alreadyExists(path: target) }
         guard PackageLayout.isValidContentType(contentType) else {
@@ -45,57 +66,71 @@ enum PackageDirectory {
         guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
             throw DeckError.notFound(path: parent)
         }
-        // `.NAME.creating-<16 hex>`, shortened to fit a file name, locked while it is built and
-        // removed on a signal; a stale one (no lock) is removed by the next create of NAME.
-        let staging = try Staging.make(beside: target, kind: .creating, isDirectory: true)
-        let temporary = staging.path
+        return (target, parent.isEmpty ? "." : parent)
+    }
+
+    /// Writes an empty package into the (staging) directory `temporary`: `blobs/`, the manifest
+    /// and the store (spec 10.7 steps 2 to 5), with `documentID` or a new one, all made durable.
+    static func writeEmptyPackage(
+        in temporary: String, contentType: String, schema: StoreSchema, mapping: SchemaMapping,
+        documentID: UUID?
+    ) throws(DeckError) {
+        try FileSystem.mkdir(temporary + "/" + PackageLayout.blobsDirectory)
+        try writeFileAtomically(
+            Manifest(contentType: contentType).encoded(), to: temporary + "/" + PackageLayout.manifest)
+        let storePath = temporary + "/" + PackageLayout.store
         do {
-            try FileSystem.mkdir(temporary + "/" + PackageLayout.blobsDirectory)
-            try writeFileAtomically(
-                Manifest(contentType: contentType).encoded(), to: temporary + "/" + PackageLayout.manifest)
-            let storePath = temporary + "/" + PackageLayout.store
-            do {
-                let db = try Database(path: storePath, mode: .create)
-                defer { db.close() }
-                try db.execute("PRAGMA journal_mode=DELETE")
-                try db.execute("PRAGMA application_id=\(PackageLayout.applicationID)")
-                try db.execute("PRAGMA user_version=\(PackageLayout.formatVersion)")
-                try db.transaction {
-                    try db.execute(StoreDDL.metadata)
-                    try db.execute(SchemaBookkeeping.historyTable)
-                    for statement in StoreDDL.statements(for: mapping) { try db.execute(statement) }
-                    let now = Value.iso8601(Date())
-                    let meta: [(String, SQLValue)] =
-                        [
-                            ("format_version", .integer(Int64(PackageLayout.formatVersion))),
-                            ("content_type", .text(contentType)),
-                            ("schema", .text(try encodeSchema(schema))),
-                            ("schema_version", .text(schema.version)),
-                            ("created", .text(now)),
-                            ("modified", .text(now)),
-                            ("document_id", .text(StoreMetadata.newDocumentID())),
-                            ("date_epoch", .integer(DateEpoch.reference.rawValue)),
-                        ] + SchemaBookkeeping.metadataRows(for: schema)
-                    for (key, value) in meta {
-                        try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
-                    }
+            let db = try Database(path: storePath, mode: .create)
+            defer { db.close() }
+            try db.execute("PRAGMA journal_mode=DELETE")
+            try db.execute("PRAGMA application_id=\(PackageLayout.applicationID)")
+            try db.execute("PRAGMA user_version=\(PackageLayout.formatVersion)")
+            try db.transaction {
+                try db.execute(StoreDDL.metadata)
+                try db.execute(SchemaBookkeeping.historyTable)
+                for statement in StoreDDL.statements(for: mapping) { try db.execute(statement) }
+                let now = Value.iso8601(Date())
+                let meta: [(String, SQLValue)] =
+                    [
+                        ("format_version", .integer(Int64(PackageLayout.formatVersion))),
+                        ("content_type", .text(contentType)),
+                        ("schema", .text(try encodeSchema(schema))),
+                        ("schema_version", .text(schema.version)),
+                        ("created", .text(now)),
+                        ("modified", .text(now)),
+                        (
+                            "document_id",
+                            .text(
+                                documentID.map { $0.uuidString.lowercased() } ?? StoreMetadata.newDocumentID()
+                            )
+                        ),
+                        ("date_epoch", .integer(DateEpoch.reference.rawValue)),
+                    ] + SchemaBookkeeping.metadataRows(for: schema)
+                for (key, value) in meta {
+                    try db.run("INSERT INTO deck_meta(key, value) VALUES (?, ?)", [.text(key), value])
                 }
-            } catch {
-                throw DeckError.wrap(error)
             }
-            let fd = try FileSystem.open(storePath, O_RDONLY)
-            defer { FileSystem.close(fd) }
-            try FileSystem.fsync(fd, path: storePath)
-            try FileSystem.fsyncDirectory(temporary)
-            try FileSystem.renameNoReplace(temporary, target)
-            staging.release()
-            try FileSystem.fsyncDirectory(parent.isEmpty ? "." : parent)
         } catch {
-            staging.discard()
-            if case DeckError.alreadyExists = error { throw DeckError.alreadyExists(path: target) }
             throw DeckError.wrap(error)
         }
-        return target
+        try syncStore(packagePath: temporary)
+    }
+
+    /// Makes the store of the package at `packagePath` and the package directory durable.
+    static func syncStore(packagePath: String) throws(DeckError) {
+        let storePath = packagePath + "/" + PackageLayout.store
+        let fd = try FileSystem.open(storePath, O_RDONLY)
+        defer { FileSystem.close(fd) }
+        try FileSystem.fsync(fd, path: storePath)
+        try FileSystem.fsyncDirectory(packagePath)
+    }
+
+    /// Renames a finished staging package to `target` without replacing anything, releases the
+    /// staging item and makes the rename durable (spec 10.7 step 6).
+    static func moveIntoPlace(_ staging: StagingItem, target: String, parent: String) throws(DeckError) {
+        try FileSystem.renameNoReplace(staging.path, target)
+        staging.release()
+        try FileSystem.fsyncDirectory(parent)
     }
 
     static func encodeSchema(_ schema: StoreSchema) throws(DeckError) -> String {

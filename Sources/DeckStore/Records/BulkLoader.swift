@@ -1,0 +1,337 @@
+import DeckSQLite
+import Foundation
+
+/// Fills the package that ``PackageStore/build(at:contentType:schema:documentID:_:)`` builds:
+/// records with the keys and global ids their caller gives, then the links between them, in the
+/// one transaction of the build on the writer's connection. It is the record API's insert without
+/// its per-record work: no change recording, no savepoint per row, no reference count updated per
+/// row; values are checked and converted exactly as an insert converts them (``CellEncoder``).
+///
+/// A load goes in two phases: every row (``insert(entity:pk:globalID:values:)``), then every link
+/// (``setToOne(entity:pk:relationship:target:)``, ``addToMany(entity:pk:relationship:targets:)``),
+/// which checks that both ends exist. Keys are per table (a hierarchy shares one), as `_pk` is
+/// and as Core Data's `Z_PK` is, so a caller that copies keys from another store sets links by
+/// key with no map of ids. Blob files are registered in `deck_blob` at the end of the load, each
+/// with the count of the cells that name it (one statement per external-storage column).
+///
+/// It belongs to the build's body: it is not `Sendable`, and once the body has returned every
+/// call is a misuse error.
+package final class BulkLoader {
+    private let connection: StoreConnection
+    private var isOpen = true
+    /// The blob files that cells name, registered when the load ends.
+    private var pendingBlobs: [Digest: Int64] = [:]
+    /// The latest entity inserted, with its insert statement (rows come in runs of one entity).
+    private var lastInsert: (mapping: EntityMapping, statement: Statement)?
+    private lazy var encoder = CellEncoder(
+        database: connection.database, blobs: connection.blobs, dateEpoch: connection.dateEpoch,
+        isRegistered: { [unowned self] digest in pendingBlobs[digest] != nil },
+        register: { [unowned self] reference in pendingBlobs[reference.digest] = reference.size })
+
+    init(_ connection: StoreConnection) { self.connection = connection }
+
+    private var database: Database { connection.database }
+    private var mapping: SchemaMapping { connection.mapping }
+
+    /// The schema of the package being built.
+    package var schema: StoreSchema { connection.schema }
+
+    /// The names of the attributes of `entity`, inherited ones first (from the root down, each
+    /// entity's in declaration order): the order of the values ``insert(entity:pk:globalID:values:)``
+    /// takes.
+    package func attributeNames(of entity: String) throws(DeckError) -> [String] {
+        try mapping.entity(entity).attributes.map(\.name)
+    }
+
+    // MARK: Rows
+
+    /// Inserts a record of `entity` with key `pk` (its `_pk`: 1 or more, unique in the table of
+    /// the entity's hierarchy) and global id `globalID`, its attribute values in the order of
+    /// ``attributeNames(of:)`` (nil: the attribute's default, or null when optional).
+    ///
+    /// Data becomes a blob file as an insert makes one (`.data` at or above the attribute's
+    /// threshold, `.file` by the bytes read). A value of the wrong type, a missing required
+    /// value, a key or global id the table has already, or a unique constraint broken is an
+    /// ``DeckError/invalidValue(entity:property:reason:)`` naming the entity, the property and the
+    /// key.
+    package func insert(entity: String, pk: Int64, globalID: UUID, values: [Value?]) throws(DeckError) {
+        try requireOpen()
+        let (mapping, statement) = try insertStatement(entity)
+        guard values.count == mapping.attributes.count else {
+            throw DeckError.misuse(
+                "\(entity): \(values.count) values for \(mapping.attributes.count) attributes in a bulk insert "
+                    + "(give them in the order of attributeNames(of:))")
+        }
+        guard pk > 0 else {
+            throw DeckError.invalidValue(
+                entity: entity, property: "_pk", reason: "key \(pk): a record's key must be 1 or more")
+        }
+        do {
+            statement.rewind()
+            try statement.bind(.integer(pk), at: 1)
+            try statement.bind(globalID: globalID, at: 2)
+            for index in mapping.attributes.indices {
+                let cell = try CellEncoder.insertCell(
+                    values[index], attribute: index, of: mapping, epoch: connection.dateEpoch
+                ) { value, attribute in try encoder.cell(value, for: attribute, of: entity) }
+                try statement.bind(cell, at: index + 3)
+            }
+            try statement.runBound()
+        } catch {
+            throw naming(error, inserting: mapping, pk: pk, globalID: globalID, values: values)
+        }
+    }
+
+    /// The insert statement of `entity`: `INSERT INTO table(_pk, _gid, _entity, attributes…)`.
+    private func insertStatement(_ entity: String) throws(DeckError) -> (EntityMapping, Statement) {
+        if let last = lastInsert, last.mapping.name == entity { return last }
+        let mapping = try mapping.entity(entity)
+        let sql =
+            "INSERT INTO \(quote(mapping.table))("
+            + (["_pk", "_gid", "_entity"] + mapping.attributes.map { quote($0.name) }).joined(separator: ", ")
+            + ") VALUES (?, ?, '\(mapping.name)'" + String(repeating: ", ?", count: mapping.attributes.count)
+            + ")"
+        do {
+            let statement = try database.cachedStatement(sql)
+            lastInsert = (mapping, statement)
+            return (mapping, statement)
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    /// An insert's failure as the error that names the entity, the property and the key.
+    private func naming(
+        _ error: any Error, inserting mapping: EntityMapping, pk: Int64, globalID: UUID, values: [Value?]
+    ) -> DeckError {
+        let record = "the record with key \(pk)"
+        if case DeckError.invalidValue(let entity, let property, let reason) = error {
+            return .invalidValue(entity: entity, property: property, reason: "\(record): \(reason)")
+        }
+        guard let failure = error as? SQLiteError else { return connection.translate(error) }
+        if failure.code == .constraintPrimaryKey {
+            let holder = try? database.scalar(
+                "SELECT _entity FROM \(quote(mapping.table)) WHERE _pk = ?", [.integer(pk)])
+            return .invalidValue(
+                entity: mapping.name, property: "_pk",
+                reason: "key \(pk) is taken in table \(mapping.table)"
+                    + (holder?.string.map { " (by a \($0) record)" } ?? ""))
+        }
+        if failure.code == .constraintUnique {
+            var written: [String: Value] = [:]
+            for (index, value) in values.enumerated() { written[mapping.attributes[index].name] = value }
+            let found = UniqueConflict(
+                database: database, mapping: self.mapping, dateEpoch: connection.dateEpoch
+            )
+            .find(writing: mapping, id: nil, values: written, globalID: globalID)
+            if let found, found.properties == ["_gid"] {
+                return .invalidValue(
+                    entity: mapping.name, property: "_gid",
+                    reason: "\(record): a record of table \(mapping.table) already has global id "
+                        + globalID.uuidString.lowercased())
+            }
+            if let found {
+                return .invalidValue(
+                    entity: found.entity, property: found.properties.joined(separator: ", "),
+                    reason: "\(record): another record has the same value (the property is unique)")
+            }
+        }
+        return connection.translate(error)
+    }
+
+    /// Raises the key SQLite gives the next new row of `entity`'s table to at least
+    /// `maximum + 1` (its `sqlite_sequence.seq` to `maximum`; never lowers it), so keys of
+    /// records the source deleted are never given out again (Core Data's `Z_MAX`). Inserting
+    /// raises it past every key given already.
+    package func reserveKeys(entity: String, through maximum: Int64) throws(DeckError) {
+        try requireOpen()
+        let table = try mapping.entity(entity).table
+        do {
+            try database.run(
+                "UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = ?",
+                [.integer(maximum), .text(table)])
+            if database.changes == 0 && maximum > 0 {
+                try database.run(
+                    "INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", [.text(table), .integer(maximum)])
+            }
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    // MARK: Links
+
+    /// Sets to-one relationship `relationship` of the record of `entity` with key `pk` to the
+    /// record with key `target` (nil: none), wherever the store keeps it (its own column, or the
+    /// inverse's; spec 6.5), so its inverse sees it too. A one-to-one target's earlier partner lets
+    /// go. No delete rule runs. Both records must exist (a target of the destination entity or
+    /// one of its descendants).
+    package func setToOne(entity: String, pk: Int64, relationship name: String, target: Int64?)
+        throws(DeckError)
+    {
+        try requireOpen()
+        let (mapping, relationship, storage, destination) = try link(entity, name, toMany: false)
+        do {
+            if let target { try requireRecord(target, of: destination, linkedFrom: mapping, pk, name) }
+            switch storage {
+            case .ownColumn(let column):
+                let inverseIsToOne =
+                    relationship.inverse.flatMap { destination.relationship($0)?.relationship.isToMany }
+                    == false
+                if let target, inverseIsToOne {
+                    // One-to-one: whoever of this relationship pointed at the target lets go.
+                    try database.run(
+                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ? "
+                            + "AND _pk != ?\(and(declarer(of: name, in: mapping)))",
+                        [.integer(target), .integer(pk)])
+                }
+                try database.run(
+                    "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?\(and(mapping))",
+                    [target.map { .integer($0) } ?? .null, .integer(pk)])
+                guard database.changes == 1 else { throw missingSource(mapping, pk, name) }
+            case .inverseColumn(let table, let column):
+                try requireRecord(pk, of: mapping, linkedFrom: nil, pk, name)
+                try database.run(
+                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(and(destination))",
+                    [.integer(pk)])
+                if let target {
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                        [.integer(pk), .integer(target)])
+                }
+            case .joinTable:
+                break
+            }
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    /// Adds the records with keys `targets` to to-many relationship `relationship` of the record
+    /// of `entity` with key `pk`, wherever the store keeps it (the inverse's column, or a join
+    /// table; spec 6.5 and 6.6), so the inverse sees them too. A target of a one-to-many leaves
+    /// its earlier owner; a link a join table has already is kept once. No delete rule runs. Every
+    /// record must exist (targets of the destination entity or one of its descendants).
+    package func addToMany(entity: String, pk: Int64, relationship name: String, targets: [Int64])
+        throws(DeckError)
+    {
+        try requireOpen()
+        let (mapping, _, storage, destination) = try link(entity, name, toMany: true)
+        do {
+            try requireRecord(pk, of: mapping, linkedFrom: nil, pk, name)
+            for target in targets {
+                try requireRecord(target, of: destination, linkedFrom: mapping, pk, name)
+                switch storage {
+                case .inverseColumn(let table, let column):
+                    try database.run(
+                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
+                        [.integer(pk), .integer(target)])
+                case .joinTable(let table, let near, let far):
+                    try database.run(
+                        "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
+                        [.integer(pk), .integer(target)])
+                case .ownColumn:
+                    break
+                }
+            }
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    /// Relationship `name` of `entity`, which must be to-many or to-one as `toMany` says, with
+    /// its storage and its destination's mapping.
+    private func link(_ entity: String, _ name: String, toMany: Bool) throws(DeckError) -> (
+        EntityMapping, Relationship, RelationshipStorage, EntityMapping
+    ) {
+        let mapping = try mapping.entity(entity)
+        guard let (relationship, storage) = mapping.relationship(name) else {
+            throw DeckError.unknownProperty(entity: entity, name: name, known: mapping.propertyNames)
+        }
+        guard relationship.isToMany == toMany else {
+            throw DeckError.invalidValue(
+                entity: entity, property: name,
+                reason: toMany
+                    ? "a to-one relationship: set it with setToOne"
+                    : "a to-many relationship: add to it with addToMany")
+        }
+        guard let destination = self.mapping.entities[relationship.destination] else {
+            throw DeckError.unknownEntity(relationship.destination, known: self.mapping.entityNames)
+        }
+        return (mapping, relationship, storage, destination)
+    }
+
+    /// Checks that the record with key `pk` exists and is of `mapping`'s entity or a descendant:
+    /// the target of a link from `source` record `sourcePK`, or (`source` nil) its source.
+    private func requireRecord(
+        _ pk: Int64, of mapping: EntityMapping, linkedFrom source: EntityMapping?, _ sourcePK: Int64,
+        _ name: String
+    ) throws {
+        let entity = try database.scalar(
+            "SELECT _entity FROM \(quote(mapping.table)) WHERE _pk = ?", [.integer(pk)])?.string
+        guard let entity, mapping.family.contains(entity) else {
+            guard let source else { throw missingSource(mapping, pk, name) }
+            throw DeckError.invalidValue(
+                entity: source.name, property: name,
+                reason: "the record with key \(sourcePK) links to \(mapping.name) key \(pk), "
+                    + (entity.map { "which is a \($0), not a \(mapping.name)" } ?? "which does not exist"))
+        }
+    }
+
+    private func missingSource(_ mapping: EntityMapping, _ pk: Int64, _ name: String) -> DeckError {
+        .invalidValue(
+            entity: mapping.name, property: name,
+            reason: "no record of \(mapping.name) (or a descendant) has key \(pk) to link from")
+    }
+
+    /// The mapping of the entity that declares relationship `name` of `mapping`.
+    private func declarer(of name: String, in mapping: EntityMapping) -> EntityMapping {
+        guard let position = mapping.relationshipPosition(name) else { return mapping }
+        return self.mapping.entities[mapping.declarers[position]] ?? mapping
+    }
+
+    /// ` AND _entity IN (…)` for a subentity's family; nothing for a root's.
+    private func and(_ mapping: EntityMapping) -> String {
+        mapping.familyCondition(nil).map { " AND " + $0 } ?? ""
+    }
+
+    // MARK: End
+
+    /// Ends the load: registers every blob file the cells name in `deck_blob`, with its count of
+    /// references taken from the cells (one statement per external-storage column).
+    func finish() throws(DeckError) {
+        try requireOpen()
+        do {
+            for (digest, size) in pendingBlobs {
+                try database.run(
+                    "INSERT INTO deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
+                    [.text(digest.hexDigest), .integer(size)])
+            }
+            guard !pendingBlobs.isEmpty else { return }
+            for column in ReferenceCounts.columns(mapping) {
+                let c = quote(column.column)
+                try database.run(
+                    "UPDATE deck_blob SET refs = refs + counted.n FROM (SELECT \(c) AS digest, count(*) AS n "
+                        + "FROM \(quote(column.table)) WHERE typeof(\(c)) = 'text' GROUP BY \(c)) AS counted "
+                        + "WHERE deck_blob.digest = counted.digest")
+            }
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    /// The build's body has returned: every later call is a misuse.
+    func end() {
+        isOpen = false
+        lastInsert = nil
+    }
+
+    private func requireOpen() throws(DeckError) {
+        guard isOpen else {
+            throw DeckError.misuse("a bulk load was used after its build's body returned")
+        }
+    }
+}
+
+@available(*, unavailable)
+extension BulkLoader: Sendable {}
