@@ -23,6 +23,10 @@ package final class BulkLoader {
     private var pendingBlobs: [Digest: Int64] = [:]
     /// The latest entity inserted, with its insert statement (rows come in runs of one entity).
     private var lastInsert: (mapping: EntityMapping, statement: Statement)?
+    /// Each relationship's link statements, by `Entity.relationship`, made on first use.
+    private var links: [String: BulkLink] = [:]
+    /// The latest relationship linked (links come in runs of one relationship).
+    private var lastLink: BulkLink?
     private lazy var encoder = CellEncoder(
         database: connection.database, blobs: connection.blobs, dateEpoch: connection.dateEpoch,
         isRegistered: { [unowned self] digest in pendingBlobs[digest] != nil },
@@ -170,38 +174,10 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
-        let (mapping, relationship, storage, destination) = try link(entity, name, toMany: false)
+        let link = try link(entity, name, toMany: false)
         do {
-            if let target { try requireRecord(target, of: destination, linkedFrom: mapping, pk, name) }
-            switch storage {
-            case .ownColumn(let column):
-                let inverseIsToOne =
-                    relationship.inverse.flatMap { destination.relationship($0)?.relationship.isToMany }
-                    == false
-                if let target, inverseIsToOne {
-                    // One-to-one: whoever of this relationship pointed at the target lets go.
-                    try database.run(
-                        "UPDATE \(quote(mapping.table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ? "
-                            + "AND _pk != ?\(and(declarer(of: name, in: mapping)))",
-                        [.integer(target), .integer(pk)])
-                }
-                try database.run(
-                    "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?\(and(mapping))",
-                    [target.map { .integer($0) } ?? .null, .integer(pk)])
-                guard database.changes == 1 else { throw missingSource(mapping, pk, name) }
-            case .inverseColumn(let table, let column):
-                try requireRecord(pk, of: mapping, linkedFrom: nil, pk, name)
-                try database.run(
-                    "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(and(destination))",
-                    [.integer(pk)])
-                if let target {
-                    try database.run(
-                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
-                        [.integer(pk), .integer(target)])
-                }
-            case .joinTable:
-                break
-            }
+            if let target { try link.requireTarget(target, from: pk) }
+            try link.setToOne(pk, target)
         } catch {
             throw connection.translate(error)
         }
@@ -216,83 +192,41 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
-        let (mapping, _, storage, destination) = try link(entity, name, toMany: true)
+        let link = try link(entity, name, toMany: true)
         do {
-            try requireRecord(pk, of: mapping, linkedFrom: nil, pk, name)
+            try link.requireSource(pk)
             for target in targets {
-                try requireRecord(target, of: destination, linkedFrom: mapping, pk, name)
-                switch storage {
-                case .inverseColumn(let table, let column):
-                    try database.run(
-                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
-                        [.integer(pk), .integer(target)])
-                case .joinTable(let table, let near, let far):
-                    try database.run(
-                        "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
-                        [.integer(pk), .integer(target)])
-                case .ownColumn:
-                    break
-                }
+                try link.requireTarget(target, from: pk)
+                try link.add(pk, target)
             }
         } catch {
             throw connection.translate(error)
         }
     }
 
-    /// Relationship `name` of `entity`, which must be to-many or to-one as `toMany` says, with
-    /// its storage and its destination's mapping.
-    private func link(_ entity: String, _ name: String, toMany: Bool) throws(DeckError) -> (
-        EntityMapping, Relationship, RelationshipStorage, EntityMapping
-    ) {
-        let mapping = try mapping.entity(entity)
-        guard let (relationship, storage) = mapping.relationship(name) else {
-            throw DeckError.unknownProperty(entity: entity, name: name, known: mapping.propertyNames)
+    /// The statements of relationship `name` of `entity`, which must be to-many or to-one as
+    /// `toMany` says: the latest one's, or those made for it earlier, or made now.
+    private func link(_ entity: String, _ name: String, toMany: Bool) throws(DeckError) -> BulkLink {
+        if let last = lastLink, last.source.name == entity, last.name == name, last.isToMany == toMany {
+            return last
         }
-        guard relationship.isToMany == toMany else {
+        let key = entity + "." + name
+        let link: BulkLink
+        if let known = links[key] {
+            link = known
+        } else {
+            link = try BulkLink(connection, entity: try mapping.entity(entity), relationship: name)
+            links[key] = link
+        }
+        guard link.isToMany == toMany else {
             throw DeckError.invalidValue(
                 entity: entity, property: name,
                 reason: toMany
                     ? "a to-one relationship: set it with setToOne"
                     : "a to-many relationship: add to it with addToMany")
         }
-        guard let destination = self.mapping.entities[relationship.destination] else {
-            throw DeckError.unknownEntity(relationship.destination, known: self.mapping.entityNames)
-        }
-        return (mapping, relationship, storage, destination)
-    }
-
-    /// Checks that the record with key `pk` exists and is of `mapping`'s entity or a descendant:
-    /// the target of a link from `source` record `sourcePK`, or (`source` nil) its source.
-    private func requireRecord(
-        _ pk: Int64, of mapping: EntityMapping, linkedFrom source: EntityMapping?, _ sourcePK: Int64,
-        _ name: String
-    ) throws {
-        let entity = try database.scalar(
-            "SELECT _entity FROM \(quote(mapping.table)) WHERE _pk = ?", [.integer(pk)])?.string
-        guard let entity, mapping.family.contains(entity) else {
-            guard let source else { throw missingSource(mapping, pk, name) }
-            throw DeckError.invalidValue(
-                entity: source.name, property: name,
-                reason: "the record with key \(sourcePK) links to \(mapping.name) key \(pk), "
-                    + (entity.map { "which is a \($0), not a \(mapping.name)" } ?? "which does not exist"))
-        }
-    }
-
-    private func missingSource(_ mapping: EntityMapping, _ pk: Int64, _ name: String) -> DeckError {
-        .invalidValue(
-            entity: mapping.name, property: name,
-            reason: "no record of \(mapping.name) (or a descendant) has key \(pk) to link from")
-    }
-
-    /// The mapping of the entity that declares relationship `name` of `mapping`.
-    private func declarer(of name: String, in mapping: EntityMapping) -> EntityMapping {
-        guard let position = mapping.relationshipPosition(name) else { return mapping }
-        return self.mapping.entities[mapping.declarers[position]] ?? mapping
-    }
-
-    /// ` AND _entity IN (…)` for a subentity's family; nothing for a root's.
-    private func and(_ mapping: EntityMapping) -> String {
-        mapping.familyCondition(nil).map { " AND " + $0 } ?? ""
+        lastLink = link
+        return link
     }
 
     // MARK: End
@@ -324,6 +258,8 @@ package final class BulkLoader {
     func end() {
         isOpen = false
         lastInsert = nil
+        lastLink = nil
+        links.removeAll()
     }
 
     private func requireOpen() throws(DeckError) {
