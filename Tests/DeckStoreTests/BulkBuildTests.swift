@@ -316,6 +316,33 @@ struct BulkBuildTests {
         }
     }
 
+    /// The verification after the load is a gate: a package that fails it (here a blob file
+    /// damaged behind the loader's back, in the staging directory) is no document.
+    @Test func aPackageThatFailsVerificationIsNotRenamedIntoPlace() throws {
+        try withTestDirectory { dir throws in
+            let url = dir.appendingPathComponent("built.deck")
+            let error = expectDeckError {
+                _ = try PackageStore.build(at: url, contentType: Self.contentType, schema: Self.schema) {
+                    load in
+                    try load.insert(
+                        entity: "Book", pk: 1, globalID: Self.gid(2, 1),
+                        values: [.string("Dune"), .date(Self.added), .integer(1), nil, .data(Self.cover)])
+                    let staging = try #require(
+                        try Self.names(dir).first { $0.hasPrefix(".built.deck.creating-") })
+                    let blob = dir.appendingPathComponent(staging + "/blobs/" + blobName(Self.cover))
+                    try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: blob.path)
+                    try testBytes(100, seed: 9).write(to: blob)
+                }
+            }
+            guard case .corrupt(url.path, let reason)? = error else {
+                Issue.record("expected corrupt(\(url.path)), got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("fails verification"), "\(reason)")
+            #expect(try Self.names(dir).isEmpty)
+        }
+    }
+
     /// A build whose process died leaves only its staging directory, which is no document (a
     /// hidden name) and which the next build of the same name removes.
     @Test func anInterruptedBuildLeavesNoDocument() throws {
