@@ -190,6 +190,52 @@ struct BulkBuildTests {
         }
     }
 
+    /// Setting a link again replaces it as the record API would: a one-to-one's earlier partner
+    /// lets go (from either side's storage), a to-one set to nil is cleared, an item given to
+    /// another owner leaves the first, and a many-to-many link given from both sides is one link.
+    @Test func relinkingReplacesAsTheRecordAPIWould() throws {
+        try withTestDirectory { dir throws in
+            let url = dir.appendingPathComponent("built.deck")
+            _ = try PackageStore.build(at: url, contentType: Self.contentType, schema: Self.schema) { load in
+                for pk in Int64(1)...3 {
+                    try load.insert(
+                        entity: "Person", pk: pk, globalID: Self.gid(1, pk), values: [.string("P\(pk)")])
+                }
+                for pk in Int64(1)...3 {
+                    try load.insert(
+                        entity: "Film", pk: pk, globalID: Self.gid(2, pk),
+                        values: [
+                            .string("F\(pk)"), .date(Self.added), .double(1), nil, nil, nil, nil, nil, nil,
+                        ])
+                }
+                // Item.fan holds the one-to-one: set from the column's side, then from the other.
+                try load.setToOne(entity: "Film", pk: 1, relationship: "fan", target: 1)
+                try load.setToOne(entity: "Film", pk: 2, relationship: "fan", target: 1)
+                try load.setToOne(entity: "Person", pk: 2, relationship: "favorite", target: 2)
+                try load.setToOne(entity: "Person", pk: 3, relationship: "favorite", target: 3)
+                try load.setToOne(entity: "Person", pk: 3, relationship: "favorite", target: nil)
+                try load.addToMany(entity: "Person", pk: 1, relationship: "items", targets: [1, 2])
+                try load.addToMany(entity: "Person", pk: 2, relationship: "items", targets: [2])
+                try load.setToOne(entity: "Film", pk: 1, relationship: "owner", target: nil)
+                try load.addToMany(entity: "Person", pk: 1, relationship: "watched", targets: [3])
+                try load.addToMany(entity: "Film", pk: 3, relationship: "watchers", targets: [1])
+            }
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+            let store = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? store.close() }
+            try store.read { (reader: StoreReader) throws in
+                #expect(try reader.related("Film", id: 1, "fan") == [])
+                #expect(try reader.related("Film", id: 2, "fan") == [2])
+                #expect(try reader.related("Person", id: 1, "favorite") == [])
+                #expect(try reader.related("Person", id: 3, "favorite") == [])
+                #expect(try reader.related("Film", id: 3, "fan") == [])
+                #expect(try reader.related("Person", id: 1, "items") == [])
+                #expect(try reader.related("Person", id: 2, "items") == [2])
+                #expect(try reader.related("Film", id: 3, "watchers") == [1])
+            }
+        }
+    }
+
     @Test func aThrowingBodyLeavesNothing() throws {
         struct Stop: Error {}
         try withTestDirectory { dir throws in
