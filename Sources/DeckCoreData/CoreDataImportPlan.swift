@@ -182,7 +182,7 @@ package struct CoreDataImportPlan: Sendable, Equatable {
 
 extension CoreDataImportPlan {
     /// Deck's name for `name` (spec 5.7), with the uniqueness handled by the caller.
-    static func deckName(_ name: String) -> String {
+    package static func deckName(_ name: String) -> String {
         var scalars = String.UnicodeScalarView()
         for scalar in name.unicodeScalars {
             let allowed =
