@@ -49,9 +49,24 @@ struct ImportPlanBuilder {
     /// The store's table named `name` (compared as SQLite does, ignoring ASCII case).
     func table(_ name: String) -> String? { tableNames.first { $0.uppercased() == name.uppercased() } }
 
-    func maximumKey(_ table: String) throws(CoreDataError) -> Int64 {
-        let rows = try reader.rows("SELECT max(Z_PK) FROM \(quote(table))", table: table)
-        return rows.first?.first?.int64 ?? 0
+    /// The highest `Z_PK` of `table`, after checking that every row's `Z_ENT` is one of
+    /// `numbers` (the entities stored in the table): a row of an entity the store does not
+    /// describe would otherwise be left out silently by a reader that reads entity by entity.
+    func scan(_ table: String, numbers: Set<Int64>) throws(CoreDataError) -> Int64 {
+        let rows = try reader.rows(
+            "SELECT Z_ENT, min(Z_PK), count(*), max(Z_PK) FROM \(quote(table)) GROUP BY Z_ENT", table: table)
+        var maximum: Int64 = 0
+        for row in rows where row.count == 4 {
+            guard let number = row[0].int64, numbers.contains(number) else {
+                throw CoreDataError(
+                    .badRow,
+                    "\(path): \(row[2]) row(s) of \(table) (the first Z_PK \(row[1])) have Z_ENT \(row[0]), which names "
+                        + "no entity stored in that table (\(numbers.sorted().map(String.init).joined(separator: ", ")))"
+                )
+            }
+            maximum = max(maximum, row[3].int64 ?? 0)
+        }
+        return maximum
     }
 
     mutating func build() throws(CoreDataError) -> Plan {
@@ -448,7 +463,8 @@ struct ImportPlanBuilder {
             hierarchies.append(
                 Plan.Hierarchy(
                     root: names.entities[root] ?? root, coreDataRoot: root, table: table,
-                    maximumPrimaryKey: max(maximum, try maximumKey(table))))
+                    maximumPrimaryKey: max(
+                        maximum, try scan(table, numbers: Set(members.compactMap { numbers[$0] })))))
         }
         let schema = StoreSchema(
             version: model.versionIdentifiers.first { !$0.isEmpty } ?? "1.0.0", entities: schemaEntities)
@@ -728,7 +744,10 @@ struct ImportPlanBuilder {
                         maximumPrimaryKey: max(
                             stored.filter { root($0).number == entity.number }.map(\.maximumPrimaryKey).max()
                                 ?? 0,
-                            try maximumKey(table))))
+                            try scan(
+                                table,
+                                numbers: Set(stored.filter { root($0).number == entity.number }.map(\.number))
+                            ))))
             }
             var all: [Int64] = []
             for other in stored {

@@ -319,11 +319,26 @@ struct CoreDataImportTests {
     }
 
     @Test func aRowWhoseEntityNumberIsNotOfItsTableIsRefused() throws {
-        let store = try open(ScratchDirectory()) { try $0.run("UPDATE ZITEM SET Z_ENT = 5 WHERE Z_PK = 2") }
-        let error = expectCoreDataError(.badRow) { try readAll(store) }
-        #expect(
-            error?.message.contains("the row Z_PK 2 of ZITEM has Z_ENT 5") == true,
-            "\(String(describing: error))")
+        for number in ["5", "NULL", "9"] {
+            let store = try open(ScratchDirectory()) {
+                try $0.run("UPDATE ZITEM SET Z_ENT = \(number) WHERE Z_PK = 2")
+            }
+            let error = expectCoreDataError(.badRow) { try store.importPlan() }
+            #expect(
+                error?.message.contains("1 row(s) of ZITEM (the first Z_PK 2) have Z_ENT") == true,
+                "\(String(describing: error))")
+        }
+        // The reader checks too, for a plan made before the row changed.
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let store = try CoreDataStore.open(at: directory.appending("Notes.sqlite"))
+        let plan = try store.importPlan()
+        try store.database.run("UPDATE ZITEM SET Z_ENT = 5 WHERE Z_PK = 2")
+        let error = expectCoreDataError(.badRow) {
+            try store.forEachRow(of: "Item", attributes: [], plan: plan) { _, _, _ in }
+        }
+        #expect(error?.message.contains("the row Z_PK 2 of ZITEM has Z_ENT 5") == true)
     }
 
     @Test(arguments: [
