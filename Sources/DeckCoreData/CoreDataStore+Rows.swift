@@ -161,14 +161,14 @@ extension CoreDataStore {
                     + "a \(cell.storageClass) value where Core Data writes \(expected) for a \(column.coreDataType) attribute"
             )
         }
-        switch column.coreDataType {
-        case .integer16, .integer32, .integer64:
+        switch CellKind(column.coreDataType) {
+        case .integer:
             if case .integer(let v) = cell { return .integer(v) }
             throw wrong("an integer")
         case .boolean:
             if case .integer(let v) = cell, v == 0 || v == 1 { return .bool(v == 1) }
             throw wrong("0 or 1")
-        case .double, .float:
+        case .real:
             switch cell {
             case .integer(let v): return .double(Double(v))
             case .real(let v): return .double(v)
@@ -215,11 +215,11 @@ extension CoreDataStore {
         case .uri:
             if case .text(let text) = cell, let url = URL(string: text) { return .url(url) }
             throw wrong("a URI as text")
-        case .binaryData, .transformable:
+        case .data:
             guard case .blob(let bytes) = cell else { throw wrong("a blob") }
             guard column.usesExternalStorageEncoding else { return .data(bytes) }
             return try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
-        default:
+        case .unsupported:
             throw wrong("nothing Deck imports")
         }
     }
@@ -228,8 +228,9 @@ extension CoreDataStore {
     func externalValue(
         _ bytes: Data, _ column: CoreDataImportPlan.AttributeColumn, entity: String, primaryKey: Int64
     ) throws(CoreDataError) -> Value {
-        let place = "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName)"
-        let directory = Self.externalDataSource(of: sourceURL).path
+        // Only on the error paths: building the text for every value costs more than reading it.
+        var place: String { "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName)" }
+        var directory: String { Self.externalDataSource(of: sourceURL).path }
         guard let marker = bytes.first else {
             throw CoreDataError(
                 .badExternalData,
@@ -273,6 +274,27 @@ extension CoreDataStore {
                 "\(place): an external-storage value starting with the byte \(String(format: "0x%02x", marker)); "
                     + "Core Data writes 0x01 (inline bytes) or 0x02 (a file name): refused rather than guessed"
             )
+        }
+    }
+}
+
+/// How a cell of a Core Data type is read, decided once per type: matching
+/// ``CoreDataAttributeType`` (a struct) case by case for every cell cost more than the read.
+enum CellKind {
+    case integer, boolean, real, decimal, string, date, uuid, uri, data, unsupported
+
+    init(_ type: CoreDataAttributeType) {
+        switch type.rawValue {
+        case 100, 200, 300: self = .integer
+        case 800: self = .boolean
+        case 500, 600: self = .real
+        case 400: self = .decimal
+        case 700: self = .string
+        case 900: self = .date
+        case 1100: self = .uuid
+        case 1200: self = .uri
+        case 1000, 1800: self = .data
+        default: self = .unsupported
         }
     }
 }
