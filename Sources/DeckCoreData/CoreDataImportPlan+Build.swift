@@ -319,12 +319,20 @@ struct ImportPlanBuilder {
                         "\(path): the relationship \(name).\(relationship.name) leads to the entity "
                             + "'\(relationship.destinationEntityName)', which the model does not describe")
                 }
-                let inverse = relationship.inverseName.flatMap { destination.relationship(named: $0) }
+                // The inverse is declared by the destination or inherited from one of its ancestors.
+                let inverseOwner = relationship.inverseName.flatMap { inverseName in
+                    ancestry(destination.name, byName).last {
+                        byName[$0]?.relationship(named: inverseName) != nil
+                    }
+                }
+                let inverse = inverseOwner.flatMap { owner in
+                    relationship.inverseName.flatMap { byName[owner]?.relationship(named: $0) }
+                }
                 if let inverseName = relationship.inverseName, inverse == nil {
                     throw CoreDataError(
                         .badModel,
                         "\(path): the relationship \(name).\(relationship.name) names the inverse "
-                            + "'\(inverseName)', which \(destination.name) does not declare")
+                            + "'\(inverseName)', which \(destination.name) neither declares nor inherits")
                 }
                 if let inverse, inverse.name == relationship.name, destination.name == name {
                     notes.append(
@@ -361,6 +369,17 @@ struct ImportPlanBuilder {
                             .badStoreTable,
                             "\(path): the table \(table) has no column \(assigned[name]?[relationship.name] ?? "?") "
                                 + "for the to-one relationship \(name).\(relationship.name)")
+                    }
+                    // A one-to-one whose key Core Data keeps on both sides is read once, from the side
+                    // Deck stores it on (spec 6.5: the smaller key, entity.relationship in byte order).
+                    if let inverse, let owner = inverseOwner, !inverse.isToMany,
+                        let other = assigned[owner]?[inverse.name], columnsOf[owner]?.contains(other) == true
+                    {
+                        let mine = Array("\(deckName).\(deck)".utf8)
+                        let theirs = Array(
+                            "\(names.entities[owner] ?? owner).\(names.properties[owner]?[inverse.name] ?? inverse.name)"
+                                .utf8)
+                        if !mine.lexicographicallyPrecedes(theirs) { continue }
                     }
                     toOnes.append(
                         Plan.ToOneColumn(

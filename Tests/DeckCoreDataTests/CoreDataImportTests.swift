@@ -465,6 +465,52 @@ struct CoreDataImportTests {
         #expect(values == [.string("upper"), .string("lower")])
     }
 
+    /// Core Data may keep a one-to-one's key in both tables; the reader gives the link once, from
+    /// the side Deck stores it on (spec 6.5: `Passport.person` < `Person.passport`), or from the
+    /// only side that has a column.
+    @Test(arguments: [true, false])
+    func aOneToOneIsReadOnce(keyOnBothSides: Bool) throws {
+        let model = CoreDataModel(entities: [
+            CoreDataEntity(
+                name: "Passport",
+                relationships: [
+                    CoreDataRelationship(
+                        name: "person", destinationEntityName: "Person", inverseName: "passport")
+                ]),
+            CoreDataEntity(
+                name: "Person",
+                relationships: [
+                    CoreDataRelationship(
+                        name: "passport", destinationEntityName: "Passport", inverseName: "person")
+                ]),
+        ])
+        let directory = try ScratchDirectory()
+        let writer = try SyntheticStore.write(
+            at: directory.appending("P.sqlite").path,
+            entities: [
+                CoreDataStoreEntity(number: 1, name: "Passport", parentNumber: 0, maximumPrimaryKey: 1),
+                CoreDataStoreEntity(number: 2, name: "Person", parentNumber: 0, maximumPrimaryKey: 1),
+            ],
+            metadata: SyntheticStore.metadata(hashes: [:]), modelCache: ModelArchiveWriter.modelCache(model))
+        defer { writer.close() }
+        let personColumn = keyOnBothSides ? ", ZPERSON INTEGER" : ""
+        try writer.execute(
+            "CREATE TABLE ZPASSPORT ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER\(personColumn) )"
+        )
+        try writer.execute(
+            "CREATE TABLE ZPERSON ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZPASSPORT INTEGER )"
+        )
+        try writer.run(
+            keyOnBothSides
+                ? "INSERT INTO ZPASSPORT VALUES (1, 1, 1, 1)" : "INSERT INTO ZPASSPORT VALUES (1, 1, 1)")
+        try writer.run("INSERT INTO ZPERSON VALUES (1, 2, 1, 1)")
+        let store = try CoreDataStore.open(at: directory.appending("P.sqlite"))
+        let plan = try store.importPlan()
+        var links: [String] = []
+        try store.forEachToOne(plan: plan) { links.append("\($0) #\($1) \($2) -> #\($3)") }
+        #expect(links == [keyOnBothSides ? "Passport #1 person -> #1" : "Person #1 passport -> #1"])
+    }
+
     @Test func aCoreDataErrorBecomesADeckErrorNamingTheStore() {
         let error = CoreDataError(.badRow, "it is wrong").deckError(path: "/x/Notes.sqlite")
         guard case .corrupt(let path, let reason) = error else {
