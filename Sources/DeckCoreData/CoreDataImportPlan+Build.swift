@@ -102,7 +102,20 @@ struct ImportPlanBuilder {
             !(store.entity(named: entity.name)?.isPersistentHistory ?? false)
         }
         var numbers: [String: Int64] = [:]
+        var seen = Set<String>()
         for entity in modelEntities {
+            guard seen.insert(entity.name).inserted else {
+                throw CoreDataError(
+                    .badModel, "\(path): the model cache describes the entity '\(entity.name)' twice")
+            }
+        }
+        for entity in modelEntities {
+            if let parent = entity.parentName, !seen.contains(parent) {
+                throw CoreDataError(
+                    .badModel,
+                    "\(path): the model cache gives '\(entity.name)' the parent '\(parent)', which it does not describe"
+                )
+            }
             guard let row = store.entity(named: entity.name) else {
                 throw CoreDataError(
                     .badModel,

@@ -414,6 +414,29 @@ struct CoreDataImportTests {
         expectCoreDataError(.badModel) { try other.importPlan() }
     }
 
+    @Test func modelsThatDoNotHangTogetherAreRefused() throws {
+        var orphan = ImportStore.model
+        orphan.entities[orphan.entities.firstIndex { $0.name == "Photo" }!].parentName = "Picture"
+        let error = expectCoreDataError(.badModel) {
+            try open(ScratchDirectory(), model: orphan).importPlan()
+        }
+        // An archive cannot name a parent it lacks, so the parent reads as none: Z_PRIMARYKEY disagrees.
+        #expect(
+            error?.message.contains(
+                "gives 'Photo' the parent 'none', but Z_PRIMARYKEY gives it the parent number 2")
+                == true, "\(String(describing: error))")
+        var twice = ImportStore.model
+        twice.entities.append(CoreDataEntity(name: "Tag"))
+        let second = expectCoreDataError(.badModel) {
+            try open(ScratchDirectory(), model: twice).importPlan()
+        }
+        #expect(
+            second?.message.contains("lists the entity 'Tag' twice") == true, "\(String(describing: second))")
+        var cycle = ImportStore.model
+        cycle.entities[cycle.entities.firstIndex { $0.name == "Item" }!].parentName = "Note"
+        expectCoreDataError(.badModel) { try open(ScratchDirectory(), model: cycle).importPlan() }
+    }
+
     @Test func withoutAModelCacheTheSchemaComesFromTheTables() throws {
         let store = try open(ScratchDirectory(), model: nil)
         let plan = try store.importPlan()
