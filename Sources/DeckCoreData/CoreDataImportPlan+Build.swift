@@ -82,433 +82,10 @@ struct ImportPlanBuilder {
             notes.append(Plan.Note("the table \(name) (SwiftData's persistent history) is not imported"))
         }
         if let model = store.model {
-            return try build(model: model)
+            var builder = ModelPlanBuilder(context: self, model: model)
+            return try builder.build()
         }
         return try buildFromTables()
-    }
-
-    // MARK: - From the model
-
-    /// Per entity (by Core Data name): Deck names of its properties (inherited ones included),
-    /// by Core Data name.
-    struct Names {
-        var entities: [String: String] = [:]
-        var properties: [String: [String: String]] = [:]
-    }
-
-    mutating func build(model: CoreDataModel) throws(CoreDataError) -> Plan {
-        let stored = store.entities.filter { !$0.isPersistentHistory }
-        let modelEntities = model.entities.filter { entity in
-            !(store.entity(named: entity.name)?.isPersistentHistory ?? false)
-        }
-        var numbers: [String: Int64] = [:]
-        var seen = Set<String>()
-        for entity in modelEntities {
-            guard seen.insert(entity.name).inserted else {
-                throw CoreDataError(
-                    .badModel, "\(path): the model cache describes the entity '\(entity.name)' twice")
-            }
-        }
-        for entity in modelEntities {
-            if let parent = entity.parentName, !seen.contains(parent) {
-                throw CoreDataError(
-                    .badModel,
-                    "\(path): the model cache gives '\(entity.name)' the parent '\(parent)', which it does not describe"
-                )
-            }
-            guard let row = store.entity(named: entity.name) else {
-                throw CoreDataError(
-                    .badModel,
-                    "\(path): the model cache describes the entity '\(entity.name)', which Z_PRIMARYKEY does not list; "
-                        + "the model cache does not belong to these tables")
-            }
-            numbers[entity.name] = row.number
-            let parent = entity.parentName.flatMap { name in store.entity(named: name)?.number } ?? 0
-            guard parent == row.parentNumber else {
-                throw CoreDataError(
-                    .badModel,
-                    "\(path): the model cache gives '\(entity.name)' the parent '\(entity.parentName ?? "none")', "
-                        + "but Z_PRIMARYKEY gives it the parent number \(row.parentNumber)")
-            }
-        }
-        for entity in stored where model.entity(named: entity.name) == nil {
-            throw CoreDataError(
-                .badModel,
-                "\(path): Z_PRIMARYKEY lists the entity '\(entity.name)' (number \(entity.number)), "
-                    + "which the model cache does not describe")
-        }
-        let byName = Dictionary(modelEntities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        var children: [String: [String]] = [:]
-        for entity in modelEntities {
-            if let parent = entity.parentName { children[parent, default: []].append(entity.name) }
-        }
-        for key in children.keys { children[key]?.sort() }
-        let roots = modelEntities.filter { $0.parentName == nil }.map(\.name).sorted()
-        func preorder(_ name: String) -> [String] { [name] + (children[name] ?? []).flatMap(preorder) }
-        let order = roots.flatMap(preorder)
-        guard order.count == modelEntities.count else {
-            throw CoreDataError(.badModel, "\(path): the model cache's entities inherit in a cycle")
-        }
-
-        // Deck names: entities across the schema, properties within an entity with its ancestors'.
-        var names = Names()
-        var takenEntities = Set<String>()
-        for name in order {
-            let deck = Plan.unique(Plan.deckName(name), in: &takenEntities)
-            if deck != name {
-                notes.append(Plan.Note(entity: name, "named '\(deck)' in Deck (spec 5.7's naming rules)"))
-            }
-            names.entities[name] = deck
-        }
-        var takenProperties: [String: Set<String>] = [:]
-        for name in order {
-            guard let entity = byName[name] else { continue }
-            var taken = entity.parentName.flatMap { takenProperties[$0] } ?? []
-            var map = entity.parentName.flatMap { names.properties[$0] } ?? [:]
-            let own = entity.attributes.map(\.name) + entity.relationships.map(\.name)
-            for property in own {
-                let deck = Plan.unique(Plan.deckName(property), in: &taken)
-                if deck != property {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: property,
-                            "named '\(deck)' in Deck (spec 5.7's naming rules)"))
-                }
-                map[property] = deck
-            }
-            takenProperties[name] = taken
-            names.properties[name] = map
-        }
-
-        // Tables, and the columns of each hierarchy.
-        var tableOf: [String: String] = [:]
-        var columnsOf: [String: Set<String>] = [:]
-        var assigned: [String: [String: String]] = [:]  // entity -> property -> column
-        for root in roots {
-            let expected = "Z" + root.uppercased()
-            guard let table = table(expected) else {
-                throw CoreDataError(
-                    .badStoreTable,
-                    "\(path): the store has no table \(expected) for the entity '\(root)' and its subentities"
-                )
-            }
-            let columns = Set(try self.columns(of: table).map { $0.name.uppercased() })
-            var counts: [String: Int] = [:]
-            for name in preorder(root) {
-                tableOf[name] = table
-                columnsOf[name] = columns
-                guard let entity = byName[name] else { continue }
-                let stored =
-                    entity.attributes.filter { !$0.isTransient }.map(\.name)
-                    + entity.relationships.filter { !$0.isTransient && !$0.isToMany }.map(\.name)
-                for property in stored.sorted() {
-                    let base = "Z" + property.uppercased()
-                    let count = counts[base, default: 0]
-                    counts[base] = count + 1
-                    assigned[name, default: [:]][property] = count == 0 ? base : base + String(count)
-                }
-            }
-        }
-
-        // Ordered to-many relationships whose inverse is a to-one: a generated order attribute on
-        // the entity declaring the inverse.
-        var generated: [String: [(attribute: StoreSchema.Attribute, column: Plan.AttributeColumn)]] = [:]
-        for name in order {
-            guard let entity = byName[name] else { continue }
-            for relationship in entity.relationships where relationship.isOrdered && !relationship.isTransient
-            {
-                guard let inverseName = relationship.inverseName,
-                    let destination = byName[relationship.destinationEntityName],
-                    let inverse = destination.relationship(named: inverseName), !inverse.isToMany
-                else { continue }
-                guard let foreignKey = assigned[destination.name]?[inverse.name] else { continue }
-                let column = "Z_FOK_" + foreignKey.dropFirst()
-                guard columnsOf[destination.name]?.contains(column) == true else {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: relationship.name,
-                            "ordered, but the store has no \(column) column: the order is not kept"))
-                    continue
-                }
-                var taken = takenProperties[destination.name] ?? []
-                let attributeName = Plan.unique(
-                    Plan.deckName(
-                        (names.properties[destination.name]?[inverse.name] ?? inverse.name) + "Order"),
-                    in: &taken)
-                takenProperties[destination.name] = taken
-                generated[destination.name, default: []].append(
-                    (
-                        StoreSchema.Attribute(attributeName, .integer, isOptional: true),
-                        Plan.AttributeColumn(
-                            name: attributeName, coreDataName: inverse.name, column: column,
-                            coreDataType: .integer64, type: .integer, usesExternalStorageEncoding: false)
-                    ))
-                notes.append(
-                    Plan.Note(
-                        entity: name, property: relationship.name,
-                        "ordered: Deck's to-many relationships are sets, so the position of each "
-                            + "\(destination.name) is kept in the generated integer attribute "
-                            + "\(names.entities[destination.name] ?? destination.name).\(attributeName) "
-                            + "(Core Data's \(column) as stored; sort ascending for the order)"))
-            }
-        }
-
-        // Entities.
-        var schemaEntities: [StoreSchema.Entity] = []
-        var plans: [Plan.EntityPlan] = []
-        var joinTables: [Plan.JoinTable] = []
-        var columnsByEntity: [String: [Plan.AttributeColumn]] = [:]
-        for name in order {
-            guard let entity = byName[name], let deckName = names.entities[name], let table = tableOf[name],
-                let number = numbers[name]
-            else { continue }
-            let propertyNames = names.properties[name] ?? [:]
-            let columns = columnsOf[name] ?? []
-            var attributes: [StoreSchema.Attribute] = []
-            var attributeColumns = entity.parentName.flatMap { columnsByEntity[$0] } ?? []
-            for attribute in entity.attributes {
-                let deck = propertyNames[attribute.name] ?? attribute.name
-                if attribute.isTransient {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: attribute.name, "transient (not stored): not imported"))
-                    continue
-                }
-                guard let type = mapType(attribute, entity: name) else { continue }
-                guard let column = assigned[name]?[attribute.name], columns.contains(column) else {
-                    throw CoreDataError(
-                        .badStoreTable,
-                        "\(path): the table \(table) has no column \(assigned[name]?[attribute.name] ?? "?") "
-                            + "for the attribute \(name).\(attribute.name)")
-                }
-                var options: StoreSchema.Attribute.Options = []
-                let external =
-                    attribute.allowsExternalBinaryDataStorage
-                    && (attribute.type == .binaryData || attribute.type == .transformable)
-                if external && type == .data { options.insert(.externalStorage) }
-                var result = StoreSchema.Attribute(
-                    deck, type, isOptional: attribute.isOptional, options: options,
-                    originalName: renamed(attribute.renamingIdentifier, from: attribute.name))
-                if let value = attribute.defaultValue {
-                    result.defaultValue = defaultValue(
-                        value, type: type, entity: name, attribute: attribute.name)
-                    if result.defaultValue != nil, let problem = result.defaultProblem {
-                        notes.append(
-                            Plan.Note(
-                                entity: name, property: attribute.name,
-                                "the default value is left out: \(problem)"))
-                        result.defaultValue = nil
-                    }
-                }
-                attributes.append(result)
-                attributeColumns.append(
-                    Plan.AttributeColumn(
-                        name: deck, coreDataName: attribute.name, column: column,
-                        coreDataType: attribute.type,
-                        type: type, usesExternalStorageEncoding: external))
-            }
-            for (attribute, column) in generated[name] ?? [] {
-                attributes.append(attribute)
-                attributeColumns.append(column)
-            }
-            columnsByEntity[name] = attributeColumns
-
-            var relationships: [StoreSchema.Relationship] = []
-            var toOnes: [Plan.ToOneColumn] = []
-            for relationship in entity.relationships {
-                let deck = propertyNames[relationship.name] ?? relationship.name
-                if relationship.isTransient {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: relationship.name, "transient (not stored): not imported")
-                    )
-                    continue
-                }
-                guard let destination = byName[relationship.destinationEntityName],
-                    let destinationName = names.entities[destination.name]
-                else {
-                    throw CoreDataError(
-                        .badModel,
-                        "\(path): the relationship \(name).\(relationship.name) leads to the entity "
-                            + "'\(relationship.destinationEntityName)', which the model does not describe")
-                }
-                // The inverse is declared by the destination or inherited from one of its ancestors.
-                let inverseOwner = relationship.inverseName.flatMap { inverseName in
-                    ancestry(destination.name, byName).last {
-                        byName[$0]?.relationship(named: inverseName) != nil
-                    }
-                }
-                let inverse = inverseOwner.flatMap { owner in
-                    relationship.inverseName.flatMap { byName[owner]?.relationship(named: $0) }
-                }
-                if let inverseName = relationship.inverseName, inverse == nil {
-                    throw CoreDataError(
-                        .badModel,
-                        "\(path): the relationship \(name).\(relationship.name) names the inverse "
-                            + "'\(inverseName)', which \(destination.name) neither declares nor inherits")
-                }
-                if let inverse, inverse.name == relationship.name, destination.name == name {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: relationship.name,
-                            "its own inverse (a symmetric relationship), which Deck cannot store: not imported"
-                        ))
-                    continue
-                }
-                let rule: StoreSchema.DeleteRule =
-                    switch relationship.deleteRule {
-                    case .noAction: .noAction
-                    case .nullify: .nullify
-                    case .cascade: .cascade
-                    case .deny: .deny
-                    }
-                relationships.append(
-                    StoreSchema.Relationship(
-                        deck, to: destinationName, toMany: relationship.isToMany,
-                        inverse: inverse.flatMap { names.properties[destination.name]?[$0.name] },
-                        deleteRule: rule,
-                        originalName: renamed(relationship.renamingIdentifier, from: relationship.name)))
-                if relationship.minCount > 0 || (relationship.maxCount > 1 && relationship.isToMany) {
-                    notes.append(
-                        Plan.Note(
-                            entity: name, property: relationship.name,
-                            "the count limits (\(relationship.minCount)…\(relationship.maxCount == 0 ? "any" : String(relationship.maxCount))) are not enforced by Deck"
-                        ))
-                }
-                if !relationship.isToMany {
-                    guard let column = assigned[name]?[relationship.name], columns.contains(column) else {
-                        if let inverse, !inverse.isToMany { continue }  // the other side holds the key
-                        throw CoreDataError(
-                            .badStoreTable,
-                            "\(path): the table \(table) has no column \(assigned[name]?[relationship.name] ?? "?") "
-                                + "for the to-one relationship \(name).\(relationship.name)")
-                    }
-                    // A one-to-one whose key Core Data keeps on both sides is read once, from the side
-                    // Deck stores it on (spec 6.5: the smaller key, entity.relationship in byte order).
-                    if let inverse, let owner = inverseOwner, !inverse.isToMany,
-                        let other = assigned[owner]?[inverse.name], columnsOf[owner]?.contains(other) == true
-                    {
-                        let mine = Array("\(deckName).\(deck)".utf8)
-                        let theirs = Array(
-                            "\(names.entities[owner] ?? owner).\(names.properties[owner]?[inverse.name] ?? inverse.name)"
-                                .utf8)
-                        if !mine.lexicographicallyPrecedes(theirs) { continue }
-                    }
-                    toOnes.append(
-                        Plan.ToOneColumn(
-                            name: deck, coreDataName: relationship.name, column: column,
-                            destination: destinationName))
-                    if !relationship.isOptional {
-                        notes.append(
-                            Plan.Note(
-                                entity: name, property: relationship.name,
-                                "required in the model; Deck's to-one relationships are always optional"))
-                    }
-                } else if inverse == nil || inverse?.isToMany == true {
-                    if let join = try joinTable(
-                        entity: entity, relationship: relationship, inverse: inverse,
-                        destination: destination,
-                        names: names, numbers: numbers, children: children)
-                    {
-                        joinTables.append(join)
-                    }
-                    if relationship.isOrdered {
-                        notes.append(
-                            Plan.Note(
-                                entity: name, property: relationship.name,
-                                "ordered many-to-many: Deck keeps the links as a set, so the order is not kept"
-                                    + " (the links are loaded in Core Data's order)"))
-                    }
-                }
-            }
-
-            func mapNames(_ list: [String], what: String) -> [String]? {
-                var result: [String] = []
-                for property in list {
-                    let isAttribute =
-                        columnsByEntity[name]?.contains {
-                            $0.coreDataName == property && !$0.column.hasPrefix("Z_FOK_")
-                        } ?? false
-                    let isToOne = ancestry(name, byName).contains { owner in
-                        guard let relationship = byName[owner]?.relationship(named: property) else {
-                            return false
-                        }
-                        return !relationship.isToMany && !relationship.isTransient
-                            && (assigned[owner]?[property]).map(columns.contains) == true
-                    }
-                    let isStored = isAttribute || isToOne
-                    guard isStored, let deck = propertyNames[property] else {
-                        notes.append(
-                            Plan.Note(
-                                entity: name,
-                                "the \(what) on \(list.joined(separator: ", ")) is left out: '\(property)' is not "
-                                    + "a stored attribute or to-one relationship of the entity"))
-                        return nil
-                    }
-                    result.append(deck)
-                }
-                return result.isEmpty ? nil : result
-            }
-            let constraints = entity.uniquenessConstraints.compactMap {
-                mapNames($0, what: "uniqueness constraint")
-            }
-            let indexes = entity.indexes.compactMap { mapNames($0.propertyNames, what: "index") }
-            for other in entity.otherProperties {
-                notes.append(
-                    Plan.Note(
-                        entity: name, property: other.name,
-                        "a \(other.className) (not stored data): not imported"))
-            }
-            if entity.isAbstract {
-                notes.append(
-                    Plan.Note(
-                        entity: name,
-                        "abstract in the model; Deck has no abstract entities, so it is an entity with no records of its own"
-                    ))
-            }
-            schemaEntities.append(
-                StoreSchema.Entity(
-                    deckName, superentity: entity.parentName.flatMap { names.entities[$0] },
-                    attributes: attributes,
-                    relationships: relationships, uniqueConstraints: constraints, indexes: indexes,
-                    originalName: renamed(entity.renamingIdentifier, from: entity.name)))
-            var all = [number]
-            var queue = children[name] ?? []
-            while let next = queue.popLast() {
-                if let n = numbers[next] { all.append(n) }
-                queue += children[next] ?? []
-            }
-            let root = ancestry(name, byName).first ?? name
-            plans.append(
-                Plan.EntityPlan(
-                    name: deckName, coreDataName: name, root: names.entities[root] ?? root, table: table,
-                    number: number, numbers: all.sorted(), isAbstract: entity.isAbstract,
-                    attributes: attributeColumns, toOnes: toOnes))
-        }
-
-        var hierarchies: [Plan.Hierarchy] = []
-        for root in roots {
-            guard let table = tableOf[root] else { continue }
-            let members = Set(preorder(root))
-            let maximum =
-                store.entities.filter { members.contains($0.name) }.map(\.maximumPrimaryKey).max() ?? 0
-            hierarchies.append(
-                Plan.Hierarchy(
-                    root: names.entities[root] ?? root, coreDataRoot: root, table: table,
-                    maximumPrimaryKey: max(
-                        maximum, try scan(table, numbers: Set(members.compactMap { numbers[$0] })))))
-        }
-        let schema = StoreSchema(
-            version: model.versionIdentifiers.first { !$0.isEmpty } ?? "1.0.0", entities: schemaEntities)
-        do {
-            try schema.validate()
-        } catch {
-            throw CoreDataError(
-                .badModel, "\(path): the model does not make a valid Deck schema: \(error.description)")
-        }
-        return Plan(
-            schema: schema, notes: notes, entities: plans, joinTables: joinTables, hierarchies: hierarchies,
-            storeUUID: store.metadata.uuid ?? "")
     }
 
     func ancestry(_ name: String, _ byName: [String: CoreDataEntity]) -> [String] {
@@ -608,7 +185,8 @@ struct ImportPlanBuilder {
     /// when the pair is read from the inverse's side.
     func joinTable(
         entity: CoreDataEntity, relationship: CoreDataRelationship, inverse: CoreDataRelationship?,
-        destination: CoreDataEntity, names: Names, numbers: [String: Int64], children: [String: [String]]
+        destination: CoreDataEntity, names: ModelPlanBuilder.Names, numbers: [String: Int64],
+        children: [String: [String]]
     ) throws(CoreDataError) -> Plan.JoinTable? {
         func hierarchy(_ name: String) -> Set<Int64> {
             var result: Set<Int64> = []
@@ -711,29 +289,10 @@ struct ImportPlanBuilder {
         var plans: [Plan.EntityPlan] = []
         var hierarchies: [Plan.Hierarchy] = []
         var rootColumns: [Int64: [Plan.AttributeColumn]] = [:]
-        func root(_ entity: CoreDataStoreEntity) -> CoreDataStoreEntity {
-            var current = entity
-            var seen: Set<Int64> = []
-            while current.parentNumber != 0, !seen.contains(current.number),
-                let parent = store.entity(number: current.parentNumber)
-            {
-                seen.insert(current.number)
-                current = parent
-            }
-            return current
-        }
         // Parents before children.
-        func depth(_ entity: CoreDataStoreEntity) -> Int {
-            var count = 0
-            var current = entity
-            while current.parentNumber != 0, count < stored.count,
-                let parent = store.entity(number: current.parentNumber)
-            {
-                count += 1
-                current = parent
-            }
-            return count
-        }
+        let store = self.store
+        let depth = { (entity: CoreDataStoreEntity) in Self.ancestors(of: entity, in: store).count }
+        let root = { (entity: CoreDataStoreEntity) in Self.ancestors(of: entity, in: store).last ?? entity }
         for entity in stored.sorted(by: { (depth($0), $0.number) < (depth($1), $1.number) }) {
             guard let deckName = names[entity.number] else { continue }
             let rootEntity = root(entity)
@@ -745,55 +304,18 @@ struct ImportPlanBuilder {
             }
             var attributes: [StoreSchema.Attribute] = []
             if entity.parentNumber == 0 {
-                var taken = Set<String>()
-                var columns: [Plan.AttributeColumn] = []
-                for (column, declared) in try self.columns(of: table) {
-                    let upper = column.uppercased()
-                    guard upper.hasPrefix("Z"), !["Z_PK", "Z_ENT", "Z_OPT"].contains(upper),
-                        !upper.hasPrefix("Z_FOK_")
-                    else { continue }
-                    let (coreType, type): (CoreDataAttributeType, StoreSchema.AttributeType) =
-                        switch declared {
-                        case "INTEGER": (.integer64, .integer)
-                        case "FLOAT", "REAL", "DOUBLE": (.double, .double)
-                        case "DECIMAL": (.decimal, .decimal)
-                        case "TIMESTAMP": (.date, .date)
-                        case "BLOB": (.binaryData, .data)
-                        default: (.string, .string)
-                        }
-                    let name = Plan.unique(Plan.deckName(String(upper.dropFirst()).lowercased()), in: &taken)
-                    attributes.append(StoreSchema.Attribute(name, type, isOptional: true))
-                    columns.append(
-                        Plan.AttributeColumn(
-                            name: name, coreDataName: name, column: column, coreDataType: coreType,
-                            type: type,
-                            usesExternalStorageEncoding: false))
-                }
+                let columns: [Plan.AttributeColumn]
+                (attributes, columns) = try inferredAttributes(of: table)
                 rootColumns[entity.number] = columns
+                let members = stored.filter { root($0).number == entity.number }
                 hierarchies.append(
                     Plan.Hierarchy(
                         root: deckName, coreDataRoot: entity.name, table: table,
                         maximumPrimaryKey: max(
-                            stored.filter { root($0).number == entity.number }.map(\.maximumPrimaryKey).max()
-                                ?? 0,
-                            try scan(
-                                table,
-                                numbers: Set(stored.filter { root($0).number == entity.number }.map(\.number))
-                            ))))
+                            members.map(\.maximumPrimaryKey).max() ?? 0,
+                            try scan(table, numbers: Set(members.map(\.number))))))
             }
-            var all: [Int64] = []
-            for other in stored {
-                var current: CoreDataStoreEntity? = other
-                var steps = 0
-                while let c = current, steps <= stored.count {
-                    if c.number == entity.number {
-                        all.append(other.number)
-                        break
-                    }
-                    current = c.parentNumber == 0 ? nil : store.entity(number: c.parentNumber)
-                    steps += 1
-                }
-            }
+            let all = stored.filter { isBelow($0, entity, steps: stored.count) }.map(\.number)
             schemaEntities.append(
                 StoreSchema.Entity(
                     deckName, superentity: entity.parentNumber == 0 ? nil : names[entity.parentNumber],
@@ -815,5 +337,63 @@ struct ImportPlanBuilder {
         return Plan(
             schema: schema, notes: notes, entities: plans, joinTables: [], hierarchies: hierarchies,
             storeUUID: store.metadata.uuid ?? "")
+    }
+
+    /// Whether `entity` is `ancestor` or below it (following at most `steps` parents).
+    func isBelow(_ entity: CoreDataStoreEntity, _ ancestor: CoreDataStoreEntity, steps: Int) -> Bool {
+        var current: CoreDataStoreEntity? = entity
+        var count = 0
+        while let c = current, count <= steps {
+            if c.number == ancestor.number { return true }
+            current = c.parentNumber == 0 ? nil : store.entity(number: c.parentNumber)
+            count += 1
+        }
+        return false
+    }
+
+    /// Attributes inferred from a table's columns by their declared types, named by the column
+    /// without its `Z`, lowercased (Core Data's columns keep no case).
+    func inferredAttributes(of table: String) throws(CoreDataError)
+        -> ([StoreSchema.Attribute], [Plan.AttributeColumn])
+    {
+        var taken = Set<String>()
+        var attributes: [StoreSchema.Attribute] = []
+        var columns: [Plan.AttributeColumn] = []
+        for (column, declared) in try self.columns(of: table) {
+            let upper = column.uppercased()
+            guard upper.hasPrefix("Z"), !["Z_PK", "Z_ENT", "Z_OPT"].contains(upper),
+                !upper.hasPrefix("Z_FOK_")
+            else { continue }
+            let (coreType, type): (CoreDataAttributeType, StoreSchema.AttributeType) =
+                switch declared {
+                case "INTEGER": (.integer64, .integer)
+                case "FLOAT", "REAL", "DOUBLE": (.double, .double)
+                case "DECIMAL": (.decimal, .decimal)
+                case "TIMESTAMP": (.date, .date)
+                case "BLOB": (.binaryData, .data)
+                default: (.string, .string)
+                }
+            let name = Plan.unique(Plan.deckName(String(upper.dropFirst()).lowercased()), in: &taken)
+            attributes.append(StoreSchema.Attribute(name, type, isOptional: true))
+            columns.append(
+                Plan.AttributeColumn(
+                    name: name, coreDataName: name, column: column, coreDataType: coreType, type: type,
+                    usesExternalStorageEncoding: false))
+        }
+        return (attributes, columns)
+    }
+
+    /// The parent of `entity`, its parent and so on, as `Z_PRIMARYKEY` gives them (stopping at
+    /// a cycle, which a later check refuses).
+    static func ancestors(of entity: CoreDataStoreEntity, in store: CoreDataStore) -> [CoreDataStoreEntity] {
+        var result: [CoreDataStoreEntity] = []
+        var current = entity
+        while current.parentNumber != 0, result.count <= store.entities.count,
+            let parent = store.entity(number: current.parentNumber), parent.number != entity.number
+        {
+            result.append(parent)
+            current = parent
+        }
+        return result
     }
 }
