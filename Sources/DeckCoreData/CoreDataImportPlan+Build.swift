@@ -81,6 +81,12 @@ struct ImportPlanBuilder {
         where table(name) != nil && !store.entities.contains(where: { $0.name.uppercased() == name }) {
             notes.append(Plan.Note("the table \(name) (SwiftData's persistent history) is not imported"))
         }
+        if store.metadata.uuid?.isEmpty ?? true {
+            notes.append(
+                Plan.Note(
+                    "the store has no Z_UUID: the records' global ids are derived from an empty store id, "
+                        + "so another store without one gives its rows the same ids"))
+        }
         if let model = store.model {
             var builder = ModelPlanBuilder(context: self, model: model)
             return try builder.build()

@@ -437,6 +437,16 @@ struct CoreDataImportTests {
         expectCoreDataError(.badModel) { try open(ScratchDirectory(), model: cycle).importPlan() }
     }
 
+    @Test func aStoreWithoutAUUIDSaysItsGlobalIDsAreNotUnique() throws {
+        let store = try open(ScratchDirectory()) { try $0.run("UPDATE Z_METADATA SET Z_UUID = NULL") }
+        let plan = try store.importPlan()
+        #expect(plan.storeUUID == "")
+        #expect(plan.notes.contains { $0.reason.hasPrefix("the store has no Z_UUID") })
+        #expect(
+            try open(ScratchDirectory()).importPlan().notes.contains { $0.reason.contains("Z_UUID") } == false
+        )
+    }
+
     @Test func withoutAModelCacheTheSchemaComesFromTheTables() throws {
         let store = try open(ScratchDirectory(), model: nil)
         let plan = try store.importPlan()
