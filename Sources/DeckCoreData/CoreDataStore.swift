@@ -6,8 +6,8 @@ import Foundation
 /// (its entity numbers, its metadata, its model cache) and, for an importer, the copy's
 /// connection.
 ///
-/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present) into a
-/// new private temporary directory and opens only the copy: the user's files are never opened
+/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present), and its
+/// external data files, into a new private temporary directory and opens only the copy: the user's files are never opened
 /// by SQLite, locked, checkpointed or changed, and data that lives only in the WAL is read.
 /// ``close()`` (or the last reference going away) removes the copy.
 public final class CoreDataStore {
@@ -60,8 +60,10 @@ public final class CoreDataStore {
         }
     }
 
-    /// Copies the store at `url` (with its `-wal` and `-shm`) to a private temporary directory
-    /// and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
+    /// Copies the store at `url` (with its `-wal` and `-shm`, and the regular files of its
+    /// `.<StoreName>_SUPPORT/_EXTERNAL_DATA` folder up to ``Limits/maximumExternalFileSize`` each)
+    /// to a private temporary directory and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is
+    /// one, `Z_MODELCACHE`.
     ///
     /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
     ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
