@@ -54,7 +54,7 @@ let package = Package(
         // keyed-archived model cache, Z_PRIMARYKEY and Z_METADATA, read from a private copy.
         .target(
             name: "DeckCoreData",
-            dependencies: ["CZlib", "DeckSupport", "DeckSQLite"]),
+            dependencies: ["CZlib", "DeckSupport", "DeckSQLite", "DeckStore"]),
         .target(
             name: "DeckStore",
             dependencies: ["CSQLite", "CCrypto", "CDeckSystem", "DeckSupport", "DeckSQLite", "DeckArchive"]),
@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(
             name: "DeckCoreDataTests",
             dependencies: [
-                "DeckCoreData", "CZlib", "DeckSupport", "DeckSQLite", "DeckTestSupport", "DeckTestTiming",
+                "DeckCoreData", "CZlib", "DeckStore", "DeckSupport", "DeckSQLite", "DeckTestSupport", "DeckTestTiming",
             ]),
         .testTarget(
             name: "DeckKitTests",

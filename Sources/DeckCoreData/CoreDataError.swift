@@ -1,3 +1,5 @@
+import DeckSupport
+
 /// An error reading a Core Data or SwiftData store: what is wrong and, for a property list,
 /// at which byte offset.
 ///
@@ -51,8 +53,15 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         /// An archived object that has a different shape than its class (a key missing or of
         /// the wrong type).
         case unexpectedArchivedValue
-        /// The model cache decodes, but does not describe a managed object model.
+        /// The model cache decodes, but does not describe a managed object model (or not one
+        /// these tables hold, or not one with a valid Deck schema).
         case badModel
+        /// A row holds something Core Data does not write there: a value of the wrong storage
+        /// class, or a `Z_ENT` that names no entity of the row's table.
+        case badRow
+        /// An external binary data value that cannot be read: an unknown first byte, a file name
+        /// that could leave the external data directory, or a file that is missing or refused.
+        case badExternalData
     }
 
     /// Which check failed.
@@ -73,6 +82,12 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     /// The message, with the offset when there is one.
     public var description: String {
         if let offset { "\(message) (at offset \(offset))" } else { message }
+    }
+
+    /// The error as the rest of Deck reports a damaged input: ``DeckError/corrupt(path:reason:)``
+    /// naming the store, with this error's message (and offset) as the reason.
+    package func deckError(path: String) -> DeckError {
+        .corrupt(path: path, reason: description)
     }
 
     /// The same error with `context` put before its message (e.g. which table or column).

@@ -6,8 +6,8 @@ import Foundation
 /// (its entity numbers, its metadata, its model cache) and, for an importer, the copy's
 /// connection.
 ///
-/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present) into a
-/// new private temporary directory and opens only the copy: the user's files are never opened
+/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present), and its
+/// external data files, into a new private temporary directory and opens only the copy: the user's files are never opened
 /// by SQLite, locked, checkpointed or changed, and data that lives only in the WAL is read.
 /// ``close()`` (or the last reference going away) removes the copy.
 public final class CoreDataStore {
@@ -25,6 +25,11 @@ public final class CoreDataStore {
     package let database: Database
     /// The directory holding the private copy.
     package let copyDirectory: URL
+    /// The private copy of the store's external data files (`.<StoreName>_SUPPORT/_EXTERNAL_DATA`).
+    package var externalDataDirectory: URL { copyDirectory.appendingPathComponent("_EXTERNAL_DATA") }
+    /// The external data files that were not copied, with the reason (not a regular file, too
+    /// large): a row that refers to one is refused with that reason.
+    package let refusedExternalFiles: [String: String]
     private var isClosed = false
 
     /// The names a store's companion files add to its path, copied with it.
@@ -36,20 +41,29 @@ public final class CoreDataStore {
         public var maximumModelCacheSize: Int
         /// Limits on the metadata's and the model cache's property lists.
         public var propertyList: BinaryPropertyList.Limits
+        /// The most bytes one external data file (`_EXTERNAL_DATA`) may have; a larger one is not
+        /// copied, and a row that refers to it is refused.
+        public var maximumExternalFileSize: Int64
 
-        /// 64 MiB of model cache and the standard property list limits.
+        /// 64 MiB of model cache, the standard property list limits and 4 GiB per external file.
         public static let standard = Limits(
             maximumModelCacheSize: RawDeflate.standardMaximumOutput, propertyList: .standard)
 
         /// Limits of your own.
-        public init(maximumModelCacheSize: Int, propertyList: BinaryPropertyList.Limits) {
+        public init(
+            maximumModelCacheSize: Int, propertyList: BinaryPropertyList.Limits,
+            maximumExternalFileSize: Int64 = 4 << 30
+        ) {
             self.maximumModelCacheSize = maximumModelCacheSize
             self.propertyList = propertyList
+            self.maximumExternalFileSize = maximumExternalFileSize
         }
     }
 
-    /// Copies the store at `url` (with its `-wal` and `-shm`) to a private temporary directory
-    /// and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
+    /// Copies the store at `url` (with its `-wal` and `-shm`, and the regular files of its
+    /// `.<StoreName>_SUPPORT/_EXTERNAL_DATA` folder up to ``Limits/maximumExternalFileSize`` each)
+    /// to a private temporary directory and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is
+    /// one, `Z_MODELCACHE`.
     ///
     /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
     ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
@@ -64,6 +78,8 @@ public final class CoreDataStore {
             for suffix in companionSuffixes {
                 try copyFile(from: url.path + suffix, to: copy.path + suffix, required: false)
             }
+            let refused = try copyExternalData(
+                of: url, into: directory.appendingPathComponent("_EXTERNAL_DATA"), limits: limits)
             let database: Database
             do throws(SQLiteError) {
                 database = try Database(path: copy.path, mode: .readWrite)
@@ -72,17 +88,22 @@ public final class CoreDataStore {
                     .notACoreDataStore, "\(url.path) could not be opened as SQLite: \(error.message)")
             }
             return try CoreDataStore(
-                source: url, database: database, copyDirectory: directory, limits: limits)
+                source: url, database: database, copyDirectory: directory, refusedExternalFiles: refused,
+                limits: limits)
         } catch {
             ScratchRemoval.remove(directory)
             throw error
         }
     }
 
-    private init(source: URL, database: Database, copyDirectory: URL, limits: Limits) throws(CoreDataError) {
+    private init(
+        source: URL, database: Database, copyDirectory: URL, refusedExternalFiles: [String: String],
+        limits: Limits
+    ) throws(CoreDataError) {
         sourceURL = source
         self.database = database
         self.copyDirectory = copyDirectory
+        self.refusedExternalFiles = refusedExternalFiles
         let reader = StoreTableReader(database: database, path: source.path, limits: limits)
         let tables = try reader.tableNames()
         for required in ["Z_PRIMARYKEY", "Z_METADATA"] where !tables.contains(required) {
@@ -110,6 +131,52 @@ public final class CoreDataStore {
 
     /// The entity named `name` in this store.
     public func entity(named name: String) -> CoreDataStoreEntity? { entities.first { $0.name == name } }
+
+    /// The store's external data directory: `.<StoreName>_SUPPORT/_EXTERNAL_DATA` beside it
+    /// (`<StoreName>` is the store file's name without its extension).
+    package static func externalDataSource(of url: URL) -> URL {
+        url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.deletingPathExtension().lastPathComponent)_SUPPORT")
+            .appendingPathComponent("_EXTERNAL_DATA")
+    }
+
+    /// Copies the regular files of the store's external data directory (when it has one) into
+    /// `destination`, each only read; returns the entries not copied, with the reason.
+    static func copyExternalData(of url: URL, into destination: URL, limits: Limits) throws(CoreDataError)
+        -> [String: String]
+    {
+        let source = externalDataSource(of: url)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source.path, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else { return [:] }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: source.path)
+            try FileManager.default.createDirectory(
+                at: destination, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CoreDataError(.unreadableStore, "\(source.path) cannot be read or copied: \(error)")
+        }
+        var refused: [String: String] = [:]
+        for name in names.sorted() {
+            let path = source.appendingPathComponent(name).path
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                attributes[.type] as? FileAttributeType == .typeRegular
+            else {
+                refused[name] = "\(path) is not a regular file"
+                continue
+            }
+            let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+            guard size <= limits.maximumExternalFileSize else {
+                refused[name] =
+                    "\(path) has \(size) bytes, more than the limit of \(limits.maximumExternalFileSize)"
+                continue
+            }
+            try copyFile(from: path, to: destination.appendingPathComponent(name).path, required: true)
+        }
+        return refused
+    }
 
     private static func makePrivateDirectory() throws(CoreDataError) -> URL {
         let directory = FileManager.default.temporaryDirectory

@@ -1,0 +1,300 @@
+import DeckSQLite
+import DeckStore
+import DeckSupport
+import Foundation
+
+/// Streaming readers of a store's rows and links, following a ``CoreDataImportPlan``: one row
+/// at a time from the private copy, never all of a table in memory.
+///
+/// Values are Deck's: integers as `.integer`, booleans (0/1) as `.bool`, floats and doubles as
+/// `.double`, decimals as `.decimal` (Core Data's SQLite store keeps them as a binary64, read as
+/// its shortest decimal text), strings as `.string`, dates as `.date` (seconds since
+/// 2001-01-01, exactly as stored), UUIDs (16-byte blobs) as `.uuid`, URIs (text) as `.url`,
+/// binary data and transformable values as `.data`. An attribute that allows external storage
+/// starts with a byte saying where its bytes are: `0x01`, inline (the rest of the value);
+/// `0x02`, in a file of `.<StoreName>_SUPPORT/_EXTERNAL_DATA/` whose name follows up to a NUL
+/// byte, given as `.file` of the private copy of that file. NULL is nil.
+extension CoreDataStore {
+    /// Calls `body` for every row of entity `entity` (a Deck name of the plan) and of the
+    /// entities below it, in `Z_PK` order, with the row's primary key, its own entity's Deck name
+    /// and the values of `attributes` (Deck names of the entity's attributes, inherited ones
+    /// included, in the order wanted).
+    ///
+    /// For a hierarchy's root every row of its table is read, and a row whose `Z_ENT` names no
+    /// entity of the hierarchy is refused.
+    ///
+    /// - Throws: ``CoreDataError`` (`badRow`, `badExternalData`, `badStoreTable`), or what `body`
+    ///   throws.
+    package func forEachRow(
+        of entity: String, attributes: [String], plan: CoreDataImportPlan,
+        _ body: (_ primaryKey: Int64, _ entity: String, _ values: [Value?]) throws -> Void
+    ) throws {
+        guard let entityPlan = plan.entity(named: entity) else {
+            throw CoreDataError(.badModel, "the import plan has no entity '\(entity)'")
+        }
+        var columns: [CoreDataImportPlan.AttributeColumn] = []
+        for name in attributes {
+            guard let column = entityPlan.attributes.first(where: { $0.name == name }) else {
+                throw CoreDataError(
+                    .badModel, "the import plan's entity '\(entity)' has no stored attribute '\(name)'")
+            }
+            columns.append(column)
+        }
+        var names: [Int64: String] = [:]
+        for other in plan.entities where other.root == entityPlan.root { names[other.number] = other.name }
+        let isRoot = entityPlan.root == entityPlan.name
+        let filter =
+            isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
+        let sql =
+            "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined() + " FROM "
+            + quote(entityPlan.table) + filter + " ORDER BY Z_PK"
+        var values: [Value?] = []
+        values.reserveCapacity(columns.count)
+        try reading(entityPlan.table) {
+            try database.forEachRow(sql) { statement in
+                guard let primaryKey = statement.value(at: 0).int64 else {
+                    throw CoreDataError(
+                        .badRow,
+                        "\(sourceURL.path): a row of \(entityPlan.table) has a Z_PK that is not an integer")
+                }
+                let number = statement.value(at: 1)
+                guard let concrete = number.int64.flatMap({ names[$0] }) else {
+                    throw CoreDataError(
+                        .badRow,
+                        "\(sourceURL.path): the row Z_PK \(primaryKey) of \(entityPlan.table) has Z_ENT \(number), "
+                            + "which names no entity stored in that table (\(names.keys.sorted().map(String.init).joined(separator: ", ")))"
+                    )
+                }
+                values.removeAll(keepingCapacity: true)
+                for (index, column) in columns.enumerated() {
+                    values.append(
+                        try value(
+                            statement.value(at: index + 2), column, entity: entityPlan.coreDataName,
+                            primaryKey: primaryKey))
+                }
+                try body(primaryKey, concrete, values)
+            }
+        }
+    }
+
+    /// Calls `body` for every to-one link of the store: the declaring entity's Deck name, the
+    /// source row's `Z_PK`, the relationship's Deck name and the target's `Z_PK`. A one-to-one
+    /// pair is given from each side whose table holds a key.
+    package func forEachToOne(
+        plan: CoreDataImportPlan,
+        _ body: (_ entity: String, _ primaryKey: Int64, _ relationship: String, _ target: Int64) throws ->
+            Void
+    ) throws {
+        for entity in plan.entities {
+            for toOne in entity.toOnes {
+                let column = quote(toOne.column)
+                let sql =
+                    "SELECT Z_PK, \(column) FROM \(quote(entity.table)) WHERE Z_ENT IN "
+                    + "(\(entity.numbers.map(String.init).joined(separator: ", "))) AND \(column) IS NOT NULL ORDER BY Z_PK"
+                try reading(entity.table) {
+                    try database.forEachRow(sql) { statement in
+                        let source = statement.value(at: 0)
+                        let target = statement.value(at: 1)
+                        guard let primaryKey = source.int64, let targetKey = target.int64 else {
+                            throw CoreDataError(
+                                .badRow,
+                                "\(sourceURL.path): \(entity.coreDataName) #\(source), \(toOne.coreDataName) "
+                                    + "(column \(toOne.column)): a \(target.storageClass) where Core Data writes "
+                                    + "the target's Z_PK, an integer")
+                        }
+                        try body(entity.name, primaryKey, toOne.name, targetKey)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `body` for every link of every many-to-many relationship (and to-many without an
+    /// inverse), once per link (not once per side): the declaring entity's Deck name, the
+    /// source's `Z_PK`, the relationship's Deck name and the destination's `Z_PK`; in Core Data's
+    /// order when either side is ordered (grouped by the side that owns the order).
+    package func forEachToMany(
+        plan: CoreDataImportPlan,
+        _ body: (_ entity: String, _ primaryKey: Int64, _ relationship: String, _ target: Int64) throws ->
+            Void
+    ) throws {
+        for join in plan.joinTables {
+            let source = quote(join.sourceColumn)
+            let destination = quote(join.destinationColumn)
+            let order = join.orderBy.map(quote).joined(separator: ", ")
+            let sql = "SELECT \(source), \(destination) FROM \(quote(join.table)) ORDER BY \(order)"
+            try reading(join.table) {
+                try database.forEachRow(sql) { statement in
+                    let from = statement.value(at: 0)
+                    let to = statement.value(at: 1)
+                    guard let fromKey = from.int64, let toKey = to.int64 else {
+                        throw CoreDataError(
+                            .badRow,
+                            "\(sourceURL.path): the join table \(join.table) of \(join.entity).\(join.relationship) "
+                                + "holds (\(from), \(to)) where Core Data writes two primary keys")
+                    }
+                    try body(join.entity, fromKey, join.relationship, toKey)
+                }
+            }
+        }
+    }
+
+    /// Runs `body`, turning an SQLite error into a ``CoreDataError`` naming `table`.
+    private func reading(_ table: String, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as SQLiteError {
+            throw CoreDataError(
+                .badStoreTable, "\(sourceURL.path): reading \(table) failed: \(error.message)")
+        }
+    }
+
+    /// The Deck value of `cell`, a value of `column` in row `primaryKey` of `entity`.
+    func value(
+        _ cell: SQLValue, _ column: CoreDataImportPlan.AttributeColumn, entity: String, primaryKey: Int64
+    ) throws(CoreDataError) -> Value? {
+        if cell.isNull { return nil }
+        func wrong(_ expected: String) -> CoreDataError {
+            CoreDataError(
+                .badRow,
+                "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName) (column \(column.column)): "
+                    + "a \(cell.storageClass) value where Core Data writes \(expected) for a \(column.coreDataType) attribute"
+            )
+        }
+        switch CellKind(column.coreDataType) {
+        case .integer:
+            if case .integer(let v) = cell { return .integer(v) }
+            throw wrong("an integer")
+        case .boolean:
+            if case .integer(let v) = cell, v == 0 || v == 1 { return .bool(v == 1) }
+            throw wrong("0 or 1")
+        case .real:
+            switch cell {
+            case .integer(let v): return .double(Double(v))
+            case .real(let v): return .double(v)
+            default: throw wrong("a number")
+            }
+        case .decimal:
+            switch cell {
+            case .integer(let v): return .decimal(Decimal(v))
+            case .real(let v) where v.isFinite:
+                if let decimal = Decimal(string: "\(v)", locale: Locale(identifier: "en_US_POSIX")) {
+                    return .decimal(decimal)
+                }
+                throw wrong("a number")
+            case .text(let text):
+                if let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
+                    !decimal.isNaN
+                {
+                    return .decimal(decimal)
+                }
+                throw wrong("a number")
+            default: throw wrong("a number")
+            }
+        case .string:
+            if case .text(let v) = cell { return .string(v) }
+            throw wrong("text")
+        case .date:
+            switch cell {
+            case .integer(let v): return .date(Timestamp(timeIntervalSinceReferenceDate: Double(v)))
+            case .real(let v) where v.isFinite: return .date(Timestamp(timeIntervalSinceReferenceDate: v))
+            default: throw wrong("seconds since 2001-01-01")
+            }
+        case .uuid:
+            if case .blob(let bytes) = cell, bytes.count == 16 {
+                let b = [UInt8](bytes)
+                return .uuid(
+                    UUID(
+                        uuid: (
+                            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                            b[13],
+                            b[14], b[15]
+                        )))
+            }
+            throw wrong("a 16-byte blob")
+        case .uri:
+            if case .text(let text) = cell, let url = URL(string: text) { return .url(url) }
+            throw wrong("a URI as text")
+        case .data:
+            guard case .blob(let bytes) = cell else { throw wrong("a blob") }
+            guard column.usesExternalStorageEncoding else { return .data(bytes) }
+            return try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
+        case .unsupported:
+            throw wrong("nothing Deck imports")
+        }
+    }
+
+    /// An external-storage value: `0x01` and the bytes, or `0x02` and a NUL-terminated file name.
+    func externalValue(
+        _ bytes: Data, _ column: CoreDataImportPlan.AttributeColumn, entity: String, primaryKey: Int64
+    ) throws(CoreDataError) -> Value {
+        // Only on the error paths: building the text for every value costs more than reading it.
+        var place: String { "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName)" }
+        var directory: String { Self.externalDataSource(of: sourceURL).path }
+        guard let marker = bytes.first else {
+            throw CoreDataError(
+                .badExternalData,
+                "\(place): an empty value where Core Data writes 0x01 (inline bytes) or 0x02 (a file name) first"
+            )
+        }
+        switch marker {
+        case 0x01:
+            return .data(Data(bytes.dropFirst()))
+        case 0x02:
+            let rest = bytes.dropFirst()
+            guard let end = rest.firstIndex(of: 0) else {
+                throw CoreDataError(
+                    .badExternalData, "\(place): the external file name has no NUL byte at its end")
+            }
+            guard let name = String(data: Data(rest[rest.startIndex..<end]), encoding: .utf8), !name.isEmpty,
+                !name.contains("/"), !name.contains(".."), !name.contains("\\")
+            else {
+                throw CoreDataError(
+                    .badExternalData,
+                    "\(place): the external file name \(String(decoding: rest[rest.startIndex..<end], as: UTF8.self).debugDescription) "
+                        + "is not a plain file name of \(directory) (empty, not UTF-8, or with '/' or '..'): refused"
+                )
+            }
+            if let reason = refusedExternalFiles[name] {
+                throw CoreDataError(
+                    .badExternalData, "\(place): the external data file \(name) is refused: \(reason)")
+            }
+            let url = externalDataDirectory.appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw CoreDataError(
+                    .badExternalData,
+                    "\(place): the external data file \(name) is missing from \(directory); "
+                        + "copy the store together with its .\(sourceURL.deletingPathExtension().lastPathComponent)_SUPPORT folder"
+                )
+            }
+            return .file(url)
+        default:
+            throw CoreDataError(
+                .badExternalData,
+                "\(place): an external-storage value starting with the byte \(String(format: "0x%02x", marker)); "
+                    + "Core Data writes 0x01 (inline bytes) or 0x02 (a file name): refused rather than guessed"
+            )
+        }
+    }
+}
+
+/// How a cell of a Core Data type is read, decided once per type: matching
+/// ``CoreDataAttributeType`` (a struct) case by case for every cell cost more than the read.
+enum CellKind {
+    case integer, boolean, real, decimal, string, date, uuid, uri, data, unsupported
+
+    init(_ type: CoreDataAttributeType) {
+        switch type.rawValue {
+        case 100, 200, 300: self = .integer
+        case 800: self = .boolean
+        case 500, 600: self = .real
+        case 400: self = .decimal
+        case 700: self = .string
+        case 900: self = .date
+        case 1100: self = .uuid
+        case 1200: self = .uri
+        case 1000, 1800: self = .data
+        default: self = .unsupported
+        }
+    }
+}
