@@ -163,8 +163,22 @@ package struct CoreDataImportPlan: Sendable, Equatable {
 
     /// ``globalID(root:primaryKey:)`` from the store's `Z_UUID` and the root's Core Data name.
     package static func globalID(storeUUID: String, root: String, primaryKey: Int64) -> UUID {
-        var input = Data("deck-coredata-gid".utf8)
-        for part in [storeUUID, root, String(primaryKey)] {
+        nameBasedID("deck-coredata-gid", [storeUUID, root, String(primaryKey)])
+    }
+
+    /// The document id of a package imported from this store, derived the same way from
+    /// `deck-coredata-document` and the store's `Z_UUID`, so that two imports of one store are
+    /// copies of one document; nil when the store has no `Z_UUID` (the package then gets a new
+    /// random id).
+    package var documentID: UUID? {
+        storeUUID.isEmpty ? nil : Self.nameBasedID("deck-coredata-document", [storeUUID])
+    }
+
+    /// The first 16 bytes of the SHA-256 of `kind` and each of `parts`, each followed by a NUL
+    /// byte, with the version set to 8 and the variant to RFC 9562's.
+    private static func nameBasedID(_ kind: String, _ parts: [String]) -> UUID {
+        var input = Data(kind.utf8)
+        for part in parts {
             input.append(0)
             input.append(contentsOf: Data(part.utf8))
         }

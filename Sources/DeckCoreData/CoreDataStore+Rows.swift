@@ -15,8 +15,9 @@ import Foundation
 /// `0x02`, in a file of `.<StoreName>_SUPPORT/_EXTERNAL_DATA/` whose name follows up to a NUL
 /// byte, given as `.file` of the private copy of that file. NULL is nil.
 extension CoreDataStore {
-    /// Calls `body` for every row of entity `entity` (a Deck name of the plan) and of the
-    /// entities below it, in `Z_PK` order, with the row's primary key, its own entity's Deck name
+    /// Calls `body` for every row of entity `entity` (a Deck name of the plan) and, unless
+    /// `includingSubentities` is false, of the entities below it, in `Z_PK` order, with the
+    /// row's primary key, its own entity's Deck name
     /// and the values of `attributes` (Deck names of the entity's attributes, inherited ones
     /// included, in the order wanted).
     ///
@@ -26,7 +27,7 @@ extension CoreDataStore {
     /// - Throws: ``CoreDataError`` (`badRow`, `badExternalData`, `badStoreTable`), or what `body`
     ///   throws.
     package func forEachRow(
-        of entity: String, attributes: [String], plan: CoreDataImportPlan,
+        of entity: String, attributes: [String], plan: CoreDataImportPlan, includingSubentities: Bool = true,
         _ body: (_ primaryKey: Int64, _ entity: String, _ values: [Value?]) throws -> Void
     ) throws {
         guard let entityPlan = plan.entity(named: entity) else {
@@ -44,7 +45,9 @@ extension CoreDataStore {
         for other in plan.entities where other.root == entityPlan.root { names[other.number] = other.name }
         let isRoot = entityPlan.root == entityPlan.name
         let filter =
-            isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
+            !includingSubentities
+            ? " WHERE Z_ENT = \(entityPlan.number)"
+            : isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
         let sql =
             "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined() + " FROM "
             + quote(entityPlan.table) + filter + " ORDER BY Z_PK"

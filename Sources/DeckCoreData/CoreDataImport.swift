@@ -1,0 +1,212 @@
+import DeckStore
+import DeckSupport
+import Foundation
+
+/// Converting a Core Data or SwiftData SQLite store into a new Deck package: its schema from the
+/// store's own model, every row with its relationships, and its external data as blob files.
+///
+/// ```swift
+/// let report = try CoreDataImport.importStore(
+///     at: URL(fileURLWithPath: "Notes.sqlite"), to: URL(fileURLWithPath: "Notes.deck"))
+/// print(report.rows, "rows;", report.notes.count, "things approximated")
+/// ```
+///
+/// The store is read from a private copy (with its `-wal`, `-shm` and external data files):
+/// the user's files are never opened by SQLite, locked or changed, and data that lives only in
+/// the WAL is imported. The package is built in full under a staging name beside the
+/// destination, verified, and only then renamed into place: an import that fails, or is
+/// interrupted, leaves nothing that looks like a document.
+///
+/// What the import maps and what it approximates:
+/// - Each entity keeps its name (a name Deck cannot take has its other characters replaced by
+///   `_`, and is noted), its parent entity, its attributes and relationships, its unique
+///   constraints and indexes; renaming identifiers become `originalName`.
+/// - Integers of every size become `integer` (Deck does not enforce the 16- and 32-bit ranges),
+///   floats and doubles `double`, decimals `decimal`, strings `string`, booleans `bool`, dates
+///   `date`, binary data `data` (with external storage when the model allows it), UUIDs `uuid`,
+///   URIs `url`, and transformable values `data` holding the bytes Core Data archived.
+/// - Each record keeps its key (`Z_PK` becomes the record's id) and gets a global id derived
+///   from the store's UUID, its hierarchy and its key, so importing one store twice gives the
+///   same ids; the package's document id is derived from the store's UUID the same way.
+/// - The order of an ordered to-many relationship with an inverse is kept in an extra optional
+///   integer attribute of the destination, named after the inverse with `Order` appended.
+/// - SwiftData's history tables are left out.
+///
+/// Every such decision is listed in the ``Report/notes``.
+public enum CoreDataImport {
+    /// How to import.
+    public struct Options: Sendable {
+        /// The package's content type (its manifest's `contentType`).
+        public var contentType: String
+        /// The schema the package must have (an app's own, for instance): the store's schema is
+        /// compared with it, and a store that differs (in entities, attribute types,
+        /// optionality, relationships, delete rules, unique constraints or indexes) is refused
+        /// with every difference named. Nil: the package takes the schema read from the store.
+        public var schema: StoreSchema?
+        /// Limits on what the store may make the reader do.
+        public var limits: CoreDataStore.Limits
+
+        /// The generic content type, the store's own schema and the standard limits, unless given.
+        public init(
+            contentType: String = PackageStore.defaultContentType, schema: StoreSchema? = nil,
+            limits: CoreDataStore.Limits = .standard
+        ) {
+            self.contentType = contentType
+            self.schema = schema
+            self.limits = limits
+        }
+    }
+
+    /// What an import did.
+    public struct Report: Sendable, Equatable {
+        /// One entity and how many records of it (its own, not its subentities') were imported.
+        public struct Entity: Sendable, Equatable {
+            /// The entity's name in the package.
+            public var name: String
+            /// The entity's name in the store (different only when Deck could not take it).
+            public var coreDataName: String
+            /// The records imported.
+            public var rows: Int
+        }
+
+        /// Something the import approximated or left out, and why.
+        public struct Note: Sendable, Equatable, CustomStringConvertible {
+            /// The entity it concerns (its name in the store), if any.
+            public var entity: String?
+            /// The property it concerns, if any.
+            public var property: String?
+            /// What happened and why.
+            public var reason: String
+
+            public var description: String {
+                switch (entity, property) {
+                case (let entity?, let property?): "\(entity).\(property): \(reason)"
+                case (let entity?, nil): "\(entity): \(reason)"
+                default: reason
+                }
+            }
+        }
+
+        /// The store that was imported.
+        public var source: URL
+        /// The package created.
+        public var package: URL
+        /// Every entity of the package's schema, in schema order.
+        public var entities: [Entity]
+        /// Relationship links set (each link once, not once per side).
+        public var links: Int
+        /// Distinct blob files in the package.
+        public var blobs: Int
+        /// Bytes in those files.
+        public var blobBytes: Int64
+        /// The package's schema.
+        public var schema: StoreSchema
+        /// What was approximated or left out, in the order found.
+        public var notes: [Note]
+
+        /// Records imported, all entities together.
+        public var rows: Int { entities.reduce(0) { $0 + $1.rows } }
+    }
+
+    /// Imports the Core Data or SwiftData store at `source` (its SQLite file) into a new package
+    /// at `destination` and returns what was imported.
+    ///
+    /// - Throws: ``DeckError/alreadyExists(path:)`` when `destination` exists (it is never
+    ///   replaced); ``DeckError/notFound(path:)`` when the store does not exist;
+    ///   ``DeckError/corrupt(path:reason:)`` naming the store when it is not a Core Data store, is
+    ///   damaged, its model does not decode, a row breaks the model, or external data is missing
+    ///   or refused; ``DeckError/schemaMismatch(path:differences:)`` when
+    ///   ``Options/schema`` is given and the store's differs; ``DeckError/invalidValue(entity:property:reason:)``
+    ///   for a value the package's schema refuses. Nothing is left at `destination` then.
+    public static func importStore(
+        at source: URL, to destination: URL, options: Options = Options()
+    ) throws(DeckError) -> Report {
+        guard FileManager.default.fileExists(atPath: source.path) else {
+            throw DeckError.notFound(path: source.path)
+        }
+        let store: CoreDataStore
+        let plan: CoreDataImportPlan
+        do throws(CoreDataError) {
+            store = try CoreDataStore.open(at: source, limits: options.limits)
+            plan = try store.importPlan()
+        } catch {
+            throw error.deckError(path: source.path)
+        }
+        defer { store.close() }
+        let schema =
+            try options.schema.map { (wanted) throws(DeckError) in
+                let differences = SchemaComparison.differences(
+                    stored: plan.schema, models: wanted, place: "the Core Data store")
+                guard differences.isEmpty else {
+                    throw DeckError.schemaMismatch(path: source.path, differences: differences)
+                }
+                return wanted
+            } ?? plan.schema
+        var rows: [String: Int] = [:]
+        var links = 0
+        let built = try PackageStore.build(
+            at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
+        ) { loader in
+            do {
+                try load(plan, from: store, into: loader, rows: &rows, links: &links)
+            } catch let error as CoreDataError {
+                throw error.deckError(path: source.path)
+            }
+        }
+        let package = try PackageStore.open(at: built, mode: .readOnly)
+        defer { try? package.close() }
+        let info: PackageInfo
+        do {
+            info = try package.read { try $0.info() }
+        } catch let error as DeckError {
+            throw error
+        } catch {
+            throw DeckError.unexpected("\(error)")
+        }
+        return Report(
+            source: source, package: built,
+            entities: schema.entities.map { entity in
+                Report.Entity(
+                    name: entity.name,
+                    coreDataName: plan.entity(named: entity.name)?.coreDataName ?? entity.name,
+                    rows: rows[entity.name, default: 0])
+            },
+            links: links, blobs: info.blobCount, blobBytes: info.blobBytes, schema: schema,
+            notes: plan.notes.map { Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason) }
+        )
+    }
+
+    /// Every row (each entity's own, so that each gets its own attributes), then every link,
+    /// then the key high-water marks.
+    private static func load(
+        _ plan: CoreDataImportPlan, from store: CoreDataStore, into load: BulkLoader,
+        rows: inout [String: Int], links: inout Int
+    ) throws {
+        for entity in plan.entities {
+            let names = try load.attributeNames(of: entity.name)
+            var count = 0
+            try store.forEachRow(of: entity.name, attributes: names, plan: plan, includingSubentities: false)
+            {
+                primaryKey, concrete, values in
+                // A NULL in the store is a null, never the attribute's default.
+                try load.insert(
+                    entity: concrete, pk: primaryKey,
+                    globalID: plan.globalID(root: entity.root, primaryKey: primaryKey),
+                    values: values.map { $0 ?? .null })
+                count += 1
+            }
+            rows[entity.name] = count
+        }
+        try store.forEachToOne(plan: plan) { entity, primaryKey, relationship, target in
+            try load.setToOne(entity: entity, pk: primaryKey, relationship: relationship, target: target)
+            links += 1
+        }
+        try store.forEachToMany(plan: plan) { entity, primaryKey, relationship, target in
+            try load.addToMany(entity: entity, pk: primaryKey, relationship: relationship, targets: [target])
+            links += 1
+        }
+        for hierarchy in plan.hierarchies {
+            try load.reserveKeys(entity: hierarchy.root, through: hierarchy.maximumPrimaryKey)
+        }
+    }
+}

@@ -1,0 +1,303 @@
+import DeckCoreData
+import DeckSQLite
+import DeckStore
+import DeckSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+/// `CoreDataImport.importStore`: a store in, a verified package out, or an error and nothing.
+@Suite("Core Data import into a package", .timed)
+struct CoreDataImportPackageTests {
+    /// The store's files (with its WAL and external data) by name, hashed.
+    static func hashes(_ directory: ScratchDirectory) throws -> [String: String] {
+        var result: [String: String] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: directory.path)
+        while let name = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            let url = directory.appending(name)
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
+                !isDirectory.boolValue
+            {
+                result[name] = SHA256Hasher.hash(try Data(contentsOf: url)).hexDigest
+            }
+        }
+        return result
+    }
+
+    /// What is in `directory` besides the store's own files: a package, or staging left over.
+    static func leftovers(_ directory: ScratchDirectory) throws -> [String] {
+        try directory.names().filter { !$0.hasPrefix("Notes.sqlite") && $0 != ".Notes_SUPPORT" }
+    }
+
+    @Test func theRichStoreBecomesAVerifiedPackageWithEveryValueAndLink() throws {
+        let directory = try ScratchDirectory()
+        // One external file over Deck's threshold (a blob file), one under it (kept inline).
+        let large = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let writer = try ImportStore.write(in: directory) { database in
+            try large.write(to: directory.appending(".Notes_SUPPORT/_EXTERNAL_DATA/LARGE"))
+            try database.run(
+                "UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 1", [.blob(ImportStore.external("LARGE"))])
+        }
+        defer { writer.close() }
+        let before = try Self.hashes(directory)
+        #expect(before.keys.contains("Notes.sqlite-wal"))
+        let destination = directory.appending("Notes.deck")
+
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: destination,
+            options: CoreDataImport.Options(contentType: "org.example.notes"))
+
+        #expect(try Self.hashes(directory).filter { !$0.key.hasPrefix("Notes.deck") } == before)
+        #expect(report.schema == ImportStore.expectedSchema)
+        #expect(
+            report.entities.map { "\($0.name):\($0.rows)" } == [
+                "Folder:2", "Item:0", "Note:2", "Photo:1", "Tag:2",
+            ])
+        #expect(report.rows == 7)
+        // Folder.owner, Note.folder twice, three Note.tags pairs.
+        #expect(report.links == 6)
+        #expect(report.blobs == 1)
+        #expect(report.blobBytes == Int64(large.count))
+        #expect(report.notes.contains { $0.description.hasPrefix("ACHANGE: SwiftData's persistent history") })
+        #expect(try Self.leftovers(directory) == ["Notes.deck"])
+
+        let verification = try PackageVerifier.verify(at: destination)
+        #expect(verification.findings.isEmpty, "\(verification.findings)")
+        let store = try PackageStore.open(at: destination, mode: .readOnly)
+        defer { try? store.close() }
+        #expect(store.manifest.contentType == "org.example.notes")
+        let plan = try CoreDataStore.open(at: directory.appending("Notes.sqlite")).importPlan()
+        #expect(store.documentID != nil && store.documentID == plan.documentID)
+        try store.read { reader in
+            let first = try #require(try reader.record("Note", id: 1))
+            #expect(first["title"] == .string("First"))
+            #expect(first["count64"] == .integer(.max))
+            #expect(first["done"] == .bool(true))
+            #expect(first["amount"] == .decimal(Decimal(string: "12.5")!))
+            #expect(first["identifier"] == .uuid(ImportStore.identifier))
+            #expect(first["created"] == .date(Timestamp(timeIntervalSinceReferenceDate: 700_000_000.5)))
+            #expect(try reader.data(of: try #require(first["attachment"])) == large)
+            #expect(first["folderOrder"] == .integer(2048))
+            #expect(
+                first.globalID
+                    == CoreDataImportPlan.globalID(
+                        storeUUID: "A5C7E1B0-0000-4000-8000-000000000001", root: "Item", primaryKey: 1))
+            let second = try #require(try reader.record("Note", id: 2))
+            #expect(second["attachment"] == .data(ImportStore.externalBytes))
+            #expect(second["title"] == .null)
+            #expect(try reader.record("Photo", id: 3)?["ratio"] == .double(2))
+            #expect(try reader.related("Note", id: 1, "folder") == [1])
+            #expect(try reader.related("Folder", id: 1, "notes").sorted() == [1, 2])
+            #expect(try reader.related("Folder", id: 1, "owner") == [2])
+            #expect(try reader.related("Note", id: 1, "tags").sorted() == [1, 2])
+            #expect(try reader.related("Tag", id: 1, "notes").sorted() == [1, 2])
+            #expect(try reader.count(RecordQuery("Item")) == 3)
+        }
+    }
+
+    @Test func keysAreNeverGivenOutAgainAfterTheStoresHighWaterMark() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE Z_PRIMARYKEY SET Z_MAX = 40 WHERE Z_NAME = 'Item'")
+        }
+        defer { writer.close() }
+        let destination = directory.appending("Notes.deck")
+        _ = try CoreDataImport.importStore(at: directory.appending("Notes.sqlite"), to: destination)
+        let store = try PackageStore.open(at: destination)
+        defer { try? store.close() }
+        let (id, _) = try store.write {
+            try $0.insert("Photo", ["created": .date(Timestamp(timeIntervalSince1970: 0))])
+        }
+        #expect(id == 41)
+    }
+
+    @Test func importingOneStoreTwiceGivesCopiesOfOneDocument() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        var documents: [UUID?] = []
+        var ids: [[UUID?]] = []
+        for name in ["A.deck", "B.deck"] {
+            _ = try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending(name))
+            let store = try PackageStore.open(at: directory.appending(name), mode: .readOnly)
+            documents.append(store.documentID)
+            ids.append(try store.read { try $0.fetch(RecordQuery("Item")).map(\.globalID) })
+            try store.close()
+        }
+        #expect(documents[0] != nil && documents[0] == documents[1])
+        #expect(ids[0].count == 3 && ids[0] == ids[1])
+    }
+
+    @Test func anExistingDestinationIsRefusedAndUntouched() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let destination = directory.appending("Notes.deck")
+        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+        try Data("mine".utf8).write(to: destination.appendingPathComponent("keep.txt"))
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: directory.appending("Notes.sqlite"), to: destination)
+        }
+        guard case .alreadyExists(let path) = error else {
+            Issue.record("expected alreadyExists, got \(String(describing: error))")
+            return
+        }
+        #expect(path == destination.path)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: destination.path) == ["keep.txt"])
+        #expect(try Self.leftovers(directory) == ["Notes.deck"])
+    }
+
+    /// Each bad store: a `corrupt` error naming the store and saying what, and nothing left.
+    @Test(arguments: [
+        ("unknown entity number", "Z_ENT 9"),
+        ("missing external file", "7A1C0F4E-2B3D-4E5F-8A9B-0C1D2E3F4A5B"),
+        ("bad external byte", "the byte 0x07"),
+        ("text where a key goes", "Z_PK"),
+    ])
+    func aBadStoreIsRefusedNamingItAndLeavesNothing(kind: String, mentions: String) throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            switch kind {
+            case "unknown entity number": try database.run("UPDATE ZITEM SET Z_ENT = 9 WHERE Z_PK = 3")
+            case "bad external byte":
+                try database.run("UPDATE ZITEM SET ZATTACHMENT = X'0709' WHERE Z_PK = 2")
+            case "text where a key goes": try database.run("UPDATE ZFOLDER SET ZOWNER = 'two' WHERE Z_PK = 1")
+            default: break
+            }
+        }
+        defer { writer.close() }
+        if kind == "missing external file" {
+            try FileManager.default.removeItem(
+                at: directory.appending(".Notes_SUPPORT/_EXTERNAL_DATA/" + ImportStore.externalName))
+        }
+        let source = directory.appending("Notes.sqlite")
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: source, to: directory.appending("Notes.deck"))
+        }
+        guard case .corrupt(let path, let reason) = error else {
+            Issue.record("expected a corrupt error, got \(String(describing: error))")
+            return
+        }
+        #expect(path == source.path)
+        #expect(reason.contains(mentions), "\(reason)")
+        #expect(try Self.leftovers(directory) == [])
+    }
+
+    @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
+        let directory = try ScratchDirectory()
+        let text = directory.appending("notes.txt")
+        try Data("not a database".utf8).write(to: text)
+        let sqlite = directory.appending("plain.sqlite")
+        let database = try Database(path: sqlite.path, mode: .create)
+        try database.execute("CREATE TABLE t (x)")
+        database.close()
+        for source in [text, sqlite] {
+            #expect {
+                try CoreDataImport.importStore(at: source, to: directory.appending("Out.deck"))
+            } throws: { error in
+                guard case .corrupt(let path, _) = error as? DeckError else { return false }
+                return path == source.path
+            }
+        }
+        let missing = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("absent.sqlite"), to: directory.appending("Out.deck"))
+        }
+        guard case .notFound(let path) = missing else {
+            Issue.record("expected notFound, got \(String(describing: missing))")
+            return
+        }
+        #expect(path == directory.appending("absent.sqlite").path)
+        #expect(try directory.names().sorted() == ["notes.txt", "plain.sqlite"])
+    }
+
+    @Test func aTruncatedStoreIsRefused() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        writer.close()
+        let store = directory.appending("Notes.sqlite")
+        let bytes = try Data(contentsOf: store)
+        let cut = directory.appending("Cut.sqlite")
+        try bytes.prefix(bytes.count / 2).write(to: cut)
+        #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: cut, to: directory.appending("Cut.deck"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("Cut.deck").path))
+    }
+
+    @Test func anAppsSchemaIsCheckedAndUsed() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let source = directory.appending("Notes.sqlite")
+        var schema = ImportStore.expectedSchema
+        schema.version = "7.0.0"
+        _ = try CoreDataImport.importStore(
+            at: source, to: directory.appending("App.deck"), options: CoreDataImport.Options(schema: schema))
+        let store = try PackageStore.open(at: directory.appending("App.deck"), mode: .readOnly)
+        #expect(store.schema.version == "7.0.0")
+        try store.close()
+
+        var other = ImportStore.expectedSchema
+        other.entities[2].attributes[0].type = .double
+        other.entities[4].relationships[0].deleteRule = .cascade
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: source, to: directory.appending("Other.deck"),
+                options: CoreDataImport.Options(schema: other))
+        }
+        guard case .schemaMismatch(let path, let differences) = error else {
+            Issue.record("expected schemaMismatch, got \(String(describing: error))")
+            return
+        }
+        #expect(path == source.path)
+        #expect(
+            differences == [
+                "Note.amount: decimal in the Core Data store, double in the models",
+                "Tag.notes: delete rule nullify in the Core Data store, cascade in the models",
+            ])
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("Other.deck").path))
+    }
+}
+
+/// The real stores, imported whole.
+@Suite("Core Data import of the real stores into packages", .timed, CoreDataFixtures.required)
+struct RealCoreDataPackageTests {
+    @Test(arguments: [
+        "migration-v1", "migration-v2", "migration-v3", "rename-v1.0.0", "rename-v1.1.0", "rename-v1.1.2",
+        "rename-v1.2.0", "rename-v2.0.0",
+    ])
+    func everyRowOfTheRealStoreArrives(folder: String) throws {
+        let source = try CoreDataFixtures.store(folder)
+        let before = SHA256Hasher.hash(try Data(contentsOf: source)).hexDigest
+        let directory = try ScratchDirectory()
+        let destination = directory.appending("Imported.deck")
+        let report = try CoreDataImport.importStore(at: source, to: destination)
+        #expect(SHA256Hasher.hash(try Data(contentsOf: source)).hexDigest == before)
+        #expect(try PackageVerifier.verify(at: destination).findings.isEmpty)
+
+        // Count the source's rows per entity with SQLite, from a copy.
+        let copy = directory.appending("copy.sqlite")
+        try FileManager.default.copyItem(at: source, to: copy)
+        let database = try Database(path: copy.path, mode: .readOnly)
+        defer { database.close() }
+        let store = try PackageStore.open(at: destination, mode: .readOnly)
+        defer { try? store.close() }
+        #expect(report.rows > 0)
+        for entity in report.entities {
+            let table = "Z" + entity.coreDataName.uppercased()
+            let number = try #require(
+                try database.scalar(
+                    "SELECT Z_ENT FROM Z_PRIMARYKEY WHERE Z_NAME = ?", [.text(entity.coreDataName)]))
+            let expected = try database.scalar(
+                "SELECT count(*) FROM \"\(table)\" WHERE Z_ENT = ?", [number])
+            #expect(SQLValue.integer(Int64(entity.rows)) == expected, "\(folder) \(entity.name)")
+            let records = try store.read { try $0.fetch(RecordQuery(entity.name)) }
+            #expect(records.filter { $0.entity == entity.name }.count == entity.rows)
+        }
+    }
+}
