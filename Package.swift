@@ -4,8 +4,9 @@ import PackageDescription
 // The layers (ARCHITECTURE.md): C modules → DeckSupport (the one error type and the errors it
 // carries, file-system calls, locks, hashing) → DeckSQLite (the SQLite wrapper) and DeckArchive
 // (archives over libarchive) → DeckStore (the format and the storage core: schema, package
-// directory, blobs, records, queries, migration, verifier) → DeckQueryLanguage (the `--where` text)
-// and DeckKit (the library users import: it re-exports DeckStore, adds the document layer) →
+// directory, blobs, records, queries, migration, verifier) → DeckQueryLanguage (the `--where` text),
+// DeckCoreData (reading and importing Core Data stores) and DeckKit (the library users import: it
+// re-exports DeckStore and DeckCoreData, adds the document layer) →
 // DeckCommandLine (the tool, with DeckArguments, a parser that knows nothing of Deck) → deck.
 // Arrows only point down; the targets below make the compiler enforce them.
 let package = Package(
@@ -16,7 +17,7 @@ let package = Package(
         .library(name: "DeckSamples", targets: ["DeckSamples"]),
         // The `--where` text language, for the fuzz targets (the CLI uses it within the package).
         .library(name: "DeckQueryLanguage", targets: ["DeckQueryLanguage"]),
-        // The Core Data store reader, for the fuzz targets until the importer uses it.
+        // The Core Data store reader and importer, for the fuzz targets (DeckKit re-exports it).
         .library(name: "DeckCoreData", targets: ["DeckCoreData"]),
         .executable(name: "deck", targets: ["deck"]),
     ],
@@ -65,7 +66,7 @@ let package = Package(
             dependencies: ["DeckStore"]),
         .target(
             name: "DeckKit",
-            dependencies: ["DeckStore", "DeckSQLite", "CDeckSystem"]),
+            dependencies: ["DeckStore", "DeckCoreData", "DeckSQLite", "CDeckSystem"]),
         .target(name: "DeckArguments"),
         .target(
             name: "DeckSamples",

@@ -84,10 +84,13 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         if let offset { "\(message) (at offset \(offset))" } else { message }
     }
 
-    /// The error as the rest of Deck reports a damaged input: ``DeckError/corrupt(path:reason:)``
-    /// naming the store, with this error's message (and offset) as the reason.
+    /// The error as the rest of Deck reports it: ``DeckError/invalidSource(path:reason:)`` naming
+    /// the store, with this error's message (and offset) as the reason, less the store's path
+    /// where the message begins with it.
     package func deckError(path: String) -> DeckError {
-        .corrupt(path: path, reason: description)
+        let prefix = path + ": "
+        let reason = description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
+        return .invalidSource(path: path, reason: reason)
     }
 
     /// The same error with `context` put before its message (e.g. which table or column).

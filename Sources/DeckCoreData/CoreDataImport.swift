@@ -113,7 +113,7 @@ public enum CoreDataImport {
     ///
     /// - Throws: ``DeckError/alreadyExists(path:)`` when `destination` exists (it is never
     ///   replaced); ``DeckError/notFound(path:)`` when the store does not exist;
-    ///   ``DeckError/corrupt(path:reason:)`` naming the store when it is not a Core Data store, is
+    ///   ``DeckError/invalidSource(path:reason:)`` naming the store when it is not a Core Data store, is
     ///   damaged, its model does not decode, a row breaks the model, or external data is missing
     ///   or refused; ``DeckError/schemaMismatch(path:differences:)`` when
     ///   ``Options/schema`` is given and the store's differs; ``DeckError/invalidValue(entity:property:reason:)``

@@ -24,6 +24,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     case tooNew(path: String, version: Int, supported: Int)
     /// The package is damaged.
     case corrupt(path: String, reason: String)
+    /// A file given to be imported (a Core Data or SwiftData store) is not one, or is damaged or
+    /// hostile (`reason` says what, and where); nothing was created.
+    case invalidSource(path: String, reason: String)
     /// The schema is invalid (`reason` names the entity and attribute).
     case invalidSchema(String)
     /// The document's stored schema is not the one the caller's models (or schema) describe; each
@@ -102,6 +105,7 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
                 + "supports format \(supported)); upgrade Deck to open it"
         case .corrupt(let path, let reason):
             return "\(path): package is corrupt: \(reason); run 'deck verify' for details"
+        case .invalidSource(let path, let reason): return "\(path): cannot be imported: \(reason)"
         case .invalidSchema(let reason): return "invalid schema: \(reason)"
         case .schemaMismatch(let path, let differences):
             return "\(path): the document's schema differs from the models: "
@@ -185,7 +189,7 @@ extension DeckError {
         switch self {
         case .notFound, .notAPackage, .permissionDenied, .tooNew, .needsNewerApplication: .cannotOpen
         case .locked: .busy
-        case .corrupt, .blobUnavailable: .invalidData
+        case .corrupt, .blobUnavailable, .invalidSource: .invalidData
         case .archive: .invalidData
         case .alreadyExists, .notARegularFile: .alreadyExists
         case .io: .io

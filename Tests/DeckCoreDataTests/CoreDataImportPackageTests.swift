@@ -177,8 +177,8 @@ struct CoreDataImportPackageTests {
         let error = #expect(throws: DeckError.self) {
             try CoreDataImport.importStore(at: source, to: directory.appending("Notes.deck"))
         }
-        guard case .corrupt(let path, let reason) = error else {
-            Issue.record("expected a corrupt error, got \(String(describing: error))")
+        guard case .invalidSource(let path, let reason) = error else {
+            Issue.record("expected an invalidSource error, got \(String(describing: error))")
             return
         }
         #expect(path == source.path)
@@ -198,7 +198,7 @@ struct CoreDataImportPackageTests {
             #expect {
                 try CoreDataImport.importStore(at: source, to: directory.appending("Out.deck"))
             } throws: { error in
-                guard case .corrupt(let path, _) = error as? DeckError else { return false }
+                guard case .invalidSource(let path, _) = error as? DeckError else { return false }
                 return path == source.path
             }
         }

@@ -546,11 +546,14 @@ struct CoreDataImportTests {
 
     @Test func aCoreDataErrorBecomesADeckErrorNamingTheStore() {
         let error = CoreDataError(.badRow, "it is wrong").deckError(path: "/x/Notes.sqlite")
-        guard case .corrupt(let path, let reason) = error else {
-            Issue.record("expected corrupt, got \(error)")
+        guard case .invalidSource(let path, let reason) = error else {
+            Issue.record("expected invalidSource, got \(error)")
             return
         }
         #expect(path == "/x/Notes.sqlite" && reason == "it is wrong")
+        // The store's path is not said twice.
+        let named = CoreDataError(.badRow, "/x/Notes.sqlite: Note #2 is wrong").deckError(path: "/x/Notes.sqlite")
+        #expect(named.description == "/x/Notes.sqlite: cannot be imported: Note #2 is wrong")
     }
 }
 

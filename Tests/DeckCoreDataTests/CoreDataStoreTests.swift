@@ -6,34 +6,9 @@ import DeckTestTiming
 import Foundation
 import Testing
 
-/// The real stores of `../shared/fixtures/coredata/` (beside the package root; the environment
-/// variable `DECK_COREDATA_FIXTURES` may name the folder instead, for a worktree elsewhere).
-enum CoreDataFixtures {
-    static let directory: URL? = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        var candidates = [root.appendingPathComponent("../shared/fixtures/coredata").standardizedFileURL]
-        if let named = ProcessInfo.processInfo.environment["DECK_COREDATA_FIXTURES"] {
-            candidates.append(URL(fileURLWithPath: named))
-        }
-        return candidates.first {
-            FileManager.default.fileExists(atPath: $0.appendingPathComponent("README.md").path)
-        }
-    }()
-
-    static let absent =
-        "../shared/fixtures/coredata/ (the real Core Data stores) is absent beside the package root"
-
+extension CoreDataFixtures {
     /// Skips a suite, saying why, when the folder is absent.
     static var required: ConditionTrait { .enabled(if: directory != nil, Comment(rawValue: absent)) }
-
-    /// The `.sqlite` file of fixture `folder`.
-    static func store(_ folder: String) throws -> URL {
-        let url = try #require(directory).appendingPathComponent(folder)
-        let name = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: url.path).first { $0.hasSuffix(".sqlite") })
-        return url.appendingPathComponent(name)
-    }
 }
 
 /// The SHA-256 of every file in `directory`, by name.

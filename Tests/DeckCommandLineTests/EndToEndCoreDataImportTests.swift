@@ -1,0 +1,122 @@
+import DeckKit
+import DeckSQLite
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+/// `deck import --from coredata`: the real stores of ../shared/fixtures/coredata, and stores
+/// that are not, or are broken.
+@Suite(
+    "End to end: importing Core Data stores", .timed,
+    .enabled(if: CoreDataFixtures.directory != nil, Comment(rawValue: CoreDataFixtures.absent)))
+struct EndToEndCoreDataImportTests {
+    /// A copy of fixture `folder`'s store in `directory`, as `name`.
+    func copy(_ folder: String, to directory: TemporaryDirectory, as name: String = "Blog.sqlite") throws
+        -> String
+    {
+        let path = directory.appending(name)
+        try FileManager.default.copyItem(
+            at: try CoreDataFixtures.store(folder), to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func aRealStoreImportsWithItsReport() throws {
+        let directory = try TemporaryDirectory()
+        let source = try copy("migration-v3", to: directory)
+        let before = e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: source)))
+        let package = directory.appending("Blog.deck")
+
+        let result = try deck(
+            "import", "--from", "coredata", source, "-o", package, "--content-type", "org.example.blog")
+        e2eExpectSuccess(result)
+        #expect(
+            result.stdout == """
+                Imported \(source) as \(package): 26 records of 2 entities, 14 links, 0 blob files (0 bytes)
+                  Post: 12
+                  Section: 14
+                Approximated or left out:
+                  Section.index: a 16-bit integer, imported as a 64-bit integer: its range is not enforced
+
+                """)
+        #expect(e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: source))) == before)
+        e2eExpectSuccess(try deck("verify", package))
+        #expect(try deck("query", package, "Section", "--count").stdout == "14\n")
+        let inspect = try e2eJSONObject(try deck("inspect", package, "--json").stdout)
+        #expect(inspect["contentType"] as? String == "org.example.blog")
+    }
+
+    @Test func theJSONReportListsEntitiesAndNotes() throws {
+        let directory = try TemporaryDirectory()
+        let source = try copy("migration-v3", to: directory)
+        let result = try deck(
+            "import", "--from", "coredata", source, "-o", directory.appending("B.deck"), "--json")
+        e2eExpectSuccess(result)
+        let json = try e2eJSONObject(result.stdout)
+        #expect(json["records"] as? Int == 26)
+        #expect(json["links"] as? Int == 14)
+        #expect((json["package"] as? String)?.hasSuffix("/B.deck") == true)
+        let entities = try #require(json["entities"] as? [[String: Any]])
+        #expect(entities.map { "\($0["name"] ?? ""):\($0["records"] ?? "")" } == ["Post:12", "Section:14"])
+        let notes = try #require(json["notes"] as? [[String: Any]])
+        #expect(notes.first?["property"] as? String == "index")
+    }
+
+    @Test func everyRenameVersionCarriesItsRename() throws {
+        let directory = try TemporaryDirectory()
+        for version in ["1.0.0", "1.1.0", "1.1.2", "1.2.0", "2.0.0"] {
+            let source = try copy("rename-v\(version)", to: directory, as: "v\(version).sqlite")
+            let package = directory.appending("v\(version).deck")
+            e2eExpectSuccess(try deck("import", "--from", "coredata", source, "-o", package, "--quiet"))
+            e2eExpectSuccess(try deck("verify", package))
+        }
+    }
+
+    @Test func badSourcesFailClearlyAndLeaveNothing() throws {
+        let directory = try TemporaryDirectory()
+        let text = directory.appending("notes.txt")
+        try Data("plain text".utf8).write(to: URL(fileURLWithPath: text))
+        e2eExpectFailure(
+            try deck("import", "--from", "coredata", text, "-o", directory.appending("T.deck")), status: 65,
+            "\(text): cannot be imported: ", "not a SQLite database")
+        e2eExpectFailure(
+            try deck("import", "--from", "coredata", directory.appending("absent.sqlite")), status: 66,
+            "absent.sqlite")
+
+        // A row whose entity number is no entity of its table.
+        let broken = try copy("migration-v3", to: directory, as: "Broken.sqlite")
+        let database = try Database(path: broken, mode: .readWrite)
+        try database.run("UPDATE ZPOST SET Z_ENT = 99 WHERE Z_PK = 1")
+        database.close()
+        e2eExpectFailure(
+            try deck("import", "--from", "coredata", broken, "-o", directory.appending("Broken.deck")),
+            status: 65,
+            "\(broken): cannot be imported: ", "Z_ENT 99")
+
+        // The destination exists: refused, untouched.
+        let source = try copy("migration-v1", to: directory)
+        let existing = directory.appending("Existing.deck")
+        try FileManager.default.createDirectory(atPath: existing, withIntermediateDirectories: false)
+        e2eExpectFailure(
+            try deck("import", "--from", "coredata", source, "-o", existing), status: 73, "already exists")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: existing) == [])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
+                "Blog.sqlite", "Broken.sqlite", "Existing.deck", "notes.txt",
+            ])
+    }
+
+    @Test func usageMistakesAreNamed() throws {
+        let directory = try TemporaryDirectory()
+        let source = try copy("migration-v1", to: directory)
+        e2eExpectUsageError(try deck("import", source), command: "deck import", "--from coredata")
+        e2eExpectUsageError(
+            try deck("import", "--from", "coredata", source, "--content-type", "has space"),
+            command: "deck import", "invalid content type")
+        e2eExpectUsageError(
+            try deck("import", "x.zip", "--content-type", "org.example.x"), command: "deck import",
+            "--content-type")
+        e2eExpectUsageError(try deck("import", "--from", "mdb", source), command: "deck import", "mdb")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["Blog.sqlite"])
+    }
+}
