@@ -552,7 +552,8 @@ struct CoreDataImportTests {
         }
         #expect(path == "/x/Notes.sqlite" && reason == "it is wrong")
         // The store's path is not said twice.
-        let named = CoreDataError(.badRow, "/x/Notes.sqlite: Note #2 is wrong").deckError(path: "/x/Notes.sqlite")
+        let named = CoreDataError(.badRow, "/x/Notes.sqlite: Note #2 is wrong")
+            .deckError(path: "/x/Notes.sqlite")
         #expect(named.description == "/x/Notes.sqlite: cannot be imported: Note #2 is wrong")
     }
 }
