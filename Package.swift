@@ -124,7 +124,8 @@ let package = Package(
         .testTarget(
             name: "DeckCoreDataTests",
             dependencies: [
-                "DeckCoreData", "CZlib", "DeckStore", "DeckSupport", "DeckSQLite", "DeckTestSupport", "DeckTestTiming",
+                "DeckCoreData", "CZlib", "DeckStore", "DeckSupport", "DeckSQLite", "DeckTestSupport",
+                "DeckTestTiming",
             ]),
         .testTarget(
             name: "DeckKitTests",

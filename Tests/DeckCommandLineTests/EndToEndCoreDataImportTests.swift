@@ -7,9 +7,7 @@ import Testing
 
 /// `deck import --from coredata`: the real stores of ../shared/fixtures/coredata, and stores
 /// that are not, or are broken.
-@Suite(
-    "End to end: importing Core Data stores", .timed,
-    .enabled(if: CoreDataFixtures.directory != nil, Comment(rawValue: CoreDataFixtures.absent)))
+@Suite("End to end: importing Core Data stores", .timed, CoreDataFixtures.required)
 struct EndToEndCoreDataImportTests {
     /// A copy of fixture `folder`'s store in `directory`, as `name`.
     func copy(_ folder: String, to directory: TemporaryDirectory, as name: String = "Blog.sqlite") throws
@@ -119,4 +117,9 @@ struct EndToEndCoreDataImportTests {
         e2eExpectUsageError(try deck("import", "--from", "mdb", source), command: "deck import", "mdb")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["Blog.sqlite"])
     }
+}
+
+extension CoreDataFixtures {
+    /// Skips a suite, saying why, when the folder is absent.
+    static var required: ConditionTrait { .enabled(if: directory != nil, Comment(rawValue: absent)) }
 }

@@ -7,9 +7,7 @@ import Testing
 
 /// `ModelContainer.importing(coreDataStoreAt:for:configuration:)`: a real Core Data store
 /// (../shared/fixtures/coredata/migration-v3) into an app's own models.
-@Suite(
-    "Importing a Core Data store into models", .timed,
-    .enabled(if: CoreDataFixtures.directory != nil, Comment(rawValue: CoreDataFixtures.absent)))
+@Suite("Importing a Core Data store into models", .timed, CoreDataFixtures.required)
 struct CoreDataModelImportTests {
     final class Post: ModelObject {
         @Attribute var date: Date? = nil
@@ -96,4 +94,9 @@ struct CoreDataModelImportTests {
                 configuration: ModelConfiguration(isStoredInMemoryOnly: true))
         }
     }
+}
+
+extension CoreDataFixtures {
+    /// Skips a suite, saying why, when the folder is absent.
+    static var required: ConditionTrait { .enabled(if: directory != nil, Comment(rawValue: absent)) }
 }
