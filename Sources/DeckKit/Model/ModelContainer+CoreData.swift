@@ -11,7 +11,7 @@ extension ModelContainer {
     /// naming every difference, and nothing is created. Otherwise every record, link and
     /// external data value is imported into a package at `configuration.url` with your schema
     /// (its version included), built under a staging name and verified before it appears, and
-    /// the container opens it as ``init(for:migrationPlan:configurations:)`` would.
+    /// the container opens it as ``init(for:migrationPlan:configurations:)-(Schema,_,_)`` would.
     ///
     /// ```swift
     /// let (container, report) = try ModelContainer.importing(
