@@ -12,6 +12,9 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         case notACoreDataStore
         /// The store (or its `-wal`/`-shm`) could not be copied or read.
         case unreadableStore
+        /// The store's SQLite file fails SQLite's integrity check, or its `-wal` belongs to
+        /// another store.
+        case damagedStore
         /// A Core Data table holds something other than Core Data writes there.
         case badStoreTable
         /// The data ends before a structure it declares.

@@ -75,6 +75,9 @@ public final class CoreDataStore {
             let copy = directory.appendingPathComponent(
                 url.lastPathComponent.isEmpty ? "store" : url.lastPathComponent)
             try copyFile(from: url.path, to: copy.path, required: true)
+            // What the main file alone says the store is, before the log is beside it.
+            let mainFileUUID =
+                FileManager.default.fileExists(atPath: url.path + "-wal") ? storeUUID(ofMainFile: copy.path) : nil
             for suffix in companionSuffixes {
                 try copyFile(from: url.path + suffix, to: copy.path + suffix, required: false)
             }
@@ -87,9 +90,18 @@ public final class CoreDataStore {
                 throw CoreDataError(
                     .notACoreDataStore, "\(url.path) could not be opened as SQLite: \(error.message)")
             }
-            return try CoreDataStore(
+            let store = try CoreDataStore(
                 source: url, database: database, copyDirectory: directory, refusedExternalFiles: refused,
                 limits: limits)
+            if let mainFileUUID, let uuid = store.metadata.uuid, uuid != mainFileUUID {
+                throw CoreDataError(
+                    .damagedStore,
+                    "\(url.path)-wal belongs to another store: with it the store says it is \(uuid), "
+                        + "without it \(mainFileUUID); move the -wal and -shm files that belong to this store "
+                        + "beside it (or remove these two if the store was closed cleanly)")
+            }
+            try checkIntegrity(of: database, source: url)
+            return store
         } catch {
             ScratchRemoval.remove(directory)
             throw error
@@ -117,6 +129,36 @@ public final class CoreDataStore {
     }
 
     deinit { close() }
+
+    /// The `Z_UUID` the store's main file says, read from the private copy before its `-wal` and
+    /// `-shm` are copied beside it; nil when the main file alone has none (a store whose every
+    /// change is still in its log) or cannot be read that way.
+    private static func storeUUID(ofMainFile path: String) -> String? {
+        guard let database = try? Database(path: path, mode: .readWrite) else { return nil }
+        defer {
+            database.close()
+            // Opening a WAL-mode file makes an empty log and index: not the store's.
+            for suffix in companionSuffixes { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        return (try? database.scalar("SELECT Z_UUID FROM Z_METADATA ORDER BY Z_VERSION LIMIT 1"))??.string
+    }
+
+    /// SQLite's structural check of the copy (with its log applied): a damaged file, or pages of
+    /// a log that belongs to another database, is refused before anything is read from it.
+    private static func checkIntegrity(of database: Database, source: URL) throws(CoreDataError) {
+        let result: SQLValue?
+        do throws(SQLiteError) {
+            result = try database.scalar("PRAGMA quick_check(1)")
+        } catch {
+            throw CoreDataError(.damagedStore, "\(source.path) is damaged: \(error.message)")
+        }
+        guard result?.string == "ok" else {
+            throw CoreDataError(
+                .damagedStore,
+                "\(source.path) is damaged (SQLite's integrity check: \(result?.string ?? "no answer")); "
+                    + "if a -wal file is beside it, it may belong to another store")
+        }
+    }
 
     /// Closes the copy's connection and removes the copy. Safe to call twice.
     public func close() {

@@ -229,6 +229,73 @@ struct CoreDataImportPackageTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appending("Cut.deck").path))
     }
 
+    @Test func aWALFromAnotherStoreIsRefused() throws {
+        // Store A: its rows in the main file, a later change in its log.
+        let a = try ScratchDirectory()
+        let writerA = try ImportStore.write(in: a)
+        defer { writerA.close() }
+        _ = try writerA.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+        try writerA.run("INSERT INTO ZTAG VALUES (3, 5, 1)")
+        // Store B: another store (another Z_UUID), everything in its log.
+        let b = try ScratchDirectory()
+        let writerB = try ImportStore.write(in: b) { database in
+            try database.run("UPDATE Z_METADATA SET Z_UUID = 'B0000000-0000-4000-8000-00000000000B'")
+        }
+        defer { writerB.close() }
+        // A's store with B's log beside it.
+        let c = try ScratchDirectory()
+        try FileManager.default.copyItem(at: a.appending("Notes.sqlite"), to: c.appending("Notes.sqlite"))
+        for suffix in ["-wal", "-shm"] {
+            try FileManager.default.copyItem(
+                at: b.appending("Notes.sqlite" + suffix), to: c.appending("Notes.sqlite" + suffix))
+        }
+        let source = c.appending("Notes.sqlite")
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: source, to: c.appending("Notes.deck"))
+        }
+        guard case .invalidSource(let path, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(path == source.path)
+        #expect(reason.contains("-wal belongs to another store"), "\(reason)")
+        #expect(reason.contains("B0000000-0000-4000-8000-00000000000B"), "\(reason)")
+        #expect(try c.names().sorted() == ["Notes.sqlite", "Notes.sqlite-shm", "Notes.sqlite-wal"])
+
+        // A's own log is A's: the store imports, with the change only the log holds.
+        let report = try CoreDataImport.importStore(
+            at: a.appending("Notes.sqlite"), to: a.appending("A.deck"))
+        #expect(report.entities.first { $0.name == "Tag" }?.rows == 3)
+    }
+
+    @Test func aStoreThatFailsSQLitesIntegrityCheckIsRefused() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        _ = try writer.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+        let pages = try #require(try writer.scalar("PRAGMA page_count")?.int64)
+        let pageSize = try #require(try writer.scalar("PRAGMA page_size")?.int64)
+        let root = try #require(
+            try writer.scalar("SELECT rootpage FROM sqlite_schema WHERE name = 'ZITEM'")?.int64)
+        writer.close()
+        #expect(root > 1 && root <= pages)
+        // Scramble the cell pointers of ZITEM's root page (past its 8-byte header): the file still
+        // opens, the bookkeeping tables still read, the table's b-tree is broken.
+        let store = directory.appending("Notes.sqlite")
+        var bytes = try Data(contentsOf: store)
+        let start = Int((root - 1) * pageSize) + 8
+        for offset in start..<(start + 8) { bytes[offset] = 0xFF }
+        try bytes.write(to: store)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: store, to: directory.appending("Notes.deck"))
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("damaged"), "\(reason)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appending("Notes.deck").path))
+    }
+
     @Test func anAppsSchemaIsCheckedAndUsed() throws {
         let directory = try ScratchDirectory()
         let writer = try ImportStore.write(in: directory)
