@@ -76,8 +76,8 @@ public final class CoreDataStore {
                 url.lastPathComponent.isEmpty ? "store" : url.lastPathComponent)
             try copyFile(from: url.path, to: copy.path, required: true)
             // What the main file alone says the store is, before the log is beside it.
-            let mainFileUUID =
-                FileManager.default.fileExists(atPath: url.path + "-wal") ? storeUUID(ofMainFile: copy.path) : nil
+            let hasLog = FileManager.default.fileExists(atPath: url.path + "-wal")
+            let mainFileUUID = hasLog ? storeUUID(ofMainFile: copy.path) : nil
             for suffix in companionSuffixes {
                 try copyFile(from: url.path + suffix, to: copy.path + suffix, required: false)
             }
