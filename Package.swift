@@ -55,7 +55,7 @@ let package = Package(
         // keyed-archived model cache, Z_PRIMARYKEY and Z_METADATA, read from a private copy.
         .target(
             name: "DeckCoreData",
-            dependencies: ["CZlib", "DeckSupport", "DeckSQLite", "DeckStore"]),
+            dependencies: ["CZlib", "DeckSupport", "DeckSQLite", "DeckArchive", "DeckStore"]),
         .target(
             name: "DeckStore",
             dependencies: ["CSQLite", "CCrypto", "CDeckSystem", "DeckSupport", "DeckSQLite", "DeckArchive"]),

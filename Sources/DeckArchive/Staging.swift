@@ -129,17 +129,21 @@ package enum Staging {
     }
 
     /// Creates `deck-PURPOSE-<16 hex digits>` in the temporary directory (`TMPDIR`, else `/tmp`),
-    /// after removing stale ones of the same purpose.
-    package static func makeScratchDirectory(purpose: String) throws(DeckError) -> StagingItem {
+    /// after removing stale ones of the same purpose; with `mode` (0700 for a copy of someone's
+    /// data that no other user may read).
+    package static func makeScratchDirectory(purpose: String, mode: mode_t = 0o755) throws(DeckError)
+        -> StagingItem
+    {
         var directory = FileManager.default.temporaryDirectory.path
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
         let prefix = "deck-\(purpose)-"
         removeStale(in: directory) { hasSuffix($0, after: prefix) }
-        return try make(in: directory, isDirectory: true) { prefix + $0 }
+        return try make(in: directory, isDirectory: true, directoryMode: mode) { prefix + $0 }
     }
 
     private static func make(
-        in directory: String, isDirectory: Bool, mode: mode_t = 0o644, name: (String) -> String
+        in directory: String, isDirectory: Bool, mode: mode_t = 0o644, directoryMode: mode_t = 0o755,
+        name: (String) -> String
     ) throws(DeckError) -> StagingItem {
         for _ in 0..<16 {
             let path = directory + "/" + name(randomSuffix())
@@ -147,7 +151,7 @@ package enum Staging {
             let slot = deck_staging_add(path)
             do {
                 if isDirectory {
-                    try FileSystem.mkdir(path, existingOK: false)
+                    try FileSystem.mkdir(path, mode: directoryMode, existingOK: false)
                 } else {
                     FileSystem.close(
                         try FileSystem.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode))

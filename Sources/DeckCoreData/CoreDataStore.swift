@@ -1,3 +1,4 @@
+import DeckArchive
 import DeckSQLite
 import DeckSupport
 import Foundation
@@ -24,7 +25,10 @@ public final class CoreDataStore {
     /// The private copy's connection (read-write, so the copied WAL can be read).
     package let database: Database
     /// The directory holding the private copy.
-    package let copyDirectory: URL
+    package var copyDirectory: URL { scratch.url }
+    /// That directory as a registered staging item: removed by ``close()``, on a termination
+    /// signal, or (after a crash) by the next import.
+    private let scratch: StagingItem
     /// The private copy of the store's external data files (`.<StoreName>_SUPPORT/_EXTERNAL_DATA`).
     package var externalDataDirectory: URL { copyDirectory.appendingPathComponent("_EXTERNAL_DATA") }
     /// The external data files that were not copied, with the reason (not a regular file, too
@@ -70,7 +74,14 @@ public final class CoreDataStore {
     ///   `badStoreTable` for a Core Data table of the wrong shape, or the metadata's or model
     ///   cache's decoding error (with the table's name before its message).
     public static func open(at url: URL, limits: Limits = .standard) throws(CoreDataError) -> CoreDataStore {
-        let directory = try makePrivateDirectory()
+        let scratch: StagingItem
+        do {
+            scratch = try Staging.makeScratchDirectory(purpose: "coredata", mode: 0o700)
+        } catch {
+            throw CoreDataError(
+                .unreadableStore, "could not make a private directory for the store's copy: \(error)")
+        }
+        let directory = scratch.url
         do throws(CoreDataError) {
             let copy = directory.appendingPathComponent(
                 url.lastPathComponent.isEmpty ? "store" : url.lastPathComponent)
@@ -91,7 +102,7 @@ public final class CoreDataStore {
                     .notACoreDataStore, "\(url.path) could not be opened as SQLite: \(error.message)")
             }
             let store = try CoreDataStore(
-                source: url, database: database, copyDirectory: directory, refusedExternalFiles: refused,
+                source: url, database: database, scratch: scratch, refusedExternalFiles: refused,
                 limits: limits)
             if let mainFileUUID, let uuid = store.metadata.uuid, uuid != mainFileUUID {
                 throw CoreDataError(
@@ -103,18 +114,18 @@ public final class CoreDataStore {
             try checkIntegrity(of: database, source: url)
             return store
         } catch {
-            ScratchRemoval.remove(directory)
+            scratch.discard()
             throw error
         }
     }
 
     private init(
-        source: URL, database: Database, copyDirectory: URL, refusedExternalFiles: [String: String],
+        source: URL, database: Database, scratch: StagingItem, refusedExternalFiles: [String: String],
         limits: Limits
     ) throws(CoreDataError) {
         sourceURL = source
         self.database = database
-        self.copyDirectory = copyDirectory
+        self.scratch = scratch
         self.refusedExternalFiles = refusedExternalFiles
         let reader = StoreTableReader(database: database, path: source.path, limits: limits)
         let tables = try reader.tableNames()
@@ -165,7 +176,7 @@ public final class CoreDataStore {
         guard !isClosed else { return }
         isClosed = true
         database.close()
-        ScratchRemoval.remove(copyDirectory)
+        scratch.discard()
     }
 
     /// The entity numbered `number` in this store.
@@ -218,20 +229,6 @@ public final class CoreDataStore {
             try copyFile(from: path, to: destination.appendingPathComponent(name).path, required: true)
         }
         return refused
-    }
-
-    private static func makePrivateDirectory() throws(CoreDataError) -> URL {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("deck-coredata-" + UUID().uuidString, isDirectory: true)
-        do {
-            try FileManager.default.createDirectory(
-                at: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CoreDataError(
-                .unreadableStore,
-                "could not make a private directory for the store's copy at \(directory.path): \(error)")
-        }
-        return directory
     }
 
     /// Copies `source` to a new file `destination` (mode 0600) by reading it: a symbolic link is

@@ -100,10 +100,3 @@ struct StoreTableReader {
         }
     }
 }
-
-/// Removes a directory tree this module made (the store's private copy), ignoring failures.
-enum ScratchRemoval {
-    static func remove(_ url: URL) {
-        try? FileManager.default.removeItem(at: url)
-    }
-}

@@ -296,6 +296,25 @@ struct CoreDataImportPackageTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appending("Notes.deck").path))
     }
 
+    @Test func thePrivateCopyIsOnlyTheUsersAndAStaleOneIsSweptAway() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        // What a killed import leaves: a copy nobody holds a lock on.
+        let stale = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-coredata-0123456789abcdef")
+        try FileManager.default.createDirectory(at: stale, withIntermediateDirectories: true)
+        try Data("a copy of someone's store".utf8).write(to: stale.appendingPathComponent("Notes.sqlite"))
+
+        let store = try CoreDataStore.open(at: directory.appending("Notes.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
+        let attributes = try FileManager.default.attributesOfItem(atPath: store.copyDirectory.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        #expect(store.copyDirectory.lastPathComponent.hasPrefix("deck-coredata-"))
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: store.copyDirectory.path))
+    }
+
     @Test func anAppsSchemaIsCheckedAndUsed() throws {
         let directory = try ScratchDirectory()
         let writer = try ImportStore.write(in: directory)
