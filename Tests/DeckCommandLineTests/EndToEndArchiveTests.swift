@@ -27,7 +27,7 @@ private func e2eHidden(_ path: String) throws -> [String] {
 
 /// `deck` stopped right after making its N-th staging item (a debug build's test hook): it has
 /// printed the item's path and waits, reading standard input, for a signal.
-private final class PausedDeck {
+final class PausedDeck {
     let process = Process()
     private let input = Pipe()
     private let errors = Pipe()

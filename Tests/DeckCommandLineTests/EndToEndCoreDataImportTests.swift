@@ -5,6 +5,10 @@ import DeckTestTiming
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `deck import --from coredata`: the real stores of ../shared/fixtures/coredata, and stores
 /// that are not, or are broken.
 @Suite("End to end: importing Core Data stores", .timed, CoreDataFixtures.required)
@@ -103,6 +107,57 @@ struct EndToEndCoreDataImportTests {
                 "Blog.sqlite", "Broken.sqlite", "Existing.deck", "notes.txt",
             ])
     }
+
+    #if DEBUG
+        /// Paused after its first staging item (the store's private copy, in `TMPDIR`) or its
+        /// second (the package being built, beside the destination), then signalled: nothing
+        /// is left in either place, and the store is unchanged.
+        @Test(arguments: [(1, SIGTERM), (2, SIGINT), (2, SIGHUP)])
+        func anInterruptedImportLeavesNothing(pauseAt: Int, signal: Int32) throws {
+            let directory = try TemporaryDirectory()
+            let temporary = try TemporaryDirectory()
+            let source = try copy("migration-v3", to: directory)
+            let before = e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: source)))
+            let package = directory.appending("Blog.deck")
+            let paused = try PausedDeck(
+                ["import", "--from", "coredata", source, "-o", package], pauseAt: pauseAt,
+                environment: ["TMPDIR": temporary.path])
+            let place = pauseAt == 1 ? temporary.path + "/deck-coredata-" : directory.path + "/.Blog.deck."
+            #expect(paused.staged.hasPrefix(place), "\(paused.staged)")
+            let (reason, status) = paused.end(with: signal)
+            #expect(reason == .uncaughtSignal && status == signal)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["Blog.sqlite"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == [])
+            #expect(e2eSHA256(try Data(contentsOf: URL(fileURLWithPath: source))) == before)
+        }
+
+        @Test func aKilledImportLeavesStaleItemsThatTheNextImportRemoves() throws {
+            let directory = try TemporaryDirectory()
+            let temporary = try TemporaryDirectory()
+            let source = try copy("migration-v3", to: directory)
+            let package = directory.appending("Blog.deck")
+            let paused = try PausedDeck(
+                ["import", "--from", "coredata", source, "-o", package], pauseAt: 2,
+                environment: ["TMPDIR": temporary.path])
+            let (reason, status) = paused.end(with: SIGKILL)
+            #expect(reason == .uncaughtSignal && status == SIGKILL)
+            // The private copy and the half-built package stay behind, neither named Blog.deck...
+            #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path).count == 1)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).count == 2)
+            #expect(!FileManager.default.fileExists(atPath: package))
+            // ...until the next import, which finds them unlocked.
+            let result = try e2eDeck(
+                ["import", "--from", "coredata", source, "-o", package, "--json"],
+                environment: ["TMPDIR": temporary.path])
+            e2eExpectSuccess(result)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.path) == [])
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == [
+                    "Blog.deck", "Blog.sqlite",
+                ])
+            e2eExpectSuccess(try deck("verify", package))
+        }
+    #endif
 
     @Test func usageMistakesAreNamed() throws {
         let directory = try TemporaryDirectory()
