@@ -103,7 +103,7 @@ func runCoreDataImportBenchmarks() throws {
     let destination = URL(fileURLWithPath: options.workDirectory + "/coredata-import.deck")
     let rawDirectory = options.workDirectory + "/coredata-raw"
     try compare(
-        "\(name) \(rows / 1000)k rows, \(externals) files", target: "≥ 0.5×",
+        "\(name) \(rows / 1000)k, \(externals) files", target: "≥ 0.5×",
         setup: {
             try? FileManager.default.removeItem(at: destination)
             try? FileManager.default.removeItem(atPath: rawDirectory)
@@ -137,7 +137,7 @@ func runCoreDataImportBenchmarks() throws {
             )
             precondition(copied == 0, "cp -r of the external data failed")
         })
-    guard selected("\(name) \(rows / 1000)k rows, \(externals) files") else { return }
+    guard selected("\(name) \(rows / 1000)k, \(externals) files") else { return }
     try? FileManager.default.removeItem(at: destination)
     _ = shell("sync")
     resetPeakResident()
