@@ -79,7 +79,7 @@ let package = Package(
             dependencies: ["DeckCommandLine"]),
         .executableTarget(
             name: "DeckBenchmarks",
-            dependencies: ["DeckKit", "CSQLite"],
+            dependencies: ["DeckKit", "CSQLite", "DeckCoreData", "DeckCoreDataTestSupport"],
             path: "Benchmarks/DeckBenchmarks"),
         .executableTarget(
             name: "deck-crashtest",
@@ -101,6 +101,12 @@ let package = Package(
             name: "DeckStoreTestSupport",
             dependencies: ["CArchive", "DeckStore", "DeckSQLite", "DeckTestSupport"],
             path: "Tests/Harness/StoreTestSupport"),
+        // Writers of Core Data's files (binary property lists, keyed-archived model caches, stores
+        // in Core Data's layout), shared by DeckCoreDataTests and the import benchmark; package API.
+        .target(
+            name: "DeckCoreDataTestSupport",
+            dependencies: ["CZlib", "DeckCoreData", "DeckSQLite"],
+            path: "Tests/Harness/CoreDataTestSupport"),
         .target(
             name: "CDeckFaultVFS",
             dependencies: ["CSQLite"],
@@ -124,8 +130,8 @@ let package = Package(
         .testTarget(
             name: "DeckCoreDataTests",
             dependencies: [
-                "DeckCoreData", "CZlib", "DeckStore", "DeckSupport", "DeckSQLite", "DeckTestSupport",
-                "DeckTestTiming",
+                "DeckCoreData", "DeckCoreDataTestSupport", "CZlib", "DeckStore", "DeckSupport", "DeckSQLite",
+                "DeckTestSupport", "DeckTestTiming",
             ]),
         .testTarget(
             name: "DeckKitTests",

@@ -644,6 +644,7 @@ if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows"
 
 try runModelBenchmarks()
 try runMigrationBenchmarks()
+try runCoreDataImportBenchmarks()
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)

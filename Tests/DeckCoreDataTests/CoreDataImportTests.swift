@@ -1,4 +1,5 @@
 import DeckCoreData
+import DeckCoreDataTestSupport
 import DeckSQLite
 import DeckStore
 import DeckSupport

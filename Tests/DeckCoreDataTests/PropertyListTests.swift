@@ -1,4 +1,5 @@
 import DeckCoreData
+import DeckCoreDataTestSupport
 import DeckTestTiming
 import Foundation
 import Testing

@@ -4,24 +4,27 @@ import Foundation
 /// Builds `NSKeyedArchiver` archives for tests: `$objects` with `$null` at UID 0, classes
 /// shared by name, objects that refer to each other by UID (reserve a UID first to refer to an
 /// object before it is written).
-struct KeyedArchiveBuilder {
-    private(set) var objects: [PropertyListValue] = [.string("$null")]
+package struct KeyedArchiveBuilder {
+    package private(set) var objects: [PropertyListValue] = [.string("$null")]
     private var classes: [String: UInt64] = [:]
 
+    /// An empty builder.
+    package init() {}
+
     /// Adds `value` as an object of its own and returns its UID.
-    mutating func add(_ value: PropertyListValue) -> UInt64 {
+    package mutating func add(_ value: PropertyListValue) -> UInt64 {
         objects.append(value)
         return UInt64(objects.count - 1)
     }
 
     /// A UID to fill in later with ``set(_:_:)``.
-    mutating func reserve() -> UInt64 { add(.null) }
+    package mutating func reserve() -> UInt64 { add(.null) }
 
     /// Fills in (or replaces) object `uid`.
-    mutating func set(_ uid: UInt64, _ value: PropertyListValue) { objects[Int(uid)] = value }
+    package mutating func set(_ uid: UInt64, _ value: PropertyListValue) { objects[Int(uid)] = value }
 
     /// The class description with the chain `chain` (most derived first), added once.
-    mutating func classUID(_ chain: [String]) -> UInt64 {
+    package mutating func classUID(_ chain: [String]) -> UInt64 {
         if let uid = classes[chain[0]] { return uid }
         let uid = add(
             .dictionary(["$classname": .string(chain[0]), "$classes": .array(chain.map { .string($0) })]))
@@ -31,7 +34,9 @@ struct KeyedArchiveBuilder {
 
     /// A keyed object of class `chain` with `fields`, at `uid` when given.
     @discardableResult
-    mutating func object(_ chain: [String], _ fields: [String: PropertyListValue], at uid: UInt64? = nil)
+    package mutating func object(
+        _ chain: [String], _ fields: [String: PropertyListValue], at uid: UInt64? = nil
+    )
         -> UInt64
     {
         var fields = fields
@@ -41,13 +46,15 @@ struct KeyedArchiveBuilder {
         return uid
     }
 
-    mutating func string(_ text: String) -> PropertyListValue { .uid(add(.string(text))) }
+    package mutating func string(_ text: String) -> PropertyListValue { .uid(add(.string(text))) }
 
-    mutating func array(_ uids: [UInt64], _ chain: [String] = ["NSArray", "NSObject"]) -> PropertyListValue {
+    package mutating func array(_ uids: [UInt64], _ chain: [String] = ["NSArray", "NSObject"])
+        -> PropertyListValue
+    {
         .uid(object(chain, ["NS.objects": .array(uids.map { .uid($0) })]))
     }
 
-    mutating func dictionary(_ entries: [(String, UInt64)]) -> PropertyListValue {
+    package mutating func dictionary(_ entries: [(String, UInt64)]) -> PropertyListValue {
         var keys: [PropertyListValue] = []
         for (key, _) in entries { keys.append(string(key)) }
         return .uid(
@@ -57,7 +64,7 @@ struct KeyedArchiveBuilder {
     }
 
     /// The whole archive, with `root` as `$top`'s `root`.
-    func archive(root: UInt64) -> PropertyListValue {
+    package func archive(root: UInt64) -> PropertyListValue {
         .dictionary([
             "$version": .integer(100_000), "$archiver": .string("NSKeyedArchiver"),
             "$top": .dictionary(["root": .uid(root)]), "$objects": .array(objects),
@@ -68,13 +75,13 @@ struct KeyedArchiveBuilder {
 /// Writes a ``CoreDataModel`` the way Core Data archives an `NSManagedObjectModel` into a
 /// store's model cache (the keys the fixtures show; for what they do not show — abstract
 /// entities, constraints, indexes, external storage, ordered — the keys `DeckCoreData` reads).
-enum ModelArchiveWriter {
-    static let entityClass = ["NSEntityDescription", "NSObject"]
-    static let attributeClass = ["NSAttributeDescription", "NSPropertyDescription", "NSObject"]
-    static let relationshipClass = ["NSRelationshipDescription", "NSPropertyDescription", "NSObject"]
+package enum ModelArchiveWriter {
+    package static let entityClass = ["NSEntityDescription", "NSObject"]
+    package static let attributeClass = ["NSAttributeDescription", "NSPropertyDescription", "NSObject"]
+    package static let relationshipClass = ["NSRelationshipDescription", "NSPropertyDescription", "NSObject"]
 
     /// The archive as a property list value.
-    static func archive(_ model: CoreDataModel) -> PropertyListValue {
+    package static func archive(_ model: CoreDataModel) -> PropertyListValue {
         var builder = KeyedArchiveBuilder()
         let root = builder.reserve()
         var entityUIDs: [String: UInt64] = [:]
@@ -222,7 +229,7 @@ enum ModelArchiveWriter {
     }
 
     /// The model cache's bytes: the archive, as a binary property list, raw-deflated.
-    static func modelCache(_ model: CoreDataModel) -> Data {
+    package static func modelCache(_ model: CoreDataModel) -> Data {
         TestDeflate.deflate(PropertyListWriter.encode(archive(model)))
     }
 }

@@ -7,9 +7,9 @@ import Foundation
 /// malformed lists), with the trailer's sizes chosen or forced.
 ///
 /// Later steps use it to write whole synthetic Core Data stores (metadata, model caches).
-struct PropertyListWriter {
+package struct PropertyListWriter {
     /// One object of the list.
-    enum Object {
+    package enum Object {
         /// Bytes written as they are (marker included): a scalar, or anything malformed.
         case raw([UInt8])
         /// An array of object indexes.
@@ -20,22 +20,25 @@ struct PropertyListWriter {
         case dictionary(keys: [Int], values: [Int])
     }
 
-    private(set) var objects: [Object] = []
+    package private(set) var objects: [Object] = []
+
+    /// An empty builder.
+    package init() {}
 
     /// Adds `object` and returns its index.
     @discardableResult
-    mutating func append(_ object: Object) -> Int {
+    package mutating func append(_ object: Object) -> Int {
         objects.append(object)
         return objects.count - 1
     }
 
     /// Replaces object `index` (to make cycles: append a placeholder, then point at it).
-    mutating func replace(_ index: Int, with object: Object) { objects[index] = object }
+    package mutating func replace(_ index: Int, with object: Object) { objects[index] = object }
 
     /// Adds `value` (containers' elements first, each as an object of its own; dictionary keys
     /// sorted) and returns its index.
     @discardableResult
-    mutating func add(_ value: PropertyListValue) -> Int {
+    package mutating func add(_ value: PropertyListValue) -> Int {
         switch value {
         case .array(let elements): return append(.array(elements.map { add($0) }))
         case .set(let elements): return append(.set(elements.map { add($0) }))
@@ -49,7 +52,7 @@ struct PropertyListWriter {
     }
 
     /// The whole list with `value` as its top object.
-    static func encode(_ value: PropertyListValue) -> Data {
+    package static func encode(_ value: PropertyListValue) -> Data {
         var writer = PropertyListWriter()
         let top = writer.add(value)
         return writer.data(top: top)
@@ -58,7 +61,7 @@ struct PropertyListWriter {
     /// The list's bytes. Sizes default to the smallest that fit; forcing them writes a list
     /// whose trailer says so (for bad-trailer tests a size of 0 or 9 is written as given, and
     /// references and offsets are then written with 8 bytes).
-    func data(top: Int, referenceSize: Int? = nil, offsetSize: Int? = nil) -> Data {
+    package func data(top: Int, referenceSize: Int? = nil, offsetSize: Int? = nil) -> Data {
         let refSize = referenceSize ?? Self.bytesNeeded(UInt64(objects.count))
         let writtenRefSize = (1...8).contains(refSize) ? refSize : 8
         var out = Array("bplist00".utf8)
@@ -90,7 +93,7 @@ struct PropertyListWriter {
     }
 
     /// The bytes of a scalar value (not a container).
-    static func scalar(_ value: PropertyListValue) -> [UInt8] {
+    package static func scalar(_ value: PropertyListValue) -> [UInt8] {
         switch value {
         case .null: return [0x00]
         case .bool(let flag): return [flag ? 0x09 : 0x08]
@@ -113,7 +116,7 @@ struct PropertyListWriter {
     }
 
     /// An integer object: 1, 2 or 4 unsigned bytes when it fits, else 8 signed ones.
-    static func integer(_ number: Int64) -> [UInt8] {
+    package static func integer(_ number: Int64) -> [UInt8] {
         switch number {
         case 0..<0x100: [0x10] + bigEndian(UInt64(number), size: 1)
         case 0..<0x1_0000: [0x11] + bigEndian(UInt64(number), size: 2)
@@ -123,11 +126,11 @@ struct PropertyListWriter {
     }
 
     /// A marker with its count: in the low nibble below 15, else 0xF and an integer object.
-    static func header(_ marker: UInt8, count: Int) -> [UInt8] {
+    package static func header(_ marker: UInt8, count: Int) -> [UInt8] {
         count < 15 ? [marker | UInt8(count)] : [marker | 0x0F] + integer(Int64(count))
     }
 
-    static func bytesNeeded(_ value: UInt64) -> Int {
+    package static func bytesNeeded(_ value: UInt64) -> Int {
         switch value {
         case 0..<0x100: 1
         case 0..<0x1_0000: 2
@@ -136,14 +139,14 @@ struct PropertyListWriter {
         }
     }
 
-    static func bigEndian(_ value: UInt64, size: Int) -> [UInt8] {
+    package static func bigEndian(_ value: UInt64, size: Int) -> [UInt8] {
         (0..<size).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64(size - 1 - $0))) }
     }
 }
 
 /// Raw DEFLATE through zlib, for writing model caches and bombs in tests.
-enum TestDeflate {
-    static func deflate(_ data: Data) -> Data {
+package enum TestDeflate {
+    package static func deflate(_ data: Data) -> Data {
         var stream = z_stream()
         guard deck_deflate_init_raw(&stream) == Z_OK else { return Data() }
         defer { deflateEnd(&stream) }
