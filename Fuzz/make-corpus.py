@@ -651,16 +651,27 @@ def archive_seeds(deck, small, scratch):
 # MARK: - FuzzModelCache
 
 
-def model_cache_seeds():
+def model_cache_seeds(into):
     """The real stores' model caches (../shared/fixtures/coredata beside the repository, or
     $DECK_COREDATA_FIXTURES), inflated (the archive) and, for one, as stored (raw DEFLATE), with
-    a few near misses. Skipped with a note when the folder is absent."""
+    a few near misses, written into the directory `into`: Scripts/fuzz adds them to a run's
+    working corpus. They are never checked in (the fixtures stay out of the repository); the
+    checked-in seeds of FuzzModelCache are synthetic. Skipped with a note when the folder is
+    absent."""
     import zlib
 
     fixtures = os.environ.get("DECK_COREDATA_FIXTURES") or os.path.join(REPO, "..", "shared", "fixtures", "coredata")
     if not os.path.isdir(fixtures):
-        print(f"make-corpus: {fixtures} is absent; FuzzModelCache seeds left as they are", file=sys.stderr)
+        print(f"make-corpus: {fixtures} is absent; no real model caches added", file=sys.stderr)
         return
+    count = 0
+
+    def write(name, data):
+        nonlocal count
+        with open(os.path.join(into, name), "wb") as f:
+            f.write(data)
+        count += 1
+
     for folder in sorted(os.listdir(fixtures)):
         directory = os.path.join(fixtures, folder)
         stores = [n for n in sorted(os.listdir(directory)) if n.endswith(".sqlite")] if os.path.isdir(directory) else []
@@ -670,11 +681,12 @@ def model_cache_seeds():
         with sqlite3.connect(uri, uri=True) as db:
             (content,) = db.execute("SELECT Z_CONTENT FROM Z_MODELCACHE").fetchone()
         archive = zlib.decompress(content, -15)
-        put("FuzzModelCache", f"{folder}.bplist", archive)
+        write(f"real-{folder}.bplist", archive)
         if folder == "migration-v3":
-            put("FuzzModelCache", f"{folder}.deflate", content)
-            put("FuzzModelCache", f"{folder}-truncated.bplist", archive[: len(archive) // 2])
-            put("FuzzModelCache", f"{folder}-trailer-wide.bplist", archive[:-26] + b"\x09\x09" + archive[-24:])
+            write(f"real-{folder}.deflate", content)
+            write(f"real-{folder}-truncated.bplist", archive[: len(archive) // 2])
+            write(f"real-{folder}-trailer-wide.bplist", archive[:-26] + b"\x09\x09" + archive[-24:])
+    print(f"make-corpus: {count} real model caches added to {into}", file=sys.stderr)
 
 
 def main():
@@ -682,13 +694,18 @@ def main():
     default = os.environ.get("DECK") or next(
         (p for p in (os.path.join(REPO, ".build", c, "deck") for c in ("release", "debug")) if os.path.exists(p)), None)
     parser.add_argument("--deck", default=default, help="the deck tool (default: %(default)s)")
+    parser.add_argument(
+        "--model-cache-into", metavar="DIR",
+        help="only write the real stores' model caches into DIR (what Scripts/fuzz adds to a run)")
     args = parser.parse_args()
+    if args.model_cache_into:
+        model_cache_seeds(args.model_cache_into)
+        return
     if not args.deck or not os.access(args.deck, os.X_OK):
         sys.exit("make-corpus: no deck tool; build it (swift build) or pass --deck PATH")
     manifest_seeds()
     schema_seeds()
     where_seeds()
-    model_cache_seeds()
     with tempfile.TemporaryDirectory(prefix="deck-corpus-") as scratch:
         sample, tiny, small = make_packages(args.deck, scratch)
         store_seeds(sample, tiny, small, scratch)
