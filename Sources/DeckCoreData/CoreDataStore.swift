@@ -7,9 +7,10 @@ import Foundation
 /// (its entity numbers, its metadata, its model cache) and, for an importer, the copy's
 /// connection.
 ///
-/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present), and its
-/// external data files, into a new private temporary directory and opens only the copy: the user's files are never opened
-/// by SQLite, locked, checkpointed or changed, and data that lives only in the WAL is read.
+/// ``open(at:limits:)`` copies the store file and its `-wal` and `-shm` (when present) into a new
+/// private temporary directory and opens only the copy: the user's files are never opened by
+/// SQLite, locked, checkpointed or changed, and data that lives only in the WAL is read. The
+/// external data files are only read, in place.
 /// ``close()`` (or the last reference going away) removes the copy.
 public final class CoreDataStore {
     /// The store file that was opened (the user's, not the copy).
@@ -29,9 +30,10 @@ public final class CoreDataStore {
     /// That directory as a registered staging item: removed by ``close()``, on a termination
     /// signal, or (after a crash) by the next import.
     private let scratch: StagingItem
-    /// The private copy of the store's external data files (`.<StoreName>_SUPPORT/_EXTERNAL_DATA`).
-    package var externalDataDirectory: URL { copyDirectory.appendingPathComponent("_EXTERNAL_DATA") }
-    /// The external data files that were not copied, with the reason (not a regular file, too
+    /// The store's external data files (`.<StoreName>_SUPPORT/_EXTERNAL_DATA` beside it), read in
+    /// place (see ``scanExternalData(of:limits:)``).
+    package var externalDataDirectory: URL { Self.externalDataSource(of: sourceURL) }
+    /// The external data files a row may not refer to, with the reason (not a regular file, too
     /// large): a row that refers to one is refused with that reason.
     package let refusedExternalFiles: [String: String]
     private var isClosed = false
@@ -45,8 +47,8 @@ public final class CoreDataStore {
         public var maximumModelCacheSize: Int
         /// Limits on the metadata's and the model cache's property lists.
         public var propertyList: BinaryPropertyList.Limits
-        /// The most bytes one external data file (`_EXTERNAL_DATA`) may have; a larger one is not
-        /// copied, and a row that refers to it is refused.
+        /// The most bytes one external data file (`_EXTERNAL_DATA`) may have; a row that refers to
+        /// a larger one is refused.
         public var maximumExternalFileSize: Int64
 
         /// 64 MiB of model cache, the standard property list limits and 4 GiB per external file.
@@ -64,10 +66,10 @@ public final class CoreDataStore {
         }
     }
 
-    /// Copies the store at `url` (with its `-wal` and `-shm`, and the regular files of its
-    /// `.<StoreName>_SUPPORT/_EXTERNAL_DATA` folder up to ``Limits/maximumExternalFileSize`` each)
-    /// to a private temporary directory and reads `Z_PRIMARYKEY`, `Z_METADATA` and, when there is
-    /// one, `Z_MODELCACHE`.
+    /// Copies the store at `url` (with its `-wal` and `-shm`) to a private temporary directory,
+    /// checks the entries of its `.<StoreName>_SUPPORT/_EXTERNAL_DATA` folder (regular files up
+    /// to ``Limits/maximumExternalFileSize`` each; they are read in place later), and reads
+    /// `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
     ///
     /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
     ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
@@ -92,8 +94,7 @@ public final class CoreDataStore {
             for suffix in companionSuffixes {
                 try copyFile(from: url.path + suffix, to: copy.path + suffix, required: false)
             }
-            let refused = try copyExternalData(
-                of: url, into: directory.appendingPathComponent("_EXTERNAL_DATA"), limits: limits)
+            let refused = try scanExternalData(of: url, limits: limits)
             let database: Database
             do throws(SQLiteError) {
                 database = try Database(path: copy.path, mode: .readWrite)
@@ -193,11 +194,13 @@ public final class CoreDataStore {
             .appendingPathComponent("_EXTERNAL_DATA")
     }
 
-    /// Copies the regular files of the store's external data directory (when it has one) into
-    /// `destination`, each only read; returns the entries not copied, with the reason.
-    static func copyExternalData(of url: URL, into destination: URL, limits: Limits) throws(CoreDataError)
-        -> [String: String]
-    {
+    /// Checks the entries of the store's external data directory (when it has one) without
+    /// opening them, and returns those a row may not refer to, with the reason: not a regular
+    /// file (a symbolic link, a directory, a device), or larger than the limit. The others are
+    /// read in place, only read, when their rows are imported: Core Data never changes an
+    /// external data file once written (a new value gets a new file), so, unlike the store,
+    /// they need no private copy.
+    static func scanExternalData(of url: URL, limits: Limits) throws(CoreDataError) -> [String: String] {
         let source = externalDataSource(of: url)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: source.path, isDirectory: &isDirectory),
@@ -206,10 +209,8 @@ public final class CoreDataStore {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: source.path)
-            try FileManager.default.createDirectory(
-                at: destination, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw CoreDataError(.unreadableStore, "\(source.path) cannot be read or copied: \(error)")
+            throw CoreDataError(.unreadableStore, "\(source.path) cannot be read: \(error)")
         }
         var refused: [String: String] = [:]
         for name in names.sorted() {
@@ -226,7 +227,6 @@ public final class CoreDataStore {
                     "\(path) has \(size) bytes, more than the limit of \(limits.maximumExternalFileSize)"
                 continue
             }
-            try copyFile(from: path, to: destination.appendingPathComponent(name).path, required: true)
         }
         return refused
     }

@@ -321,7 +321,9 @@ struct CoreDataImportTests {
 
     @Test func aRowWhoseEntityNumberIsNotOfItsTableIsRefused() throws {
         for number in ["5", "NULL", "9"] {
-            let store = try open(ScratchDirectory()) {
+            // The store's external data is read in place: its folder must outlive the reading.
+            let directory = try ScratchDirectory()
+            let store = try open(directory) {
                 try $0.run("UPDATE ZITEM SET Z_ENT = \(number) WHERE Z_PK = 2")
             }
             let error = expectCoreDataError(.badRow) { try store.importPlan() }
@@ -346,7 +348,9 @@ struct CoreDataImportTests {
         ("../escape", "'/' or '..'"), ("a/b", "'/' or '..'"), ("..", "'/' or '..'"), ("", "empty"),
     ])
     func externalFileNamesThatCouldLeaveTheFolderAreRefused(name: String, reason: String) throws {
-        let store = try open(ScratchDirectory()) {
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) {
             try $0.run("UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 2", [.blob(ImportStore.external(name))])
         }
         let error = expectCoreDataError(.badExternalData) { try readAll(store) }
@@ -355,7 +359,9 @@ struct CoreDataImportTests {
     }
 
     @Test func aMissingExternalFileIsNamed() throws {
-        let store = try open(ScratchDirectory()) {
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) {
             try $0.run(
                 "UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 2", [.blob(ImportStore.external("GONE"))])
         }
@@ -379,7 +385,9 @@ struct CoreDataImportTests {
 
     @Test(arguments: [Data(), Data([0x00, 1]), Data([0x03, 1]), Data([0x02]) + Data("NONUL".utf8)])
     func externalValuesWithAnUnknownFirstByteAreRefused(value: Data) throws {
-        let store = try open(ScratchDirectory()) {
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) {
             try $0.run("UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 1", [.blob(value)])
         }
         expectCoreDataError(.badExternalData) { try readAll(store) }
@@ -393,18 +401,24 @@ struct CoreDataImportTests {
         "UPDATE Z_3TAGS SET Z_5TAGS = 1.5 WHERE Z_3NOTES = 2",
     ])
     func valuesOfTheWrongStorageClassAreRefused(sql: String) throws {
-        let store = try open(ScratchDirectory()) { try $0.run(sql) }
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) { try $0.run(sql) }
         expectCoreDataError(.badRow) { try readAll(store) }
     }
 
     @Test(arguments: ["DROP TABLE ZTAG", "DROP TABLE Z_3TAGS", "ALTER TABLE ZITEM DROP COLUMN ZRATIO1"])
     func aTableOrColumnTheModelImpliesMustExist(sql: String) throws {
-        let store = try open(ScratchDirectory()) { try $0.execute(sql) }
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) { try $0.execute(sql) }
         expectCoreDataError(.badStoreTable) { try store.importPlan() }
     }
 
     @Test func aModelNamingEntitiesTheTablesLackIsRefused() throws {
-        let store = try open(ScratchDirectory(), entities: ImportStore.entities.filter { $0.name != "Tag" })
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory, entities: ImportStore.entities.filter { $0.name != "Tag" })
         let error = expectCoreDataError(.badModel) { try store.importPlan() }
         #expect(error?.message.contains("'Tag', which Z_PRIMARYKEY does not list") == true)
         let other = try open(
@@ -439,7 +453,9 @@ struct CoreDataImportTests {
     }
 
     @Test func aStoreWithoutAUUIDSaysItsGlobalIDsAreNotUnique() throws {
-        let store = try open(ScratchDirectory()) { try $0.run("UPDATE Z_METADATA SET Z_UUID = NULL") }
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory) { try $0.run("UPDATE Z_METADATA SET Z_UUID = NULL") }
         let plan = try store.importPlan()
         #expect(plan.storeUUID == "")
         #expect(plan.notes.contains { $0.reason.hasPrefix("the store has no Z_UUID") })
@@ -449,7 +465,9 @@ struct CoreDataImportTests {
     }
 
     @Test func withoutAModelCacheTheSchemaComesFromTheTables() throws {
-        let store = try open(ScratchDirectory(), model: nil)
+        // The store's external data is read in place: its folder must outlive the reading.
+        let directory = try ScratchDirectory()
+        let store = try open(directory, model: nil)
         let plan = try store.importPlan()
         #expect(plan.notes.contains { $0.reason.hasPrefix("the store has no model cache") })
         #expect(plan.schema.entities.map(\.name) == ["Folder", "Item", "Tag", "Note", "Photo"])
