@@ -144,24 +144,16 @@ public enum CoreDataImport {
             } ?? plan.schema
         var rows: [String: Int] = [:]
         var links = 0
+        var blobs: (count: Int, bytes: Int64) = (0, 0)
         let built = try PackageStore.build(
             at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
         ) { loader in
             do {
                 try load(plan, from: store, into: loader, rows: &rows, links: &links)
+                blobs = loader.blobFiles
             } catch let error as CoreDataError {
                 throw error.deckError(path: source.path)
             }
-        }
-        let package = try PackageStore.open(at: built, mode: .readOnly)
-        defer { try? package.close() }
-        let info: PackageInfo
-        do {
-            info = try package.read { try $0.info() }
-        } catch let error as DeckError {
-            throw error
-        } catch {
-            throw DeckError.unexpected("\(error)")
         }
         return Report(
             source: source, package: built,
@@ -171,7 +163,7 @@ public enum CoreDataImport {
                     coreDataName: plan.entity(named: entity.name)?.coreDataName ?? entity.name,
                     rows: rows[entity.name, default: 0])
             },
-            links: links, blobs: info.blobCount, blobBytes: info.blobBytes, schema: schema,
+            links: links, blobs: blobs.count, blobBytes: blobs.bytes, schema: schema,
             notes: plan.notes.map { Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason) }
         )
     }

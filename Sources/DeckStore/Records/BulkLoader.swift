@@ -229,6 +229,12 @@ package final class BulkLoader {
         return link
     }
 
+    /// The distinct blob files the cells inserted so far name, and their bytes: what the package
+    /// will hold once the load ends (a caller's report needs no second look at the package).
+    package var blobFiles: (count: Int, bytes: Int64) {
+        (pendingBlobs.count, pendingBlobs.values.reduce(0, +))
+    }
+
     // MARK: End
 
     /// Ends the load: registers every blob file the cells name in `deck_blob`, with its count of
