@@ -7,6 +7,16 @@ import Foundation
 enum Support {
     static func url(_ path: String) -> URL { URL(fileURLWithPath: path) }
 
+    /// Checks a `--type` / `--content-type` value (nil: none given) and gives it back.
+    static func contentType(_ text: String?) throws -> String? {
+        if let text, !PackageStore.isValidContentType(text) {
+            throw UsageError(
+                "invalid content type '\(text)': use 1 to 255 printable ASCII characters without spaces, "
+                    + "such as org.example.notes")
+        }
+        return text
+    }
+
     /// Whether `path` names a schema file (JSON, as `deck new --schema` takes) rather than a
     /// package or a package archive: a regular file whose name ends in `.json`, or whose first
     /// byte after white space (and a UTF-8 byte order mark) is `{`, which no archive format

@@ -33,12 +33,7 @@ struct NewCommand: DeckCommand {
         if sample != nil && schemaFile != nil {
             throw UsageError("--sample and --schema cannot be combined")
         }
-        var contentType = type
-        if let type = contentType, !PackageStore.isValidContentType(type) {
-            throw UsageError(
-                "invalid content type '\(type)': use 1 to 255 printable ASCII characters without spaces, "
-                    + "such as org.example.notes")
-        }
+        var contentType = try Support.contentType(type)
         let schema: StoreSchema
         if let sample {
             guard sample == "flashcards" else {

@@ -142,14 +142,10 @@ struct ImportCommand: DeckCommand {
     }
 
     private func importCoreData(to destination: String, _ output: inout Output) throws -> Int32 {
-        if let contentType, !PackageStore.isValidContentType(contentType) {
-            throw UsageError(
-                "invalid content type '\(contentType)': use 1 to 255 printable ASCII characters without spaces, "
-                    + "such as org.example.notes")
-        }
+        let contentType = try Support.contentType(contentType) ?? PackageStore.defaultContentType
         let report = try CoreDataImport.importStore(
             at: Support.url(source), to: Support.url(destination),
-            options: CoreDataImport.Options(contentType: contentType ?? PackageStore.defaultContentType))
+            options: CoreDataImport.Options(contentType: contentType))
         if json {
             output.write(Self.json(report).render() + "\n")
             return 0
