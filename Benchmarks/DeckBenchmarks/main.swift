@@ -21,6 +21,8 @@ struct Options {
     var scale = 1.0
     var rssGiB = 0
     var sparseBlobs = false
+    /// Leave the work directory (its inputs and outputs) for a profiler run of one phase.
+    var keep = false
     var workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
         "deck-bench-\(getpid())"
     ).path
@@ -35,9 +37,11 @@ struct Options {
             case "--dir": workDirectory = args.next() ?? workDirectory
             case "--rss-gib": rssGiB = Int(args.next() ?? "") ?? rssGiB
             case "--sparse-blobs": sparseBlobs = true
+            case "--keep": keep = true
             default:
                 print(
-                    "usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR] [--rss-gib N]")
+                    "usage: DeckBenchmarks [--runs N] [--filter NAME] [--scale F] [--dir DIR] [--rss-gib N] [--keep]"
+                )
                 exit(64)
             }
         }
@@ -114,7 +118,7 @@ func compare(
 }
 
 try FileManager.default.createDirectory(atPath: options.workDirectory, withIntermediateDirectories: true)
-defer { try? FileManager.default.removeItem(atPath: options.workDirectory) }
+defer { if !options.keep { try? FileManager.default.removeItem(atPath: options.workDirectory) } }
 
 let rowCount = Int(100_000 * options.scale)
 

@@ -168,28 +168,41 @@ public enum CoreDataImport {
         )
     }
 
-    /// Every row (each entity's own, so that each gets its own attributes), then every link,
-    /// then the key high-water marks.
+    /// Every row (each entity's own, so that each gets its own attributes) with the to-one links
+    /// it holds itself, then every other link, then the key high-water marks.
     private static func load(
         _ plan: CoreDataImportPlan, from store: CoreDataStore, into load: BulkLoader,
         rows: inout [String: Int], links: inout Int
     ) throws {
+        // `Entity.relationship` of the to-one links given with the rows.
+        var withRows: Set<String> = []
         for entity in plan.entities {
             let names = try load.attributeNames(of: entity.name)
+            let ids = plan.globalIDs(root: entity.root)
+            // The links the row takes (to-one, kept in its own table) that the store keeps in
+            // the row too (Core Data does for a to-one whose inverse is to-many): read with it.
+            // The same for every entity of a hierarchy, as both sides inherit alike.
+            let rowLinks = try load.rowLinkNames(of: entity.name)
+            let read = plan.toOneColumns(of: entity.name).filter { rowLinks.contains($0.column.name) }
+            for (declarer, column) in read { withRows.insert(declarer + "." + column.name) }
+            let positions = read.map { link in rowLinks.firstIndex(of: link.column.name)! }
+            var given = [Int64?](repeating: nil, count: rowLinks.count)
             var count = 0
-            try store.forEachRow(of: entity.name, attributes: names, plan: plan, includingSubentities: false)
-            {
-                primaryKey, concrete, values in
+            try store.forEachRow(
+                of: entity.name, attributes: names, toOnes: read.map(\.column.name), plan: plan,
+                includingSubentities: false
+            ) { primaryKey, concrete, values, targets in
+                for (index, target) in targets.enumerated() { given[positions[index]] = target }
                 // A NULL in the store is a null, never the attribute's default.
                 try load.insert(
-                    entity: concrete, pk: primaryKey,
-                    globalID: plan.globalID(root: entity.root, primaryKey: primaryKey),
-                    values: values.map { $0 ?? .null })
+                    entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
+                    values: values.map { $0 ?? .null }, links: given)
                 count += 1
+                links += targets.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
             }
             rows[entity.name] = count
         }
-        try store.forEachToOne(plan: plan) { entity, primaryKey, relationship, target in
+        try store.forEachToOne(plan: plan, skipping: withRows) { entity, primaryKey, relationship, target in
             try load.setToOne(entity: entity, pk: primaryKey, relationship: relationship, target: target)
             links += 1
         }

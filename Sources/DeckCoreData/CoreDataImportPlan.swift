@@ -150,6 +150,21 @@ package struct CoreDataImportPlan: Sendable, Equatable {
     /// The plan of the entity with Deck name `name`.
     package func entity(named name: String) -> EntityPlan? { entities.first { $0.name == name } }
 
+    /// The to-one relationships read from the rows of entity `name` (a Deck name): its
+    /// ancestors' from the root down, then its own, each with the Deck name of the entity that
+    /// declares it.
+    package func toOneColumns(of name: String) -> [(entity: String, column: ToOneColumn)] {
+        var chain: [String] = []
+        var next: String? = name
+        while let current = next, !chain.contains(current), let plan = entity(named: current) {
+            chain.append(plan.name)
+            next = schema.entities.first { $0.name == current }?.superentity
+        }
+        return chain.reversed().flatMap { declarer in
+            (entity(named: declarer)?.toOnes ?? []).map { (declarer, $0) }
+        }
+    }
+
     /// A deterministic global id for row `primaryKey` of the hierarchy whose root is `root` (its
     /// Deck or Core Data name) in this store, so that importing the same store twice gives the
     /// same ids: the first 16 bytes of the SHA-256 of `deck-coredata-gid`, the store's `Z_UUID`,
@@ -157,13 +172,46 @@ package struct CoreDataImportPlan: Sendable, Equatable {
     /// version set to 8 and the variant to RFC 9562's (a name-based UUID of a hash other than
     /// SHA-1).
     package func globalID(root: String, primaryKey: Int64) -> UUID {
+        globalIDs(root: root).id(primaryKey)
+    }
+
+    /// The maker of ``globalID(root:primaryKey:)`` for the rows of one hierarchy: what a loop
+    /// over its rows uses (the fixed part of the name is laid out once, and one hasher serves
+    /// every row).
+    package func globalIDs(root: String) -> GlobalIDs {
         let name = hierarchies.first { $0.root == root || $0.coreDataRoot == root }?.coreDataRoot ?? root
-        return Self.globalID(storeUUID: storeUUID, root: name, primaryKey: primaryKey)
+        return GlobalIDs(storeUUID: storeUUID, root: name)
     }
 
     /// ``globalID(root:primaryKey:)`` from the store's `Z_UUID` and the root's Core Data name.
     package static func globalID(storeUUID: String, root: String, primaryKey: Int64) -> UUID {
-        nameBasedID("deck-coredata-gid", [storeUUID, root, String(primaryKey)])
+        GlobalIDs(storeUUID: storeUUID, root: root).id(primaryKey)
+    }
+
+    /// Global ids of the rows of one hierarchy of one store (``globalID(root:primaryKey:)``).
+    /// Not `Sendable`: one loop owns it.
+    package final class GlobalIDs {
+        private let hasher = SHA256Hasher()
+        /// `deck-coredata-gid`, the store's UUID and the root's name, each with its NUL byte,
+        /// then the key being named.
+        private var name: [UInt8]
+        private let fixed: Int
+
+        init(storeUUID: String, root: String) {
+            name =
+                Array("deck-coredata-gid".utf8) + [0] + Array(storeUUID.utf8) + [0] + Array(root.utf8) + [0]
+            fixed = name.count
+        }
+
+        /// The global id of the row with key `primaryKey`.
+        package func id(_ primaryKey: Int64) -> UUID {
+            name.removeSubrange(fixed...)
+            name.append(contentsOf: String(primaryKey).utf8)
+            name.append(0)
+            hasher.reset()
+            name.withUnsafeBytes { hasher.update($0) }
+            return CoreDataImportPlan.uuid(hasher.finalize())
+        }
     }
 
     /// The document id of a package imported from this store, derived the same way from
@@ -183,7 +231,12 @@ package struct CoreDataImportPlan: Sendable, Equatable {
             input.append(contentsOf: Data(part.utf8))
         }
         input.append(0)
-        var bytes = Array(SHA256Hasher.hash(input).bytes.prefix(16))
+        return uuid(SHA256Hasher.hash(input))
+    }
+
+    /// A version 8 UUID of the first 16 bytes of `digest`.
+    private static func uuid(_ digest: Digest) -> UUID {
+        var bytes = digest.bytes
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(

@@ -30,6 +30,21 @@ extension CoreDataStore {
         of entity: String, attributes: [String], plan: CoreDataImportPlan, includingSubentities: Bool = true,
         _ body: (_ primaryKey: Int64, _ entity: String, _ values: [Value?]) throws -> Void
     ) throws {
+        try forEachRow(
+            of: entity, attributes: attributes, toOnes: [], plan: plan,
+            includingSubentities: includingSubentities
+        ) { primaryKey, entity, values, _ in try body(primaryKey, entity, values) }
+    }
+
+    /// ``forEachRow(of:attributes:plan:includingSubentities:_:)``, also giving the target keys
+    /// of the to-one relationships `toOnes` (Deck names of relationships the entity declares or
+    /// inherits and reads from its own table, ``CoreDataImportPlan/toOneColumns(of:)``; nil:
+    /// none), in that order.
+    package func forEachRow(
+        of entity: String, attributes: [String], toOnes: [String], plan: CoreDataImportPlan,
+        includingSubentities: Bool = true,
+        _ body: (_ primaryKey: Int64, _ entity: String, _ values: [Value?], _ links: [Int64?]) throws -> Void
+    ) throws {
         guard let entityPlan = plan.entity(named: entity) else {
             throw CoreDataError(.badModel, "the import plan has no entity '\(entity)'")
         }
@@ -41,6 +56,15 @@ extension CoreDataStore {
             }
             columns.append(column)
         }
+        let known = plan.toOneColumns(of: entity)
+        var links: [CoreDataImportPlan.ToOneColumn] = []
+        for name in toOnes {
+            guard let column = known.first(where: { $0.column.name == name })?.column else {
+                throw CoreDataError(
+                    .badModel, "the import plan's entity '\(entity)' reads no to-one relationship '\(name)'")
+            }
+            links.append(column)
+        }
         var names: [Int64: String] = [:]
         for other in plan.entities where other.root == entityPlan.root { names[other.number] = other.name }
         let isRoot = entityPlan.root == entityPlan.name
@@ -49,10 +73,13 @@ extension CoreDataStore {
             ? " WHERE Z_ENT = \(entityPlan.number)"
             : isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
         let sql =
-            "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined() + " FROM "
+            "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined()
+            + links.map { ", " + quote($0.column) }.joined() + " FROM "
             + quote(entityPlan.table) + filter + " ORDER BY Z_PK"
         var values: [Value?] = []
         values.reserveCapacity(columns.count)
+        var targets: [Int64?] = []
+        targets.reserveCapacity(links.count)
         try reading(entityPlan.table) {
             try database.forEachRow(sql) { statement in
                 guard let primaryKey = statement.value(at: 0).int64 else {
@@ -75,21 +102,36 @@ extension CoreDataStore {
                             statement.value(at: index + 2), column, entity: entityPlan.coreDataName,
                             primaryKey: primaryKey))
                 }
-                try body(primaryKey, concrete, values)
+                targets.removeAll(keepingCapacity: true)
+                for (index, link) in links.enumerated() {
+                    let target = statement.value(at: columns.count + 2 + index)
+                    if case .null = target {
+                        targets.append(nil)
+                    } else if let key = target.int64 {
+                        targets.append(key)
+                    } else {
+                        throw Self.notAKey(
+                            target, path: sourceURL.path, entity: entityPlan.coreDataName, row: primaryKey,
+                            link)
+                    }
+                }
+                try body(primaryKey, concrete, values, targets)
             }
         }
     }
 
     /// Calls `body` for every to-one link of the store: the declaring entity's Deck name, the
     /// source row's `Z_PK`, the relationship's Deck name and the target's `Z_PK`. A one-to-one
-    /// pair is given from each side whose table holds a key.
+    /// pair is given from each side whose table holds a key. Relationships named in `skipping`
+    /// (`Entity.relationship`, Deck names of the declaring entity and the relationship) are not
+    /// read.
     package func forEachToOne(
-        plan: CoreDataImportPlan,
+        plan: CoreDataImportPlan, skipping: Set<String> = [],
         _ body: (_ entity: String, _ primaryKey: Int64, _ relationship: String, _ target: Int64) throws ->
             Void
     ) throws {
         for entity in plan.entities {
-            for toOne in entity.toOnes {
+            for toOne in entity.toOnes where !skipping.contains(entity.name + "." + toOne.name) {
                 let column = quote(toOne.column)
                 let sql =
                     "SELECT Z_PK, \(column) FROM \(quote(entity.table)) WHERE Z_ENT IN "
@@ -99,11 +141,8 @@ extension CoreDataStore {
                         let source = statement.value(at: 0)
                         let target = statement.value(at: 1)
                         guard let primaryKey = source.int64, let targetKey = target.int64 else {
-                            throw CoreDataError(
-                                .badRow,
-                                "\(sourceURL.path): \(entity.coreDataName) #\(source), \(toOne.coreDataName) "
-                                    + "(column \(toOne.column)): a \(target.storageClass) where Core Data writes "
-                                    + "the target's Z_PK, an integer")
+                            throw Self.notAKey(
+                                target, path: sourceURL.path, entity: entity.coreDataName, row: source, toOne)
                         }
                         try body(entity.name, primaryKey, toOne.name, targetKey)
                     }
@@ -279,6 +318,18 @@ extension CoreDataStore {
             )
         }
     }
+
+    /// A to-one column's value that is not the target's `Z_PK`.
+    private static func notAKey(
+        _ value: SQLValue, path: String, entity: String, row: CustomStringConvertible,
+        _ toOne: CoreDataImportPlan.ToOneColumn
+    ) -> CoreDataError {
+        CoreDataError(
+            .badRow,
+            "\(path): \(entity) #\(row), \(toOne.coreDataName) (column \(toOne.column)): a \(value.storageClass) "
+                + "where Core Data writes the target's Z_PK, an integer")
+    }
+
 }
 
 /// How a cell of a Core Data type is read, decided once per type: matching

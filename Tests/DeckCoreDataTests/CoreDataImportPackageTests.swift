@@ -186,6 +186,29 @@ struct CoreDataImportPackageTests {
         #expect(try Self.leftovers(directory) == [])
     }
 
+    /// A to-one key that names no row (Core Data keeps no foreign key to stop one): the load
+    /// fails when it checks the links it took with the rows, naming the record and the key, and
+    /// leaves nothing.
+    @Test func aToOneKeyThatNamesNoRowIsRefusedAndLeavesNothing() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE ZITEM SET ZFOLDER = 77 WHERE Z_PK = 2")
+        }
+        defer { writer.close() }
+        let before = try Self.hashes(directory)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .invalidValue(_, "folder", let reason) = error else {
+            Issue.record("expected an invalidValue error for folder, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("key 2 links to Folder key 77, which does not exist"), "\(reason)")
+        #expect(try Self.leftovers(directory) == [])
+        #expect(try Self.hashes(directory) == before)
+    }
+
     @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
         let directory = try ScratchDirectory()
         let text = directory.appending("notes.txt")

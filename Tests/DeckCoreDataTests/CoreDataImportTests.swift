@@ -283,6 +283,11 @@ struct CoreDataImportTests {
         #expect(a != CoreDataImportPlan.globalID(storeUUID: "T", root: "Item", primaryKey: 1))
         // "S" + "Item" + "1" must not read as "SI" + "tem" + "1".
         #expect(a != CoreDataImportPlan.globalID(storeUUID: "SI", root: "tem", primaryKey: 1))
+        // Spec 6.10's bytes, worked out apart (Python's hashlib).
+        #expect(a.uuidString == "4F82080B-C5F2-81D6-9C40-2CD8A8B11E41")
+        #expect(
+            CoreDataImportPlan.globalID(storeUUID: "S", root: "Item", primaryKey: .min).uuidString
+                == "350A7B2B-CC87-8A4C-9731-340361FBC217")
         let text = a.uuidString
         #expect(Array(text)[14] == "8")
         #expect("89AB".contains(Array(text)[19]))
@@ -295,6 +300,10 @@ struct CoreDataImportTests {
             let store = try CoreDataStore.open(at: directory.appending("Notes.sqlite"))
             let plan = try store.importPlan()
             ids.append(plan.globalID(root: "Item", primaryKey: 3))
+            // One maker for many rows gives each the id it would get alone.
+            let maker = plan.globalIDs(root: "Item")
+            #expect(maker.id(12_345_678_901) == plan.globalID(root: "Item", primaryKey: 12_345_678_901))
+            #expect(maker.id(3) == ids.last)
             #expect(
                 plan.globalID(root: "Item", primaryKey: 3)
                     == CoreDataImportPlan.globalID(

@@ -7,9 +7,11 @@ import Foundation
 /// its per-record work: no change recording, no savepoint per row, no reference count updated per
 /// row; values are checked and converted exactly as an insert converts them (``CellEncoder``).
 ///
-/// A load goes in two phases: every row (``insert(entity:pk:globalID:values:)``), then every link
-/// (``setToOne(entity:pk:relationship:target:)``, ``addToMany(entity:pk:relationship:targets:)``),
-/// which checks that both ends exist. Keys are per table (a hierarchy shares one), as `_pk` is
+/// A load goes in two phases: every row (``insert(entity:pk:globalID:values:links:)``), then every
+/// link (``setToOne(entity:pk:relationship:target:)``, ``addToMany(entity:pk:relationship:targets:)``),
+/// which checks that both ends exist. A to-one link kept in the row itself (not a one-to-one) can
+/// also be given with the row, as a key that need not exist yet: every such link is checked
+/// once, when the load ends, by one query per column. Keys are per table (a hierarchy shares one), as `_pk` is
 /// and as Core Data's `Z_PK` is, so a caller that copies keys from another store sets links by
 /// key with no map of ids. Blob files are registered in `deck_blob` at the end of the load, each
 /// with the count of the cells that name it (one statement per external-storage column).
@@ -21,8 +23,12 @@ package final class BulkLoader {
     private var isOpen = true
     /// The blob files that cells name, registered when the load ends.
     private var pendingBlobs: [Digest: Int64] = [:]
-    /// The latest entity inserted, with its insert statement (rows come in runs of one entity).
-    private var lastInsert: (mapping: EntityMapping, statement: Statement)?
+    /// The latest entity inserted, with its insert statement and the to-one links its rows
+    /// carry (rows come in runs of one entity).
+    private var lastInsert: (mapping: EntityMapping, statement: Statement, links: [RowLink])?
+    /// The to-one columns that inserts have written a key to, by `table.column`: checked when
+    /// the load ends.
+    private var linkedByInsert: [String: RowLink] = [:]
     /// Each relationship's link statements, by `Entity.relationship`, made on first use.
     private var links: [String: BulkLink] = [:]
     /// The latest relationship linked (links come in runs of one relationship).
@@ -47,24 +53,61 @@ package final class BulkLoader {
         try mapping.entity(entity).attributes.map(\.name)
     }
 
+    /// The to-one relationships of `entity` (inherited ones first) whose links
+    /// ``insert(entity:pk:globalID:values:links:)`` takes with the row, in the order it takes
+    /// them: those kept in a column of the entity's own table (spec 6.5) whose inverse, if any,
+    /// is to-many. A one-to-one is set with ``setToOne(entity:pk:relationship:target:)``, which
+    /// lets the target's earlier partner go.
+    package func rowLinkNames(of entity: String) throws(DeckError) -> [String] {
+        try rowLinks(of: mapping.entity(entity)).map(\.name)
+    }
+
+    private func rowLinks(of source: EntityMapping) throws(DeckError) -> [RowLink] {
+        var links: [RowLink] = []
+        for (relationship, storage) in source.relationships where !relationship.isToMany {
+            guard case .ownColumn(let column) = storage else { continue }
+            let destination = try mapping.entity(relationship.destination)
+            if let inverse = relationship.inverse,
+                destination.relationship(inverse)?.relationship.isToMany == false
+            {
+                continue
+            }
+            links.append(
+                RowLink(
+                    name: relationship.name, table: source.table, column: column, destination: destination))
+        }
+        return links
+    }
+
     // MARK: Rows
 
     /// Inserts a record of `entity` with key `pk` (its `_pk`: 1 or more, unique in the table of
     /// the entity's hierarchy) and global id `globalID`, its attribute values in the order of
-    /// ``attributeNames(of:)`` (nil: the attribute's default, or null when optional).
+    /// ``attributeNames(of:)`` (nil: the attribute's default, or null when optional), and, when
+    /// `links` is not empty, the keys of the targets of the relationships
+    /// ``rowLinkNames(of:)`` names, in that order (nil: none). A target need not be loaded yet:
+    /// the links are checked when the load ends, and one that names no record of the
+    /// destination (or of a descendant) fails the load then, naming the record and the link.
     ///
     /// Data becomes a blob file as an insert makes one (`.data` at or above the attribute's
     /// threshold, `.file` by the bytes read). A value of the wrong type, a missing required
     /// value, a key or global id the table has already, or a unique constraint broken is an
     /// ``DeckError/invalidValue(entity:property:reason:)`` naming the entity, the property and the
     /// key.
-    package func insert(entity: String, pk: Int64, globalID: UUID, values: [Value?]) throws(DeckError) {
+    package func insert(entity: String, pk: Int64, globalID: UUID, values: [Value?], links: [Int64?] = [])
+        throws(DeckError)
+    {
         try requireOpen()
-        let (mapping, statement) = try insertStatement(entity)
+        let (mapping, statement, rowLinks) = try insertStatement(entity)
         guard values.count == mapping.attributes.count else {
             throw DeckError.misuse(
                 "\(entity): \(values.count) values for \(mapping.attributes.count) attributes in a bulk insert "
                     + "(give them in the order of attributeNames(of:))")
+        }
+        guard links.isEmpty || links.count == rowLinks.count else {
+            throw DeckError.misuse(
+                "\(entity): \(links.count) links for \(rowLinks.count) to-one relationships in a bulk insert "
+                    + "(give them in the order of rowLinkNames(of:))")
         }
         guard pk > 0 else {
             throw DeckError.invalidValue(
@@ -80,25 +123,38 @@ package final class BulkLoader {
                 ) { value, attribute in try encoder.cell(value, for: attribute, of: entity) }
                 try statement.bind(cell, at: index + 3)
             }
+            let first = mapping.attributes.count + 3
+            for index in rowLinks.indices {
+                let target = links.isEmpty ? nil : links[index]
+                try statement.bind(target.map { .integer($0) } ?? .null, at: first + index)
+                if target != nil, linkedByInsert[rowLinks[index].key] == nil {
+                    linkedByInsert[rowLinks[index].key] = rowLinks[index]
+                }
+            }
             try statement.runBound()
         } catch {
             throw naming(error, inserting: mapping, pk: pk, globalID: globalID, values: values)
         }
     }
 
-    /// The insert statement of `entity`: `INSERT INTO table(_pk, _gid, _entity, attributes…)`.
-    private func insertStatement(_ entity: String) throws(DeckError) -> (EntityMapping, Statement) {
+    /// The insert statement of `entity`: `INSERT INTO table(_pk, _gid, _entity, attributes…,
+    /// row links…)`.
+    private func insertStatement(_ entity: String) throws(DeckError) -> (EntityMapping, Statement, [RowLink])
+    {
         if let last = lastInsert, last.mapping.name == entity { return last }
         let mapping = try mapping.entity(entity)
+        let links = try rowLinks(of: mapping)
+        let columns =
+            ["_pk", "_gid", "_entity"] + mapping.attributes.map { quote($0.name) }
+            + links.map { quote($0.column) }
         let sql =
-            "INSERT INTO \(quote(mapping.table))("
-            + (["_pk", "_gid", "_entity"] + mapping.attributes.map { quote($0.name) }).joined(separator: ", ")
-            + ") VALUES (?, ?, '\(mapping.name)'" + String(repeating: ", ?", count: mapping.attributes.count)
-            + ")"
+            "INSERT INTO \(quote(mapping.table))(" + columns.joined(separator: ", ")
+            + ") VALUES (?, ?, '\(mapping.name)'"
+            + String(repeating: ", ?", count: columns.count - 3) + ")"
         do {
             let statement = try database.cachedStatement(sql)
-            lastInsert = (mapping, statement)
-            return (mapping, statement)
+            lastInsert = (mapping, statement, links)
+            return (mapping, statement, links)
         } catch {
             throw connection.translate(error)
         }
@@ -241,6 +297,7 @@ package final class BulkLoader {
     /// references taken from the cells (one statement per external-storage column).
     func finish() throws(DeckError) {
         try requireOpen()
+        for key in linkedByInsert.keys.sorted() { try linkedByInsert[key]!.check(database, connection) }
         do {
             for (digest, size) in pendingBlobs {
                 try database.run(
@@ -277,3 +334,37 @@ package final class BulkLoader {
 
 @available(*, unavailable)
 extension BulkLoader: Sendable {}
+
+/// A to-one relationship that a ``BulkLoader`` writes with the row: its own column (spec 6.5),
+/// not a one-to-one.
+private struct RowLink {
+    let name: String
+    let table: String
+    let column: String
+    let destination: EntityMapping
+
+    var key: String { table + "." + column }
+
+    /// Fails with the first row whose key in the column names no record of the destination or
+    /// of a descendant (the foreign key alone would fail only the commit, and proves no entity).
+    func check(_ database: Database, _ connection: StoreConnection) throws(DeckError) {
+        let c = quote(column)
+        let wrongEntity = destination.familyCondition("d").map { " OR NOT (\($0))" } ?? ""
+        let sql =
+            "SELECT s._pk, s._entity, s.\(c), d._entity FROM \(quote(table)) AS s LEFT JOIN "
+            + "\(quote(destination.table)) AS d ON d._pk = s.\(c) WHERE s.\(c) IS NOT NULL "
+            + "AND (d._pk IS NULL\(wrongEntity)) ORDER BY s._pk LIMIT 1"
+        let found: [SQLValue]?
+        do {
+            found = try database.rows(sql).first
+        } catch {
+            throw connection.translate(error)
+        }
+        guard let found, let pk = found[0].int64, let target = found[2].int64 else { return }
+        throw DeckError.invalidValue(
+            entity: found[1].string ?? table, property: name,
+            reason: "the record with key \(pk) links to \(destination.name) key \(target), "
+                + (found[3].string.map { "which is a \($0), not a \(destination.name)" }
+                    ?? "which does not exist"))
+    }
+}

@@ -143,6 +143,11 @@ enum StorageClassCheck {
             if let extra = rule.condition { ok = "(\(ok) AND \(extra))" }
             conditions.append("NOT (\(ok))")
         }
+        // Most stores have nothing to report: one scan that stops at the first broken cell
+        // costs half of the counting below, which evaluates each condition twice per row.
+        let anyBroken =
+            "SELECT 1 FROM \(quote(table)) WHERE " + conditions.joined(separator: " OR ") + " LIMIT 1"
+        guard try !db.rows(anyBroken).isEmpty else { return }
         let selections = conditions.map { condition in
             "count(*) FILTER (WHERE \(condition)), "
                 + (key.map { "min(\($0)) FILTER (WHERE \(condition))" } ?? "NULL")
