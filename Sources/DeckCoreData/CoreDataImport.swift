@@ -176,6 +176,16 @@ public enum CoreDataImport {
     ) throws {
         // `Entity.relationship` of the to-one links given with the rows.
         var withRows: Set<String> = []
+        // The external data files, copied on a second thread while the rows load.
+        var files: [URL] = []
+        for entity in plan.entities {
+            files += try store.externalFiles(
+                of: entity.name, attributes: try load.attributeNames(of: entity.name), plan: plan,
+                limit: ExternalDataCopier.window - files.count)
+        }
+        let copier = files.isEmpty ? nil : ExternalDataCopier(files: files, intake: try load.blobIntake())
+        copier?.start()
+        defer { try? copier?.finish() }
         for entity in plan.entities {
             let names = try load.attributeNames(of: entity.name)
             let ids = plan.globalIDs(root: entity.root)
@@ -196,12 +206,19 @@ public enum CoreDataImport {
                 // A NULL in the store is a null, never the attribute's default.
                 try load.insert(
                     entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
-                    values: values.map { $0 ?? .null }, links: given)
+                    values: values.map { value throws(DeckError) in
+                        guard let value else { return .null }
+                        if case .file(let url) = value, let reference = try copier?.reference(for: url) {
+                            return .blob(reference)
+                        }
+                        return value
+                    }, links: given)
                 count += 1
                 links += targets.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
             }
             rows[entity.name] = count
         }
+        try copier?.finish()
         try store.forEachToOne(plan: plan, skipping: withRows) { entity, primaryKey, relationship, target in
             try load.setToOne(entity: entity, pk: primaryKey, relationship: relationship, target: target)
             links += 1

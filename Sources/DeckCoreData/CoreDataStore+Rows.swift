@@ -120,6 +120,45 @@ extension CoreDataStore {
         }
     }
 
+    /// The external data files that the rows of `entity` (its own, not its subentities') name in
+    /// `attributes`, in the order ``forEachRow(of:attributes:toOnes:plan:includingSubentities:_:)``
+    /// meets them, at most `limit` (a name may repeat). A value that would be refused is left
+    /// out: the row loop reports it.
+    package func externalFiles(
+        of entity: String, attributes: [String], plan: CoreDataImportPlan, limit: Int
+    ) throws -> [URL] {
+        guard let entityPlan = plan.entity(named: entity), limit > 0 else { return [] }
+        let columns = attributes.compactMap { name in
+            entityPlan.attributes.first { $0.name == name && $0.usesExternalStorageEncoding }
+        }
+        guard !columns.isEmpty else { return [] }
+        let sql =
+            "SELECT Z_PK" + columns.map { ", " + quote($0.column) }.joined() + " FROM "
+            + quote(entityPlan.table) + " WHERE Z_ENT = \(entityPlan.number) ORDER BY Z_PK"
+        var files: [URL] = []
+        do {
+            try reading(entityPlan.table) {
+                try database.forEachRow(sql) { statement in
+                    let primaryKey = statement.value(at: 0).int64 ?? 0
+                    for (index, column) in columns.enumerated() {
+                        guard case .blob(let bytes) = statement.value(at: index + 1), bytes.first == 0x02,
+                            case .file(let url)? = try? externalValue(
+                                bytes, column, entity: entityPlan.coreDataName, primaryKey: primaryKey)
+                        else { continue }
+                        files.append(url)
+                        if files.count == limit { throw ScanFull() }
+                    }
+                }
+            }
+        } catch is ScanFull {
+            return files
+        }
+        return files
+    }
+
+    /// Ends ``externalFiles(of:attributes:plan:limit:)``'s scan at its limit.
+    private struct ScanFull: Error {}
+
     /// Calls `body` for every to-one link of the store: the declaring entity's Deck name, the
     /// source row's `Z_PK`, the relationship's Deck name and the target's `Z_PK`. A one-to-one
     /// pair is given from each side whose table holds a key. Relationships named in `skipping`

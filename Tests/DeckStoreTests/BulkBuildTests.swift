@@ -386,6 +386,84 @@ struct BulkBuildTests {
         #expect(message.contains("2 links for 1 to-one relationships"), "\(message)")
     }
 
+    /// Blob files written by another thread through an intake: a row that names one takes it
+    /// as is; one under its attribute's threshold, or for a column without external storage, is
+    /// kept inline; one no row names is removed when the load ends.
+    @Test func blobFilesWrittenOnAnotherThreadAreAdoptedByTheRowsThatNameThem() throws {
+        try withTestDirectory { dir throws in
+            let big = dir.appendingPathComponent("big.bin")
+            let small = dir.appendingPathComponent("small.bin")
+            let unused = dir.appendingPathComponent("unused.bin")
+            try testBytes(5_000, seed: 3).write(to: big)
+            try testBytes(10, seed: 4).write(to: small)
+            try testBytes(3_000, seed: 5).write(to: unused)
+            let url = dir.appendingPathComponent("built.deck")
+            _ = try PackageStore.build(at: url, contentType: Self.contentType, schema: Self.schema) { load in
+                let intake = try load.blobIntake()
+                let references = Locked<[BlobReference]>([])
+                let thread = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    defer { thread.signal() }
+                    for file in [big, small, unused] {
+                        if let reference = try? intake.write(contentsOf: file.path) {
+                            references.withLock { $0.append(reference) }
+                        }
+                    }
+                }
+                thread.wait()
+                try intake.finish()
+                let written = references.withLock { $0 }
+                #expect(written.count == 3)
+                #expect(written.allSatisfy(intake.isWritten))
+                try load.insert(
+                    entity: "Book", pk: 1, globalID: Self.gid(2, 1),
+                    values: [.string("Dune"), .date(Self.added), .integer(1), nil, .blob(written[0])])
+                try load.insert(
+                    entity: "Book", pk: 2, globalID: Self.gid(2, 2),
+                    values: [.string("Emma"), .date(Self.added), .integer(1), nil, .blob(written[1])])
+                try load.insert(
+                    entity: "Film", pk: 3, globalID: Self.gid(2, 3),
+                    values: [
+                        .string("Up"), .date(Self.added), .double(1), nil, nil, nil, nil, nil,
+                        .blob(written[0]),
+                    ])
+                #expect(load.blobFiles == (1, 5_000))
+                #expect(throws: DeckError.self) { _ = try intake.write(contentsOf: big.path) }
+            }
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+            let store = try PackageStore.open(at: url)
+            try store.read { (reader: StoreReader) throws in
+                guard case .blob(let cover)? = try reader.record("Book", id: 1)?["cover"] else {
+                    Issue.record("the large cover is not a blob file")
+                    return
+                }
+                #expect(try reader.data(for: cover) == testBytes(5_000, seed: 3))
+                #expect(try reader.record("Book", id: 2)?["cover"] == .data(testBytes(10, seed: 4)))
+                #expect(try reader.record("Film", id: 3)?["still"] == .data(testBytes(5_000, seed: 3)))
+            }
+            try store.close()
+            let files = try FileManager.default.subpathsOfDirectory(atPath: url.path + "/blobs")
+            #expect(files.filter { $0.count > 3 }.count == 1)
+        }
+    }
+
+    @Test func aLoadWhoseBlobIntakeIsNotFinishedIsAMisuse() throws {
+        try withTestDirectory { dir throws in
+            let error = expectDeckError {
+                _ = try PackageStore.build(
+                    at: dir.appendingPathComponent("x.deck"), contentType: Self.contentType,
+                    schema: Self.schema
+                ) { load in _ = try load.blobIntake() }
+            }
+            guard case .misuse(let message)? = error else {
+                Issue.record("expected misuse, got \(String(describing: error))")
+                return
+            }
+            #expect(message.contains("not finished"), "\(message)")
+            #expect(try Self.names(dir).isEmpty)
+        }
+    }
+
     @Test func aDuplicateKeyGlobalIDOrUniqueValueNamesIt() throws {
         try Self.expectRefused(
             entity: "Film", property: "_pk", key: "key 1 is taken in table Item (by a Book record)"

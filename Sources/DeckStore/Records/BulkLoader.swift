@@ -29,6 +29,8 @@ package final class BulkLoader {
     /// The to-one columns that inserts have written a key to, by `table.column`: checked when
     /// the load ends.
     private var linkedByInsert: [String: RowLink] = [:]
+    /// The intakes of blob files written by other threads (``blobIntake()``).
+    private var intakes: [BlobIntake] = []
     /// Each relationship's link statements, by `Entity.relationship`, made on first use.
     private var links: [String: BulkLink] = [:]
     /// The latest relationship linked (links come in runs of one relationship).
@@ -79,6 +81,30 @@ package final class BulkLoader {
         return links
     }
 
+    /// A writer of blob files for this load that another thread may use while rows load: a row
+    /// names a file it wrote as `.blob(reference)`, taken as is (it was hashed as it was
+    /// written). Call the intake's ``BlobIntake/finish()`` before the load's body returns; the
+    /// files that no row names are removed when the load ends.
+    package func blobIntake() throws(DeckError) -> BlobIntake {
+        try requireOpen()
+        let intake = BlobIntake(packagePath: connection.blobs.packagePath)
+        intakes.append(intake)
+        return intake
+    }
+
+    /// Data that names a file of an intake: registered for the load when the attribute keeps it
+    /// as a blob file (external storage, at or above its threshold), else its bytes, inline.
+    private func adopting(_ value: Value, for attribute: Attribute) throws(DeckError) -> Value {
+        guard case .blob(let reference) = value, intakes.contains(where: { $0.isWritten(reference) }) else {
+            return value
+        }
+        guard attribute.options.contains(.externalStorage),
+            reference.size >= attribute.effectiveExternalThreshold
+        else { return .data(try connection.blobs.read(reference.digest)) }
+        pendingBlobs[reference.digest] = reference.size
+        return value
+    }
+
     // MARK: Rows
 
     /// Inserts a record of `entity` with key `pk` (its `_pk`: 1 or more, unique in the table of
@@ -120,7 +146,10 @@ package final class BulkLoader {
             for index in mapping.attributes.indices {
                 let cell = try CellEncoder.insertCell(
                     values[index], attribute: index, of: mapping, epoch: connection.dateEpoch
-                ) { value, attribute in try encoder.cell(value, for: attribute, of: entity) }
+                ) { value, attribute in
+                    try encoder.cell(
+                        intakes.isEmpty ? value : adopting(value, for: attribute), for: attribute, of: entity)
+                }
                 try statement.bind(cell, at: index + 3)
             }
             let first = mapping.attributes.count + 3
@@ -298,6 +327,7 @@ package final class BulkLoader {
     func finish() throws(DeckError) {
         try requireOpen()
         for key in linkedByInsert.keys.sorted() { try linkedByInsert[key]!.check(database, connection) }
+        try settleIntakes()
         do {
             for (digest, size) in pendingBlobs {
                 try database.run(
@@ -314,6 +344,19 @@ package final class BulkLoader {
             }
         } catch {
             throw connection.translate(error)
+        }
+    }
+
+    /// Requires every intake finished, and removes the files they wrote that no cell names.
+    private func settleIntakes() throws(DeckError) {
+        guard !intakes.isEmpty else { return }
+        guard intakes.allSatisfy(\.isFinished) else {
+            throw DeckError.misuse("a bulk load ended with a blob intake not finished")
+        }
+        for intake in intakes {
+            for digest in intake.digests where pendingBlobs[digest] == nil {
+                try? FileSystem.unlink(connection.blobs.path(for: digest))
+            }
         }
     }
 
