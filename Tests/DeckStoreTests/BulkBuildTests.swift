@@ -472,13 +472,16 @@ struct BulkBuildTests {
                 entity: "Film", pk: 1, globalID: Self.gid(2, 9),
                 values: [.string("Up"), .date(Self.added), .double(1), nil, nil, nil, nil, nil, nil])
         }
-        try Self.expectRefused(entity: "Book", property: "_gid", key: "key 2") {
+        try Self.expectRefused(
+            entity: "Book", property: "_gid",
+            key: "key 2: the record with key 1 of table Item has the same global id"
+        ) {
             try $0.insert(
                 entity: "Book", pk: 2, globalID: Self.gid(2, 1),
                 values: [.string("Emma"), .date(Self.added), .integer(1), nil, nil])
         }
         try Self.expectRefused(
-            entity: "Book", property: "title", key: "key 2: another record has the same value"
+            entity: "Book", property: "title", key: "key 2: another record (key 1) has the same value"
         ) {
             try $0.insert(
                 entity: "Book", pk: 2, globalID: Self.gid(2, 2),

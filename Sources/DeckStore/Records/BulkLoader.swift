@@ -31,6 +31,10 @@ package final class BulkLoader {
     private var linkedByInsert: [String: RowLink] = [:]
     /// The intakes of blob files written by other threads (``blobIntake()``).
     private var intakes: [BlobIntake] = []
+    /// The entity tables' indexes: dropped at the first row, made again at the first link or at
+    /// the end (``DeferredIndexes``); nil before the first row and after.
+    private var deferredIndexes: DeferredIndexes?
+    private var indexesRestored = false
     /// Each relationship's link statements, by `Entity.relationship`, made on first use.
     private var links: [String: BulkLink] = [:]
     /// The latest relationship linked (links come in runs of one relationship).
@@ -124,6 +128,7 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
+        if deferredIndexes == nil && !indexesRestored { try suspendIndexes() }
         let (mapping, statement, rowLinks) = try insertStatement(entity)
         guard values.count == mapping.attributes.count else {
             throw DeckError.misuse(
@@ -164,6 +169,24 @@ package final class BulkLoader {
         } catch {
             throw naming(error, inserting: mapping, pk: pk, globalID: globalID, values: values)
         }
+    }
+
+    /// Drops the entity tables' indexes until the rows are in (a row inserted after a link is
+    /// inserted with them in place).
+    private func suspendIndexes() throws(DeckError) {
+        do {
+            deferredIndexes = try DeferredIndexes.suspend(tables: mapping.roots.map(\.table), in: database)
+        } catch {
+            throw connection.translate(error)
+        }
+    }
+
+    /// Makes the suspended indexes again: the rows are in.
+    private func restoreIndexes() throws(DeckError) {
+        guard var deferred = deferredIndexes else { return }
+        deferredIndexes = nil
+        indexesRestored = true
+        try deferred.restore(in: connection)
     }
 
     /// The insert statement of `entity`: `INSERT INTO table(_pk, _gid, _entity, attributes…,
@@ -259,6 +282,7 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
+        try restoreIndexes()
         let link = try link(entity, name, toMany: false)
         do {
             if let target { try link.requireTarget(target, from: pk) }
@@ -277,6 +301,7 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
+        try restoreIndexes()
         let link = try link(entity, name, toMany: true)
         do {
             try link.requireSource(pk)
@@ -326,6 +351,7 @@ package final class BulkLoader {
     /// references taken from the cells (one statement per external-storage column).
     func finish() throws(DeckError) {
         try requireOpen()
+        try restoreIndexes()
         for key in linkedByInsert.keys.sorted() { try linkedByInsert[key]!.check(database, connection) }
         try settleIntakes()
         do {
