@@ -277,7 +277,7 @@ extension ModelContext {
     }
 
     func registeredModel(_ identifier: PersistentIdentifier) -> (any PersistentModel)? {
-        for object in Array(inserted.values) + Array(changed.values) + Array(deleted.values)
+        for object in changes.allObjects
         where ModelBacking.of(object).identifier == identifier {
             return object as? any PersistentModel
         }
@@ -384,13 +384,13 @@ extension ModelContext {
             defer { transaction.rollback() }
             let flushed = try flush(into: transaction, forFetch: true)
             let query = try makeQuery(
-                { flushed.rowIDs[ObjectIdentifier($0)] ?? ModelBacking.of($0).rowID }, transaction)
+                { flushed.rowID(of: $0) ?? ModelBacking.of($0).rowID }, transaction)
             // Record ids are unique per hierarchy's table only: only the queried hierarchy's
             // unsaved models can stand for its rows.
             let root = schema.metadata(named: query.entity)?.rootKey
             var temporary: [Int64: AnyObject] = [:]
             for object in insertedObjects where ModelBacking.of(object).metadata.rootKey == root {
-                guard let id = flushed.rowIDs[ObjectIdentifier(object)] else { continue }
+                guard let id = flushed.rowID(of: object) else { continue }
                 temporary[id] = object
             }
             // Saved records that the unsaved changes altered in the transaction (a delete rule, an

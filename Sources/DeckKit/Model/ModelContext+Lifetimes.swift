@@ -295,7 +295,7 @@ extension ModelContext {
         // collected, and unloaded once it has been read.
         forEachRegisteredObject(inRoots: pass.breaker.rootsThatWait.contains) { pass.leave($0) }
         // Unsaved models (inserted ones are not registered): values still to read from a file.
-        for object in inserted.values { pass.leave(object) }
+        for object in changes.inserted.values { pass.leave(object) }
         pass.unload()
     }
 }

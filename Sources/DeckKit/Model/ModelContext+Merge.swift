@@ -403,7 +403,7 @@ extension ModelContext {
     private func dropTargets(_ gone: [ObjectIdentifier: AnyObject]) {
         // The gone models too: those that loaded each other (a deck and its cascaded cards) are
         // in no registry any more, and would hold each other for good.
-        var holders = Array(inserted.values) + Array(changed.values) + Array(gone.values)
+        var holders = Array(changes.inserted.values) + Array(changes.changed.values) + Array(gone.values)
         let goneMetadata = gone.values.map { ModelBacking.of($0).metadata }
         var holderTypes: [ModelMetadata] = []
         for metadata in schema.metadata.values {

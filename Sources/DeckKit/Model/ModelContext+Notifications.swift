@@ -49,7 +49,8 @@ extension ModelContext {
 
     /// Posts ``willSave`` and returns the models the save writes.
     func beginSaveNotifications() -> SavingModels {
-        let saving = SavingModels(inserted: inserted, updated: changed, deleted: deleted)
+        let saving = SavingModels(
+            inserted: changes.inserted, updated: changes.changed, deleted: changes.deleted)
         NotificationCenter.default.post(name: Self.willSave, object: self)
         return saving
     }

@@ -83,11 +83,7 @@ public final class ModelContext {
     /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
     private var uniqueness: [ObjectIdentifier: Bool] = [:]
     /// Models with unsaved changes, strongly held until saved or rolled back.
-    private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
-    private var insertionOrder: [ObjectIdentifier] = []
-    private(set) var changed: [ObjectIdentifier: AnyObject] = [:]
-    private(set) var deleted: [ObjectIdentifier: AnyObject] = [:]
-    private var deletionOrder: [ObjectIdentifier] = []
+    private(set) var changes = ChangeTracker()
 
     /// What the context's models load through once it is gone, made as it goes away when the
     /// context was not given one (``leaveModels()``).
@@ -157,21 +153,21 @@ public final class ModelContext {
     // MARK: State
 
     /// True when there are inserted, changed or deleted models not saved yet.
-    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    public var hasChanges: Bool { changes.hasChanges }
 
     /// The models inserted since the last save.
     public var insertedModelsArray: [any PersistentModel] {
-        insertionOrder.compactMap { inserted[$0] as? any PersistentModel }
+        changes.insertedObjects.compactMap { $0 as? any PersistentModel }
     }
 
     /// The models changed since the last save (not inserted ones).
     public var changedModelsArray: [any PersistentModel] {
-        changed.values.compactMap { $0 as? any PersistentModel }
+        changes.changed.values.compactMap { $0 as? any PersistentModel }
     }
 
     /// The models deleted since the last save.
     public var deletedModelsArray: [any PersistentModel] {
-        deleted.values.compactMap { $0 as? any PersistentModel }
+        changes.deleted.values.compactMap { $0 as? any PersistentModel }
     }
 
     // MARK: Changes
@@ -200,8 +196,7 @@ public final class ModelContext {
             guard backing.context == nil || backing.context === self else { return }
             backing.context = self
             backing.status = .inserted
-            inserted[key] = object
-            insertionOrder.append(key)
+            changes.insert(object)
             noteChangeForAutosave()
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
@@ -216,14 +211,12 @@ public final class ModelContext {
                 }
             }
         case .deleted where backing.context === self:
-            deleted[key] = nil
-            deletionOrder.removeAll { $0 == key }
+            changes.removeDeleted(key)
             backing.status = backing.rowID == nil ? .inserted : .persisted
             if backing.rowID == nil {
-                inserted[key] = object
-                insertionOrder.append(key)
+                changes.insert(object)
             } else if backing.hasChanges {
-                changed[key] = object
+                changes.change(object)
             }
         default:
             guard backing.context !== self else { return }
@@ -256,8 +249,7 @@ public final class ModelContext {
         guard backing.context === self, backing.status != .deleted else { return }
         let key = ObjectIdentifier(model)
         if backing.status == .inserted {
-            inserted[key] = nil
-            insertionOrder.removeAll { $0 == key }
+            changes.removeInserted(key)
             backing.status = .detached
             backing.context = nil
             // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
@@ -271,16 +263,14 @@ public final class ModelContext {
             }
             return
         }
-        changed[key] = nil
-        deleted[key] = model
-        deletionOrder.append(key)
+        changes.delete(model)
         backing.status = .deleted
         noteChangeForAutosave()
     }
 
     /// Called by a persisted model's backing when one of its properties changes.
     func noteChanged(_ backing: ModelBacking) {
-        changed[ObjectIdentifier(backing.object)] = backing.object
+        changes.change(backing.object)
         noteChangeForAutosave()
     }
 
@@ -432,18 +422,13 @@ public final class ModelContext {
     /// come back, changed ones read their saved values again.
     public func rollback() {
         mergeCommittedChanges()
-        for key in insertionOrder {
-            guard let object = inserted[key] else { continue }
+        for object in changes.insertedObjects {
             let backing = ModelBacking.of(object)
             backing.status = .detached
             backing.context = nil
         }
-        let refresh = Array(changed.values) + Array(deleted.values)
-        inserted = [:]
-        insertionOrder = []
-        changed = [:]
-        deleted = [:]
-        deletionOrder = []
+        let refresh = Array(changes.changed.values) + Array(changes.deleted.values)
+        changes.removeAll()
         for object in refresh {
             let backing = ModelBacking.of(object)
             backing.status = .persisted
@@ -453,499 +438,44 @@ public final class ModelContext {
 
     // MARK: Flushing changes into a transaction
 
+    /// What a flush wrote, by model: the plan's models and the executor's outcome.
     struct FlushResult {
+        let planned: SavePlanner.Planned
+        let outcome: SaveExecutor.Outcome
+
         /// The inserted models, in the order of their insertion, with their backings.
-        var inserted: [(object: AnyObject, backing: ModelBacking)] = []
-        /// The record ids the inserted models got.
-        var rowIDs: [ObjectIdentifier: Int64] = [:]
-        /// Inserted models that an upsert matched to an existing record, with that record's global id.
-        var adopted: [ObjectIdentifier: UUID] = [:]
-        /// External values written from files (``ModelContext/setExternalStorage(_:of:contentsOf:)``).
-        var fromFiles: [(object: AnyObject, accessor: PropertyAccessor)] = []
-        /// What the store holds for each of them after the writes: a blob, or inline data.
-        var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] = []
-        /// To-many relationships whose merged value differs from the models here (see
-        /// `mergedToMany` in ``ModelContext/flush(into:forFetch:)``): read again after the save.
-        var rereadToMany: [(object: AnyObject, index: Int)] = []
+        var inserted: [(object: AnyObject, backing: ModelBacking)] { planned.inserted }
+
+        /// The record id inserted model `object` got, or nil for a model not inserted.
+        func rowID(of object: AnyObject) -> Int64? {
+            planned.insertIndex[ObjectIdentifier(object)].map { outcome.recordIDs[$0] }
+        }
+
+        /// What the store holds for each value written from a file, after the writes.
+        var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] {
+            outcome.readBacks.map {
+                (planned.fromFiles[$0.index].object, planned.fromFiles[$0.index].index, $0.value)
+            }
+        }
+
+        /// To-many relationships whose saved links differ from the models here: read again after
+        /// the save.
+        var rereadToMany: [(object: AnyObject, index: Int)] { outcome.reread.map { planned.rereadable[$0] } }
     }
 
-    /// Writes the context's changes into `transaction`.
-    /// `forFetch`: the flush of a fetch with pending changes, whose transaction is rolled back. It
-    /// writes an empty value for a value to be read from a file (what a predicate can tell of it:
-    /// that there is one), so that a fetch neither copies the file nor fails with it.
+    /// Writes the context's changes into `transaction`: plans them (``SavePlanner``), then applies
+    /// the plan (``SaveExecutor``).
+    /// `forFetch`: the flush of a fetch with pending changes, whose transaction is rolled back (see
+    /// ``SaveExecutor``).
     func flush(into transaction: StoreTransaction, forFetch: Bool = false) throws(DeckError) -> FlushResult {
-        var result = FlushResult()
-        // Deletions in the order they were made; one that a deny rule refuses waits for the
-        // others (the records that hold it back may be among them), and fails only when a whole
-        // round makes no progress.
-        var deletedHere = Set<ObjectIdentifier>()
-        func deleteRecords(of objects: [AnyObject]) throws(DeckError) {
-            var waiting = objects
-            while !waiting.isEmpty {
-                var refused: [AnyObject] = []
-                var firstRefusal: DeckError?
-                for object in waiting {
-                    let backing = ModelBacking.of(object)
-                    guard let id = backing.rowID else { continue }
-                    deletedHere.insert(ObjectIdentifier(object))
-                    // A record a cascade already deleted in this transaction is gone: nothing to do.
-                    guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else {
-                        continue
-                    }
-                    do {
-                        _ = try transaction.delete(backing.metadata.entityName, id: id)
-                    } catch {
-                        guard case .deleteDenied = error else { throw error }
-                        refused.append(object)
-                        firstRefusal = firstRefusal ?? error
-                    }
-                }
-                if let firstRefusal, refused.count == waiting.count {
-                    guard forFetch else { throw firstRefusal }
-                    // A fetch sees the deletions done: the save refuses them, not the fetch.
-                    for object in refused { try deleteForFetch(object) }
-                    return
-                }
-                waiting = refused
-            }
-        }
-        /// Deletes `object`'s record in a fetch's transaction, letting go first of the links that
-        /// deny rules hold it by (the save checks them).
-        func deleteForFetch(_ object: AnyObject) throws(DeckError) {
-            let backing = ModelBacking.of(object)
-            guard let id = backing.rowID else { return }
-            for _ in 0...backing.metadata.relationships.count {
-                guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { return }
-                do {
-                    _ = try transaction.delete(backing.metadata.entityName, id: id)
-                    return
-                } catch {
-                    guard case .deleteDenied(let entity, let held, let relationship, _) = error else {
-                        throw error
-                    }
-                    try transaction.update(entity, id: held, [relationship: .null])
-                }
-            }
-        }
-        // The deletions run after every other change, so that their delete rules see the graph
-        // the models hold (a model moved away from a deleted one is not cascaded or denied by
-        // it), as a save of the other changes and then one of the deletions would. Only records
-        // of an entity with unique values whose hierarchy has models inserted here are deleted
-        // first: a new model takes a deleted one's unique value, not its record.
-        var deletions = deletionOrder.compactMap { deleted[$0] }
-        if !deletions.isEmpty, !inserted.isEmpty {
-            var uniqueRoots = Set<ObjectIdentifier>()
-            for object in inserted.values {
-                let metadata = ModelBacking.of(object).metadata
-                if hasUniqueness(metadata) { uniqueRoots.insert(metadata.rootKey) }
-            }
-            if !uniqueRoots.isEmpty {
-                let first = deletions.filter { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
-                deletions.removeAll { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
-                try deleteRecords(of: first)
-            }
-        }
-        let insertedObjects = insertionOrder.compactMap { key in
-            inserted[key].map { ($0, ModelBacking.of($0)) }
-        }
-        result.inserted = insertedObjects
-        result.rowIDs.reserveCapacity(insertedObjects.count)
-        /// The value to write for an attribute still to be read from a file, or nil for one that
-        /// is not: the file (noted, to read the stored value back after), or a fetch's stand-in.
-        func fileValue(_ object: AnyObject, _ backing: ModelBacking, _ accessor: PropertyAccessor) -> Value? {
-            guard case .file(let url)? = backing.pendingValue(accessor.index) else { return nil }
-            if forFetch { return .data(Data()) }
-            result.fromFiles.append((object, accessor))
-            return .file(url)
-        }
-        // Where each model attribute goes in a positional insert, by entity (nil: the named way),
-        // and the values of the last one, whose array the next insert of the entity reuses (the
-        // positions no model attribute fills stay nil: the document's default).
-        var positions: [ObjectIdentifier: [Int]?] = [:]
-        var lastPositional: (metadata: ModelMetadata, of: [Int])?
-        var given: [Value?] = []
-        func positionalInsert(_ object: AnyObject, _ backing: ModelBacking) throws(DeckError) -> Int64? {
-            let metadata = backing.metadata
-            let of: [Int]
-            if let last = lastPositional, last.metadata === metadata {
-                of = last.of
-            } else {
-                let key = ObjectIdentifier(metadata)
-                if positions[key] == nil {
-                    positions[key] = .some(try positionalOrder(metadata, in: transaction))
-                }
-                guard let found = positions[key] ?? nil else { return nil }
-                of = found
-                lastPositional = (metadata, found)
-                given = [Value?](
-                    repeating: nil, count: try transaction.attributeOrder(of: metadata.entityName).count)
-            }
-            for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
-                if let value = fileValue(object, backing, accessor) {
-                    given[of[k]] = value
-                    continue
-                }
-                given[of[k]] = try attribute.storeValue(in: object, entity: metadata.entityName)
-            }
-            return try transaction.insert(
-                metadata.entityName, positional: given, globalID: backing.identifier.id)
-        }
-        for (object, backing) in insertedObjects {
-            if let id = try positionalInsert(object, backing) {
-                result.rowIDs[ObjectIdentifier(object)] = id
-                continue
-            }
-            var values: [String: Value] = [:]
-            for (accessor, attribute) in backing.metadata.attributes {
-                if let value = fileValue(object, backing, accessor) {
-                    values[accessor.name] = value
-                    continue
-                }
-                values[accessor.name] = try attribute.storeValue(
-                    in: object, entity: backing.metadata.entityName)
-            }
-            let entity = backing.metadata.entityName
-            if hasUniqueness(backing.metadata) {
-                let (id, wasInserted) = try transaction.upsert(
-                    entity, values, globalID: backing.identifier.id)
-                result.rowIDs[ObjectIdentifier(object)] = id
-                if !wasInserted, let record = try transaction.record(entity, id: id),
-                    let gid = record.globalID
-                {
-                    result.adopted[ObjectIdentifier(object)] = gid
-                }
-            } else {
-                result.rowIDs[ObjectIdentifier(object)] = try transaction.insert(
-                    entity, values, globalID: backing.identifier.id)
-            }
-        }
-        func rowID(of target: AnyObject, for accessor: PropertyAccessor, of owner: ModelBacking)
-            throws(DeckError)
-            -> Int64
-        {
-            let backing = ModelBacking.of(target)
-            // Only a model of this context: another's record id may be of another document, where
-            // it names some other record (or none).
-            // A model deleted here whose record this flush deletes later is still a target: its
-            // delete rules then apply to the link, as in a save after this one.
-            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID,
-                backing.status != .deleted || !deletedHere.contains(ObjectIdentifier(target)),
-                backing.context === self
-            {
-                return id
-            }
-            let entity = backing.metadata.entityName
-            throw DeckError.invalidValue(
-                entity: owner.metadata.entityName, property: accessor.name,
-                reason: backing.status == .deleted
-                    ? "refers to a deleted \(entity)"
-                    : "refers to a model of \(entity) that is not in this context (relate models of one context: "
-                        + "reach its record here with model(for: persistentModelID))")
-        }
-        /// Refuses a to-many relationship of `count` models outside its model-count bounds.
-        func checkCount(
-            _ count: Int, _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing,
-            _ backing: ModelBacking
-        ) throws(DeckError) {
-            // A fetch sees the list as it is: the save refuses it, not the fetch.
-            guard !forFetch else { return }
-            let (minimum, maximum) = relationship.modelCountBounds
-            if let minimum, count < minimum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(count) models, fewer than its minimum of \(minimum)")
-            }
-            if let maximum, count > maximum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(count) models, more than its maximum of \(maximum)")
-            }
-        }
-        func relationshipValue(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking
-        ) throws(DeckError) -> Value {
-            var targets = relationship.targets(in: object)
-            if relationship.isToMany {
-                // Models deleted here leave the relationship with their records, deleted by this
-                // flush (they stay in a loaded list until the save). One whose deletion was saved
-                // (no record) is still refused.
-                targets.removeAll { Self.isDeletionPending($0) }
-                try checkCount(targets.count, accessor, relationship, backing)
-                var ids: [Int64] = []
-                for target in targets { ids.append(try rowID(of: target, for: accessor, of: backing)) }
-                return .references(ids)
-            }
-            guard let target = targets.first else { return .null }
-            return .reference(try rowID(of: target, for: accessor, of: backing))
-        }
-        /// A saved record's to-many relationship changed here: what the store holds for it now,
-        /// with the links this context added since it loaded the relationship and without those
-        /// it removed. Writing the list as loaded would undo another context's saved changes to
-        /// it (links it added or removed meanwhile); so it merges by link, like the inverse
-        /// to-one relationships do. When the result differs from the models here, the
-        /// relationship is read again after the save.
-        func mergedToMany(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking, _ id: Int64, _ loaded: Set<Int64>
-        ) throws(DeckError) -> Value {
-            var current = Set<Int64>()
-            // Models deleted here leave it (they stay in the loaded list until the save).
-            for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
-                current.insert(try rowID(of: target, for: accessor, of: backing))
-            }
-            let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
-            let merged = stored.union(current.subtracting(loaded)).subtracting(loaded.subtracting(current))
-            try checkCount(merged.count, accessor, relationship, backing)
-            if merged != current { result.rereadToMany.append((object, accessor.index)) }
-            return .references(merged.sorted())
-        }
-        // The inserted models' relationships, now that every target has an id. A model inserted
-        // as a new record (not one an upsert matched) sets each to-one relationship in one
-        // statement (`setReference`), and a to-many relationship whose links all come from the
-        // other side's to-one relationships of models inserted here is not written at all: those
-        // write each link (see `writtenByTargets`).
-        func isNewRecord(_ object: AnyObject) -> Bool {
-            let key = ObjectIdentifier(object)
-            return result.rowIDs[key] != nil && result.adopted[key] == nil
-        }
-        var plans: [ObjectIdentifier: [LinkPlan]] = [:]
-        var lastPlan: (metadata: ModelMetadata, plan: [LinkPlan])?
-        func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
-            if let lastPlan, lastPlan.metadata === metadata { return lastPlan.plan }
-            let plan = plans[ObjectIdentifier(metadata)] ?? Self.linkPlan(metadata)
-            plans[ObjectIdentifier(metadata)] = plan
-            lastPlan = (metadata, plan)
-            return plan
-        }
-        // How many inserted models (new records or not) point at each model through a to-one
-        // relationship whose inverse is to-many, by that inverse's name: counted on first need.
-        var pointing: [LinkKey: Int]?
-        func pointingCount(at target: AnyObject, through inverse: String) -> Int {
-            if pointing == nil {
-                var counts: [LinkKey: Int] = [:]
-                for (object, backing) in insertedObjects {
-                    for (plan, (accessor, _)) in zip(
-                        linkPlan(backing.metadata), backing.metadata.relationships)
-                    {
-                        guard case .toOne(let inverse?, true) = plan,
-                            let pointed = accessor.toOneTarget(in: object)
-                        else { continue }
-                        counts[LinkKey(target: ObjectIdentifier(pointed), inverse: inverse), default: 0] += 1
-                    }
-                }
-                pointing = counts
-            }
-            return pointing?[LinkKey(target: ObjectIdentifier(target), inverse: inverse)] ?? 0
-        }
-        /// Whether the links of to-many relationship `accessor` of `object` (a new record) are
-        /// exactly those that the to-one inverse `inverse` of models inserted here as new records
-        /// write: each of its targets is one, pointing at `object`, and no other inserted model
-        /// points at it. Writing the to-many side too would set the same links again (and
-        /// before, clear the links to `object`, which a new record has only from this save).
-        func writtenByTargets(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking, inverse: String
-        ) throws(DeckError) -> Bool {
-            let targets = relationship.targets(in: object)
-            guard targets.count == pointingCount(at: object, through: accessor.name) else { return false }
-            var seen = Set<ObjectIdentifier>(minimumCapacity: targets.count)
-            for target in targets {
-                guard isNewRecord(target), seen.insert(ObjectIdentifier(target)).inserted,
-                    let other = ModelBacking.of(target).metadata.property(named: inverse),
-                    other.relationshipAccess?.isToMany == false, other.toOneTarget(in: target) === object
-                else { return false }
-            }
-            try checkCount(targets.count, accessor, relationship, backing)
-            return true
-        }
-        // Records that several models inserted here became (an upsert matched one to another
-        // inserted before it): each to-many relationship of such a record holds the links of
-        // every model merged into it, written as their union; models whose own list lacks some
-        // read the relationship again after the save.
-        var merged: [SharedRecord: Int] = [:]
-        if !result.adopted.isEmpty {
-            for (object, backing) in insertedObjects {
-                guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
-                merged[SharedRecord(root: backing.metadata.rootKey, id: id), default: 0] += 1
-            }
-            merged = merged.filter { $0.value > 1 }
-        }
-        var mergedLinks: [SharedLink: [Int64]] = [:]
-        // Each merged model's to-many relationships: the link and how many targets it holds itself.
-        var mergedModels: [(object: AnyObject, relationship: Int, link: SharedLink, count: Int)] = []
-        for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
-            guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
-            let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
-            let entity = backing.metadata.entityName
-            let shared =
-                merged.isEmpty
-                ? nil : merged[SharedRecord(root: backing.metadata.rootKey, id: id)].map { _ in id }
-            var values: [String: Value] = [:]
-            for (plan, (accessor, relationship)) in zip(
-                linkPlan(backing.metadata), backing.metadata.relationships)
-            {
-                if let shared, relationship.isToMany {
-                    // Its bounds are checked on the union, once every model merged into it is in.
-                    var own: [Int64] = []
-                    for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
-                        own.append(try rowID(of: target, for: accessor, of: backing))
-                    }
-                    let link = SharedLink(root: backing.metadata.rootKey, id: shared, name: accessor.name)
-                    var union = mergedLinks[link] ?? []
-                    var seen = Set(union)
-                    for id in own where seen.insert(id).inserted { union.append(id) }
-                    mergedLinks[link] = union
-                    mergedModels.append((object, accessor.index, link, own.count))
-                    if !union.isEmpty { values[accessor.name] = .references(union) }
-                    continue
-                }
-                if isNew, case .toOne = plan {
-                    guard let target = accessor.toOneTarget(in: object) else { continue }
-                    try transaction.setReference(
-                        ofInserted: entity, id: id, accessor.name,
-                        to: try rowID(of: target, for: accessor, of: backing),
-                        insertedTarget: isNewRecord(target)
-                            ? ModelBacking.of(target).metadata.entityName : nil)
-                    continue
-                }
-                if isNew, case .toMany(let inverse?) = plan,
-                    try writtenByTargets(accessor, relationship, of: object, backing, inverse: inverse)
-                {
-                    continue
-                }
-                let value = try relationshipValue(accessor, relationship, of: object, backing)
-                if value != .null && value != .references([]) { values[accessor.name] = value }
-            }
-            if !values.isEmpty { try transaction.update(entity, id: id, values) }
-        }
-        var checkedLinks = Set<SharedLink>()
-        for (object, index, link, count) in mergedModels {
-            let union = mergedLinks[link]?.count ?? 0
-            if checkedLinks.insert(link).inserted {
-                let backing = ModelBacking.of(object)
-                guard
-                    let (accessor, relationship) = backing.metadata.relationships.first(where: {
-                        $0.0.index == index
-                    })
-                else { continue }
-                try checkCount(union, accessor, relationship, backing)
-            }
-            if union != count { result.rereadToMany.append((object, index)) }
-        }
-        for object in changed.values {
-            let backing = ModelBacking.of(object)
-            guard let id = backing.rowID, backing.status == .persisted else { continue }
-            var values: [String: Value] = [:]
-            for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
-                if let value = fileValue(object, backing, accessor) {
-                    values[accessor.name] = value
-                    continue
-                }
-                values[accessor.name] = try attribute.storeValue(
-                    in: object, entity: backing.metadata.entityName)
-            }
-            for (accessor, relationship) in backing.metadata.relationships
-            where backing.isChanged(accessor.index) && !backing.needsLoading(accessor.index) {
-                if relationship.isToMany, let loaded = backing.storedTargets[accessor.index] {
-                    values[accessor.name] = try mergedToMany(
-                        accessor, relationship, of: object, backing, id, loaded)
-                } else {
-                    values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
-                }
-            }
-            guard !values.isEmpty else { continue }
-            do {
-                try transaction.update(backing.metadata.entityName, id: id, values)
-            } catch .uniqueViolation(_, let properties) where forFetch {
-                // A fetch sees the record with its saved values of the clashing attributes (which
-                // another record holds): the save refuses the change, not the fetch.
-                values = values.filter { !properties.contains($0.key) }
-                guard !values.isEmpty else { continue }
-                do {
-                    try transaction.update(backing.metadata.entityName, id: id, values)
-                } catch .uniqueViolation {
-                    // Another unique value of it clashes too: the record keeps its saved values.
-                }
-            }
-        }
-        try deleteRecords(of: deletions)
-        for (object, accessor) in result.fromFiles {
-            let backing = ModelBacking.of(object)
-            guard let id = result.rowIDs[ObjectIdentifier(object)] ?? backing.rowID,
-                let record = try transaction.record(backing.metadata.entityName, id: id)
-            else { continue }
-            result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
-        }
-        return result
-    }
-
-    /// What the flush knows of a relationship of a model type: its side and its inverse.
-    enum LinkPlan {
-        /// A to-one relationship, with its inverse's name and whether that inverse is to-many.
-        case toOne(inverse: String?, inverseIsToMany: Bool)
-        /// A to-many relationship, with the name of its inverse when that inverse is to-one.
-        case toMany(toOneInverse: String?)
-    }
-
-    /// A model and the name of a relationship that points at it.
-    struct LinkKey: Hashable {
-        let target: ObjectIdentifier
-        let inverse: String
-    }
-
-    /// A record that several inserted models became, by its root entity.
-    struct SharedRecord: Hashable {
-        let root: ObjectIdentifier
-        let id: Int64
-    }
-
-    /// A to-many relationship of a ``SharedRecord``.
-    struct SharedLink: Hashable {
-        let root: ObjectIdentifier
-        let id: Int64
-        let name: String
-    }
-
-    /// The ``LinkPlan`` of each of `metadata`'s relationships, in their order.
-    private static func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
-        metadata.relationships.map { accessor, relationship in
-            let inverse = metadata.inverseName(of: accessor.index)
-            let inverseIsToMany = inverse.flatMap {
-                relationship.destinationMetadata.property(named: $0)?.relationshipAccess?.isToMany
-            }
-            if relationship.isToMany {
-                return .toMany(toOneInverse: inverseIsToMany == false ? inverse : nil)
-            }
-            return .toOne(inverse: inverse, inverseIsToMany: inverseIsToMany ?? false)
-        }
-    }
-
-    /// Whether `object` was deleted and its record is still stored: the flush deletes it.
-    private static func isDeletionPending(_ object: AnyObject) -> Bool {
-        let backing = ModelBacking.of(object)
-        return backing.status == .deleted && backing.rowID != nil
-    }
-
-    /// Where each of the model's attributes goes in a positional insert of its entity (its index
-    /// in the store's attribute order), or nil when the insert goes the named way: an entity with
-    /// unique values (an upsert), or a model attribute the store lacks (which the named way
-    /// reports).
-    private func positionalOrder(_ metadata: ModelMetadata, in transaction: StoreTransaction)
-        throws(DeckError)
-        -> [Int]?
-    {
-        guard !hasUniqueness(metadata) else { return nil }
-        let order = try transaction.attributeOrder(of: metadata.entityName)
-        let position = Dictionary(
-            order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        let of = metadata.attributes.map { position[$0.accessor.name] ?? -1 }
-        return of.contains(-1) ? nil : of
+        let planned = try SavePlanner.plan(changes, of: self, forFetch: forFetch)
+        let outcome = try SaveExecutor.run(planned.plan, in: transaction, forFetch: forFetch)
+        return FlushResult(planned: planned, outcome: outcome)
     }
 
     /// Whether records of `metadata`'s entity have unique values, by the document's rules (which a
     /// later version of the app may have added to).
-    private func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
+    func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
         if let known = uniqueness[ObjectIdentifier(metadata)] { return known }
         let found = store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
             !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
@@ -957,7 +487,7 @@ public final class ModelContext {
     /// Brings the models in step with a committed save.
     /// Returns the models the save deleted, those of cascades included.
     @discardableResult
-    private func finishSave(_ result: FlushResult, changes: ChangeSet) -> [AnyObject] {
+    private func finishSave(_ result: FlushResult, changes committed: ChangeSet) -> [AnyObject] {
         // Values written from files are read from the store from now on.
         for (object, index, value) in result.storedFromFiles {
             let backing = ModelBacking.of(object)
@@ -972,10 +502,10 @@ public final class ModelContext {
         // Instances of records an inserted model took over (an upsert): they read the saved
         // record again once the save is done.
         var displaced: [AnyObject] = []
-        for (object, backing) in result.inserted {
-            let key = ObjectIdentifier(object)
-            backing.rowID = result.rowIDs[key]
-            if !result.adopted.isEmpty, let gid = result.adopted[key] {
+        let adopted = result.outcome.adopted
+        for (index, (object, backing)) in result.inserted.enumerated() {
+            backing.rowID = result.outcome.recordIDs[index]
+            if !adopted.isEmpty, let gid = adopted[index] {
                 backing.adopt(gid)
                 if let id = backing.rowID, let held = registry.object(root: backing.metadata.rootKey, id: id),
                     held !== object
@@ -987,20 +517,20 @@ public final class ModelContext {
             backing.clearChanges()
             if let id = backing.rowID { register(object, backing: backing, id: id) }
         }
-        for object in changed.values { ModelBacking.of(object).clearChanges() }
+        for object in changes.changed.values { ModelBacking.of(object).clearChanges() }
         // What the saved to-many relationships hold in the store now; those the save merged
         // with other contexts' changes are read again.
         for (object, _) in result.inserted { noteStoredTargets(of: object) }
-        for object in changed.values { noteStoredTargets(of: object) }
+        for object in changes.changed.values { noteStoredTargets(of: object) }
         for (object, index) in result.rereadToMany {
             let backing = ModelBacking.of(object)
             guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
             backing.storedTargets[index] = nil
             notifying(object, backing, properties: [index]) { backing.setRelationshipPending(index, .toMany) }
         }
-        var gone: [AnyObject] = Array(deleted.values)
+        var gone: [AnyObject] = Array(changes.deleted.values)
         // Records deleted by cascades, and so their models here.
-        for (entity, ids) in changes.deleted {
+        for (entity, ids) in committed.deleted {
             guard let metadata = metadata(forStored: entity) else { continue }
             for id in ids {
                 if let object = registry.object(root: metadata.rootKey, id: id) { gone.append(object) }
@@ -1016,18 +546,14 @@ public final class ModelContext {
             backing.context = nil
             backing.clearChanges()
         }
-        inserted = [:]
-        insertionOrder = []
-        changed = [:]
-        deleted = [:]
-        deletionOrder = []
+        changes.removeAll()
         reread(displaced)
         // The store nullified references to deleted records: so do the models here, the deleted
         // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
         // each other for good: they are in no registry, so nothing would break the cycle).
         if !gone.isEmpty {
             for object in gone { dropDeletedTargets(of: object) }
-            dropDeletedTargets(changes)
+            dropDeletedTargets(committed)
         }
         return gone
     }
@@ -1063,7 +589,7 @@ public final class ModelContext {
     // MARK: Records and instances
 
     /// The inserted models, in the order they were inserted.
-    var insertedObjects: [AnyObject] { insertionOrder.compactMap { inserted[$0] } }
+    var insertedObjects: [AnyObject] { changes.insertedObjects }
 
     /// The models of the records this context has instances of (live ones).
     var registeredModels: [any PersistentModel] {
@@ -1111,9 +637,7 @@ public final class ModelContext {
 
     /// Forgets the unsaved changes of `object`, whose record another writer deleted.
     func forgetUnsavedChanges(of object: AnyObject) {
-        let key = ObjectIdentifier(object)
-        changed[key] = nil
-        if deleted.removeValue(forKey: key) != nil { deletionOrder.removeAll { $0 == key } }
+        changes.forget(ObjectIdentifier(object))
     }
 
     /// Called by a backing whose instance is going away.
@@ -1532,7 +1056,7 @@ public final class ModelContext {
             return inverse.targets(in: candidate).contains { $0 === object }
         }
         var result = stored.filter { decided($0) ?? true }
-        for candidate in Array(inserted.values) + Array(changed.values)
+        for candidate in Array(changes.inserted.values) + Array(changes.changed.values)
         where ModelBacking.of(candidate).metadata.inherits(from: destination)
             && !result.contains(where: { $0 === candidate }) && decided(candidate) == true
         {
