@@ -114,9 +114,9 @@ extension ModelContext {
             }
             models.permute(permutation)
         }
-        noteFetched(models, metadata: ModelMetadata.of(T.self))
+        faulting.noteFetched(models, metadata: ModelMetadata.of(T.self))
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
-            try prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
+            try faulting.prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
         }
         return (models, rows, end)
     }

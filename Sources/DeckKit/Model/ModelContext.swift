@@ -74,9 +74,8 @@ public final class ModelContext {
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) private var registry = ModelRegistry()
-    /// The row layouts of the entities fetched so far.
-    @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
-    @exclusivity(unchecked) private var lastLayout: RowLayout?
+    /// Rows into models: the row layouts of the entities fetched so far.
+    @exclusivity(unchecked) private var materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
     /// ModelContext+BatchFaulting.swift).
     var lastFetched: FetchedNeighbours?
@@ -108,6 +107,7 @@ public final class ModelContext {
         document = container.document
         store = container.store
         schema = container.schema
+        materializer = RowMaterializer(store: container.store, schema: container.schema)
         allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
@@ -124,6 +124,7 @@ public final class ModelContext {
         document = nil
         store = loader.store
         schema = loader.schema
+        materializer = RowMaterializer(store: loader.store, schema: loader.schema)
         allowsSave = false
         isMainContext = false
         autosaveEnabled = false
@@ -661,7 +662,7 @@ public final class ModelContext {
 
     /// The instance for the cursor's row: the registered one, or a new one with the row's values.
     func instance(at cursor: RowCursor, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
-        let layout = try self.layout(entity: cursor.entity, names: cursor.names)
+        let layout = try materializer.layout(entity: cursor.entity, names: cursor.names)
         if let object = temporary[cursor.id] { return object }
         let root = layout.metadata.rootKey
         if let object = registry.object(root: root, id: cursor.id) { return object }
@@ -670,166 +671,14 @@ public final class ModelContext {
             to: object, metadata: layout.metadata, globalID: cursor.globalID ?? GlobalID.random(),
             context: self,
             rowID: cursor.id)
-        try load(cursor, layout: layout, into: object, backing: backing)
+        try materializer.load(cursor, layout: layout, into: object, backing: backing)
         registry.register(object, root: root, id: cursor.id)
         return object
     }
 
-    /// The models' metadata for records of `entity`, an entity of the document: its own, or, for an
-    /// entity the models do not know (one a later version of the app added below one they know),
-    /// its nearest ancestor's. Such records are read, changed and deleted as that ancestor's, and
-    /// what the models do not know of them is kept as it is.
+    /// The models' metadata for records of `entity` (see ``RowMaterializer/metadata(forStored:)``).
     func metadata(forStored entity: String) -> ModelMetadata? {
-        if let metadata = schema.metadata(named: entity) { return metadata }
-        for ancestor in store.schema.inheritanceChain(of: entity).reversed() {
-            if let metadata = schema.metadata(named: ancestor.name) { return metadata }
-        }
-        return nil
-    }
-
-    /// Where each of an entity's properties is in its rows.
-    final class RowLayout {
-        let metadata: ModelMetadata
-        let names: [String]
-        let attributes: [AttributeSlot]
-        /// To-one relationships have a cell (their target's id); to-many ones none.
-        let relationships: [(cell: Int?, accessor: PropertyAccessor, toMany: Bool)]
-
-        init(metadata: ModelMetadata, names: [String]) {
-            self.metadata = metadata
-            self.names = names
-            let position = Dictionary(
-                names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-            attributes = metadata.attributes.compactMap { accessor, access in
-                position[accessor.name].map {
-                    AttributeSlot(
-                        cell: $0, valueOffset: accessor.offset + accessor.valueFieldOffset,
-                        kind: access.cellKind,
-                        accessor: accessor, access: access)
-                }
-            }
-            relationships = metadata.relationships.map { accessor, relationship in
-                (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
-            }
-        }
-    }
-
-    /// Where one attribute is in a row, and how it is read. The accessors belong to the model
-    /// metadata, which lives as long as the program: the slot does not retain them, as copying it
-    /// for every cell of every row would.
-    struct AttributeSlot {
-        let cell: Int
-        /// Where the property's value is in an instance.
-        let valueOffset: Int
-        let kind: CellKind
-        unowned(unsafe) let accessor: PropertyAccessor
-        unowned(unsafe) let access: any AttributeValueAccess
-    }
-
-    /// The layout of the rows of `entity` whose cells are `names` (kept for the next rows of it).
-    private func layout(entity: String, names: [String]) throws(DeckError) -> RowLayout {
-        if let last = lastLayout, last.metadata.entityName == entity, last.names == names {
-            return last
-        }
-        if let known = layouts[entity], known.names == names {
-            lastLayout = known
-            return known
-        }
-        guard let metadata = metadata(forStored: entity) else {
-            throw DeckError.unknownEntity(entity, known: schema.metadata.keys.sorted())
-        }
-        let layout = RowLayout(metadata: metadata, names: names)
-        layouts[entity] = layout
-        lastLayout = layout
-        return layout
-    }
-
-    /// Sets every property of `object` from the cursor's row (relationships and blobs to load
-    /// later).
-    private func load(_ cursor: RowCursor, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
-        throws(DeckError)
-    {
-        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
-        for slot in layout.attributes {
-            if Self.readCell(cursor, slot, into: base + slot.valueOffset) { continue }
-            let (cell, accessor, access) = (slot.cell, slot.accessor, slot.access)
-            // Only a data attribute's cell can refer to a blob file.
-            if cursor.type(cell) == .data, case .blob(let reference) = cursor.value(cell) {
-                backing.setPending(accessor.index, .blob(reference))
-                continue
-            }
-            // A reload replaces a value still to be written from a file.
-            if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
-            if !access.load(cursor, cell, into: object) {
-                // A value an earlier Deck wrote is no corruption (spec 7.7): say what it is.
-                if let legacy = cursor.legacyValue(cell) {
-                    throw DeckError.invalidValue(
-                        entity: "\(cursor.entity) #\(cursor.id)", property: accessor.name,
-                        reason:
-                            "holds \(legacy), a legacy value an earlier Deck wrote (spec 7.7), "
-                            + "which a \(accessor.typeDescription) cannot hold; make the property optional "
-                            + "or set a new value with deck update")
-                }
-                if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(cursor.value(cell)) {
-                    throw DeckError.invalidValue(
-                        entity: cursor.entity, property: accessor.name,
-                        reason: "record #\(cursor.id) \(mismatch)")
-                }
-                throw DeckError.corrupt(
-                    path: store.url.path,
-                    reason:
-                        "\(cursor.entity) #\(cursor.id): \(accessor.name) holds \(cursor.value(cell).kindName), "
-                        + "which is not a \(accessor.typeDescription)")
-            }
-        }
-        for (cell, accessor, toMany) in layout.relationships {
-            if toMany {
-                backing.setPending(accessor.index, .toMany)
-            } else if let cell, case .reference(let id) = cursor.value(cell) {
-                backing.setPending(accessor.index, .toOne(id))
-            } else {
-                backing.setPending(accessor.index, .toOne(nil))
-            }
-        }
-    }
-
-    /// Sets the property at `field` from the slot's cell when the property is of one of the
-    /// ``CellKind``s and the cursor's typed reader takes the cell (what the property's codec would
-    /// read, faster); false otherwise, leaving the property as it was.
-    @inline(__always)
-    private static func readCell(
-        _ cursor: RowCursor, _ slot: AttributeSlot, into field: UnsafeMutableRawPointer
-    )
-        -> Bool
-    {
-        let cell = slot.cell
-        func set<T>(_ value: T?, as _: T.Type) -> Bool {
-            guard let value else { return false }
-            field.assumingMemoryBound(to: T.self).pointee = value
-            return true
-        }
-        func setOptional<T>(_ read: (Int) -> T?, as _: T.Type) -> Bool {
-            if cursor.isNull(cell) {
-                field.assumingMemoryBound(to: T?.self).pointee = nil
-                return true
-            }
-            guard let value = read(cell) else { return false }
-            field.assumingMemoryBound(to: T?.self).pointee = value
-            return true
-        }
-        switch slot.kind {
-        case .string: return set(cursor.string(cell), as: String.self)
-        case .optionalString: return setOptional(cursor.string, as: String.self)
-        case .int: return set(cursor.integer(cell).map { Int($0) }, as: Int.self)
-        case .optionalInt: return setOptional({ cursor.integer($0).map { Int($0) } }, as: Int.self)
-        case .double: return set(cursor.double(cell), as: Double.self)
-        case .optionalDouble: return setOptional(cursor.double, as: Double.self)
-        case .date: return set(cursor.date(cell)?.date, as: Date.self)
-        case .optionalDate: return setOptional({ cursor.date($0)?.date }, as: Date.self)
-        case .bool: return set(cursor.bool(cell), as: Bool.self)
-        case .optionalBool: return setOptional(cursor.bool, as: Bool.self)
-        case .other: return false
-        }
+        materializer.metadata(forStored: entity)
     }
 
     /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
@@ -870,7 +719,7 @@ public final class ModelContext {
             var found = false
             try forEachRow(recordQuery(backing.metadata.entityName, id: id)) { cursor throws(DeckError) in
                 found = true
-                let layout = try layout(entity: cursor.entity, names: cursor.names)
+                let layout = try materializer.layout(entity: cursor.entity, names: cursor.names)
                 var failure: DeckError?
                 notifying(object, backing, properties: told) {
                     // The relationships load again: they let go of what they held (see
@@ -880,7 +729,7 @@ public final class ModelContext {
                         relationship.setTargets([], in: object)
                     }
                     do throws(DeckError) {
-                        try load(cursor, layout: layout, into: object, backing: backing)
+                        try materializer.load(cursor, layout: layout, into: object, backing: backing)
                     } catch {
                         failure = error
                     }
@@ -906,164 +755,16 @@ public final class ModelContext {
         notify(object, backing) { self.notifying(object, backing, properties: rest, change) }
     }
 
-    /// Loads a property that was not loaded yet (called from its getter).
+    /// Loads a property that was not loaded yet (called from its getter; see ``Faulting``).
     func load(
         _ kind: ModelBacking.Pending, property accessor: PropertyAccessor, of object: AnyObject,
         backing: ModelBacking
     ) {
-        do {
-            switch kind {
-            case .blob(let reference):
-                let data = try store.read { try $0.data(for: reference) }
-                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
-            case .file(let url):
-                let data = try InputFile.contents(of: url)
-                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
-            // Read: the value is in memory now, and the save writes it from there.
-            case .toOne(let id):
-                guard let id, let relationship = accessor.relationshipAccess else { return }
-                let destination = relationship.destinationMetadata
-                // The common case, a target this context holds (the deck of the card before), in
-                // a few dozen instructions.
-                if let target = registry.object(root: destination.rootKey, id: id), destination.admits(target)
-                {
-                    return accessor.setToOneTarget(target, in: object)
-                }
-                if let target = try loadToOneOfNeighbours(
-                    accessor, destination: destination, around: backing, target: id)
-                {
-                    return accessor.setToOneTarget(target, in: object)
-                }
-                accessor.setToOneTarget(try instances(of: destination, ids: [id]).first, in: object)
-            case .toMany:
-                guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
-                let destination = relationship.destinationMetadata
-                let ids = try store.read {
-                    try $0.related(backing.metadata.entityName, id: id, accessor.name)
-                }
-                let stored = try instances(of: destination, ids: ids)
-                backing.storedTargets[accessor.index] = Set(ids)
-                relationship.setTargets(
-                    overlay(
-                        stored, of: object, backing: backing, accessor: accessor,
-                        destination: destination), in: object)
-            }
-        } catch {
-            lastLoadError = DeckError.wrap(error)
-            if case .closed(let path)? = lastLoadError {
-                ModelLoader.documentClosed(path: path, property: accessor, of: backing)
-            }
-            // A file that cannot be read stays the value to save, so that the save fails rather
-            // than write the default in its place.
-            if case .file = kind { backing.setPending(accessor.index, kind) }
-        }
+        faulting.load(kind, property: accessor, of: object, backing: backing)
     }
 
-    /// The instances of records `ids` (registered ones, or fetched in one statement), in order.
-    func instances(of destination: ModelMetadata, ids: [Int64]) throws(DeckError) -> [AnyObject] {
-        var found: [Int64: AnyObject] = [:]
-        var missing: [Int64] = []
-        for id in ids {
-            // An instance of a sibling entity (a damaged store's reference to a record of the
-            // wrong entity) is not one of the destination's: the statement below leaves it out too.
-            if let object = registry.object(root: destination.rootKey, id: id), destination.admits(object) {
-                found[id] = object
-            } else {
-                missing.append(id)
-            }
-        }
-        // One statement per 10,000 records: far below SQLite's limit on bound values.
-        var start = 0
-        while start < missing.count {
-            let chunk = missing[start..<min(start + 10_000, missing.count)]
-            let query = RecordQuery(
-                destination.entityName, where: .recordID.isIn(chunk.map { .value(.integer($0)) }))
-            try forEachRow(query) { cursor throws(DeckError) in found[cursor.id] = try instance(at: cursor) }
-            start += chunk.count
-        }
-        return ids.compactMap { found[$0] }
-    }
-
-    /// Loads relationship `keyPath` of every model of `objects` (of `metadata`'s entity or its
-    /// subentities) that has not loaded it: one statement for the related ids of a to-many
-    /// relationship, and one (per 10,000) for the related records, however many models there are.
-    func prefetch(_ keyPath: AnyKeyPath, of objects: [AnyObject], metadata: ModelMetadata) throws(DeckError) {
-        let path = metadata.resolve(keyPath)
-        guard path.count == 1, let accessor = path.first,
-            let relationship = accessor as? any RelationshipDescribing
-        else {
-            throw DeckError.invalidQuery(
-                "relationshipKeyPathsForPrefetching: \(keyPath) is not a relationship of \(metadata.type)")
-        }
-        let index = accessor.index
-        var waiting: [(object: AnyObject, backing: ModelBacking, id: Int64)] = []
-        var targets: [Int64: [Int64]] = [:]
-        for object in objects {
-            let backing = ModelBacking.of(object)
-            guard backing.needsLoading(index), let id = backing.rowID else { continue }
-            waiting.append((object, backing, id))
-            if case .toOne(let target)? = backing.pending[index] { targets[id] = target.map { [$0] } ?? [] }
-        }
-        guard !waiting.isEmpty else { return }
-        if relationship.isToMany {
-            let owners = waiting.map(\.id)
-            do {
-                targets = try store.read { try $0.related(metadata.entityName, ids: owners, accessor.name) }
-            } catch {
-                throw DeckError.wrap(error)
-            }
-        }
-        let destination = ModelMetadata.of(relationship.destinationType)
-        let all = Array(Set(targets.values.joined()))
-        let found = try instances(of: destination, ids: all)
-        var instancesByID: [Int64: AnyObject] = [:]
-        for object in found {
-            if let id = ModelBacking.of(object).rowID { instancesByID[id] = object }
-        }
-        for (object, backing, id) in waiting {
-            let related = (targets[id] ?? []).compactMap { instancesByID[$0] }
-            backing.setPending(index, nil)
-            if relationship.isToMany {
-                backing.storedTargets[index] = Set(targets[id] ?? [])
-                relationship.setTargets(
-                    overlay(
-                        related, of: object, backing: backing, accessor: accessor, destination: destination),
-                    in: object)
-            } else {
-                relationship.setTargets(related, in: object)
-            }
-        }
-    }
-
-    /// A to-many relationship loaded from the store, with this context's unsaved changes to the
-    /// other side applied: a model whose inverse changed here belongs if its inverse now holds
-    /// `object`; deleted models do not belong.
-    private func overlay(
-        _ stored: [AnyObject], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
-        destination: ModelMetadata
-    ) -> [AnyObject] {
-        guard hasChanges, let inverseName = backing.metadata.inverseName(of: accessor.index)
-        else {
-            return stored.filter { ModelBacking.of($0).status != .deleted }
-        }
-        func decided(_ candidate: AnyObject) -> Bool? {
-            let other = ModelBacking.of(candidate)
-            if other.status == .deleted { return false }
-            guard let inverse = other.metadata.property(named: inverseName) as? any RelationshipDescribing,
-                let index = other.metadata.property(named: inverseName)?.index,
-                other.status == .inserted || other.isChanged(index), !other.needsLoading(index)
-            else { return nil }
-            return inverse.targets(in: candidate).contains { $0 === object }
-        }
-        var result = stored.filter { decided($0) ?? true }
-        for candidate in Array(changes.inserted.values) + Array(changes.changed.values)
-        where ModelBacking.of(candidate).metadata.inherits(from: destination)
-            && !result.contains(where: { $0 === candidate }) && decided(candidate) == true
-        {
-            result.append(candidate)
-        }
-        return result
-    }
+    /// Lazy and batch loading of this context's models.
+    var faulting: Faulting { Faulting(context: self) }
 }
 
 /// Attribute access without the value type.
