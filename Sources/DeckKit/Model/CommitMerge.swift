@@ -192,7 +192,7 @@ struct CommitMerge {
         let indices = row.attributes.map(\.index) + row.toOne.map(\.index) + stale
         guard !indices.isEmpty else { return }
         var failure: DeckError?
-        context.notifying(object, backing, properties: indices) {
+        ModelBacking.notifying(object, backing, properties: indices) {
             for (index, value) in row.attributes {
                 switch value {
                 case .blob(let reference):
@@ -274,7 +274,7 @@ struct CommitMerge {
                 let targets = relationship.targets(in: object)
                 let kept = targets.filter { gone[ObjectIdentifier($0)] == nil }
                 guard kept.count != targets.count else { continue }
-                context.notifying(object, backing, properties: [accessor.index]) {
+                ModelBacking.notifying(object, backing, properties: [accessor.index]) {
                     relationship.setTargets(kept, in: object)
                 }
             }

@@ -176,4 +176,45 @@ struct Faulting {
         }
         return result
     }
+
+    /// Reads `object`'s saved values again (after a rollback).
+    /// Observers of the properties that change are told.
+    func reload(_ object: AnyObject, backing: ModelBacking) {
+        let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
+        // The loaded relationships go back to not loaded: their observers are told too, since what
+        // is not loaded changes without telling anyone (inverse changes, merges skip it).
+        let told =
+            changedProperties
+            + backing.metadata.relationships.map(\.accessor.index).filter {
+                !backing.needsLoading($0) && !backing.isChanged($0)
+            }
+        backing.clearChanges()
+        guard let id = backing.rowID else { return }
+        do {
+            var found = false
+            try context.forEachRow(context.recordQuery(backing.metadata.entityName, id: id)) {
+                cursor throws(DeckError) in
+                found = true
+                let layout = try context.materializer.layout(entity: cursor.entity, names: cursor.names)
+                var failure: DeckError?
+                ModelBacking.notifying(object, backing, properties: told) {
+                    // The relationships load again: they let go of what they held (see
+                    // ModelBacking.setRelationshipPending).
+                    for (accessor, relationship) in backing.metadata.relationships
+                    where !backing.needsLoading(accessor.index) {
+                        relationship.setTargets([], in: object)
+                    }
+                    do throws(DeckError) {
+                        try context.materializer.load(cursor, layout: layout, into: object, backing: backing)
+                    } catch {
+                        failure = error
+                    }
+                }
+                if let failure { throw failure }
+            }
+            if !found { backing.status = .deleted }
+        } catch {
+            context.lastLoadError = DeckError.wrap(error)
+        }
+    }
 }

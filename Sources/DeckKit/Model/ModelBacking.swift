@@ -395,3 +395,18 @@ extension RelationshipDescribing where Self: PropertyAccessor {
         backing.metadata.inverseName(of: index)
     }
 }
+
+extension ModelBacking {
+    /// Runs `change` (one Deck makes to `object`), telling the observers of properties `indices`
+    /// that they change.
+    static func notifying(
+        _ object: AnyObject, _ backing: ModelBacking, properties indices: [Int], _ change: () -> Void
+    ) {
+        guard backing.observation != nil, let index = indices.last else { return change() }
+        let rest = Array(indices.dropLast())
+        guard let notify = backing.metadata.properties[index].observationNotifier else {
+            return notifying(object, backing, properties: rest, change)
+        }
+        notify(object, backing) { notifying(object, backing, properties: rest, change) }
+    }
+}

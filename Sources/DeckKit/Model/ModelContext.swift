@@ -75,14 +75,14 @@ public final class ModelContext {
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) private var registry = ModelRegistry()
     /// Rows into models: the row layouts of the entities fetched so far.
-    @exclusivity(unchecked) private var materializer: RowMaterializer
+    @exclusivity(unchecked) var materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
     /// ModelContext+BatchFaulting.swift).
     var lastFetched: FetchedNeighbours?
     /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
     private var uniqueness: [ObjectIdentifier: Bool] = [:]
     /// Models with unsaved changes, strongly held until saved or rolled back.
-    private(set) var changes = ChangeTracker()
+    var changes = ChangeTracker()
 
     /// What the context's models load through once it is gone, made as it goes away when the
     /// context was not given one (``leaveModels()``).
@@ -384,7 +384,7 @@ public final class ModelContext {
         } catch {
             throw DeckError.wrap(error)
         }
-        let gone = finishSave(result.value, changes: result.changes)
+        let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
         endSaveNotifications(saving, alsoGone: gone)
         lastChange = nil
     }
@@ -403,7 +403,7 @@ public final class ModelContext {
         } catch {
             throw DeckError.wrap(error)
         }
-        let gone = finishSave(result.value, changes: result.changes)
+        let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
         endSaveNotifications(saving, alsoGone: gone)
         lastChange = nil
     }
@@ -433,7 +433,7 @@ public final class ModelContext {
         for object in refresh {
             let backing = ModelBacking.of(object)
             backing.status = .persisted
-            reload(object, backing: backing)
+            faulting.reload(object, backing: backing)
         }
     }
 
@@ -485,108 +485,6 @@ public final class ModelContext {
         return found
     }
 
-    /// Brings the models in step with a committed save.
-    /// Returns the models the save deleted, those of cascades included.
-    @discardableResult
-    private func finishSave(_ result: FlushResult, changes committed: ChangeSet) -> [AnyObject] {
-        // Values written from files are read from the store from now on.
-        for (object, index, value) in result.storedFromFiles {
-            let backing = ModelBacking.of(object)
-            if case .blob(let reference) = value {
-                backing.setPending(index, .blob(reference))
-            } else {
-                backing.setPending(index, nil)
-                _ = (backing.metadata.properties[index] as? any AttributeValueAccess)?.load(
-                    value, into: object)
-            }
-        }
-        // Instances of records an inserted model took over (an upsert): they read the saved
-        // record again once the save is done.
-        var displaced: [AnyObject] = []
-        let adopted = result.outcome.adopted
-        for (index, (object, backing)) in result.inserted.enumerated() {
-            backing.rowID = result.outcome.recordIDs[index]
-            if !adopted.isEmpty, let gid = adopted[index] {
-                backing.adopt(gid)
-                if let id = backing.rowID, let held = registry.object(root: backing.metadata.rootKey, id: id),
-                    held !== object
-                {
-                    displaced.append(held)
-                }
-            }
-            backing.status = .persisted
-            backing.clearChanges()
-            if let id = backing.rowID { register(object, backing: backing, id: id) }
-        }
-        for object in changes.changed.values { ModelBacking.of(object).clearChanges() }
-        // What the saved to-many relationships hold in the store now; those the save merged
-        // with other contexts' changes are read again.
-        for (object, _) in result.inserted { noteStoredTargets(of: object) }
-        for object in changes.changed.values { noteStoredTargets(of: object) }
-        for (object, index) in result.rereadToMany {
-            let backing = ModelBacking.of(object)
-            guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
-            backing.storedTargets[index] = nil
-            notifying(object, backing, properties: [index]) { backing.setRelationshipPending(index, .toMany) }
-        }
-        var gone: [AnyObject] = Array(changes.deleted.values)
-        // Records deleted by cascades, and so their models here.
-        for (entity, ids) in committed.deleted {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                if let object = registry.object(root: metadata.rootKey, id: id) { gone.append(object) }
-            }
-        }
-        for object in gone {
-            let backing = ModelBacking.of(object)
-            if let id = backing.rowID {
-                registry.remove(root: backing.metadata.rootKey, id: id)
-            }
-            backing.status = .deleted
-            backing.rowID = nil
-            backing.context = nil
-            backing.clearChanges()
-        }
-        changes.removeAll()
-        reread(displaced)
-        // The store nullified references to deleted records: so do the models here, the deleted
-        // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
-        // each other for good: they are in no registry, so nothing would break the cycle).
-        if !gone.isEmpty {
-            for object in gone { dropDeletedTargets(of: object) }
-            dropDeletedTargets(committed)
-        }
-        return gone
-    }
-
-    /// Records what `object`'s loaded to-many relationships hold, as the store now holds them
-    /// (after its save): the base its next changes to them are merged onto.
-    private func noteStoredTargets(of object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        guard backing.status == .persisted else { return }
-        for (accessor, relationship) in backing.metadata.relationships
-        where relationship.isToMany && !backing.needsLoading(accessor.index) {
-            backing.storedTargets[accessor.index] = Set(
-                relationship.targets(in: object).compactMap { ModelBacking.of($0).rowID })
-        }
-    }
-
-    private func dropDeletedTargets(of object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        for (accessor, relationship) in backing.metadata.relationships
-        where !backing.needsLoading(accessor.index) {
-            let targets = relationship.targets(in: object)
-            let kept = targets.filter { ModelBacking.of($0).status != .deleted }
-            if kept.count != targets.count {
-                if let notify = accessor.observationNotifier {
-                    notify(object, backing) { relationship.setTargets(kept, in: object) }
-                } else {
-                    relationship.setTargets(kept, in: object)
-                }
-            }
-        }
-    }
-
     // MARK: Records and instances
 
     /// The inserted models, in the order they were inserted.
@@ -604,38 +502,6 @@ public final class ModelContext {
         registry.forEachObject(inRoots: includes, body)
     }
 
-    /// Marks the models of records a store-side delete removed as deleted.
-    func forgetDeleted(_ changes: ChangeSet) {
-        var gone: [AnyObject] = []
-        for (entity, ids) in changes.deleted {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                guard let object = registry.remove(root: metadata.rootKey, id: id) else { continue }
-                let backing = ModelBacking.of(object)
-                backing.status = .deleted
-                backing.rowID = nil
-                backing.context = nil
-                gone.append(object)
-            }
-        }
-        // The deleted models too, which are in no registry now (as in finishSave).
-        for object in gone { dropDeletedTargets(of: object) }
-        dropDeletedTargets(changes)
-    }
-
-    /// Takes the deleted models out of the relationships of the models the store updated.
-    private func dropDeletedTargets(_ changes: ChangeSet) {
-        for (entity, ids) in changes.updated {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                guard let object = registry.object(root: metadata.rootKey, id: id) else {
-                    continue
-                }
-                dropDeletedTargets(of: object)
-            }
-        }
-    }
-
     /// Forgets the unsaved changes of `object`, whose record another writer deleted.
     func forgetUnsavedChanges(of object: AnyObject) {
         changes.forget(ObjectIdentifier(object))
@@ -646,7 +512,14 @@ public final class ModelContext {
         registry.remove(root: root, id: id, ifObject: backing.objectID)
     }
 
-    private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
+    /// Removes the entry of record `id` of root entity `root`, whatever instance it names; returns
+    /// that instance.
+    @discardableResult
+    func unregister(_ root: ObjectIdentifier, _ id: Int64) -> AnyObject? {
+        registry.remove(root: root, id: id)
+    }
+
+    func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
         registry.register(object, root: backing.metadata.rootKey, id: id)
     }
 
@@ -700,59 +573,6 @@ public final class ModelContext {
     /// The query for record `id` of `entity`.
     func recordQuery(_ entity: String, id: Int64) -> RecordQuery {
         RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)
-    }
-
-    /// Reads `object`'s saved values again (after a rollback).
-    /// Observers of the properties that change are told.
-    func reload(_ object: AnyObject, backing: ModelBacking) {
-        let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
-        // The loaded relationships go back to not loaded: their observers are told too, since what
-        // is not loaded changes without telling anyone (inverse changes, merges skip it).
-        let told =
-            changedProperties
-            + backing.metadata.relationships.map(\.accessor.index).filter {
-                !backing.needsLoading($0) && !backing.isChanged($0)
-            }
-        backing.clearChanges()
-        guard let id = backing.rowID else { return }
-        do {
-            var found = false
-            try forEachRow(recordQuery(backing.metadata.entityName, id: id)) { cursor throws(DeckError) in
-                found = true
-                let layout = try materializer.layout(entity: cursor.entity, names: cursor.names)
-                var failure: DeckError?
-                notifying(object, backing, properties: told) {
-                    // The relationships load again: they let go of what they held (see
-                    // ModelBacking.setRelationshipPending).
-                    for (accessor, relationship) in backing.metadata.relationships
-                    where !backing.needsLoading(accessor.index) {
-                        relationship.setTargets([], in: object)
-                    }
-                    do throws(DeckError) {
-                        try materializer.load(cursor, layout: layout, into: object, backing: backing)
-                    } catch {
-                        failure = error
-                    }
-                }
-                if let failure { throw failure }
-            }
-            if !found { backing.status = .deleted }
-        } catch {
-            lastLoadError = DeckError.wrap(error)
-        }
-    }
-
-    /// Runs `change` (one Deck makes to `object`), telling the observers of properties `indices`
-    /// that they change.
-    func notifying(
-        _ object: AnyObject, _ backing: ModelBacking, properties indices: [Int], _ change: () -> Void
-    ) {
-        guard backing.observation != nil, let index = indices.last else { return change() }
-        let rest = Array(indices.dropLast())
-        guard let notify = backing.metadata.properties[index].observationNotifier else {
-            return notifying(object, backing, properties: rest, change)
-        }
-        notify(object, backing) { self.notifying(object, backing, properties: rest, change) }
     }
 
     /// Loads a property that was not loaded yet (called from its getter; see ``Faulting``).
