@@ -38,24 +38,7 @@ extension ModelContext {
     /// How many models `descriptor` selects (its limit and offset apply).
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> Int {
         mergeCommittedChanges()
-        func query(_ rowID: @escaping (AnyObject) -> Int64?, _ reader: StoreReader?) throws(DeckError)
-            -> RecordQuery
-        {
-            var query = try fetcher.recordQuery(for: descriptor, rowID: rowID, reader: reader)
-            query.sort = []
-            return query
-        }
-        if descriptor.includePendingChanges && hasChanges {
-            var count = 0
-            try fetcher.withRows(includingChanges: true, query: query) { _, _ in count += 1 }
-            return count
-        }
-        let counted = try query({ ModelBacking.of($0).rowID }, nil)
-        do {
-            return try store.read { try $0.count(counted) }
-        } catch {
-            throw DeckError.wrap(error)
-        }
+        return try fetcher.count(descriptor)
     }
 
     /// The identifiers of the models `descriptor` selects, without making the models.
@@ -63,21 +46,7 @@ extension ModelContext {
         -> [PersistentIdentifier]
     {
         mergeCommittedChanges()
-        var identifiers: [PersistentIdentifier] = []
-        try fetcher.withRows(
-            includingChanges: descriptor.includePendingChanges,
-            query: fetcher.queryBuilder(for: descriptor)
-        ) { cursor, temporary in
-            if let object = temporary[cursor.id] {
-                identifiers.append(ModelBacking.of(object).identifier)
-            } else if let globalID = cursor.globalID {
-                identifiers.append(
-                    PersistentIdentifier(
-                        entityName: metadata(forStored: cursor.entity)?.entityName ?? cursor.entity,
-                        id: globalID))
-            }
-        }
-        return identifiers
+        return try fetcher.identifiers(descriptor)
     }
 
     /// Calls `block` with each model `descriptor` selects, in its order, fetching `batchSize` at a
@@ -112,22 +81,7 @@ extension ModelContext {
             throw DeckError.misuse("fetchLimit must not be negative")
         }
         mergeCommittedChanges()
-        var remaining = descriptor.fetchLimit ?? Int.max
-        var batch = descriptor
-        var end: ModelFetcher.BatchEnd?
-        while remaining > 0 {
-            let limit = min(batchSize, remaining)
-            batch.fetchLimit = limit
-            let fetched = try fetcher.fetch(batch, after: end, readsEnd: true)
-            // The batch's models go once the block is done with them, unless it kept them.
-            defer { unloadRelationships(reachedFrom: fetched.models) }
-            for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
-            guard fetched.rows == limit, let last = fetched.end else { break }
-            remaining -= limit
-            // The offset skipped rows before the first batch; the next starts after this one's end.
-            batch.fetchOffset = nil
-            end = last
-        }
+        try fetcher.enumerate(descriptor, batchSize: batchSize, block: block)
     }
 
     /// The model of `identifier`: the registered instance, or one read from the store.
@@ -135,26 +89,7 @@ extension ModelContext {
     public func model(for identifier: PersistentIdentifier) throws(DeckError) -> any PersistentModel {
         mergeCommittedChanges()
         if let model = registeredModel(identifier) { return model }
-        guard let metadata = schema.metadata(named: identifier.entityName) else {
-            throw DeckError.unknownEntity(identifier.entityName, known: schema.metadata.keys.sorted())
-        }
-        var found: AnyObject?
-        do {
-            try store.read { reader in
-                guard let id = try reader.recordID(metadata.entityName, globalID: identifier.id) else {
-                    return
-                }
-                try forEachRow(recordQuery(metadata.entityName, id: id), in: reader) {
-                    cursor throws(DeckError) in found = try instance(at: cursor)
-                }
-            }
-        } catch {
-            throw DeckError.wrap(error)
-        }
-        guard let model = found as? any PersistentModel else {
-            throw DeckError.globalIDNotFound(entity: identifier.entityName, globalID: identifier.id)
-        }
-        return model
+        return try fetcher.model(for: identifier)
     }
 
     /// The model of `identifier` if this context has an instance of it, else nil. It does not read
@@ -180,32 +115,7 @@ extension ModelContext {
         model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true
     ) throws(DeckError) {
         try save()
-        var query = try fetcher.recordQuery(for: FetchDescriptor<T>(predicate: predicate))
-        query.includesSubentities = includeSubclasses
-        var queries = [query]
-        if !includeSubclasses {
-            // Records of entities of the document the models do not know are their nearest known
-            // ancestor's (a later app's subentities): `model`'s own, here.
-            for entity in store.schema.entities
-            where entity.superentity == query.entity && schema.metadata(named: entity.name) == nil {
-                var below = query
-                below.entity = entity.name
-                below.includesSubentities = true
-                queries.append(below)
-            }
-        }
-        let all = queries
-        let changes: ChangeSet
-        do {
-            changes = try store.write { tx in
-                // The context's own change, which it applies itself (below), not as another's.
-                tx.author = merging.observation
-                for query in all { try tx.delete(query) }
-            }.changes
-        } catch {
-            throw DeckError.wrap(error)
-        }
-        SaveCompletion(context: self).forgetDeleted(changes)
+        try fetcher.delete(model, where: predicate, includeSubclasses: includeSubclasses)
     }
 }
 

@@ -47,7 +47,7 @@ public final class ModelContext {
     /// for other contexts, as in SwiftData; setting it on one makes ``processPendingChanges()``
     /// save, which its owner calls where it wants a save.
     public var autosaveEnabled: Bool {
-        didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
+        didSet { if autosaveEnabled && hasChanges { Autosave.schedule(self) } }
     }
 
     /// How long the main context's autosave waits after the last change before it saves (one
@@ -56,7 +56,7 @@ public final class ModelContext {
 
     /// The last autosave's failure, nil after one that succeeded (a Deck addition: SwiftData
     /// does not report autosave failures).
-    public private(set) var lastAutosaveError: DeckError?
+    public internal(set) var lastAutosaveError: DeckError?
 
     /// The store and the schema, held here too so that a main context can still save while its
     /// container goes away.
@@ -65,12 +65,8 @@ public final class ModelContext {
     private let allowsSave: Bool
     /// The main context, which autosaves on the main actor.
     let isMainContext: Bool
-    /// When the last change that restarts the autosave's quiet interval was made.
-    private var lastChange: ContinuousClock.Instant?
-    private var isAutosaveScheduled = false
-    /// After a failed autosave with no change since: how long it waits before it tries the same
-    /// changes again (a second or the autosave delay, doubling up to a minute), and when.
-    private var autosaveRetry: (pause: Duration, at: ContinuousClock.Instant)?
+    /// Where the main context's autosave stands (``Autosave``).
+    var autosaving = Autosave()
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) private var registry = ModelRegistry()
@@ -281,84 +277,9 @@ public final class ModelContext {
     @inline(__always)
     private func noteChangeForAutosave() {
         guard isMainContext, autosaveEnabled else { return }
-        lastChange = .now
-        autosaveRetry = nil
-        if !isAutosaveScheduled { scheduleAutosave() }
-    }
-
-    /// Starts a task on the main actor that saves once the quiet interval has passed, waiting
-    /// again while changes keep coming; it holds the context weakly, so a context that goes away
-    /// is not kept for it.
-    private func scheduleAutosave() {
-        guard isMainContext, !isAutosaveScheduled else { return }
-        isAutosaveScheduled = true
-        if lastChange == nil { lastChange = .now }
-        let box = WeakContext(self)
-        Task { @MainActor in
-            while true {
-                switch box.context?.autosaveStep() {
-                case .wait(let due)?: try? await Task.sleep(until: due, clock: .continuous)
-                case .save?:
-                    // Waits for the writer without blocking the main actor.
-                    await box.context?.autosaveSuspending()
-                    return
-                case .stop?, nil: return
-                }
-            }
-        }
-    }
-
-    private enum AutosaveStep {
-        case wait(ContinuousClock.Instant)
-        case save
-        case stop
-    }
-
-    /// What the autosave does next: wait until the quiet interval has passed, save, or stop.
-    private func autosaveStep() -> AutosaveStep {
-        guard autosaveEnabled, hasChanges, let lastChange else {
-            isAutosaveScheduled = false
-            return .stop
-        }
-        var due = lastChange + autosaveDelay
-        if let retry = autosaveRetry, retry.at > due { due = retry.at }
-        if ContinuousClock.now < due { return .wait(due) }
-        isAutosaveScheduled = false
-        return .save
-    }
-
-    /// Saves now as the autosave does, keeping a failure in ``lastAutosaveError``.
-    func autosave() {
-        guard autosaveEnabled, hasChanges else { return }
-        do {
-            try save()
-            lastAutosaveError = nil
-        } catch {
-            lastAutosaveError = error
-        }
-    }
-
-    /// ``autosave()``, waiting for this process's other writers by suspending.
-    nonisolated(nonsending) func autosaveSuspending() async {
-        guard autosaveEnabled, hasChanges else { return }
-        let changedBefore = lastChange
-        do {
-            try await saveSuspending()
-            lastAutosaveError = nil
-            autosaveRetry = nil
-        } catch {
-            lastAutosaveError = error
-            // Trying the same changes again at once would fail again, over and over; never
-            // trying them again would keep a passing failure's changes unsaved. So the same
-            // changes wait a pause that grows; the next change (which may fix what failed) ends it.
-            if lastChange == changedBefore {
-                let pause =
-                    autosaveRetry.map { min($0.pause * 2, .seconds(60)) } ?? max(autosaveDelay, .seconds(1))
-                autosaveRetry = (pause, .now + pause)
-            }
-        }
-        // Changes made while it waited start a new quiet interval.
-        if hasChanges { scheduleAutosave() }
+        autosaving.lastChange = .now
+        autosaving.retry = nil
+        if !autosaving.isScheduled { Autosave.schedule(self) }
     }
 
     /// Applies other contexts' saves to the models here (as every operation of the context does
@@ -386,7 +307,7 @@ public final class ModelContext {
         }
         let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
         endSaveNotifications(saving, alsoGone: gone)
-        lastChange = nil
+        autosaving.lastChange = nil
     }
 
     /// ``save()``, waiting for this process's other writers by suspending the task rather than
@@ -405,7 +326,7 @@ public final class ModelContext {
         }
         let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
         endSaveNotifications(saving, alsoGone: gone)
-        lastChange = nil
+        autosaving.lastChange = nil
     }
 
     /// Runs `block`, then saves; when `block` or the save throws, rolls back and rethrows.
@@ -608,12 +529,4 @@ extension AttributeAccessor: AttributeValueAccess {
             throw error
         }
     }
-}
-
-/// A main context reached from its autosave task, which runs on the main actor as the context
-/// does; weak, so the task does not keep the context.
-private final class WeakContext: @unchecked Sendable {
-    weak var context: ModelContext?
-
-    init(_ context: ModelContext) { self.context = context }
 }

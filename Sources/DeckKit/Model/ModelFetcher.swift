@@ -227,4 +227,132 @@ struct ModelFetcher {
         let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)
         try context.forEachRow(query) { cursor throws(DeckError) in try body(cursor, [:]) }
     }
+
+    // MARK: Operations
+
+    /// How many models `descriptor` selects (``ModelContext/fetchCount(_:)``).
+    func count<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError) -> Int {
+        func query(_ rowID: @escaping (AnyObject) -> Int64?, _ reader: StoreReader?) throws(DeckError)
+            -> RecordQuery
+        {
+            var query = try recordQuery(for: descriptor, rowID: rowID, reader: reader)
+            query.sort = []
+            return query
+        }
+        if descriptor.includePendingChanges && context.hasChanges {
+            var count = 0
+            try withRows(includingChanges: true, query: query) { _, _ in count += 1 }
+            return count
+        }
+        let counted = try query({ ModelBacking.of($0).rowID }, nil)
+        do {
+            return try context.store.read { try $0.count(counted) }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
+    /// The identifiers of the models `descriptor` selects (``ModelContext/fetchIdentifiers(_:)``).
+    func identifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws(DeckError)
+        -> [PersistentIdentifier]
+    {
+        var identifiers: [PersistentIdentifier] = []
+        try withRows(
+            includingChanges: descriptor.includePendingChanges,
+            query: queryBuilder(for: descriptor)
+        ) { cursor, temporary in
+            if let object = temporary[cursor.id] {
+                identifiers.append(ModelBacking.of(object).identifier)
+            } else if let globalID = cursor.globalID {
+                identifiers.append(
+                    PersistentIdentifier(
+                        entityName: context.metadata(forStored: cursor.entity)?.entityName ?? cursor.entity,
+                        id: globalID))
+            }
+        }
+        return identifiers
+    }
+
+    /// Calls `block` with each model `descriptor` selects, `batchSize` at a time
+    /// (``ModelContext/enumerate(_:batchSize:block:)``).
+    func enumerate<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int, block: (T) throws -> Void
+    )
+        throws
+    {
+        var remaining = descriptor.fetchLimit ?? Int.max
+        var batch = descriptor
+        var end: BatchEnd?
+        while remaining > 0 {
+            let limit = min(batchSize, remaining)
+            batch.fetchLimit = limit
+            let fetched = try fetch(batch, after: end, readsEnd: true)
+            // The batch's models go once the block is done with them, unless it kept them.
+            defer { context.unloadRelationships(reachedFrom: fetched.models) }
+            for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
+            guard fetched.rows == limit, let last = fetched.end else { break }
+            remaining -= limit
+            // The offset skipped rows before the first batch; the next starts after this one's end.
+            batch.fetchOffset = nil
+            end = last
+        }
+    }
+
+    /// The model of `identifier` read from the store (``ModelContext/model(for:)``), for one the
+    /// context has no instance of.
+    func model(for identifier: PersistentIdentifier) throws(DeckError) -> any PersistentModel {
+        guard let metadata = context.schema.metadata(named: identifier.entityName) else {
+            throw DeckError.unknownEntity(identifier.entityName, known: context.schema.metadata.keys.sorted())
+        }
+        var found: AnyObject?
+        do {
+            try context.store.read { reader in
+                guard let id = try reader.recordID(metadata.entityName, globalID: identifier.id) else {
+                    return
+                }
+                try context.forEachRow(context.recordQuery(metadata.entityName, id: id), in: reader) {
+                    cursor throws(DeckError) in found = try context.instance(at: cursor)
+                }
+            }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+        guard let model = found as? any PersistentModel else {
+            throw DeckError.globalIDNotFound(entity: identifier.entityName, globalID: identifier.id)
+        }
+        return model
+    }
+
+    /// Deletes the records of `model` that `predicate` selects, in one statement
+    /// (``ModelContext/delete(model:where:includeSubclasses:)``, after its save).
+    func delete<T: PersistentModel>(_ model: T.Type, where predicate: Predicate<T>?, includeSubclasses: Bool)
+        throws(DeckError)
+    {
+        var query = try recordQuery(for: FetchDescriptor<T>(predicate: predicate))
+        query.includesSubentities = includeSubclasses
+        var queries = [query]
+        if !includeSubclasses {
+            // Records of entities of the document the models do not know are their nearest known
+            // ancestor's (a later app's subentities): `model`'s own, here.
+            for entity in context.store.schema.entities
+            where entity.superentity == query.entity && context.schema.metadata(named: entity.name) == nil {
+                var below = query
+                below.entity = entity.name
+                below.includesSubentities = true
+                queries.append(below)
+            }
+        }
+        let all = queries
+        let changes: ChangeSet
+        do {
+            changes = try context.store.write { tx in
+                // The context's own change, which it applies itself (below), not as another's.
+                tx.author = context.merging.observation
+                for query in all { try tx.delete(query) }
+            }.changes
+        } catch {
+            throw DeckError.wrap(error)
+        }
+        SaveCompletion(context: context).forgetDeleted(changes)
+    }
 }
