@@ -60,3 +60,88 @@ struct ChangeTracker {
         self = ChangeTracker()
     }
 }
+
+extension ChangeTracker {
+    /// Inserts `object` into `context` (``ModelContext/insert(_:)``), and the models it reaches
+    /// through loaded relationships that are in no context yet.
+    static func insert(_ object: AnyObject, into context: ModelContext) {
+        let backing = ModelBacking.of(object)
+        let key = ObjectIdentifier(object)
+        // One inserted into a context that went away before saving it has no record: it is as
+        // free as a new model.
+        if backing.isFree { backing.status = .detached }
+        switch backing.status {
+        case .detached:
+            guard backing.context == nil || backing.context === context else { return }
+            backing.context = context
+            backing.status = .inserted
+            context.changes.insert(object)
+            context.noteChangeForAutosave()
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                if !relationship.isToMany {
+                    if let target = accessor.toOneTarget(in: object), ModelBacking.of(target).isFree {
+                        insert(target, into: context)
+                    }
+                    continue
+                }
+                for target in relationship.targets(in: object) where ModelBacking.of(target).isFree {
+                    insert(target, into: context)
+                }
+            }
+        case .deleted where backing.context === context:
+            context.changes.removeDeleted(key)
+            backing.status = backing.rowID == nil ? .inserted : .persisted
+            if backing.rowID == nil {
+                context.changes.insert(object)
+            } else if backing.hasChanges {
+                context.changes.change(object)
+            }
+        default:
+            guard backing.context !== context else { return }
+            insertedElsewhere(backing)
+        }
+    }
+
+    /// Stops the program: a model of another context, or of one that has gone, was inserted into
+    /// this one. Ignoring it, as Deck once did, lost its changes without a word (its context would
+    /// never save them, and this one did not take it). As in SwiftData ("Illegal attempt to insert
+    /// a model in to a different model context"), a model belongs to one context for its life;
+    /// another context reaches the same record through its `persistentModelID`.
+    static func insertedElsewhere(_ backing: ModelBacking) -> Never {
+        let entity = backing.metadata.entityName
+        let whose =
+            backing.context == nil
+            ? "a context that has gone (its changes since then cannot be saved)"
+            : "another context (\(backing.status == .deleted ? "deleted there" : "still held there"))"
+        fatalError(
+            "DeckKit: a \(entity) of \(whose) was inserted into a context: a model belongs to one context "
+                + "for its life; to change its record in this context, change the model that "
+                + "context.model(for: model.persistentModelID) gives")
+    }
+
+    /// Deletes `model` in `context` (``ModelContext/delete(_:)``).
+    static func delete(_ model: AnyObject, from context: ModelContext) {
+        let backing = ModelBacking.of(model)
+        guard backing.context === context, backing.status != .deleted else { return }
+        let key = ObjectIdentifier(model)
+        if backing.status == .inserted {
+            context.changes.removeInserted(key)
+            backing.status = .detached
+            backing.context = nil
+            // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
+            // loaded cards would still hold a card that is in no context, and the save would fail.
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
+                for target in relationship.targets(in: model) {
+                    InverseUpdate.remove(model, from: target, inverse: inverse)
+                }
+            }
+            return
+        }
+        context.changes.delete(model)
+        backing.status = .deleted
+        context.noteChangeForAutosave()
+    }
+}

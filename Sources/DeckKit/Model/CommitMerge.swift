@@ -5,7 +5,10 @@ import Foundation
 /// records read their rows again (one statement per entity per 10,000 records, with the targets
 /// of their loaded to-many relationships, in one snapshot) and take what differs, their observers
 /// told; the models of deleted records are marked deleted and leave the relationships that hold
-/// them. See "Merging" in ARCHITECTURE.md.
+/// them. A property with an unsaved change keeps it (the local change wins at the next save); an
+/// external value that changed is read again from its blob file when next read; a loaded
+/// relationship whose records differ is loaded again when next read. See "Merging" in
+/// ARCHITECTURE.md.
 struct CommitMerge {
     unowned(unsafe) let context: ModelContext
     /// The registered models of updated records, by metadata and record id.
@@ -34,6 +37,30 @@ struct CommitMerge {
 
     init(context: ModelContext) {
         self.context = context
+    }
+
+    /// Notes the models of the records that an inbox's `contents` name: every registered model
+    /// for `everything`.
+    mutating func note(_ contents: MergeInbox.Contents) {
+        switch contents {
+        case .everything:
+            for model in context.registeredModels { noteUpdated(model) }
+        case .changes(let sets):
+            for changes in sets {
+                for (entity, ids) in changes.deleted {
+                    guard let metadata = context.metadata(forStored: entity) else { continue }
+                    for id in ids {
+                        if let object = context.registeredObject(metadata, id: id) { noteGone(object) }
+                    }
+                }
+                for (entity, ids) in changes.updated {
+                    guard let metadata = context.metadata(forStored: entity) else { continue }
+                    for id in ids {
+                        if let object = context.registeredObject(metadata, id: id) { noteUpdated(object) }
+                    }
+                }
+            }
+        }
     }
 
     /// Reads the rows of the updated models and applies what differs, and the deletions.

@@ -90,18 +90,25 @@ private final class WeakMainContext: @unchecked Sendable {
     init(_ context: ModelContext) { self.context = context }
 }
 
+extension MergeState {
+    /// Starts hearing of `context`'s store's commits: each lands in the inbox, and the main
+    /// context applies them on the main actor, where it lives, without waiting for its next
+    /// operation (and so the models' observers, the UI, hear of them).
+    mutating func start(for context: ModelContext) {
+        let inbox = self.inbox
+        let main = context.isMainContext ? WeakMainContext(context) : nil
+        observation = context.store.observeCommits { changes in
+            guard inbox.deliver(changes), let main else { return }
+            Task { @MainActor in main.context?.mergeCommittedChanges() }
+        }
+        if context.store.mode == .readOnly { dataVersion = context.store.dataVersion() }
+    }
+}
+
 extension ModelContext {
     /// Starts hearing of other writers' commits (called once, at the end of `init`).
     func startMerging() {
-        let inbox = merging.inbox
-        let main = isMainContext ? WeakMainContext(self) : nil
-        merging.observation = store.observeCommits { changes in
-            guard inbox.deliver(changes), let main else { return }
-            // The main context applies them on the main actor, where it lives, without waiting
-            // for its next operation (and so the models' observers, the UI, hear of them).
-            Task { @MainActor in main.context?.mergeCommittedChanges() }
-        }
-        if store.mode == .readOnly { merging.dataVersion = store.dataVersion() }
+        merging.start(for: self)
     }
 
     /// Writes the context's changes into `transaction` for a save: as the context's own, which
@@ -112,17 +119,7 @@ extension ModelContext {
     }
 
     /// Brings the models this context holds in step with what other writers committed since it
-    /// last did: called at the start of each of its operations.
-    ///
-    /// - A model whose record was deleted is deleted here (``PersistentModel/isDeleted``, no
-    ///   context), with any unsaved change of it, and leaves the loaded relationships of the
-    ///   others.
-    /// - A model whose record was updated reads its row again (one statement per entity for all
-    ///   of them), and each property that differs takes the saved value, its observers told; a
-    ///   property with an unsaved change here keeps it (the local change wins at the next save).
-    ///   An external value that changed is read again from its blob file when next read. A loaded
-    ///   relationship whose records differ is loaded again when next read (new records appear in
-    ///   it, deleted ones leave it).
+    /// last did (``CommitMerge``): called at the start of each of its operations.
     func mergeCommittedChanges() {
         guard !merging.isApplying else { return }
         var contents = merging.inbox.take()
@@ -134,25 +131,7 @@ extension ModelContext {
         merging.isApplying = true
         defer { merging.isApplying = false }
         var merge = CommitMerge(context: self)
-        switch contents {
-        case .everything:
-            for model in registeredModels { merge.noteUpdated(model) }
-        case .changes(let sets):
-            for changes in sets {
-                for (entity, ids) in changes.deleted {
-                    guard let metadata = metadata(forStored: entity) else { continue }
-                    for id in ids {
-                        if let object = registeredObject(metadata, id: id) { merge.noteGone(object) }
-                    }
-                }
-                for (entity, ids) in changes.updated {
-                    guard let metadata = metadata(forStored: entity) else { continue }
-                    for id in ids {
-                        if let object = registeredObject(metadata, id: id) { merge.noteUpdated(object) }
-                    }
-                }
-            }
-        }
+        merge.note(contents)
         merge.run()
     }
 

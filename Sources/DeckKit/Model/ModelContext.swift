@@ -183,86 +183,14 @@ public final class ModelContext {
     }
 
     func insertModel(_ object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        let key = ObjectIdentifier(object)
-        // One inserted into a context that went away before saving it has no record: it is as
-        // free as a new model.
-        if backing.isFree { backing.status = .detached }
-        switch backing.status {
-        case .detached:
-            guard backing.context == nil || backing.context === self else { return }
-            backing.context = self
-            backing.status = .inserted
-            changes.insert(object)
-            noteChangeForAutosave()
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                if !relationship.isToMany {
-                    if let target = accessor.toOneTarget(in: object), ModelBacking.of(target).isFree {
-                        insertModel(target)
-                    }
-                    continue
-                }
-                for target in relationship.targets(in: object) where ModelBacking.of(target).isFree {
-                    insertModel(target)
-                }
-            }
-        case .deleted where backing.context === self:
-            changes.removeDeleted(key)
-            backing.status = backing.rowID == nil ? .inserted : .persisted
-            if backing.rowID == nil {
-                changes.insert(object)
-            } else if backing.hasChanges {
-                changes.change(object)
-            }
-        default:
-            guard backing.context !== self else { return }
-            Self.insertedElsewhere(backing)
-        }
-    }
-
-    /// Stops the program: a model of another context, or of one that has gone, was inserted into
-    /// this one. Ignoring it, as Deck once did, lost its changes without a word (its context would
-    /// never save them, and this one did not take it). As in SwiftData ("Illegal attempt to insert
-    /// a model in to a different model context"), a model belongs to one context for its life;
-    /// another context reaches the same record through its `persistentModelID`.
-    static func insertedElsewhere(_ backing: ModelBacking) -> Never {
-        let entity = backing.metadata.entityName
-        let whose =
-            backing.context == nil
-            ? "a context that has gone (its changes since then cannot be saved)"
-            : "another context (\(backing.status == .deleted ? "deleted there" : "still held there"))"
-        fatalError(
-            "DeckKit: a \(entity) of \(whose) was inserted into a context: a model belongs to one context "
-                + "for its life; to change its record in this context, change the model that "
-                + "context.model(for: model.persistentModelID) gives")
+        ChangeTracker.insert(object, into: self)
     }
 
     /// Deletes `model`; the next ``save()`` deletes its record, with the delete rules of its
     /// relationships (cascade, nullify, deny, no action) applied by the store. Deleting an
     /// inserted model that was never saved only forgets it.
     public func delete<T: PersistentModel>(_ model: T) {
-        let backing = ModelBacking.of(model)
-        guard backing.context === self, backing.status != .deleted else { return }
-        let key = ObjectIdentifier(model)
-        if backing.status == .inserted {
-            changes.removeInserted(key)
-            backing.status = .detached
-            backing.context = nil
-            // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
-            // loaded cards would still hold a card that is in no context, and the save would fail.
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
-                for target in relationship.targets(in: model) {
-                    InverseUpdate.remove(model, from: target, inverse: inverse)
-                }
-            }
-            return
-        }
-        changes.delete(model)
-        backing.status = .deleted
-        noteChangeForAutosave()
+        ChangeTracker.delete(model, from: self)
     }
 
     /// Called by a persisted model's backing when one of its properties changes.
@@ -275,7 +203,7 @@ public final class ModelContext {
 
     /// Restarts the main context's quiet interval, scheduling its autosave if none is.
     @inline(__always)
-    private func noteChangeForAutosave() {
+    func noteChangeForAutosave() {
         guard isMainContext, autosaveEnabled else { return }
         autosaving.lastChange = .now
         autosaving.retry = nil
@@ -298,7 +226,7 @@ public final class ModelContext {
         guard allowsSave else {
             throw DeckError.readOnly(path: store.url.path)
         }
-        let saving = beginSaveNotifications()
+        let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try store.write { transaction in try self.flushForSave(into: transaction) }
@@ -306,7 +234,7 @@ public final class ModelContext {
             throw DeckError.wrap(error)
         }
         let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
-        endSaveNotifications(saving, alsoGone: gone)
+        saving.end(self, alsoGone: gone)
         autosaving.lastChange = nil
     }
 
@@ -317,7 +245,7 @@ public final class ModelContext {
         mergeCommittedChanges()
         guard hasChanges else { return }
         guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
-        let saving = beginSaveNotifications()
+        let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try await store.write { transaction in try self.flushForSave(into: transaction) }
@@ -325,7 +253,7 @@ public final class ModelContext {
             throw DeckError.wrap(error)
         }
         let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
-        endSaveNotifications(saving, alsoGone: gone)
+        saving.end(self, alsoGone: gone)
         autosaving.lastChange = nil
     }
 
