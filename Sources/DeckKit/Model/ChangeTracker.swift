@@ -144,4 +144,21 @@ extension ChangeTracker {
         backing.status = .deleted
         context.noteChangeForAutosave()
     }
+
+    /// Drops every change of `context` (``ModelContext/rollback()``): inserted models leave the
+    /// context, deleted ones come back, changed ones read their saved values again.
+    static func rollBack(in context: ModelContext) {
+        for object in context.changes.insertedObjects {
+            let backing = ModelBacking.of(object)
+            backing.status = .detached
+            backing.context = nil
+        }
+        let refresh = Array(context.changes.changed.values) + Array(context.changes.deleted.values)
+        context.changes.removeAll()
+        for object in refresh {
+            let backing = ModelBacking.of(object)
+            backing.status = .persisted
+            context.faulting.reload(object, backing: backing)
+        }
+    }
 }

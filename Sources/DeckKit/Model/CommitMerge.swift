@@ -50,13 +50,17 @@ struct CommitMerge {
                 for (entity, ids) in changes.deleted {
                     guard let metadata = context.metadata(forStored: entity) else { continue }
                     for id in ids {
-                        if let object = context.registeredObject(metadata, id: id) { noteGone(object) }
+                        if let object = context.registry.object(root: metadata.rootKey, id: id) {
+                            noteGone(object)
+                        }
                     }
                 }
                 for (entity, ids) in changes.updated {
                     guard let metadata = context.metadata(forStored: entity) else { continue }
                     for id in ids {
-                        if let object = context.registeredObject(metadata, id: id) { noteUpdated(object) }
+                        if let object = context.registry.object(root: metadata.rootKey, id: id) {
+                            noteUpdated(object)
+                        }
                     }
                 }
             }
@@ -112,7 +116,7 @@ struct CommitMerge {
             try context.store.read { reader in
                 let query = RecordQuery(
                     metadata.entityName, where: .recordID.isIn(ids.map { .value(.integer($0)) }))
-                try context.forEachRow(query, in: reader) { cursor throws(DeckError) in
+                try context.store.forEachRow(query, in: reader) { cursor throws(DeckError) in
                     guard let object = objects[cursor.id] else { return }
                     let backing = ModelBacking.of(object)
                     // Another record under the same id is another record (ids are not reused
@@ -260,8 +264,10 @@ struct CommitMerge {
     /// changes.
     private func markDeletedElsewhere(_ object: AnyObject) {
         let backing = ModelBacking.of(object)
-        if let id = backing.rowID { context.unregister(backing.metadata.rootKey, id, backing) }
-        context.forgetUnsavedChanges(of: object)
+        if let id = backing.rowID {
+            context.registry.remove(root: backing.metadata.rootKey, id: id, ifObject: backing.objectID)
+        }
+        context.changes.forget(ObjectIdentifier(object))
         backing.status = .deleted
         backing.rowID = nil
         backing.context = nil

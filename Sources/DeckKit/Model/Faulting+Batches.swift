@@ -66,7 +66,7 @@ extension Faulting {
         let end = min(neighbours.ids.count, start + 1 + Self.faultingBatchModels)
         for position in (start + 1)..<max(start + 1, end) {
             guard missing.count < Self.faultingBatchTargets else { break }
-            guard let model = context.registeredObject(root: neighbours.root, id: neighbours.ids[position])
+            guard let model = context.registry.object(root: neighbours.root, id: neighbours.ids[position])
             else {
                 continue
             }
@@ -75,7 +75,7 @@ extension Faulting {
             guard index < other.metadata.properties.count, other.metadata.properties[index] === accessor,
                 case .toOne(let otherTarget?)? = other.pendingValue(index)
             else { continue }
-            if context.registeredObject(root: destination.rootKey, id: otherTarget) == nil {
+            if context.registry.object(root: destination.rootKey, id: otherTarget) == nil {
                 missing.insert(otherTarget)
             }
             waiting.append((model, other, otherTarget))
@@ -87,7 +87,7 @@ extension Faulting {
         for (model, other, otherTarget) in waiting {
             guard
                 let object = loaded[otherTarget]
-                    ?? context.registeredObject(root: destination.rootKey, id: otherTarget),
+                    ?? context.registry.object(root: destination.rootKey, id: otherTarget),
                 destination.admits(object)
             else { continue }
             other.setPending(index, nil)

@@ -30,7 +30,7 @@ struct Faulting {
                 let destination = relationship.destinationMetadata
                 // The common case, a target this context holds (the deck of the card before), in
                 // a few dozen instructions.
-                if let target = context.registeredObject(root: destination.rootKey, id: id),
+                if let target = context.registry.object(root: destination.rootKey, id: id),
                     destination.admits(target)
                 {
                     return accessor.setToOneTarget(target, in: object)
@@ -72,7 +72,7 @@ struct Faulting {
         for id in ids {
             // An instance of a sibling entity (a damaged store's reference to a record of the
             // wrong entity) is not one of the destination's: the statement below leaves it out too.
-            if let object = context.registeredObject(root: destination.rootKey, id: id),
+            if let object = context.registry.object(root: destination.rootKey, id: id),
                 destination.admits(object)
             {
                 found[id] = object
@@ -86,7 +86,7 @@ struct Faulting {
             let chunk = missing[start..<min(start + 10_000, missing.count)]
             let query = RecordQuery(
                 destination.entityName, where: .recordID.isIn(chunk.map { .value(.integer($0)) }))
-            try context.forEachRow(query) { cursor throws(DeckError) in
+            try context.store.forEachRow(query) { cursor throws(DeckError) in
                 found[cursor.id] = try context.instance(at: cursor)
             }
             start += chunk.count
@@ -192,7 +192,7 @@ struct Faulting {
         guard let id = backing.rowID else { return }
         do {
             var found = false
-            try context.forEachRow(context.recordQuery(backing.metadata.entityName, id: id)) {
+            try context.store.forEachRow(context.recordQuery(backing.metadata.entityName, id: id)) {
                 cursor throws(DeckError) in
                 found = true
                 let layout = try context.materializer.layout(entity: cursor.entity, names: cursor.names)

@@ -259,7 +259,7 @@ final class ModelBacking: PropertyOwner {
         guard let kind = pending[index] else { return }
         pending[index] = nil
         guard let context else { return loadWithoutContext(kind, index) }
-        context.load(kind, property: metadata.properties[index], of: object, backing: self)
+        context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
 
     /// Replaces the identity: the record an upsert matched already had one.

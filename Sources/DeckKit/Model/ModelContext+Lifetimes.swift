@@ -5,8 +5,8 @@ import Foundation
 // A loaded relationship holds its targets strongly, so two models that have loaded both sides of
 // a pair hold each other, and neither the registry (which does not retain) nor anything else
 // breaks that cycle by itself. It is broken by putting loaded relationships back to "not loaded"
-// (``ModelBacking/unloadRelationship(_:_:)``): when the context goes away (``ModelContext/leaveModels()``),
-// after each batch of an enumeration (``ModelContext/unloadRelationships(reachedFrom:)``), and when
+// (``ModelBacking/unloadRelationship(_:_:)``): when the context goes away (``LeavingPass/leave(_:)``),
+// after each batch of an enumeration (``CycleBreaker/unloadRelationships(reachedFrom:schema:)``), and when
 // the user asks (``ModelContext/unloadRelationships()``). A relationship with an unsaved change
 // stays loaded: its value is the change.
 //
@@ -41,7 +41,7 @@ final class ModelLoader {
         // A context of no container, for the load only: the instances it makes lose it when it goes
         // away, at the end of this scope, and keep this loader.
         let context = ModelContext(loader: self)
-        context.load(kind, property: accessor, of: object, backing: backing)
+        context.faulting.load(kind, property: accessor, of: object, backing: backing)
     }
 
     /// Stops the program: property `accessor` of the model of `backing` was read after its document
@@ -201,6 +201,18 @@ final class CycleBreaker {
         }
     }
 
+    /// Puts back to not loaded the relationships of every model `context` holds that break
+    /// cycles (``ModelContext/unloadRelationships()``).
+    static func unloadRelationships(in context: ModelContext) {
+        // Collected first: unloading may end instances, and the registry with them.
+        let breaker = CycleBreaker(schema: context.schema)
+        var models: [AnyObject] = []
+        context.registry.forEachObject(inRoots: breaker.rootsThatWait.contains) { object in
+            if breaker.hasRelationshipToUnload(ModelBacking.of(object)) { models.append(object) }
+        }
+        for object in models { breaker.unloadRelationships(of: ModelBacking.of(object)) }
+    }
+
     /// Puts back to not loaded the relationships loaded on `models` (a batch of an enumeration)
     /// and on every model they lead to through loaded relationships, unless they have an unsaved
     /// change, so that none of them keeps the others alive: what the caller no longer holds goes
@@ -269,31 +281,13 @@ extension ModelContext {
     /// read): a view still shown loads its models again. Attributes stay as they are. ``enumerate(_:batchSize:block:)`` does this for each batch's models by
     /// itself.
     public func unloadRelationships() {
-        // Collected first: unloading may end instances, and the registry with them.
-        let breaker = CycleBreaker(schema: schema)
-        var models: [AnyObject] = []
-        forEachRegisteredObject(inRoots: breaker.rootsThatWait.contains) { object in
-            if breaker.hasRelationshipToUnload(ModelBacking.of(object)) { models.append(object) }
-        }
-        for object in models { breaker.unloadRelationships(of: ModelBacking.of(object)) }
-    }
-
-    /// Puts back to not loaded the relationships loaded on `models` and on every model they lead
-    /// to (see ``CycleBreaker/unloadRelationships(reachedFrom:schema:)``).
-    func unloadRelationships(reachedFrom models: [AnyObject]) {
-        CycleBreaker.unloadRelationships(reachedFrom: models, schema: schema)
-    }
-
-    /// As the context goes away: its models stop holding each other and get a loader (see
-    /// ``LeavingPass/leave(_:)``).
-    func leaveModels() {
-        LeavingPass.leave(self)
+        CycleBreaker.unloadRelationships(in: self)
     }
 }
 
-/// The state of ``ModelContext/leaveModels()``, reached from the registry's walk without
+/// The state of ``LeavingPass/leave(_:)``, reached from the registry's walk without
 /// capturing variables.
-private final class LeavingPass {
+final class LeavingPass {
     let breaker: CycleBreaker
     private let given: ModelLoader?
     private let store: PackageStore
@@ -331,7 +325,7 @@ private final class LeavingPass {
         // The context's weak references are nil now: no instance that goes away unregisters, so
         // the registry cannot change while it is read; the models with relationships to unload are
         // collected, and unloaded once it has been read.
-        context.forEachRegisteredObject(inRoots: pass.breaker.rootsThatWait.contains) { pass.leave($0) }
+        context.registry.forEachObject(inRoots: pass.breaker.rootsThatWait.contains) { pass.leave($0) }
         // Unsaved models (inserted ones are not registered): values still to read from a file.
         for object in context.changes.inserted.values { pass.leave(object) }
         pass.unload()

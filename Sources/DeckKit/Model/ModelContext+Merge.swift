@@ -103,14 +103,20 @@ extension MergeState {
         }
         if context.store.mode == .readOnly { dataVersion = context.store.dataVersion() }
     }
+
+    /// Empties the inbox, returning what it held; for a read-only store, everything when another
+    /// process has committed since the last look.
+    mutating func take(from store: PackageStore) -> MergeInbox.Contents? {
+        var contents = inbox.take()
+        if store.mode == .readOnly, let version = store.dataVersion() {
+            if let known = dataVersion, known != version { contents = .everything }
+            dataVersion = version
+        }
+        return contents
+    }
 }
 
 extension ModelContext {
-    /// Starts hearing of other writers' commits (called once, at the end of `init`).
-    func startMerging() {
-        merging.start(for: self)
-    }
-
     /// Writes the context's changes into `transaction` for a save: as the context's own, which
     /// its observation does not hear of.
     func flushForSave(into transaction: StoreTransaction) throws(DeckError) -> FlushResult {
@@ -121,13 +127,7 @@ extension ModelContext {
     /// Brings the models this context holds in step with what other writers committed since it
     /// last did (``CommitMerge``): called at the start of each of its operations.
     func mergeCommittedChanges() {
-        guard !merging.isApplying else { return }
-        var contents = merging.inbox.take()
-        if store.mode == .readOnly, let version = store.dataVersion() {
-            if let known = merging.dataVersion, known != version { contents = .everything }
-            merging.dataVersion = version
-        }
-        guard let contents else { return }
+        guard !merging.isApplying, let contents = merging.take(from: store) else { return }
         merging.isApplying = true
         defer { merging.isApplying = false }
         var merge = CommitMerge(context: self)

@@ -69,19 +69,19 @@ public final class ModelContext {
     var autosaving = Autosave()
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
-    @exclusivity(unchecked) private var registry = ModelRegistry()
+    @exclusivity(unchecked) var registry = ModelRegistry()
     /// Rows into models: the row layouts of the entities fetched so far.
     @exclusivity(unchecked) var materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
     /// ModelContext+BatchFaulting.swift).
     var lastFetched: FetchedNeighbours?
-    /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
-    private var uniqueness: [ObjectIdentifier: Bool] = [:]
+    /// Whether records of an entity have unique values, by model metadata.
+    var uniqueness = UniqueEntities()
     /// Models with unsaved changes, strongly held until saved or rolled back.
     var changes = ChangeTracker()
 
     /// What the context's models load through once it is gone, made as it goes away when the
-    /// context was not given one (``leaveModels()``).
+    /// context was not given one (``LeavingPass/leave(_:)``).
     let loader: ModelLoader?
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
@@ -109,7 +109,7 @@ public final class ModelContext {
         autosaveEnabled = isMainContext
         loader = nil
         link.context = self
-        startMerging()
+        merging.start(for: self)
     }
 
     /// A context of no container that makes the instances a load through `loader` needs (a load
@@ -128,12 +128,12 @@ public final class ModelContext {
         link.context = self
     }
 
-    /// The models it knows stop holding each other and keep a way to load (``leaveModels()``).
+    /// The models it knows stop holding each other and keep a way to load (``LeavingPass/leave(_:)``).
     deinit {
         // First: from here on its models have no context (an instance that goes away during the
         // walk does not unregister).
         link.context = nil
-        leaveModels()
+        LeavingPass.leave(self)
     }
 
     /// How the models of a context reach it: one object per context, which each of its models
@@ -221,11 +221,7 @@ public final class ModelContext {
     /// records, the changed properties (only those), the deletions with their delete rules. On
     /// failure nothing is written and the context keeps its changes.
     public func save() throws(DeckError) {
-        mergeCommittedChanges()
-        guard hasChanges else { return }
-        guard allowsSave else {
-            throw DeckError.readOnly(path: store.url.path)
-        }
+        guard try isSaving() else { return }
         let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
@@ -242,9 +238,7 @@ public final class ModelContext {
     /// blocking its thread (the flush and the commit run without suspending, on the caller's
     /// executor).
     nonisolated(nonsending) func saveSuspending() async throws(DeckError) {
-        mergeCommittedChanges()
-        guard hasChanges else { return }
-        guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
+        guard try isSaving() else { return }
         let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
@@ -255,6 +249,15 @@ public final class ModelContext {
         let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
         saving.end(self, alsoGone: gone)
         autosaving.lastChange = nil
+    }
+
+    /// Applies other writers' saves first; whether there is something to save (which a read-only
+    /// document refuses).
+    private func isSaving() throws(DeckError) -> Bool {
+        mergeCommittedChanges()
+        guard hasChanges else { return false }
+        guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
+        return true
     }
 
     /// Runs `block`, then saves; when `block` or the save throws, rolls back and rethrows.
@@ -272,18 +275,7 @@ public final class ModelContext {
     /// come back, changed ones read their saved values again.
     public func rollback() {
         mergeCommittedChanges()
-        for object in changes.insertedObjects {
-            let backing = ModelBacking.of(object)
-            backing.status = .detached
-            backing.context = nil
-        }
-        let refresh = Array(changes.changed.values) + Array(changes.deleted.values)
-        changes.removeAll()
-        for object in refresh {
-            let backing = ModelBacking.of(object)
-            backing.status = .persisted
-            faulting.reload(object, backing: backing)
-        }
+        ChangeTracker.rollBack(in: self)
     }
 
     // MARK: Flushing changes into a transaction
@@ -323,63 +315,16 @@ public final class ModelContext {
         return FlushResult(planned: planned, outcome: outcome)
     }
 
-    /// Whether records of `metadata`'s entity have unique values, by the document's rules (which a
-    /// later version of the app may have added to).
-    func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
-        if let known = uniqueness[ObjectIdentifier(metadata)] { return known }
-        let found = store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
-            !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
-        }
-        uniqueness[ObjectIdentifier(metadata)] = found
-        return found
-    }
-
     // MARK: Records and instances
-
-    /// The inserted models, in the order they were inserted.
-    var insertedObjects: [AnyObject] { changes.insertedObjects }
 
     /// The models of the records this context has instances of (live ones).
     var registeredModels: [any PersistentModel] {
         registry.objects.compactMap { $0 as? any PersistentModel }
     }
 
-    /// Calls `body` with each model of a record of the root entities `includes` accepts (by
-    /// ``ModelMetadata/rootKey``) that this context has an instance of (see
-    /// ``ModelRegistry/forEachObject(inRoots:_:)``).
-    func forEachRegisteredObject(inRoots includes: (ObjectIdentifier) -> Bool, _ body: (AnyObject) -> Void) {
-        registry.forEachObject(inRoots: includes, body)
-    }
-
-    /// Forgets the unsaved changes of `object`, whose record another writer deleted.
-    func forgetUnsavedChanges(of object: AnyObject) {
-        changes.forget(ObjectIdentifier(object))
-    }
-
     /// Called by a backing whose instance is going away.
     func unregister(_ root: ObjectIdentifier, _ id: Int64, _ backing: ModelBacking) {
         registry.remove(root: root, id: id, ifObject: backing.objectID)
-    }
-
-    /// Removes the entry of record `id` of root entity `root`, whatever instance it names; returns
-    /// that instance.
-    @discardableResult
-    func unregister(_ root: ObjectIdentifier, _ id: Int64) -> AnyObject? {
-        registry.remove(root: root, id: id)
-    }
-
-    func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
-        registry.register(object, root: backing.metadata.rootKey, id: id)
-    }
-
-    /// The registered instance of record `id` of root entity `root` (``ModelMetadata/rootKey``).
-    func registeredObject(root: ObjectIdentifier, id: Int64) -> AnyObject? {
-        registry.object(root: root, id: id)
-    }
-
-    /// The registered instance of record `id` of `metadata`'s hierarchy, if there is one.
-    func registeredObject(_ metadata: ModelMetadata, id: Int64) -> AnyObject? {
-        registry.object(root: metadata.rootKey, id: id)
     }
 
     /// The instance for the cursor's row: the registered one, or a new one with the row's values.
@@ -403,33 +348,9 @@ public final class ModelContext {
         materializer.metadata(forStored: entity)
     }
 
-    /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
-    /// the committed store when it is nil.
-    func forEachRow(
-        _ query: RecordQuery, in reader: StoreReader? = nil, _ body: (RowCursor) throws(DeckError) -> Void
-    ) throws(DeckError) {
-        do {
-            if let reader {
-                try reader.forEachCursor(query) { try body($0) }
-            } else {
-                try store.read { reader in try reader.forEachCursor(query) { try body($0) } }
-            }
-        } catch {
-            throw DeckError.wrap(error)
-        }
-    }
-
     /// The query for record `id` of `entity`.
     func recordQuery(_ entity: String, id: Int64) -> RecordQuery {
         RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)
-    }
-
-    /// Loads a property that was not loaded yet (called from its getter; see ``Faulting``).
-    func load(
-        _ kind: ModelBacking.Pending, property accessor: PropertyAccessor, of object: AnyObject,
-        backing: ModelBacking
-    ) {
-        faulting.load(kind, property: accessor, of: object, backing: backing)
     }
 
     /// Lazy and batch loading of this context's models.

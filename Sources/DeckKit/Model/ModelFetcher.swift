@@ -60,7 +60,7 @@ struct ModelFetcher {
                 if let model = temporary[cursor.id] {
                     let root = ModelBacking.of(model).metadata.rootKey
                     var before: [AnyObject] = []
-                    for object in context.insertedObjects
+                    for object in context.changes.insertedObjects
                     where ModelBacking.of(object).metadata.rootKey == root {
                         if object === model { break }
                         before.append(object)
@@ -117,7 +117,7 @@ struct ModelFetcher {
         let earlier = Set(insertedBefore.map(ObjectIdentifier.init) + [ObjectIdentifier(model)])
         let root = ModelBacking.of(model).metadata.rootKey
         var first: Int64?
-        for object in context.insertedObjects
+        for object in context.changes.insertedObjects
         where ModelBacking.of(object).metadata.rootKey == root && !earlier.contains(ObjectIdentifier(object))
         {
             if let id = rowID(object) { first = min(first ?? id, id) }
@@ -195,7 +195,8 @@ struct ModelFetcher {
             // unsaved models can stand for its rows.
             let root = context.schema.metadata(named: query.entity)?.rootKey
             var temporary: [Int64: AnyObject] = [:]
-            for object in context.insertedObjects where ModelBacking.of(object).metadata.rootKey == root {
+            for object in context.changes.insertedObjects
+            where ModelBacking.of(object).metadata.rootKey == root {
                 guard let id = flushed.rowID(of: object) else { continue }
                 temporary[id] = object
             }
@@ -209,9 +210,9 @@ struct ModelFetcher {
                 altered.formUnion(ids)
             }
             var madeFromAltered: [Int64] = []
-            try context.forEachRow(query, in: transaction) { cursor throws(DeckError) in
+            try context.store.forEachRow(query, in: transaction) { cursor throws(DeckError) in
                 if let root, altered.contains(cursor.id),
-                    context.registeredObject(root: root, id: cursor.id) == nil
+                    context.registry.object(root: root, id: cursor.id) == nil
                 {
                     madeFromAltered.append(cursor.id)
                 }
@@ -219,13 +220,13 @@ struct ModelFetcher {
             }
             transaction.rollback()
             for id in madeFromAltered {
-                guard let root, let object = context.registeredObject(root: root, id: id) else { continue }
+                guard let root, let object = context.registry.object(root: root, id: id) else { continue }
                 context.faulting.reload(object, backing: ModelBacking.of(object))
             }
             return
         }
         let query = try makeQuery({ ModelBacking.of($0).rowID }, nil)
-        try context.forEachRow(query) { cursor throws(DeckError) in try body(cursor, [:]) }
+        try context.store.forEachRow(query) { cursor throws(DeckError) in try body(cursor, [:]) }
     }
 
     // MARK: Operations
@@ -288,7 +289,7 @@ struct ModelFetcher {
             batch.fetchLimit = limit
             let fetched = try fetch(batch, after: end, readsEnd: true)
             // The batch's models go once the block is done with them, unless it kept them.
-            defer { context.unloadRelationships(reachedFrom: fetched.models) }
+            defer { CycleBreaker.unloadRelationships(reachedFrom: fetched.models, schema: context.schema) }
             for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
             guard fetched.rows == limit, let last = fetched.end else { break }
             remaining -= limit
@@ -310,7 +311,7 @@ struct ModelFetcher {
                 guard let id = try reader.recordID(metadata.entityName, globalID: identifier.id) else {
                     return
                 }
-                try context.forEachRow(context.recordQuery(metadata.entityName, id: id), in: reader) {
+                try context.store.forEachRow(context.recordQuery(metadata.entityName, id: id), in: reader) {
                     cursor throws(DeckError) in found = try context.instance(at: cursor)
                 }
             }

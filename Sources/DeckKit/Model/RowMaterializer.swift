@@ -176,3 +176,21 @@ struct RowMaterializer {
         }
     }
 }
+
+extension PackageStore {
+    /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
+    /// the committed store when it is nil.
+    func forEachRow(
+        _ query: RecordQuery, in reader: StoreReader? = nil, _ body: (RowCursor) throws(DeckError) -> Void
+    ) throws(DeckError) {
+        do {
+            if let reader {
+                try reader.forEachCursor(query) { try body($0) }
+            } else {
+                try read { reader in try reader.forEachCursor(query) { try body($0) } }
+            }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+}

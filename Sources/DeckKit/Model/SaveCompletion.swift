@@ -31,7 +31,7 @@ struct SaveCompletion {
             if !adopted.isEmpty, let gid = adopted[index] {
                 backing.adopt(gid)
                 if let id = backing.rowID,
-                    let held = context.registeredObject(root: backing.metadata.rootKey, id: id),
+                    let held = context.registry.object(root: backing.metadata.rootKey, id: id),
                     held !== object
                 {
                     displaced.append(held)
@@ -39,7 +39,9 @@ struct SaveCompletion {
             }
             backing.status = .persisted
             backing.clearChanges()
-            if let id = backing.rowID { context.register(object, backing: backing, id: id) }
+            if let id = backing.rowID {
+                context.registry.register(object, root: backing.metadata.rootKey, id: id)
+            }
         }
         for object in context.changes.changed.values { ModelBacking.of(object).clearChanges() }
         // What the saved to-many relationships hold in the store now; those the save merged
@@ -59,7 +61,7 @@ struct SaveCompletion {
         for (entity, ids) in committed.deleted {
             guard let metadata = context.metadata(forStored: entity) else { continue }
             for id in ids {
-                if let object = context.registeredObject(root: metadata.rootKey, id: id) {
+                if let object = context.registry.object(root: metadata.rootKey, id: id) {
                     gone.append(object)
                 }
             }
@@ -67,7 +69,7 @@ struct SaveCompletion {
         for object in gone {
             let backing = ModelBacking.of(object)
             if let id = backing.rowID {
-                context.unregister(backing.metadata.rootKey, id)
+                context.registry.remove(root: backing.metadata.rootKey, id: id)
             }
             backing.status = .deleted
             backing.rowID = nil
@@ -120,7 +122,7 @@ struct SaveCompletion {
         for (entity, ids) in changes.deleted {
             guard let metadata = context.metadata(forStored: entity) else { continue }
             for id in ids {
-                guard let object = context.unregister(metadata.rootKey, id) else { continue }
+                guard let object = context.registry.remove(root: metadata.rootKey, id: id) else { continue }
                 let backing = ModelBacking.of(object)
                 backing.status = .deleted
                 backing.rowID = nil
@@ -138,7 +140,7 @@ struct SaveCompletion {
         for (entity, ids) in changes.updated {
             guard let metadata = context.metadata(forStored: entity) else { continue }
             for id in ids {
-                guard let object = context.registeredObject(root: metadata.rootKey, id: id) else {
+                guard let object = context.registry.object(root: metadata.rootKey, id: id) else {
                     continue
                 }
                 dropDeletedTargets(of: object)

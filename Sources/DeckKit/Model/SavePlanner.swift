@@ -71,7 +71,9 @@ struct SavePlanner {
             var uniqueRoots = Set<ObjectIdentifier>()
             for object in changes.inserted.values {
                 let metadata = ModelBacking.of(object).metadata
-                if context.hasUniqueness(metadata) { uniqueRoots.insert(metadata.rootKey) }
+                if context.uniqueness.has(metadata, in: context.store) {
+                    uniqueRoots.insert(metadata.rootKey)
+                }
             }
             if !uniqueRoots.isEmpty {
                 let first = deletions.filter { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
@@ -136,7 +138,7 @@ struct SavePlanner {
                 SavePlan.Entity(
                     name: metadata.entityName, root: root.entityName,
                     attributes: metadata.attributes.map(\.accessor.name),
-                    isUpsert: context.hasUniqueness(metadata)))
+                    isUpsert: context.uniqueness.has(metadata, in: context.store)))
             entities[key] = index
         }
         lastEntity = (metadata, index)
@@ -354,5 +356,20 @@ struct SavePlanner {
             SavePlan.MergedToMany(
                 current: targets, loaded: loaded, bounds: bounds, rereadKey: rereadKey(object, accessor.index)
             ))
+    }
+}
+
+/// Whether records of an entity have unique values, by the document's rules (which a later
+/// version of the app may have added to): their inserts are upserts. Found once per model type.
+struct UniqueEntities {
+    private var known: [ObjectIdentifier: Bool] = [:]
+
+    mutating func has(_ metadata: ModelMetadata, in store: PackageStore) -> Bool {
+        if let found = known[ObjectIdentifier(metadata)] { return found }
+        let found = store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
+            !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
+        }
+        known[ObjectIdentifier(metadata)] = found
+        return found
     }
 }
