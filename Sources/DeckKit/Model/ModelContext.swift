@@ -73,7 +73,7 @@ public final class ModelContext {
     /// Rows into models: the row layouts of the entities fetched so far.
     @exclusivity(unchecked) var materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
-    /// ModelContext+BatchFaulting.swift).
+    /// Faulting+Batches.swift).
     var lastFetched: FetchedNeighbours?
     /// Whether records of an entity have unique values, by model metadata.
     var uniqueness = UniqueEntities()

@@ -130,7 +130,7 @@ struct SaveCompletion {
                 gone.append(object)
             }
         }
-        // The deleted models too, which are in no registry now (as in finishSave).
+        // The deleted models too, which are in no registry now (as in finish).
         for object in gone { dropDeletedTargets(of: object) }
         dropDeletedTargets(changes)
     }
