@@ -71,7 +71,7 @@ public final class ModelContext {
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) var registry = ModelRegistry()
     /// Rows into models: the row layouts of the entities fetched so far.
-    @exclusivity(unchecked) var materializer: RowMaterializer
+    let materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
     /// Faulting+Batches.swift).
     var lastFetched: FetchedNeighbours?
@@ -285,8 +285,8 @@ public final class ModelContext {
         let planned: SavePlanner.Planned
         let outcome: SaveExecutor.Outcome
 
-        /// The inserted models, in the order of their insertion, with their backings.
-        var inserted: [(object: AnyObject, backing: ModelBacking)] { planned.inserted }
+        /// The inserted models, in the order of their insertion.
+        var inserted: [AnyObject] { planned.inserted }
 
         /// The record id inserted model `object` got, or nil for a model not inserted.
         func rowID(of object: AnyObject) -> Int64? {

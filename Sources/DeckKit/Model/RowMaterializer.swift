@@ -6,13 +6,14 @@ import Foundation
 /// codec, relationships and blobs left to load later.
 ///
 /// It holds no model and no registry: ``ModelContext/instance(at:temporary:)`` finds or makes
-/// the instance and registers it.
-struct RowMaterializer {
+/// the instance and registers it. A class, held by a constant: a struct in the context's
+/// variable would be copied (its references retained and released) for each row it reads.
+final class RowMaterializer {
     let store: PackageStore
     let schema: Schema
     /// The row layouts of the entities fetched so far, and the last one used.
-    private var layouts: [String: RowLayout] = [:]
-    private var lastLayout: RowLayout?
+    @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
+    @exclusivity(unchecked) private var lastLayout: RowLayout?
 
     init(store: PackageStore, schema: Schema) {
         self.store = store
@@ -71,7 +72,7 @@ struct RowMaterializer {
     }
 
     /// The layout of the rows of `entity` whose cells are `names` (kept for the next rows of it).
-    mutating func layout(entity: String, names: [String]) throws(DeckError) -> RowLayout {
+    func layout(entity: String, names: [String]) throws(DeckError) -> RowLayout {
         if let last = lastLayout, last.metadata.entityName == entity, last.names == names {
             return last
         }

@@ -26,7 +26,8 @@ struct SaveCompletion {
         // record again once the save is done.
         var displaced: [AnyObject] = []
         let adopted = result.outcome.adopted
-        for (index, (object, backing)) in result.inserted.enumerated() {
+        for (index, object) in result.inserted.enumerated() {
+            let backing = ModelBacking.of(object)
             backing.rowID = result.outcome.recordIDs[index]
             if !adopted.isEmpty, let gid = adopted[index] {
                 backing.adopt(gid)
@@ -46,7 +47,7 @@ struct SaveCompletion {
         for object in context.changes.changed.values { ModelBacking.of(object).clearChanges() }
         // What the saved to-many relationships hold in the store now; those the save merged
         // with other contexts' changes are read again.
-        for (object, _) in result.inserted { noteStoredTargets(of: object) }
+        for object in result.inserted { noteStoredTargets(of: object) }
         for object in context.changes.changed.values { noteStoredTargets(of: object) }
         for (object, index) in result.rereadToMany {
             let backing = ModelBacking.of(object)

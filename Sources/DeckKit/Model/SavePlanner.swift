@@ -12,8 +12,9 @@ struct SavePlanner {
     /// The plan, and the models it came from.
     struct Planned {
         var plan = SavePlan()
-        /// The inserted models, in the order of the plan's inserts, with their backings.
-        var inserted: [(object: AnyObject, backing: ModelBacking)] = []
+        /// The inserted models, in the order of the plan's inserts. Not their backings: a backing
+        /// that outlived its model here would unregister a model already freed.
+        var inserted: [AnyObject] = []
         /// Each inserted model's place in ``inserted``.
         var insertIndex: [ObjectIdentifier: Int] = [:]
         /// The model and property of each read-back, in the plan's order.
@@ -29,6 +30,8 @@ struct SavePlanner {
     /// fails with it.
     private let forFetch: Bool
     private var planned = Planned()
+    /// The inserted models with their backings, while the plan is built (the tracker holds them).
+    private var inserted: [(object: AnyObject, backing: ModelBacking)] = []
     /// The models whose records the deletions that come first delete.
     private var deletedFirst: Set<ObjectIdentifier> = []
     /// The plan's entities by model metadata, and the last one met.
@@ -100,8 +103,8 @@ struct SavePlanner {
 
     /// The inserted models' records, with their attribute values.
     private mutating func planInserts() throws(DeckError) {
-        let inserted = changes.insertedObjects.map { ($0, ModelBacking.of($0)) }
-        planned.inserted = inserted
+        planned.inserted = changes.insertedObjects
+        inserted = planned.inserted.map { ($0, ModelBacking.of($0)) }
         planned.insertIndex.reserveCapacity(inserted.count)
         for (index, (object, _)) in inserted.enumerated() {
             planned.insertIndex[ObjectIdentifier(object)] = index
@@ -210,7 +213,7 @@ struct SavePlanner {
 
     /// The inserted models' relationships, now that every inserted model has a place.
     private mutating func planLinks() throws(DeckError) {
-        for (index, (object, backing)) in planned.inserted.enumerated()
+        for (index, (object, backing)) in inserted.enumerated()
         where !backing.metadata.relationships.isEmpty {
             let start = planned.plan.links.count
             let metadata = backing.metadata
@@ -260,7 +263,7 @@ struct SavePlanner {
     private mutating func pointingCount(at target: AnyObject, through inverse: String) -> Int {
         if pointing == nil {
             var counts: [LinkKey: Int] = [:]
-            for (object, backing) in planned.inserted {
+            for (object, backing) in inserted {
                 for (kind, (accessor, _)) in zip(linkKinds(backing.metadata), backing.metadata.relationships)
                 {
                     guard case .toOne(let inverse?, true) = kind,
