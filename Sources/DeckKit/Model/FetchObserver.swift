@@ -206,7 +206,7 @@ final class FetchObserver<T: PersistentModel> {
 
     /// The rows the fetch's store query returns now, as saved: record ids and values.
     private func readRows() throws(DeckError) -> [FetchObserverRow] {
-        let query = try context.recordQuery(for: descriptor)
+        let query = try context.fetcher.recordQuery(for: descriptor)
         var rows: [FetchObserverRow] = []
         do {
             try context.store.read { reader in

@@ -259,7 +259,7 @@ final class ModelBacking: PropertyOwner {
         guard let kind = pending[index] else { return }
         pending[index] = nil
         guard let context else { return loadWithoutContext(kind, index) }
-        context.load(kind, property: metadata.properties[index], of: object, backing: self)
+        context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
 
     /// Replaces the identity: the record an upsert matched already had one.
@@ -393,5 +393,20 @@ extension RelationshipDescribing where Self: PropertyAccessor {
     /// The name of this relationship's inverse, as the schema paired them.
     func inverseName(in backing: ModelBacking) -> String? {
         backing.metadata.inverseName(of: index)
+    }
+}
+
+extension ModelBacking {
+    /// Runs `change` (one Deck makes to `object`), telling the observers of properties `indices`
+    /// that they change.
+    static func notifying(
+        _ object: AnyObject, _ backing: ModelBacking, properties indices: [Int], _ change: () -> Void
+    ) {
+        guard backing.observation != nil, let index = indices.last else { return change() }
+        let rest = Array(indices.dropLast())
+        guard let notify = backing.metadata.properties[index].observationNotifier else {
+            return notifying(object, backing, properties: rest, change)
+        }
+        notify(object, backing) { notifying(object, backing, properties: rest, change) }
     }
 }

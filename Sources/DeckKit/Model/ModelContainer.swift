@@ -154,11 +154,11 @@ public final class ModelContainer: Sendable {
         // otherwise. One kept elsewhere lives on, and autosaves as before.
         guard var context = main.take(), isKnownUniquelyReferenced(&context.value) else { return }
         if MainQueue.isCurrent {
-            MainActor.assumeIsolated { context.value.autosave() }
+            MainActor.assumeIsolated { Autosave.save(context.value) }
         } else {
             // Waits for the writer by suspending: blocking the main actor there could keep the
             // writer's holder (a task that needs the main actor) from ever releasing it.
-            Task { @MainActor in await context.value.autosaveSuspending() }
+            Task { @MainActor in await Autosave.saveSuspending(context.value) }
         }
     }
 

@@ -19,7 +19,7 @@ extension ModelContext {
     public func setExternalStorage<T: PersistentModel, V>(
         _ keyPath: ReferenceWritableKeyPath<T, V>, of model: T, contentsOf url: URL
     ) throws(DeckError) {
-        let (backing, accessor) = try externalAttribute(keyPath, of: model)
+        let (backing, accessor) = try ExternalStorage.attribute(keyPath, of: model, in: self)
         try InputFile.checkReadable(url)
         backing.withMutation(of: model, keyPath: keyPath) {
             backing.setPending(accessor.index, .file(url.standardizedFileURL))
@@ -46,70 +46,6 @@ extension ModelContext {
     public func copyExternalStorage<T: PersistentModel, V>(
         _ keyPath: ReferenceWritableKeyPath<T, V>, of model: T, to url: URL
     ) throws(DeckError) -> Bool {
-        let (backing, accessor) = try externalAttribute(keyPath, of: model)
-        switch backing.pendingValue(accessor.index) {
-        case .blob(let reference):
-            do {
-                try store.read { try $0.copyBlob(reference.digest, toPath: url.path) }
-            } catch {
-                throw DeckError.wrap(error)
-            }
-            return true
-        case .file(let source):
-            // Not saved yet: the file it will be saved from, mapped rather than read.
-            let data: Data
-            do {
-                data = try Data(contentsOf: source, options: .alwaysMapped)
-            } catch {
-                throw DeckError.io(path: source.path, operation: "read", errno: Self.errno(of: error))
-            }
-            try Self.write(data, to: url)
-            return true
-        default:
-            let data: Data?
-            switch model[keyPath: keyPath] {
-            case let value as Data: data = value
-            case let value as Data?: data = value
-            default: data = nil
-            }
-            guard let data else { return false }
-            try Self.write(data, to: url)
-            return true
-        }
-    }
-
-    private static func write(_ data: Data, to url: URL) throws(DeckError) {
-        do {
-            try data.write(to: url, options: .atomic)
-        } catch {
-            throw DeckError.io(path: url.path, operation: "write", errno: errno(of: error))
-        }
-    }
-
-    private static func errno(of error: any Error) -> Int32 {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let underlying, underlying.domain == NSPOSIXErrorDomain { return Int32(underlying.code) }
-        return EIO
-    }
-
-    /// The backing of `model`, in this context, and the accessor of `keyPath`, an external
-    /// data attribute.
-    private func externalAttribute<T: PersistentModel, V>(_ keyPath: KeyPath<T, V>, of model: T)
-        throws(DeckError) -> (ModelBacking, PropertyAccessor)
-    {
-        let backing = ModelBacking.of(model)
-        guard backing.context === self, backing.status != .deleted, backing.status != .detached else {
-            throw DeckError.misuse(
-                "\(T.self) is not in this context (insert it first, or use the context it was fetched in)")
-        }
-        let path = backing.metadata.resolve(keyPath)
-        guard path.count == 1, let accessor = path.first,
-            let attribute = accessor as? any AttributeDescribing,
-            attribute.attributeOptions.contains(.externalStorage), attribute.attributeType == .data
-        else {
-            throw DeckError.invalidQuery(
-                "\(keyPath) is not an @Attribute(.externalStorage) data property of \(T.self)")
-        }
-        return (backing, accessor)
+        try ExternalStorage.copy(keyPath, of: model, in: self, to: url)
     }
 }

@@ -5,8 +5,8 @@ import Foundation
 // A loaded relationship holds its targets strongly, so two models that have loaded both sides of
 // a pair hold each other, and neither the registry (which does not retain) nor anything else
 // breaks that cycle by itself. It is broken by putting loaded relationships back to "not loaded"
-// (``ModelBacking/unloadRelationship(_:_:)``): when the context goes away (``ModelContext/leaveModels()``),
-// after each batch of an enumeration (``ModelContext/unloadRelationships(reachedFrom:)``), and when
+// (``ModelBacking/unloadRelationship(_:_:)``): when the context goes away (``LeavingPass/leave(_:)``),
+// after each batch of an enumeration (``CycleBreaker/unloadRelationships(reachedFrom:schema:)``), and when
 // the user asks (``ModelContext/unloadRelationships()``). A relationship with an unsaved change
 // stays loaded: its value is the change.
 //
@@ -41,7 +41,7 @@ final class ModelLoader {
         // A context of no container, for the load only: the instances it makes lose it when it goes
         // away, at the end of this scope, and keep this loader.
         let context = ModelContext(loader: self)
-        context.load(kind, property: accessor, of: object, backing: backing)
+        context.faulting.load(kind, property: accessor, of: object, backing: backing)
     }
 
     /// Stops the program: property `accessor` of the model of `backing` was read after its document
@@ -200,34 +200,14 @@ final class CycleBreaker {
             backing.unloadRelationship(accessor, relationship)
         }
     }
-}
 
-extension ModelContext {
-    /// Puts every loaded relationship of the context's saved models back to not loaded, unless it
-    /// has an unsaved change, so that related models stop holding each other: those that nothing
-    /// else holds go away, and a later read loads them again from the store (a Deck addition, like
-    /// Core Data's `refreshAllObjects()` for relationships).
-    ///
-    /// A model's relationships hold their targets strongly, so two models that have loaded both
-    /// sides of a relationship (`card.deck` and `deck.cards`) keep each other alive until the
-    /// context goes away, or until this call. A long-lived context that reads many related models,
-    /// such as the main context of an app that browses thousands of decks, can call it where it
-    /// leaves a screen, or when memory is short:
-    ///
-    /// ```swift
-    /// context.unloadRelationships()  // decks and cards not shown any more can go
-    /// ```
-    ///
-    /// A to-one relationship loads the same record again, a to-many one what the store holds, with
-    /// the context's unsaved changes applied. The observers of a relationship that goes are told,
-    /// so that they read it again (what is not loaded changes without telling anyone, until it is
-    /// read): a view still shown loads its models again. Attributes stay as they are. ``enumerate(_:batchSize:block:)`` does this for each batch's models by
-    /// itself.
-    public func unloadRelationships() {
+    /// Puts back to not loaded the relationships of every model `context` holds that break
+    /// cycles (``ModelContext/unloadRelationships()``).
+    static func unloadRelationships(in context: ModelContext) {
         // Collected first: unloading may end instances, and the registry with them.
-        let breaker = CycleBreaker(schema: schema)
+        let breaker = CycleBreaker(schema: context.schema)
         var models: [AnyObject] = []
-        forEachRegisteredObject(inRoots: breaker.rootsThatWait.contains) { object in
+        context.registry.forEachObject(inRoots: breaker.rootsThatWait.contains) { object in
             if breaker.hasRelationshipToUnload(ModelBacking.of(object)) { models.append(object) }
         }
         for object in models { breaker.unloadRelationships(of: ModelBacking.of(object)) }
@@ -237,7 +217,7 @@ extension ModelContext {
     /// and on every model they lead to through loaded relationships, unless they have an unsaved
     /// change, so that none of them keeps the others alive: what the caller no longer holds goes
     /// away.
-    func unloadRelationships(reachedFrom models: [AnyObject]) {
+    static func unloadRelationships(reachedFrom models: [AnyObject], schema: Schema) {
         let breaker = CycleBreaker(schema: schema)
         var seen: Set<ObjectIdentifier> = []
         // Held until the end, so that no instance goes away (and gives its identity to another)
@@ -277,32 +257,37 @@ extension ModelContext {
         }
         withExtendedLifetime(reached) {}
     }
+}
 
-    /// As the context goes away: its models stop holding each other (their loaded relationships
-    /// without unsaved changes go back to not loaded), and those that can still load something get
-    /// the loader, so that a model still held loads what it has not loaded from the document as long
-    /// as the document is open. Unsaved changes are lost with the context; the models keep them in
-    /// memory (an unsaved relationship keeps holding its targets).
+extension ModelContext {
+    /// Puts every loaded relationship of the context's saved models back to not loaded, unless it
+    /// has an unsaved change, so that related models stop holding each other: those that nothing
+    /// else holds go away, and a later read loads them again from the store (a Deck addition, like
+    /// Core Data's `refreshAllObjects()` for relationships).
     ///
-    /// It costs nothing for models that can wait for nothing (no relationship, no data attribute),
-    /// and little for the others, each read once: a context often goes before the models it
-    /// fetched.
-    func leaveModels() {
-        let pass = LeavingPass(
-            breaker: CycleBreaker(schema: schema), loader: loader, store: store, schema: schema)
-        // The context's weak references are nil now: no instance that goes away unregisters, so
-        // the registry cannot change while it is read; the models with relationships to unload are
-        // collected, and unloaded once it has been read.
-        forEachRegisteredObject(inRoots: pass.breaker.rootsThatWait.contains) { pass.leave($0) }
-        // Unsaved models (inserted ones are not registered): values still to read from a file.
-        for object in inserted.values { pass.leave(object) }
-        pass.unload()
+    /// A model's relationships hold their targets strongly, so two models that have loaded both
+    /// sides of a relationship (`card.deck` and `deck.cards`) keep each other alive until the
+    /// context goes away, or until this call. A long-lived context that reads many related models,
+    /// such as the main context of an app that browses thousands of decks, can call it where it
+    /// leaves a screen, or when memory is short:
+    ///
+    /// ```swift
+    /// context.unloadRelationships()  // decks and cards not shown any more can go
+    /// ```
+    ///
+    /// A to-one relationship loads the same record again, a to-many one what the store holds, with
+    /// the context's unsaved changes applied. The observers of a relationship that goes are told,
+    /// so that they read it again (what is not loaded changes without telling anyone, until it is
+    /// read): a view still shown loads its models again. Attributes stay as they are. ``enumerate(_:batchSize:block:)`` does this for each batch's models by
+    /// itself.
+    public func unloadRelationships() {
+        CycleBreaker.unloadRelationships(in: self)
     }
 }
 
-/// The state of ``ModelContext/leaveModels()``, reached from the registry's walk without
+/// The state of ``LeavingPass/leave(_:)``, reached from the registry's walk without
 /// capturing variables.
-private final class LeavingPass {
+final class LeavingPass {
     let breaker: CycleBreaker
     private let given: ModelLoader?
     private let store: PackageStore
@@ -322,6 +307,28 @@ private final class LeavingPass {
         given = loader
         self.store = store
         self.schema = schema
+    }
+
+    /// As the context goes away: its models stop holding each other (their loaded relationships
+    /// without unsaved changes go back to not loaded), and those that can still load something get
+    /// the loader, so that a model still held loads what it has not loaded from the document as long
+    /// as the document is open. Unsaved changes are lost with the context; the models keep them in
+    /// memory (an unsaved relationship keeps holding its targets).
+    ///
+    /// It costs nothing for models that can wait for nothing (no relationship, no data attribute),
+    /// and little for the others, each read once: a context often goes before the models it
+    /// fetched.
+    static func leave(_ context: ModelContext) {
+        let pass = LeavingPass(
+            breaker: CycleBreaker(schema: context.schema), loader: context.loader, store: context.store,
+            schema: context.schema)
+        // The context's weak references are nil now: no instance that goes away unregisters, so
+        // the registry cannot change while it is read; the models with relationships to unload are
+        // collected, and unloaded once it has been read.
+        context.registry.forEachObject(inRoots: pass.breaker.rootsThatWait.contains) { pass.leave($0) }
+        // Unsaved models (inserted ones are not registered): values still to read from a file.
+        for object in context.changes.inserted.values { pass.leave(object) }
+        pass.unload()
     }
 
     /// The context's loader, made on first need.

@@ -37,36 +37,38 @@ extension ModelContext {
         /// The identifiers of the records the save deleted.
         case deletedIdentifiers
     }
+}
 
-    /// The models a save is about to write, taken before it writes (it empties the lists): the
-    /// context's own dictionaries, which the save replaces rather than changes, so that taking
-    /// them copies nothing (a save of 100,000 inserts pays nothing for the notification).
-    struct SavingModels {
-        let inserted: [ObjectIdentifier: AnyObject]
-        let updated: [ObjectIdentifier: AnyObject]
-        let deleted: [ObjectIdentifier: AnyObject]
-    }
+/// The models a save is about to write, taken before it writes (it empties the lists): the
+/// context's own dictionaries, which the save replaces rather than changes, so that taking them
+/// copies nothing (a save of 100,000 inserts pays nothing for the notification).
+struct SaveNotification {
+    let inserted: [ObjectIdentifier: AnyObject]
+    let updated: [ObjectIdentifier: AnyObject]
+    let deleted: [ObjectIdentifier: AnyObject]
 
-    /// Posts ``willSave`` and returns the models the save writes.
-    func beginSaveNotifications() -> SavingModels {
-        let saving = SavingModels(inserted: inserted, updated: changed, deleted: deleted)
-        NotificationCenter.default.post(name: Self.willSave, object: self)
+    /// Posts ``ModelContext/willSave`` and returns the models the save of `context` writes.
+    static func begin(_ context: ModelContext) -> SaveNotification {
+        let saving = SaveNotification(
+            inserted: context.changes.inserted, updated: context.changes.changed,
+            deleted: context.changes.deleted)
+        NotificationCenter.default.post(name: ModelContext.willSave, object: context)
         return saving
     }
 
-    /// Posts ``didSave`` for a committed save of `saving`; `alsoGone` are the models a delete
-    /// rule's cascade took with them.
-    func endSaveNotifications(_ saving: SavingModels, alsoGone: [AnyObject]) {
+    /// Posts ``ModelContext/didSave`` for `context`'s committed save; `alsoGone` are the models a
+    /// delete rule's cascade took with them.
+    func end(_ context: ModelContext, alsoGone: [AnyObject]) {
         func identifiers(_ objects: some Sequence<AnyObject>) -> [PersistentIdentifier] {
             objects.map { ModelBacking.of($0).identifier }
         }
-        var deleted = identifiers(saving.deleted.values)
-        deleted += identifiers(alsoGone.filter { saving.deleted[ObjectIdentifier($0)] == nil })
+        var gone = identifiers(deleted.values)
+        gone += identifiers(alsoGone.filter { deleted[ObjectIdentifier($0)] == nil })
         let info: [AnyHashable: Any] = [
-            NotificationKey.insertedIdentifiers.rawValue: identifiers(saving.inserted.values),
-            NotificationKey.updatedIdentifiers.rawValue: identifiers(saving.updated.values),
-            NotificationKey.deletedIdentifiers.rawValue: deleted,
+            ModelContext.NotificationKey.insertedIdentifiers.rawValue: identifiers(inserted.values),
+            ModelContext.NotificationKey.updatedIdentifiers.rawValue: identifiers(updated.values),
+            ModelContext.NotificationKey.deletedIdentifiers.rawValue: gone,
         ]
-        NotificationCenter.default.post(name: Self.didSave, object: self, userInfo: info)
+        NotificationCenter.default.post(name: ModelContext.didSave, object: context, userInfo: info)
     }
 }

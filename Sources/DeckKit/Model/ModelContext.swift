@@ -47,7 +47,7 @@ public final class ModelContext {
     /// for other contexts, as in SwiftData; setting it on one makes ``processPendingChanges()``
     /// save, which its owner calls where it wants a save.
     public var autosaveEnabled: Bool {
-        didSet { if autosaveEnabled && hasChanges { scheduleAutosave() } }
+        didSet { if autosaveEnabled && hasChanges { Autosave.schedule(self) } }
     }
 
     /// How long the main context's autosave waits after the last change before it saves (one
@@ -56,7 +56,7 @@ public final class ModelContext {
 
     /// The last autosave's failure, nil after one that succeeded (a Deck addition: SwiftData
     /// does not report autosave failures).
-    public private(set) var lastAutosaveError: DeckError?
+    public internal(set) var lastAutosaveError: DeckError?
 
     /// The store and the schema, held here too so that a main context can still save while its
     /// container goes away.
@@ -65,32 +65,23 @@ public final class ModelContext {
     private let allowsSave: Bool
     /// The main context, which autosaves on the main actor.
     let isMainContext: Bool
-    /// When the last change that restarts the autosave's quiet interval was made.
-    private var lastChange: ContinuousClock.Instant?
-    private var isAutosaveScheduled = false
-    /// After a failed autosave with no change since: how long it waits before it tries the same
-    /// changes again (a second or the autosave delay, doubling up to a minute), and when.
-    private var autosaveRetry: (pause: Duration, at: ContinuousClock.Instant)?
+    /// Where the main context's autosave stands (``Autosave``).
+    var autosaving = Autosave()
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
-    @exclusivity(unchecked) private var registry = ModelRegistry()
-    /// The row layouts of the entities fetched so far.
-    @exclusivity(unchecked) private var layouts: [String: RowLayout] = [:]
-    @exclusivity(unchecked) private var lastLayout: RowLayout?
+    @exclusivity(unchecked) var registry = ModelRegistry()
+    /// Rows into models: the row layouts of the entities fetched so far.
+    let materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
-    /// ModelContext+BatchFaulting.swift).
+    /// Faulting+Batches.swift).
     var lastFetched: FetchedNeighbours?
-    /// Whether records of an entity have unique values (``hasUniqueness(_:)``), by model metadata.
-    private var uniqueness: [ObjectIdentifier: Bool] = [:]
+    /// Whether records of an entity have unique values, by model metadata.
+    var uniqueness = UniqueEntities()
     /// Models with unsaved changes, strongly held until saved or rolled back.
-    private(set) var inserted: [ObjectIdentifier: AnyObject] = [:]
-    private var insertionOrder: [ObjectIdentifier] = []
-    private(set) var changed: [ObjectIdentifier: AnyObject] = [:]
-    private(set) var deleted: [ObjectIdentifier: AnyObject] = [:]
-    private var deletionOrder: [ObjectIdentifier] = []
+    var changes = ChangeTracker()
 
     /// What the context's models load through once it is gone, made as it goes away when the
-    /// context was not given one (``leaveModels()``).
+    /// context was not given one (``LeavingPass/leave(_:)``).
     let loader: ModelLoader?
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
@@ -112,12 +103,13 @@ public final class ModelContext {
         document = container.document
         store = container.store
         schema = container.schema
+        materializer = RowMaterializer(store: container.store, schema: container.schema)
         allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
         loader = nil
         link.context = self
-        startMerging()
+        merging.start(for: self)
     }
 
     /// A context of no container that makes the instances a load through `loader` needs (a load
@@ -128,6 +120,7 @@ public final class ModelContext {
         document = nil
         store = loader.store
         schema = loader.schema
+        materializer = RowMaterializer(store: loader.store, schema: loader.schema)
         allowsSave = false
         isMainContext = false
         autosaveEnabled = false
@@ -135,12 +128,12 @@ public final class ModelContext {
         link.context = self
     }
 
-    /// The models it knows stop holding each other and keep a way to load (``leaveModels()``).
+    /// The models it knows stop holding each other and keep a way to load (``LeavingPass/leave(_:)``).
     deinit {
         // First: from here on its models have no context (an instance that goes away during the
         // walk does not unregister).
         link.context = nil
-        leaveModels()
+        LeavingPass.leave(self)
     }
 
     /// How the models of a context reach it: one object per context, which each of its models
@@ -157,21 +150,21 @@ public final class ModelContext {
     // MARK: State
 
     /// True when there are inserted, changed or deleted models not saved yet.
-    public var hasChanges: Bool { !inserted.isEmpty || !changed.isEmpty || !deleted.isEmpty }
+    public var hasChanges: Bool { changes.hasChanges }
 
     /// The models inserted since the last save.
     public var insertedModelsArray: [any PersistentModel] {
-        insertionOrder.compactMap { inserted[$0] as? any PersistentModel }
+        changes.insertedObjects.compactMap { $0 as? any PersistentModel }
     }
 
     /// The models changed since the last save (not inserted ones).
     public var changedModelsArray: [any PersistentModel] {
-        changed.values.compactMap { $0 as? any PersistentModel }
+        changes.changed.values.compactMap { $0 as? any PersistentModel }
     }
 
     /// The models deleted since the last save.
     public var deletedModelsArray: [any PersistentModel] {
-        deleted.values.compactMap { $0 as? any PersistentModel }
+        changes.deleted.values.compactMap { $0 as? any PersistentModel }
     }
 
     // MARK: Changes
@@ -190,97 +183,19 @@ public final class ModelContext {
     }
 
     func insertModel(_ object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        let key = ObjectIdentifier(object)
-        // One inserted into a context that went away before saving it has no record: it is as
-        // free as a new model.
-        if backing.isFree { backing.status = .detached }
-        switch backing.status {
-        case .detached:
-            guard backing.context == nil || backing.context === self else { return }
-            backing.context = self
-            backing.status = .inserted
-            inserted[key] = object
-            insertionOrder.append(key)
-            noteChangeForAutosave()
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                if !relationship.isToMany {
-                    if let target = accessor.toOneTarget(in: object), ModelBacking.of(target).isFree {
-                        insertModel(target)
-                    }
-                    continue
-                }
-                for target in relationship.targets(in: object) where ModelBacking.of(target).isFree {
-                    insertModel(target)
-                }
-            }
-        case .deleted where backing.context === self:
-            deleted[key] = nil
-            deletionOrder.removeAll { $0 == key }
-            backing.status = backing.rowID == nil ? .inserted : .persisted
-            if backing.rowID == nil {
-                inserted[key] = object
-                insertionOrder.append(key)
-            } else if backing.hasChanges {
-                changed[key] = object
-            }
-        default:
-            guard backing.context !== self else { return }
-            Self.insertedElsewhere(backing)
-        }
-    }
-
-    /// Stops the program: a model of another context, or of one that has gone, was inserted into
-    /// this one. Ignoring it, as Deck once did, lost its changes without a word (its context would
-    /// never save them, and this one did not take it). As in SwiftData ("Illegal attempt to insert
-    /// a model in to a different model context"), a model belongs to one context for its life;
-    /// another context reaches the same record through its `persistentModelID`.
-    static func insertedElsewhere(_ backing: ModelBacking) -> Never {
-        let entity = backing.metadata.entityName
-        let whose =
-            backing.context == nil
-            ? "a context that has gone (its changes since then cannot be saved)"
-            : "another context (\(backing.status == .deleted ? "deleted there" : "still held there"))"
-        fatalError(
-            "DeckKit: a \(entity) of \(whose) was inserted into a context: a model belongs to one context "
-                + "for its life; to change its record in this context, change the model that "
-                + "context.model(for: model.persistentModelID) gives")
+        ChangeTracker.insert(object, into: self)
     }
 
     /// Deletes `model`; the next ``save()`` deletes its record, with the delete rules of its
     /// relationships (cascade, nullify, deny, no action) applied by the store. Deleting an
     /// inserted model that was never saved only forgets it.
     public func delete<T: PersistentModel>(_ model: T) {
-        let backing = ModelBacking.of(model)
-        guard backing.context === self, backing.status != .deleted else { return }
-        let key = ObjectIdentifier(model)
-        if backing.status == .inserted {
-            inserted[key] = nil
-            insertionOrder.removeAll { $0 == key }
-            backing.status = .detached
-            backing.context = nil
-            // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
-            // loaded cards would still hold a card that is in no context, and the save would fail.
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
-                for target in relationship.targets(in: model) {
-                    InverseUpdate.remove(model, from: target, inverse: inverse)
-                }
-            }
-            return
-        }
-        changed[key] = nil
-        deleted[key] = model
-        deletionOrder.append(key)
-        backing.status = .deleted
-        noteChangeForAutosave()
+        ChangeTracker.delete(model, from: self)
     }
 
     /// Called by a persisted model's backing when one of its properties changes.
     func noteChanged(_ backing: ModelBacking) {
-        changed[ObjectIdentifier(backing.object)] = backing.object
+        changes.change(backing.object)
         noteChangeForAutosave()
     }
 
@@ -288,86 +203,11 @@ public final class ModelContext {
 
     /// Restarts the main context's quiet interval, scheduling its autosave if none is.
     @inline(__always)
-    private func noteChangeForAutosave() {
+    func noteChangeForAutosave() {
         guard isMainContext, autosaveEnabled else { return }
-        lastChange = .now
-        autosaveRetry = nil
-        if !isAutosaveScheduled { scheduleAutosave() }
-    }
-
-    /// Starts a task on the main actor that saves once the quiet interval has passed, waiting
-    /// again while changes keep coming; it holds the context weakly, so a context that goes away
-    /// is not kept for it.
-    private func scheduleAutosave() {
-        guard isMainContext, !isAutosaveScheduled else { return }
-        isAutosaveScheduled = true
-        if lastChange == nil { lastChange = .now }
-        let box = WeakContext(self)
-        Task { @MainActor in
-            while true {
-                switch box.context?.autosaveStep() {
-                case .wait(let due)?: try? await Task.sleep(until: due, clock: .continuous)
-                case .save?:
-                    // Waits for the writer without blocking the main actor.
-                    await box.context?.autosaveSuspending()
-                    return
-                case .stop?, nil: return
-                }
-            }
-        }
-    }
-
-    private enum AutosaveStep {
-        case wait(ContinuousClock.Instant)
-        case save
-        case stop
-    }
-
-    /// What the autosave does next: wait until the quiet interval has passed, save, or stop.
-    private func autosaveStep() -> AutosaveStep {
-        guard autosaveEnabled, hasChanges, let lastChange else {
-            isAutosaveScheduled = false
-            return .stop
-        }
-        var due = lastChange + autosaveDelay
-        if let retry = autosaveRetry, retry.at > due { due = retry.at }
-        if ContinuousClock.now < due { return .wait(due) }
-        isAutosaveScheduled = false
-        return .save
-    }
-
-    /// Saves now as the autosave does, keeping a failure in ``lastAutosaveError``.
-    func autosave() {
-        guard autosaveEnabled, hasChanges else { return }
-        do {
-            try save()
-            lastAutosaveError = nil
-        } catch {
-            lastAutosaveError = error
-        }
-    }
-
-    /// ``autosave()``, waiting for this process's other writers by suspending.
-    nonisolated(nonsending) func autosaveSuspending() async {
-        guard autosaveEnabled, hasChanges else { return }
-        let changedBefore = lastChange
-        do {
-            try await saveSuspending()
-            lastAutosaveError = nil
-            autosaveRetry = nil
-        } catch {
-            lastAutosaveError = error
-            // Trying the same changes again at once would fail again, over and over; never
-            // trying them again would keep a passing failure's changes unsaved. So the same
-            // changes wait a pause that grows; the next change (which may fix what failed) ends it.
-            if lastChange == changedBefore {
-                let pause =
-                    autosaveRetry.map { min($0.pause * 2, .seconds(60)) } ?? max(autosaveDelay, .seconds(1))
-                autosaveRetry = (pause, .now + pause)
-            }
-        }
-        // Changes made while it waited start a new quiet interval.
-        if hasChanges { scheduleAutosave() }
+        autosaving.lastChange = .now
+        autosaving.retry = nil
+        if !autosaving.isScheduled { Autosave.schedule(self) }
     }
 
     /// Applies other contexts' saves to the models here (as every operation of the context does
@@ -381,40 +221,43 @@ public final class ModelContext {
     /// records, the changed properties (only those), the deletions with their delete rules. On
     /// failure nothing is written and the context keeps its changes.
     public func save() throws(DeckError) {
-        mergeCommittedChanges()
-        guard hasChanges else { return }
-        guard allowsSave else {
-            throw DeckError.readOnly(path: store.url.path)
-        }
-        let saving = beginSaveNotifications()
+        guard try isSaving() else { return }
+        let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
-        let gone = finishSave(result.value, changes: result.changes)
-        endSaveNotifications(saving, alsoGone: gone)
-        lastChange = nil
+        let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
+        saving.end(self, alsoGone: gone)
+        autosaving.lastChange = nil
     }
 
     /// ``save()``, waiting for this process's other writers by suspending the task rather than
     /// blocking its thread (the flush and the commit run without suspending, on the caller's
     /// executor).
     nonisolated(nonsending) func saveSuspending() async throws(DeckError) {
-        mergeCommittedChanges()
-        guard hasChanges else { return }
-        guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
-        let saving = beginSaveNotifications()
+        guard try isSaving() else { return }
+        let saving = SaveNotification.begin(self)
         let result: (value: FlushResult, changes: ChangeSet)
         do {
             result = try await store.write { transaction in try self.flushForSave(into: transaction) }
         } catch {
             throw DeckError.wrap(error)
         }
-        let gone = finishSave(result.value, changes: result.changes)
-        endSaveNotifications(saving, alsoGone: gone)
-        lastChange = nil
+        let gone = SaveCompletion(context: self).finish(result.value, committed: result.changes)
+        saving.end(self, alsoGone: gone)
+        autosaving.lastChange = nil
+    }
+
+    /// Applies other writers' saves first; whether there is something to save (which a read-only
+    /// document refuses).
+    private func isSaving() throws(DeckError) -> Bool {
+        mergeCommittedChanges()
+        guard hasChanges else { return false }
+        guard allowsSave else { throw DeckError.readOnly(path: store.url.path) }
+        return true
     }
 
     /// Runs `block`, then saves; when `block` or the save throws, rolls back and rethrows.
@@ -432,688 +275,51 @@ public final class ModelContext {
     /// come back, changed ones read their saved values again.
     public func rollback() {
         mergeCommittedChanges()
-        for key in insertionOrder {
-            guard let object = inserted[key] else { continue }
-            let backing = ModelBacking.of(object)
-            backing.status = .detached
-            backing.context = nil
-        }
-        let refresh = Array(changed.values) + Array(deleted.values)
-        inserted = [:]
-        insertionOrder = []
-        changed = [:]
-        deleted = [:]
-        deletionOrder = []
-        for object in refresh {
-            let backing = ModelBacking.of(object)
-            backing.status = .persisted
-            reload(object, backing: backing)
-        }
+        ChangeTracker.rollBack(in: self)
     }
 
     // MARK: Flushing changes into a transaction
 
+    /// What a flush wrote, by model: the plan's models and the executor's outcome.
     struct FlushResult {
-        /// The inserted models, in the order of their insertion, with their backings.
-        var inserted: [(object: AnyObject, backing: ModelBacking)] = []
-        /// The record ids the inserted models got.
-        var rowIDs: [ObjectIdentifier: Int64] = [:]
-        /// Inserted models that an upsert matched to an existing record, with that record's global id.
-        var adopted: [ObjectIdentifier: UUID] = [:]
-        /// External values written from files (``ModelContext/setExternalStorage(_:of:contentsOf:)``).
-        var fromFiles: [(object: AnyObject, accessor: PropertyAccessor)] = []
-        /// What the store holds for each of them after the writes: a blob, or inline data.
-        var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] = []
-        /// To-many relationships whose merged value differs from the models here (see
-        /// `mergedToMany` in ``ModelContext/flush(into:forFetch:)``): read again after the save.
-        var rereadToMany: [(object: AnyObject, index: Int)] = []
+        let planned: SavePlanner.Planned
+        let outcome: SaveExecutor.Outcome
+
+        /// The inserted models, in the order of their insertion.
+        var inserted: [AnyObject] { planned.inserted }
+
+        /// The record id inserted model `object` got, or nil for a model not inserted.
+        func rowID(of object: AnyObject) -> Int64? {
+            planned.insertIndex[ObjectIdentifier(object)].map { outcome.recordIDs[$0] }
+        }
+
+        /// What the store holds for each value written from a file, after the writes.
+        var storedFromFiles: [(object: AnyObject, index: Int, value: Value)] {
+            outcome.readBacks.map {
+                (planned.fromFiles[$0.index].object, planned.fromFiles[$0.index].index, $0.value)
+            }
+        }
+
+        /// To-many relationships whose saved links differ from the models here: read again after
+        /// the save.
+        var rereadToMany: [(object: AnyObject, index: Int)] { outcome.reread.map { planned.rereadable[$0] } }
     }
 
-    /// Writes the context's changes into `transaction`.
-    /// `forFetch`: the flush of a fetch with pending changes, whose transaction is rolled back. It
-    /// writes an empty value for a value to be read from a file (what a predicate can tell of it:
-    /// that there is one), so that a fetch neither copies the file nor fails with it.
+    /// Writes the context's changes into `transaction`: plans them (``SavePlanner``), then applies
+    /// the plan (``SaveExecutor``).
+    /// `forFetch`: the flush of a fetch with pending changes, whose transaction is rolled back (see
+    /// ``SaveExecutor``).
     func flush(into transaction: StoreTransaction, forFetch: Bool = false) throws(DeckError) -> FlushResult {
-        var result = FlushResult()
-        // Deletions in the order they were made; one that a deny rule refuses waits for the
-        // others (the records that hold it back may be among them), and fails only when a whole
-        // round makes no progress.
-        var deletedHere = Set<ObjectIdentifier>()
-        func deleteRecords(of objects: [AnyObject]) throws(DeckError) {
-            var waiting = objects
-            while !waiting.isEmpty {
-                var refused: [AnyObject] = []
-                var firstRefusal: DeckError?
-                for object in waiting {
-                    let backing = ModelBacking.of(object)
-                    guard let id = backing.rowID else { continue }
-                    deletedHere.insert(ObjectIdentifier(object))
-                    // A record a cascade already deleted in this transaction is gone: nothing to do.
-                    guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else {
-                        continue
-                    }
-                    do {
-                        _ = try transaction.delete(backing.metadata.entityName, id: id)
-                    } catch {
-                        guard case .deleteDenied = error else { throw error }
-                        refused.append(object)
-                        firstRefusal = firstRefusal ?? error
-                    }
-                }
-                if let firstRefusal, refused.count == waiting.count {
-                    guard forFetch else { throw firstRefusal }
-                    // A fetch sees the deletions done: the save refuses them, not the fetch.
-                    for object in refused { try deleteForFetch(object) }
-                    return
-                }
-                waiting = refused
-            }
-        }
-        /// Deletes `object`'s record in a fetch's transaction, letting go first of the links that
-        /// deny rules hold it by (the save checks them).
-        func deleteForFetch(_ object: AnyObject) throws(DeckError) {
-            let backing = ModelBacking.of(object)
-            guard let id = backing.rowID else { return }
-            for _ in 0...backing.metadata.relationships.count {
-                guard (try transaction.record(backing.metadata.entityName, id: id)) != nil else { return }
-                do {
-                    _ = try transaction.delete(backing.metadata.entityName, id: id)
-                    return
-                } catch {
-                    guard case .deleteDenied(let entity, let held, let relationship, _) = error else {
-                        throw error
-                    }
-                    try transaction.update(entity, id: held, [relationship: .null])
-                }
-            }
-        }
-        // The deletions run after every other change, so that their delete rules see the graph
-        // the models hold (a model moved away from a deleted one is not cascaded or denied by
-        // it), as a save of the other changes and then one of the deletions would. Only records
-        // of an entity with unique values whose hierarchy has models inserted here are deleted
-        // first: a new model takes a deleted one's unique value, not its record.
-        var deletions = deletionOrder.compactMap { deleted[$0] }
-        if !deletions.isEmpty, !inserted.isEmpty {
-            var uniqueRoots = Set<ObjectIdentifier>()
-            for object in inserted.values {
-                let metadata = ModelBacking.of(object).metadata
-                if hasUniqueness(metadata) { uniqueRoots.insert(metadata.rootKey) }
-            }
-            if !uniqueRoots.isEmpty {
-                let first = deletions.filter { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
-                deletions.removeAll { uniqueRoots.contains(ModelBacking.of($0).metadata.rootKey) }
-                try deleteRecords(of: first)
-            }
-        }
-        let insertedObjects = insertionOrder.compactMap { key in
-            inserted[key].map { ($0, ModelBacking.of($0)) }
-        }
-        result.inserted = insertedObjects
-        result.rowIDs.reserveCapacity(insertedObjects.count)
-        /// The value to write for an attribute still to be read from a file, or nil for one that
-        /// is not: the file (noted, to read the stored value back after), or a fetch's stand-in.
-        func fileValue(_ object: AnyObject, _ backing: ModelBacking, _ accessor: PropertyAccessor) -> Value? {
-            guard case .file(let url)? = backing.pendingValue(accessor.index) else { return nil }
-            if forFetch { return .data(Data()) }
-            result.fromFiles.append((object, accessor))
-            return .file(url)
-        }
-        // Where each model attribute goes in a positional insert, by entity (nil: the named way),
-        // and the values of the last one, whose array the next insert of the entity reuses (the
-        // positions no model attribute fills stay nil: the document's default).
-        var positions: [ObjectIdentifier: [Int]?] = [:]
-        var lastPositional: (metadata: ModelMetadata, of: [Int])?
-        var given: [Value?] = []
-        func positionalInsert(_ object: AnyObject, _ backing: ModelBacking) throws(DeckError) -> Int64? {
-            let metadata = backing.metadata
-            let of: [Int]
-            if let last = lastPositional, last.metadata === metadata {
-                of = last.of
-            } else {
-                let key = ObjectIdentifier(metadata)
-                if positions[key] == nil {
-                    positions[key] = .some(try positionalOrder(metadata, in: transaction))
-                }
-                guard let found = positions[key] ?? nil else { return nil }
-                of = found
-                lastPositional = (metadata, found)
-                given = [Value?](
-                    repeating: nil, count: try transaction.attributeOrder(of: metadata.entityName).count)
-            }
-            for (k, (accessor, attribute)) in metadata.attributes.enumerated() {
-                if let value = fileValue(object, backing, accessor) {
-                    given[of[k]] = value
-                    continue
-                }
-                given[of[k]] = try attribute.storeValue(in: object, entity: metadata.entityName)
-            }
-            return try transaction.insert(
-                metadata.entityName, positional: given, globalID: backing.identifier.id)
-        }
-        for (object, backing) in insertedObjects {
-            if let id = try positionalInsert(object, backing) {
-                result.rowIDs[ObjectIdentifier(object)] = id
-                continue
-            }
-            var values: [String: Value] = [:]
-            for (accessor, attribute) in backing.metadata.attributes {
-                if let value = fileValue(object, backing, accessor) {
-                    values[accessor.name] = value
-                    continue
-                }
-                values[accessor.name] = try attribute.storeValue(
-                    in: object, entity: backing.metadata.entityName)
-            }
-            let entity = backing.metadata.entityName
-            if hasUniqueness(backing.metadata) {
-                let (id, wasInserted) = try transaction.upsert(
-                    entity, values, globalID: backing.identifier.id)
-                result.rowIDs[ObjectIdentifier(object)] = id
-                if !wasInserted, let record = try transaction.record(entity, id: id),
-                    let gid = record.globalID
-                {
-                    result.adopted[ObjectIdentifier(object)] = gid
-                }
-            } else {
-                result.rowIDs[ObjectIdentifier(object)] = try transaction.insert(
-                    entity, values, globalID: backing.identifier.id)
-            }
-        }
-        func rowID(of target: AnyObject, for accessor: PropertyAccessor, of owner: ModelBacking)
-            throws(DeckError)
-            -> Int64
-        {
-            let backing = ModelBacking.of(target)
-            // Only a model of this context: another's record id may be of another document, where
-            // it names some other record (or none).
-            // A model deleted here whose record this flush deletes later is still a target: its
-            // delete rules then apply to the link, as in a save after this one.
-            if let id = result.rowIDs[ObjectIdentifier(target)] ?? backing.rowID,
-                backing.status != .deleted || !deletedHere.contains(ObjectIdentifier(target)),
-                backing.context === self
-            {
-                return id
-            }
-            let entity = backing.metadata.entityName
-            throw DeckError.invalidValue(
-                entity: owner.metadata.entityName, property: accessor.name,
-                reason: backing.status == .deleted
-                    ? "refers to a deleted \(entity)"
-                    : "refers to a model of \(entity) that is not in this context (relate models of one context: "
-                        + "reach its record here with model(for: persistentModelID))")
-        }
-        /// Refuses a to-many relationship of `count` models outside its model-count bounds.
-        func checkCount(
-            _ count: Int, _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing,
-            _ backing: ModelBacking
-        ) throws(DeckError) {
-            // A fetch sees the list as it is: the save refuses it, not the fetch.
-            guard !forFetch else { return }
-            let (minimum, maximum) = relationship.modelCountBounds
-            if let minimum, count < minimum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(count) models, fewer than its minimum of \(minimum)")
-            }
-            if let maximum, count > maximum {
-                throw DeckError.invalidValue(
-                    entity: backing.metadata.entityName, property: accessor.name,
-                    reason: "holds \(count) models, more than its maximum of \(maximum)")
-            }
-        }
-        func relationshipValue(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking
-        ) throws(DeckError) -> Value {
-            var targets = relationship.targets(in: object)
-            if relationship.isToMany {
-                // Models deleted here leave the relationship with their records, deleted by this
-                // flush (they stay in a loaded list until the save). One whose deletion was saved
-                // (no record) is still refused.
-                targets.removeAll { Self.isDeletionPending($0) }
-                try checkCount(targets.count, accessor, relationship, backing)
-                var ids: [Int64] = []
-                for target in targets { ids.append(try rowID(of: target, for: accessor, of: backing)) }
-                return .references(ids)
-            }
-            guard let target = targets.first else { return .null }
-            return .reference(try rowID(of: target, for: accessor, of: backing))
-        }
-        /// A saved record's to-many relationship changed here: what the store holds for it now,
-        /// with the links this context added since it loaded the relationship and without those
-        /// it removed. Writing the list as loaded would undo another context's saved changes to
-        /// it (links it added or removed meanwhile); so it merges by link, like the inverse
-        /// to-one relationships do. When the result differs from the models here, the
-        /// relationship is read again after the save.
-        func mergedToMany(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking, _ id: Int64, _ loaded: Set<Int64>
-        ) throws(DeckError) -> Value {
-            var current = Set<Int64>()
-            // Models deleted here leave it (they stay in the loaded list until the save).
-            for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
-                current.insert(try rowID(of: target, for: accessor, of: backing))
-            }
-            let stored = Set(try transaction.related(backing.metadata.entityName, id: id, accessor.name))
-            let merged = stored.union(current.subtracting(loaded)).subtracting(loaded.subtracting(current))
-            try checkCount(merged.count, accessor, relationship, backing)
-            if merged != current { result.rereadToMany.append((object, accessor.index)) }
-            return .references(merged.sorted())
-        }
-        // The inserted models' relationships, now that every target has an id. A model inserted
-        // as a new record (not one an upsert matched) sets each to-one relationship in one
-        // statement (`setReference`), and a to-many relationship whose links all come from the
-        // other side's to-one relationships of models inserted here is not written at all: those
-        // write each link (see `writtenByTargets`).
-        func isNewRecord(_ object: AnyObject) -> Bool {
-            let key = ObjectIdentifier(object)
-            return result.rowIDs[key] != nil && result.adopted[key] == nil
-        }
-        var plans: [ObjectIdentifier: [LinkPlan]] = [:]
-        var lastPlan: (metadata: ModelMetadata, plan: [LinkPlan])?
-        func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
-            if let lastPlan, lastPlan.metadata === metadata { return lastPlan.plan }
-            let plan = plans[ObjectIdentifier(metadata)] ?? Self.linkPlan(metadata)
-            plans[ObjectIdentifier(metadata)] = plan
-            lastPlan = (metadata, plan)
-            return plan
-        }
-        // How many inserted models (new records or not) point at each model through a to-one
-        // relationship whose inverse is to-many, by that inverse's name: counted on first need.
-        var pointing: [LinkKey: Int]?
-        func pointingCount(at target: AnyObject, through inverse: String) -> Int {
-            if pointing == nil {
-                var counts: [LinkKey: Int] = [:]
-                for (object, backing) in insertedObjects {
-                    for (plan, (accessor, _)) in zip(
-                        linkPlan(backing.metadata), backing.metadata.relationships)
-                    {
-                        guard case .toOne(let inverse?, true) = plan,
-                            let pointed = accessor.toOneTarget(in: object)
-                        else { continue }
-                        counts[LinkKey(target: ObjectIdentifier(pointed), inverse: inverse), default: 0] += 1
-                    }
-                }
-                pointing = counts
-            }
-            return pointing?[LinkKey(target: ObjectIdentifier(target), inverse: inverse)] ?? 0
-        }
-        /// Whether the links of to-many relationship `accessor` of `object` (a new record) are
-        /// exactly those that the to-one inverse `inverse` of models inserted here as new records
-        /// write: each of its targets is one, pointing at `object`, and no other inserted model
-        /// points at it. Writing the to-many side too would set the same links again (and
-        /// before, clear the links to `object`, which a new record has only from this save).
-        func writtenByTargets(
-            _ accessor: PropertyAccessor, _ relationship: any RelationshipDescribing, of object: AnyObject,
-            _ backing: ModelBacking, inverse: String
-        ) throws(DeckError) -> Bool {
-            let targets = relationship.targets(in: object)
-            guard targets.count == pointingCount(at: object, through: accessor.name) else { return false }
-            var seen = Set<ObjectIdentifier>(minimumCapacity: targets.count)
-            for target in targets {
-                guard isNewRecord(target), seen.insert(ObjectIdentifier(target)).inserted,
-                    let other = ModelBacking.of(target).metadata.property(named: inverse),
-                    other.relationshipAccess?.isToMany == false, other.toOneTarget(in: target) === object
-                else { return false }
-            }
-            try checkCount(targets.count, accessor, relationship, backing)
-            return true
-        }
-        // Records that several models inserted here became (an upsert matched one to another
-        // inserted before it): each to-many relationship of such a record holds the links of
-        // every model merged into it, written as their union; models whose own list lacks some
-        // read the relationship again after the save.
-        var merged: [SharedRecord: Int] = [:]
-        if !result.adopted.isEmpty {
-            for (object, backing) in insertedObjects {
-                guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
-                merged[SharedRecord(root: backing.metadata.rootKey, id: id), default: 0] += 1
-            }
-            merged = merged.filter { $0.value > 1 }
-        }
-        var mergedLinks: [SharedLink: [Int64]] = [:]
-        // Each merged model's to-many relationships: the link and how many targets it holds itself.
-        var mergedModels: [(object: AnyObject, relationship: Int, link: SharedLink, count: Int)] = []
-        for (object, backing) in insertedObjects where !backing.metadata.relationships.isEmpty {
-            guard let id = result.rowIDs[ObjectIdentifier(object)] else { continue }
-            let isNew = result.adopted.isEmpty || result.adopted[ObjectIdentifier(object)] == nil
-            let entity = backing.metadata.entityName
-            let shared =
-                merged.isEmpty
-                ? nil : merged[SharedRecord(root: backing.metadata.rootKey, id: id)].map { _ in id }
-            var values: [String: Value] = [:]
-            for (plan, (accessor, relationship)) in zip(
-                linkPlan(backing.metadata), backing.metadata.relationships)
-            {
-                if let shared, relationship.isToMany {
-                    // Its bounds are checked on the union, once every model merged into it is in.
-                    var own: [Int64] = []
-                    for target in relationship.targets(in: object) where !Self.isDeletionPending(target) {
-                        own.append(try rowID(of: target, for: accessor, of: backing))
-                    }
-                    let link = SharedLink(root: backing.metadata.rootKey, id: shared, name: accessor.name)
-                    var union = mergedLinks[link] ?? []
-                    var seen = Set(union)
-                    for id in own where seen.insert(id).inserted { union.append(id) }
-                    mergedLinks[link] = union
-                    mergedModels.append((object, accessor.index, link, own.count))
-                    if !union.isEmpty { values[accessor.name] = .references(union) }
-                    continue
-                }
-                if isNew, case .toOne = plan {
-                    guard let target = accessor.toOneTarget(in: object) else { continue }
-                    try transaction.setReference(
-                        ofInserted: entity, id: id, accessor.name,
-                        to: try rowID(of: target, for: accessor, of: backing),
-                        insertedTarget: isNewRecord(target)
-                            ? ModelBacking.of(target).metadata.entityName : nil)
-                    continue
-                }
-                if isNew, case .toMany(let inverse?) = plan,
-                    try writtenByTargets(accessor, relationship, of: object, backing, inverse: inverse)
-                {
-                    continue
-                }
-                let value = try relationshipValue(accessor, relationship, of: object, backing)
-                if value != .null && value != .references([]) { values[accessor.name] = value }
-            }
-            if !values.isEmpty { try transaction.update(entity, id: id, values) }
-        }
-        var checkedLinks = Set<SharedLink>()
-        for (object, index, link, count) in mergedModels {
-            let union = mergedLinks[link]?.count ?? 0
-            if checkedLinks.insert(link).inserted {
-                let backing = ModelBacking.of(object)
-                guard
-                    let (accessor, relationship) = backing.metadata.relationships.first(where: {
-                        $0.0.index == index
-                    })
-                else { continue }
-                try checkCount(union, accessor, relationship, backing)
-            }
-            if union != count { result.rereadToMany.append((object, index)) }
-        }
-        for object in changed.values {
-            let backing = ModelBacking.of(object)
-            guard let id = backing.rowID, backing.status == .persisted else { continue }
-            var values: [String: Value] = [:]
-            for (accessor, attribute) in backing.metadata.attributes where backing.isChanged(accessor.index) {
-                if let value = fileValue(object, backing, accessor) {
-                    values[accessor.name] = value
-                    continue
-                }
-                values[accessor.name] = try attribute.storeValue(
-                    in: object, entity: backing.metadata.entityName)
-            }
-            for (accessor, relationship) in backing.metadata.relationships
-            where backing.isChanged(accessor.index) && !backing.needsLoading(accessor.index) {
-                if relationship.isToMany, let loaded = backing.storedTargets[accessor.index] {
-                    values[accessor.name] = try mergedToMany(
-                        accessor, relationship, of: object, backing, id, loaded)
-                } else {
-                    values[accessor.name] = try relationshipValue(accessor, relationship, of: object, backing)
-                }
-            }
-            guard !values.isEmpty else { continue }
-            do {
-                try transaction.update(backing.metadata.entityName, id: id, values)
-            } catch .uniqueViolation(_, let properties) where forFetch {
-                // A fetch sees the record with its saved values of the clashing attributes (which
-                // another record holds): the save refuses the change, not the fetch.
-                values = values.filter { !properties.contains($0.key) }
-                guard !values.isEmpty else { continue }
-                do {
-                    try transaction.update(backing.metadata.entityName, id: id, values)
-                } catch .uniqueViolation {
-                    // Another unique value of it clashes too: the record keeps its saved values.
-                }
-            }
-        }
-        try deleteRecords(of: deletions)
-        for (object, accessor) in result.fromFiles {
-            let backing = ModelBacking.of(object)
-            guard let id = result.rowIDs[ObjectIdentifier(object)] ?? backing.rowID,
-                let record = try transaction.record(backing.metadata.entityName, id: id)
-            else { continue }
-            result.storedFromFiles.append((object, accessor.index, record[accessor.name] ?? .null))
-        }
-        return result
-    }
-
-    /// What the flush knows of a relationship of a model type: its side and its inverse.
-    enum LinkPlan {
-        /// A to-one relationship, with its inverse's name and whether that inverse is to-many.
-        case toOne(inverse: String?, inverseIsToMany: Bool)
-        /// A to-many relationship, with the name of its inverse when that inverse is to-one.
-        case toMany(toOneInverse: String?)
-    }
-
-    /// A model and the name of a relationship that points at it.
-    struct LinkKey: Hashable {
-        let target: ObjectIdentifier
-        let inverse: String
-    }
-
-    /// A record that several inserted models became, by its root entity.
-    struct SharedRecord: Hashable {
-        let root: ObjectIdentifier
-        let id: Int64
-    }
-
-    /// A to-many relationship of a ``SharedRecord``.
-    struct SharedLink: Hashable {
-        let root: ObjectIdentifier
-        let id: Int64
-        let name: String
-    }
-
-    /// The ``LinkPlan`` of each of `metadata`'s relationships, in their order.
-    private static func linkPlan(_ metadata: ModelMetadata) -> [LinkPlan] {
-        metadata.relationships.map { accessor, relationship in
-            let inverse = metadata.inverseName(of: accessor.index)
-            let inverseIsToMany = inverse.flatMap {
-                relationship.destinationMetadata.property(named: $0)?.relationshipAccess?.isToMany
-            }
-            if relationship.isToMany {
-                return .toMany(toOneInverse: inverseIsToMany == false ? inverse : nil)
-            }
-            return .toOne(inverse: inverse, inverseIsToMany: inverseIsToMany ?? false)
-        }
-    }
-
-    /// Whether `object` was deleted and its record is still stored: the flush deletes it.
-    private static func isDeletionPending(_ object: AnyObject) -> Bool {
-        let backing = ModelBacking.of(object)
-        return backing.status == .deleted && backing.rowID != nil
-    }
-
-    /// Where each of the model's attributes goes in a positional insert of its entity (its index
-    /// in the store's attribute order), or nil when the insert goes the named way: an entity with
-    /// unique values (an upsert), or a model attribute the store lacks (which the named way
-    /// reports).
-    private func positionalOrder(_ metadata: ModelMetadata, in transaction: StoreTransaction)
-        throws(DeckError)
-        -> [Int]?
-    {
-        guard !hasUniqueness(metadata) else { return nil }
-        let order = try transaction.attributeOrder(of: metadata.entityName)
-        let position = Dictionary(
-            order.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        let of = metadata.attributes.map { position[$0.accessor.name] ?? -1 }
-        return of.contains(-1) ? nil : of
-    }
-
-    /// Whether records of `metadata`'s entity have unique values, by the document's rules (which a
-    /// later version of the app may have added to).
-    private func hasUniqueness(_ metadata: ModelMetadata) -> Bool {
-        if let known = uniqueness[ObjectIdentifier(metadata)] { return known }
-        let found = store.schema.inheritanceChain(of: metadata.entityName).contains { entity in
-            !entity.uniqueConstraints.isEmpty || entity.attributes.contains { $0.options.contains(.unique) }
-        }
-        uniqueness[ObjectIdentifier(metadata)] = found
-        return found
-    }
-
-    /// Brings the models in step with a committed save.
-    /// Returns the models the save deleted, those of cascades included.
-    @discardableResult
-    private func finishSave(_ result: FlushResult, changes: ChangeSet) -> [AnyObject] {
-        // Values written from files are read from the store from now on.
-        for (object, index, value) in result.storedFromFiles {
-            let backing = ModelBacking.of(object)
-            if case .blob(let reference) = value {
-                backing.setPending(index, .blob(reference))
-            } else {
-                backing.setPending(index, nil)
-                _ = (backing.metadata.properties[index] as? any AttributeValueAccess)?.load(
-                    value, into: object)
-            }
-        }
-        // Instances of records an inserted model took over (an upsert): they read the saved
-        // record again once the save is done.
-        var displaced: [AnyObject] = []
-        for (object, backing) in result.inserted {
-            let key = ObjectIdentifier(object)
-            backing.rowID = result.rowIDs[key]
-            if !result.adopted.isEmpty, let gid = result.adopted[key] {
-                backing.adopt(gid)
-                if let id = backing.rowID, let held = registry.object(root: backing.metadata.rootKey, id: id),
-                    held !== object
-                {
-                    displaced.append(held)
-                }
-            }
-            backing.status = .persisted
-            backing.clearChanges()
-            if let id = backing.rowID { register(object, backing: backing, id: id) }
-        }
-        for object in changed.values { ModelBacking.of(object).clearChanges() }
-        // What the saved to-many relationships hold in the store now; those the save merged
-        // with other contexts' changes are read again.
-        for (object, _) in result.inserted { noteStoredTargets(of: object) }
-        for object in changed.values { noteStoredTargets(of: object) }
-        for (object, index) in result.rereadToMany {
-            let backing = ModelBacking.of(object)
-            guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
-            backing.storedTargets[index] = nil
-            notifying(object, backing, properties: [index]) { backing.setRelationshipPending(index, .toMany) }
-        }
-        var gone: [AnyObject] = Array(deleted.values)
-        // Records deleted by cascades, and so their models here.
-        for (entity, ids) in changes.deleted {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                if let object = registry.object(root: metadata.rootKey, id: id) { gone.append(object) }
-            }
-        }
-        for object in gone {
-            let backing = ModelBacking.of(object)
-            if let id = backing.rowID {
-                registry.remove(root: backing.metadata.rootKey, id: id)
-            }
-            backing.status = .deleted
-            backing.rowID = nil
-            backing.context = nil
-            backing.clearChanges()
-        }
-        inserted = [:]
-        insertionOrder = []
-        changed = [:]
-        deleted = [:]
-        deletionOrder = []
-        reread(displaced)
-        // The store nullified references to deleted records: so do the models here, the deleted
-        // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
-        // each other for good: they are in no registry, so nothing would break the cycle).
-        if !gone.isEmpty {
-            for object in gone { dropDeletedTargets(of: object) }
-            dropDeletedTargets(changes)
-        }
-        return gone
-    }
-
-    /// Records what `object`'s loaded to-many relationships hold, as the store now holds them
-    /// (after its save): the base its next changes to them are merged onto.
-    private func noteStoredTargets(of object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        guard backing.status == .persisted else { return }
-        for (accessor, relationship) in backing.metadata.relationships
-        where relationship.isToMany && !backing.needsLoading(accessor.index) {
-            backing.storedTargets[accessor.index] = Set(
-                relationship.targets(in: object).compactMap { ModelBacking.of($0).rowID })
-        }
-    }
-
-    private func dropDeletedTargets(of object: AnyObject) {
-        let backing = ModelBacking.of(object)
-        for (accessor, relationship) in backing.metadata.relationships
-        where !backing.needsLoading(accessor.index) {
-            let targets = relationship.targets(in: object)
-            let kept = targets.filter { ModelBacking.of($0).status != .deleted }
-            if kept.count != targets.count {
-                if let notify = accessor.observationNotifier {
-                    notify(object, backing) { relationship.setTargets(kept, in: object) }
-                } else {
-                    relationship.setTargets(kept, in: object)
-                }
-            }
-        }
+        let planned = try SavePlanner.plan(changes, of: self, forFetch: forFetch)
+        let outcome = try SaveExecutor.run(planned.plan, in: transaction, forFetch: forFetch)
+        return FlushResult(planned: planned, outcome: outcome)
     }
 
     // MARK: Records and instances
 
-    /// The inserted models, in the order they were inserted.
-    var insertedObjects: [AnyObject] { insertionOrder.compactMap { inserted[$0] } }
-
     /// The models of the records this context has instances of (live ones).
     var registeredModels: [any PersistentModel] {
         registry.objects.compactMap { $0 as? any PersistentModel }
-    }
-
-    /// Calls `body` with each model of a record of the root entities `includes` accepts (by
-    /// ``ModelMetadata/rootKey``) that this context has an instance of (see
-    /// ``ModelRegistry/forEachObject(inRoots:_:)``).
-    func forEachRegisteredObject(inRoots includes: (ObjectIdentifier) -> Bool, _ body: (AnyObject) -> Void) {
-        registry.forEachObject(inRoots: includes, body)
-    }
-
-    /// Marks the models of records a store-side delete removed as deleted.
-    func forgetDeleted(_ changes: ChangeSet) {
-        var gone: [AnyObject] = []
-        for (entity, ids) in changes.deleted {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                guard let object = registry.remove(root: metadata.rootKey, id: id) else { continue }
-                let backing = ModelBacking.of(object)
-                backing.status = .deleted
-                backing.rowID = nil
-                backing.context = nil
-                gone.append(object)
-            }
-        }
-        // The deleted models too, which are in no registry now (as in finishSave).
-        for object in gone { dropDeletedTargets(of: object) }
-        dropDeletedTargets(changes)
-    }
-
-    /// Takes the deleted models out of the relationships of the models the store updated.
-    private func dropDeletedTargets(_ changes: ChangeSet) {
-        for (entity, ids) in changes.updated {
-            guard let metadata = metadata(forStored: entity) else { continue }
-            for id in ids {
-                guard let object = registry.object(root: metadata.rootKey, id: id) else {
-                    continue
-                }
-                dropDeletedTargets(of: object)
-            }
-        }
-    }
-
-    /// Forgets the unsaved changes of `object`, whose record another writer deleted.
-    func forgetUnsavedChanges(of object: AnyObject) {
-        let key = ObjectIdentifier(object)
-        changed[key] = nil
-        if deleted.removeValue(forKey: key) != nil { deletionOrder.removeAll { $0 == key } }
     }
 
     /// Called by a backing whose instance is going away.
@@ -1121,23 +327,9 @@ public final class ModelContext {
         registry.remove(root: root, id: id, ifObject: backing.objectID)
     }
 
-    private func register(_ object: AnyObject, backing: ModelBacking, id: Int64) {
-        registry.register(object, root: backing.metadata.rootKey, id: id)
-    }
-
-    /// The registered instance of record `id` of root entity `root` (``ModelMetadata/rootKey``).
-    func registeredObject(root: ObjectIdentifier, id: Int64) -> AnyObject? {
-        registry.object(root: root, id: id)
-    }
-
-    /// The registered instance of record `id` of `metadata`'s hierarchy, if there is one.
-    func registeredObject(_ metadata: ModelMetadata, id: Int64) -> AnyObject? {
-        registry.object(root: metadata.rootKey, id: id)
-    }
-
     /// The instance for the cursor's row: the registered one, or a new one with the row's values.
     func instance(at cursor: RowCursor, temporary: [Int64: AnyObject] = [:]) throws(DeckError) -> AnyObject {
-        let layout = try self.layout(entity: cursor.entity, names: cursor.names)
+        let layout = try materializer.layout(entity: cursor.entity, names: cursor.names)
         if let object = temporary[cursor.id] { return object }
         let root = layout.metadata.rootKey
         if let object = registry.object(root: root, id: cursor.id) { return object }
@@ -1146,182 +338,14 @@ public final class ModelContext {
             to: object, metadata: layout.metadata, globalID: cursor.globalID ?? GlobalID.random(),
             context: self,
             rowID: cursor.id)
-        try load(cursor, layout: layout, into: object, backing: backing)
+        try materializer.load(cursor, layout: layout, into: object, backing: backing)
         registry.register(object, root: root, id: cursor.id)
         return object
     }
 
-    /// The models' metadata for records of `entity`, an entity of the document: its own, or, for an
-    /// entity the models do not know (one a later version of the app added below one they know),
-    /// its nearest ancestor's. Such records are read, changed and deleted as that ancestor's, and
-    /// what the models do not know of them is kept as it is.
+    /// The models' metadata for records of `entity` (see ``RowMaterializer/metadata(forStored:)``).
     func metadata(forStored entity: String) -> ModelMetadata? {
-        if let metadata = schema.metadata(named: entity) { return metadata }
-        for ancestor in store.schema.inheritanceChain(of: entity).reversed() {
-            if let metadata = schema.metadata(named: ancestor.name) { return metadata }
-        }
-        return nil
-    }
-
-    /// Where each of an entity's properties is in its rows.
-    final class RowLayout {
-        let metadata: ModelMetadata
-        let names: [String]
-        let attributes: [AttributeSlot]
-        /// To-one relationships have a cell (their target's id); to-many ones none.
-        let relationships: [(cell: Int?, accessor: PropertyAccessor, toMany: Bool)]
-
-        init(metadata: ModelMetadata, names: [String]) {
-            self.metadata = metadata
-            self.names = names
-            let position = Dictionary(
-                names.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-            attributes = metadata.attributes.compactMap { accessor, access in
-                position[accessor.name].map {
-                    AttributeSlot(
-                        cell: $0, valueOffset: accessor.offset + accessor.valueFieldOffset,
-                        kind: access.cellKind,
-                        accessor: accessor, access: access)
-                }
-            }
-            relationships = metadata.relationships.map { accessor, relationship in
-                (relationship.isToMany ? nil : position[accessor.name], accessor, relationship.isToMany)
-            }
-        }
-    }
-
-    /// Where one attribute is in a row, and how it is read. The accessors belong to the model
-    /// metadata, which lives as long as the program: the slot does not retain them, as copying it
-    /// for every cell of every row would.
-    struct AttributeSlot {
-        let cell: Int
-        /// Where the property's value is in an instance.
-        let valueOffset: Int
-        let kind: CellKind
-        unowned(unsafe) let accessor: PropertyAccessor
-        unowned(unsafe) let access: any AttributeValueAccess
-    }
-
-    /// The layout of the rows of `entity` whose cells are `names` (kept for the next rows of it).
-    private func layout(entity: String, names: [String]) throws(DeckError) -> RowLayout {
-        if let last = lastLayout, last.metadata.entityName == entity, last.names == names {
-            return last
-        }
-        if let known = layouts[entity], known.names == names {
-            lastLayout = known
-            return known
-        }
-        guard let metadata = metadata(forStored: entity) else {
-            throw DeckError.unknownEntity(entity, known: schema.metadata.keys.sorted())
-        }
-        let layout = RowLayout(metadata: metadata, names: names)
-        layouts[entity] = layout
-        lastLayout = layout
-        return layout
-    }
-
-    /// Sets every property of `object` from the cursor's row (relationships and blobs to load
-    /// later).
-    private func load(_ cursor: RowCursor, layout: RowLayout, into object: AnyObject, backing: ModelBacking)
-        throws(DeckError)
-    {
-        let base = UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
-        for slot in layout.attributes {
-            if Self.readCell(cursor, slot, into: base + slot.valueOffset) { continue }
-            let (cell, accessor, access) = (slot.cell, slot.accessor, slot.access)
-            // Only a data attribute's cell can refer to a blob file.
-            if cursor.type(cell) == .data, case .blob(let reference) = cursor.value(cell) {
-                backing.setPending(accessor.index, .blob(reference))
-                continue
-            }
-            // A reload replaces a value still to be written from a file.
-            if backing.needsLoading(accessor.index) { backing.setPending(accessor.index, nil) }
-            if !access.load(cursor, cell, into: object) {
-                // A value an earlier Deck wrote is no corruption (spec 7.7): say what it is.
-                if let legacy = cursor.legacyValue(cell) {
-                    throw DeckError.invalidValue(
-                        entity: "\(cursor.entity) #\(cursor.id)", property: accessor.name,
-                        reason:
-                            "holds \(legacy), a legacy value an earlier Deck wrote (spec 7.7), "
-                            + "which a \(accessor.typeDescription) cannot hold; make the property optional "
-                            + "or set a new value with deck update")
-                }
-                if let mismatch = (accessor as? any AttributeDescribing)?.mismatch(cursor.value(cell)) {
-                    throw DeckError.invalidValue(
-                        entity: cursor.entity, property: accessor.name,
-                        reason: "record #\(cursor.id) \(mismatch)")
-                }
-                throw DeckError.corrupt(
-                    path: store.url.path,
-                    reason:
-                        "\(cursor.entity) #\(cursor.id): \(accessor.name) holds \(cursor.value(cell).kindName), "
-                        + "which is not a \(accessor.typeDescription)")
-            }
-        }
-        for (cell, accessor, toMany) in layout.relationships {
-            if toMany {
-                backing.setPending(accessor.index, .toMany)
-            } else if let cell, case .reference(let id) = cursor.value(cell) {
-                backing.setPending(accessor.index, .toOne(id))
-            } else {
-                backing.setPending(accessor.index, .toOne(nil))
-            }
-        }
-    }
-
-    /// Sets the property at `field` from the slot's cell when the property is of one of the
-    /// ``CellKind``s and the cursor's typed reader takes the cell (what the property's codec would
-    /// read, faster); false otherwise, leaving the property as it was.
-    @inline(__always)
-    private static func readCell(
-        _ cursor: RowCursor, _ slot: AttributeSlot, into field: UnsafeMutableRawPointer
-    )
-        -> Bool
-    {
-        let cell = slot.cell
-        func set<T>(_ value: T?, as _: T.Type) -> Bool {
-            guard let value else { return false }
-            field.assumingMemoryBound(to: T.self).pointee = value
-            return true
-        }
-        func setOptional<T>(_ read: (Int) -> T?, as _: T.Type) -> Bool {
-            if cursor.isNull(cell) {
-                field.assumingMemoryBound(to: T?.self).pointee = nil
-                return true
-            }
-            guard let value = read(cell) else { return false }
-            field.assumingMemoryBound(to: T?.self).pointee = value
-            return true
-        }
-        switch slot.kind {
-        case .string: return set(cursor.string(cell), as: String.self)
-        case .optionalString: return setOptional(cursor.string, as: String.self)
-        case .int: return set(cursor.integer(cell).map { Int($0) }, as: Int.self)
-        case .optionalInt: return setOptional({ cursor.integer($0).map { Int($0) } }, as: Int.self)
-        case .double: return set(cursor.double(cell), as: Double.self)
-        case .optionalDouble: return setOptional(cursor.double, as: Double.self)
-        case .date: return set(cursor.date(cell)?.date, as: Date.self)
-        case .optionalDate: return setOptional({ cursor.date($0)?.date }, as: Date.self)
-        case .bool: return set(cursor.bool(cell), as: Bool.self)
-        case .optionalBool: return setOptional(cursor.bool, as: Bool.self)
-        case .other: return false
-        }
-    }
-
-    /// Calls `body` with a cursor on each row `query` matches, read by `reader`, or in a read of
-    /// the committed store when it is nil.
-    func forEachRow(
-        _ query: RecordQuery, in reader: StoreReader? = nil, _ body: (RowCursor) throws(DeckError) -> Void
-    ) throws(DeckError) {
-        do {
-            if let reader {
-                try reader.forEachCursor(query) { try body($0) }
-            } else {
-                try store.read { reader in try reader.forEachCursor(query) { try body($0) } }
-            }
-        } catch {
-            throw DeckError.wrap(error)
-        }
+        materializer.metadata(forStored: entity)
     }
 
     /// The query for record `id` of `entity`.
@@ -1329,217 +353,8 @@ public final class ModelContext {
         RecordQuery(entity, where: .recordID.equals(.value(.integer(id))), limit: 1)
     }
 
-    /// Reads `object`'s saved values again (after a rollback).
-    /// Observers of the properties that change are told.
-    func reload(_ object: AnyObject, backing: ModelBacking) {
-        let changedProperties = backing.metadata.properties.indices.filter(backing.isChanged)
-        // The loaded relationships go back to not loaded: their observers are told too, since what
-        // is not loaded changes without telling anyone (inverse changes, merges skip it).
-        let told =
-            changedProperties
-            + backing.metadata.relationships.map(\.accessor.index).filter {
-                !backing.needsLoading($0) && !backing.isChanged($0)
-            }
-        backing.clearChanges()
-        guard let id = backing.rowID else { return }
-        do {
-            var found = false
-            try forEachRow(recordQuery(backing.metadata.entityName, id: id)) { cursor throws(DeckError) in
-                found = true
-                let layout = try layout(entity: cursor.entity, names: cursor.names)
-                var failure: DeckError?
-                notifying(object, backing, properties: told) {
-                    // The relationships load again: they let go of what they held (see
-                    // ModelBacking.setRelationshipPending).
-                    for (accessor, relationship) in backing.metadata.relationships
-                    where !backing.needsLoading(accessor.index) {
-                        relationship.setTargets([], in: object)
-                    }
-                    do throws(DeckError) {
-                        try load(cursor, layout: layout, into: object, backing: backing)
-                    } catch {
-                        failure = error
-                    }
-                }
-                if let failure { throw failure }
-            }
-            if !found { backing.status = .deleted }
-        } catch {
-            lastLoadError = DeckError.wrap(error)
-        }
-    }
-
-    /// Runs `change` (one Deck makes to `object`), telling the observers of properties `indices`
-    /// that they change.
-    func notifying(
-        _ object: AnyObject, _ backing: ModelBacking, properties indices: [Int], _ change: () -> Void
-    ) {
-        guard backing.observation != nil, let index = indices.last else { return change() }
-        let rest = Array(indices.dropLast())
-        guard let notify = backing.metadata.properties[index].observationNotifier else {
-            return notifying(object, backing, properties: rest, change)
-        }
-        notify(object, backing) { self.notifying(object, backing, properties: rest, change) }
-    }
-
-    /// Loads a property that was not loaded yet (called from its getter).
-    func load(
-        _ kind: ModelBacking.Pending, property accessor: PropertyAccessor, of object: AnyObject,
-        backing: ModelBacking
-    ) {
-        do {
-            switch kind {
-            case .blob(let reference):
-                let data = try store.read { try $0.data(for: reference) }
-                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
-            case .file(let url):
-                let data = try InputFile.contents(of: url)
-                _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
-            // Read: the value is in memory now, and the save writes it from there.
-            case .toOne(let id):
-                guard let id, let relationship = accessor.relationshipAccess else { return }
-                let destination = relationship.destinationMetadata
-                // The common case, a target this context holds (the deck of the card before), in
-                // a few dozen instructions.
-                if let target = registry.object(root: destination.rootKey, id: id), destination.admits(target)
-                {
-                    return accessor.setToOneTarget(target, in: object)
-                }
-                if let target = try loadToOneOfNeighbours(
-                    accessor, destination: destination, around: backing, target: id)
-                {
-                    return accessor.setToOneTarget(target, in: object)
-                }
-                accessor.setToOneTarget(try instances(of: destination, ids: [id]).first, in: object)
-            case .toMany:
-                guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
-                let destination = relationship.destinationMetadata
-                let ids = try store.read {
-                    try $0.related(backing.metadata.entityName, id: id, accessor.name)
-                }
-                let stored = try instances(of: destination, ids: ids)
-                backing.storedTargets[accessor.index] = Set(ids)
-                relationship.setTargets(
-                    overlay(
-                        stored, of: object, backing: backing, accessor: accessor,
-                        destination: destination), in: object)
-            }
-        } catch {
-            lastLoadError = DeckError.wrap(error)
-            if case .closed(let path)? = lastLoadError {
-                ModelLoader.documentClosed(path: path, property: accessor, of: backing)
-            }
-            // A file that cannot be read stays the value to save, so that the save fails rather
-            // than write the default in its place.
-            if case .file = kind { backing.setPending(accessor.index, kind) }
-        }
-    }
-
-    /// The instances of records `ids` (registered ones, or fetched in one statement), in order.
-    func instances(of destination: ModelMetadata, ids: [Int64]) throws(DeckError) -> [AnyObject] {
-        var found: [Int64: AnyObject] = [:]
-        var missing: [Int64] = []
-        for id in ids {
-            // An instance of a sibling entity (a damaged store's reference to a record of the
-            // wrong entity) is not one of the destination's: the statement below leaves it out too.
-            if let object = registry.object(root: destination.rootKey, id: id), destination.admits(object) {
-                found[id] = object
-            } else {
-                missing.append(id)
-            }
-        }
-        // One statement per 10,000 records: far below SQLite's limit on bound values.
-        var start = 0
-        while start < missing.count {
-            let chunk = missing[start..<min(start + 10_000, missing.count)]
-            let query = RecordQuery(
-                destination.entityName, where: .recordID.isIn(chunk.map { .value(.integer($0)) }))
-            try forEachRow(query) { cursor throws(DeckError) in found[cursor.id] = try instance(at: cursor) }
-            start += chunk.count
-        }
-        return ids.compactMap { found[$0] }
-    }
-
-    /// Loads relationship `keyPath` of every model of `objects` (of `metadata`'s entity or its
-    /// subentities) that has not loaded it: one statement for the related ids of a to-many
-    /// relationship, and one (per 10,000) for the related records, however many models there are.
-    func prefetch(_ keyPath: AnyKeyPath, of objects: [AnyObject], metadata: ModelMetadata) throws(DeckError) {
-        let path = metadata.resolve(keyPath)
-        guard path.count == 1, let accessor = path.first,
-            let relationship = accessor as? any RelationshipDescribing
-        else {
-            throw DeckError.invalidQuery(
-                "relationshipKeyPathsForPrefetching: \(keyPath) is not a relationship of \(metadata.type)")
-        }
-        let index = accessor.index
-        var waiting: [(object: AnyObject, backing: ModelBacking, id: Int64)] = []
-        var targets: [Int64: [Int64]] = [:]
-        for object in objects {
-            let backing = ModelBacking.of(object)
-            guard backing.needsLoading(index), let id = backing.rowID else { continue }
-            waiting.append((object, backing, id))
-            if case .toOne(let target)? = backing.pending[index] { targets[id] = target.map { [$0] } ?? [] }
-        }
-        guard !waiting.isEmpty else { return }
-        if relationship.isToMany {
-            let owners = waiting.map(\.id)
-            do {
-                targets = try store.read { try $0.related(metadata.entityName, ids: owners, accessor.name) }
-            } catch {
-                throw DeckError.wrap(error)
-            }
-        }
-        let destination = ModelMetadata.of(relationship.destinationType)
-        let all = Array(Set(targets.values.joined()))
-        let found = try instances(of: destination, ids: all)
-        var instancesByID: [Int64: AnyObject] = [:]
-        for object in found {
-            if let id = ModelBacking.of(object).rowID { instancesByID[id] = object }
-        }
-        for (object, backing, id) in waiting {
-            let related = (targets[id] ?? []).compactMap { instancesByID[$0] }
-            backing.setPending(index, nil)
-            if relationship.isToMany {
-                backing.storedTargets[index] = Set(targets[id] ?? [])
-                relationship.setTargets(
-                    overlay(
-                        related, of: object, backing: backing, accessor: accessor, destination: destination),
-                    in: object)
-            } else {
-                relationship.setTargets(related, in: object)
-            }
-        }
-    }
-
-    /// A to-many relationship loaded from the store, with this context's unsaved changes to the
-    /// other side applied: a model whose inverse changed here belongs if its inverse now holds
-    /// `object`; deleted models do not belong.
-    private func overlay(
-        _ stored: [AnyObject], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
-        destination: ModelMetadata
-    ) -> [AnyObject] {
-        guard hasChanges, let inverseName = backing.metadata.inverseName(of: accessor.index)
-        else {
-            return stored.filter { ModelBacking.of($0).status != .deleted }
-        }
-        func decided(_ candidate: AnyObject) -> Bool? {
-            let other = ModelBacking.of(candidate)
-            if other.status == .deleted { return false }
-            guard let inverse = other.metadata.property(named: inverseName) as? any RelationshipDescribing,
-                let index = other.metadata.property(named: inverseName)?.index,
-                other.status == .inserted || other.isChanged(index), !other.needsLoading(index)
-            else { return nil }
-            return inverse.targets(in: candidate).contains { $0 === object }
-        }
-        var result = stored.filter { decided($0) ?? true }
-        for candidate in Array(inserted.values) + Array(changed.values)
-        where ModelBacking.of(candidate).metadata.inherits(from: destination)
-            && !result.contains(where: { $0 === candidate }) && decided(candidate) == true
-        {
-            result.append(candidate)
-        }
-        return result
-    }
+    /// Lazy and batch loading of this context's models.
+    var faulting: Faulting { Faulting(context: self) }
 }
 
 /// Attribute access without the value type.
@@ -1563,12 +378,4 @@ extension AttributeAccessor: AttributeValueAccess {
             throw error
         }
     }
-}
-
-/// A main context reached from its autosave task, which runs on the main actor as the context
-/// does; weak, so the task does not keep the context.
-private final class WeakContext: @unchecked Sendable {
-    weak var context: ModelContext?
-
-    init(_ context: ModelContext) { self.context = context }
 }

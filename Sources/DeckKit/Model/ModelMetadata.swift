@@ -142,13 +142,7 @@ final class ModelMetadata: @unchecked Sendable {
             )
         }
 
-        // The class and its model superclasses, root first.
-        var levels: [(type: Any.Type, mirror: Mirror)] = []
-        var mirror: Mirror? = Mirror(reflecting: probe)
-        while let level = mirror, level.subjectType != ModelObject.self {
-            levels.insert((level.subjectType, level), at: 0)
-            mirror = level.superclassMirror
-        }
+        let levels = Self.levels(of: probe)
         let superType = levels.count > 1 ? levels[levels.count - 2].type as? any PersistentModel.Type : nil
         superMetadata = superType.map { ModelMetadata.of($0) }
         rootKey = superMetadata?.rootKey ?? ObjectIdentifier(type)
@@ -202,6 +196,39 @@ final class ModelMetadata: @unchecked Sendable {
         } else {
             problems.append("\(type): Deck could not find its properties in an instance")
         }
+        problems += Self.problems(of: properties, in: type)
+        self.properties = properties
+        self.problems = problems
+        for accessor in properties {
+            if let attribute = accessor as? any AttributeValueAccess {
+                attributes.append((accessor, attribute))
+            } else if let relationship = accessor as? any RelationshipDescribing {
+                relationships.append((accessor, relationship))
+            }
+        }
+        byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        ownerAndIndexOffsets = properties.map {
+            ($0.offset + $0.ownerFieldOffset, $0.offset + $0.indexFieldOffset)
+        }
+    }
+
+    /// The class of `probe` and its model superclasses, root first, with their mirrors.
+    private static func levels(of probe: AnyObject) -> [(type: Any.Type, mirror: Mirror)] {
+        var levels: [(type: Any.Type, mirror: Mirror)] = []
+        var mirror: Mirror? = Mirror(reflecting: probe)
+        while let level = mirror, level.subjectType != ModelObject.self {
+            levels.insert((level.subjectType, level), at: 0)
+            mirror = level.superclassMirror
+        }
+        return levels
+    }
+
+    /// What is wrong with `type`'s `properties` themselves: a relationship of no model, an
+    /// attribute Deck cannot store.
+    private static func problems(of properties: [PropertyAccessor], in type: any PersistentModel.Type)
+        -> [String]
+    {
+        var problems: [String] = []
         for accessor in properties {
             if let invalid = accessor as? InvalidRelationshipAccessor {
                 problems.append(
@@ -218,19 +245,7 @@ final class ModelMetadata: @unchecked Sendable {
                         + "a RawRepresentable or a Codable type)")
             }
         }
-        self.properties = properties
-        self.problems = problems
-        for accessor in properties {
-            if let attribute = accessor as? any AttributeValueAccess {
-                attributes.append((accessor, attribute))
-            } else if let relationship = accessor as? any RelationshipDescribing {
-                relationships.append((accessor, relationship))
-            }
-        }
-        byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
-        ownerAndIndexOffsets = properties.map {
-            ($0.offset + $0.ownerFieldOffset, $0.offset + $0.indexFieldOffset)
-        }
+        return problems
     }
 
     /// What a new record of the entity gets for each attribute the model declares no optional

@@ -137,12 +137,11 @@ enum PlanMigration {
         }?.versionIdentifier.description
     }
 
-    /// Migrates the document at `url` to `target` (the schema of one of `plan`'s versions) when it
-    /// holds an earlier version of the plan; does nothing when it holds `target` already.
-    static func migrate(
-        at url: URL, to target: Schema, storeSchema: StoreSchema, plan: any SchemaMigrationPlan.Type
-    ) throws(DeckError) {
-        // The plan first, whole: nothing is migrated along a plan that cannot be followed.
+    /// `plan`'s versions, their names and their store schemas, in order; throws when they are not
+    /// in increasing order or a version's models do not make a schema.
+    private static func storeSchemas(of plan: any SchemaMigrationPlan.Type) throws(DeckError)
+        -> (versions: [any VersionedSchema.Type], names: [String], schemas: [StoreSchema])
+    {
         let versions = plan.schemas
         let names = versions.map { "\($0.versionIdentifier)" }
         for index in versions.indices.dropFirst()
@@ -160,6 +159,16 @@ enum PlanMigration {
             }
             schemas.append(storeSchema)
         }
+        return (versions, names, schemas)
+    }
+
+    /// Migrates the document at `url` to `target` (the schema of one of `plan`'s versions) when it
+    /// holds an earlier version of the plan; does nothing when it holds `target` already.
+    static func migrate(
+        at url: URL, to target: Schema, storeSchema: StoreSchema, plan: any SchemaMigrationPlan.Type
+    ) throws(DeckError) {
+        // The plan first, whole: nothing is migrated along a plan that cannot be followed.
+        let (versions, names, schemas) = try storeSchemas(of: plan)
         guard let targetIndex = names.firstIndex(of: target.version) else {
             throw DeckError.misuse(
                 "the migration plan \(plan) has no version \(target.version), the container's schema's: "

@@ -31,7 +31,7 @@ final class FetchedNeighbours {
     }
 }
 
-extension ModelContext {
+extension Faulting {
     /// At most this many targets load in one batch.
     static let faultingBatchTargets = 100
     /// At most this many models after the one read are looked at for one batch.
@@ -46,7 +46,7 @@ extension ModelContext {
         for model in models {
             if let id = ModelBacking.of(model).rowID { ids.append(id) }
         }
-        lastFetched = FetchedNeighbours(root: metadata.rootKey, ids: ids)
+        context.lastFetched = FetchedNeighbours(root: metadata.rootKey, ids: ids)
     }
 
     /// Loads to-one relationship `accessor` of the model of `backing`, whose target, record
@@ -57,7 +57,7 @@ extension ModelContext {
     func loadToOneOfNeighbours(
         _ accessor: PropertyAccessor, destination: ModelMetadata, around backing: ModelBacking, target: Int64
     ) throws(DeckError) -> AnyObject? {
-        guard let neighbours = lastFetched, neighbours.root == backing.metadata.rootKey,
+        guard let neighbours = context.lastFetched, neighbours.root == backing.metadata.rootKey,
             let id = backing.rowID, let start = neighbours.position(of: id)
         else { return nil }
         let index = accessor.index
@@ -66,7 +66,8 @@ extension ModelContext {
         let end = min(neighbours.ids.count, start + 1 + Self.faultingBatchModels)
         for position in (start + 1)..<max(start + 1, end) {
             guard missing.count < Self.faultingBatchTargets else { break }
-            guard let model = registeredObject(root: neighbours.root, id: neighbours.ids[position]) else {
+            guard let model = context.registry.object(root: neighbours.root, id: neighbours.ids[position])
+            else {
                 continue
             }
             let other = ModelBacking.of(model)
@@ -74,7 +75,7 @@ extension ModelContext {
             guard index < other.metadata.properties.count, other.metadata.properties[index] === accessor,
                 case .toOne(let otherTarget?)? = other.pendingValue(index)
             else { continue }
-            if registeredObject(root: destination.rootKey, id: otherTarget) == nil {
+            if context.registry.object(root: destination.rootKey, id: otherTarget) == nil {
                 missing.insert(otherTarget)
             }
             waiting.append((model, other, otherTarget))
@@ -86,7 +87,7 @@ extension ModelContext {
         for (model, other, otherTarget) in waiting {
             guard
                 let object = loaded[otherTarget]
-                    ?? registeredObject(root: destination.rootKey, id: otherTarget),
+                    ?? context.registry.object(root: destination.rootKey, id: otherTarget),
                 destination.admits(object)
             else { continue }
             other.setPending(index, nil)
