@@ -114,10 +114,12 @@ public enum CoreDataImport {
     /// - Throws: ``DeckError/alreadyExists(path:)`` when `destination` exists (it is never
     ///   replaced); ``DeckError/notFound(path:)`` when the store does not exist;
     ///   ``DeckError/invalidSource(path:reason:)`` naming the store when it is not a Core Data store, is
-    ///   damaged, its model does not decode, a row breaks the model, or external data is missing
-    ///   or refused; ``DeckError/schemaMismatch(path:differences:)`` when
-    ///   ``Options/schema`` is given and the store's differs; ``DeckError/invalidValue(entity:property:reason:)``
-    ///   for a value the package's schema refuses. Nothing is left at `destination` then.
+    ///   damaged, its model does not decode, a row breaks the model or holds a value the
+    ///   package's schema refuses (the reason names the entity, the property and the record: a
+    ///   link to a missing record, two records sharing a unique value), or external data is
+    ///   missing or refused; ``DeckError/schemaMismatch(path:differences:)`` when
+    ///   ``Options/schema`` is given and the store's differs. Nothing is left at `destination`
+    ///   then.
     public static func importStore(
         at source: URL, to destination: URL, options: Options = Options()
     ) throws(DeckError) -> Report {
@@ -145,15 +147,21 @@ public enum CoreDataImport {
         var rows: [String: Int] = [:]
         var links = 0
         var blobs: (count: Int, bytes: Int64) = (0, 0)
-        let built = try PackageStore.build(
-            at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
-        ) { loader in
-            do {
-                try load(plan, from: store, into: loader, rows: &rows, links: &links)
-                blobs = loader.blobFiles
-            } catch let error as CoreDataError {
-                throw error.deckError(path: source.path)
+        let built: URL
+        do {
+            built = try PackageStore.build(
+                at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
+            ) { loader in
+                do {
+                    try load(plan, from: store, into: loader, rows: &rows, links: &links)
+                    blobs = loader.blobFiles
+                } catch let error as CoreDataError {
+                    throw error.deckError(path: source.path)
+                }
             }
+        } catch .invalidValue(let entity, let property, let reason) {
+            // The store's data, not the caller's: the store is what cannot be imported.
+            throw DeckError.invalidSource(path: source.path, reason: "\(entity).\(property): \(reason)")
         }
         return Report(
             source: source, package: built,

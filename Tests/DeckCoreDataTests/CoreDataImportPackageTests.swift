@@ -200,11 +200,14 @@ struct CoreDataImportPackageTests {
             try CoreDataImport.importStore(
                 at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
         }
-        guard case .invalidValue(_, "folder", let reason) = error else {
-            Issue.record("expected an invalidValue error for folder, got \(String(describing: error))")
+        guard case .invalidSource(let path, let reason) = error else {
+            Issue.record("expected an invalidSource error, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("key 2 links to Folder key 77, which does not exist"), "\(reason)")
+        #expect(path == directory.appending("Notes.sqlite").path)
+        #expect(
+            reason.contains(".folder: the record with key 2 links to Folder key 77, which does not exist"),
+            "\(reason)")
         #expect(try Self.leftovers(directory) == [])
         #expect(try Self.hashes(directory) == before)
     }
