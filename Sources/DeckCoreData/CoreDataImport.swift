@@ -126,6 +126,7 @@ public enum CoreDataImport {
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw DeckError.notFound(path: source.path)
         }
+        try refuseDestinationAmongTheStoresFiles(destination, source: source)
         let store: CoreDataStore
         let plan: CoreDataImportPlan
         do throws(CoreDataError) {
@@ -174,6 +175,26 @@ public enum CoreDataImport {
             links: links, blobs: blobs.count, blobBytes: blobs.bytes, schema: schema,
             notes: plan.notes.map { Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason) }
         )
+    }
+
+    /// Refuses a destination that takes the name of one of the store's own files (its `-wal`,
+    /// `-shm` or `-journal`, which SQLite would then fail to open beside it) or lies in its
+    /// external data folder: the store and its files are never changed.
+    private static func refuseDestinationAmongTheStoresFiles(_ destination: URL, source: URL)
+        throws(DeckError)
+    {
+        let target = destination.standardizedFileURL.path
+        let store = source.standardizedFileURL.path
+        let support = CoreDataStore.externalDataSource(of: source.standardizedFileURL)
+            .deletingLastPathComponent().path
+        let taken =
+            ["-wal", "-shm", "-journal"].contains { target == store + $0 }
+            || target == support || target.hasPrefix(support + "/")
+        guard taken else { return }
+        throw DeckError.invalidSource(
+            path: source.path,
+            reason: "the destination \(target) is one of the store's own files or inside its external data "
+                + "folder (\(support)); choose a destination elsewhere")
     }
 
     /// Every row (each entity's own, so that each gets its own attributes) with the to-one links

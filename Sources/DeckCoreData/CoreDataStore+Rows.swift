@@ -328,12 +328,12 @@ extension CoreDataStore {
                     .badExternalData, "\(place): the external file name has no NUL byte at its end")
             }
             guard let name = String(data: Data(rest[rest.startIndex..<end]), encoding: .utf8), !name.isEmpty,
-                !name.contains("/"), !name.contains(".."), !name.contains("\\")
+                name != ".", !name.contains("/"), !name.contains(".."), !name.contains("\\")
             else {
                 throw CoreDataError(
                     .badExternalData,
                     "\(place): the external file name \(String(decoding: rest[rest.startIndex..<end], as: UTF8.self).debugDescription) "
-                        + "is not a plain file name of \(directory) (empty, not UTF-8, or with '/' or '..'): refused"
+                        + "is not a plain file name of \(directory) (empty, '.', not UTF-8, or with '/' or '..'): refused"
                 )
             }
             if let reason = refusedExternalFiles[name] {

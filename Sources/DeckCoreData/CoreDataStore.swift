@@ -88,6 +88,7 @@ public final class CoreDataStore {
             let copy = directory.appendingPathComponent(
                 url.lastPathComponent.isEmpty ? "store" : url.lastPathComponent)
             try copyFile(from: url.path, to: copy.path, required: true)
+            try refuseHotJournal(of: url)
             // What the main file alone says the store is, before the log is beside it.
             let hasLog = FileManager.default.fileExists(atPath: url.path + "-wal")
             let mainFileUUID = hasLog ? storeUUID(ofMainFile: copy.path) : nil
@@ -233,7 +234,39 @@ public final class CoreDataStore {
 
     /// Copies `source` to a new file `destination` (mode 0600) by reading it: a symbolic link is
     /// followed, and the source is only ever opened for reading.
+    /// Refuses a store beside a hot rollback journal (`-journal` starting with SQLite's journal
+    /// magic): a transaction was cut short, and only rolling it back, which changes the store,
+    /// gives what SQLite would read. An empty journal, or one whose header is zeroed (a
+    /// committed transaction in `TRUNCATE` or `PERSIST` mode), is not hot and is ignored.
+    static func refuseHotJournal(of url: URL) throws(CoreDataError) {
+        let journal = url.path + "-journal"
+        guard let handle = FileHandle(forReadingAtPath: journal) else { return }
+        defer { try? handle.close() }
+        let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+        guard let head = try? handle.read(upToCount: 8), Array(head) == magic else { return }
+        throw CoreDataError(
+            .damagedStore,
+            "\(journal) holds a transaction that was cut short (a hot rollback journal), so the store "
+                + "without it is not what SQLite would read, and Deck never changes the store: open the store "
+                + "once with its app or with sqlite3, which rolls the transaction back, then import it")
+    }
+
     static func copyFile(from source: String, to destination: String, required: Bool) throws(CoreDataError) {
+        var status = stat()
+        if lstat(source, &status) == 0 {
+            let kind = status.st_mode & S_IFMT
+            if kind == S_IFLNK && !required {
+                throw CoreDataError(
+                    .unreadableStore,
+                    "\(source) is a symbolic link: refused (Core Data never makes one beside a store)")
+            }
+            if stat(source, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+                throw CoreDataError(
+                    .unreadableStore,
+                    "\(source) is \(status.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"), "
+                        + "not a store file")
+            }
+        }
         guard let input = FileHandle(forReadingAtPath: source) else {
             var isDirectory: ObjCBool = false
             if !required && !FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) {

@@ -156,6 +156,7 @@ struct CoreDataImportPackageTests {
         ("missing external file", "7A1C0F4E-2B3D-4E5F-8A9B-0C1D2E3F4A5B"),
         ("bad external byte", "the byte 0x07"),
         ("text where a key goes", "Z_PK"),
+        ("an external file named '.'", "is not a plain file name"),
     ])
     func aBadStoreIsRefusedNamingItAndLeavesNothing(kind: String, mentions: String) throws {
         let directory = try ScratchDirectory()
@@ -165,6 +166,8 @@ struct CoreDataImportPackageTests {
             case "bad external byte":
                 try database.run("UPDATE ZITEM SET ZATTACHMENT = X'0709' WHERE Z_PK = 2")
             case "text where a key goes": try database.run("UPDATE ZFOLDER SET ZOWNER = 'two' WHERE Z_PK = 1")
+            case "an external file named '.'":
+                try database.run("UPDATE ZITEM SET ZATTACHMENT = X'022E00' WHERE Z_PK = 2")
             default: break
             }
         }
@@ -210,6 +213,92 @@ struct CoreDataImportPackageTests {
             "\(reason)")
         #expect(try Self.leftovers(directory) == [])
         #expect(try Self.hashes(directory) == before)
+    }
+
+    /// A hot rollback journal beside the store (a transaction cut short) is refused: only rolling
+    /// it back, which changes the store, gives what SQLite would read. A journal that is not hot
+    /// (empty, or with its header zeroed) is ignored.
+    @Test func aHotRollbackJournalIsRefusedAndAColdOneIgnored() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let journal = directory.appending("Notes.sqlite-journal")
+        try (Data([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]) + Data(count: 504)).write(to: journal)
+        let before = try Self.hashes(directory)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("hot rollback journal"), "\(reason)")
+        #expect(try Self.hashes(directory) == before)
+        #expect(try Self.leftovers(directory) == [])
+        for cold in [Data(), Data(count: 512)] {
+            try cold.write(to: journal)
+            _ = try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try FileManager.default.removeItem(at: directory.appending("Notes.deck"))
+        }
+    }
+
+    /// A destination named like one of the store's own files, or inside its external data
+    /// folder, is refused before anything is written.
+    @Test(arguments: [
+        "Notes.sqlite-wal", "Notes.sqlite-shm", "Notes.sqlite-journal", ".Notes_SUPPORT/x.deck",
+    ])
+    func aDestinationAmongTheStoresFilesIsRefused(name: String) throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let before = try Self.hashes(directory)
+        let names = try directory.names()
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending(name))
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("one of the store's own files"), "\(reason)")
+        #expect(try Self.hashes(directory) == before)
+        #expect(try directory.names() == names)
+    }
+
+    /// A store path that is a directory, and a log that is a symbolic link, are refused clearly.
+    @Test func aDirectoryStoreAndALinkedLogAreRefused() throws {
+        let directory = try ScratchDirectory()
+        let folder = directory.appending("Folder.sqlite")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: folder, to: directory.appending("F.deck"))
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("is a directory, not a store file"), "\(reason)")
+
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        _ = try writer.scalar("PRAGMA wal_checkpoint(TRUNCATE)")
+        let log = directory.appending("Notes.sqlite-wal")
+        try? FileManager.default.removeItem(at: log)
+        try FileManager.default.createSymbolicLink(
+            atPath: log.path, withDestinationPath: directory.appending("elsewhere").path)
+        let linked = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .invalidSource(_, let message) = linked else {
+            Issue.record("expected invalidSource, got \(String(describing: linked))")
+            return
+        }
+        #expect(message.contains("is a symbolic link"), "\(message)")
+        #expect(try Self.leftovers(directory).filter { $0 != "Folder.sqlite" && $0 != "elsewhere" } == [])
     }
 
     @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
