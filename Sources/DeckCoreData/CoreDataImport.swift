@@ -113,6 +113,8 @@ public enum CoreDataImport {
     ///
     /// - Throws: ``DeckError/alreadyExists(path:)`` when `destination` exists (it is never
     ///   replaced); ``DeckError/notFound(path:)`` when the store does not exist;
+    ///   ``DeckError/permissionDenied(path:operation:)`` naming the store, or its `-wal` or
+    ///   `-shm`, when this user may not read it;
     ///   ``DeckError/invalidSource(path:reason:)`` naming the store when it is not a Core Data store, is
     ///   damaged, its model does not decode, a row breaks the model or holds a value the
     ///   package's schema refuses (the reason names the entity, the property and the record: a
@@ -127,6 +129,11 @@ public enum CoreDataImport {
             throw DeckError.notFound(path: source.path)
         }
         try refuseDestinationAmongTheStoresFiles(destination, source: source)
+        // A store, or a log, this user may not read: permission, not a bad store (exit 66).
+        for path in [source.path] + CoreDataStore.companionSuffixes.map({ source.path + $0 })
+        where access(path, F_OK) == 0 && access(path, R_OK) != 0 && errno == EACCES {
+            throw DeckError.permissionDenied(path: path, operation: "read")
+        }
         let store: CoreDataStore
         let plan: CoreDataImportPlan
         do throws(CoreDataError) {

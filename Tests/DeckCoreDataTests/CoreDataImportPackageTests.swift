@@ -301,6 +301,28 @@ struct CoreDataImportPackageTests {
         #expect(try Self.leftovers(directory).filter { $0 != "Folder.sqlite" && $0 != "elsewhere" } == [])
     }
 
+    /// A store, or its log, that this user may not read is a permission error naming it.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anUnreadableStoreOrLogIsAPermissionError() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        for name in ["Notes.sqlite", "Notes.sqlite-wal"] {
+            let path = directory.appending(name).path
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: path)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path) }
+            let error = #expect(throws: DeckError.self) {
+                try CoreDataImport.importStore(
+                    at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            }
+            guard case .permissionDenied(path, "read") = error else {
+                Issue.record("expected permissionDenied(\(path)), got \(String(describing: error))")
+                return
+            }
+            #expect(try Self.leftovers(directory) == [])
+        }
+    }
+
     @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
         let directory = try ScratchDirectory()
         let text = directory.appending("notes.txt")
