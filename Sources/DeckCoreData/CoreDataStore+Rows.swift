@@ -150,9 +150,7 @@ extension CoreDataStore {
                     }
                 }
             }
-        } catch is ScanFull {
-            return files
-        }
+        } catch is ScanFull {}
         return files
     }
 

@@ -232,8 +232,6 @@ public final class CoreDataStore {
         return refused
     }
 
-    /// Copies `source` to a new file `destination` (mode 0600) by reading it: a symbolic link is
-    /// followed, and the source is only ever opened for reading.
     /// Refuses a store beside a hot rollback journal (`-journal` starting with SQLite's journal
     /// magic): a transaction was cut short, and only rolling it back, which changes the store,
     /// gives what SQLite would read. An empty journal, or one whose header is zeroed (a
@@ -251,6 +249,9 @@ public final class CoreDataStore {
                 + "once with its app or with sqlite3, which rolls the transaction back, then import it")
     }
 
+    /// Copies `source` to a new file `destination` (mode 0600) by reading it, and only ever opens
+    /// the source for reading. `source` must be a regular file: a symbolic link to one is
+    /// followed for the store itself (`required`), refused for its `-wal` and `-shm`.
     static func copyFile(from source: String, to destination: String, required: Bool) throws(CoreDataError) {
         var status = stat()
         if lstat(source, &status) == 0 {

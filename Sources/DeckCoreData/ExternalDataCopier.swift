@@ -18,7 +18,7 @@ final class ExternalDataCopier: @unchecked Sendable {
 
     private let paths: [String]
     private let intake: BlobIntake
-    /// Guards `results` and `isDone` (hence `@unchecked Sendable`).
+    /// Guards `results`, `isDone` and `isCancelled` (hence `@unchecked Sendable`).
     private let condition = NSCondition()
     private var results: [String: Result<BlobReference, DeckError>] = [:]
     private var isDone = false

@@ -124,10 +124,20 @@ final class BulkLink {
     func requireTarget(_ target: Int64, from pk: Int64) throws {
         let (isMember, found) = try entity(of: target, in: targetRow, family: destination.family)
         guard !isMember else { return }
-        throw DeckError.invalidValue(
-            entity: source.name, property: name,
-            reason: "the record with key \(pk) links to \(destination.name) key \(target), "
-                + (found.map { "which is a \($0), not a \(destination.name)" } ?? "which does not exist"))
+        throw Self.wrongTarget(
+            entity: source.name, relationship: name, pk: pk, destination: destination.name, target: target,
+            found: found)
+    }
+
+    /// A link from record `pk` to `target`, which is not a record of `destination` (nor of a
+    /// descendant): `found` is the entity it is, nil when there is no such record.
+    static func wrongTarget(
+        entity: String, relationship: String, pk: Int64, destination: String, target: Int64, found: String?
+    ) -> DeckError {
+        .invalidValue(
+            entity: entity, property: relationship,
+            reason: "the record with key \(pk) links to \(destination) key \(target), "
+                + (found.map { "which is a \($0), not a \(destination)" } ?? "which does not exist"))
     }
 
     /// Whether the row with key `pk` (read by `statement`) is of `family`, and its entity (nil: no

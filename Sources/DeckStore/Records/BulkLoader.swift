@@ -31,10 +31,15 @@ package final class BulkLoader {
     private var linkedByInsert: [String: RowLink] = [:]
     /// The intakes of blob files written by other threads (``blobIntake()``).
     private var intakes: [BlobIntake] = []
-    /// The entity tables' indexes: dropped at the first row, made again at the first link or at
-    /// the end (``DeferredIndexes``); nil before the first row and after.
-    private var deferredIndexes: DeferredIndexes?
-    private var indexesRestored = false
+    /// The entity tables' indexes: in place until the first row, then dropped, then made again
+    /// at the first link or at the end (``DeferredIndexes``).
+    private var indexes = IndexState.inPlace
+
+    private enum IndexState {
+        case inPlace
+        case suspended(DeferredIndexes)
+        case restored
+    }
     /// Each relationship's link statements, by `Entity.relationship`, made on first use.
     private var links: [String: BulkLink] = [:]
     /// The latest relationship linked (links come in runs of one relationship).
@@ -128,7 +133,7 @@ package final class BulkLoader {
         throws(DeckError)
     {
         try requireOpen()
-        if deferredIndexes == nil && !indexesRestored { try suspendIndexes() }
+        if case .inPlace = indexes { try suspendIndexes() }
         let (mapping, statement, rowLinks) = try insertStatement(entity)
         guard values.count == mapping.attributes.count else {
             throw DeckError.misuse(
@@ -175,7 +180,8 @@ package final class BulkLoader {
     /// inserted with them in place).
     private func suspendIndexes() throws(DeckError) {
         do {
-            deferredIndexes = try DeferredIndexes.suspend(tables: mapping.roots.map(\.table), in: database)
+            indexes = .suspended(
+                try DeferredIndexes.suspend(tables: mapping.roots.map(\.table), in: database))
         } catch {
             throw connection.translate(error)
         }
@@ -183,9 +189,8 @@ package final class BulkLoader {
 
     /// Makes the suspended indexes again: the rows are in.
     private func restoreIndexes() throws(DeckError) {
-        guard var deferred = deferredIndexes else { return }
-        deferredIndexes = nil
-        indexesRestored = true
+        guard case .suspended(var deferred) = indexes else { return }
+        indexes = .restored
         try deferred.restore(in: connection)
     }
 
@@ -352,7 +357,7 @@ package final class BulkLoader {
     func finish() throws(DeckError) {
         try requireOpen()
         try restoreIndexes()
-        for key in linkedByInsert.keys.sorted() { try linkedByInsert[key]!.check(database, connection) }
+        for key in linkedByInsert.keys.sorted() { try linkedByInsert[key]!.check(connection) }
         try settleIntakes()
         do {
             for (digest, size) in pendingBlobs {
@@ -416,7 +421,7 @@ private struct RowLink {
 
     /// Fails with the first row whose key in the column names no record of the destination or
     /// of a descendant (the foreign key alone would fail only the commit, and proves no entity).
-    func check(_ database: Database, _ connection: StoreConnection) throws(DeckError) {
+    func check(_ connection: StoreConnection) throws(DeckError) {
         let c = quote(column)
         let wrongEntity = destination.familyCondition("d").map { " OR NOT (\($0))" } ?? ""
         let sql =
@@ -425,15 +430,13 @@ private struct RowLink {
             + "AND (d._pk IS NULL\(wrongEntity)) ORDER BY s._pk LIMIT 1"
         let found: [SQLValue]?
         do {
-            found = try database.rows(sql).first
+            found = try connection.database.rows(sql).first
         } catch {
             throw connection.translate(error)
         }
         guard let found, let pk = found[0].int64, let target = found[2].int64 else { return }
-        throw DeckError.invalidValue(
-            entity: found[1].string ?? table, property: name,
-            reason: "the record with key \(pk) links to \(destination.name) key \(target), "
-                + (found[3].string.map { "which is a \($0), not a \(destination.name)" }
-                    ?? "which does not exist"))
+        throw BulkLink.wrongTarget(
+            entity: found[1].string ?? table, relationship: name, pk: pk, destination: destination.name,
+            target: target, found: found[3].string)
     }
 }
