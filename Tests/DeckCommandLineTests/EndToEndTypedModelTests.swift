@@ -69,7 +69,8 @@ enum Vocabulary {
         try #require(inserted.status == 0, "\(inserted.stderr)")
         let container = try ModelContainer(
             for: Vocabulary.Deck.self, configurations: ModelConfiguration(url: URL(fileURLWithPath: path)))
-        let fronts = try ModelContext(container).fetch(
+        let frontsContext = ModelContext(container)
+        let fronts = try frontsContext.fetch(
             FetchDescriptor<Vocabulary.Card>(sortBy: [SortDescriptor(\.front)])
         ).map(\.front)
         #expect(fronts == ["adiós", "hola"])
@@ -109,7 +110,8 @@ enum Vocabulary {
         let inserted = try deck("insert", path, "Note", "token=E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
         try #require(inserted.status == 0, "\(inserted.stderr)")
         let container = try ModelContainer(for: Note.self, configurations: ModelConfiguration(url: url))
-        let notes = try ModelContext(container).fetch(FetchDescriptor<Note>())
+        let notesContext = ModelContext(container)
+        let notes = try notesContext.fetch(FetchDescriptor<Note>())
         let saved = try #require(notes.first)
         #expect(saved.title == "Untitled")
         #expect(saved.stars == 3)

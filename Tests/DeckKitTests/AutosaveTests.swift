@@ -72,7 +72,8 @@ import Testing
         context.delete(other)
         #expect(context.hasChanges)
         try await waitUntil { !context.hasChanges }
-        let saved = try ModelContext(container).fetch(FetchDescriptor<Flash.Card>())
+        let savedContext = ModelContext(container)
+        let saved = try savedContext.fetch(FetchDescriptor<Flash.Card>())
         #expect(
             saved.map(\.back) == ["hello"],
             "changes pending: \(context.hasChanges), last autosave error: \(String(describing: context.lastAutosaveError))"
@@ -105,7 +106,8 @@ import Testing
             container.mainContext.insert(Flash.Card(front: "kept"))
         }
         let reopened = try makeContainer(url)
-        let cards = try ModelContext(reopened).fetch(FetchDescriptor<Flash.Card>())
+        let cardsContext = ModelContext(reopened)
+        let cards = try cardsContext.fetch(FetchDescriptor<Flash.Card>())
         #expect(cards.map(\.front) == ["kept"])
     }
 

@@ -56,10 +56,12 @@ struct BatchFaultingTests {
         let container = try makeLibrary(shelves: shelves, perShelf: perShelf)
         var books: [Book] = []
         var names: [String?] = []
+        // Kept while its models are read.
+        var context: ModelContext?
         // (The reader connection is traced when it opens: the fetch runs inside.)
         let run = try statements {
-            let context = ModelContext(container)
-            books = try context.fetch(FetchDescriptor<Book>(sortBy: [SortDescriptor(\.number)]))
+            context = ModelContext(container)
+            books = try #require(context).fetch(FetchDescriptor<Book>(sortBy: [SortDescriptor(\.number)]))
             names = books.map { $0.shelf?.name }
         }
         #expect(books.count == shelves * perShelf)
@@ -73,7 +75,7 @@ struct BatchFaultingTests {
         // Uniquing holds: one shelf instance per record.
         #expect(books[0].shelf === books[1].shelf)
         #expect(books[0].shelf?.books.count == perShelf - 1)
-        withExtendedLifetime(books) {}
+        withExtendedLifetime((books, context)) {}
     }
 
     @Test("Reading backwards, or models of another fetch, still reads what each model holds")
@@ -98,8 +100,7 @@ struct BatchFaultingTests {
         #expect(again[7].shelf?.name == "shelf 1")
         #expect(fresh.hasChanges)
         try fresh.save()
-        #expect(
-            try ModelContext(container).fetch(FetchDescriptor<Book>()).first { $0.number == 6 }?.shelf?.name
-                == "shelf 9")
+        let reader = ModelContext(container)
+        #expect(try reader.fetch(FetchDescriptor<Book>()).first { $0.number == 6 }?.shelf?.name == "shelf 9")
     }
 }

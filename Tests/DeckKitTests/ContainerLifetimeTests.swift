@@ -36,7 +36,8 @@ import Testing
         // The container it gives is one over the same open document, whose main context it is.
         let container = context.container
         #expect(container.mainContext === context)
-        #expect(try ModelContext(container).fetch(FetchDescriptor<Deck>()).first?.cards.count == 3)
+        let reader = ModelContext(container)
+        #expect(try reader.fetch(FetchDescriptor<Deck>()).first?.cards.count == 3)
     }
 
     @Test("ModelContext(container) of a temporary container works across saves and fetches")

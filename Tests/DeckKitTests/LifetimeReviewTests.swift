@@ -203,16 +203,13 @@ struct LifetimeReviewTests {
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Card>()) == 4)
     }
 
-    @Test(
-        "An observer of a to-many relationship that unloadRelationships() put back hears of a merge that changes it"
-    )
+    @Test("An observer of a to-many relationship not read since its fetch hears of a merge that changes it")
     func unloadedRelationshipObservedThroughMerge() throws {
         let directory = try ScratchDirectory()
         let container = try ModelLifetimeTests.makeDecks(directory)
         let context = ModelContext(container)
         let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
         let told = observeCards(of: spanish)
-        context.unloadRelationships()
         // Another context adds a card to the deck.
         let other = ModelContext(container)
         let card = Card(front: "buenos días")
@@ -224,9 +221,7 @@ struct LifetimeReviewTests {
         #expect(spanish.cards.count == 4)
     }
 
-    @Test(
-        "An observer of a to-many relationship that unloadRelationships() put back hears of an inverse change here"
-    )
+    @Test("An observer of a to-many relationship not read since its fetch hears of an inverse change here")
     func unloadedRelationshipObservedThroughInverse() throws {
         let directory = try ScratchDirectory()
         let container = try ModelLifetimeTests.makeDecks(directory)
@@ -234,7 +229,6 @@ struct LifetimeReviewTests {
         let spanish = try ModelLifetimeTests.deck("Spanish", in: context)
         let merci = try ModelLifetimeTests.card("merci", in: context)
         let told = observeCards(of: spanish)
-        context.unloadRelationships()
         merci.deck = spanish
         #expect(told.isSet)
         #expect(spanish.cards.count == 4)
@@ -407,7 +401,9 @@ struct LifetimeReviewTests {
         #expect(try reader.fetchCount(FetchDescriptor<Card>()) == 4)
     }
 
-    @Test("A to-one to a superclass, unloaded while its subclass target went away, loads the subclass again")
+    @Test(
+        "A to-one to a superclass whose subclass target went away (not held: a cycle of to-ones) loads it again"
+    )
     func superclassToOneReloadsSubclass() throws {
         let directory = try ScratchDirectory()
         let container = try ModelContainer(
@@ -431,7 +427,6 @@ struct LifetimeReviewTests {
             return WeakReference(b)
         }
         let b = try readB()
-        context.unloadRelationships()
         #expect(b.isFreed)
         let again = try #require(a.mentee as? Linked.Mentor)
         #expect(again.name == "b")

@@ -80,7 +80,8 @@ struct ModelDeclarationTests {
         item.code = "A-1"
         context.insert(item)
         try context.save()
-        let fetched = try ModelContext(container).fetch(FetchDescriptor<Item>())
+        let fetchedContext = ModelContext(container)
+        let fetched = try fetchedContext.fetch(FetchDescriptor<Item>())
         #expect(fetched.map(\.code) == ["A-1"])
     }
 

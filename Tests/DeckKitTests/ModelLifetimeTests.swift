@@ -11,9 +11,10 @@ final class WeakReference {
     var isFreed: Bool { object == nil }
 }
 
-/// How long models live: related models that hold each other go when their context goes (or when
-/// an enumeration's batch is done, or when asked); a model whose context is gone still loads what
-/// it has not loaded, as long as its document is open.
+/// How long models live: related models hold each other by identity, so models that read each
+/// other go as soon as nothing else holds them, while their context lives or after it; a model
+/// whose context is gone reads what it loaded, and reading what it had not loaded stops the
+/// program with a message naming it.
 @Suite("Model lifetimes", .timed)
 struct ModelLifetimeTests {
     typealias Card = Flash.Card
@@ -81,51 +82,37 @@ struct ModelLifetimeTests {
         #expect(try Self.card("hola", in: context).deck?.cards.count == 3)
     }
 
-    @Test("A model still held after its context is gone reads its to-one, to-many and blob from the document")
-    func heldModelLoadsAfterTheContextIsGone() throws {
+    @Test(
+        "A model still held after its context is gone reads what it loaded: its attributes and the deck it read"
+    )
+    func heldModelReadsWhatItLoaded() throws {
         let directory = try ScratchDirectory()
         let container = try Self.makeDecks(directory)
-        // hola has loaded nothing; adiós has loaded its deck and the deck's cards, which go back
-        // to not loaded as the context goes.
-        func fetch() throws -> (hola: Card, adios: Card, context: WeakReference) {
+        func fetch() throws -> (adios: Card, context: WeakReference) {
             let context = ModelContext(container)
             let adios = try Self.card("adiós", in: context)
             #expect(adios.deck?.cards.count == 3)
-            return (try Self.card("hola", in: context), adios, WeakReference(context))
+            return (adios, WeakReference(context))
         }
-        let (hola, adios, context) = try fetch()
+        let (adios, context) = try fetch()
         #expect(context.isFreed)
-        #expect(hola.modelContext == nil)
-        let deck = try #require(hola.deck)
-        #expect(deck.title == "Spanish")
-        #expect(deck.modelContext == nil)
-        #expect(Set(deck.cards.map(\.front)) == ["hola", "adiós", "gracias"])
-        #expect(hola.image == Self.image("hola"))
+        #expect(adios.modelContext == nil)
+        #expect(adios.front == "adiós")
         #expect(adios.deck?.title == "Spanish")
-        #expect(adios.deck?.cards.count == 3)
-        #expect(adios.image == Self.image("adiós"))
-        // Late loads make instances of their own, with the records' identities.
-        let stored = ModelContext(container)
-        #expect(deck.persistentModelID == (try Self.card("hola", in: stored).deck?.persistentModelID))
-        let holaAgain = try #require(deck.cards.first { $0.front == "hola" })
-        #expect(holaAgain !== hola)
-        #expect(holaAgain.persistentModelID == hola.persistentModelID)
-        #expect(holaAgain.deck?.title == "Spanish")
-        #expect(holaAgain.image == Self.image("hola"))
+        #expect(adios.deck?.modelContext == nil)
     }
 
-    @Test("After the context is gone, a record deleted since loads as gone, and a missing blob file as nil")
-    func lateLoadFailures() throws {
+    @Test(
+        "While the context lives, a record deleted elsewhere leaves a relationship, and a missing blob file reads as nil"
+    )
+    func loadFailuresWhileTheContextLives() throws {
         let directory = try ScratchDirectory()
         let container = try Self.makeDecks(directory)
-        func fetch() throws -> (spanish: Deck, hola: Card, adios: Card, merci: Card) {
-            let context = ModelContext(container)
-            return (
-                try Self.deck("Spanish", in: context), try Self.card("hola", in: context),
-                try Self.card("adiós", in: context), try Self.card("merci", in: context)
-            )
-        }
-        let (spanish, hola, adios, merci) = try fetch()
+        let context = ModelContext(container)
+        let (spanish, hola, adios, merci) = (
+            try Self.deck("Spanish", in: context), try Self.card("hola", in: context),
+            try Self.card("adiós", in: context), try Self.card("merci", in: context)
+        )
         // Another context deletes gracias, and French with merci (a cascade).
         let other = ModelContext(container)
         other.delete(try Self.card("gracias", in: other))
@@ -145,22 +132,50 @@ struct ModelLifetimeTests {
         #expect(hola.front == "hola")
     }
 
-    @Test("After the container is gone, reading what was not loaded stops the program, saying why")
-    func readAfterTheDocumentClosedStops() async {
+    /// Reads `property` of the card hola (or, for "cards", of the deck French) after their
+    /// context went away, having loaded neither: the program stops.
+    static func readAfterTheContextWent(_ property: String) throws {
+        // In memory: the container removes the document as it goes, which a program that stops
+        // could not do.
+        let container = try ModelLifetimeTests.makeDecks(nil)
+        var context: ModelContext? = ModelContext(container)
+        let card = try #require(try context.map { try ModelLifetimeTests.card("hola", in: $0) })
+        let deck = try #require(try context.map { try ModelLifetimeTests.deck("French", in: $0) })
+        context = nil
+        // What was loaded stays readable.
+        #expect(card.front == "hola")
+        switch property {
+        case "deck": _ = card.deck
+        case "cards": _ = deck.cards
+        default: _ = card.image
+        }
+    }
+
+    @Test("After the context is gone, reading a to-one not loaded stops the program, saying why")
+    func toOneAfterTheContextWentStops() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            // In memory: the container removes the document as it goes, which a program that stops
-            // could not do.
-            var container: ModelContainer? = try ModelLifetimeTests.makeDecks(nil)
-            var context: ModelContext? = container.map(ModelContext.init)
-            let card = try #require(try context.map { try ModelLifetimeTests.card("hola", in: $0) })
-            context = nil
-            container = nil
-            // What was loaded stays readable.
-            #expect(card.front == "hola")
-            _ = card.deck
+            try ModelLifetimeTests.readAfterTheContextWent("deck")
         }
         let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(error.contains("Card.deck was read after its document closed"))
+        #expect(error.contains("Card.deck was read after its ModelContext went away"))
+    }
+
+    @Test("After the context is gone, reading a to-many stops the program, saying why")
+    func toManyAfterTheContextWentStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try ModelLifetimeTests.readAfterTheContextWent("cards")
+        }
+        let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(error.contains("Deck.cards was read after its ModelContext went away"))
+    }
+
+    @Test("After the context is gone, reading a blob not loaded stops the program, saying why")
+    func blobAfterTheContextWentStops() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            try ModelLifetimeTests.readAfterTheContextWent("image")
+        }
+        let error = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(error.contains("Card.image was read after its ModelContext went away"))
     }
 
     @Test("Inserting a model of another context stops the program, saying how to reach its record")
@@ -305,13 +320,13 @@ struct ModelLifetimeTests {
         case .firstOfEachDeck: #expect(met == (0..<20).map { String(format: "card %03d", $0 * 10) })
         }
         // A batch's decks and their cards: 11 models for a batch of ten cards of one deck, 22 for
-        // two cards of two decks (without the unloading, all 220 models).
+        // two cards of two decks (cards read through a deck and not kept go at once).
         #expect(mostAlive <= 22)
         #expect(references.allSatisfy { $0.isFreed })
     }
 
-    @Test("unloadRelationships() frees what nothing else holds, keeps unsaved changes and tells observers")
-    func unloadRelationships() throws {
+    @Test("While the context lives, related models that nothing else holds are freed; unsaved changes stay")
+    func relatedModelsGoWhileTheContextLives() throws {
         let directory = try ScratchDirectory()
         let container = try Self.makeDecks(directory)
         let context = ModelContext(container)
@@ -319,39 +334,27 @@ struct ModelLifetimeTests {
             let card = try Self.card("hola", in: context)
             let deck = try #require(card.deck)
             #expect(deck.cards.count == 3)
-            return [WeakReference(card), WeakReference(deck)]
+            #expect(deck.cards.allSatisfy { $0.deck === deck })
+            return ([card, deck] + deck.cards as [AnyObject]).map(WeakReference.init)
         }
         let references = try readBothSides()
-        #expect(!references[0].isFreed)
-        context.unloadRelationships()
         #expect(references.allSatisfy { $0.isFreed })
 
-        // A held model reads the same values again; an unsaved change stays, and is saved.
+        // A held model reads the same models while they live; an unsaved change stays, and is saved.
         let adios = try Self.card("adiós", in: context)
         let spanish = try #require(adios.deck)
         let french = try Self.deck("French", in: context)
         #expect(french.cards.count == 1)
-        let told = ObservedFlag()
-        withObservationTracking {
-            _ = adios.deck
-            _ = spanish.cards
-        } onChange: {
-            told.set()
-        }
-        // Observers of the relationships that go are told (later changes would skip them), and
-        // read the same values again.
-        context.unloadRelationships()
-        #expect(told.isSet)
+        #expect(adios.deck === spanish)
+        #expect(spanish.cards.contains { $0 === adios })
         let toldAgain = ObservedFlag()
         withObservationTracking {
-            #expect(adios.deck === spanish)
             #expect(spanish.cards.count == 3)
         } onChange: {
             toldAgain.set()
         }
         adios.deck = french
         #expect(toldAgain.isSet)
-        context.unloadRelationships()
         #expect(adios.deck === french)
         #expect(Set(spanish.cards.map(\.front)) == ["hola", "gracias"])
         #expect(Set(french.cards.map(\.front)) == ["merci", "adiós"])

@@ -430,7 +430,7 @@ extension ReadmeModels {
         #expect(decks.first?.cards.map(\.front) == ["hola"])
     }
 
-    @Test func aModelWhoseContextIsGoneStillLoads() throws {
+    @Test func aModelReadsItsRelationshipsThroughItsContext() throws {
         let container = try ModelContainer(
             for: Deck.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
@@ -438,12 +438,13 @@ extension ReadmeModels {
         deck.cards.append(Card(front: "hola", back: "hello"))
         context.insert(deck)
         try context.save()
-        let fetched = try ModelContext(container).fetch(FetchDescriptor<Deck>())
-        // The context that fetched the deck is gone: its relationship loads from the document all
-        // the same, into models that have no context.
-        #expect(fetched.first?.modelContext == nil)
+        // The context that fetched the deck lives while its models are read: its relationships
+        // resolve through it, into its models.
+        let reader = ModelContext(container)
+        let fetched = try reader.fetch(FetchDescriptor<Deck>())
+        #expect(fetched.first?.modelContext === reader)
         #expect(fetched.first?.cards.map(\.front) == ["hola"])
-        #expect(fetched.first?.cards.first?.modelContext == nil)
+        #expect(fetched.first?.cards.first?.modelContext === reader)
     }
 
     @Test func modelForAMissingIdentifierThrows() throws {

@@ -78,7 +78,8 @@ struct RegressionTests {
             let container = try ModelContainer(
                 for: CardsV1_1.schema, migrationPlan: DataOnlyPlan.self,
                 configurations: [ModelConfiguration(url: url)])
-            let cards = try ModelContext(container).fetch(FetchDescriptor<CardsV1.Card>())
+            let cardsContext = ModelContext(container)
+            let cards = try cardsContext.fetch(FetchDescriptor<CardsV1.Card>())
             #expect(cards.map(\.answer) == ["rewritten", "rewritten"])
         }
         #expect(try storedSchemaVersion(url) == "1.1.0")

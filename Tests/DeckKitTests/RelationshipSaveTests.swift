@@ -248,7 +248,8 @@ struct RelationshipSaveTests {
         }
         if (2...3).contains(count) {
             try context.save()
-            let saved = try ModelContext(container).fetch(FetchDescriptor<BoundedDeck>())
+            let savedContext = ModelContext(container)
+            let saved = try savedContext.fetch(FetchDescriptor<BoundedDeck>())
             #expect(saved.first?.cards.count == count)
         } else {
             #expect(throws: DeckError.self) { try context.save() }

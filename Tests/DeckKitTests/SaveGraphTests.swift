@@ -199,7 +199,8 @@ struct SaveGraphTests {
         first.stickers = [Sticker("a")]
         second.stickers = [Sticker("b")]
         try context.save()
-        let labels = try ModelContext(container).fetch(FetchDescriptor<Label>())
+        let labelsContext = ModelContext(container)
+        let labels = try labelsContext.fetch(FetchDescriptor<Label>())
         #expect(labels.map { $0.stickers.map(\.shape).sorted() } == [["a", "b"]])
     }
 

@@ -103,7 +103,8 @@ struct SchemaMigrationPlanTests {
         do {
             let container = try ModelContainer(
                 for: CardsV2.schema, migrationPlan: Plan.self, configurations: [ModelConfiguration(url: url)])
-            let cards = try ModelContext(container).fetch(
+            let cardsContext = ModelContext(container)
+            let cards = try cardsContext.fetch(
                 FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)]))
             #expect(cards.map(\.front) == ["gracias", "hola"])
             #expect(cards.map(\.back) == ["thank you", "hello; hi"])
@@ -119,7 +120,8 @@ struct SchemaMigrationPlanTests {
         let container = try ModelContainer(
             for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
         )
-        let cards = try ModelContext(container).fetch(
+        let cardsContext = ModelContext(container)
+        let cards = try cardsContext.fetch(
             FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
         #expect(cards.map(\.meaning) == ["thank you", "hello"])
         #expect(cards.map(\.otherMeanings) == ["", "hi"])
@@ -134,7 +136,8 @@ struct SchemaMigrationPlanTests {
         let container = try ModelContainer(
             for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
         )
-        let cards = try ModelContext(container).fetch(
+        let cardsContext = ModelContext(container)
+        let cards = try cardsContext.fetch(
             FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
         #expect(cards.map(\.front) == ["gracias", "hola"])
         #expect(cards.map(\.meaning) == ["thank you", "hello"])
@@ -154,7 +157,8 @@ struct SchemaMigrationPlanTests {
                 for: CardsV2.Card.self, migrationPlan: CardsPlan.self,
                 configurations: ModelConfiguration(url: url))
             #expect(container.store.schema.version == "2.0.0")
-            let cards = try ModelContext(container).fetch(
+            let cardsContext = ModelContext(container)
+            let cards = try cardsContext.fetch(
                 FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)]))
             #expect(cards.map(\.back) == ["thank you", "hello; hi"])
         }
@@ -162,7 +166,8 @@ struct SchemaMigrationPlanTests {
         let container = try ModelContainer(
             for: CardsV3.Card.self, migrationPlan: CardsPlan.self,
             configurations: ModelConfiguration(url: url))
-        let cards = try ModelContext(container).fetch(
+        let cardsContext = ModelContext(container)
+        let cards = try cardsContext.fetch(
             FetchDescriptor<CardsV3.Card>(sortBy: [SortDescriptor(\.front)]))
         #expect(cards.map(\.meaning) == ["thank you", "hello"])
         #expect(container.store.schema.version == "3.0.0")
@@ -217,7 +222,8 @@ struct SchemaMigrationPlanTests {
         #expect(try storedSchemaVersion(url) == "2.0.0")
         let container = try ModelContainer(
             for: CardsV2.schema, configurations: [ModelConfiguration(url: url)])
-        let backs = try ModelContext(container).fetch(
+        let backsContext = ModelContext(container)
+        let backs = try backsContext.fetch(
             FetchDescriptor<CardsV2.Card>(sortBy: [SortDescriptor(\.front)])
         )
         .map(\.back)

@@ -39,7 +39,8 @@ struct TypedReadTests {
         let container = try ModelContainer(
             for: Sample.self, configurations: ModelConfiguration(url: url, allowsSave: false))
         do {
-            let samples = try ModelContext(container).fetch(FetchDescriptor<Sample>())
+            let samplesContext = ModelContext(container)
+            let samples = try samplesContext.fetch(FetchDescriptor<Sample>())
             return .success(try #require(samples.first))
         } catch let error as DeckError {
             return .failure(error)

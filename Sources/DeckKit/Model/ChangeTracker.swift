@@ -77,15 +77,11 @@ extension ChangeTracker {
             backing.status = .inserted
             context.changes.insert(object)
             context.noteChangeForAutosave()
+            // A model in no context is held as a model, never by a record id.
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
-                if !relationship.isToMany {
-                    if let target = accessor.toOneTarget(in: object), ModelBacking.of(target).isFree {
-                        insert(target, into: context)
-                    }
-                    continue
-                }
-                for target in relationship.targets(in: object) where ModelBacking.of(target).isFree {
+                for case .model(let target) in relationship.references(in: object)
+                where ModelBacking.of(target).isFree {
                     insert(target, into: context)
                 }
             }
@@ -126,17 +122,21 @@ extension ChangeTracker {
         guard backing.context === context, backing.status != .deleted else { return }
         let key = ObjectIdentifier(model)
         if backing.status == .inserted {
+            // Its targets while it is still in the context, which resolves them.
+            var related: [(inverse: String, targets: [AnyObject])] = []
+            for (accessor, relationship) in backing.metadata.relationships
+            where !backing.needsLoading(accessor.index) {
+                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
+                related.append((inverse, relationship.targets(in: model)))
+            }
             context.changes.removeInserted(key)
+            backing.holdReferencedModels()
             backing.status = .detached
             backing.context = nil
             // It leaves the loaded relationships that hold it as the inverse of its own: a deck's
             // loaded cards would still hold a card that is in no context, and the save would fail.
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                guard let inverse = backing.metadata.inverseName(of: accessor.index) else { continue }
-                for target in relationship.targets(in: model) {
-                    InverseUpdate.remove(model, from: target, inverse: inverse)
-                }
+            for (inverse, targets) in related {
+                for target in targets { InverseUpdate.remove(model, from: target, inverse: inverse) }
             }
             return
         }
@@ -150,6 +150,7 @@ extension ChangeTracker {
     static func rollBack(in context: ModelContext) {
         for object in context.changes.insertedObjects {
             let backing = ModelBacking.of(object)
+            backing.holdReferencedModels()
             backing.status = .detached
             backing.context = nil
         }

@@ -84,9 +84,17 @@ struct CommitMerge {
             // A closed store (a main context whose container went away) has nothing to merge.
             if case .closed = error {} else { context.lastLoadError = error }
         }
+        // The records gone, by root entity and id (their models forget their ids below).
+        var goneRecords: Set<RecordKey> = []
+        for object in gone.values {
+            let backing = ModelBacking.of(object)
+            if let id = backing.rowID {
+                goneRecords.insert(RecordKey(root: backing.metadata.rootKey, id: id))
+            }
+        }
         for object in gone.values { markDeletedElsewhere(object) }
         for row in rows { apply(row, related: related) }
-        if !gone.isEmpty { dropTargets(gone) }
+        if !gone.isEmpty { dropTargets(gone, records: goneRecords) }
     }
 
     /// A property's saved value, when it differs from the model's.
@@ -193,7 +201,7 @@ struct CommitMerge {
             if case .toOne(let id)? = backing.pendingValue(index) {
                 current = id
             } else {
-                current = relationship.targets(in: object).first.flatMap { ModelBacking.of($0).rowID }
+                current = relationship.references(in: object).first.flatMap(ModelBacking.recordID)
             }
             if current != saved { change.toOne.append((index, saved)) }
         }
@@ -214,7 +222,7 @@ struct CommitMerge {
                     !backing.isChanged(index)
                 else { continue }
                 let saved = byOwner[row.id] ?? []
-                let loaded = relationship.targets(in: object).map { ModelBacking.of($0).rowID }
+                let loaded = relationship.references(in: object).map(ModelBacking.recordID)
                 if loaded.count != saved.count || Set(loaded) != Set(saved.map { Optional($0) }) {
                     stale.append(index)
                 }
@@ -247,15 +255,9 @@ struct CommitMerge {
                 }
             }
             for (index, id) in row.toOne {
-                if let id {
-                    backing.setRelationshipPending(index, .toOne(id))
-                } else {
-                    backing.setPending(index, nil)
-                    (backing.metadata.properties[index] as? any RelationshipDescribing)?.setTargets(
-                        [], in: object)
-                }
+                backing.setPending(index, .toOne(id))
             }
-            for index in stale { backing.setRelationshipPending(index, .toMany) }
+            for index in stale { backing.setPending(index, .toMany) }
         }
         if let failure { context.lastLoadError = failure }
     }
@@ -277,7 +279,7 @@ struct CommitMerge {
     /// Takes the models of `gone` out of the loaded relationships that may still hold them: those
     /// of the models with unsaved changes (updated models' others load again), and those of
     /// relationships without an inverse, whose holders the store does not mark updated.
-    private func dropTargets(_ gone: [ObjectIdentifier: AnyObject]) {
+    private func dropTargets(_ gone: [ObjectIdentifier: AnyObject], records: Set<RecordKey>) {
         // The gone models too: those that loaded each other (a deck and its cascaded cards) are
         // in no registry any more, and would hold each other for good.
         var holders =
@@ -304,11 +306,17 @@ struct CommitMerge {
             let backing = ModelBacking.of(object)
             for (accessor, relationship) in backing.metadata.relationships
             where !backing.needsLoading(accessor.index) {
-                let targets = relationship.targets(in: object)
-                let kept = targets.filter { gone[ObjectIdentifier($0)] == nil }
-                guard kept.count != targets.count else { continue }
+                let root = relationship.destinationMetadata.rootKey
+                let references = relationship.references(in: object)
+                let kept = references.filter {
+                    switch $0 {
+                    case .model(let model): gone[ObjectIdentifier(model)] == nil
+                    case .record(let id): !records.contains(RecordKey(root: root, id: id))
+                    }
+                }
+                guard kept.count != references.count else { continue }
                 ModelBacking.notifying(object, backing, properties: [accessor.index]) {
-                    relationship.setTargets(kept, in: object)
+                    backing.setReferences(kept, of: accessor, toMany: relationship.isToMany)
                 }
             }
         }

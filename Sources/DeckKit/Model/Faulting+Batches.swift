@@ -84,14 +84,13 @@ extension Faulting {
         for object in try instances(of: destination, ids: Array(missing)) {
             if let id = ModelBacking.of(object).rowID { loaded[id] = object }
         }
-        for (model, other, otherTarget) in waiting {
+        for (_, other, otherTarget) in waiting {
             guard
                 let object = loaded[otherTarget]
                     ?? context.registry.object(root: destination.rootKey, id: otherTarget),
                 destination.admits(object)
             else { continue }
-            other.setPending(index, nil)
-            accessor.setToOneTarget(object, in: model)
+            other.setReferences([.record(otherTarget)], of: accessor, toMany: false, held: object)
         }
         return loaded[target]
     }

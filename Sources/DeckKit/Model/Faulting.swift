@@ -26,38 +26,39 @@ struct Faulting {
                 _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
             // Read: the value is in memory now, and the save writes it from there.
             case .toOne(let id):
-                guard let id, let relationship = accessor.relationshipAccess else { return }
+                guard let relationship = accessor.relationshipAccess else { return }
+                guard let id else { return backing.setReferences([], of: accessor, toMany: false) }
                 let destination = relationship.destinationMetadata
                 // The common case, a target this context holds (the deck of the card before), in
                 // a few dozen instructions.
-                if let target = context.registry.object(root: destination.rootKey, id: id),
-                    destination.admits(target)
-                {
-                    return accessor.setToOneTarget(target, in: object)
+                var target = context.registry.object(root: destination.rootKey, id: id)
+                if let found = target, !destination.admits(found) { target = nil }
+                if target == nil {
+                    target =
+                        try loadToOneOfNeighbours(
+                            accessor, destination: destination, around: backing, target: id)
+                        ?? instances(of: destination, ids: [id]).first
                 }
-                if let target = try loadToOneOfNeighbours(
-                    accessor, destination: destination, around: backing, target: id)
-                {
-                    return accessor.setToOneTarget(target, in: object)
-                }
-                accessor.setToOneTarget(try instances(of: destination, ids: [id]).first, in: object)
+                // A record gone (or of another entity) relates nothing.
+                backing.setReferences(
+                    target == nil ? [] : [.record(id)], of: accessor, toMany: false, held: target)
             case .toMany:
                 guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
-                let destination = relationship.destinationMetadata
                 let ids = try context.store.read {
                     try $0.related(backing.metadata.entityName, id: id, accessor.name)
                 }
-                let stored = try instances(of: destination, ids: ids)
                 backing.storedTargets[accessor.index] = Set(ids)
-                relationship.setTargets(
+                backing.setReferences(
                     overlay(
-                        stored, of: object, backing: backing, accessor: accessor,
-                        destination: destination), in: object)
+                        ids, of: object, backing: backing, accessor: accessor,
+                        destination: relationship.destinationMetadata), of: accessor, toMany: true)
+            case .one, .many:
+                return
             }
         } catch {
             context.lastLoadError = DeckError.wrap(error)
             if case .closed(let path)? = context.lastLoadError {
-                ModelLoader.documentClosed(path: path, property: accessor, of: backing)
+                Self.documentClosed(path: path, property: accessor, of: backing)
             }
             // A file that cannot be read stays the value to save, so that the save fails rather
             // than write the default in its place.
@@ -94,10 +95,79 @@ struct Faulting {
         return ids.compactMap { found[$0] }
     }
 
+    /// The models `references` (of relationship `accessor` of the model of `backing`) name, in
+    /// order (``ModelBacking/resolve(_:of:destination:)``): the records through the registry, those
+    /// without an instance here read in one statement. A record that is gone is left out; a
+    /// failure to read is the context's ``ModelContext/lastLoadError``.
+    func resolve(
+        _ references: [ModelReference], of accessor: PropertyAccessor, destination: ModelMetadata,
+        backing: ModelBacking
+    ) -> [AnyObject] {
+        var result: [AnyObject] = []
+        result.reserveCapacity(references.count)
+        var missing: [Int64] = []
+        for reference in references {
+            switch reference {
+            case .model(let model): result.append(model)
+            case .record(let id):
+                if let object = context.registry.object(root: destination.rootKey, id: id),
+                    destination.admits(object)
+                {
+                    result.append(object)
+                } else {
+                    missing.append(id)
+                }
+            }
+        }
+        guard !missing.isEmpty else { return result }
+        // Some records have no instance here: read in one statement, then the list in its order.
+        var read: [Int64: AnyObject] = [:]
+        do {
+            for object in try instances(of: destination, ids: missing) {
+                if let id = ModelBacking.of(object).rowID { read[id] = object }
+            }
+        } catch {
+            context.lastLoadError = error
+            if case .closed(let path) = error {
+                Self.documentClosed(path: path, property: accessor, of: backing)
+            }
+        }
+        result.removeAll(keepingCapacity: true)
+        for reference in references {
+            switch reference {
+            case .model(let model): result.append(model)
+            case .record(let id):
+                if let object = read[id]
+                    ?? context.registry.object(root: destination.rootKey, id: id).flatMap({
+                        destination.admits($0) ? $0 : nil
+                    })
+                {
+                    result.append(object)
+                }
+            }
+        }
+        return result
+    }
+
+    /// Stops the program: property `accessor` of the model of `backing` was read after its
+    /// document closed, before it was loaded. It cannot be loaded any more, and its default would
+    /// be a wrong value that looks right (no deck, no cards, no image).
+    static func documentClosed(path: String, property accessor: PropertyAccessor, of backing: ModelBacking)
+        -> Never
+    {
+        fatalError(
+            "DeckKit: \(backing.metadata.entityName).\(accessor.name) was read after its document closed, "
+                + "before it was loaded, so it cannot be loaded any more (\(path)): keep the ModelContainer "
+                + "while you use its models")
+    }
+
     /// Loads relationship `keyPath` of every model of `objects` (of `metadata`'s entity or its
     /// subentities) that has not loaded it: one statement for the related ids of a to-many
     /// relationship, and one (per 10,000) for the related records, however many models there are.
-    func prefetch(_ keyPath: AnyKeyPath, of objects: [AnyObject], metadata: ModelMetadata) throws(DeckError) {
+    /// Returns the related models it made or found, which the caller keeps.
+    func prefetch(_ keyPath: AnyKeyPath, of objects: [AnyObject], metadata: ModelMetadata) throws(DeckError)
+        -> [AnyObject]
+    {
         let path = metadata.resolve(keyPath)
         guard path.count == 1, let accessor = path.first,
             let relationship = accessor as? any RelationshipDescribing
@@ -114,7 +184,7 @@ struct Faulting {
             waiting.append((object, backing, id))
             if case .toOne(let target)? = backing.pending[index] { targets[id] = target.map { [$0] } ?? [] }
         }
-        guard !waiting.isEmpty else { return }
+        guard !waiting.isEmpty else { return [] }
         if relationship.isToMany {
             let owners = waiting.map(\.id)
             do {
@@ -128,51 +198,65 @@ struct Faulting {
         let destination = ModelMetadata.of(relationship.destinationType)
         let all = Array(Set(targets.values.joined()))
         let found = try instances(of: destination, ids: all)
+        if relationship.isToMany {
+            for (object, backing, id) in waiting {
+                backing.storedTargets[index] = Set(targets[id] ?? [])
+                backing.setReferences(
+                    overlay(
+                        targets[id] ?? [], of: object, backing: backing, accessor: accessor,
+                        destination: destination), of: accessor, toMany: true)
+            }
+            return found
+        }
         var instancesByID: [Int64: AnyObject] = [:]
         for object in found {
             if let id = ModelBacking.of(object).rowID { instancesByID[id] = object }
         }
-        for (object, backing, id) in waiting {
-            let related = (targets[id] ?? []).compactMap { instancesByID[$0] }
-            backing.setPending(index, nil)
-            if relationship.isToMany {
-                backing.storedTargets[index] = Set(targets[id] ?? [])
-                relationship.setTargets(
-                    overlay(
-                        related, of: object, backing: backing, accessor: accessor, destination: destination),
-                    in: object)
-            } else {
-                relationship.setTargets(related, in: object)
-            }
+        for (_, backing, id) in waiting {
+            let target = targets[id]?.first.flatMap { instancesByID[$0] }
+            let reference = target.flatMap { ModelBacking.of($0).rowID }.map { [ModelReference.record($0)] }
+            backing.setReferences(reference ?? [], of: accessor, toMany: false, held: target)
         }
+        return found
     }
 
-    /// A to-many relationship loaded from the store, with this context's unsaved changes to the
-    /// other side applied: a model whose inverse changed here belongs if its inverse now holds
-    /// `object`; deleted models do not belong.
+    /// A to-many relationship's targets as the store holds them (`ids`), with this context's
+    /// unsaved changes to the other side applied: a model whose inverse changed here belongs if
+    /// its inverse now holds `object`; deleted models do not belong. Only models with changes
+    /// (which the context holds) are looked at; the rest stay ids.
     private func overlay(
-        _ stored: [AnyObject], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
+        _ ids: [Int64], of object: AnyObject, backing: ModelBacking, accessor: PropertyAccessor,
         destination: ModelMetadata
-    ) -> [AnyObject] {
-        guard context.hasChanges, let inverseName = backing.metadata.inverseName(of: accessor.index)
-        else {
-            return stored.filter { ModelBacking.of($0).status != .deleted }
-        }
+    ) -> [ModelReference] {
+        guard context.hasChanges else { return ids.map(ModelReference.record) }
+        let inverseName = backing.metadata.inverseName(of: accessor.index)
         func decided(_ candidate: AnyObject) -> Bool? {
             let other = ModelBacking.of(candidate)
             if other.status == .deleted { return false }
-            guard let inverse = other.metadata.property(named: inverseName) as? any RelationshipDescribing,
-                let index = other.metadata.property(named: inverseName)?.index,
-                other.status == .inserted || other.isChanged(index), !other.needsLoading(index)
+            guard let inverseName, let inverse = other.metadata.property(named: inverseName),
+                let relationship = inverse.relationshipAccess,
+                other.status == .inserted || other.isChanged(inverse.index),
+                !other.needsLoading(inverse.index)
             else { return nil }
-            return inverse.targets(in: candidate).contains { $0 === object }
+            return relationship.holdsTarget(object, in: candidate)
         }
-        var result = stored.filter { decided($0) ?? true }
-        for candidate in Array(context.changes.inserted.values) + Array(context.changes.changed.values)
-        where ModelBacking.of(candidate).metadata.inherits(from: destination)
-            && !result.contains(where: { $0 === candidate }) && decided(candidate) == true
-        {
-            result.append(candidate)
+        var result: [ModelReference] = []
+        result.reserveCapacity(ids.count)
+        for id in ids {
+            if let candidate = context.registry.object(root: destination.rootKey, id: id),
+                destination.admits(candidate), decided(candidate) == false
+            {
+                continue
+            }
+            result.append(.record(id))
+        }
+        guard inverseName != nil else { return result }
+        let stored = Set(ids)
+        for candidate in Array(context.changes.inserted.values) + Array(context.changes.changed.values) {
+            let other = ModelBacking.of(candidate)
+            guard other.metadata.inherits(from: destination) else { continue }
+            if other.status != .inserted, let id = other.rowID, stored.contains(id) { continue }
+            if decided(candidate) == true { result.append(backing.reference(to: candidate)) }
         }
         return result
     }
@@ -198,11 +282,10 @@ struct Faulting {
                 let layout = try context.materializer.layout(entity: cursor.entity, names: cursor.names)
                 var failure: DeckError?
                 ModelBacking.notifying(object, backing, properties: told) {
-                    // The relationships load again: they let go of what they held (see
-                    // ModelBacking.setRelationshipPending).
+                    // The relationships load again (the materializer makes them wait).
                     for (accessor, relationship) in backing.metadata.relationships
                     where !backing.needsLoading(accessor.index) {
-                        relationship.setTargets([], in: object)
+                        backing.setReferences([], of: accessor, toMany: relationship.isToMany)
                     }
                     do throws(DeckError) {
                         try context.materializer.load(cursor, layout: layout, into: object, backing: backing)

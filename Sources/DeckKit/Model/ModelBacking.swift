@@ -27,6 +27,20 @@ final class ModelBacking: PropertyOwner {
         case toOne(Int64?)
         /// A to-many relationship.
         case toMany
+        /// A loaded to-one relationship (not waiting): its target by identity, nil for none, and
+        /// the target instance `held` for fast reads where holding it cannot close a cycle of
+        /// models (see ``ModelReference``).
+        case one(ModelReference?, held: AnyObject?)
+        /// A loaded to-many relationship (not waiting): its targets by identity.
+        case many([ModelReference])
+
+        /// Whether the property waits to be loaded (not a loaded relationship's identities).
+        var isWaiting: Bool {
+            switch self {
+            case .one, .many: false
+            default: true
+            }
+        }
     }
 
     /// The model type's metadata, which lives as long as the program (``ModelMetadata/of(_:)``
@@ -60,7 +74,6 @@ final class ModelBacking: PropertyOwner {
     /// What few models need, apart, so that a fetched model's backing stays small (made on first
     /// need).
     private final class Extras {
-        var loader: ModelLoader?
         var changedBeyondMask: Set<Int> = []
         var storedTargets: [Int: Set<Int64>] = [:]
     }
@@ -73,16 +86,9 @@ final class ModelBacking: PropertyOwner {
         return made
     }
 
-    /// What the model loads through once its context is gone: set by the context as it goes away,
-    /// and in the models that such loads make (see ModelContext+Lifetimes.swift). Nil while the
-    /// context lives, so that a fetch pays for no reference per model.
-    var loader: ModelLoader? {
-        get { extras?.loader }
-        set {
-            guard newValue != nil || extras != nil else { return }
-            madeExtras.loader = newValue
-        }
-    }
+    /// Whether the model was in a context that has gone away (not one it left by a saved
+    /// deletion or a rollback of its insert): what it has not loaded cannot be loaded any more.
+    var contextIsGone: Bool { link != nil && link?.context == nil }
     /// For each loaded to-many relationship of a saved record, by property index, the records it
     /// held in the store when it was loaded or last saved: a save writes the links added and
     /// removed since, merged into what the store holds then (another context may have changed
@@ -228,7 +234,8 @@ final class ModelBacking: PropertyOwner {
 
     @usableFromInline
     func needsLoading(_ index: Int) -> Bool {
-        index < pending.count && pending[index] != nil
+        guard index < pending.count, let state = pending[index] else { return false }
+        return state.isWaiting
     }
 
     /// What property `index` waits for, if anything.
@@ -244,22 +251,56 @@ final class ModelBacking: PropertyOwner {
         pending[index] = value
     }
 
-    /// Puts relationship `index` back to not loaded, as `value`, letting go of the models it held
-    /// (a pending relationship's field is not read until it loads, but would keep them alive, and
-    /// a deck and its cards would hold each other where nothing breaks the cycle).
-    func setRelationshipPending(_ index: Int, _ value: Pending) {
-        setPending(index, value)
-        (metadata.properties[index] as? any RelationshipDescribing)?.setTargets([], in: object)
+    /// Appends `reference` to loaded to-many relationship `index` in place (no copy of the
+    /// references before it).
+    func appendReference(_ reference: ModelReference, at index: Int) {
+        guard index < pending.count, case .many(var references)? = pending[index] else {
+            return setPending(index, .many([reference]))
+        }
+        pending[index] = nil  // so that `references` is the array's only owner
+        references.append(reference)
+        pending[index] = .many(references)
     }
 
-    /// Loads property `index`: through the context, or, once it is gone, through the loader it
-    /// left (``loadWithoutContext(_:_:)``).
+    /// Loads property `index` through the context. Once the context is gone, only a value still
+    /// to be read from a file loads; anything else stops the program (``notLoaded(_:)``).
     @usableFromInline
     func load(_ index: Int) {
-        guard let kind = pending[index] else { return }
+        guard let kind = pending[index], kind.isWaiting else { return }
         pending[index] = nil
         guard let context else { return loadWithoutContext(kind, index) }
         context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
+    }
+
+    /// Loads property `index`, waiting as `kind`, of a model in no context. A value to be read
+    /// from a file is read from it. After its context has gone, anything else stops the program
+    /// (``notLoaded(_:)``); a model that left its context (a saved deletion, a rolled-back
+    /// insert) has no record to read it from, and keeps its default.
+    func loadWithoutContext(_ kind: Pending, _ index: Int) {
+        let accessor = metadata.properties[index]
+        if case .file(let url) = kind {
+            guard let data = try? InputFile.contents(of: url) else {
+                // Still the value to save, as with a context.
+                return setPending(index, kind)
+            }
+            _ = (accessor as? any AttributeValueAccess)?.load(.data(data), into: object)
+            return
+        }
+        // A to-one the record left empty needs nothing from the store.
+        if case .toOne(nil) = kind { return setPending(index, .one(nil, held: nil)) }
+        if contextIsGone { notLoaded(accessor) }
+    }
+
+    /// Stops the program: property `accessor` of this model was read after its context went
+    /// away, before it was loaded (or, for a relationship, while it names records the context
+    /// would have found). It cannot be loaded any more, and its default would be a wrong value
+    /// that looks right (no deck, no cards, no image). As in SwiftData, a model is used while
+    /// its context lives: keep the context (and so its container) while you read its models.
+    func notLoaded(_ accessor: PropertyAccessor) -> Never {
+        fatalError(
+            "DeckKit: \(metadata.entityName).\(accessor.name) was read after its ModelContext went away, "
+                + "before it was loaded, so it cannot be loaded any more: keep the ModelContext (and its "
+                + "ModelContainer) while you use its models")
     }
 
     /// Replaces the identity: the record an upsert matched already had one.
@@ -326,8 +367,8 @@ enum InverseUpdate {
     static func remove(_ source: AnyObject, from target: AnyObject, inverse name: String) {
         let backing = ModelBacking.of(target)
         guard
-            let accessor = backing.metadata.property(named: name)
-                as? (any RelationshipDescribing & PropertyAccessor)
+            let accessor = backing.metadata.property(named: name),
+            let relationship = accessor.relationshipAccess
         else { return }
         if backing.needsLoading(accessor.index) {
             // A to-one not loaded yet that points at `source` leaves it too: it would load the
@@ -337,16 +378,12 @@ enum InverseUpdate {
                 id == ModelBacking.of(source).rowID
             else { return }
             backing.notifyingChange(of: accessor) {
-                backing.setPending(accessor.index, nil)
-                accessor.setTargets([], in: target)
+                backing.setReferences([], of: accessor, toMany: false)
             }
             return
         }
-        let current = accessor.targets(in: target)
-        guard current.contains(where: { $0 === source }) else { return }
-        backing.notifyingChange(of: accessor) {
-            accessor.setTargets(current.filter { $0 !== source }, in: target)
-        }
+        guard relationship.holdsTarget(source, in: target) else { return }
+        backing.notifyingChange(of: accessor) { relationship.removeTarget(source, in: target) }
     }
 
     static func add(_ source: AnyObject, to target: AnyObject, inverse name: String) {
@@ -359,15 +396,15 @@ enum InverseUpdate {
         let index = property.index
         if accessor.isToMany {
             guard !backing.needsLoading(index) else { return }
-            // In place: reading the whole list and writing it back would cost the list's length
-            // on each model added (a deck's hundredth card would copy ninety-nine).
+            // In place, by reference: nothing is resolved (a deck's hundredth card does not read
+            // the ninety-nine before it).
             guard !accessor.holdsTarget(source, in: target) else { return }
             backing.notifyingChange(of: property) { accessor.appendTarget(source, in: target) }
         } else {
             // A to-one inverse: the target leaves whatever it pointed at before.
             if backing.needsLoading(index) { backing.load(index) }
+            if accessor.holdsTarget(source, in: target) { return }
             let previous = accessor.targets(in: target)
-            if previous.count == 1, previous[0] === source { return }
             if let previous = previous.first, let ownName = backing.metadata.inverseName(of: index) {
                 remove(target, from: previous, inverse: ownName)
             }

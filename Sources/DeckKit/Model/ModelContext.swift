@@ -75,14 +75,17 @@ public final class ModelContext {
     /// The models of the last fetch whose type has a to-one relationship, by record id (see
     /// Faulting+Batches.swift).
     var lastFetched: FetchedNeighbours?
+    /// The models the last fetch prefetched (``FetchDescriptor/relationshipKeyPathsForPrefetching``),
+    /// held until the next fetch so that the fetched models' reads find them.
+    var prefetched: [AnyObject] = []
     /// Whether records of an entity have unique values, by model metadata.
     var uniqueness = UniqueEntities()
     /// Models with unsaved changes, strongly held until saved or rolled back.
     var changes = ChangeTracker()
 
-    /// What the context's models load through once it is gone, made as it goes away when the
-    /// context was not given one (``LeavingPass/leave(_:)``).
-    let loader: ModelLoader?
+    /// Whether a to-one relationship may hold the instance of its target, by accessor: where no
+    /// chain of held to-ones can lead back (``holdsTargets(of:)``).
+    private var holding: [ObjectIdentifier: Bool] = [:]
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
     /// read, a related record that is gone): the property then keeps its default.
@@ -107,33 +110,39 @@ public final class ModelContext {
         allowsSave = container.access == .readWrite
         self.isMainContext = isMainContext
         autosaveEnabled = isMainContext
-        loader = nil
         link.context = self
         merging.start(for: self)
     }
 
-    /// A context of no container that makes the instances a load through `loader` needs (a load
-    /// of a model whose context is gone); it goes away with the load, leaving them `loader`.
-    init(loader: ModelLoader) {
-        strongContainer = nil
-        weakContainer = nil
-        document = nil
-        store = loader.store
-        schema = loader.schema
-        materializer = RowMaterializer(store: loader.store, schema: loader.schema)
-        allowsSave = false
-        isMainContext = false
-        autosaveEnabled = false
-        self.loader = loader
-        link.context = self
+    /// Its models have no context from here on: what they have not loaded cannot be loaded any
+    /// more (``ModelBacking/notLoaded(_:)``). Related models hold each other only by identity, so
+    /// nothing is left to undo.
+    deinit {
+        link.context = nil
     }
 
-    /// The models it knows stop holding each other and keep a way to load (``LeavingPass/leave(_:)``).
-    deinit {
-        // First: from here on its models have no context (an instance that goes away during the
-        // walk does not unregister).
-        link.context = nil
-        LeavingPass.leave(self)
+    /// Does nothing: related models hold each other by identity (their record ids), resolved
+    /// through the context, so no relationship keeps a model alive and there is nothing to unload.
+    /// Models that nothing else holds go as soon as they are let go of, while the context lives.
+    @available(*, deprecated, message: "related models no longer keep each other alive: remove the call")
+    public func unloadRelationships() {}
+
+    /// Whether to-one relationship `accessor` may hold the instance of its target (beside its
+    /// record id) for fast reads: when no model of its destination's hierarchy has a to-one
+    /// relationship, so that no chain of held targets can lead back to a model that holds it
+    /// (`card.deck` holds its deck; in a list linked both ways, `next` does not).
+    func holdsTargets(of accessor: PropertyAccessor) -> Bool {
+        let key = ObjectIdentifier(accessor)
+        if let known = holding[key] { return known }
+        var holds = false
+        if let relationship = accessor.relationshipAccess, !relationship.isToMany {
+            let destination = relationship.destinationMetadata
+            let hierarchy =
+                [destination] + schema.metadata.values.filter { $0.rootKey == destination.rootKey }
+            holds = !hierarchy.contains { $0.relationships.contains { !$0.access.isToMany } }
+        }
+        holding[key] = holds
+        return holds
     }
 
     /// How the models of a context reach it: one object per context, which each of its models

@@ -94,9 +94,14 @@ struct ModelFetcher {
             models.permute(permutation)
         }
         context.faulting.noteFetched(models, metadata: ModelMetadata.of(T.self))
+        // The prefetched models are the context's until its next fetch: relationships do not
+        // hold them (see ModelReference.swift), and reads of the fetched models find them.
+        var prefetched: [AnyObject] = []
         for keyPath in descriptor.relationshipKeyPathsForPrefetching {
-            try context.faulting.prefetch(keyPath, of: models, metadata: ModelMetadata.of(T.self))
+            prefetched += try context.faulting.prefetch(
+                keyPath, of: models, metadata: ModelMetadata.of(T.self))
         }
+        context.prefetched = prefetched
         return (models, rows, end)
     }
 
@@ -288,8 +293,8 @@ struct ModelFetcher {
             let limit = min(batchSize, remaining)
             batch.fetchLimit = limit
             let fetched = try fetch(batch, after: end, readsEnd: true)
-            // The batch's models go once the block is done with them, unless it kept them.
-            defer { CycleBreaker.unloadRelationships(reachedFrom: fetched.models, schema: context.schema) }
+            // The batch's models go once the block is done with them, unless it kept them: they
+            // hold each other only by identity.
             for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
             guard fetched.rows == limit, let last = fetched.end else { break }
             remaining -= limit

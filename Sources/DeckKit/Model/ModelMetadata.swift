@@ -447,14 +447,20 @@ protocol RelationshipDescribing {
     var relationshipInverse: AnyKeyPath? { get }
     var relationshipOriginalName: String? { get }
     var modelCountBounds: (minimum: Int?, maximum: Int?) { get }
+    /// The models the loaded relationship relates `object` to, resolved through its context
+    /// (none while it is not loaded).
     func targets(in object: AnyObject) -> [AnyObject]
+    /// Loads the relationship of `object` as relating it to `targets` (by identity: see
+    /// ModelReference.swift).
     func setTargets(_ targets: [AnyObject], in object: AnyObject)
-    /// Whether the relationship holds `target` in `object` (by identity), without reading it whole.
+    /// The loaded relationship's references in `object`, unresolved.
+    func references(in object: AnyObject) -> [ModelReference]
+    /// Whether the relationship holds `target` in `object`, without resolving it.
     func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool
-    /// Adds `target` to the relationship in `object` in place (a to-one's value becomes it).
+    /// Adds `target` to the relationship in `object` (a to-one's value becomes it).
     func appendTarget(_ target: AnyObject, in object: AnyObject)
-    /// The models of a value of the property's type at `value`.
-    func models(in value: UnsafeRawPointer) -> [AnyObject]
+    /// Takes `target` out of the relationship in `object`.
+    func removeTarget(_ target: AnyObject, in object: AnyObject)
 }
 
 extension RelationshipAccessor: RelationshipDescribing {

@@ -21,7 +21,14 @@ class PropertyAccessor: @unchecked Sendable {
     let indexFieldOffset: Int
     let valueFieldOffset: Int
 
-    init(ownerFieldOffset: Int = 0, indexFieldOffset: Int = -1, valueFieldOffset: Int = -1) {
+    /// Whether this is a ``RelationshipAccessor`` (of the wrapper's value type).
+    let isRelationship: Bool
+
+    init(
+        ownerFieldOffset: Int = 0, indexFieldOffset: Int = -1, valueFieldOffset: Int = -1,
+        isRelationship: Bool = false
+    ) {
+        self.isRelationship = isRelationship
         self.ownerFieldOffset = ownerFieldOffset
         self.indexFieldOffset = indexFieldOffset
         self.valueFieldOffset = valueFieldOffset
@@ -33,22 +40,10 @@ class PropertyAccessor: @unchecked Sendable {
         UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset + fieldOffset
     }
 
-    /// The target of the to-one relationship of this accessor in `object`, read from the wrapper's
-    /// value field as ``setToOneTarget(_:in:)`` writes it. ``RelationshipDescribing/targets(in:)``
-    /// gives the same in an array, through code that is generic at run time: thousands of
-    /// instructions a call.
+    /// The target of the to-one relationship of this accessor in `object`, if any (resolved
+    /// through the model's context, ``RelationshipDescribing/targets(in:)``).
     final func toOneTarget(in object: AnyObject) -> AnyObject? {
-        field(valueFieldOffset, in: object).assumingMemoryBound(to: AnyObject?.self).pointee
-    }
-
-    /// Sets the to-one relationship of this accessor in `object` to `target`, an instance of its
-    /// destination or of a subclass (the caller checks, with ``ModelMetadata/admits(_:)``), by
-    /// writing the wrapper's value field: an optional model class (``RelationshipKind`` makes a
-    /// to-one of nothing else), so one reference, laid out as an `AnyObject?`. Going through
-    /// ``RelationshipDescribing/setTargets(_:in:)`` costs an array and code that is generic at
-    /// run time, more than the rest of a load.
-    final func setToOneTarget(_ target: AnyObject?, in object: AnyObject) {
-        field(valueFieldOffset, in: object).assumingMemoryBound(to: AnyObject?.self).pointee = target
+        relationshipAccess?.targets(in: object).first
     }
 
     /// Persisted (an attribute or a relationship), not ``Transient``.
@@ -234,7 +229,8 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
         super.init(
             ownerFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.owner)!,
             indexFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.index)!,
-            valueFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.value)!)
+            valueFieldOffset: MemoryLayout<Relationship<V>>.offset(of: \Relationship<V>.value)!,
+            isRelationship: true)
     }
 
     override var typeDescription: String { String(describing: V.self) }
@@ -257,24 +253,75 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
     private let destination = Atomic<Int>(0)
 
+    /// The value of the relationship in the model of `backing`, loaded first if it is not yet:
+    /// its targets resolved through the model's context (the wrapper's getter).
+    func value(of backing: ModelBacking) -> V {
+        if backing.needsLoading(index) { backing.load(index) }
+        switch backing.pendingValue(index) {
+        case .one(let reference, let held)?:
+            // A held target that still stands for the record: a few field accesses.
+            if let held, case .record(let id)? = reference,
+                unsafeDowncast(held, to: ModelObject.self).backing?.rowID == id
+            {
+                return kind.make([held])
+            }
+            guard let reference else { return kind.make([]) }
+            let found = backing.resolve([reference], of: self, destination: destinationMetadata)
+            if let target = found.first, case .record = reference {
+                // Held again where the context may hold it.
+                backing.setReferences([reference], of: self, toMany: false, held: target)
+            }
+            return kind.make(found)
+        case .many(let references)?:
+            return kind.make(backing.resolve(references, of: self, destination: destinationMetadata))
+        default:
+            return kind.make([])
+        }
+    }
+
     func targets(in object: AnyObject) -> [AnyObject] {
-        kind.models(field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee)
+        let backing = ModelBacking.of(object)
+        guard !backing.needsLoading(index) else { return [] }
+        switch backing.pendingValue(index) {
+        case .one(let reference, let held)?:
+            if let held, case .record(let id)? = reference, ModelBacking.of(held).rowID == id {
+                return [held]
+            }
+            return backing.resolve(reference.map { [$0] } ?? [], of: self, destination: destinationMetadata)
+        case .many(let references)?:
+            return backing.resolve(references, of: self, destination: destinationMetadata)
+        default:
+            return []
+        }
     }
 
     func setTargets(_ targets: [AnyObject], in object: AnyObject) {
-        field(valueFieldOffset, in: object).assumingMemoryBound(to: V.self).pointee = kind.make(targets)
+        let backing = ModelBacking.of(object)
+        backing.setReferences(
+            targets.map(backing.reference(to:)), of: self, toMany: kind.isToMany, held: targets.first)
+    }
+
+    func references(in object: AnyObject) -> [ModelReference] {
+        ModelBacking.of(object).references(index)
     }
 
     func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool {
-        kind.contains(UnsafeRawPointer(field(valueFieldOffset, in: object)), target)
+        let backing = ModelBacking.of(object)
+        let root = destinationMetadata.rootKey
+        return backing.references(index).contains { backing.refers($0, to: target, root: root) }
     }
 
     func appendTarget(_ target: AnyObject, in object: AnyObject) {
-        kind.append(field(valueFieldOffset, in: object), target)
+        let backing = ModelBacking.of(object)
+        guard kind.isToMany else { return setTargets([target], in: object) }
+        backing.appendReference(backing.reference(to: target), at: index)
     }
 
-    func models(in value: UnsafeRawPointer) -> [AnyObject] {
-        kind.models(value.assumingMemoryBound(to: V.self).pointee)
+    func removeTarget(_ target: AnyObject, in object: AnyObject) {
+        let backing = ModelBacking.of(object)
+        let root = destinationMetadata.rootKey
+        let kept = backing.references(index).filter { !backing.refers($0, to: target, root: root) }
+        backing.setReferences(kept, of: self, toMany: kind.isToMany)
     }
 }
 
@@ -299,108 +346,69 @@ final class InvalidRelationshipAccessor: PropertyAccessor, @unchecked Sendable {
 }
 
 /// What a relationship property of type `V` holds, found once per property: an optional model
-/// (to-one), or an array of models, optional or not (to-many).
+/// (to-one), or an array of models, optional or not (to-many). Its functions convert between a
+/// value of the property's type and its models without a cast per read: each is made where the
+/// type is known, as a function of that type, and cast once to a function of `V` (the same type).
 struct RelationshipKind<V> {
     let destinationType: any PersistentModel.Type
     let isToMany: Bool
+    /// The models of a value (none, one, or the array's).
     let models: (V) -> [AnyObject]
+    /// The value of models, instances of the destination or of its subclasses (which the caller
+    /// checks, with ``ModelMetadata/admits(_:)``): a to-one takes the first, if any.
     let make: ([AnyObject]) -> V
-    /// Whether the value at the address holds the model (compared by identity), without making
-    /// an array of it.
-    let contains: (UnsafeRawPointer, AnyObject) -> Bool
-    /// Adds the model (of the destination's type) to the value at the address in place: one
-    /// append to a to-many array rather than the whole array made again (for a to-one, the
-    /// model replaces the value).
-    let append: (UnsafeMutableRawPointer, AnyObject) -> Void
 
-    /// `object` as a `W`, the model class of a to-one relationship: an instance of exactly that
-    /// class (the common case) without the run time's general cast, which costs as much as the
-    /// rest of a to-one load; an instance of a subclass through it. (A `W` is a class, so the
-    /// bit cast is a reference cast.)
-    @inline(__always)
-    static func cast<W>(to _: W.Type) -> (AnyObject) -> W {
-        { object in
-            ObjectIdentifier(type(of: object)) == ObjectIdentifier(W.self)
-                ? unsafeBitCast(object, to: W.self) : object as! W
-        }
-    }
-
-    /// The kind of `V`, or nil when `V` is not a relationship type.
+    /// The kind of `V`, or nil when `V` is not a relationship type (a model on its own is not:
+    /// a to-one relationship is optional).
     static func of(_: V.Type) -> RelationshipKind<V>? {
-        if let array = V.self as? any ModelArray.Type {
-            func open<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {
-                guard V.self == A.self else { return nil }
-                return RelationshipKind(
-                    destinationType: A.elementType, isToMany: true,
-                    models: { unsafeBitCast($0, to: A.self).models },
-                    make: { unsafeBitCast(A(models: $0), to: V.self) },
-                    contains: { $0.assumingMemoryBound(to: A.self).pointee.containsModel($1) },
-                    append: { $0.assumingMemoryBound(to: A.self).pointee.appendModel($1) })
-            }
-            return open(array)
+        guard !(V.self is AnyClass), let value = V.self as? any RelationshipValue.Type else { return nil }
+        func open<R: RelationshipValue>(_: R.Type) -> RelationshipKind<V>? {
+            let models: (R) -> [AnyObject] = { $0.relatedModels }
+            let make: ([AnyObject]) -> R = { R.make(relatedModels: $0) }
+            guard let typedModels = models as? (V) -> [AnyObject], let typedMake = make as? ([AnyObject]) -> V
+            else { return nil }
+            return RelationshipKind(
+                destinationType: R.destinationType, isToMany: R.isToMany, models: typedModels, make: typedMake
+            )
         }
-        guard let optional = V.self as? any OptionalType.Type else { return nil }
-        func open<W>(_: W.Type) -> RelationshipKind<V>? {
-            guard V.self == W?.self else { return nil }
-            if let model = W.self as? any PersistentModel.Type {
-                let cast = Self.cast(to: W.self)
-                return RelationshipKind(
-                    destinationType: model, isToMany: false,
-                    // A `W` is a class: its optional is laid out as an `AnyObject?`, which
-                    // saves the run time's bridging of a generic value to an object.
-                    models: { unsafeBitCast($0, to: AnyObject?.self).map { [$0] } ?? [] },
-                    make: { unsafeBitCast($0.first.map(cast), to: V.self) },
-                    contains: { pointer, model in
-                        pointer.assumingMemoryBound(to: AnyObject?.self).pointee === model
-                    },
-                    append: { $0.assumingMemoryBound(to: W?.self).pointee = cast($1) })
-            }
-            if let array = W.self as? any ModelArray.Type {
-                func openArray<A: ModelArray>(_: A.Type) -> RelationshipKind<V>? {
-                    guard W.self == A.self else { return nil }
-                    return RelationshipKind(
-                        destinationType: A.elementType, isToMany: true,
-                        models: { unsafeBitCast($0, to: A?.self)?.models ?? [] },
-                        make: { unsafeBitCast(A?.some(A(models: $0)), to: V.self) },
-                        contains: { $0.assumingMemoryBound(to: A?.self).pointee?.containsModel($1) ?? false },
-                        append: { pointer, model in
-                            let value = pointer.assumingMemoryBound(to: A?.self)
-                            if value.pointee == nil {
-                                value.pointee = A(models: [model])
-                            } else {
-                                value.pointee!.appendModel(model)
-                            }
-                        })
-                }
-                return openArray(array)
-            }
-            return nil
-        }
-        return _openExistential(optional.wrappedType, do: open)
+        return open(value)
     }
 }
 
-/// An array of models: a to-many relationship's value.
-protocol ModelArray {
-    static var elementType: any PersistentModel.Type { get }
-    var models: [AnyObject] { get }
-    init(models: [AnyObject])
-    /// Whether the array holds `model` (by identity).
-    func containsModel(_ model: AnyObject) -> Bool
-    /// Appends `model`, an instance of the element type, in place.
-    mutating func appendModel(_ model: AnyObject)
+/// What a relationship's value can be made of: a model (in an optional, a to-one), an array of
+/// models, or an optional array.
+protocol RelationshipValue {
+    static var destinationType: any PersistentModel.Type { get }
+    static var isToMany: Bool { get }
+    var relatedModels: [AnyObject] { get }
+    /// The value of `models`, instances of the destination type or of its subclasses (for a
+    /// single model, the first; there is one).
+    static func make(relatedModels models: [AnyObject]) -> Self
 }
 
-extension Array: ModelArray where Element: PersistentModel {
-    static var elementType: any PersistentModel.Type { Element.self }
-    var models: [AnyObject] { self }
-    init(models: [AnyObject]) { self = models.map { $0 as! Element } }
-    // Through `[AnyObject]` (the same layout): a search of the generic array goes through the
-    // element type's value witnesses, a call per element.
-    func containsModel(_ model: AnyObject) -> Bool {
-        unsafeBitCast(self, to: [AnyObject].self).contains { $0 === model }
+extension ModelObject: RelationshipValue {
+    static var destinationType: any PersistentModel.Type { self }
+    static var isToMany: Bool { false }
+    var relatedModels: [AnyObject] { [self] }
+    static func make(relatedModels models: [AnyObject]) -> Self { unsafeDowncast(models[0], to: self) }
+}
+
+extension Array: RelationshipValue where Element: PersistentModel {
+    static var destinationType: any PersistentModel.Type { Element.self }
+    static var isToMany: Bool { true }
+    var relatedModels: [AnyObject] { map { $0 } }
+    static func make(relatedModels models: [AnyObject]) -> Self {
+        models.map { unsafeDowncast($0, to: Element.self) }
     }
-    mutating func appendModel(_ model: AnyObject) { append(model as! Element) }
+}
+
+extension Optional: RelationshipValue where Wrapped: RelationshipValue {
+    static var destinationType: any PersistentModel.Type { Wrapped.destinationType }
+    static var isToMany: Bool { Wrapped.isToMany }
+    var relatedModels: [AnyObject] { self?.relatedModels ?? [] }
+    static func make(relatedModels models: [AnyObject]) -> Self {
+        !Wrapped.isToMany && models.isEmpty ? nil : Wrapped.make(relatedModels: models)
+    }
 }
 
 /// The Swift types a fetch reads straight from a cell into a property, with the cursor's typed

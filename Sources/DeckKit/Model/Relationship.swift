@@ -16,8 +16,9 @@ import Observation
 @propertyWrapper
 public struct Relationship<Value> {
     // The layout matters: ModelMetadata finds `owner` in instances (see Discovery.swift).
-    // Inlinable, with the getter's common path, as Attribute's: a read of a loaded relationship
-    // then reads the field, where generic code applied two key paths at run time.
+    // Inlinable, with the getter's common path, as Attribute's. `value` is the declared default
+    // (nil, or empty), which a discovery instance keeps: a model's related models are held by
+    // identity in its backing (see ModelReference.swift), never here.
     @usableFromInline var owner: PropertyOwner?
     @usableFromInline var index: Int
     @usableFromInline var value: Value
@@ -64,34 +65,39 @@ public struct Relationship<Value> {
         set { fatalError("@Relationship is for the properties of ModelObject classes") }
     }
 
-    /// The related models, read through the model: tracked by Observation, loaded on first read.
+    /// The related models, read through the model: tracked by Observation, resolved through the
+    /// model's context (the relationship holds their identities: see ModelReference.swift).
     public static subscript<Model: ModelObject>(
         _enclosingInstance instance: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
         @inlinable @inline(__always) get {
-            // A model with a backing: the relationship loaded first if it is not yet (a fetched
-            // card's first read of its deck, a common read of its own).
             if let owner = instance[keyPath: storageKeyPath].owner, !owner.isMarker {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 let index = instance[keyPath: storageKeyPath].index
                 backing.access(instance, keyPath: wrappedKeyPath, index: index)
-                if backing.needsLoading(index) { backing.load(index) }
-                return instance[keyPath: storageKeyPath].value
+                return backing.relationshipValue(index, as: Value.self)
+                    ?? instance[keyPath: storageKeyPath].value
             }
             return slowRead(instance, wrappedKeyPath, storageKeyPath)
         }
         set {
-            write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index, old in
-                // The property's accessor is a `RelationshipAccessor<Value>` (or, for a type that
-                // is no relationship, has no relationship side): reached without a cast to the
-                // generic class, which costs more than the rest of setting a to-one.
-                guard let access = backing.metadata.properties[index].relationshipAccess else { return }
-                let before = withUnsafePointer(to: old) { access.models(in: $0) }
-                let after = withUnsafePointer(to: newValue) { access.models(in: $0) }
-                backing.relationshipChanged(index, from: before, to: after)
+            let owner = instance[keyPath: storageKeyPath].owner
+            if let owner, owner.isMarker {
+                instance[keyPath: storageKeyPath].value = newValue
+                return
             }
+            let backing = owner.map { unsafeDowncast($0, to: ModelBacking.self) } ?? ModelBacking.of(instance)
+            let index = instance[keyPath: storageKeyPath].index
+            backing.withMutation(of: instance, keyPath: wrappedKeyPath) {
+                backing.willSet(index)
+                if !backing.setRelationship(index, to: newValue) {
+                    // Not a relationship type (which the schema reports): kept in the wrapper.
+                    instance[keyPath: storageKeyPath].value = newValue
+                }
+            }
+            backing.didSet(index)
         }
     }
 

@@ -45,6 +45,7 @@ struct SaveCompletion {
             }
         }
         for object in context.changes.changed.values { ModelBacking.of(object).clearChanges() }
+        settleReferences(result.inserted)
         // What the saved to-many relationships hold in the store now; those the save merged
         // with other contexts' changes are read again.
         for object in result.inserted { noteStoredTargets(of: object) }
@@ -54,7 +55,7 @@ struct SaveCompletion {
             guard backing.status == .persisted, !backing.needsLoading(index) else { continue }
             backing.storedTargets[index] = nil
             ModelBacking.notifying(object, backing, properties: [index]) {
-                backing.setRelationshipPending(index, .toMany)
+                backing.setPending(index, .toMany)
             }
         }
         var gone: [AnyObject] = Array(context.changes.deleted.values)
@@ -83,10 +84,38 @@ struct SaveCompletion {
         // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
         // each other for good: they are in no registry, so nothing would break the cycle).
         if !gone.isEmpty {
-            for object in gone { dropDeletedTargets(of: object) }
-            dropDeletedTargets(committed)
+            let deleted = deletedRecords(committed)
+            for object in gone { dropDeletedTargets(of: object, deleted: deleted) }
+            dropDeletedTargets(committed, deleted: deleted)
         }
         return gone
+    }
+
+    /// Makes the references to the models the save gave records into record ids, so that no
+    /// model holds them any more: in the saved models, and in the models their relationships
+    /// reach (a loaded list of a deck that a new card joined, which the save did not change).
+    private func settleReferences(_ inserted: [AnyObject]) {
+        for object in inserted { ModelBacking.of(object).settleReferences() }
+        for object in context.changes.changed.values { ModelBacking.of(object).settleReferences() }
+        for object in inserted {
+            let backing = ModelBacking.of(object)
+            for (accessor, relationship) in backing.metadata.relationships
+            where backing.metadata.inverseName(of: accessor.index) != nil
+                && !backing.needsLoading(accessor.index)
+            {
+                let root = relationship.destinationMetadata.rootKey
+                for reference in relationship.references(in: object) {
+                    switch reference {
+                    case .model(let target): ModelBacking.of(target).settleReferences()
+                    case .record(let id):
+                        // Only an instance here can hold a reference.
+                        if let target = context.registry.object(root: root, id: id) {
+                            ModelBacking.of(target).settleReferences()
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Records what `object`'s loaded to-many relationships hold, as the store now holds them
@@ -97,24 +126,42 @@ struct SaveCompletion {
         for (accessor, relationship) in backing.metadata.relationships
         where relationship.isToMany && !backing.needsLoading(accessor.index) {
             backing.storedTargets[accessor.index] = Set(
-                relationship.targets(in: object).compactMap { ModelBacking.of($0).rowID })
+                relationship.references(in: object).compactMap(ModelBacking.recordID))
         }
     }
 
-    private func dropDeletedTargets(of object: AnyObject) {
+    /// Takes the models of deleted records (`deleted`, and models marked deleted) out of
+    /// `object`'s loaded relationships, telling their observers.
+    private func dropDeletedTargets(of object: AnyObject, deleted: Set<RecordKey>) {
         let backing = ModelBacking.of(object)
         for (accessor, relationship) in backing.metadata.relationships
         where !backing.needsLoading(accessor.index) {
-            let targets = relationship.targets(in: object)
-            let kept = targets.filter { ModelBacking.of($0).status != .deleted }
-            if kept.count != targets.count {
-                if let notify = accessor.observationNotifier {
-                    notify(object, backing) { relationship.setTargets(kept, in: object) }
-                } else {
-                    relationship.setTargets(kept, in: object)
+            let root = relationship.destinationMetadata.rootKey
+            let references = relationship.references(in: object)
+            let kept = references.filter {
+                switch $0 {
+                case .model(let model): ModelBacking.of(model).status != .deleted
+                case .record(let id): !deleted.contains(RecordKey(root: root, id: id))
                 }
             }
+            guard kept.count != references.count else { continue }
+            let drop = { backing.setReferences(kept, of: accessor, toMany: relationship.isToMany) }
+            if let notify = accessor.observationNotifier {
+                notify(object, backing, drop)
+            } else {
+                drop()
+            }
         }
+    }
+
+    /// The records `changes` deleted, by root entity and id.
+    private func deletedRecords(_ changes: ChangeSet) -> Set<RecordKey> {
+        var keys: Set<RecordKey> = []
+        for (entity, ids) in changes.deleted {
+            guard let metadata = context.metadata(forStored: entity) else { continue }
+            for id in ids { keys.insert(RecordKey(root: metadata.rootKey, id: id)) }
+        }
+        return keys
     }
 
     /// Marks the models of records a store-side delete removed as deleted.
@@ -132,19 +179,20 @@ struct SaveCompletion {
             }
         }
         // The deleted models too, which are in no registry now (as in finish).
-        for object in gone { dropDeletedTargets(of: object) }
-        dropDeletedTargets(changes)
+        let deleted = deletedRecords(changes)
+        for object in gone { dropDeletedTargets(of: object, deleted: deleted) }
+        dropDeletedTargets(changes, deleted: deleted)
     }
 
     /// Takes the deleted models out of the relationships of the models the store updated.
-    private func dropDeletedTargets(_ changes: ChangeSet) {
+    private func dropDeletedTargets(_ changes: ChangeSet, deleted: Set<RecordKey>) {
         for (entity, ids) in changes.updated {
             guard let metadata = context.metadata(forStored: entity) else { continue }
             for id in ids {
                 guard let object = context.registry.object(root: metadata.rootKey, id: id) else {
                     continue
                 }
-                dropDeletedTargets(of: object)
+                dropDeletedTargets(of: object, deleted: deleted)
             }
         }
     }

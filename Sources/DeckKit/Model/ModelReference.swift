@@ -1,0 +1,178 @@
+import Foundation
+
+// How a relationship holds the models it relates (issue 22, item 3): by identity, resolved
+// through the context, so that related models never keep each other alive and nothing has to
+// break cycles between them.
+//
+// A loaded relationship's state lives in its model's backing (``ModelBacking/Pending/one(_:held:)``
+// and ``ModelBacking/Pending/many(_:)``) as ``ModelReference``s: a saved record of the model's own
+// context by its record id, or a model that has no record there yet, held until the save that
+// gives it one (it is held by the context's change tracker then too). A read resolves the ids
+// through the context's identity map (``ModelRegistry``), and reads the records that have no
+// instance there in one statement, as a fault would. A to-one relationship may also keep the
+// instance it resolved (`held`), for reads of a few field accesses, where holding it cannot close a
+// cycle (``ModelContext/holdsTargets(of:)``: no chain of such to-ones leads back); the id stays the
+// source of truth, and a held instance that no longer stands for it is resolved again.
+
+/// A related model as a relationship holds it.
+enum ModelReference {
+    /// A saved record of the holder's context, by its id (in the destination's root entity).
+    case record(Int64)
+    /// A model without a record in the holder's context (inserted and not saved, in no context,
+    /// or of another context, which the save refuses): held until a save gives it its record.
+    case model(AnyObject)
+}
+
+/// A record by its root entity (``ModelMetadata/rootKey``) and id.
+struct RecordKey: Hashable {
+    let root: ObjectIdentifier
+    let id: Int64
+}
+
+extension ModelBacking {
+    /// The reference by which this model's relationships hold `target`: its record id when it
+    /// stands for a saved record of this model's context, else the model itself.
+    func reference(to target: AnyObject) -> ModelReference {
+        let other = ModelBacking.of(target)
+        if let id = other.rowID, other.status == .persisted || other.status == .deleted,
+            let context, other.context === context
+        {
+            return .record(id)
+        }
+        return .model(target)
+    }
+
+    /// Whether `reference` (of a relationship whose destination has root entity `root`) names
+    /// `target`.
+    func refers(_ reference: ModelReference, to target: AnyObject, root: ObjectIdentifier) -> Bool {
+        switch reference {
+        case .model(let model): return model === target
+        case .record(let id):
+            let other = ModelBacking.of(target)
+            return other.rowID == id && other.status != .inserted && other.metadata.rootKey == root
+                && context != nil && other.context === context
+        }
+    }
+
+    /// The record id a reference names: its id, or the held model's record id if it has one.
+    static func recordID(_ reference: ModelReference) -> Int64? {
+        switch reference {
+        case .record(let id): id
+        case .model(let model): ModelBacking.of(model).rowID
+        }
+    }
+
+    /// The references of relationship `index` as loaded (none when it is not loaded, or empty).
+    func references(_ index: Int) -> [ModelReference] {
+        guard index < pending.count, let state = pending[index] else { return [] }
+        switch state {
+        case .one(let reference, _): return reference.map { [$0] } ?? []
+        case .many(let references): return references
+        default: return []
+        }
+    }
+
+    /// Sets relationship `accessor` (loaded) to `references`; a to-one keeps `held`, its target's
+    /// instance, when its context may hold it (see ``ModelContext/holdsTargets(of:)``).
+    func setReferences(
+        _ references: [ModelReference], of accessor: PropertyAccessor, toMany: Bool, held: AnyObject? = nil
+    ) {
+        guard toMany else {
+            let reference = references.first
+            var kept: AnyObject?
+            if case .record? = reference, let held, let context, context.holdsTargets(of: accessor) {
+                kept = held
+            }
+            return setPending(accessor.index, .one(reference, held: kept))
+        }
+        setPending(accessor.index, .many(references))
+    }
+
+    /// The models `references` of relationship `accessor` name, in order: the held ones, and the
+    /// context's instances of the records (registered, or read in one statement); a record that
+    /// is gone is left out. After the context has gone, a record cannot be found any more: that
+    /// stops the program (``notLoaded(_:)``); a model that left its context has no records to
+    /// name.
+    func resolve(
+        _ references: [ModelReference], of accessor: PropertyAccessor, destination: ModelMetadata
+    ) -> [AnyObject] {
+        guard let context else {
+            if contextIsGone, references.contains(where: { if case .record = $0 { true } else { false } }) {
+                notLoaded(accessor)
+            }
+            return references.compactMap { if case .model(let model) = $0 { model } else { nil } }
+        }
+        return context.faulting.resolve(references, of: accessor, destination: destination, backing: self)
+    }
+
+    /// Makes this model's references to records into the models, which it holds from then on:
+    /// called as it leaves its context without a record (its insert rolled back or deleted), when
+    /// it becomes a model in no context, which has no context to resolve ids through.
+    func holdReferencedModels() {
+        guard !pending.isEmpty, context != nil else { return }
+        for (accessor, relationship) in metadata.relationships where !needsLoading(accessor.index) {
+            let references = self.references(accessor.index)
+            guard references.contains(where: { if case .record = $0 { true } else { false } }) else {
+                continue
+            }
+            let models = relationship.targets(in: object)
+            setPending(
+                accessor.index,
+                relationship.isToMany
+                    ? .many(models.map(ModelReference.model))
+                    : .one(models.first.map(ModelReference.model), held: nil))
+        }
+    }
+
+    /// Settles the references of this model's loaded relationships to models that now stand for
+    /// saved records of its context into record ids (after a save), so that it stops holding
+    /// them.
+    func settleReferences() {
+        guard !pending.isEmpty, context != nil else { return }
+        for (accessor, relationship) in metadata.relationships {
+            guard let state = pending[accessor.index] else { continue }
+            switch state {
+            case .one(.model(let target)?, _):
+                let settled = reference(to: target)
+                if case .record = settled {
+                    setReferences([settled], of: accessor, toMany: false, held: target)
+                }
+            case .many(let references):
+                guard references.contains(where: { if case .model = $0 { true } else { false } }) else {
+                    continue
+                }
+                setReferences(
+                    references.map { if case .model(let target) = $0 { reference(to: target) } else { $0 } },
+                    of: accessor, toMany: relationship.isToMany)
+            default: continue
+            }
+        }
+    }
+}
+
+extension ModelBacking {
+    /// The value of relationship `index`, of type `V` (the wrapper's getter), or nil when the
+    /// property is no relationship (a type the schema reports).
+    @usableFromInline
+    func relationshipValue<V>(_ index: Int, as _: V.Type) -> V? {
+        let property = metadata.properties[index]
+        guard property.isRelationship else { return nil }
+        // The accessor that the wrapper of type `Relationship<V>` made in discovery.
+        return unsafeDowncast(property, to: RelationshipAccessor<V>.self).value(of: self)
+    }
+
+    /// Sets relationship `index` to `value` (the wrapper's setter, inside the mutation, once what
+    /// it replaces is loaded), keeping the inverses in step; false when the property is no
+    /// relationship.
+    @usableFromInline
+    func setRelationship<V>(_ index: Int, to value: V) -> Bool {
+        let property = metadata.properties[index]
+        guard property.isRelationship else { return false }
+        let accessor = unsafeDowncast(property, to: RelationshipAccessor<V>.self)
+        let old = accessor.targets(in: object)
+        let new = accessor.kind.models(value)
+        accessor.setTargets(new, in: object)
+        relationshipChanged(index, from: old, to: new)
+        return true
+    }
+}
