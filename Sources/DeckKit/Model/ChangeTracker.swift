@@ -78,11 +78,15 @@ extension ChangeTracker {
             context.changes.insert(object)
             context.noteChangeForAutosave()
             // A model in no context is held as a model, never by a record id.
-            for (accessor, relationship) in backing.metadata.relationships
-            where !backing.needsLoading(accessor.index) {
-                for case .model(let target) in relationship.references(in: object)
-                where ModelBacking.of(target).isFree {
-                    insert(target, into: context)
+            for (accessor, _) in backing.metadata.relationships {
+                switch backing.pendingValue(accessor.index) {
+                case .one(.model(let target)?, _)?:
+                    if ModelBacking.of(target).isFree { insert(target, into: context) }
+                case .many(let references)?:
+                    for case .model(let target) in references where ModelBacking.of(target).isFree {
+                        insert(target, into: context)
+                    }
+                default: continue
                 }
             }
         case .deleted where backing.context === context:

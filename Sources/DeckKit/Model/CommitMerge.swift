@@ -280,8 +280,8 @@ struct CommitMerge {
     /// of the models with unsaved changes (updated models' others load again), and those of
     /// relationships without an inverse, whose holders the store does not mark updated.
     private func dropTargets(_ gone: [ObjectIdentifier: AnyObject], records: Set<RecordKey>) {
-        // The gone models too: those that loaded each other (a deck and its cascaded cards) are
-        // in no registry any more, and would hold each other for good.
+        // The gone models too: those that hold each other as models (unsaved changes) are in
+        // no registry any more.
         var holders =
             Array(context.changes.inserted.values) + Array(context.changes.changed.values)
             + Array(gone.values)

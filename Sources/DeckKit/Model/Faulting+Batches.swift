@@ -90,7 +90,7 @@ extension Faulting {
                     ?? context.registry.object(root: destination.rootKey, id: otherTarget),
                 destination.admits(object)
             else { continue }
-            other.setReferences([.record(otherTarget)], of: accessor, toMany: false, held: object)
+            other.setToOne(.record(otherTarget), of: accessor, held: object)
         }
         return loaded[target]
     }

@@ -27,7 +27,7 @@ struct Faulting {
             // Read: the value is in memory now, and the save writes it from there.
             case .toOne(let id):
                 guard let relationship = accessor.relationshipAccess else { return }
-                guard let id else { return backing.setReferences([], of: accessor, toMany: false) }
+                guard let id else { return backing.setToOne(nil, of: accessor, held: nil) }
                 let destination = relationship.destinationMetadata
                 // The common case, a target this context holds (the deck of the card before), in
                 // a few dozen instructions.
@@ -40,8 +40,7 @@ struct Faulting {
                         ?? instances(of: destination, ids: [id]).first
                 }
                 // A record gone (or of another entity) relates nothing.
-                backing.setReferences(
-                    target == nil ? [] : [.record(id)], of: accessor, toMany: false, held: target)
+                backing.setToOne(target == nil ? nil : .record(id), of: accessor, held: target)
             case .toMany:
                 guard let relationship = accessor.relationshipAccess, let id = backing.rowID else { return }
                 let ids = try context.store.read {

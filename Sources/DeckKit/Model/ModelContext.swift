@@ -23,18 +23,14 @@ public final class ModelContext {
     /// again over the same open document, with this context as its main context.
     public var container: ModelContainer {
         if let container = strongContainer ?? weakContainer { return container }
-        guard let document else {
-            preconditionFailure(
-                "DeckKit: a context that loads a model whose context is gone has no container")
-        }
         let container = ModelContainer(reopening: document, mainContext: self)
         weakContainer = container
         return container
     }
     private let strongContainer: ModelContainer?
     private weak var weakContainer: ModelContainer?
-    /// What keeps the document open: the container's, held by every context made from a container.
-    private let document: OpenDocument?
+    /// What keeps the document open: the container's, held by every context.
+    private let document: OpenDocument
 
     /// Whether the context saves by itself.
     ///
@@ -85,7 +81,8 @@ public final class ModelContext {
 
     /// Whether a to-one relationship may hold the instance of its target, by accessor: where no
     /// chain of held to-ones can lead back (``holdsTargets(of:)``).
-    private var holding: [ObjectIdentifier: Bool] = [:]
+    /// A short list (a schema has a few to-ones), searched in order: cheaper than hashing.
+    @exclusivity(unchecked) private var holding: [(accessor: ObjectIdentifier, holds: Bool)] = []
 
     /// The last failure to load a property when it was first read (a blob file that cannot be
     /// read, a related record that is gone): the property then keeps its default.
@@ -133,7 +130,7 @@ public final class ModelContext {
     /// (`card.deck` holds its deck; in a list linked both ways, `next` does not).
     func holdsTargets(of accessor: PropertyAccessor) -> Bool {
         let key = ObjectIdentifier(accessor)
-        if let known = holding[key] { return known }
+        for entry in holding where entry.accessor == key { return entry.holds }
         var holds = false
         if let relationship = accessor.relationshipAccess, !relationship.isToMany {
             let destination = relationship.destinationMetadata
@@ -141,7 +138,7 @@ public final class ModelContext {
                 [destination] + schema.metadata.values.filter { $0.rootKey == destination.rootKey }
             holds = !hierarchy.contains { $0.relationships.contains { !$0.access.isToMany } }
         }
-        holding[key] = holds
+        holding.append((key, holds))
         return holds
     }
 

@@ -77,15 +77,18 @@ extension ModelBacking {
     func setReferences(
         _ references: [ModelReference], of accessor: PropertyAccessor, toMany: Bool, held: AnyObject? = nil
     ) {
-        guard toMany else {
-            let reference = references.first
-            var kept: AnyObject?
-            if case .record? = reference, let held, let context, context.holdsTargets(of: accessor) {
-                kept = held
-            }
-            return setPending(accessor.index, .one(reference, held: kept))
-        }
+        guard toMany else { return setToOne(references.first, of: accessor, held: held) }
         setPending(accessor.index, .many(references))
+    }
+
+    /// Sets to-one relationship `accessor` (loaded) to `reference`, keeping `held`, its target's
+    /// instance, when its context may hold it: without an array (a batch sets a hundred).
+    func setToOne(_ reference: ModelReference?, of accessor: PropertyAccessor, held: AnyObject?) {
+        var kept: AnyObject?
+        if case .record? = reference, let held, let context, context.holdsTargets(of: accessor) {
+            kept = held
+        }
+        setPending(accessor.index, .one(reference, held: kept))
     }
 
     /// The models `references` of relationship `accessor` name, in order: the held ones, and the
@@ -134,9 +137,7 @@ extension ModelBacking {
             switch state {
             case .one(.model(let target)?, _):
                 let settled = reference(to: target)
-                if case .record = settled {
-                    setReferences([settled], of: accessor, toMany: false, held: target)
-                }
+                if case .record = settled { setToOne(settled, of: accessor, held: target) }
             case .many(let references):
                 guard references.contains(where: { if case .model = $0 { true } else { false } }) else {
                     continue

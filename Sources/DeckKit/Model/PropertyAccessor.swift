@@ -263,15 +263,15 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
             if let held, case .record(let id)? = reference,
                 unsafeDowncast(held, to: ModelObject.self).backing?.rowID == id
             {
-                return kind.make([held])
+                return kind.makeOne(held)
             }
-            guard let reference else { return kind.make([]) }
-            let found = backing.resolve([reference], of: self, destination: destinationMetadata)
-            if let target = found.first, case .record = reference {
+            guard let reference else { return kind.makeOne(nil) }
+            let found = backing.resolve([reference], of: self, destination: destinationMetadata).first
+            if let found, case .record = reference {
                 // Held again where the context may hold it.
-                backing.setReferences([reference], of: self, toMany: false, held: target)
+                backing.setToOne(reference, of: self, held: found)
             }
-            return kind.make(found)
+            return kind.makeOne(found)
         case .many(let references)?:
             return kind.make(backing.resolve(references, of: self, destination: destinationMetadata))
         default:
@@ -284,10 +284,13 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
         guard !backing.needsLoading(index) else { return [] }
         switch backing.pendingValue(index) {
         case .one(let reference, let held)?:
-            if let held, case .record(let id)? = reference, ModelBacking.of(held).rowID == id {
-                return [held]
+            switch reference {
+            case nil: return []
+            case .model(let model)?: return [model]
+            case .record(let id)?:
+                if let held, ModelBacking.of(held).rowID == id { return [held] }
+                return backing.resolve([.record(id)], of: self, destination: destinationMetadata)
             }
-            return backing.resolve(reference.map { [$0] } ?? [], of: self, destination: destinationMetadata)
         case .many(let references)?:
             return backing.resolve(references, of: self, destination: destinationMetadata)
         default:
@@ -307,8 +310,25 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
 
     func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool {
         let backing = ModelBacking.of(object)
-        let root = destinationMetadata.rootKey
-        return backing.references(index).contains { backing.refers($0, to: target, root: root) }
+        guard case let state? = backing.pendingValue(index) else { return false }
+        let other = ModelBacking.of(target)
+        // A model without a record here is only ever held as a model: identities alone.
+        let byRecord = other.rowID != nil && other.status != .inserted
+        switch state {
+        case .one(let reference?, _):
+            return byRecord
+                ? backing.refers(reference, to: target, root: destinationMetadata.rootKey)
+                : { if case .model(let model) = reference { model === target } else { false } }()
+        case .many(let references):
+            guard byRecord else {
+                for case .model(let model) in references where model === target { return true }
+                return false
+            }
+            let root = destinationMetadata.rootKey
+            return references.contains { backing.refers($0, to: target, root: root) }
+        default:
+            return false
+        }
     }
 
     func appendTarget(_ target: AnyObject, in object: AnyObject) {
@@ -357,6 +377,8 @@ struct RelationshipKind<V> {
     /// The value of models, instances of the destination or of its subclasses (which the caller
     /// checks, with ``ModelMetadata/admits(_:)``): a to-one takes the first, if any.
     let make: ([AnyObject]) -> V
+    /// The value of one model or none, without an array (a to-one's read).
+    let makeOne: (AnyObject?) -> V
 
     /// The kind of `V`, or nil when `V` is not a relationship type (a model on its own is not:
     /// a to-one relationship is optional).
@@ -365,11 +387,15 @@ struct RelationshipKind<V> {
         func open<R: RelationshipValue>(_: R.Type) -> RelationshipKind<V>? {
             let models: (R) -> [AnyObject] = { $0.relatedModels }
             let make: ([AnyObject]) -> R = { R.make(relatedModels: $0) }
-            guard let typedModels = models as? (V) -> [AnyObject], let typedMake = make as? ([AnyObject]) -> V
+            let makeOne: (AnyObject?) -> R = { R.make(relatedModel: $0) }
+            guard let typedModels = models as? (V) -> [AnyObject],
+                let typedMake = make as? ([AnyObject]) -> V,
+                let typedMakeOne = makeOne as? (AnyObject?) -> V
             else { return nil }
             return RelationshipKind(
-                destinationType: R.destinationType, isToMany: R.isToMany, models: typedModels, make: typedMake
-            )
+                destinationType: R.destinationType, isToMany: R.isToMany, models: typedModels,
+                make: typedMake,
+                makeOne: typedMakeOne)
         }
         return open(value)
     }
@@ -384,6 +410,8 @@ protocol RelationshipValue {
     /// The value of `models`, instances of the destination type or of its subclasses (for a
     /// single model, the first; there is one).
     static func make(relatedModels models: [AnyObject]) -> Self
+    /// The value of `model` or none (for a single model, there is one).
+    static func make(relatedModel model: AnyObject?) -> Self
 }
 
 extension ModelObject: RelationshipValue {
@@ -391,6 +419,13 @@ extension ModelObject: RelationshipValue {
     static var isToMany: Bool { false }
     var relatedModels: [AnyObject] { [self] }
     static func make(relatedModels models: [AnyObject]) -> Self { unsafeDowncast(models[0], to: self) }
+    static func make(relatedModel model: AnyObject?) -> Self {
+        // Only an Optional's wrapped type is asked, and only with a model.
+        guard let model else {
+            preconditionFailure("DeckKit: a to-one relationship's value made of no model")
+        }
+        return unsafeDowncast(model, to: self)
+    }
 }
 
 extension Array: RelationshipValue where Element: PersistentModel {
@@ -400,6 +435,9 @@ extension Array: RelationshipValue where Element: PersistentModel {
     static func make(relatedModels models: [AnyObject]) -> Self {
         models.map { unsafeDowncast($0, to: Element.self) }
     }
+    static func make(relatedModel model: AnyObject?) -> Self {
+        model.map { [unsafeDowncast($0, to: Element.self)] } ?? []
+    }
 }
 
 extension Optional: RelationshipValue where Wrapped: RelationshipValue {
@@ -408,6 +446,9 @@ extension Optional: RelationshipValue where Wrapped: RelationshipValue {
     var relatedModels: [AnyObject] { self?.relatedModels ?? [] }
     static func make(relatedModels models: [AnyObject]) -> Self {
         !Wrapped.isToMany && models.isEmpty ? nil : Wrapped.make(relatedModels: models)
+    }
+    static func make(relatedModel model: AnyObject?) -> Self {
+        !Wrapped.isToMany && model == nil ? nil : Wrapped.make(relatedModel: model)
     }
 }
 

@@ -83,21 +83,11 @@ public struct Relationship<Value> {
             return slowRead(instance, wrappedKeyPath, storageKeyPath)
         }
         set {
-            let owner = instance[keyPath: storageKeyPath].owner
-            if let owner, owner.isMarker {
-                instance[keyPath: storageKeyPath].value = newValue
-                return
+            // Into the backing, as references (a type that is no relationship, which the schema
+            // reports, stays in the wrapper).
+            write(newValue, to: instance, wrappedKeyPath, storageKeyPath) { backing, index in
+                backing.setRelationship(index, to: newValue)
             }
-            let backing = owner.map { unsafeDowncast($0, to: ModelBacking.self) } ?? ModelBacking.of(instance)
-            let index = instance[keyPath: storageKeyPath].index
-            backing.withMutation(of: instance, keyPath: wrappedKeyPath) {
-                backing.willSet(index)
-                if !backing.setRelationship(index, to: newValue) {
-                    // Not a relationship type (which the schema reports): kept in the wrapper.
-                    instance[keyPath: storageKeyPath].value = newValue
-                }
-            }
-            backing.didSet(index)
         }
     }
 

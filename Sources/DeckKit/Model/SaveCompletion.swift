@@ -81,8 +81,7 @@ struct SaveCompletion {
         context.changes.removeAll()
         context.reread(displaced)
         // The store nullified references to deleted records: so do the models here, the deleted
-        // ones included (a deck and its cascaded cards that loaded each other would otherwise hold
-        // each other for good: they are in no registry, so nothing would break the cycle).
+        // ones included, telling the observers of the relationships that change.
         if !gone.isEmpty {
             let deleted = deletedRecords(committed)
             for object in gone { dropDeletedTargets(of: object, deleted: deleted) }
@@ -95,27 +94,31 @@ struct SaveCompletion {
     /// model holds them any more: in the saved models, and in the models their relationships
     /// reach (a loaded list of a deck that a new card joined, which the save did not change).
     private func settleReferences(_ inserted: [AnyObject]) {
-        for object in inserted { ModelBacking.of(object).settleReferences() }
-        for object in context.changes.changed.values { ModelBacking.of(object).settleReferences() }
+        // First the saved records the inserted models name by id: their loaded lists may hold an
+        // inserted model as a model (one loaded after it was related), though they did not change.
+        var reached: [ObjectIdentifier: AnyObject] = [:]
         for object in inserted {
             let backing = ModelBacking.of(object)
-            for (accessor, relationship) in backing.metadata.relationships
-            where backing.metadata.inverseName(of: accessor.index) != nil
-                && !backing.needsLoading(accessor.index)
-            {
+            for (accessor, relationship) in backing.metadata.relationships {
+                var ids: [Int64] = []
+                switch backing.pendingValue(accessor.index) {
+                case .one(.record(let id)?, _)?: ids = [id]
+                case .many(let references)?:
+                    for case .record(let id) in references { ids.append(id) }
+                default: continue
+                }
+                guard !ids.isEmpty, backing.metadata.inverseName(of: accessor.index) != nil else { continue }
                 let root = relationship.destinationMetadata.rootKey
-                for reference in relationship.references(in: object) {
-                    switch reference {
-                    case .model(let target): ModelBacking.of(target).settleReferences()
-                    case .record(let id):
-                        // Only an instance here can hold a reference.
-                        if let target = context.registry.object(root: root, id: id) {
-                            ModelBacking.of(target).settleReferences()
-                        }
+                for id in ids {
+                    if let target = context.registry.object(root: root, id: id) {
+                        reached[ObjectIdentifier(target)] = target
                     }
                 }
             }
         }
+        for object in inserted { ModelBacking.of(object).settleReferences() }
+        for object in context.changes.changed.values { ModelBacking.of(object).settleReferences() }
+        for object in reached.values { ModelBacking.of(object).settleReferences() }
     }
 
     /// Records what `object`'s loaded to-many relationships hold, as the store now holds them

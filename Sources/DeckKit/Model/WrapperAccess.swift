@@ -44,13 +44,14 @@ extension ModelPropertyWrapper {
         return wrapper.value
     }
 
-    /// A write: loads what it replaces if needed, tells Observation, records the change, and
-    /// calls `changed` with the old value (inside the mutation).
+    /// A write: loads what it replaces if needed, tells Observation, records the change. The new
+    /// value goes into the wrapper, unless `store` (inside the mutation) stores it elsewhere and
+    /// says so (a relationship's, in the backing).
     @inline(__always)
     static func write<Model: PersistentModel>(
         _ newValue: Value, to instance: Model, _ wrapped: ReferenceWritableKeyPath<Model, Value>,
         _ storage: ReferenceWritableKeyPath<Model, Self>,
-        changed: ((ModelBacking, Int, Value) -> Void)? = nil
+        store: ((ModelBacking, Int) -> Bool)? = nil
     ) {
         let owner = instance[keyPath: storage].owner
         if let owner, owner.isMarker {
@@ -61,13 +62,7 @@ extension ModelPropertyWrapper {
         let index = instance[keyPath: storage].index
         backing.withMutation(of: instance, keyPath: wrapped) {
             backing.willSet(index)
-            if let changed {
-                let old = instance[keyPath: storage].value
-                instance[keyPath: storage].value = newValue
-                changed(backing, index, old)
-            } else {
-                instance[keyPath: storage].value = newValue
-            }
+            if store?(backing, index) != true { instance[keyPath: storage].value = newValue }
         }
         backing.didSet(index)
     }
