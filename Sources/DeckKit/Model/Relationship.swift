@@ -11,7 +11,9 @@ import Observation
 /// ```
 ///
 /// Name the inverse on one side (or both, the same pair): Deck keeps both sides in step, in
-/// memory and in the store. Related models load when the property is first read. Setting a
+/// memory and in the store. The property holds the related models' identities (their records),
+/// and a read finds them through the model's context (its instances, or read from the store),
+/// so related models never keep each other alive: keep the context while you read. Setting a
 /// relationship to a model not yet in a context inserts that model with this one.
 @propertyWrapper
 public struct Relationship<Value> {
