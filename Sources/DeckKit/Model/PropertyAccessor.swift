@@ -256,8 +256,12 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     /// The value of the relationship in the model of `backing`, loaded first if it is not yet:
     /// its targets resolved through the model's context (the wrapper's getter).
     func value(of backing: ModelBacking) -> V {
-        if backing.needsLoading(index) { backing.load(index) }
-        switch backing.pendingValue(index) {
+        var state = backing.pendingValue(index)
+        if let waiting = state, waiting.isWaiting {
+            backing.load(index)
+            state = backing.pendingValue(index)
+        }
+        switch state {
         case .one(let reference, let held)?:
             // A held target that still stands for the record: a few field accesses.
             if let held, case .record(let id)? = reference,
