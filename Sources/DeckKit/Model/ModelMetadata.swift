@@ -450,6 +450,9 @@ protocol RelationshipDescribing {
     /// The models the loaded relationship relates `object` to, resolved through its context
     /// (none while it is not loaded).
     func targets(in object: AnyObject) -> [AnyObject]
+    /// The models the relationship relates the model of `backing` to, loaded first if it is not
+    /// yet (a read), resolved through its context.
+    func loadedTargets(of backing: ModelBacking) -> [AnyObject]
     /// Loads the relationship of `object` as relating it to `targets` (by identity: see
     /// ModelReference.swift).
     func setTargets(_ targets: [AnyObject], in object: AnyObject)

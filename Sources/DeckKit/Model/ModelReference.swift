@@ -15,6 +15,7 @@ import Foundation
 // source of truth, and a held instance that no longer stands for it is resolved again.
 
 /// A related model as a relationship holds it.
+@usableFromInline
 enum ModelReference {
     /// A saved record of the holder's context, by its id (in the destination's root entity).
     case record(Int64)
@@ -162,6 +163,45 @@ extension ModelBacking {
         return unsafeDowncast(property, to: RelationshipAccessor<V>.self).value(of: self)
     }
 
+    /// The target that loaded to-one relationship `index` holds, when it still stands for the
+    /// record the relationship names (the common read, a few field accesses); nil otherwise
+    /// (not loaded, not held, a model without a record, a to-many relationship), when the
+    /// getter takes the general path.
+    @usableFromInline
+    func heldTarget(_ index: Int) -> AnyObject? {
+        guard index < pending.count, case .one(.record(let id)?, let held?)? = pending[index],
+            unsafeDowncast(held, to: ModelObject.self).backing?.rowID == id
+        else { return nil }
+        return held
+    }
+
+    /// A read of loaded to-many relationship `index` (loaded first if it is not yet), whose
+    /// models the wrapper's getter finds one by one as it makes its array; nil when the property
+    /// is no to-many relationship or the model has no context to find them through.
+    @usableFromInline
+    func toManyRead(_ index: Int) -> ToManyRead? {
+        guard let relationship = metadata.properties[index].relationshipAccess, relationship.isToMany,
+            let context
+        else { return nil }
+        if let waiting = pendingValue(index), waiting.isWaiting { load(index) }
+        guard case .many(let references)? = pendingValue(index) else { return nil }
+        let destination = relationship.destinationMetadata
+        return ToManyRead(
+            references: references, table: context.registry.table(root: destination.rootKey),
+            destination: destination)
+    }
+
+    /// The models of to-many relationship `index`, loaded first if it is not yet and resolved
+    /// through the model's context (the wrapper's getter makes the value of them), or nil when
+    /// the property is no to-many relationship.
+    @usableFromInline
+    func toManyObjects(_ index: Int) -> [AnyObject]? {
+        guard let relationship = metadata.properties[index].relationshipAccess, relationship.isToMany else {
+            return nil
+        }
+        return relationship.loadedTargets(of: self)
+    }
+
     /// Sets relationship `index` to `value` (the wrapper's setter, inside the mutation, once what
     /// it replaces is loaded), keeping the inverses in step; false when the property is no
     /// relationship.
@@ -176,4 +216,46 @@ extension ModelBacking {
         relationshipChanged(index, from: old, to: new)
         return true
     }
+}
+
+/// One read of a loaded to-many relationship: its references and where their models are (the
+/// context's registry table of the destination's root entity). The wrapper's getter, inlined
+/// where the element type is known, makes its array of ``object(_:)`` for each reference,
+/// without an array of `AnyObject` between: a to-many read resolves its list each time (its
+/// models are not kept, so that related models do not keep each other alive).
+@usableFromInline
+struct ToManyRead {
+    @usableFromInline let references: [ModelReference]
+    @usableFromInline let table: RowTable?
+    /// The destination's class.
+    @usableFromInline let expected: ObjectIdentifier
+    let destination: ModelMetadata
+
+    init(references: [ModelReference], table: RowTable?, destination: ModelMetadata) {
+        self.references = references
+        self.table = table
+        self.expected = ObjectIdentifier(destination.type)
+        self.destination = destination
+    }
+
+    /// The model `reference` names: the held model, or the registered instance of the record
+    /// (of the destination's entity or a descendant); nil when the record has none (the getter
+    /// then takes the general path, which reads it). Inlined into the getter, so that a list of
+    /// a hundred costs a probe and a retain per model.
+    @inlinable @inline(__always)
+    func object(_ reference: ModelReference) -> AnyObject? {
+        switch reference {
+        case .model(let model): return model
+        case .record(let id):
+            // The destination's own class first: a type comparison rather than a walk.
+            guard let object = table?.object(id),
+                ObjectIdentifier(type(of: object)) == expected || admits(object)
+            else { return nil }
+            return object
+        }
+    }
+
+    /// Whether `object` is of the destination's entity or a descendant.
+    @usableFromInline
+    func admits(_ object: AnyObject) -> Bool { destination.admits(object) }
 }

@@ -25,6 +25,36 @@ struct ModelRegistry {
         return nil
     }
 
+    /// The table of root entity `root`, if it has one.
+    func table(root: ObjectIdentifier) -> RowTable? {
+        for entry in tables where entry.root == root { return entry.table }
+        return nil
+    }
+
+    /// The models `references` name, in order, when every one is at hand: a held model, or the
+    /// registered instance of a record, of `destination`'s entity or a descendant; nil as soon as
+    /// one is not (the caller then reads the missing records). One table lookup for the list and
+    /// a probe per record, in code that is not generic: a to-many read resolves its whole list
+    /// each time (its models are not kept, so that they do not keep each other alive).
+    func objects(of references: [ModelReference], destination: ModelMetadata) -> [AnyObject]? {
+        let found = table(root: destination.rootKey)
+        let expected = ObjectIdentifier(destination.type)
+        var result: [AnyObject] = []
+        result.reserveCapacity(references.count)
+        for reference in references {
+            switch reference {
+            case .model(let model): result.append(model)
+            case .record(let id):
+                // The destination's own class first: a type comparison rather than a walk.
+                guard let object = found?.object(id),
+                    ObjectIdentifier(type(of: object)) == expected || destination.admits(object)
+                else { return nil }
+                result.append(object)
+            }
+        }
+        return result
+    }
+
     /// Makes `object` the instance of record `id` of `root`.
     mutating func register(_ object: AnyObject, root: ObjectIdentifier, id: Int64) {
         let pointer = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())

@@ -276,28 +276,29 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
                 backing.setToOne(reference, of: self, held: found)
             }
             return kind.makeOne(found)
-        case .many(let references)?:
-            let destination = destinationMetadata
-            // Every model at hand (the common case): the value made straight from the registry.
-            if let context = backing.context,
-                let value = kind.makeResolving(
-                    references,
-                    { reference in
-                        switch reference {
-                        case .model(let model): return model
-                        case .record(let id):
-                            guard let object = context.registry.object(root: destination.rootKey, id: id),
-                                destination.admits(object)
-                            else { return nil }
-                            return object
-                        }
-                    })
-            {
-                return value
-            }
-            return kind.make(backing.resolve(references, of: self, destination: destination))
+        case .many?:
+            return kind.make(loadedTargets(of: backing))
         default:
             return kind.make([])
+        }
+    }
+
+    func loadedTargets(of backing: ModelBacking) -> [AnyObject] {
+        if let waiting = backing.pendingValue(index), waiting.isWaiting { backing.load(index) }
+        switch backing.pendingValue(index) {
+        case .many(let references)?:
+            let destination = destinationMetadata
+            // Every model at hand (the common case): straight from the registry.
+            if let context = backing.context,
+                let objects = context.registry.objects(of: references, destination: destination)
+            {
+                return objects
+            }
+            return backing.resolve(references, of: self, destination: destination)
+        case .one?:
+            return kind.models(value(of: backing))
+        default:
+            return []
         }
     }
 
@@ -401,9 +402,6 @@ struct RelationshipKind<V> {
     let make: ([AnyObject]) -> V
     /// The value of one model or none, without an array (a to-one's read).
     let makeOne: (AnyObject?) -> V
-    /// A to-many's value of the models `resolve` gives for the references, made as it goes, or
-    /// nil as soon as it gives none for one (the caller then resolves them otherwise).
-    let makeResolving: ([ModelReference], (ModelReference) -> AnyObject?) -> V?
 
     /// The kind of `V`, or nil when `V` is not a relationship type (a model on its own is not:
     /// a to-one relationship is optional).
@@ -413,19 +411,14 @@ struct RelationshipKind<V> {
             let models: (R) -> [AnyObject] = { $0.relatedModels }
             let make: ([AnyObject]) -> R = { R.make(relatedModels: $0) }
             let makeOne: (AnyObject?) -> R = { R.make(relatedModel: $0) }
-            let makeResolving: ([ModelReference], (ModelReference) -> AnyObject?) -> R? = {
-                R.make(references: $0, resolving: $1)
-            }
             guard let typedModels = models as? (V) -> [AnyObject],
                 let typedMake = make as? ([AnyObject]) -> V,
-                let typedMakeOne = makeOne as? (AnyObject?) -> V,
-                let typedMakeResolving = makeResolving
-                    as? ([ModelReference], (ModelReference) -> AnyObject?) -> V?
+                let typedMakeOne = makeOne as? (AnyObject?) -> V
             else { return nil }
             return RelationshipKind(
                 destinationType: R.destinationType, isToMany: R.isToMany, models: typedModels,
                 make: typedMake,
-                makeOne: typedMakeOne, makeResolving: typedMakeResolving)
+                makeOne: typedMakeOne)
         }
         return open(value)
     }
@@ -442,9 +435,6 @@ protocol RelationshipValue {
     static func make(relatedModels models: [AnyObject]) -> Self
     /// The value of `model` or none (for a single model, there is one).
     static func make(relatedModel model: AnyObject?) -> Self
-    /// The value of the models `resolve` gives for `references`, or nil as soon as it gives none
-    /// for one (or for a single model).
-    static func make(references: [ModelReference], resolving resolve: (ModelReference) -> AnyObject?) -> Self?
 }
 
 extension ModelObject: RelationshipValue {
@@ -459,10 +449,6 @@ extension ModelObject: RelationshipValue {
         }
         return unsafeDowncast(model, to: self)
     }
-    static func make(references: [ModelReference], resolving resolve: (ModelReference) -> AnyObject?) -> Self?
-    {
-        nil
-    }
 }
 
 extension Array: RelationshipValue where Element: PersistentModel {
@@ -475,16 +461,6 @@ extension Array: RelationshipValue where Element: PersistentModel {
     static func make(relatedModel model: AnyObject?) -> Self {
         model.map { [unsafeDowncast($0, to: Element.self)] } ?? []
     }
-    static func make(references: [ModelReference], resolving resolve: (ModelReference) -> AnyObject?) -> Self?
-    {
-        var models: [Element] = []
-        models.reserveCapacity(references.count)
-        for reference in references {
-            guard let model = resolve(reference) else { return nil }
-            models.append(unsafeDowncast(model, to: Element.self))
-        }
-        return models
-    }
 }
 
 extension Optional: RelationshipValue where Wrapped: RelationshipValue {
@@ -496,10 +472,6 @@ extension Optional: RelationshipValue where Wrapped: RelationshipValue {
     }
     static func make(relatedModel model: AnyObject?) -> Self {
         !Wrapped.isToMany && model == nil ? nil : Wrapped.make(relatedModel: model)
-    }
-    static func make(references: [ModelReference], resolving resolve: (ModelReference) -> AnyObject?) -> Self?
-    {
-        Wrapped.make(references: references, resolving: resolve).map { .some($0) }
     }
 }
 

@@ -79,6 +79,27 @@ public struct Relationship<Value> {
                 let backing = unsafeDowncast(owner, to: ModelBacking.self)
                 let index = instance[keyPath: storageKeyPath].index
                 backing.access(instance, keyPath: wrappedKeyPath, index: index)
+                // A loaded to-one that holds its target (`card.deck`): the value made here, where
+                // its type is known, as a read of the wrapper's value was before relationships
+                // held identities.
+                if let held = backing.heldTarget(index),
+                    let one = Value.self as? any ToOneRelationshipValue.Type,
+                    let value = one.make(held) as? Value
+                {
+                    return value
+                }
+                // A to-many relationship: its models resolved in DeckKit, the array of the
+                // element type made here, where that type is known (specialized, a copy of
+                // pointers), rather than in code generic over it.
+                if let read = backing.toManyRead(index),
+                    let many = Value.self as? any ToManyRelationshipValue.Type
+                {
+                    // Unwrapped before the cast: nil cast to an optional `Value` would succeed.
+                    if let made = many.make(read), let value = made as? Value { return value }
+                    if let objects = backing.toManyObjects(index), let value = many.make(objects) as? Value {
+                        return value
+                    }
+                }
                 return backing.relationshipValue(index, as: Value.self)
                     ?? instance[keyPath: storageKeyPath].value
             }
@@ -102,4 +123,56 @@ public struct Relationship<Value> {
         // instance, so that a key path can go on through it (`\Card.deck?.title`).
         read(instance, wrapped, storage) { $0.destinationProbe as? Value }
     }
+}
+
+/// The value type of a to-many relationship (an array of models, optional or not): made from its
+/// models in the wrapper's getter, which is inlined where the element type is known.
+@usableFromInline
+protocol ToManyRelationshipValue {
+    /// The value of `objects`, instances of the element type or of its subclasses.
+    static func make(_ objects: [AnyObject]) -> Self
+    /// The value of the models `read` finds, or nil as soon as it finds none for a reference.
+    static func make(_ read: ToManyRead) -> Self?
+}
+
+extension Array: ToManyRelationshipValue where Element: PersistentModel {
+    @inlinable
+    static func make(_ objects: [AnyObject]) -> Self {
+        var models: [Element] = []
+        models.reserveCapacity(objects.count)
+        for object in objects { models.append(unsafeDowncast(object, to: Element.self)) }
+        return models
+    }
+
+    @inlinable
+    static func make(_ read: ToManyRead) -> Self? {
+        var models: [Element] = []
+        models.reserveCapacity(read.references.count)
+        for reference in read.references {
+            guard let object = read.object(reference) else { return nil }
+            models.append(unsafeDowncast(object, to: Element.self))
+        }
+        return models
+    }
+}
+
+extension Optional: ToManyRelationshipValue where Wrapped: ToManyRelationshipValue {
+    @inlinable
+    static func make(_ objects: [AnyObject]) -> Self { .some(Wrapped.make(objects)) }
+
+    @inlinable
+    static func make(_ read: ToManyRead) -> Self? { Wrapped.make(read).map { .some($0) } }
+}
+
+/// The value type of a to-one relationship (an optional model): made from its target in the
+/// wrapper's getter, which is inlined where the model type is known.
+@usableFromInline
+protocol ToOneRelationshipValue {
+    /// The value of `object`, an instance of the model type or of a subclass.
+    static func make(_ object: AnyObject) -> Self
+}
+
+extension Optional: ToOneRelationshipValue where Wrapped: PersistentModel {
+    @inlinable
+    static func make(_ object: AnyObject) -> Self { .some(unsafeDowncast(object, to: Wrapped.self)) }
 }

@@ -15,6 +15,7 @@
 ///
 /// The table does not retain what it points to: its user removes an entry before the object
 /// goes away.
+@usableFromInline
 package struct RowTable {
     @usableFromInline
     struct Slot {
