@@ -79,6 +79,37 @@ struct RelationshipIdentityTests {
         #expect(references.allSatisfy { $0.isFreed })
     }
 
+    @Test("An enumerate batch keeps the lists its block reads only while it runs, and sees changes")
+    func enumerateBatchValues() throws {
+        let directory = try ScratchDirectory()
+        let container = try Self.makeDocument(directory)
+        let context = ModelContext(container)
+        var references: [WeakReference] = []
+        var counts: [Int] = []
+        try context.enumerate(FetchDescriptor<Card>(), batchSize: 1000) { card in
+            guard let deck = card.deck else { return }
+            counts.append(deck.cards.count)
+            references.append(WeakReference(card))
+            references.append(WeakReference(deck))
+            if card.front == "card 0" {
+                // A change in the block: the next read of the list sees it.
+                let extra = Card(front: "extra")
+                extra.deck = deck
+                #expect(deck.cards.count == 101)
+                #expect(deck.cards.last === extra)
+                deck.cards = Array(deck.cards.dropLast())
+                #expect(deck.cards.count == 100)
+                context.delete(extra)
+            }
+        }
+        #expect(counts.count == 10_000)
+        #expect(counts.allSatisfy { $0 == 100 })
+        // The change tracker holds the deck changed in the block; the rollback lets it go.
+        context.rollback()
+        // The batches' lists went with their batches: nothing holds the models any more.
+        #expect(references.allSatisfy { $0.isFreed })
+    }
+
     @Test("Unsaved related models are held until the save, then by identity only")
     func unsavedModelsAreHeldUntilTheSave() throws {
         let directory = try ScratchDirectory()

@@ -76,6 +76,9 @@ final class ModelBacking: PropertyOwner {
     private final class Extras {
         var changedBeyondMask: Set<Int> = []
         var storedTargets: [Int: Set<Int64>] = [:]
+        /// The to-many values read during an enumerate batch, by property, with the registry's
+        /// generation they were made at (``batchValue(_:)``).
+        var batchValues: [Int: (generation: Int, value: Any)] = [:]
     }
     @exclusivity(unchecked) private var extras: Extras?
 
@@ -84,6 +87,33 @@ final class ModelBacking: PropertyOwner {
         let made = Extras()
         extras = made
         return made
+    }
+
+    /// The value of to-many relationship `index` made earlier in the enumerate batch running
+    /// now (``ModelFetcher/enumerate(_:batchSize:block:)``), when nothing it was made from has
+    /// changed since: a block that reads `card.deck?.cards` for each card makes each deck's
+    /// array once. The batch holds its models anyway, and drops these values as it ends, so
+    /// the models they hold do not outlive it (see ``keepBatchValue(_:_:)``).
+    @usableFromInline
+    func batchValue(_ index: Int) -> Any? {
+        guard let extras, let entry = extras.batchValues[index], let context, context.batchValues != nil,
+            entry.generation == context.registry.generation
+        else { return nil }
+        return entry.value
+    }
+
+    /// Keeps `value`, just made from the registry, as relationship `index`'s value for the rest
+    /// of the enumerate batch running now, if one is.
+    @usableFromInline
+    func keepBatchValue(_ value: Any, _ index: Int) {
+        guard let context, context.batchValues != nil else { return }
+        if extras?.batchValues.isEmpty ?? true { context.batchValues?.append(self) }
+        madeExtras.batchValues[index] = (context.registry.generation, value)
+    }
+
+    /// Drops the values kept for the enumerate batch that ends.
+    func dropBatchValues() {
+        extras?.batchValues = [:]
     }
 
     /// Whether the model was in a context that has gone away (not one it left by a saved
@@ -244,6 +274,7 @@ final class ModelBacking: PropertyOwner {
     }
 
     func setPending(_ index: Int, _ value: Pending?) {
+        context?.registry.generation &+= 1
         if pending.isEmpty {
             guard value != nil else { return }
             pending = Array(repeating: nil, count: metadata.properties.count)
@@ -258,6 +289,7 @@ final class ModelBacking: PropertyOwner {
             return setPending(index, .many([reference]))
         }
         pending[index] = nil  // so that `references` is the array's only owner
+        context?.registry.generation &+= 1
         references.append(reference)
         pending[index] = .many(references)
     }
@@ -268,6 +300,7 @@ final class ModelBacking: PropertyOwner {
     func load(_ index: Int) {
         guard let kind = pending[index], kind.isWaiting else { return }
         pending[index] = nil
+        context?.registry.generation &+= 1
         guard let context else { return loadWithoutContext(kind, index) }
         context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
@@ -313,7 +346,9 @@ final class ModelBacking: PropertyOwner {
     func willSet(_ index: Int) {
         guard needsLoading(index) else { return }
         switch pending[index] {
-        case .blob, .file: pending[index] = nil  // Replaced whole: no need to read it.
+        case .blob, .file:
+            pending[index] = nil  // Replaced whole: no need to read it.
+            context?.registry.generation &+= 1
         default: load(index)
         }
     }

@@ -66,6 +66,9 @@ public final class ModelContext {
 
     /// One entry per record that has an instance here (uniquing), not retaining it.
     @exclusivity(unchecked) var registry = ModelRegistry()
+    /// While an enumerate batch runs, the backings that keep to-many values for it
+    /// (``ModelBacking/batchValue(_:)``); nil otherwise.
+    @exclusivity(unchecked) var batchValues: [ModelBacking]?
     /// Rows into models: the row layouts of the entities fetched so far.
     let materializer: RowMaterializer
     /// The models of the last fetch whose type has a to-one relationship, by record id (see

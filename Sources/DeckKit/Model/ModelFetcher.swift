@@ -294,7 +294,14 @@ struct ModelFetcher {
             batch.fetchLimit = limit
             let fetched = try fetch(batch, after: end, readsEnd: true)
             // The batch's models go once the block is done with them, unless it kept them: they
-            // hold each other only by identity.
+            // hold each other only by identity. The to-many values the block reads are kept until
+            // the batch ends (ModelBacking.batchValue), then dropped.
+            let outer = context.batchValues
+            context.batchValues = []
+            defer {
+                for backing in context.batchValues ?? [] { backing.dropBatchValues() }
+                context.batchValues = outer
+            }
             for model in fetched.models { try block(unsafeDowncast(model, to: T.self)) }
             guard fetched.rows == limit, let last = fetched.end else { break }
             remaining -= limit

@@ -55,8 +55,14 @@ struct ModelRegistry {
         return result
     }
 
+    /// Changes with every entry made or removed and every change to a model's relationship
+    /// state (``ModelBacking/setPending(_:_:)``): a value made from the registry while it has not
+    /// changed would be made the same again (``ModelBacking/batchValue(_:)``).
+    var generation = 0
+
     /// Makes `object` the instance of record `id` of `root`.
     mutating func register(_ object: AnyObject, root: ObjectIdentifier, id: Int64) {
+        generation &+= 1
         let pointer = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
         for index in tables.indices where tables[index].root == root {
             tables[index].table.set(id, pointer)
@@ -73,6 +79,7 @@ struct ModelRegistry {
     mutating func remove(root: ObjectIdentifier, id: Int64, ifObject object: ObjectIdentifier? = nil)
         -> AnyObject?
     {
+        generation &+= 1
         for index in tables.indices where tables[index].root == root {
             return tables[index].table.remove(
                 id, ifPointer: object.flatMap { UnsafeRawPointer(bitPattern: UInt(bitPattern: $0)) })

@@ -94,8 +94,13 @@ public struct Relationship<Value> {
                 if let read = backing.toManyRead(index),
                     let many = Value.self as? any ToManyRelationshipValue.Type
                 {
+                    // Made earlier in the enumerate batch running now, and nothing changed since.
+                    if let kept = backing.batchValue(index), let value = kept as? Value { return value }
                     // Unwrapped before the cast: nil cast to an optional `Value` would succeed.
-                    if let made = many.make(read), let value = made as? Value { return value }
+                    if let made = many.make(read), let value = made as? Value {
+                        backing.keepBatchValue(value, index)
+                        return value
+                    }
                     if let objects = backing.toManyObjects(index), let value = many.make(objects) as? Value {
                         return value
                     }
