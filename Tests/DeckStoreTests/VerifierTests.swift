@@ -372,6 +372,74 @@ struct VerifierTests {
         }
     }
 
+    /// The checks run on two connections at once (SQLite's checks and the values on a second
+    /// one) when more than one thread is allowed: they must find exactly what they find one after
+    /// another, and nothing but the integrity finding when the store is damaged.
+    @Test func twoConnectionsFindWhatOneFinds() throws {
+        try withTestDirectory { dir throws in
+            var damages: [(String, (URL) throws -> Void)] = [
+                ("nothing", { _ in }),
+                ("refs", { try rawStore($0).run("UPDATE deck_blob SET refs = 5") }),
+                (
+                    "trigger and cell",
+                    { url in
+                        try rawStore(url).execute(#"DROP TRIGGER "deck_refs:Card.image:insert""#)
+                        try rawStore(url).run("UPDATE deck_blob SET size = 99")
+                        try rawStore(url).run("UPDATE Card SET _entity = 'Ghost' WHERE front = 'd'")
+                    }
+                ),
+                (
+                    "content type",
+                    { try rawStore($0).run("UPDATE deck_meta SET value = 'x.y' WHERE key = 'content_type'") }
+                ),
+            ]
+            damages.append(
+                (
+                    "page",
+                    { url in
+                        // Enough cards that the last page is one of theirs (a table leaf), then garbage in it.
+                        let package = try PackageStore.open(at: url)
+                        try package.write { tx in
+                            for i in 0..<500 {
+                                try tx.insert(
+                                    "Card", ["front": .string(String(repeating: "card \(i) ", count: 20))])
+                            }
+                        }
+                        try package.close()
+                        let store = url.appendingPathComponent("store.sqlite").path
+                        var data = try Data(contentsOf: URL(fileURLWithPath: store))
+                        for i in 0..<64 { data[data.count - 4_096 + 8 + i] = 0xFF }
+                        try data.write(to: URL(fileURLWithPath: store))
+                    }
+                ))
+            for (index, (name, damage)) in damages.enumerated() {
+                let folder = dir.appendingPathComponent("\(index)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+                let url = try populatedPackage(in: folder)
+                try damage(url)
+                for quick in [false, true] {
+                    let one = try PackageVerifier.verify(at: url, options: .init(quick: quick, threads: 1))
+                    let two = try PackageVerifier.verify(at: url, options: .init(quick: quick, threads: 2))
+                    if name == "page" {
+                        // SQLite's check of this page either lists what it finds or stops at it
+                        // with SQLITE_CORRUPT, from one run to the next: only the codes are fixed.
+                        for report in [one, two] {
+                            #expect(Set(report.codes).isSubset(of: ["sqlite-integrity", "store-unreadable"]))
+                        }
+                    } else {
+                        #expect(two.findings == one.findings, "\(name), quick \(quick)")
+                        #expect(two.records == one.records && two.blobsChecked == one.blobsChecked, "\(name)")
+                        #expect(two.bytesChecked == one.bytesChecked, "\(name)")
+                    }
+                    if name == "nothing" {
+                        #expect(two.findings.isEmpty && two.records == 6, "\(two.records)")
+                    }
+                    if name != "nothing" { #expect(!two.isValid, "\(name)") }
+                }
+            }
+        }
+    }
+
     @Test func aMissingStoreAndAForeignStore() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)
