@@ -129,11 +129,6 @@ public enum CoreDataImport {
             throw DeckError.notFound(path: source.path)
         }
         try refuseDestinationAmongTheStoresFiles(destination, source: source)
-        // A store, or a log, this user may not read: permission, not a bad store (exit 66).
-        for path in [source.path] + CoreDataStore.companionSuffixes.map({ source.path + $0 })
-        where access(path, F_OK) == 0 && access(path, R_OK) != 0 && errno == EACCES {
-            throw DeckError.permissionDenied(path: path, operation: "read")
-        }
         let store: CoreDataStore
         let plan: CoreDataImportPlan
         do throws(CoreDataError) {
@@ -181,6 +176,9 @@ public enum CoreDataImport {
             },
             links: links, blobs: blobs.count, blobBytes: blobs.bytes, schema: schema,
             notes: plan.notes.map { Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason) }
+                + store.rowNotes.entries.map {
+                    Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason)
+                }
         )
     }
 
@@ -239,16 +237,27 @@ public enum CoreDataImport {
                 includingSubentities: false
             ) { primaryKey, concrete, values, targets in
                 for (index, target) in targets.enumerated() { given[positions[index]] = target }
-                // A NULL in the store is a null, never the attribute's default.
-                try load.insert(
-                    entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
-                    values: values.map { value throws(DeckError) in
-                        guard let value else { return .null }
-                        if case .file(let url) = value, let reference = try copier?.reference(for: url) {
-                            return .blob(reference)
-                        }
-                        return value
-                    }, links: given)
+                do {
+                    // A NULL in the store is a null, never the attribute's default.
+                    try load.insert(
+                        entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
+                        values: values.map { value throws(DeckError) in
+                            guard let value else { return .null }
+                            if case .file(let url) = value, let reference = try copier?.reference(for: url) {
+                                return .blob(reference)
+                            }
+                            return value
+                        }, links: given)
+                } catch DeckError.permissionDenied(let path, let operation) {
+                    // An external data file this user may not read: say which row refers to it.
+                    let attribute = zip(names, values).first { _, value in
+                        if case .file(let url)? = value { url.path == path } else { false }
+                    }?.0
+                    throw DeckError.permissionDenied(
+                        path: path,
+                        operation: operation + "; it is the external data of \(concrete) Z_PK \(primaryKey)"
+                            + (attribute.map { ", \($0)," } ?? "") + " in \(store.sourceURL.path)")
+                }
                 count += 1
                 links += targets.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
             }

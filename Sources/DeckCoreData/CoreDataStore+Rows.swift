@@ -97,10 +97,14 @@ extension CoreDataStore {
                 }
                 values.removeAll(keepingCapacity: true)
                 for (index, column) in columns.enumerated() {
+                    var repaired = false
+                    let cell = statement.value(at: index + 2, repaired: &repaired)
+                    if repaired {
+                        rowNotes.add(
+                            .notUTF8, entity: entityPlan.coreDataName, column, primaryKey: primaryKey)
+                    }
                     values.append(
-                        try value(
-                            statement.value(at: index + 2), column, entity: entityPlan.coreDataName,
-                            primaryKey: primaryKey))
+                        try value(cell, column, entity: entityPlan.coreDataName, primaryKey: primaryKey))
                 }
                 targets.removeAll(keepingCapacity: true)
                 for (index, link) in links.enumerated() {
@@ -297,7 +301,13 @@ extension CoreDataStore {
         case .data:
             guard case .blob(let bytes) = cell else { throw wrong("a blob") }
             guard column.usesExternalStorageEncoding else { return .data(bytes) }
-            return try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
+            let value = try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
+            if bytes.first == 0x02, let end = bytes.dropFirst().firstIndex(of: 0),
+                end != bytes.index(before: bytes.endIndex)
+            {
+                rowNotes.add(.bytesAfterFileName, entity: entity, column, primaryKey: primaryKey)
+            }
+            return value
         case .unsupported:
             throw wrong("nothing Deck imports")
         }
@@ -386,6 +396,57 @@ enum CellKind {
         case 1200: self = .uri
         case 1000, 1800: self = .data
         default: self = .unsupported
+        }
+    }
+}
+
+/// What the row readers carried approximately, by entity, property and kind, each with how often
+/// and the first row: notes for the import's report.
+package struct RowNotes {
+    package enum Kind: Hashable {
+        /// Text that is not valid UTF-8, read with each invalid sequence as U+FFFD.
+        case notUTF8
+        /// An external file reference with bytes after its file name's NUL, which were ignored.
+        case bytesAfterFileName
+    }
+
+    package struct Entry {
+        package let entity: String
+        package let property: String
+        package let kind: Kind
+        package var count: Int
+        package let firstKey: Int64
+
+        /// What happened, for the report.
+        package var reason: String {
+            let values = count == 1 ? "1 value" : "\(count) values"
+            switch kind {
+            case .notUTF8:
+                return "\(values) not valid UTF-8 (the first in the row Z_PK \(firstKey)); "
+                    + "each invalid byte sequence was imported as U+FFFD"
+            case .bytesAfterFileName:
+                return "\(values) with bytes after the external file name's NUL (the first in the row "
+                    + "Z_PK \(firstKey)); the file was imported and those bytes ignored"
+            }
+        }
+    }
+
+    /// In the order first met.
+    package private(set) var entries: [Entry] = []
+    private var positions: [String: Int] = [:]
+
+    mutating func add(
+        _ kind: Kind, entity: String, _ column: CoreDataImportPlan.AttributeColumn, primaryKey: Int64
+    ) {
+        let key = "\(kind) \(entity).\(column.coreDataName)"
+        if let position = positions[key] {
+            entries[position].count += 1
+        } else {
+            positions[key] = entries.count
+            entries.append(
+                Entry(
+                    entity: entity, property: column.coreDataName, kind: kind, count: 1, firstKey: primaryKey)
+            )
         }
     }
 }

@@ -37,6 +37,8 @@ public final class CoreDataStore {
     /// large): a row that refers to one is refused with that reason.
     package let refusedExternalFiles: [String: String]
     private var isClosed = false
+    /// What the row readers met and carried approximately, for the import's report.
+    package internal(set) var rowNotes = RowNotes()
 
     /// The names a store's companion files add to its path, copied with it.
     static let companionSuffixes = ["-wal", "-shm"]
@@ -71,7 +73,8 @@ public final class CoreDataStore {
     /// to ``Limits/maximumExternalFileSize`` each; they are read in place later), and reads
     /// `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
     ///
-    /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
+    /// - Throws: ``CoreDataError``: `permissionDenied` when this user may not read the store, its
+    ///   `-wal` or `-shm`; `unreadableStore` when a file cannot be copied otherwise,
     ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
     ///   `badStoreTable` for a Core Data table of the wrong shape, or the metadata's or model
     ///   cache's decoding error (with the table's name before its message).
@@ -131,6 +134,11 @@ public final class CoreDataStore {
         self.refusedExternalFiles = refusedExternalFiles
         let reader = StoreTableReader(database: database, path: source.path, limits: limits)
         let tables = try reader.tableNames()
+        if tables.isEmpty,
+            (try? FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int) == 0
+        {
+            throw CoreDataError(.notACoreDataStore, "\(source.path): an empty file, not a Core Data store")
+        }
         for required in ["Z_PRIMARYKEY", "Z_METADATA"] where !tables.contains(required) {
             throw CoreDataError(
                 .notACoreDataStore,
@@ -267,6 +275,9 @@ public final class CoreDataStore {
                     "\(source) is \(status.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"), "
                         + "not a store file")
             }
+        }
+        if access(source, F_OK) == 0 && access(source, R_OK) != 0 && errno == EACCES {
+            throw CoreDataError(.permissionDenied, "\(source): this user may not read it", path: source)
         }
         guard let input = FileHandle(forReadingAtPath: source) else {
             var isDirectory: ObjCBool = false

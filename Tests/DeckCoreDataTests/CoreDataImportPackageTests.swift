@@ -323,10 +323,108 @@ struct CoreDataImportPackageTests {
         }
     }
 
+    /// Text that is not UTF-8 (SQLite keeps what it is given; a truncated emoji is the classic
+    /// case) is imported with U+FFFD for each bad sequence, and bytes after an external file
+    /// name's NUL are ignored: neither silently, the report notes each with the first row.
+    @Test func textThatIsNotUTF8AndBytesAfterAFileNameAreNoted() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'4869F09F98' AS TEXT) WHERE Z_PK = 1")
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'4869FF21' AS TEXT) WHERE Z_PK = 3")
+            try database.run(
+                "UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 2",
+                [.blob(Data([2]) + Data(ImportStore.externalName.utf8) + Data([0, 0xAB, 0xCD]))])
+        }
+        defer { writer.close() }
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let notes = report.notes.map(\.description)
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Note.title: 1 value not valid UTF-8 (the first in the row Z_PK 1)")
+            }, "\(notes)")
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Photo.title: 1 value not valid UTF-8 (the first in the row Z_PK 3)")
+            }, "\(notes)")
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Note.attachment: 1 value with bytes after the external file name's NUL")
+            },
+            "\(notes)")
+        let store = try PackageStore.open(at: directory.appending("Notes.deck"), mode: .readOnly)
+        defer { try? store.close() }
+        let titles = try store.read {
+            try $0.fetch(RecordQuery("Item")).compactMap { $0["title"]?.description }
+        }
+        #expect(titles.filter { $0.contains("Hi\u{FFFD}") }.count == 2, "\(titles)")
+        #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+    }
+
+    /// An external data file this user may not read is a permission error naming the file and
+    /// the row that refers to it.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anUnreadableExternalFileNamesTheRow() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let file = directory.appending(".Notes_SUPPORT/_EXTERNAL_DATA/" + ImportStore.externalName).path
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file) }
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .permissionDenied(let path, let operation) = error else {
+            Issue.record("expected permissionDenied, got \(String(describing: error))")
+            return
+        }
+        #expect(path == file)
+        #expect(
+            operation.contains("Note Z_PK 2, attachment,") && operation.contains("Notes.sqlite"),
+            "\(operation)")
+        #expect(try Self.leftovers(directory) == [])
+    }
+
+    /// A destination in a folder this user may not write in is a permission error naming the
+    /// folder, not the staging name the build would have made there.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func aDestinationInAReadOnlyFolderNamesTheFolder() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let folder = directory.appending("out")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+        defer {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        }
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: folder.appendingPathComponent("Notes.deck"))
+        }
+        guard case .permissionDenied(let path, let operation) = error else {
+            Issue.record("expected permissionDenied, got \(String(describing: error))")
+            return
+        }
+        #expect(path == folder.path && operation == "create Notes.deck in it", "\(path) \(operation)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [])
+    }
+
     @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
         let directory = try ScratchDirectory()
         let text = directory.appending("notes.txt")
         try Data("not a database".utf8).write(to: text)
+        let empty = directory.appending("empty.sqlite")
+        try Data().write(to: empty)
+        let emptyError = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: empty, to: directory.appending("Out.deck"))
+        }
+        guard case .invalidSource(empty.path, let reason) = emptyError else {
+            Issue.record("expected invalidSource, got \(String(describing: emptyError))")
+            return
+        }
+        #expect(reason == "an empty file, not a Core Data store", "\(reason)")
         let sqlite = directory.appending("plain.sqlite")
         let database = try Database(path: sqlite.path, mode: .create)
         try database.execute("CREATE TABLE t (x)")
@@ -348,7 +446,7 @@ struct CoreDataImportPackageTests {
             return
         }
         #expect(path == directory.appending("absent.sqlite").path)
-        #expect(try directory.names().sorted() == ["notes.txt", "plain.sqlite"])
+        #expect(try directory.names().sorted() == ["empty.sqlite", "notes.txt", "plain.sqlite"])
     }
 
     @Test func aTruncatedStoreIsRefused() throws {

@@ -66,6 +66,14 @@ enum PackageDirectory {
         guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
             throw DeckError.notFound(path: parent)
         }
+        // A folder this user may not write in: say so of the folder, not of the staging name
+        // that would fail first.
+        if access(parent.isEmpty ? "." : parent, W_OK | X_OK) != 0, errno == EACCES || errno == EROFS {
+            throw DeckError.permissionDenied(
+                path: parent.isEmpty ? "." : parent,
+                operation: "create \((target as NSString).lastPathComponent) in it"
+                    + (errno == EROFS ? ": the file system is read-only" : ""))
+        }
         return (target, parent.isEmpty ? "." : parent)
     }
 
