@@ -348,15 +348,14 @@ extension CoreDataStore {
                 throw CoreDataError(
                     .badExternalData, "\(place): the external data file \(name) is refused: \(reason)")
             }
-            let url = externalDataDirectory.appendingPathComponent(name)
-            guard FileManager.default.fileExists(atPath: url.path) else {
+            guard externalFiles.readable.contains(name) else {
                 throw CoreDataError(
                     .badExternalData,
                     "\(place): the external data file \(name) is missing from \(directory); "
                         + "copy the store together with its .\(sourceURL.deletingPathExtension().lastPathComponent)_SUPPORT folder"
                 )
             }
-            return .file(url)
+            return .file(externalDataDirectory.appendingPathComponent(name, isDirectory: false))
         default:
             throw CoreDataError(
                 .badExternalData,
