@@ -164,7 +164,15 @@ public enum CoreDataImport {
             }
         } catch .invalidValue(let entity, let property, let reason) {
             // The store's data, not the caller's: the store is what cannot be imported.
-            throw DeckError.invalidSource(path: source.path, reason: "\(entity).\(property): \(reason)")
+            let repaired = store.rowNotes.entries.contains {
+                $0.kind == .notUTF8 && $0.deckProperty == property
+            }
+            throw DeckError.invalidSource(
+                path: source.path,
+                reason: "\(entity).\(property): \(reason)"
+                    + (repaired
+                        ? " (some of its text is not valid UTF-8 and reads as U+FFFD, so values that differ only "
+                            + "in those bytes read the same)" : ""))
         }
         return Report(
             source: source, package: built,

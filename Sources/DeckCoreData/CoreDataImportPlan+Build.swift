@@ -19,8 +19,61 @@ extension CoreDataStore {
     ///   the result is not a valid Deck schema; `badStoreTable` when a table or column the
     ///   model implies is missing.
     package func importPlan() throws(CoreDataError) -> CoreDataImportPlan {
+        try checkEntityTree()
         var builder = ImportPlanBuilder(store: self)
         return try builder.build()
+    }
+
+    /// Refuses, in time linear in its size and before anything costs more, a `Z_PRIMARYKEY` no
+    /// Deck schema can follow: more entities than a schema may have, a parent that is not listed,
+    /// a cycle of parents, or a chain deeper than a schema's inheritance may go (spec 5.9).
+    func checkEntityTree() throws(CoreDataError) {
+        let stored = entities.filter { !$0.isPersistentHistory }
+        let limit = StoreSchema.Limits.entities
+        guard stored.count <= limit else {
+            throw CoreDataError(
+                .badModel,
+                "\(sourceURL.path): Z_PRIMARYKEY lists \(stored.count) entities; a schema has at most \(limit)"
+            )
+        }
+        var parents: [Int64: Int64] = [:]
+        for entity in stored { parents[entity.number] = entity.parentNumber }
+        // Each entity's depth, found once: a walk up to an entity whose depth is known.
+        var depths: [Int64: Int] = [:]
+        for entity in stored where depths[entity.number] == nil {
+            var chain: [Int64] = []
+            var onChain: Set<Int64> = []
+            var current = entity.number
+            var base = 0
+            while true {
+                if let known = depths[current] {
+                    base = known
+                    break
+                }
+                guard onChain.insert(current).inserted else {
+                    throw CoreDataError(
+                        .badModel,
+                        "\(sourceURL.path): Z_PRIMARYKEY's parents (Z_SUPER) form a cycle through entity \(current)"
+                    )
+                }
+                chain.append(current)
+                guard let parent = parents[current] else {
+                    throw CoreDataError(
+                        .badModel,
+                        "\(sourceURL.path): Z_PRIMARYKEY names a parent (Z_SUPER) \(current) that it does not list"
+                    )
+                }
+                if parent == 0 { break }
+                current = parent
+            }
+            for (offset, number) in chain.reversed().enumerated() { depths[number] = base + offset + 1 }
+            if let deepest = depths[entity.number], deepest > StoreSchema.Limits.inheritanceDepth {
+                throw CoreDataError(
+                    .badModel,
+                    "\(sourceURL.path): the entity \(entity.name) is \(deepest) levels deep in its inheritance chain; "
+                        + "a schema goes at most \(StoreSchema.Limits.inheritanceDepth) deep")
+            }
+        }
     }
 }
 

@@ -241,7 +241,8 @@ extension CoreDataStore {
             CoreDataError(
                 .badRow,
                 "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName) (column \(column.column)): "
-                    + "a \(cell.storageClass) value where Core Data writes \(expected) for a \(column.coreDataType) attribute"
+                    + "a \(cell.storageClass) value where Core Data writes \(expected) for an attribute of type "
+                    + "\(column.coreDataType)"
             )
         }
         switch CellKind(column.coreDataType) {
@@ -412,6 +413,8 @@ package struct RowNotes {
     package struct Entry {
         package let entity: String
         package let property: String
+        /// The property's name in the package.
+        package let deckProperty: String
         package let kind: Kind
         package var count: Int
         package let firstKey: Int64
@@ -444,8 +447,9 @@ package struct RowNotes {
             positions[key] = entries.count
             entries.append(
                 Entry(
-                    entity: entity, property: column.coreDataName, kind: kind, count: 1, firstKey: primaryKey)
-            )
+                    entity: entity, property: column.coreDataName, deckProperty: column.name, kind: kind,
+                    count: 1,
+                    firstKey: primaryKey))
         }
     }
 }

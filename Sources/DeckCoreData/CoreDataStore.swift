@@ -215,7 +215,14 @@ public final class CoreDataStore {
         let source = externalDataSource(of: url).path
         // Followed if it is a link, as before: the files in it are checked one by one.
         var status = stat()
-        guard stat(source, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return ExternalFiles() }
+        guard stat(source, &status) == 0 else {
+            // A folder on the way this user may not enter: permission, not missing files.
+            guard errno == EACCES else { return ExternalFiles() }
+            let support = (source as NSString).deletingLastPathComponent
+            let folder = access(support, X_OK) != 0 ? support : source
+            throw CoreDataError(.permissionDenied, "\(folder): this user may not read it", path: folder)
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return ExternalFiles() }
         var files = ExternalFiles()
         do {
             // lstat, not FileManager's attributes: those look up the owner's and group's names,

@@ -1,4 +1,5 @@
 import DeckCoreData
+import DeckCoreDataTestSupport
 import DeckSQLite
 import DeckStore
 import DeckSupport
@@ -359,6 +360,87 @@ struct CoreDataImportPackageTests {
         }
         #expect(titles.filter { $0.contains("Hi\u{FFFD}") }.count == 2, "\(titles)")
         #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+    }
+
+    /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
+    /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
+    /// grows faster than the table: at once even for a hostile chain of a thousand levels.
+    @Test func anEntityTreeNoSchemaCanFollowIsRefusedAtOnce() throws {
+        func chain(_ count: Int) -> [CoreDataStoreEntity] {
+            (1...count).map {
+                CoreDataStoreEntity(
+                    number: Int64($0), name: "E\($0)", parentNumber: Int64($0 - 1), maximumPrimaryKey: 0)
+            }
+        }
+        let cycle = [
+            CoreDataStoreEntity(number: 1, name: "A", parentNumber: 2, maximumPrimaryKey: 0),
+            CoreDataStoreEntity(number: 2, name: "B", parentNumber: 1, maximumPrimaryKey: 0),
+        ]
+        let orphan = [CoreDataStoreEntity(number: 1, name: "A", parentNumber: 7, maximumPrimaryKey: 0)]
+        let flat = (1...1_001).map {
+            CoreDataStoreEntity(number: Int64($0), name: "E\($0)", parentNumber: 0, maximumPrimaryKey: 0)
+        }
+        for (entities, mentions) in [
+            (chain(1_000), "is 101 levels deep"), (cycle, "form a cycle"),
+            (orphan, "the parent 7, which it does not list"),
+            (flat, "lists 1001 entities; a schema has at most 1000"),
+        ] {
+            let directory = try ScratchDirectory()
+            try SyntheticStore.write(
+                at: directory.appending("S.sqlite").path, entities: entities,
+                metadata: SyntheticStore.metadata(hashes: [:]), modelCache: nil
+            ).close()
+            let error = #expect(throws: DeckError.self) {
+                try CoreDataImport.importStore(
+                    at: directory.appending("S.sqlite"), to: directory.appending("S.deck"))
+            }
+            guard case .invalidSource(_, let reason) = error else {
+                Issue.record("expected invalidSource, got \(String(describing: error))")
+                continue
+            }
+            #expect(reason.contains(mentions), "\(reason)")
+        }
+    }
+
+    /// Two values of a unique attribute that differ only in bytes that are not UTF-8 read the
+    /// same: the refusal says why.
+    @Test func aUniqueCollisionMadeByUTF8RepairSaysSo() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'41FF' AS TEXT) WHERE Z_PK = 1")
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'41FE' AS TEXT) WHERE Z_PK = 3")
+        }
+        defer { writer.close() }
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("same value") && reason.contains("not valid UTF-8"), "\(reason)")
+        #expect(try Self.leftovers(directory) == [])
+    }
+
+    /// An external data folder this user may not enter is a permission error naming it, not
+    /// "missing" files.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anExternalDataFolderThatCannotBeEnteredIsAPermissionError() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let support = directory.appending(".Notes_SUPPORT").path
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: support)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: support) }
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        }
+        guard case .permissionDenied(support, _) = error else {
+            Issue.record("expected permissionDenied(\(support)), got \(String(describing: error))")
+            return
+        }
     }
 
     /// An external data file this user may not read is a permission error naming the file and

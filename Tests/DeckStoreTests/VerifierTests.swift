@@ -440,6 +440,27 @@ struct VerifierTests {
         }
     }
 
+    /// A folder of blobs this user may not read is a permission error (exit 66), as an unreadable
+    /// store is, not corruption blamed on the store.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anUnreadableBlobFolderIsAPermissionError() throws {
+        try withTestDirectory { dir throws in
+            let url = try populatedPackage(in: dir)
+            let folder = (blobPath(url, Self.blobA) as NSString).deletingLastPathComponent
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+            for threads in [1, 2] {
+                let error = #expect(throws: DeckError.self) {
+                    try PackageVerifier.verify(at: url, options: .init(threads: threads))
+                }
+                guard case .permissionDenied(folder, _) = error else {
+                    Issue.record("expected permissionDenied(\(folder)), got \(String(describing: error))")
+                    continue
+                }
+            }
+        }
+    }
+
     @Test func aMissingStoreAndAForeignStore() throws {
         try withTestDirectory { dir throws in
             let url = try populatedPackage(in: dir)

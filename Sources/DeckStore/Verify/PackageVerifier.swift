@@ -75,6 +75,10 @@ public enum PackageVerifier {
                 }, report: &report)
         } catch DeckError.cancelled {
             throw DeckError.cancelled
+        } catch DeckError.permissionDenied(let denied, let operation) {
+            // A folder of the package (blobs/ or one of its own) this user may not read: nothing
+            // is known to be wrong with the package, as for an unreadable store.
+            throw DeckError.permissionDenied(path: denied, operation: operation)
         } catch {
             report.add(.corruption, "store-unreadable", path + "/" + PackageLayout.store, "\(error)")
         }
