@@ -149,6 +149,8 @@ public enum CoreDataImport {
             } ?? plan.schema
         var rows: [String: Int] = [:]
         var links = 0
+        // Pairs a join table lists more than once, by `Entity.relationship`.
+        var repeated: [String: Int] = [:]
         var blobs: (count: Int, bytes: Int64) = (0, 0)
         let built: URL
         do {
@@ -156,7 +158,7 @@ public enum CoreDataImport {
                 at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
             ) { loader in
                 do {
-                    try load(plan, from: store, into: loader, rows: &rows, links: &links)
+                    try load(plan, from: store, into: loader, rows: &rows, links: &links, repeated: &repeated)
                     blobs = loader.blobFiles
                 } catch let error as CoreDataError {
                     throw error.deckError(path: source.path)
@@ -187,6 +189,14 @@ public enum CoreDataImport {
                 + store.rowNotes.entries.map {
                     Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason)
                 }
+                + repeated.sorted { $0.key < $1.key }.map { key, count in
+                    Report.Note(
+                        entity: String(key.prefix { $0 != "." }),
+                        property: String(key.drop { $0 != "." }.dropFirst()),
+                        reason:
+                            "\(count) pair\(count == 1 ? " is" : "s are") listed more than once in the store; "
+                            + "each is one link")
+                }
         )
     }
 
@@ -214,7 +224,7 @@ public enum CoreDataImport {
     /// it holds itself, then every other link, then the key high-water marks.
     private static func load(
         _ plan: CoreDataImportPlan, from store: CoreDataStore, into load: BulkLoader,
-        rows: inout [String: Int], links: inout Int
+        rows: inout [String: Int], links: inout Int, repeated: inout [String: Int]
     ) throws {
         // `Entity.relationship` of the to-one links given with the rows.
         var withRows: Set<String> = []
@@ -277,8 +287,13 @@ public enum CoreDataImport {
             links += 1
         }
         try store.forEachToMany(plan: plan) { entity, primaryKey, relationship, target in
-            try load.addToMany(entity: entity, pk: primaryKey, relationship: relationship, targets: [target])
-            links += 1
+            if try load.addToMany(
+                entity: entity, pk: primaryKey, relationship: relationship, targets: [target]) == 1
+            {
+                links += 1
+            } else {
+                repeated[entity + "." + relationship, default: 0] += 1
+            }
         }
         for hierarchy in plan.hierarchies {
             try load.reserveKeys(entity: hierarchy.root, through: hierarchy.maximumPrimaryKey)

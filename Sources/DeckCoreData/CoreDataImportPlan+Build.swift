@@ -130,8 +130,14 @@ struct ImportPlanBuilder {
                     entity: entity.name,
                     "SwiftData's persistent history (entity number \(entity.number)) is not imported"))
         }
+        // A table of an entity noted above is not noted again: SwiftData lists the history as the
+        // entities CHANGE, TRANSACTION and TRANSACTIONSTRING, kept in the tables A<NAME>.
+        let noted = Set(
+            store.entities.filter(\.isPersistentHistory).flatMap {
+                [$0.name.uppercased(), "A" + $0.name.uppercased()]
+            })
         for name in ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
-        where table(name) != nil && !store.entities.contains(where: { $0.name.uppercased() == name }) {
+        where table(name) != nil && !noted.contains(name) {
             notes.append(Plan.Note("the table \(name) (SwiftData's persistent history) is not imported"))
         }
         if store.metadata.uuid?.isEmpty ?? true {

@@ -362,6 +362,46 @@ struct CoreDataImportPackageTests {
         #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
     }
 
+    /// SwiftData lists its history as the entities CHANGE, TRANSACTION and TRANSACTIONSTRING, kept
+    /// in the tables ACHANGE, ATRANSACTION and ATRANSACTIONSTRING: one note for each, not two.
+    @Test func swiftDataHistoryIsNotedOnce() throws {
+        let directory = try ScratchDirectory()
+        let entities = ImportStore.entities.map { entity in
+            var entity = entity
+            if entity.name == "ACHANGE" { entity.name = "CHANGE" }
+            return entity
+        }
+        try ImportStore.write(in: directory, entities: entities).close()
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let history = report.notes.map(\.description).filter { $0.contains("persistent history") }
+        #expect(
+            history == ["CHANGE: SwiftData's persistent history (entity number 16001) is not imported"],
+            "\(history)")
+    }
+
+    /// A pair a join table lists twice (Core Data's have a primary key; a hand-made store may
+    /// not) is one link: counted once, and noted.
+    @Test func aPairListedTwiceIsOneLinkAndNoted() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory) { database in
+            try database.execute(
+                """
+                DROP TABLE Z_3TAGS;
+                CREATE TABLE Z_3TAGS ( Z_3NOTES INTEGER, Z_5TAGS INTEGER, Z_FOK_3NOTES INTEGER );
+                INSERT INTO Z_3TAGS VALUES (2, 1, 1024), (1, 1, 2048), (1, 2, 1024), (1, 2, 1024);
+                """)
+        }.close()
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        #expect(report.links == 6)
+        let notes = report.notes.map(\.description)
+        #expect(
+            notes.contains {
+                $0.hasSuffix(": 1 pair is listed more than once in the store; each is one link")
+            }, "\(notes)")
+    }
+
     /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
     /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
     /// grows faster than the table: at once even for a hostile chain of a thousand levels.

@@ -288,6 +288,7 @@ struct VerifierTests {
             let finding = expectOnly(try PackageVerifier.verify(at: url), "entity-unknown", .corruption)
             #expect(finding?.object == "Card")
             #expect(finding?.message.contains("Ghost") == true)
+            #expect(finding?.message.hasSuffix("(the first: #4)") == true, "\(finding?.message ?? "")")
             // No reader takes the row for a record of any entity (spec 6.1): fetches, counts and
             // conditions of the hierarchy leave it out.
             let document = try PackageStore.open(at: url, mode: .readOnly)
