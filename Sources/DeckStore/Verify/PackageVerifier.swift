@@ -80,7 +80,11 @@ public enum PackageVerifier {
             // is known to be wrong with the package, as for an unreadable store.
             throw DeckError.permissionDenied(path: denied, operation: operation)
         } catch {
-            report.add(.corruption, "store-unreadable", path + "/" + PackageLayout.store, "\(error)")
+            // The object names the store: the error need not say it again.
+            let store = path + "/" + PackageLayout.store
+            report.add(
+                .corruption, "store-unreadable", store,
+                "\(error)".replacingOccurrences(of: " (in \(store))", with: ""))
         }
         checkLeftovers(path: path, report: &report)
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
