@@ -280,27 +280,31 @@ struct ImportPlanBuilder {
                         ?? ""))
         }
         let columns = try self.columns(of: table).map { $0.name.uppercased() }
-        func parse(_ column: String) -> (number: Int64, name: String)? {
+        // `Z_<entity number><NAME>`, where Core Data may add digits to tell clashing names apart
+        // (`Z_4PARENTS1`): the name as written and without them, for a name that ends in digits.
+        func parse(_ column: String) -> (number: Int64, names: Set<String>)? {
             guard column.hasPrefix("Z_"), !column.hasPrefix("Z_FOK_") else { return nil }
             let rest = column.dropFirst(2)
             let digits = rest.prefix { $0.isASCII && $0.isNumber }
             guard !digits.isEmpty, let value = Int64(digits) else { return nil }
-            var name = String(rest.dropFirst(digits.count))
+            let written = String(rest.dropFirst(digits.count))
+            var name = written
             while let last = name.last, last.isASCII, last.isNumber { name.removeLast() }
-            return (value, name)
+            return (value, [written, name])
         }
         let destinationNumbers = hierarchy(destination.name)
         let sourceNumbers = hierarchy(entity.name)
         let destinationColumn = columns.first { column in
             parse(column).map {
-                $0.name == relationship.name.uppercased() && destinationNumbers.contains($0.number)
+                $0.names.contains(relationship.name.uppercased()) && destinationNumbers.contains($0.number)
             }
                 ?? false
         }
         let sourceColumn = columns.first { column in
             guard column != destinationColumn, let parsed = parse(column) else { return false }
             if let inverse {
-                return parsed.name == inverse.name.uppercased() && sourceNumbers.contains(parsed.number)
+                return parsed.names.contains(inverse.name.uppercased())
+                    && sourceNumbers.contains(parsed.number)
             }
             return true
         }

@@ -402,6 +402,24 @@ struct CoreDataImportPackageTests {
             }, "\(notes)")
     }
 
+    /// Core Data adds digits to a join table's column name to tell clashing names apart (a
+    /// public Shortcuts store has `Z_4SHORTCUTS(Z_4PARENTS1, Z_7SHORTCUTS, Z_FOK_7SHORTCUTS)`):
+    /// the column is still found, and the links are the same.
+    @Test func aJoinTableColumnWithAClashDigitIsFound() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory) { database in
+            try database.execute(
+                """
+                ALTER TABLE Z_3TAGS RENAME COLUMN Z_3NOTES TO Z_3NOTES1;
+                ALTER TABLE Z_3TAGS RENAME COLUMN Z_FOK_3NOTES TO Z_FOK_3NOTES1;
+                """)
+        }.close()
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        #expect(report.links == 6)
+        #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+    }
+
     /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
     /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
     /// grows faster than the table: at once even for a hostile chain of a thousand levels.
