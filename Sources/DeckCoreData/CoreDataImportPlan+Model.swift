@@ -168,6 +168,20 @@ struct ModelPlanBuilder {
             }
             let columns = Set(try context.columns(of: table).map { $0.name.uppercased() })
             var counts: [String: Int] = [:]
+            var sharing: [String: [String]] = [:]
+            defer {
+                // Which property got which numbered column follows the order above, which no
+                // store written by Core Data has confirmed yet: say so where it decides.
+                for (base, owners) in sharing.sorted(by: { $0.key < $1.key }) where owners.count > 1 {
+                    let columns = owners.indices.map { $0 == 0 ? base : base + String($0) }
+                    note(
+                        nil, nil,
+                        "the properties \(owners.joined(separator: ", ")) of one hierarchy share a name, and are "
+                            + "read from the columns \(columns.joined(separator: ", ")) in that order (root first, "
+                            + "then entities and properties by name, as Core Data numbers them); check their values"
+                    )
+                }
+            }
             for name in preorder(root) {
                 tableOf[name] = table
                 columnsOf[name] = columns
@@ -179,6 +193,7 @@ struct ModelPlanBuilder {
                     let base = "Z" + property.uppercased()
                     let count = counts[base, default: 0]
                     counts[base] = count + 1
+                    sharing[base, default: []].append(name + "." + property)
                     assigned[name, default: [:]][property] = count == 0 ? base : base + String(count)
                 }
             }

@@ -62,6 +62,12 @@ struct CoreDataImportPackageTests {
         #expect(report.blobs == 1)
         #expect(report.blobBytes == Int64(large.count))
         #expect(report.notes.contains { $0.description.hasPrefix("ACHANGE: SwiftData's persistent history") })
+        // Two properties named ratio in the Item hierarchy: which column each reads is said.
+        #expect(
+            report.notes.contains {
+                $0.description.contains("read from the columns ZRATIO, ZRATIO1 in that order")
+            },
+            "\(report.notes)")
         #expect(try Self.leftovers(directory) == ["Notes.deck"])
 
         let verification = try PackageVerifier.verify(at: destination)
