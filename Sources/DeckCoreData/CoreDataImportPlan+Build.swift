@@ -352,7 +352,12 @@ struct ImportPlanBuilder {
         var takenEntities = Set<String>()
         var names: [Int64: String] = [:]
         for entity in stored {
-            names[entity.number] = Plan.unique(Plan.deckName(entity.name), in: &takenEntities)
+            let name = Plan.unique(Plan.deckName(entity.name), in: &takenEntities)
+            if name != entity.name {
+                notes.append(
+                    Plan.Note(entity: entity.name, "named '\(name)' in Deck (spec 5.7's naming rules)"))
+            }
+            names[entity.number] = name
         }
         var schemaEntities: [StoreSchema.Entity] = []
         var plans: [Plan.EntityPlan] = []

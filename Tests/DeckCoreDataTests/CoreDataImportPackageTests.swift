@@ -426,6 +426,27 @@ struct CoreDataImportPackageTests {
         #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
     }
 
+    /// Without a model cache, an entity whose name Deck must change (listed twice here) is
+    /// noted with its new name, as with one.
+    @Test func aRenamedEntityOfAStoreWithoutAModelIsNoted() throws {
+        let directory = try ScratchDirectory()
+        let database = try SyntheticStore.write(
+            at: directory.appending("S.sqlite").path,
+            entities: [
+                CoreDataStoreEntity(number: 1, name: "Dog", parentNumber: 0, maximumPrimaryKey: 0),
+                CoreDataStoreEntity(number: 2, name: "Dog", parentNumber: 0, maximumPrimaryKey: 0),
+            ], metadata: SyntheticStore.metadata(hashes: [:]), modelCache: nil)
+        try database.execute(
+            "CREATE TABLE ZDOG ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR )")
+        database.close()
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("S.sqlite"), to: directory.appending("S.deck"))
+        let renamed = report.notes.map(\.description).filter {
+            $0.contains("in Deck (spec 5.7's naming rules)")
+        }
+        #expect(renamed.count == 1 && renamed[0].hasPrefix("Dog: named '"), "\(report.notes)")
+    }
+
     /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
     /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
     /// grows faster than the table: at once even for a hostile chain of a thousand levels.
