@@ -36,6 +36,9 @@ struct ModelPlanBuilder {
     var generated: [String: [(attribute: StoreSchema.Attribute, column: Plan.AttributeColumn)]] = [:]
     var columnsByEntity: [String: [Plan.AttributeColumn]] = [:]
     var joinTables: [Plan.JoinTable] = []
+    /// `Entity.relationship` of the ordered many-to-many relationships whose order a generated
+    /// attribute keeps.
+    var keptJoinOrders: Set<String> = []
 
     init(context: ImportPlanBuilder, model: CoreDataModel) {
         self.context = context
@@ -56,6 +59,7 @@ struct ModelPlanBuilder {
         assignNames()
         try assignColumns()
         generateOrderAttributes()
+        try generateJoinOrderAttributes()
         var schemaEntities: [StoreSchema.Entity] = []
         var plans: [Plan.EntityPlan] = []
         for name in order {
@@ -401,11 +405,11 @@ struct ModelPlanBuilder {
             {
                 joinTables.append(join)
             }
-            if relationship.isOrdered {
+            if relationship.isOrdered && !keptJoinOrders.contains(name + "." + relationship.name) {
                 note(
                     name, relationship.name,
-                    "ordered many-to-many: Deck keeps the links as a set, so the order is not kept"
-                        + " (the links are loaded in Core Data's order)")
+                    "ordered many-to-many: Deck keeps the links as a set, and the store has no position column, "
+                        + "so the order is not kept")
             }
         }
         return (result, nil)

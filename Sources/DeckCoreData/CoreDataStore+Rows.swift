@@ -72,8 +72,13 @@ extension CoreDataStore {
             !includingSubentities
             ? " WHERE Z_ENT = \(entityPlan.number)"
             : isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
+        // A generated order attribute's value comes from its join table, read first.
+        let orders = try columns.map { column throws -> [Int64: String]? in
+            try column.joinOrder.map { try positions($0) }
+        }
         let sql =
-            "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined()
+            "SELECT Z_PK, Z_ENT"
+            + columns.map { ", " + ($0.joinOrder == nil ? quote($0.column) : "NULL") }.joined()
             + links.map { ", " + quote($0.column) }.joined() + " FROM "
             + quote(entityPlan.table) + filter + " ORDER BY Z_PK"
         var values: [Value?] = []
@@ -97,6 +102,10 @@ extension CoreDataStore {
                 }
                 values.removeAll(keepingCapacity: true)
                 for (index, column) in columns.enumerated() {
+                    if let order = orders[index] {
+                        values.append(order[primaryKey].map(Value.json))
+                        continue
+                    }
                     var repaired = false
                     let cell = statement.value(at: index + 2, repaired: &repaired)
                     if repaired {
@@ -122,6 +131,27 @@ extension CoreDataStore {
                 try body(primaryKey, concrete, values, targets)
             }
         }
+    }
+
+    /// For each record that has related records in the ordered many-to-many `order` describes,
+    /// the JSON array of their ids (`Z_PK`) in Core Data's order.
+    private func positions(_ order: CoreDataImportPlan.JoinOrder) throws -> [Int64: String] {
+        let owner = quote(order.ownerColumn)
+        let element = quote(order.elementColumn)
+        let sql =
+            "SELECT \(owner), \(element) FROM \(quote(order.table)) ORDER BY \(owner), "
+            + "\(quote(order.orderColumn)), \(element)"
+        var lists: [Int64: [Int64]] = [:]
+        try reading(order.table) {
+            try database.forEachRow(sql) { statement in
+                // A pair that is not two keys is refused when the links are read.
+                guard let key = statement.value(at: 0).int64, let target = statement.value(at: 1).int64 else {
+                    return
+                }
+                lists[key, default: []].append(target)
+            }
+        }
+        return lists.mapValues { "[" + $0.map(String.init).joined(separator: ",") + "]" }
     }
 
     /// The external data files that the rows of `entity` (its own, not its subentities') name in

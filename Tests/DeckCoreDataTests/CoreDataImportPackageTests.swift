@@ -447,6 +447,37 @@ struct CoreDataImportPackageTests {
         #expect(renamed.count == 1 && renamed[0].hasPrefix("Dog: named '"), "\(report.notes)")
     }
 
+    /// An ordered many-to-many keeps its order in a generated json attribute of record ids (see
+    /// ImportStore: Tag.notes); a join table without a position column keeps none, and says so.
+    @Test func anOrderedManyToManyKeepsItsOrderWhenTheStoreHasOne() throws {
+        for hasPositions in [true, false] {
+            let directory = try ScratchDirectory()
+            try ImportStore.write(in: directory) { database in
+                guard !hasPositions else { return }
+                try database.execute("ALTER TABLE Z_3TAGS DROP COLUMN Z_FOK_3NOTES")
+            }.close()
+            let report = try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            let notes = report.notes.map(\.description).filter {
+                $0.hasPrefix("Tag.notes: ordered many-to-many")
+            }
+            let store = try PackageStore.open(at: directory.appending("Notes.deck"), mode: .readOnly)
+            defer { try? store.close() }
+            let tags = try store.read { try $0.fetch(RecordQuery("Tag")) }
+            if hasPositions {
+                #expect(
+                    notes.count == 1 && notes[0].contains("generated json attribute Tag.notesOrder"),
+                    "\(notes)")
+                #expect(tags.map { $0["notesOrder"] } == [.json("[2,1]"), .json("[1]")])
+            } else {
+                #expect(notes.count == 1 && notes[0].contains("the order is not kept"), "\(notes)")
+                #expect(
+                    !store.schema.entities.contains { $0.attributes.contains { $0.name == "notesOrder" } })
+            }
+            #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+        }
+    }
+
     /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
     /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
     /// grows faster than the table: at once even for a hostile chain of a thousand levels.
