@@ -318,6 +318,26 @@ struct VerifierTests {
         }
     }
 
+    /// A join table's rows have no rowid: a dangling pair is named by its source and target.
+    @Test func aDanglingManyToManyPairIsNamedByItsPair() throws {
+        try withTestDirectory { dir throws in
+            let url = try populatedPackage(in: dir)
+            let db = try rawStore(url)
+            try db.execute("PRAGMA foreign_keys = OFF")
+            let card = try #require(try db.scalar("SELECT min(_pk) FROM Card")?.int64)
+            try db.run(
+                #"INSERT INTO "Card.tags"(source, target) VALUES (?, 998), (?, 999)"#,
+                [.integer(card), .integer(card)])
+            db.close()
+            let report = try PackageVerifier.verify(at: url)
+            #expect(
+                report.findings.map(\.object).sorted() == [
+                    "Card.tags (source \(card), target 998)", "Card.tags (source \(card), target 999)",
+                ], "\(report.findings)")
+            #expect(report.codes == ["dangling-reference", "dangling-reference"])
+        }
+    }
+
     @Test func aNoActionDeleteIsReportedAsADanglingReference() throws {
         // DeleteRule.noAction is documented as "related records keep a dangling reference
         // (PackageVerifier reports it)".

@@ -90,15 +90,43 @@ struct StoreCheck: Sendable {
             if text != "ok" { report.add(.corruption, "sqlite-integrity", storePath, text) }
         }
         guard integrity.first?.first?.string == "ok" else { return false }
+        // A join table has no rowid: its rows are named by their pair, found in the same order.
+        var pairsSeen: [String: Int] = [:]
         for row in try db.rows("PRAGMA foreign_key_check") {
             let table = row[0].string ?? "?"
-            let rowid = row[1].int64.map(String.init) ?? "?"
             let parent = row[2].string ?? "?"
-            report.add(
-                .corruption, "dangling-reference", "\(table) #\(rowid)",
-                "references a missing \(parent) record")
+            var object = "\(table) #" + (row[1].int64.map(String.init) ?? "?")
+            if row[1].isNull, let key = row[3].int64 {
+                let seen = pairsSeen["\(table) \(key)", default: 0]
+                pairsSeen["\(table) \(key)"] = seen + 1
+                if let pair = try danglingPair(db, table: table, parent: parent, key: key, offset: seen) {
+                    object = "\(table) (source \(pair.source), target \(pair.target))"
+                }
+            }
+            report.add(.corruption, "dangling-reference", object, "references a missing \(parent) record")
         }
         return true
+    }
+
+    /// The `offset`-th pair of join table `table` whose foreign key `key` (its id in
+    /// `pragma_foreign_key_list`) names no `parent` record; nil when the table is not shaped so.
+    private func danglingPair(_ db: Database, table: String, parent: String, key: Int64, offset: Int) throws
+        -> (source: Int64, target: Int64)?
+    {
+        let keys = try db.rows(
+            "SELECT \"from\", coalesce(\"to\", '_pk') FROM pragma_foreign_key_list(?) WHERE id = ?",
+            [.text(table), .integer(key)])
+        guard let column = keys.first?[0].string, let referenced = keys.first?[1].string,
+            ["source", "target"].contains(column)
+        else { return nil }
+        let rows = try db.rows(
+            "SELECT source, target FROM \(quote(table)) WHERE \(quote(column)) NOT IN "
+                + "(SELECT \(quote(referenced)) FROM \(quote(parent))) LIMIT 1 OFFSET ?",
+            [.integer(Int64(offset))])
+        guard let pair = rows.first, let source = pair[0].int64, let target = pair[1].int64 else {
+            return nil
+        }
+        return (source, target)
     }
 
     /// The metadata, the tables against the schema, identity, the migration history and the
