@@ -478,6 +478,22 @@ struct CoreDataImportPackageTests {
         }
     }
 
+    /// A destination under a file (not a folder) says so, not "no such file".
+    @Test func aDestinationUnderAFileSaysItIsNotAFolder() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory).close()
+        let file = directory.appending("f")
+        try Data("x".utf8).write(to: file)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: file.appendingPathComponent("Notes.deck"))
+        }
+        guard case .io(file.path, "create Notes.deck in it", ENOTDIR) = error else {
+            Issue.record("expected io(ENOTDIR), got \(String(describing: error))")
+            return
+        }
+    }
+
     /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
     /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
     /// grows faster than the table: at once even for a hostile chain of a thousand levels.

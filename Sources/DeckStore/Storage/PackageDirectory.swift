@@ -64,6 +64,12 @@ enum PackageDirectory {
         }
         let parent = (target as NSString).deletingLastPathComponent
         guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
+            // A file where the folder should be is not "no such file".
+            if try FileSystem.status(parent) != nil {
+                throw DeckError.io(
+                    path: parent, operation: "create \((target as NSString).lastPathComponent) in it",
+                    errno: ENOTDIR)
+            }
             throw DeckError.notFound(path: parent)
         }
         // A folder this user may not write in: say so of the folder, not of the staging name
