@@ -28,6 +28,13 @@ struct CoreDataImportPackageTests {
     }
 
     /// What is in `directory` besides the store's own files: a package, or staging left over.
+    /// Imports `directory`'s Notes.sqlite (``ImportStore``) as Notes.deck beside it.
+    @discardableResult
+    static func importNotes(_ directory: ScratchDirectory) throws -> CoreDataImport.Report {
+        try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+    }
+
     static func leftovers(_ directory: ScratchDirectory) throws -> [String] {
         try directory.names().filter { !$0.hasPrefix("Notes.sqlite") && $0 != ".Notes_SUPPORT" }
     }
@@ -207,8 +214,7 @@ struct CoreDataImportPackageTests {
         defer { writer.close() }
         let before = try Self.hashes(directory)
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(let path, let reason) = error else {
             Issue.record("expected an invalidSource error, got \(String(describing: error))")
@@ -233,8 +239,7 @@ struct CoreDataImportPackageTests {
         try (Data([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]) + Data(count: 504)).write(to: journal)
         let before = try Self.hashes(directory)
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(_, let reason) = error else {
             Issue.record("expected invalidSource, got \(String(describing: error))")
@@ -245,8 +250,7 @@ struct CoreDataImportPackageTests {
         #expect(try Self.leftovers(directory) == [])
         for cold in [Data(), Data(count: 512)] {
             try cold.write(to: journal)
-            _ = try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            _ = try Self.importNotes(directory)
             try FileManager.default.removeItem(at: directory.appending("Notes.deck"))
         }
     }
@@ -297,8 +301,7 @@ struct CoreDataImportPackageTests {
         try FileManager.default.createSymbolicLink(
             atPath: log.path, withDestinationPath: directory.appending("elsewhere").path)
         let linked = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(_, let message) = linked else {
             Issue.record("expected invalidSource, got \(String(describing: linked))")
@@ -319,8 +322,7 @@ struct CoreDataImportPackageTests {
             try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: path)
             defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path) }
             let error = #expect(throws: DeckError.self) {
-                try CoreDataImport.importStore(
-                    at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+                try Self.importNotes(directory)
             }
             guard case .permissionDenied(path, "read") = error else {
                 Issue.record("expected permissionDenied(\(path)), got \(String(describing: error))")
@@ -343,8 +345,7 @@ struct CoreDataImportPackageTests {
                 [.blob(Data([2]) + Data(ImportStore.externalName.utf8) + Data([0, 0xAB, 0xCD]))])
         }
         defer { writer.close() }
-        let report = try CoreDataImport.importStore(
-            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let report = try Self.importNotes(directory)
         let notes = report.notes.map(\.description)
         #expect(
             notes.contains {
@@ -378,8 +379,7 @@ struct CoreDataImportPackageTests {
             return entity
         }
         try ImportStore.write(in: directory, entities: entities).close()
-        let report = try CoreDataImport.importStore(
-            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let report = try Self.importNotes(directory)
         let history = report.notes.map(\.description).filter { $0.contains("persistent history") }
         #expect(
             history == ["CHANGE: SwiftData's persistent history (entity number 16001) is not imported"],
@@ -398,8 +398,7 @@ struct CoreDataImportPackageTests {
                 INSERT INTO Z_3TAGS VALUES (2, 1, 1024), (1, 1, 2048), (1, 2, 1024), (1, 2, 1024);
                 """)
         }.close()
-        let report = try CoreDataImport.importStore(
-            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let report = try Self.importNotes(directory)
         #expect(report.links == 6)
         let notes = report.notes.map(\.description)
         #expect(
@@ -420,8 +419,7 @@ struct CoreDataImportPackageTests {
                 ALTER TABLE Z_3TAGS RENAME COLUMN Z_FOK_3NOTES TO Z_FOK_3NOTES1;
                 """)
         }.close()
-        let report = try CoreDataImport.importStore(
-            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+        let report = try Self.importNotes(directory)
         #expect(report.links == 6)
         #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
     }
@@ -456,8 +454,7 @@ struct CoreDataImportPackageTests {
                 guard !hasPositions else { return }
                 try database.execute("ALTER TABLE Z_3TAGS DROP COLUMN Z_FOK_3NOTES")
             }.close()
-            let report = try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            let report = try Self.importNotes(directory)
             let notes = report.notes.map(\.description).filter {
                 $0.hasPrefix("Tag.notes: ordered many-to-many")
             }
@@ -544,8 +541,7 @@ struct CoreDataImportPackageTests {
         }
         defer { writer.close() }
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(_, let reason) = error else {
             Issue.record("expected invalidSource, got \(String(describing: error))")
@@ -566,8 +562,7 @@ struct CoreDataImportPackageTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: support)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: support) }
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .permissionDenied(support, _) = error else {
             Issue.record("expected permissionDenied(\(support)), got \(String(describing: error))")
@@ -586,8 +581,7 @@ struct CoreDataImportPackageTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file) }
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .permissionDenied(let path, let operation) = error else {
             Issue.record("expected permissionDenied, got \(String(describing: error))")

@@ -23,8 +23,8 @@ extension PackageVerifier {
             options: options, blobFiles: blobFiles)
         guard options.threads > 1, let reader else {
             guard try check.sqlite(db, report: &report) else { return }
-            guard let mapping = try check.structure(db, report: &report) else { return }
-            try check.values(db, mapping: mapping, dateEpoch: check.dateEpoch(db), report: &report)
+            guard let (mapping, dateEpoch) = try check.structure(db, report: &report) else { return }
+            try check.values(db, mapping: mapping, dateEpoch: dateEpoch, report: &report)
             return
         }
         let side = Locked<(sqlite: VerificationReport, values: VerificationReport, outcome: SideOutcome)>(
@@ -130,9 +130,11 @@ struct StoreCheck: Sendable {
     }
 
     /// The metadata, the tables against the schema, identity, the migration history and the
-    /// cells' storage classes. Returns the schema's mapping, or nil when the stored schema is
-    /// invalid (reported; the values cannot be checked then).
-    func structure(_ db: Database, report: inout VerificationReport) throws -> SchemaMapping? {
+    /// cells' storage classes. Returns the schema's mapping and the dates' epoch, or nil when the
+    /// stored schema is invalid (reported; the values cannot be checked then).
+    func structure(_ db: Database, report: inout VerificationReport) throws
+        -> (mapping: SchemaMapping, dateEpoch: DateEpoch)?
+    {
         func add(_ code: String, _ message: String) { report.add(.corruption, code, storePath, message) }
         let meta = try StoreMetadata.read(db, packagePath: path)
         if let problem = meta.contentTypeProblem(manifest: manifest) { add("content-type-mismatch", problem) }
@@ -169,14 +171,13 @@ struct StoreCheck: Sendable {
             }
         }
         try StorageClassCheck.run(db, mapping: mapping, tables: tables, report: &report)
-        return mapping
+        return (mapping, dateEpoch(meta))
     }
 
-    /// The epoch the store's dates count from (spec 4.2). A version 4 store without a valid one
-    /// was refused as corrupt when it was opened.
-    func dateEpoch(_ db: Database) throws -> DateEpoch {
-        let meta = try StoreMetadata.read(db, packagePath: path)
-        return (try? meta.dateEpoch(formatVersion: formatVersion, packagePath: path)) ?? .unix
+    /// The epoch the store's dates count from (spec 4.2), by its metadata `meta`. A version 4
+    /// store without a valid one was refused as corrupt when it was opened.
+    func dateEpoch(_ meta: StoreMetadata) -> DateEpoch {
+        (try? meta.dateEpoch(formatVersion: formatVersion, packagePath: path)) ?? .unix
     }
 
     /// The values themselves, cell by cell, and the blob references against `deck_blob` and the
@@ -211,7 +212,8 @@ struct StoreCheck: Sendable {
         do {
             // A schema that does not map is the structure's finding; the values wait for it.
             if let mapping = try? SchemaMapping(schema) {
-                try values(db, mapping: mapping, dateEpoch: dateEpoch(db), report: &valuesReport)
+                let meta = try StoreMetadata.read(db, packagePath: path)
+                try values(db, mapping: mapping, dateEpoch: dateEpoch(meta), report: &valuesReport)
             }
             outcome = .finished
         } catch {
