@@ -237,6 +237,7 @@ private struct Parser {
         } else {
             throw error(.missingValue(option: option.displayName))
         }
+        try refuseEmptyPath(value, option.completion, option.displayName)
         if !option.allowedValues.isEmpty && !option.allowedValues.contains(value) {
             let list = option.allowedValues.map { "'\($0)'" }.joined(separator: ", ")
             throw error(.invalidValue(value, for: option.displayName, expected: "one of \(list)"))
@@ -245,6 +246,15 @@ private struct Parser {
             throw error(.repeatedOption(option.displayName))
         }
         optionValues[option.long, default: []].append(value)
+    }
+
+    /// An empty value where a file or directory is wanted names none (the shell passed `""`): a
+    /// usage error, rather than the current directory or a file that does not exist.
+    private func refuseEmptyPath(_ value: String, _ completion: CompletionHint, _ name: String)
+        throws(ArgumentError)
+    {
+        guard value.isEmpty, completion == .file || completion == .directory else { return }
+        throw error(.invalidValue(value, for: name, expected: "a path, not an empty string"))
     }
 
     /// Distributes the collected positional tokens over the declared arguments, in order.
@@ -256,9 +266,13 @@ private struct Parser {
                 if remaining.isEmpty && !argument.isOptional {
                     throw error(.missingArgument(argument.displayName))
                 }
+                for value in remaining {
+                    try refuseEmptyPath(value, argument.completion, argument.displayName)
+                }
                 result[argument.name] = Array(remaining)
                 remaining = []
             } else if let first = remaining.popFirst() {
+                try refuseEmptyPath(first, argument.completion, argument.displayName)
                 result[argument.name] = [first]
             } else if !argument.isOptional {
                 throw error(.missingArgument(argument.displayName))

@@ -12,6 +12,9 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
         case notACoreDataStore
         /// The store (or its `-wal`/`-shm`) could not be copied or read.
         case unreadableStore
+        /// This user may not read the store, its `-wal` or `-shm` (``CoreDataError/path`` names
+        /// which).
+        case permissionDenied
         /// The store's SQLite file fails SQLite's integrity check, or its `-wal` belongs to
         /// another store.
         case damagedStore
@@ -74,12 +77,17 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
     /// The byte offset where the problem is, when there is one: in the property list (for a
     /// model cache, the inflated one) or, for a DEFLATE error, in the compressed stream.
     public let offset: Int?
+    /// The file the error is about, when it is not the store itself (for `permissionDenied`, the
+    /// file that may not be read).
+    public let path: String?
 
-    /// An error of `kind` with `message`, at `offset` when given.
-    public init(_ kind: Kind, _ message: String, offset: Int? = nil) {
+    /// An error of `kind` with `message`, at `offset` when given, about the file at `path` when
+    /// given.
+    public init(_ kind: Kind, _ message: String, offset: Int? = nil, path: String? = nil) {
         self.kind = kind
         self.message = message
         self.offset = offset
+        self.path = path
     }
 
     /// The message, with the offset when there is one.
@@ -89,8 +97,10 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// The error as the rest of Deck reports it: ``DeckError/invalidSource(path:reason:)`` naming
     /// the store, with this error's message (and offset) as the reason, less the store's path
-    /// where the message begins with it.
+    /// where the message begins with it; ``DeckError/permissionDenied(path:operation:)`` naming
+    /// the file for `permissionDenied`.
     package func deckError(path: String) -> DeckError {
+        if kind == .permissionDenied { return .permissionDenied(path: self.path ?? path, operation: "read") }
         let prefix = path + ": "
         let reason = description.hasPrefix(prefix) ? String(description.dropFirst(prefix.count)) : description
         return .invalidSource(path: path, reason: reason)
@@ -98,6 +108,6 @@ public struct CoreDataError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// The same error with `context` put before its message (e.g. which table or column).
     func within(_ context: String) -> CoreDataError {
-        CoreDataError(kind, "\(context): \(message)", offset: offset)
+        CoreDataError(kind, "\(context): \(message)", offset: offset, path: path)
     }
 }

@@ -129,11 +129,6 @@ public enum CoreDataImport {
             throw DeckError.notFound(path: source.path)
         }
         try refuseDestinationAmongTheStoresFiles(destination, source: source)
-        // A store, or a log, this user may not read: permission, not a bad store (exit 66).
-        for path in [source.path] + CoreDataStore.companionSuffixes.map({ source.path + $0 })
-        where access(path, F_OK) == 0 && access(path, R_OK) != 0 && errno == EACCES {
-            throw DeckError.permissionDenied(path: path, operation: "read")
-        }
         let store: CoreDataStore
         let plan: CoreDataImportPlan
         do throws(CoreDataError) {
@@ -154,6 +149,8 @@ public enum CoreDataImport {
             } ?? plan.schema
         var rows: [String: Int] = [:]
         var links = 0
+        // Pairs a join table lists more than once, by `Entity.relationship`.
+        var repeated: [String: Int] = [:]
         var blobs: (count: Int, bytes: Int64) = (0, 0)
         let built: URL
         do {
@@ -161,7 +158,7 @@ public enum CoreDataImport {
                 at: destination, contentType: options.contentType, schema: schema, documentID: plan.documentID
             ) { loader in
                 do {
-                    try load(plan, from: store, into: loader, rows: &rows, links: &links)
+                    try load(plan, from: store, into: loader, rows: &rows, links: &links, repeated: &repeated)
                     blobs = loader.blobFiles
                 } catch let error as CoreDataError {
                     throw error.deckError(path: source.path)
@@ -169,7 +166,15 @@ public enum CoreDataImport {
             }
         } catch .invalidValue(let entity, let property, let reason) {
             // The store's data, not the caller's: the store is what cannot be imported.
-            throw DeckError.invalidSource(path: source.path, reason: "\(entity).\(property): \(reason)")
+            let repaired = store.rowNotes.entries.contains {
+                $0.kind == .notUTF8 && $0.deckProperty == property
+            }
+            throw DeckError.invalidSource(
+                path: source.path,
+                reason: "\(entity).\(property): \(reason)"
+                    + (repaired
+                        ? " (some of its text is not valid UTF-8 and reads as U+FFFD, so values that differ only "
+                            + "in those bytes read the same)" : ""))
         }
         return Report(
             source: source, package: built,
@@ -181,6 +186,17 @@ public enum CoreDataImport {
             },
             links: links, blobs: blobs.count, blobBytes: blobs.bytes, schema: schema,
             notes: plan.notes.map { Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason) }
+                + store.rowNotes.entries.map {
+                    Report.Note(entity: $0.entity, property: $0.property, reason: $0.reason)
+                }
+                + repeated.sorted { $0.key < $1.key }.map { key, count in
+                    Report.Note(
+                        entity: String(key.prefix { $0 != "." }),
+                        property: String(key.drop { $0 != "." }.dropFirst()),
+                        reason:
+                            "\(count) pair\(count == 1 ? " is" : "s are") listed more than once in the store; "
+                            + "each is one link")
+                }
         )
     }
 
@@ -208,7 +224,7 @@ public enum CoreDataImport {
     /// it holds itself, then every other link, then the key high-water marks.
     private static func load(
         _ plan: CoreDataImportPlan, from store: CoreDataStore, into load: BulkLoader,
-        rows: inout [String: Int], links: inout Int
+        rows: inout [String: Int], links: inout Int, repeated: inout [String: Int]
     ) throws {
         // `Entity.relationship` of the to-one links given with the rows.
         var withRows: Set<String> = []
@@ -239,16 +255,27 @@ public enum CoreDataImport {
                 includingSubentities: false
             ) { primaryKey, concrete, values, targets in
                 for (index, target) in targets.enumerated() { given[positions[index]] = target }
-                // A NULL in the store is a null, never the attribute's default.
-                try load.insert(
-                    entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
-                    values: values.map { value throws(DeckError) in
-                        guard let value else { return .null }
-                        if case .file(let url) = value, let reference = try copier?.reference(for: url) {
-                            return .blob(reference)
-                        }
-                        return value
-                    }, links: given)
+                do {
+                    // A NULL in the store is a null, never the attribute's default.
+                    try load.insert(
+                        entity: concrete, pk: primaryKey, globalID: ids.id(primaryKey),
+                        values: values.map { value throws(DeckError) in
+                            guard let value else { return .null }
+                            if case .file(let url) = value, let reference = try copier?.reference(for: url) {
+                                return .blob(reference)
+                            }
+                            return value
+                        }, links: given)
+                } catch DeckError.permissionDenied(let path, let operation) {
+                    // An external data file this user may not read: say which row refers to it.
+                    let attribute = zip(names, values).first { _, value in
+                        if case .file(let url)? = value { url.path == path } else { false }
+                    }?.0
+                    throw DeckError.permissionDenied(
+                        path: path,
+                        operation: operation + "; it is the external data of \(concrete) Z_PK \(primaryKey)"
+                            + (attribute.map { ", \($0)," } ?? "") + " in \(store.sourceURL.path)")
+                }
                 count += 1
                 links += targets.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
             }
@@ -260,8 +287,13 @@ public enum CoreDataImport {
             links += 1
         }
         try store.forEachToMany(plan: plan) { entity, primaryKey, relationship, target in
-            try load.addToMany(entity: entity, pk: primaryKey, relationship: relationship, targets: [target])
-            links += 1
+            if try load.addToMany(
+                entity: entity, pk: primaryKey, relationship: relationship, targets: [target]) == 1
+            {
+                links += 1
+            } else {
+                repeated[entity + "." + relationship, default: 0] += 1
+            }
         }
         for hierarchy in plan.hierarchies {
             try load.reserveKeys(entity: hierarchy.root, through: hierarchy.maximumPrimaryKey)

@@ -19,8 +19,61 @@ extension CoreDataStore {
     ///   the result is not a valid Deck schema; `badStoreTable` when a table or column the
     ///   model implies is missing.
     package func importPlan() throws(CoreDataError) -> CoreDataImportPlan {
+        try checkEntityTree()
         var builder = ImportPlanBuilder(store: self)
         return try builder.build()
+    }
+
+    /// Refuses, in time linear in its size and before anything costs more, a `Z_PRIMARYKEY` no
+    /// Deck schema can follow: more entities than a schema may have, a parent that is not listed,
+    /// a cycle of parents, or a chain deeper than a schema's inheritance may go (spec 5.9).
+    func checkEntityTree() throws(CoreDataError) {
+        let stored = entities.filter { !$0.isPersistentHistory }
+        let limit = StoreSchema.Limits.entities
+        guard stored.count <= limit else {
+            throw CoreDataError(
+                .badModel,
+                "\(sourceURL.path): Z_PRIMARYKEY lists \(stored.count) entities; a schema has at most \(limit)"
+            )
+        }
+        var parents: [Int64: Int64] = [:]
+        for entity in stored { parents[entity.number] = entity.parentNumber }
+        // Each entity's depth, found once: a walk up to an entity whose depth is known.
+        var depths: [Int64: Int] = [:]
+        for entity in stored where depths[entity.number] == nil {
+            var chain: [Int64] = []
+            var onChain: Set<Int64> = []
+            var current = entity.number
+            var base = 0
+            while true {
+                if let known = depths[current] {
+                    base = known
+                    break
+                }
+                guard onChain.insert(current).inserted else {
+                    throw CoreDataError(
+                        .badModel,
+                        "\(sourceURL.path): Z_PRIMARYKEY's parents (Z_SUPER) form a cycle through entity \(current)"
+                    )
+                }
+                chain.append(current)
+                guard let parent = parents[current] else {
+                    throw CoreDataError(
+                        .badModel,
+                        "\(sourceURL.path): Z_PRIMARYKEY names a parent (Z_SUPER) \(current) that it does not list"
+                    )
+                }
+                if parent == 0 { break }
+                current = parent
+            }
+            for (offset, number) in chain.reversed().enumerated() { depths[number] = base + offset + 1 }
+            if let deepest = depths[entity.number], deepest > StoreSchema.Limits.inheritanceDepth {
+                throw CoreDataError(
+                    .badModel,
+                    "\(sourceURL.path): the entity \(entity.name) is \(deepest) levels deep in its inheritance chain; "
+                        + "a schema goes at most \(StoreSchema.Limits.inheritanceDepth) deep")
+            }
+        }
     }
 }
 
@@ -77,8 +130,14 @@ struct ImportPlanBuilder {
                     entity: entity.name,
                     "SwiftData's persistent history (entity number \(entity.number)) is not imported"))
         }
+        // A table of an entity noted above is not noted again: SwiftData lists the history as the
+        // entities CHANGE, TRANSACTION and TRANSACTIONSTRING, kept in the tables A<NAME>.
+        let noted = Set(
+            store.entities.filter(\.isPersistentHistory).flatMap {
+                [$0.name.uppercased(), "A" + $0.name.uppercased()]
+            })
         for name in ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"]
-        where table(name) != nil && !store.entities.contains(where: { $0.name.uppercased() == name }) {
+        where table(name) != nil && !noted.contains(name) {
             notes.append(Plan.Note("the table \(name) (SwiftData's persistent history) is not imported"))
         }
         if store.metadata.uuid?.isEmpty ?? true {
@@ -221,27 +280,31 @@ struct ImportPlanBuilder {
                         ?? ""))
         }
         let columns = try self.columns(of: table).map { $0.name.uppercased() }
-        func parse(_ column: String) -> (number: Int64, name: String)? {
+        // `Z_<entity number><NAME>`, where Core Data may add digits to tell clashing names apart
+        // (`Z_4PARENTS1`): the name as written and without them, for a name that ends in digits.
+        func parse(_ column: String) -> (number: Int64, names: Set<String>)? {
             guard column.hasPrefix("Z_"), !column.hasPrefix("Z_FOK_") else { return nil }
             let rest = column.dropFirst(2)
             let digits = rest.prefix { $0.isASCII && $0.isNumber }
             guard !digits.isEmpty, let value = Int64(digits) else { return nil }
-            var name = String(rest.dropFirst(digits.count))
+            let written = String(rest.dropFirst(digits.count))
+            var name = written
             while let last = name.last, last.isASCII, last.isNumber { name.removeLast() }
-            return (value, name)
+            return (value, [written, name])
         }
         let destinationNumbers = hierarchy(destination.name)
         let sourceNumbers = hierarchy(entity.name)
         let destinationColumn = columns.first { column in
             parse(column).map {
-                $0.name == relationship.name.uppercased() && destinationNumbers.contains($0.number)
+                $0.names.contains(relationship.name.uppercased()) && destinationNumbers.contains($0.number)
             }
                 ?? false
         }
         let sourceColumn = columns.first { column in
             guard column != destinationColumn, let parsed = parse(column) else { return false }
             if let inverse {
-                return parsed.name == inverse.name.uppercased() && sourceNumbers.contains(parsed.number)
+                return parsed.names.contains(inverse.name.uppercased())
+                    && sourceNumbers.contains(parsed.number)
             }
             return true
         }
@@ -289,7 +352,12 @@ struct ImportPlanBuilder {
         var takenEntities = Set<String>()
         var names: [Int64: String] = [:]
         for entity in stored {
-            names[entity.number] = Plan.unique(Plan.deckName(entity.name), in: &takenEntities)
+            let name = Plan.unique(Plan.deckName(entity.name), in: &takenEntities)
+            if name != entity.name {
+                notes.append(
+                    Plan.Note(entity: entity.name, "named '\(name)' in Deck (spec 5.7's naming rules)"))
+            }
+            names[entity.number] = name
         }
         var schemaEntities: [StoreSchema.Entity] = []
         var plans: [Plan.EntityPlan] = []

@@ -36,6 +36,9 @@ struct ModelPlanBuilder {
     var generated: [String: [(attribute: StoreSchema.Attribute, column: Plan.AttributeColumn)]] = [:]
     var columnsByEntity: [String: [Plan.AttributeColumn]] = [:]
     var joinTables: [Plan.JoinTable] = []
+    /// `Entity.relationship` of the ordered many-to-many relationships whose order a generated
+    /// attribute keeps.
+    var keptJoinOrders: Set<String> = []
 
     init(context: ImportPlanBuilder, model: CoreDataModel) {
         self.context = context
@@ -56,6 +59,7 @@ struct ModelPlanBuilder {
         assignNames()
         try assignColumns()
         generateOrderAttributes()
+        try generateJoinOrderAttributes()
         var schemaEntities: [StoreSchema.Entity] = []
         var plans: [Plan.EntityPlan] = []
         for name in order {
@@ -168,6 +172,20 @@ struct ModelPlanBuilder {
             }
             let columns = Set(try context.columns(of: table).map { $0.name.uppercased() })
             var counts: [String: Int] = [:]
+            var sharing: [String: [String]] = [:]
+            defer {
+                // Which property got which numbered column follows the order above, which no
+                // store written by Core Data has confirmed yet: say so where it decides.
+                for (base, owners) in sharing.sorted(by: { $0.key < $1.key }) where owners.count > 1 {
+                    let columns = owners.indices.map { $0 == 0 ? base : base + String($0) }
+                    note(
+                        nil, nil,
+                        "the properties \(owners.joined(separator: ", ")) of one hierarchy share a name, and are "
+                            + "read from the columns \(columns.joined(separator: ", ")) in that order (root first, "
+                            + "then entities and properties by name, as Core Data numbers them); check their values"
+                    )
+                }
+            }
             for name in preorder(root) {
                 tableOf[name] = table
                 columnsOf[name] = columns
@@ -179,6 +197,7 @@ struct ModelPlanBuilder {
                     let base = "Z" + property.uppercased()
                     let count = counts[base, default: 0]
                     counts[base] = count + 1
+                    sharing[base, default: []].append(name + "." + property)
                     assigned[name, default: [:]][property] = count == 0 ? base : base + String(count)
                 }
             }
@@ -386,11 +405,11 @@ struct ModelPlanBuilder {
             {
                 joinTables.append(join)
             }
-            if relationship.isOrdered {
+            if relationship.isOrdered && !keptJoinOrders.contains(name + "." + relationship.name) {
                 note(
                     name, relationship.name,
-                    "ordered many-to-many: Deck keeps the links as a set, so the order is not kept"
-                        + " (the links are loaded in Core Data's order)")
+                    "ordered many-to-many: Deck keeps the links as a set, and the store has no position column, "
+                        + "so the order is not kept")
             }
         }
         return (result, nil)

@@ -23,8 +23,10 @@ import Foundation
 /// destination entity, named `<inverse>Order` (`folderOrder` for `Folder.items` ↔
 /// `Item.folder`), holding Core Data's position key exactly as stored: sorting a folder's items
 /// by it ascending gives Core Data's order. The order of an ordered many-to-many (kept in the
-/// join table) has no place in Deck's link tables: ``CoreDataStore/forEachToMany(plan:_:)``
-/// gives the pairs in that order, and a note says the order is not kept.
+/// join table's `Z_FOK_` column) has no place in Deck's link tables: a generated optional `json`
+/// attribute on the entity declaring the relationship, `<relationship>Order`, holds the related
+/// records' ids in that order (``JoinOrder``); a join table without the column keeps no order,
+/// and a note says so.
 package struct CoreDataImportPlan: Sendable, Equatable {
     /// Something of the store that the import approximates or leaves out, and why.
     package struct Note: Sendable, Equatable, CustomStringConvertible {
@@ -64,6 +66,19 @@ package struct CoreDataImportPlan: Sendable, Equatable {
         package var type: StoreSchema.AttributeType
         /// Whether the column uses Core Data's external-storage encoding (a marker byte first).
         package var usesExternalStorageEncoding: Bool
+        /// For the generated attribute that keeps an ordered many-to-many's order: where the
+        /// order is read from (then ``column`` is not read).
+        package var joinOrder: JoinOrder? = nil
+    }
+
+    /// The order of an ordered many-to-many relationship, in its join table: for each record of
+    /// the side that declares it (``ownerColumn``), the related records (``elementColumn``) by
+    /// their position (``orderColumn``, Core Data's `Z_FOK_` column).
+    package struct JoinOrder: Sendable, Equatable {
+        package var table: String
+        package var ownerColumn: String
+        package var elementColumn: String
+        package var orderColumn: String
     }
 
     /// How one to-one relationship is read: the column holding the target's `Z_PK`.

@@ -72,8 +72,13 @@ extension CoreDataStore {
             !includingSubentities
             ? " WHERE Z_ENT = \(entityPlan.number)"
             : isRoot ? "" : " WHERE Z_ENT IN (\(entityPlan.numbers.map(String.init).joined(separator: ", ")))"
+        // A generated order attribute's value comes from its join table, read first.
+        let orders = try columns.map { column throws -> [Int64: String]? in
+            try column.joinOrder.map { try positions($0) }
+        }
         let sql =
-            "SELECT Z_PK, Z_ENT" + columns.map { ", " + quote($0.column) }.joined()
+            "SELECT Z_PK, Z_ENT"
+            + columns.map { ", " + ($0.joinOrder == nil ? quote($0.column) : "NULL") }.joined()
             + links.map { ", " + quote($0.column) }.joined() + " FROM "
             + quote(entityPlan.table) + filter + " ORDER BY Z_PK"
         var values: [Value?] = []
@@ -97,10 +102,18 @@ extension CoreDataStore {
                 }
                 values.removeAll(keepingCapacity: true)
                 for (index, column) in columns.enumerated() {
+                    if let order = orders[index] {
+                        values.append(order[primaryKey].map(Value.json))
+                        continue
+                    }
+                    var repaired = false
+                    let cell = statement.value(at: index + 2, repaired: &repaired)
+                    if repaired {
+                        rowNotes.add(
+                            .notUTF8, entity: entityPlan.coreDataName, column, primaryKey: primaryKey)
+                    }
                     values.append(
-                        try value(
-                            statement.value(at: index + 2), column, entity: entityPlan.coreDataName,
-                            primaryKey: primaryKey))
+                        try value(cell, column, entity: entityPlan.coreDataName, primaryKey: primaryKey))
                 }
                 targets.removeAll(keepingCapacity: true)
                 for (index, link) in links.enumerated() {
@@ -118,6 +131,27 @@ extension CoreDataStore {
                 try body(primaryKey, concrete, values, targets)
             }
         }
+    }
+
+    /// For each record that has related records in the ordered many-to-many `order` describes,
+    /// the JSON array of their ids (`Z_PK`) in Core Data's order.
+    private func positions(_ order: CoreDataImportPlan.JoinOrder) throws -> [Int64: String] {
+        let owner = quote(order.ownerColumn)
+        let element = quote(order.elementColumn)
+        let sql =
+            "SELECT \(owner), \(element) FROM \(quote(order.table)) ORDER BY \(owner), "
+            + "\(quote(order.orderColumn)), \(element)"
+        var lists: [Int64: [Int64]] = [:]
+        try reading(order.table) {
+            try database.forEachRow(sql) { statement in
+                // A pair that is not two keys is refused when the links are read.
+                guard let key = statement.value(at: 0).int64, let target = statement.value(at: 1).int64 else {
+                    return
+                }
+                lists[key, default: []].append(target)
+            }
+        }
+        return lists.mapValues { "[" + $0.map(String.init).joined(separator: ",") + "]" }
     }
 
     /// The external data files that the rows of `entity` (its own, not its subentities') name in
@@ -237,7 +271,8 @@ extension CoreDataStore {
             CoreDataError(
                 .badRow,
                 "\(sourceURL.path): \(entity) #\(primaryKey), \(column.coreDataName) (column \(column.column)): "
-                    + "a \(cell.storageClass) value where Core Data writes \(expected) for a \(column.coreDataType) attribute"
+                    + "a \(cell.storageClass) value where Core Data writes \(expected) for an attribute of type "
+                    + "\(column.coreDataType)"
             )
         }
         switch CellKind(column.coreDataType) {
@@ -297,7 +332,13 @@ extension CoreDataStore {
         case .data:
             guard case .blob(let bytes) = cell else { throw wrong("a blob") }
             guard column.usesExternalStorageEncoding else { return .data(bytes) }
-            return try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
+            let value = try externalValue(bytes, column, entity: entity, primaryKey: primaryKey)
+            if bytes.first == 0x02, let end = bytes.dropFirst().firstIndex(of: 0),
+                end != bytes.index(before: bytes.endIndex)
+            {
+                rowNotes.add(.bytesAfterFileName, entity: entity, column, primaryKey: primaryKey)
+            }
+            return value
         case .unsupported:
             throw wrong("nothing Deck imports")
         }
@@ -338,15 +379,14 @@ extension CoreDataStore {
                 throw CoreDataError(
                     .badExternalData, "\(place): the external data file \(name) is refused: \(reason)")
             }
-            let url = externalDataDirectory.appendingPathComponent(name)
-            guard FileManager.default.fileExists(atPath: url.path) else {
+            guard externalFiles.readable.contains(name) else {
                 throw CoreDataError(
                     .badExternalData,
                     "\(place): the external data file \(name) is missing from \(directory); "
                         + "copy the store together with its .\(sourceURL.deletingPathExtension().lastPathComponent)_SUPPORT folder"
                 )
             }
-            return .file(url)
+            return .file(externalDataDirectory.appendingPathComponent(name, isDirectory: false))
         default:
             throw CoreDataError(
                 .badExternalData,
@@ -386,6 +426,60 @@ enum CellKind {
         case 1200: self = .uri
         case 1000, 1800: self = .data
         default: self = .unsupported
+        }
+    }
+}
+
+/// What the row readers carried approximately, by entity, property and kind, each with how often
+/// and the first row: notes for the import's report.
+package struct RowNotes {
+    package enum Kind: Hashable {
+        /// Text that is not valid UTF-8, read with each invalid sequence as U+FFFD.
+        case notUTF8
+        /// An external file reference with bytes after its file name's NUL, which were ignored.
+        case bytesAfterFileName
+    }
+
+    package struct Entry {
+        package let entity: String
+        package let property: String
+        /// The property's name in the package.
+        package let deckProperty: String
+        package let kind: Kind
+        package var count: Int
+        package let firstKey: Int64
+
+        /// What happened, for the report.
+        package var reason: String {
+            let values = count == 1 ? "1 value" : "\(count) values"
+            switch kind {
+            case .notUTF8:
+                return "\(values) not valid UTF-8 (the first in the row Z_PK \(firstKey)); "
+                    + "each invalid byte sequence was imported as U+FFFD"
+            case .bytesAfterFileName:
+                return "\(values) with bytes after the external file name's NUL (the first in the row "
+                    + "Z_PK \(firstKey)); the file was imported and those bytes ignored"
+            }
+        }
+    }
+
+    /// In the order first met.
+    package private(set) var entries: [Entry] = []
+    private var positions: [String: Int] = [:]
+
+    mutating func add(
+        _ kind: Kind, entity: String, _ column: CoreDataImportPlan.AttributeColumn, primaryKey: Int64
+    ) {
+        let key = "\(kind) \(entity).\(column.coreDataName)"
+        if let position = positions[key] {
+            entries[position].count += 1
+        } else {
+            positions[key] = entries.count
+            entries.append(
+                Entry(
+                    entity: entity, property: column.coreDataName, deckProperty: column.name, kind: kind,
+                    count: 1,
+                    firstKey: primaryKey))
         }
     }
 }

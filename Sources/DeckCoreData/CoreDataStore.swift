@@ -32,11 +32,15 @@ public final class CoreDataStore {
     private let scratch: StagingItem
     /// The store's external data files (`.<StoreName>_SUPPORT/_EXTERNAL_DATA` beside it), read in
     /// place (see ``scanExternalData(of:limits:)``).
-    package var externalDataDirectory: URL { Self.externalDataSource(of: sourceURL) }
+    package let externalDataDirectory: URL
     /// The external data files a row may not refer to, with the reason (not a regular file, too
     /// large): a row that refers to one is refused with that reason.
-    package let refusedExternalFiles: [String: String]
+    package var refusedExternalFiles: [String: String] { externalFiles.refused }
+    /// The store's external data files, as its directory was when the store was opened.
+    let externalFiles: ExternalFiles
     private var isClosed = false
+    /// What the row readers met and carried approximately, for the import's report.
+    package internal(set) var rowNotes = RowNotes()
 
     /// The names a store's companion files add to its path, copied with it.
     static let companionSuffixes = ["-wal", "-shm"]
@@ -71,7 +75,8 @@ public final class CoreDataStore {
     /// to ``Limits/maximumExternalFileSize`` each; they are read in place later), and reads
     /// `Z_PRIMARYKEY`, `Z_METADATA` and, when there is one, `Z_MODELCACHE`.
     ///
-    /// - Throws: ``CoreDataError``: `unreadableStore` when a file cannot be copied,
+    /// - Throws: ``CoreDataError``: `permissionDenied` when this user may not read the store, its
+    ///   `-wal` or `-shm`; `unreadableStore` when a file cannot be copied otherwise,
     ///   `notACoreDataStore` for a file that is not SQLite or lacks Core Data's tables,
     ///   `badStoreTable` for a Core Data table of the wrong shape, or the metadata's or model
     ///   cache's decoding error (with the table's name before its message).
@@ -104,7 +109,7 @@ public final class CoreDataStore {
                     .notACoreDataStore, "\(url.path) could not be opened as SQLite: \(error.message)")
             }
             let store = try CoreDataStore(
-                source: url, database: database, scratch: scratch, refusedExternalFiles: refused,
+                source: url, database: database, scratch: scratch, externalFiles: refused,
                 limits: limits)
             if let mainFileUUID, let uuid = store.metadata.uuid, uuid != mainFileUUID {
                 throw CoreDataError(
@@ -122,15 +127,20 @@ public final class CoreDataStore {
     }
 
     private init(
-        source: URL, database: Database, scratch: StagingItem, refusedExternalFiles: [String: String],
-        limits: Limits
+        source: URL, database: Database, scratch: StagingItem, externalFiles: ExternalFiles, limits: Limits
     ) throws(CoreDataError) {
         sourceURL = source
+        externalDataDirectory = Self.externalDataSource(of: source)
         self.database = database
         self.scratch = scratch
-        self.refusedExternalFiles = refusedExternalFiles
+        self.externalFiles = externalFiles
         let reader = StoreTableReader(database: database, path: source.path, limits: limits)
         let tables = try reader.tableNames()
+        if tables.isEmpty,
+            (try? FileManager.default.attributesOfItem(atPath: source.path)[.size] as? Int) == 0
+        {
+            throw CoreDataError(.notACoreDataStore, "\(source.path): an empty file, not a Core Data store")
+        }
         for required in ["Z_PRIMARYKEY", "Z_METADATA"] where !tables.contains(required) {
             throw CoreDataError(
                 .notACoreDataStore,
@@ -201,35 +211,50 @@ public final class CoreDataStore {
     /// read in place, only read, when their rows are imported: Core Data never changes an
     /// external data file once written (a new value gets a new file), so, unlike the store,
     /// they need no private copy.
-    static func scanExternalData(of url: URL, limits: Limits) throws(CoreDataError) -> [String: String] {
-        let source = externalDataSource(of: url)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source.path, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        else { return [:] }
-        let names: [String]
+    static func scanExternalData(of url: URL, limits: Limits) throws(CoreDataError) -> ExternalFiles {
+        let source = externalDataSource(of: url).path
+        // Followed if it is a link, as before: the files in it are checked one by one.
+        var status = stat()
+        guard stat(source, &status) == 0 else {
+            // A folder on the way this user may not enter: permission, not missing files.
+            guard errno == EACCES else { return ExternalFiles() }
+            let support = (source as NSString).deletingLastPathComponent
+            let folder = access(support, X_OK) != 0 ? support : source
+            throw CoreDataError(.permissionDenied, "\(folder): this user may not read it", path: folder)
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { return ExternalFiles() }
+        var files = ExternalFiles()
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: source.path)
+            // lstat, not FileManager's attributes: those look up the owner's and group's names,
+            // reading /etc/passwd and /etc/group once per file.
+            for name in try FileSystem.list(source).sorted() {
+                let path = source + "/" + name
+                guard let entry = try FileSystem.status(path), entry.st_mode & S_IFMT == S_IFREG else {
+                    files.refused[name] = "\(path) is not a regular file"
+                    continue
+                }
+                let size = Int64(entry.st_size)
+                guard size <= limits.maximumExternalFileSize else {
+                    files.refused[name] =
+                        "\(path) has \(size) bytes, more than the limit of \(limits.maximumExternalFileSize)"
+                    continue
+                }
+                files.readable.insert(name)
+            }
+        } catch .permissionDenied(let path, _) {
+            throw CoreDataError(.permissionDenied, "\(path): this user may not read it", path: path)
         } catch {
-            throw CoreDataError(.unreadableStore, "\(source.path) cannot be read: \(error)")
+            throw CoreDataError(.unreadableStore, "\(source) cannot be read: \(error)")
         }
+        return files
+    }
+
+    /// What ``scanExternalData(of:limits:)`` found in a store's external data directory.
+    struct ExternalFiles {
+        /// The names of the regular files within the size limit.
+        var readable: Set<String> = []
+        /// The names a row may not refer to, with the reason.
         var refused: [String: String] = [:]
-        for name in names.sorted() {
-            let path = source.appendingPathComponent(name).path
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                attributes[.type] as? FileAttributeType == .typeRegular
-            else {
-                refused[name] = "\(path) is not a regular file"
-                continue
-            }
-            let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
-            guard size <= limits.maximumExternalFileSize else {
-                refused[name] =
-                    "\(path) has \(size) bytes, more than the limit of \(limits.maximumExternalFileSize)"
-                continue
-            }
-        }
-        return refused
     }
 
     /// Refuses a store beside a hot rollback journal (`-journal` starting with SQLite's journal
@@ -267,6 +292,9 @@ public final class CoreDataStore {
                     "\(source) is \(status.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"), "
                         + "not a store file")
             }
+        }
+        if access(source, F_OK) == 0 && access(source, R_OK) != 0 && errno == EACCES {
+            throw CoreDataError(.permissionDenied, "\(source): this user may not read it", path: source)
         }
         guard let input = FileHandle(forReadingAtPath: source) else {
             var isDirectory: ObjCBool = false

@@ -23,6 +23,8 @@ final class ExternalDataCopier: @unchecked Sendable {
     private var results: [String: Result<BlobReference, DeckError>] = [:]
     private var isDone = false
     private var isCancelled = false
+    /// What making the files durable on the thread threw, once it has.
+    private var durability: Result<Void, DeckError>?
     private let ended = DispatchSemaphore(value: 0)
     private var started = false
     private let wanted: Set<String>
@@ -59,7 +61,15 @@ final class ExternalDataCopier: @unchecked Sendable {
             }
             condition.lock()
             isDone = true
+            let copiedAll = !isCancelled
             condition.broadcast()
+            condition.unlock()
+            // Every file is copied: make them durable here, while the rows still load, rather
+            // than in `finish()`, after them.
+            guard copiedAll else { return }
+            let outcome = Result { () throws(DeckError) in try intake.finish() }
+            condition.lock()
+            durability = outcome
             condition.unlock()
         }
     }
@@ -77,7 +87,7 @@ final class ExternalDataCopier: @unchecked Sendable {
     }
 
     /// Stops the thread (what it has not copied yet is not copied), waits for it, and makes what
-    /// it copied durable.
+    /// it copied durable (the thread has, when it copied every file).
     func finish() throws(DeckError) {
         guard started else { return }
         started = false
@@ -85,6 +95,10 @@ final class ExternalDataCopier: @unchecked Sendable {
         isCancelled = true
         condition.unlock()
         ended.wait()
+        condition.lock()
+        let outcome = durability
+        condition.unlock()
+        try outcome?.get()
         try intake.finish()
     }
 }

@@ -138,6 +138,19 @@ package final class Statement {
     /// Column `index` as an integer (SQLite's conversion rules apply).
     package func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
 
+    /// ``value(at:)``, except that text that is not valid UTF-8 (SQLite stores what it is given)
+    /// sets `repaired`: each invalid sequence reads as U+FFFD, as everywhere else.
+    package func value(at index: Int, repaired: inout Bool) -> SQLValue {
+        let i = Int32(index)
+        guard sqlite3_column_type(handle, i) == SQLITE_TEXT, let base = sqlite3_column_text(handle, i) else {
+            return value(at: index)
+        }
+        let bytes = UnsafeBufferPointer(start: base, count: Int(sqlite3_column_bytes(handle, i)))
+        if let text = String(validating: bytes, as: UTF8.self) { return .text(text) }
+        repaired = true
+        return .text(String(decoding: bytes, as: UTF8.self))
+    }
+
     /// Column `index` as text (SQLite's conversion rules apply; NULL reads as "").
     package func text(at index: Int) -> String {
         let i = Int32(index)

@@ -47,7 +47,7 @@ package final class Cancellation: Sendable {
     }()
 
     /// Runs `body` with this flag installed on the calling thread.
-    private func installed<T>(_ body: () throws -> T) rethrows -> T {
+    package func installed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let previous = pthread_getspecific(Self.key.value)
         pthread_setspecific(Self.key.value, Unmanaged.passUnretained(self).toOpaque())
         defer { pthread_setspecific(Self.key.value, previous) }

@@ -82,6 +82,25 @@ struct ArgumentErrorTests {
         #expect(parseError("query p e --where a --where b")?.kind == .repeatedOption("--where <expr>"))
     }
 
+    /// `""` where a file or directory goes (`-o ""`, a quoted empty variable) names no path: a
+    /// usage error, not the current directory. An empty value of another kind is a value.
+    @Test func anEmptyPathIsAUsageError() {
+        let expected = "a path, not an empty string"
+        #expect(
+            parseError(["blob", "get", "p", "d", "-o", ""])?.kind
+                == .invalidValue("", for: "--output <file>", expected: expected))
+        #expect(
+            parseError(["blob", "get", "p", "d", "--output="])?.kind
+                == .invalidValue("", for: "--output <file>", expected: expected))
+        #expect(
+            parseError(["blob", "get", "", "d"])?.kind == .invalidValue("", for: "<path>", expected: expected)
+        )
+        #expect(
+            parseError(["export", "p", ""])?.kind
+                == .invalidValue("", for: "<destination>", expected: expected))
+        #expect(parseError(["blob", "get", "p", ""]) == nil)
+    }
+
     @Test func customMessage() {
         let error = ArgumentError(
             .custom("Choose either '--json' or '--csv'"), commandPath: ["deck", "query"])

@@ -1,4 +1,5 @@
 import DeckCoreData
+import DeckCoreDataTestSupport
 import DeckSQLite
 import DeckStore
 import DeckSupport
@@ -27,6 +28,13 @@ struct CoreDataImportPackageTests {
     }
 
     /// What is in `directory` besides the store's own files: a package, or staging left over.
+    /// Imports `directory`'s Notes.sqlite (``ImportStore``) as Notes.deck beside it.
+    @discardableResult
+    static func importNotes(_ directory: ScratchDirectory) throws -> CoreDataImport.Report {
+        try CoreDataImport.importStore(
+            at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+    }
+
     static func leftovers(_ directory: ScratchDirectory) throws -> [String] {
         try directory.names().filter { !$0.hasPrefix("Notes.sqlite") && $0 != ".Notes_SUPPORT" }
     }
@@ -61,6 +69,12 @@ struct CoreDataImportPackageTests {
         #expect(report.blobs == 1)
         #expect(report.blobBytes == Int64(large.count))
         #expect(report.notes.contains { $0.description.hasPrefix("ACHANGE: SwiftData's persistent history") })
+        // Two properties named ratio in the Item hierarchy: which column each reads is said.
+        #expect(
+            report.notes.contains {
+                $0.description.contains("read from the columns ZRATIO, ZRATIO1 in that order")
+            },
+            "\(report.notes)")
         #expect(try Self.leftovers(directory) == ["Notes.deck"])
 
         let verification = try PackageVerifier.verify(at: destination)
@@ -200,8 +214,7 @@ struct CoreDataImportPackageTests {
         defer { writer.close() }
         let before = try Self.hashes(directory)
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(let path, let reason) = error else {
             Issue.record("expected an invalidSource error, got \(String(describing: error))")
@@ -226,8 +239,7 @@ struct CoreDataImportPackageTests {
         try (Data([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]) + Data(count: 504)).write(to: journal)
         let before = try Self.hashes(directory)
         let error = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(_, let reason) = error else {
             Issue.record("expected invalidSource, got \(String(describing: error))")
@@ -238,8 +250,7 @@ struct CoreDataImportPackageTests {
         #expect(try Self.leftovers(directory) == [])
         for cold in [Data(), Data(count: 512)] {
             try cold.write(to: journal)
-            _ = try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            _ = try Self.importNotes(directory)
             try FileManager.default.removeItem(at: directory.appending("Notes.deck"))
         }
     }
@@ -290,8 +301,7 @@ struct CoreDataImportPackageTests {
         try FileManager.default.createSymbolicLink(
             atPath: log.path, withDestinationPath: directory.appending("elsewhere").path)
         let linked = #expect(throws: DeckError.self) {
-            try CoreDataImport.importStore(
-                at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+            try Self.importNotes(directory)
         }
         guard case .invalidSource(_, let message) = linked else {
             Issue.record("expected invalidSource, got \(String(describing: linked))")
@@ -312,8 +322,7 @@ struct CoreDataImportPackageTests {
             try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: path)
             defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path) }
             let error = #expect(throws: DeckError.self) {
-                try CoreDataImport.importStore(
-                    at: directory.appending("Notes.sqlite"), to: directory.appending("Notes.deck"))
+                try Self.importNotes(directory)
             }
             guard case .permissionDenied(path, "read") = error else {
                 Issue.record("expected permissionDenied(\(path)), got \(String(describing: error))")
@@ -323,10 +332,307 @@ struct CoreDataImportPackageTests {
         }
     }
 
+    /// Text that is not UTF-8 (SQLite keeps what it is given; a truncated emoji is the classic
+    /// case) is imported with U+FFFD for each bad sequence, and bytes after an external file
+    /// name's NUL are ignored: neither silently, the report notes each with the first row.
+    @Test func textThatIsNotUTF8AndBytesAfterAFileNameAreNoted() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'4869F09F98' AS TEXT) WHERE Z_PK = 1")
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'4869FF21' AS TEXT) WHERE Z_PK = 3")
+            try database.run(
+                "UPDATE ZITEM SET ZATTACHMENT = ? WHERE Z_PK = 2",
+                [.blob(Data([2]) + Data(ImportStore.externalName.utf8) + Data([0, 0xAB, 0xCD]))])
+        }
+        defer { writer.close() }
+        let report = try Self.importNotes(directory)
+        let notes = report.notes.map(\.description)
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Note.title: 1 value not valid UTF-8 (the first in the row Z_PK 1)")
+            }, "\(notes)")
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Photo.title: 1 value not valid UTF-8 (the first in the row Z_PK 3)")
+            }, "\(notes)")
+        #expect(
+            notes.contains {
+                $0.hasPrefix("Note.attachment: 1 value with bytes after the external file name's NUL")
+            },
+            "\(notes)")
+        let store = try PackageStore.open(at: directory.appending("Notes.deck"), mode: .readOnly)
+        defer { try? store.close() }
+        let titles = try store.read {
+            try $0.fetch(RecordQuery("Item")).compactMap { $0["title"]?.description }
+        }
+        #expect(titles.filter { $0.contains("Hi\u{FFFD}") }.count == 2, "\(titles)")
+        #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+    }
+
+    /// SwiftData lists its history as the entities CHANGE, TRANSACTION and TRANSACTIONSTRING, kept
+    /// in the tables ACHANGE, ATRANSACTION and ATRANSACTIONSTRING: one note for each, not two.
+    @Test func swiftDataHistoryIsNotedOnce() throws {
+        let directory = try ScratchDirectory()
+        let entities = ImportStore.entities.map { entity in
+            var entity = entity
+            if entity.name == "ACHANGE" { entity.name = "CHANGE" }
+            return entity
+        }
+        try ImportStore.write(in: directory, entities: entities).close()
+        let report = try Self.importNotes(directory)
+        let history = report.notes.map(\.description).filter { $0.contains("persistent history") }
+        #expect(
+            history == ["CHANGE: SwiftData's persistent history (entity number 16001) is not imported"],
+            "\(history)")
+    }
+
+    /// A pair a join table lists twice (Core Data's have a primary key; a hand-made store may
+    /// not) is one link: counted once, and noted.
+    @Test func aPairListedTwiceIsOneLinkAndNoted() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory) { database in
+            try database.execute(
+                """
+                DROP TABLE Z_3TAGS;
+                CREATE TABLE Z_3TAGS ( Z_3NOTES INTEGER, Z_5TAGS INTEGER, Z_FOK_3NOTES INTEGER );
+                INSERT INTO Z_3TAGS VALUES (2, 1, 1024), (1, 1, 2048), (1, 2, 1024), (1, 2, 1024);
+                """)
+        }.close()
+        let report = try Self.importNotes(directory)
+        #expect(report.links == 6)
+        let notes = report.notes.map(\.description)
+        #expect(
+            notes.contains {
+                $0.hasSuffix(": 1 pair is listed more than once in the store; each is one link")
+            }, "\(notes)")
+    }
+
+    /// Core Data adds digits to a join table's column name to tell clashing names apart (a
+    /// public Shortcuts store has `Z_4SHORTCUTS(Z_4PARENTS1, Z_7SHORTCUTS, Z_FOK_7SHORTCUTS)`):
+    /// the column is still found, and the links are the same.
+    @Test func aJoinTableColumnWithAClashDigitIsFound() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory) { database in
+            try database.execute(
+                """
+                ALTER TABLE Z_3TAGS RENAME COLUMN Z_3NOTES TO Z_3NOTES1;
+                ALTER TABLE Z_3TAGS RENAME COLUMN Z_FOK_3NOTES TO Z_FOK_3NOTES1;
+                """)
+        }.close()
+        let report = try Self.importNotes(directory)
+        #expect(report.links == 6)
+        #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+    }
+
+    /// Without a model cache, an entity whose name Deck must change (listed twice here) is
+    /// noted with its new name, as with one.
+    @Test func aRenamedEntityOfAStoreWithoutAModelIsNoted() throws {
+        let directory = try ScratchDirectory()
+        let database = try SyntheticStore.write(
+            at: directory.appending("S.sqlite").path,
+            entities: [
+                CoreDataStoreEntity(number: 1, name: "Dog", parentNumber: 0, maximumPrimaryKey: 0),
+                CoreDataStoreEntity(number: 2, name: "Dog", parentNumber: 0, maximumPrimaryKey: 0),
+            ], metadata: SyntheticStore.metadata(hashes: [:]), modelCache: nil)
+        try database.execute(
+            "CREATE TABLE ZDOG ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, ZNAME VARCHAR )")
+        database.close()
+        let report = try CoreDataImport.importStore(
+            at: directory.appending("S.sqlite"), to: directory.appending("S.deck"))
+        let renamed = report.notes.map(\.description).filter {
+            $0.contains("in Deck (spec 5.7's naming rules)")
+        }
+        #expect(renamed.count == 1 && renamed[0].hasPrefix("Dog: named '"), "\(report.notes)")
+    }
+
+    /// An ordered many-to-many keeps its order in a generated json attribute of record ids (see
+    /// ImportStore: Tag.notes); a join table without a position column keeps none, and says so.
+    @Test func anOrderedManyToManyKeepsItsOrderWhenTheStoreHasOne() throws {
+        for hasPositions in [true, false] {
+            let directory = try ScratchDirectory()
+            try ImportStore.write(in: directory) { database in
+                guard !hasPositions else { return }
+                try database.execute("ALTER TABLE Z_3TAGS DROP COLUMN Z_FOK_3NOTES")
+            }.close()
+            let report = try Self.importNotes(directory)
+            let notes = report.notes.map(\.description).filter {
+                $0.hasPrefix("Tag.notes: ordered many-to-many")
+            }
+            let store = try PackageStore.open(at: directory.appending("Notes.deck"), mode: .readOnly)
+            defer { try? store.close() }
+            let tags = try store.read { try $0.fetch(RecordQuery("Tag")) }
+            if hasPositions {
+                #expect(
+                    notes.count == 1 && notes[0].contains("generated json attribute Tag.notesOrder"),
+                    "\(notes)")
+                #expect(tags.map { $0["notesOrder"] } == [.json("[2,1]"), .json("[1]")])
+            } else {
+                #expect(notes.count == 1 && notes[0].contains("the order is not kept"), "\(notes)")
+                #expect(
+                    !store.schema.entities.contains { $0.attributes.contains { $0.name == "notesOrder" } })
+            }
+            #expect(try PackageVerifier.verify(at: directory.appending("Notes.deck")).findings.isEmpty)
+        }
+    }
+
+    /// A destination under a file (not a folder) says so, not "no such file".
+    @Test func aDestinationUnderAFileSaysItIsNotAFolder() throws {
+        let directory = try ScratchDirectory()
+        try ImportStore.write(in: directory).close()
+        let file = directory.appending("f")
+        try Data("x".utf8).write(to: file)
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: file.appendingPathComponent("Notes.deck"))
+        }
+        guard case .io(file.path, "create Notes.deck in it", ENOTDIR) = error else {
+            Issue.record("expected io(ENOTDIR), got \(String(describing: error))")
+            return
+        }
+    }
+
+    /// A `Z_PRIMARYKEY` no schema can follow (too many entities, a cycle of parents, a parent it
+    /// does not list, a chain deeper than a schema's inheritance) is refused before any work that
+    /// grows faster than the table: at once even for a hostile chain of a thousand levels.
+    @Test func anEntityTreeNoSchemaCanFollowIsRefusedAtOnce() throws {
+        func chain(_ count: Int) -> [CoreDataStoreEntity] {
+            (1...count).map {
+                CoreDataStoreEntity(
+                    number: Int64($0), name: "E\($0)", parentNumber: Int64($0 - 1), maximumPrimaryKey: 0)
+            }
+        }
+        let cycle = [
+            CoreDataStoreEntity(number: 1, name: "A", parentNumber: 2, maximumPrimaryKey: 0),
+            CoreDataStoreEntity(number: 2, name: "B", parentNumber: 1, maximumPrimaryKey: 0),
+        ]
+        let orphan = [CoreDataStoreEntity(number: 1, name: "A", parentNumber: 7, maximumPrimaryKey: 0)]
+        let flat = (1...1_001).map {
+            CoreDataStoreEntity(number: Int64($0), name: "E\($0)", parentNumber: 0, maximumPrimaryKey: 0)
+        }
+        for (entities, mentions) in [
+            (chain(1_000), "is 101 levels deep"), (cycle, "form a cycle"),
+            (orphan, "the parent 7, which it does not list"),
+            (flat, "lists 1001 entities; a schema has at most 1000"),
+        ] {
+            let directory = try ScratchDirectory()
+            try SyntheticStore.write(
+                at: directory.appending("S.sqlite").path, entities: entities,
+                metadata: SyntheticStore.metadata(hashes: [:]), modelCache: nil
+            ).close()
+            let error = #expect(throws: DeckError.self) {
+                try CoreDataImport.importStore(
+                    at: directory.appending("S.sqlite"), to: directory.appending("S.deck"))
+            }
+            guard case .invalidSource(_, let reason) = error else {
+                Issue.record("expected invalidSource, got \(String(describing: error))")
+                continue
+            }
+            #expect(reason.contains(mentions), "\(reason)")
+        }
+    }
+
+    /// Two values of a unique attribute that differ only in bytes that are not UTF-8 read the
+    /// same: the refusal says why.
+    @Test func aUniqueCollisionMadeByUTF8RepairSaysSo() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory) { database in
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'41FF' AS TEXT) WHERE Z_PK = 1")
+            try database.run("UPDATE ZITEM SET ZTITLE = CAST(X'41FE' AS TEXT) WHERE Z_PK = 3")
+        }
+        defer { writer.close() }
+        let error = #expect(throws: DeckError.self) {
+            try Self.importNotes(directory)
+        }
+        guard case .invalidSource(_, let reason) = error else {
+            Issue.record("expected invalidSource, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("same value") && reason.contains("not valid UTF-8"), "\(reason)")
+        #expect(try Self.leftovers(directory) == [])
+    }
+
+    /// An external data folder this user may not enter is a permission error naming it, not
+    /// "missing" files.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anExternalDataFolderThatCannotBeEnteredIsAPermissionError() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let support = directory.appending(".Notes_SUPPORT").path
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: support)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: support) }
+        let error = #expect(throws: DeckError.self) {
+            try Self.importNotes(directory)
+        }
+        guard case .permissionDenied(support, _) = error else {
+            Issue.record("expected permissionDenied(\(support)), got \(String(describing: error))")
+            return
+        }
+    }
+
+    /// An external data file this user may not read is a permission error naming the file and
+    /// the row that refers to it.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anUnreadableExternalFileNamesTheRow() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let file = directory.appending(".Notes_SUPPORT/_EXTERNAL_DATA/" + ImportStore.externalName).path
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: file)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file) }
+        let error = #expect(throws: DeckError.self) {
+            try Self.importNotes(directory)
+        }
+        guard case .permissionDenied(let path, let operation) = error else {
+            Issue.record("expected permissionDenied, got \(String(describing: error))")
+            return
+        }
+        #expect(path == file)
+        #expect(
+            operation.contains("Note Z_PK 2, attachment,") && operation.contains("Notes.sqlite"),
+            "\(operation)")
+        #expect(try Self.leftovers(directory) == [])
+    }
+
+    /// A destination in a folder this user may not write in is a permission error naming the
+    /// folder, not the staging name the build would have made there.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func aDestinationInAReadOnlyFolderNamesTheFolder() throws {
+        let directory = try ScratchDirectory()
+        let writer = try ImportStore.write(in: directory)
+        defer { writer.close() }
+        let folder = directory.appending("out")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+        defer {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        }
+        let error = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(
+                at: directory.appending("Notes.sqlite"), to: folder.appendingPathComponent("Notes.deck"))
+        }
+        guard case .permissionDenied(let path, let operation) = error else {
+            Issue.record("expected permissionDenied, got \(String(describing: error))")
+            return
+        }
+        #expect(path == folder.path && operation == "create Notes.deck in it", "\(path) \(operation)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [])
+    }
+
     @Test func filesThatAreNotCoreDataStoresAreRefused() throws {
         let directory = try ScratchDirectory()
         let text = directory.appending("notes.txt")
         try Data("not a database".utf8).write(to: text)
+        let empty = directory.appending("empty.sqlite")
+        try Data().write(to: empty)
+        let emptyError = #expect(throws: DeckError.self) {
+            try CoreDataImport.importStore(at: empty, to: directory.appending("Out.deck"))
+        }
+        guard case .invalidSource(empty.path, let reason) = emptyError else {
+            Issue.record("expected invalidSource, got \(String(describing: emptyError))")
+            return
+        }
+        #expect(reason == "an empty file, not a Core Data store", "\(reason)")
         let sqlite = directory.appending("plain.sqlite")
         let database = try Database(path: sqlite.path, mode: .create)
         try database.execute("CREATE TABLE t (x)")
@@ -348,7 +654,7 @@ struct CoreDataImportPackageTests {
             return
         }
         #expect(path == directory.appending("absent.sqlite").path)
-        #expect(try directory.names().sorted() == ["notes.txt", "plain.sqlite"])
+        #expect(try directory.names().sorted() == ["empty.sqlite", "notes.txt", "plain.sqlite"])
     }
 
     @Test func aTruncatedStoreIsRefused() throws {

@@ -151,8 +151,9 @@ enum ImportStore {
             StoreSchema.Entity(
                 "Photo", superentity: "Item",
                 attributes: [StoreSchema.Attribute("ratio", .double, isOptional: true)]),
+            // Tag.notes is ordered (a many-to-many): its order is kept in the generated notesOrder.
             StoreSchema.Entity(
-                "Tag",
+                "Tag", attributes: [StoreSchema.Attribute("notesOrder", .json, isOptional: true)],
                 relationships: [StoreSchema.Relationship("notes", to: "Note", toMany: true, inverse: "tags")]),
         ])
 }
@@ -247,7 +248,8 @@ struct CoreDataImportTests {
                     + "count16=0 count32=nil count64=nil done=false identifier=nil link=nil ratio=nil score=nil "
                     + "style=nil folderOrder=1024",
                 "Photo #3 created=2001-01-01T00:00:00.000Z title=Pic ratio=2.0",
-                "Tag #1 ", "Tag #2 ",
+                // Z_3TAGS: tag 1 has notes 2 (position 1024) and 1 (2048); tag 2 has note 1.
+                "Tag #1 notesOrder=[2,1]", "Tag #2 notesOrder=[1]",
             ])
         #expect(read.toOne == ["Folder #1 owner -> #2", "Note #1 folder -> #1", "Note #2 folder -> #1"])
         #expect(read.toMany == ["Note #2 tags -> #1", "Note #1 tags -> #1", "Note #1 tags -> #2"])

@@ -288,6 +288,7 @@ struct VerifierTests {
             let finding = expectOnly(try PackageVerifier.verify(at: url), "entity-unknown", .corruption)
             #expect(finding?.object == "Card")
             #expect(finding?.message.contains("Ghost") == true)
+            #expect(finding?.message.hasSuffix("(the first: #4)") == true, "\(finding?.message ?? "")")
             // No reader takes the row for a record of any entity (spec 6.1): fetches, counts and
             // conditions of the hierarchy leave it out.
             let document = try PackageStore.open(at: url, mode: .readOnly)
@@ -314,6 +315,26 @@ struct VerifierTests {
             let finding = expectOnly(report, "dangling-reference", .corruption)
             #expect(finding?.object == "Card #\(id)")
             #expect(finding?.message.contains("Deck") == true)
+        }
+    }
+
+    /// A join table's rows have no rowid: a dangling pair is named by its source and target.
+    @Test func aDanglingManyToManyPairIsNamedByItsPair() throws {
+        try withTestDirectory { dir throws in
+            let url = try populatedPackage(in: dir)
+            let db = try rawStore(url)
+            try db.execute("PRAGMA foreign_keys = OFF")
+            let card = try #require(try db.scalar("SELECT min(_pk) FROM Card")?.int64)
+            try db.run(
+                #"INSERT INTO "Card.tags"(source, target) VALUES (?, 998), (?, 999)"#,
+                [.integer(card), .integer(card)])
+            db.close()
+            let report = try PackageVerifier.verify(at: url)
+            #expect(
+                report.findings.map(\.object).sorted() == [
+                    "Card.tags (source \(card), target 998)", "Card.tags (source \(card), target 999)",
+                ], "\(report.findings)")
+            #expect(report.codes == ["dangling-reference", "dangling-reference"])
         }
     }
 
@@ -369,6 +390,97 @@ struct VerifierTests {
             #expect(
                 report.codes.contains("sqlite-integrity") || report.codes.contains("store-unreadable"),
                 "findings: \(report.findings)")
+        }
+    }
+
+    /// The checks run on two connections at once (SQLite's checks and the values on a second
+    /// one) when more than one thread is allowed: they must find exactly what they find one after
+    /// another, and nothing but the integrity finding when the store is damaged.
+    @Test func twoConnectionsFindWhatOneFinds() throws {
+        try withTestDirectory { dir throws in
+            var damages: [(String, (URL) throws -> Void)] = [
+                ("nothing", { _ in }),
+                ("refs", { try rawStore($0).run("UPDATE deck_blob SET refs = 5") }),
+                (
+                    "trigger and cell",
+                    { url in
+                        try rawStore(url).execute(#"DROP TRIGGER "deck_refs:Card.image:insert""#)
+                        try rawStore(url).run("UPDATE deck_blob SET size = 99")
+                        try rawStore(url).run("UPDATE Card SET _entity = 'Ghost' WHERE front = 'd'")
+                    }
+                ),
+                (
+                    "content type",
+                    { try rawStore($0).run("UPDATE deck_meta SET value = 'x.y' WHERE key = 'content_type'") }
+                ),
+            ]
+            damages.append(
+                (
+                    "page",
+                    { url in
+                        // Enough cards that the last page is one of theirs (a table leaf), then garbage in it.
+                        let package = try PackageStore.open(at: url)
+                        try package.write { tx in
+                            for i in 0..<500 {
+                                try tx.insert(
+                                    "Card", ["front": .string(String(repeating: "card \(i) ", count: 20))])
+                            }
+                        }
+                        try package.close()
+                        let store = url.appendingPathComponent("store.sqlite").path
+                        var data = try Data(contentsOf: URL(fileURLWithPath: store))
+                        for i in 0..<64 { data[data.count - 4_096 + 8 + i] = 0xFF }
+                        try data.write(to: URL(fileURLWithPath: store))
+                    }
+                ))
+            for (index, (name, damage)) in damages.enumerated() {
+                let folder = dir.appendingPathComponent("\(index)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+                let url = try populatedPackage(in: folder)
+                try damage(url)
+                for quick in [false, true] {
+                    let one = try PackageVerifier.verify(at: url, options: .init(quick: quick, threads: 1))
+                    let two = try PackageVerifier.verify(at: url, options: .init(quick: quick, threads: 2))
+                    if name == "page" {
+                        // SQLite's check of this page either lists what it finds or stops at it
+                        // with SQLITE_CORRUPT, from one run to the next: only the codes are fixed.
+                        for report in [one, two] {
+                            #expect(Set(report.codes).isSubset(of: ["sqlite-integrity", "store-unreadable"]))
+                            // The finding's object is the store; its message does not name it again.
+                            #expect(!report.findings.contains { $0.message.contains("(in \($0.object))") })
+                        }
+                    } else {
+                        #expect(two.findings == one.findings, "\(name), quick \(quick)")
+                        #expect(two.records == one.records && two.blobsChecked == one.blobsChecked, "\(name)")
+                        #expect(two.bytesChecked == one.bytesChecked, "\(name)")
+                    }
+                    if name == "nothing" {
+                        #expect(two.findings.isEmpty && two.records == 6, "\(two.records)")
+                    }
+                    if name != "nothing" { #expect(!two.isValid, "\(name)") }
+                }
+            }
+        }
+    }
+
+    /// A folder of blobs this user may not read is a permission error (exit 66), as an unreadable
+    /// store is, not corruption blamed on the store.
+    @Test(.enabled(if: geteuid() != 0, "root bypasses file permissions"))
+    func anUnreadableBlobFolderIsAPermissionError() throws {
+        try withTestDirectory { dir throws in
+            let url = try populatedPackage(in: dir)
+            let folder = (blobPath(url, Self.blobA) as NSString).deletingLastPathComponent
+            try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: folder)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+            for threads in [1, 2] {
+                let error = #expect(throws: DeckError.self) {
+                    try PackageVerifier.verify(at: url, options: .init(threads: threads))
+                }
+                guard case .permissionDenied(folder, _) = error else {
+                    Issue.record("expected permissionDenied(\(folder)), got \(String(describing: error))")
+                    continue
+                }
+            }
         }
     }
 

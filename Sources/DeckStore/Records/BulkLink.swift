@@ -95,13 +95,15 @@ final class BulkLink {
         }
     }
 
-    /// Adds `target` to the to-many link of record `pk`.
-    func add(_ pk: Int64, _ target: Int64) throws {
-        guard let write else { return }
+    /// Adds `target` to the to-many link of record `pk`; false when the link was there already
+    /// (a pair given twice).
+    func add(_ pk: Int64, _ target: Int64) throws -> Bool {
+        guard let write else { return false }
         switch storage {
-        case .inverseColumn: try run(write, .integer(pk), .integer(target))
-        case .joinTable: try run(write, .integer(pk), .integer(target))
-        case .ownColumn: break
+        case .inverseColumn, .joinTable:
+            try run(write, .integer(pk), .integer(target))
+            return write.database.changes > 0
+        case .ownColumn: return false
         }
     }
 

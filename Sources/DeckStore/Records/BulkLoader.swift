@@ -301,22 +301,26 @@ package final class BulkLoader {
     /// of `entity` with key `pk`, wherever the store keeps it (the inverse's column, or a join
     /// table; spec 6.5 and 6.6), so the inverse sees them too. A target of a one-to-many leaves
     /// its earlier owner; a link a join table has already is kept once. No delete rule runs. Every
-    /// record must exist (targets of the destination entity or one of its descendants).
+    /// record must exist (targets of the destination entity or one of its descendants). Returns
+    /// how many links it added: a link that was there already is not counted.
+    @discardableResult
     package func addToMany(entity: String, pk: Int64, relationship name: String, targets: [Int64])
-        throws(DeckError)
+        throws(DeckError) -> Int
     {
         try requireOpen()
         try restoreIndexes()
         let link = try link(entity, name, toMany: true)
+        var added = 0
         do {
             try link.requireSource(pk)
             for target in targets {
                 try link.requireTarget(target, from: pk)
-                try link.add(pk, target)
+                if try link.add(pk, target) { added += 1 }
             }
         } catch {
             throw connection.translate(error)
         }
+        return added
     }
 
     /// The statements of relationship `name` of `entity`, which must be to-many or to-one as

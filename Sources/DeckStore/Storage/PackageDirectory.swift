@@ -62,11 +62,27 @@ enum PackageDirectory {
             throw DeckError.invalidSchema(
                 "content type '\(contentType)' must be 1 to 255 printable ASCII characters without spaces")
         }
-        let parent = (target as NSString).deletingLastPathComponent
-        guard FileSystem.isDirectory(parent.isEmpty ? "." : parent) else {
-            throw DeckError.notFound(path: parent)
+        let written = (target as NSString).deletingLastPathComponent
+        let parent = written.isEmpty ? "." : written
+        let creating = "create \((target as NSString).lastPathComponent) in it"
+        guard FileSystem.isDirectory(parent) else {
+            // A file where the folder should be is not "no such file".
+            if try FileSystem.status(parent) != nil {
+                throw DeckError.io(path: written, operation: creating, errno: ENOTDIR)
+            }
+            throw DeckError.notFound(path: written)
         }
-        return (target, parent.isEmpty ? "." : parent)
+        // A folder this user may not write in: say so of the folder, not of the staging name
+        // that would fail first.
+        if access(parent, W_OK | X_OK) != 0 {
+            let code = errno
+            if code == EACCES || code == EROFS {
+                throw DeckError.permissionDenied(
+                    path: parent,
+                    operation: creating + (code == EROFS ? ": the file system is read-only" : ""))
+            }
+        }
+        return (target, parent)
     }
 
     /// Writes an empty package into the (staging) directory `temporary`: `blobs/`, the manifest

@@ -11,7 +11,8 @@
 /// entry a cache miss (measured: a third of the fetch's time in the table). Ids that crowd
 /// together (a store whose ids are multiples of a large power of two, say) would make probes
 /// long: past ``maximumProbe`` slots, the table moves to a multiplicative hash with a random
-/// multiplier (Fibonacci-style: the product's top bits), which spreads any ids.
+/// multiplier (Fibonacci-style: the product's top bits), which spreads any ids; one that happens
+/// to crowd them is drawn again.
 ///
 /// The table does not retain what it points to: its user removes an entry before the object
 /// goes away.
@@ -113,7 +114,8 @@ package struct RowTable {
         }
         count += 1
         if reused { removedCount -= 1 }
-        if probe > Self.maximumProbe && multiplier == 0 { rehash(multiplier: Self.randomMultiplier()) }
+        // Ids crowding their own slots, or (rarely) a multiplier that crowds these ids: a new one.
+        if probe > Self.maximumProbe { rehash(multiplier: Self.randomMultiplier()) }
     }
 
     /// An odd multiplier drawn at random, so that no store can choose ids that crowd a table.
@@ -151,7 +153,7 @@ package struct RowTable {
 
     /// Places every entry again, in a table of `capacity` slots hashed with `multiplier`.
     @usableFromInline
-    mutating func rehash(capacity: Int? = nil, multiplier: UInt64) {
+    mutating func rehash(capacity: Int? = nil, multiplier: UInt64, draws: Int = 4) {
         let old = slots
         let capacity = capacity ?? slots.count
         slots = Array(repeating: Slot(id: 0, object: nil), count: capacity)
@@ -176,6 +178,10 @@ package struct RowTable {
                 longest = max(longest, probe)
             }
         }
-        if longest > Self.maximumProbe && multiplier == 0 { rehash(multiplier: Self.randomMultiplier()) }
+        // Past the bound: a new random multiplier, a few times at most (a random odd multiplier
+        // crowds a half-full table this much only rarely, and no store can aim at one).
+        if longest > Self.maximumProbe && draws > 0 {
+            rehash(multiplier: Self.randomMultiplier(), draws: draws - 1)
+        }
     }
 }

@@ -68,11 +68,23 @@ public enum PackageVerifier {
         do {
             try checkStore(
                 database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
-                options: options, report: &report)
+                options: options,
+                reader: {
+                    try PackageDirectory.openStore(
+                        path + "/" + PackageLayout.store, mode: .readOnly, packagePath: path)
+                }, report: &report)
         } catch DeckError.cancelled {
             throw DeckError.cancelled
+        } catch DeckError.permissionDenied(let denied, let operation) {
+            // A folder of the package (blobs/ or one of its own) this user may not read: nothing
+            // is known to be wrong with the package, as for an unreadable store.
+            throw DeckError.permissionDenied(path: denied, operation: operation)
         } catch {
-            report.add(.corruption, "store-unreadable", path + "/" + PackageLayout.store, "\(error)")
+            // The object names the store: the error need not say it again.
+            let store = path + "/" + PackageLayout.store
+            report.add(
+                .corruption, "store-unreadable", store,
+                "\(error)".replacingOccurrences(of: " (in \(store))", with: ""))
         }
         checkLeftovers(path: path, report: &report)
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
@@ -238,7 +250,8 @@ public enum PackageVerifier {
                 scan.blobs.map { ($0.digest, $0.size) }, uniquingKeysWith: { a, _ in a })
             try checkStore(
                 database, schema: schema, formatVersion: formatVersion, manifest: manifest, path: path,
-                options: options, blobFiles: .archived(archived), report: &report)
+                options: options, blobFiles: .archived(archived),
+                reader: { try Database(path: storePath, mode: .readOnly) }, report: &report)
         } catch DeckError.notAPackage(_, let reason) {
             add("store-identity", object, reason)
         } catch DeckError.corrupt(_, let reason) {
@@ -269,76 +282,6 @@ public enum PackageVerifier {
         case directory
         /// In an archive, already hashed while it was scanned: digest → size.
         case archived([Digest: Int64])
-    }
-
-    static func checkStore(
-        _ db: Database, schema: StoreSchema, formatVersion: Int, manifest: Manifest, path: String,
-        options: Options,
-        blobFiles: BlobFiles = .directory, report: inout VerificationReport
-    ) throws {
-        let storePath = path + "/" + PackageLayout.store
-        func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
-            report.findings.append(Finding(severity: severity, code: code, object: object, message: message))
-        }
-        // SQLite's own checks.
-        let integrity = try db.rows(options.quick ? "PRAGMA quick_check" : "PRAGMA integrity_check")
-        for row in integrity {
-            let text = row.first?.string ?? ""
-            if text != "ok" { add(.corruption, "sqlite-integrity", storePath, text) }
-        }
-        guard integrity.first?.first?.string == "ok" else { return }
-        for row in try db.rows("PRAGMA foreign_key_check") {
-            let table = row[0].string ?? "?"
-            let rowid = row[1].int64.map(String.init) ?? "?"
-            let parent = row[2].string ?? "?"
-            add(
-                .corruption, "dangling-reference", "\(table) #\(rowid)",
-                "references a missing \(parent) record")
-        }
-        let meta = try StoreMetadata.read(db, packagePath: path)
-        if let problem = meta.contentTypeProblem(manifest: manifest) {
-            add(.corruption, "content-type-mismatch", storePath, problem)
-        }
-        for problem in [
-            meta.schemaVersionProblem(schema), meta.timestampProblem("created"),
-            meta.timestampProblem("modified"), meta.documentIDProblem(formatVersion: formatVersion),
-        ] {
-            if let problem { add(.corruption, "meta-invalid", storePath, problem) }
-        }
-        let mapping: SchemaMapping
-        do {
-            mapping = try SchemaMapping(schema)
-        } catch {
-            add(.corruption, "schema-invalid", storePath, "the stored schema is invalid: \(error)")
-            return
-        }
-        let tables = try TableCheck.run(
-            db, mapping: mapping, formatVersion: formatVersion, storePath: storePath, report: &report)
-        if formatVersion >= 2 {
-            try TableCheck.checkIdentity(
-                db, mapping: mapping, tables: tables, storePath: storePath, report: &report)
-        }
-        if formatVersion >= 3 {
-            // The history is read only when its table is the derived one (TableCheck reported it
-            // otherwise).
-            let history = try db.scalar(
-                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'deck_migration'")
-            if history?.int64 == 1 {
-                let problems = try SchemaBookkeeping.problems(db, meta: meta, schema: schema)
-                for problem in problems.meta { add(.corruption, "meta-invalid", storePath, problem) }
-                for (object, message) in problems.history {
-                    add(.corruption, "migration-history", object, message)
-                }
-            }
-        }
-        try StorageClassCheck.run(db, mapping: mapping, tables: tables, report: &report)
-        // Checks of the values themselves, cell by cell, run here: the tables are known to be
-        // those the schema derives and every cell to have its column's storage class.
-        // (A version 4 store without a valid date_epoch was refused as corrupt when it was opened.)
-        let dateEpoch = (try? meta.dateEpoch(formatVersion: formatVersion, packagePath: path)) ?? .unix
-        try CellCheck.run(db, mapping: mapping, dateEpoch: dateEpoch, report: &report)
-        try BlobCheck.run(
-            db, mapping: mapping, path: path, options: options, blobFiles: blobFiles, report: &report)
     }
 
     /// Temporaries, and a `-wal` left by a writer that is gone.

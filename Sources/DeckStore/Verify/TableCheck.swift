@@ -98,14 +98,16 @@ enum TableCheck {
     ) throws {
         for root in mapping.roots where complete.contains(root.table) {
             let allowed = Set(mapping.entities.values.filter { $0.table == root.table }.map(\.name))
-            for row in try db.rows("SELECT _entity, count(*) FROM \(quote(root.table)) GROUP BY _entity") {
+            for row in try db.rows(
+                "SELECT _entity, count(*), min(_pk) FROM \(quote(root.table)) GROUP BY _entity")
+            {
                 let name = row[0].string ?? "NULL"
                 report.records += Int(row[1].int64 ?? 0)
                 if !allowed.contains(name) {
                     report.add(
                         .corruption, "entity-unknown", root.table,
-                        "\(row[1].int64 ?? 0) row(s) have _entity '\(name)', which is not in this table's hierarchy"
-                    )
+                        "\(row[1].int64 ?? 0) row(s) have _entity '\(name)', which is not in this table's hierarchy "
+                            + "(the first: #\(row[2].int64.map(String.init) ?? "?"))")
                 }
             }
         }

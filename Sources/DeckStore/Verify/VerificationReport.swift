@@ -85,4 +85,12 @@ extension VerificationReport {
     mutating func add(_ severity: Finding.Severity, _ code: String, _ object: String, _ message: String) {
         findings.append(Finding(severity: severity, code: code, object: object, message: message))
     }
+
+    /// Adds what `other`, a report of some of the same package's checks, found and counted.
+    mutating func merge(_ other: VerificationReport) {
+        findings += other.findings
+        blobsChecked += other.blobsChecked
+        bytesChecked += other.bytesChecked
+        records += other.records
+    }
 }
