@@ -234,8 +234,13 @@ struct CommitMerge {
         ModelBacking.notifying(object, backing, properties: indices) {
             for (index, value) in row.attributes {
                 switch value {
-                case .blob(let reference):
+                case .blob(let reference) where backing.canWait(index):
                     backing.setPending(index, .blob(reference))
+                case .blob:
+                    let accessor = backing.metadata.properties[index]
+                    failure = DeckError.invalidValue(
+                        entity: backing.metadata.entityName, property: accessor.name,
+                        reason: "record #\(row.id) holds external data, which a \(accessor.typeDescription) cannot hold")
                 case .value(let value):
                     backing.setPending(index, nil)
                     let accessor = backing.metadata.properties[index]

@@ -127,8 +127,9 @@ final class ModelBacking: PropertyOwner {
         get { extras?.storedTargets ?? [:] }
         _modify { yield &madeExtras.storedTargets }
     }
-    /// The properties not loaded yet, by index (empty when all are).
-    @exclusivity(unchecked) private(set) var pending: [Pending?] = []
+    /// The properties not loaded yet and the loaded relationships' identities, by the property's
+    /// slot (``ModelMetadata/pendingSlots``): empty until one is set.
+    @exclusivity(unchecked) private var pending: [Pending?] = []
     /// Observation's registrar of the instance, made when something may observe it: on a read
     /// that Observation tracks (``ObservationGate``). Until then no one can observe the instance,
     /// and a change has no one to tell.
@@ -264,42 +265,59 @@ final class ModelBacking: PropertyOwner {
 
     @usableFromInline
     func needsLoading(_ index: Int) -> Bool {
-        guard index < pending.count, let state = pending[index] else { return false }
+        guard !pending.isEmpty else { return false }
+        let slot = metadata.pendingSlots[index]
+        guard slot >= 0, let state = pending[slot] else { return false }
         return state.isWaiting
     }
 
-    /// What property `index` waits for, if anything.
+    /// What property `index` waits for, or its identities (a loaded relationship), if anything.
     func pendingValue(_ index: Int) -> Pending? {
-        index < pending.count ? pending[index] : nil
+        guard !pending.isEmpty else { return nil }
+        let slot = metadata.pendingSlots[index]
+        return slot >= 0 ? pending[slot] : nil
     }
 
+    /// Whether any property waits or holds identities (whether there is anything to look at).
+    var hasPending: Bool { !pending.isEmpty }
+
+    /// Whether property `index` can wait to be loaded (it has a slot): a relationship, or an
+    /// attribute whose type is not one of the common ones.
+    func canWait(_ index: Int) -> Bool { metadata.pendingSlots[index] >= 0 }
+
     func setPending(_ index: Int, _ value: Pending?) {
+        let slot = metadata.pendingSlots[index]
+        guard slot >= 0 else {
+            precondition(value == nil, "DeckKit: \(metadata.entityName).\(index) cannot wait to be loaded")
+            return
+        }
         context?.registry.generation &+= 1
         if pending.isEmpty {
             guard value != nil else { return }
-            pending = Array(repeating: nil, count: metadata.properties.count)
+            pending = Array(repeating: nil, count: metadata.pendingSlotCount)
         }
-        pending[index] = value
+        pending[slot] = value
     }
 
     /// Appends `reference` to loaded to-many relationship `index` in place (no copy of the
     /// references before it).
     func appendReference(_ reference: ModelReference, at index: Int) {
-        guard index < pending.count, case .many(var references)? = pending[index] else {
+        let slot = metadata.pendingSlots[index]
+        guard !pending.isEmpty, slot >= 0, case .many(var references)? = pending[slot] else {
             return setPending(index, .many([reference]))
         }
-        pending[index] = nil  // so that `references` is the array's only owner
+        pending[slot] = nil  // so that `references` is the array's only owner
         context?.registry.generation &+= 1
         references.append(reference)
-        pending[index] = .many(references)
+        pending[slot] = .many(references)
     }
 
     /// Loads property `index` through the context. Once the context is gone, only a value still
     /// to be read from a file loads; anything else stops the program (``notLoaded(_:)``).
     @usableFromInline
     func load(_ index: Int) {
-        guard let kind = pending[index], kind.isWaiting else { return }
-        pending[index] = nil
+        guard let kind = pendingValue(index), kind.isWaiting else { return }
+        pending[metadata.pendingSlots[index]] = nil
         context?.registry.generation &+= 1
         guard let context else { return loadWithoutContext(kind, index) }
         context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
@@ -345,10 +363,9 @@ final class ModelBacking: PropertyOwner {
 
     func willSet(_ index: Int) {
         guard needsLoading(index) else { return }
-        switch pending[index] {
+        switch pendingValue(index) {
         case .blob, .file:
-            pending[index] = nil  // Replaced whole: no need to read it.
-            context?.registry.generation &+= 1
+            setPending(index, nil)  // Replaced whole: no need to read it.
         default: load(index)
         }
     }

@@ -43,6 +43,12 @@ final class ModelMetadata: @unchecked Sendable {
     /// Where each property's wrapper keeps its owner and its index, from the start of an instance:
     /// what a new backing writes into every wrapper (``ModelBacking/attach(to:metadata:globalID:context:rowID:)``).
     let ownerAndIndexOffsets: [(owner: Int, index: Int)]
+    /// For each property, its slot among those that can wait to be loaded (relationships, and
+    /// attributes of a type other than the common ones, which may be external data), or -1: a
+    /// backing keeps one slot per such property, not one per property (``ModelBacking/pendingValue(_:)``).
+    let pendingSlots: [Int]
+    /// How many properties have a slot in ``pendingSlots``.
+    let pendingSlotCount: Int
     private let resolved = Locked<[AnyKeyPath: [PropertyAccessor]]>([:])
     /// The names of the relationships' inverses, by property index (set when a schema of the
     /// type is built: ``inverseName(of:)`` builds one if none was).
@@ -207,6 +213,14 @@ final class ModelMetadata: @unchecked Sendable {
             }
         }
         byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
+        var slotCount = 0
+        pendingSlots = properties.map { accessor in
+            let common = (accessor as? any AttributeValueAccess).map { $0.cellKind != .other } ?? false
+            guard !common else { return -1 }
+            slotCount += 1
+            return slotCount - 1
+        }
+        pendingSlotCount = slotCount
         ownerAndIndexOffsets = properties.map {
             ($0.offset + $0.ownerFieldOffset, $0.offset + $0.indexFieldOffset)
         }

@@ -65,7 +65,7 @@ extension ModelBacking {
 
     /// The references of relationship `index` as loaded (none when it is not loaded, or empty).
     func references(_ index: Int) -> [ModelReference] {
-        guard index < pending.count, let state = pending[index] else { return [] }
+        guard let state = pendingValue(index) else { return [] }
         switch state {
         case .one(let reference, _): return reference.map { [$0] } ?? []
         case .many(let references): return references
@@ -113,7 +113,7 @@ extension ModelBacking {
     /// called as it leaves its context without a record (its insert rolled back or deleted), when
     /// it becomes a model in no context, which has no context to resolve ids through.
     func holdReferencedModels() {
-        guard !pending.isEmpty, context != nil else { return }
+        guard hasPending, context != nil else { return }
         for (accessor, relationship) in metadata.relationships where !needsLoading(accessor.index) {
             let references = self.references(accessor.index)
             guard references.contains(where: { if case .record = $0 { true } else { false } }) else {
@@ -132,9 +132,9 @@ extension ModelBacking {
     /// saved records of its context into record ids (after a save), so that it stops holding
     /// them.
     func settleReferences() {
-        guard !pending.isEmpty, context != nil else { return }
+        guard hasPending, context != nil else { return }
         for (accessor, relationship) in metadata.relationships {
-            guard let state = pending[accessor.index] else { continue }
+            guard let state = pendingValue(accessor.index) else { continue }
             switch state {
             case .one(.model(let target)?, _):
                 let settled = reference(to: target)
@@ -169,7 +169,7 @@ extension ModelBacking {
     /// getter takes the general path.
     @usableFromInline
     func heldTarget(_ index: Int) -> AnyObject? {
-        guard index < pending.count, case .one(.record(let id)?, let held?)? = pending[index],
+        guard case .one(.record(let id)?, let held?)? = pendingValue(index),
             unsafeDowncast(held, to: ModelObject.self).backing?.rowID == id
         else { return nil }
         return held

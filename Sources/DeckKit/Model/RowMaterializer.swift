@@ -99,7 +99,9 @@ final class RowMaterializer {
             if Self.readCell(cursor, slot, into: base + slot.valueOffset) { continue }
             let (cell, accessor, access) = (slot.cell, slot.accessor, slot.access)
             // Only a data attribute's cell can refer to a blob file.
-            if cursor.type(cell) == .data, case .blob(let reference) = cursor.value(cell) {
+            if backing.canWait(accessor.index), cursor.type(cell) == .data,
+                case .blob(let reference) = cursor.value(cell)
+            {
                 backing.setPending(accessor.index, .blob(reference))
                 continue
             }
