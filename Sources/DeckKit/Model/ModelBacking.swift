@@ -224,6 +224,13 @@ final class ModelBacking: PropertyOwner {
         return attach(to: object, metadata: metadata, globalID: GlobalID.random())
     }
 
+    /// The backing of `object`, which the caller knows to be a model (a relationship's target, a
+    /// model of a context): without the checked cast of ``of(_:)`` unless it has none yet.
+    @inline(__always)
+    static func ofModel(_ object: AnyObject) -> ModelBacking {
+        unsafeDowncast(object, to: ModelObject.self).backing ?? of(object)
+    }
+
     /// Makes the backing of a fresh instance (from ``ModelMetadata/makeInstance()``): a detached
     /// one, or (with `context` and `rowID`) one that stands for record `rowID` in `context`.
     static func attach(
@@ -400,10 +407,10 @@ final class ModelBacking: PropertyOwner {
         let removed = old.filter { target in !new.contains { $0 === target } }
         let added = new.filter { target in !old.contains { $0 === target } }
         // Relating models joins them in a context: this model's, or a new target's.
-        let context = self.context ?? added.lazy.compactMap { ModelBacking.of($0).context }.first
+        let context = self.context ?? added.lazy.compactMap { ModelBacking.ofModel($0).context }.first
         if let context, status != .deleted {
             if status == .detached { context.insertModel(object) }
-            for target in added where ModelBacking.of(target).status == .detached {
+            for target in added where ModelBacking.ofModel(target).status == .detached {
                 context.insertModel(target)
             }
         }
@@ -417,7 +424,7 @@ final class ModelBacking: PropertyOwner {
 /// loads from the store, which the save keeps in step).
 enum InverseUpdate {
     static func remove(_ source: AnyObject, from target: AnyObject, inverse name: String) {
-        let backing = ModelBacking.of(target)
+        let backing = ModelBacking.ofModel(target)
         guard
             let accessor = backing.metadata.property(named: name),
             let relationship = accessor.relationshipAccess
@@ -439,7 +446,7 @@ enum InverseUpdate {
     }
 
     static func add(_ source: AnyObject, to target: AnyObject, inverse name: String) {
-        let backing = ModelBacking.of(target)
+        let backing = ModelBacking.ofModel(target)
         // The property's relationship side without a cast to the protocol composition, which
         // costs as much as the rest of adding a card to a deck.
         guard let property = backing.metadata.property(named: name),

@@ -34,7 +34,7 @@ extension ModelBacking {
     /// The reference by which this model's relationships hold `target`: its record id when it
     /// stands for a saved record of this model's context, else the model itself.
     func reference(to target: AnyObject) -> ModelReference {
-        let other = ModelBacking.of(target)
+        let other = ModelBacking.ofModel(target)
         if let id = other.rowID, other.status == .persisted || other.status == .deleted,
             let context, other.context === context
         {
@@ -49,7 +49,7 @@ extension ModelBacking {
         switch reference {
         case .model(let model): return model === target
         case .record(let id):
-            let other = ModelBacking.of(target)
+            let other = ModelBacking.ofModel(target)
             return other.rowID == id && other.status != .inserted && other.metadata.rootKey == root
                 && context != nil && other.context === context
         }

@@ -42,9 +42,7 @@ class PropertyAccessor: @unchecked Sendable {
 
     /// The target of the to-one relationship of this accessor in `object`, if any (resolved
     /// through the model's context, ``RelationshipDescribing/targets(in:)``).
-    final func toOneTarget(in object: AnyObject) -> AnyObject? {
-        relationshipAccess?.targets(in: object).first
-    }
+    func toOneTarget(in object: AnyObject) -> AnyObject? { nil }
 
     /// Persisted (an attribute or a relationship), not ``Transient``.
     var isPersistent: Bool { true }
@@ -302,6 +300,20 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
         }
     }
 
+    /// The target of this to-one relationship in `object`, without an array (a save asks it of
+    /// every inserted model); nil for a to-many relationship.
+    override func toOneTarget(in object: AnyObject) -> AnyObject? {
+        let backing = ModelBacking.ofModel(object)
+        guard !backing.needsLoading(index), case .one(let reference?, let held)? = backing.pendingValue(index)
+        else { return nil }
+        switch reference {
+        case .model(let model): return model
+        case .record(let id):
+            if let held, ModelBacking.ofModel(held).rowID == id { return held }
+            return backing.resolve([.record(id)], of: self, destination: destinationMetadata).first
+        }
+    }
+
     func targets(in object: AnyObject) -> [AnyObject] {
         let backing = ModelBacking.of(object)
         guard !backing.needsLoading(index) else { return [] }
@@ -332,9 +344,9 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
 
     func holdsTarget(_ target: AnyObject, in object: AnyObject) -> Bool {
-        let backing = ModelBacking.of(object)
+        let backing = ModelBacking.ofModel(object)
         guard case let state? = backing.pendingValue(index) else { return false }
-        let other = ModelBacking.of(target)
+        let other = ModelBacking.ofModel(target)
         // A model without a record here is only ever held as a model: identities alone.
         let byRecord = other.rowID != nil && other.status != .inserted
         switch state {
@@ -344,8 +356,7 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
                 : { if case .model(let model) = reference { model === target } else { false } }()
         case .many(let references):
             guard byRecord else {
-                for case .model(let model) in references where model === target { return true }
-                return false
+                return references.contains { if case .model(let model) = $0 { model === target } else { false } }
             }
             let root = destinationMetadata.rootKey
             return references.contains { backing.refers($0, to: target, root: root) }
@@ -355,7 +366,7 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
     }
 
     func appendTarget(_ target: AnyObject, in object: AnyObject) {
-        let backing = ModelBacking.of(object)
+        let backing = ModelBacking.ofModel(object)
         guard kind.isToMany else { return setTargets([target], in: object) }
         backing.appendReference(backing.reference(to: target), at: index)
     }
