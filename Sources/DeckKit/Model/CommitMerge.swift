@@ -240,7 +240,9 @@ struct CommitMerge {
                     let accessor = backing.metadata.properties[index]
                     failure = DeckError.invalidValue(
                         entity: backing.metadata.entityName, property: accessor.name,
-                        reason: "record #\(row.id) holds external data, which a \(accessor.typeDescription) cannot hold")
+                        reason:
+                            "record #\(row.id) holds external data, which a \(accessor.typeDescription) cannot hold"
+                    )
                 case .value(let value):
                     backing.setPending(index, nil)
                     let accessor = backing.metadata.properties[index]

@@ -181,7 +181,9 @@ struct Faulting {
             let backing = ModelBacking.of(object)
             guard backing.needsLoading(index), let id = backing.rowID else { continue }
             waiting.append((object, backing, id))
-            if case .toOne(let target)? = backing.pendingValue(index) { targets[id] = target.map { [$0] } ?? [] }
+            if case .toOne(let target)? = backing.pendingValue(index) {
+                targets[id] = target.map { [$0] } ?? []
+            }
         }
         guard !waiting.isEmpty else { return [] }
         if relationship.isToMany {

@@ -356,7 +356,9 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
                 : { if case .model(let model) = reference { model === target } else { false } }()
         case .many(let references):
             guard byRecord else {
-                return references.contains { if case .model(let model) = $0 { model === target } else { false } }
+                return references.contains {
+                    if case .model(let model) = $0 { model === target } else { false }
+                }
             }
             let root = destinationMetadata.rootKey
             return references.contains { backing.refers($0, to: target, root: root) }
