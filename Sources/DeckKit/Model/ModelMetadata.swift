@@ -213,17 +213,23 @@ final class ModelMetadata: @unchecked Sendable {
             }
         }
         byName = Dictionary(properties.map { ($0.name, $0.index) }, uniquingKeysWith: { first, _ in first })
-        var slotCount = 0
-        pendingSlots = properties.map { accessor in
-            let common = (accessor as? any AttributeValueAccess).map { $0.cellKind != .other } ?? false
-            guard !common else { return -1 }
-            slotCount += 1
-            return slotCount - 1
-        }
-        pendingSlotCount = slotCount
+        (pendingSlots, pendingSlotCount) = Self.pendingSlots(of: properties)
         ownerAndIndexOffsets = properties.map {
             ($0.offset + $0.ownerFieldOffset, $0.offset + $0.indexFieldOffset)
         }
+    }
+
+    /// Each property's slot among those that can wait to be loaded (see ``pendingSlots``), and
+    /// how many there are.
+    private static func pendingSlots(of properties: [PropertyAccessor]) -> ([Int], Int) {
+        var count = 0
+        let slots = properties.map { accessor in
+            let common = (accessor as? any AttributeValueAccess).map { $0.cellKind != .other } ?? false
+            guard !common else { return -1 }
+            count += 1
+            return count - 1
+        }
+        return (slots, count)
     }
 
     /// The class of `probe` and its model superclasses, root first, with their mirrors.
