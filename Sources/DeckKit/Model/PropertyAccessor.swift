@@ -325,14 +325,8 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
         let backing = ModelBacking.of(object)
         guard !backing.needsLoading(index) else { return [] }
         switch backing.pendingValue(index) {
-        case .one(let reference, let held)?:
-            switch reference {
-            case nil: return []
-            case .model(let model)?: return [model]
-            case .record(let id)?:
-                if let held, ModelBacking.of(held).rowID == id { return [held] }
-                return backing.resolve([.record(id)], of: self, destination: destinationMetadata)
-            }
+        case .one?:
+            return toOneTarget(in: object).map { [$0] } ?? []
         case .many(let references)?:
             return backing.resolve(references, of: self, destination: destinationMetadata)
         default:
