@@ -122,10 +122,10 @@ func runModelBenchmarks() throws {
         deck: { try typedInsert(URL(fileURLWithPath: fresh("typed-insert.deck")), rows: count) },
         baseline: { rawInsert(fresh("typed-raw.sqlite"), rows: count) })
 
-    if selected("typed insert cards in decks") {
+    if selected("typed insert cards in decks") || selected("typed insert cards in one deck") {
         // Cards that belong to decks, the flash-cards app's own shape: each save writes the
         // relationship on both sides. A figure to watch, not one of the targets.
-        let perDeck = 100
+        var perDeck = 100
         func typedDeckedInsert(_ url: URL, rows: Int) throws {
             let container = try ModelContainer(
                 for: BenchDeckedCard.self, configurations: ModelConfiguration(url: url))
@@ -213,6 +213,17 @@ func runModelBenchmarks() throws {
                 try typedDeckedInsert(URL(fileURLWithPath: fresh("typed-insert-decked.deck")), rows: count)
             },
             baseline: { rawDeckedInsert(fresh("typed-raw-decked.sqlite"), rows: count) })
+        // Every card in one deck (a fifth as many): what a deck of thousands of cards costs
+        // beyond the cards themselves (each card joining the deck looks for itself among the
+        // deck's cards, so the time grows with the square of the deck's size).
+        perDeck = count / 5
+        try compare(
+            "typed insert cards in one deck", target: "≥ 0.3× (no target: watch it)",
+            deck: {
+                try typedDeckedInsert(
+                    URL(fileURLWithPath: fresh("typed-insert-one-deck.deck")), rows: count / 5)
+            },
+            baseline: { rawDeckedInsert(fresh("typed-raw-one-deck.sqlite"), rows: count / 5) })
     }
 
     if selected("typed fetch") || options.filter == "typed fetch parts"
