@@ -79,6 +79,29 @@ final class ModelBacking: PropertyOwner {
         /// The to-many values read during an enumerate batch, by property, with the registry's
         /// generation they were made at (``batchValue(_:)``).
         var batchValues: [Int: (generation: Int, value: Any)] = [:]
+        /// What long loaded to-many relationships hold, by property (``ReferenceMembership``), or
+        /// how many times they were scanned since they last changed other than by an append.
+        var memberships: [Int: ReferenceMembership.State] = [:]
+    }
+
+    /// The membership sets of loaded to-many relationship `index`, which holds `references`, when
+    /// they are kept or due (see ``ReferenceMembership``).
+    func membership(_ index: Int, of references: [ModelReference]) -> ReferenceMembership? {
+        guard references.count >= ReferenceMembership.threshold else { return nil }
+        switch extras?.memberships[index] {
+        case .kept(let kept)?:
+            return kept
+        case .scanned(let count)? where count + 1 < ReferenceMembership.scans:
+            extras?.memberships[index] = .scanned(count + 1)
+            return nil
+        case nil where ReferenceMembership.scans > 1:
+            madeExtras.memberships[index] = .scanned(1)
+            return nil
+        default:
+            let made = ReferenceMembership(references)
+            madeExtras.memberships[index] = .kept(made)
+            return made
+        }
     }
     @exclusivity(unchecked) private var extras: Extras?
 
@@ -299,6 +322,7 @@ final class ModelBacking: PropertyOwner {
             return
         }
         context?.registry.generation &+= 1
+        if let extras, !extras.memberships.isEmpty { extras.memberships[index] = nil }
         if pending.isEmpty {
             guard value != nil else { return }
             pending = Array(repeating: nil, count: metadata.pendingSlotCount)
@@ -317,6 +341,11 @@ final class ModelBacking: PropertyOwner {
         context?.registry.generation &+= 1
         references.append(reference)
         pending[slot] = .many(references)
+        if let extras, case .kept(var membership)? = extras.memberships[index] {
+            extras.memberships[index] = nil  // so that `membership` is the sets' only owner
+            membership.insert(reference)
+            extras.memberships[index] = .kept(membership)
+        }
     }
 
     /// Loads property `index` through the context. Once the context is gone, only a value still
@@ -325,6 +354,7 @@ final class ModelBacking: PropertyOwner {
     func load(_ index: Int) {
         guard let kind = pendingValue(index), kind.isWaiting else { return }
         pending[metadata.pendingSlots[index]] = nil
+        if let extras, !extras.memberships.isEmpty { extras.memberships[index] = nil }
         context?.registry.generation &+= 1
         guard let context else { return loadWithoutContext(kind, index) }
         context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)

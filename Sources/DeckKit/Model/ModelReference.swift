@@ -259,3 +259,37 @@ struct ToManyRead {
     @usableFromInline
     func admits(_ object: AnyObject) -> Bool { destination.admits(object) }
 }
+
+/// The models and record ids a loaded to-many relationship's references name, as sets: a
+/// cards-joining-a-deck loop asks whether each card is already among the deck's, which a scan of
+/// the references answers in time linear in the deck's size (filling a deck took time quadratic
+/// in its size). A backing keeps them (``ModelBacking/membership(_:of:)``) while the references
+/// only grow by ``ModelBacking/appendReference(_:at:)``, which adds to them; any other change to
+/// the property drops them. They are made only for a relationship of ``threshold`` references
+/// or more, scanned ``scans`` times with nothing but appends in between: a loop that removes one
+/// reference after another (each change drops the sets) keeps scanning, which costs less than
+/// making sets each time.
+struct ReferenceMembership {
+    var models: Set<ObjectIdentifier> = []
+    var records: Set<Int64> = []
+
+    static let threshold = 64
+    static let scans = 8
+
+    /// A relationship's sets, or the scans made since it last changed.
+    enum State {
+        case scanned(Int)
+        case kept(ReferenceMembership)
+    }
+
+    init(_ references: [ModelReference]) {
+        for reference in references { insert(reference) }
+    }
+
+    mutating func insert(_ reference: ModelReference) {
+        switch reference {
+        case .model(let model): models.insert(ObjectIdentifier(model))
+        case .record(let id): records.insert(id)
+        }
+    }
+}

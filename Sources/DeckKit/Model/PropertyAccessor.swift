@@ -356,6 +356,11 @@ final class RelationshipAccessor<V>: PropertyAccessor, @unchecked Sendable {
                 ? backing.refers(reference, to: target, root: destinationMetadata.rootKey)
                 : { if case .model(let model) = reference { model === target } else { false } }()
         case .many(let references):
+            if let membership = backing.membership(index, of: references) {
+                if membership.models.contains(ObjectIdentifier(target)) { return true }
+                guard byRecord, let id = other.rowID, membership.records.contains(id) else { return false }
+                return backing.refers(.record(id), to: target, root: destinationMetadata.rootKey)
+            }
             guard byRecord else {
                 return references.contains {
                     if case .model(let model) = $0 { model === target } else { false }
