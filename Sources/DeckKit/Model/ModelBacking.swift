@@ -90,6 +90,7 @@ final class ModelBacking: PropertyOwner {
         guard references.count >= ReferenceMembership.threshold else { return nil }
         switch extras?.memberships[index] {
         case .kept(let kept)?:
+            assert(kept.count == references.count, "DeckKit: a to-many changed without its membership sets")
             return kept
         case .scanned(let count)? where count + 1 < ReferenceMembership.scans:
             extras?.memberships[index] = .scanned(count + 1)

@@ -272,6 +272,9 @@ struct ToManyRead {
 struct ReferenceMembership {
     var models: Set<ObjectIdentifier> = []
     var records: Set<Int64> = []
+    /// How many references were put in: the relationship's count while the sets are in step
+    /// with it (checked in debug builds, so that a change that bypassed them is caught).
+    private(set) var count = 0
 
     static let threshold = 64
     static let scans = 8
@@ -287,6 +290,7 @@ struct ReferenceMembership {
     }
 
     mutating func insert(_ reference: ModelReference) {
+        count += 1
         switch reference {
         case .model(let model): models.insert(ObjectIdentifier(model))
         case .record(let id): records.insert(id)
