@@ -214,8 +214,8 @@ func runModelBenchmarks() throws {
             },
             baseline: { rawDeckedInsert(fresh("typed-raw-decked.sqlite"), rows: count) })
         // Every card in one deck (a fifth as many): what a deck of thousands of cards costs
-        // beyond the cards themselves (each card joining the deck looks for itself among the
-        // deck's cards, so the time grows with the square of the deck's size).
+        // beyond the cards themselves (each card joining the deck asks whether it is among the
+        // deck's cards already; a scan of them made the time grow with the square of the size).
         perDeck = count / 5
         try compare(
             "typed insert cards in one deck", target: "≥ 0.3× (no target: watch it)",

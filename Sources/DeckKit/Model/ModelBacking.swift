@@ -95,7 +95,7 @@ final class ModelBacking: PropertyOwner {
         case .scanned(let count)? where count + 1 < ReferenceMembership.scans:
             extras?.memberships[index] = .scanned(count + 1)
             return nil
-        case nil where ReferenceMembership.scans > 1:
+        case nil:
             madeExtras.memberships[index] = .scanned(1)
             return nil
         default:
@@ -354,9 +354,7 @@ final class ModelBacking: PropertyOwner {
     @usableFromInline
     func load(_ index: Int) {
         guard let kind = pendingValue(index), kind.isWaiting else { return }
-        pending[metadata.pendingSlots[index]] = nil
-        if let extras, !extras.memberships.isEmpty { extras.memberships[index] = nil }
-        context?.registry.generation &+= 1
+        setPending(index, nil)
         guard let context else { return loadWithoutContext(kind, index) }
         context.faulting.load(kind, property: metadata.properties[index], of: object, backing: self)
     }
