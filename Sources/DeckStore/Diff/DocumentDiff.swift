@@ -1,0 +1,148 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// Which of the two compared copies something is in.
+public enum DiffSide: String, Sendable, Hashable {
+    case first
+    case second
+}
+
+/// What differs between two copies of one document: records, their cells, their to-many links
+/// and the blob files they hold, each named by global ids (spec section 6.10), never by the
+/// local keys that differ between copies. Empty when the copies hold the same records with the
+/// same values.
+public struct DocumentDifference: Sendable, Equatable {
+    /// The records in one copy only, and those whose cells differ, by table (hierarchy) in
+    /// schema order, then global id in byte order.
+    public var records: [RecordDifference] = []
+    /// The to-many links (join-table rows) in one copy only, by relationship key, then source
+    /// and target global ids in byte order.
+    public var links: [LinkDifference] = []
+    /// The blob files that one copy holds and the other does not, by digest.
+    public var blobs: [BlobDifference] = []
+
+    /// Whether the copies hold the same records, values, links and blobs.
+    public var isEmpty: Bool { records.isEmpty && links.isEmpty && blobs.isEmpty }
+}
+
+/// A record that is in one copy only, or whose cells differ.
+public struct RecordDifference: Sendable, Equatable {
+    /// What differs.
+    public enum Change: Sendable, Equatable {
+        /// The record is in this copy only.
+        case only(DiffSide)
+        /// The record is in both, with these cells different.
+        case cells([CellDifference])
+    }
+    /// The record's concrete entity (in the first copy, when it is in both).
+    public var entity: String
+    /// The record's global id.
+    public var globalID: UUID
+    public var change: Change
+}
+
+/// An attribute or to-one relationship of a record whose value differs between the copies.
+/// `_entity` names a record whose concrete entity differs.
+public struct CellDifference: Sendable, Equatable {
+    public var name: String
+    public var first: DiffCell
+    public var second: DiffCell
+
+    public init(name: String, first: DiffCell, second: DiffCell) {
+        self.name = name
+        self.first = first
+        self.second = second
+    }
+}
+
+/// A cell as stored (spec section 7.1), with a to-one relationship's target by global id.
+public enum DiffCell: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case bytes(Data)
+    /// A to-one relationship's target.
+    case record(UUID)
+    /// A reference to a record the copy does not hold (a `noAction` relationship's dangling
+    /// reference, spec section 9.3), by its local key.
+    case missingRecord(Int64)
+}
+
+/// A to-many link (a join table's row) that is in one copy only.
+public struct LinkDifference: Sendable, Equatable {
+    /// The join table: the key of the relationship stored in `source` (spec section 6.6).
+    public var relationship: String
+    public var source: UUID
+    public var target: UUID
+    public var side: DiffSide
+
+    public init(relationship: String, source: UUID, target: UUID, side: DiffSide) {
+        self.relationship = relationship
+        self.source = source
+        self.target = target
+        self.side = side
+    }
+}
+
+/// A blob file that one copy holds (a registered digest with references) and the other does not.
+public struct BlobDifference: Sendable, Equatable {
+    /// The digest, 64 lowercase hexadecimal digits.
+    public var digest: String
+    public var side: DiffSide
+}
+
+extension PackageStore {
+    /// What differs between the documents at `first` and `second`, two copies of one document
+    /// with the same schema. Each is opened read-only and checked as any package is, then both
+    /// are read in one transaction (so each is read at one state). Nothing is written to either.
+    ///
+    /// - Parameter differentDocuments: compare copies of two different documents (different
+    ///   document ids), whose records then all differ unless one was copied from the other.
+    /// - Throws: ``DeckError/schemaMismatch(path:differences:)`` when the schemas differ (migrate
+    ///   one copy first), ``DeckError/invalidSource(path:reason:)`` when the document ids differ
+    ///   and `differentDocuments` is false, and the errors of ``open(at:mode:configuration:)``.
+    public static func difference(
+        between first: URL, and second: URL, differentDocuments: Bool = false
+    ) throws(DeckError) -> DocumentDifference {
+        let a = try PackageStore.open(at: first, mode: .readOnly)
+        defer { try? a.close() }
+        let b = try PackageStore.open(at: second, mode: .readOnly)
+        defer { try? b.close() }
+        guard a.schema.fingerprint == b.schema.fingerprint else {
+            let changes = SchemaDiff(from: a.schema, to: b.schema).steps.map(\.summary)
+            throw DeckError.schemaMismatch(
+                path: second.path,
+                differences: changes.isEmpty ? ["the schema differs from \(first.path)'s"] : changes)
+        }
+        if !differentDocuments, a.documentID != b.documentID {
+            throw DeckError.invalidSource(
+                path: second.path,
+                reason:
+                    "is another document (document id \(b.documentID?.uuidString.lowercased() ?? "none"), "
+                    + "\(first.path) has \(a.documentID?.uuidString.lowercased() ?? "none")); "
+                    + "compare different documents only when asked (--any-document)")
+        }
+        do {
+            // A connection of its own: a store's readers are inside a transaction, where ATTACH
+            // is refused. Opened read-only, as is the attached store (SQLite opens it with the
+            // connection's flags); both were checked by their opens above.
+            let database = try Database(
+                path: a.url.appendingPathComponent(PackageLayout.store).path, mode: .readOnly)
+            defer { database.close() }
+            try database.run(
+                "ATTACH DATABASE ? AS other", [.text(b.url.appendingPathComponent(PackageLayout.store).path)])
+            return try database.transaction(.deferred) {
+                try DocumentDiffer(database: database, mapping: a.mapping).difference()
+            }
+        } catch let error as DeckError {
+            throw error
+        } catch let error as SQLiteError {
+            throw DeckError.sqlite(error)
+        } catch {
+            throw DeckError.unexpected("\(error)")
+        }
+    }
+
+}

@@ -1,0 +1,231 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// Compares the store of a connection (`main`) with the one attached to it as `other`, both of
+/// the schema `mapping` maps, in SQL: SQLite joins the tables of the two stores by global id
+/// (each table's unique index on `_gid` serves both sides), so the cost follows the rows, with
+/// no copy of either store in memory.
+struct DocumentDiffer {
+    let database: Database
+    let mapping: SchemaMapping
+
+    /// The columns of one table: its attributes, and its to-one relationships stored as own
+    /// columns with the table their targets are in.
+    private struct TableColumns {
+        let table: String
+        var attributes: [String] = []
+        var references: [(column: String, destination: String)] = []
+    }
+
+    func difference() throws -> DocumentDifference {
+        var difference = DocumentDifference()
+        for columns in tables() {
+            try records(of: columns, into: &difference.records)
+        }
+        for (table, source, target) in joinTables() {
+            try links(table, source: source, target: target, into: &difference.links)
+        }
+        try blobs(into: &difference.blobs)
+        return difference
+    }
+
+    /// The entity tables in schema order of their roots, each with every column its entities
+    /// have (siblings share a column, spec section 6.1).
+    private func tables() -> [TableColumns] {
+        var result: [TableColumns] = []
+        for name in mapping.entityNames {
+            guard let root = mapping.entities[name], root.isRoot else { continue }
+            var columns = TableColumns(table: root.table)
+            for member in mapping.members[root.table] ?? [root] {
+                for attribute in member.attributes where !columns.attributes.contains(attribute.name) {
+                    columns.attributes.append(attribute.name)
+                }
+                for (relationship, storage) in member.relationships {
+                    guard case .ownColumn(let column) = storage,
+                        !columns.references.contains(where: { $0.column == column }),
+                        let destination = mapping.entities[relationship.destination]
+                    else { continue }
+                    columns.references.append((column, destination.table))
+                }
+            }
+            result.append(columns)
+        }
+        return result
+    }
+
+    /// Each join table once, with the tables its `source` and `target` columns point into, by
+    /// name.
+    private func joinTables() -> [(table: String, source: String, target: String)] {
+        var result: [(table: String, source: String, target: String)] = []
+        for name in mapping.entityNames {
+            guard let entity = mapping.entities[name] else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .joinTable(let table, let near, _) = storage,
+                    !result.contains(where: { $0.table == table }),
+                    let destination = mapping.entities[relationship.destination]
+                else { continue }
+                result.append(
+                    near == "source"
+                        ? (table, entity.table, destination.table) : (table, destination.table, entity.table))
+            }
+        }
+        return result.sorted { $0.table.utf8.lexicographicallyPrecedes($1.table.utf8) }
+    }
+
+    /// The records of one table in one copy only, then those in both whose cells differ, merged
+    /// in global-id order.
+    private func records(of columns: TableColumns, into result: inout [RecordDifference]) throws {
+        let table = quote(columns.table)
+        var found: [(gid: [UInt8], difference: RecordDifference)] = []
+        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+            try database.forEachRow(
+                "SELECT x._gid, x._entity FROM \(near).\(table) x "
+                    + "WHERE NOT EXISTS (SELECT 1 FROM \(far).\(table) y WHERE y._gid = x._gid)"
+            ) { row in
+                let gid = try globalID(row, 0)
+                found.append(
+                    (
+                        Self.bytes(gid),
+                        RecordDifference(entity: row.text(at: 1), globalID: gid, change: .only(side))
+                    ))
+            }
+        }
+        try changedRecords(of: columns) { difference in
+            found.append((Self.bytes(difference.globalID), difference))
+        }
+        found.sort { $0.gid.lexicographicallyPrecedes($1.gid) }
+        result += found.map(\.difference)
+    }
+
+    /// The records of one table in both copies whose entity, attributes or to-one targets differ.
+    private func changedRecords(of columns: TableColumns, _ body: (RecordDifference) -> Void) throws {
+        let table = quote(columns.table)
+        var selected = ["x._gid", "x._entity", "y._entity"]
+        var joins: [String] = []
+        var differs = ["x._entity IS NOT y._entity"]
+        for name in columns.attributes {
+            let column = quote(name)
+            selected += ["x.\(column)", "y.\(column)"]
+            differs.append("x.\(column) IS NOT y.\(column)")
+        }
+        for (offset, (name, destination)) in columns.references.enumerated() {
+            let column = quote(name)
+            // A target by its global id; a dangling reference (no target) by its local key.
+            joins.append("LEFT JOIN main.\(quote(destination)) rx\(offset) ON rx\(offset)._pk = x.\(column)")
+            joins.append("LEFT JOIN other.\(quote(destination)) ry\(offset) ON ry\(offset)._pk = y.\(column)")
+            selected += ["rx\(offset)._gid", "ry\(offset)._gid", "x.\(column)", "y.\(column)"]
+            differs.append(
+                "rx\(offset)._gid IS NOT ry\(offset)._gid "
+                    + "OR (rx\(offset)._gid IS NULL AND x.\(column) IS NOT y.\(column))")
+        }
+        let sql =
+            "SELECT \(selected.joined(separator: ", ")) FROM main.\(table) x "
+            + "JOIN other.\(table) y ON y._gid = x._gid \(joins.joined(separator: " ")) "
+            + "WHERE \(differs.map { "(\($0))" }.joined(separator: " OR "))"
+        try database.forEachRow(sql) { row in
+            var cells: [CellDifference] = []
+            let (entity, otherEntity) = (row.text(at: 1), row.text(at: 2))
+            if entity != otherEntity {
+                cells.append(
+                    CellDifference(name: "_entity", first: .text(entity), second: .text(otherEntity)))
+            }
+            var position = 3
+            for name in columns.attributes {
+                let (first, second) = (row.value(at: position), row.value(at: position + 1))
+                position += 2
+                if !Self.same(first, second) {
+                    cells.append(CellDifference(name: name, first: DiffCell(first), second: DiffCell(second)))
+                }
+            }
+            for (name, _) in columns.references {
+                let first = Self.target(row.uuid(at: position), key: row.value(at: position + 2))
+                let second = Self.target(row.uuid(at: position + 1), key: row.value(at: position + 3))
+                position += 4
+                if first != second { cells.append(CellDifference(name: name, first: first, second: second)) }
+            }
+            guard !cells.isEmpty else { return }
+            body(RecordDifference(entity: entity, globalID: try globalID(row, 0), change: .cells(cells)))
+        }
+    }
+
+    /// Whether two cells are the same as SQLite's `IS` compares them: text by its bytes (where
+    /// Swift's `==` takes canonically equivalent strings as equal), numbers by value.
+    private static func same(_ first: SQLValue, _ second: SQLValue) -> Bool {
+        switch (first, second) {
+        case (.text(let a), .text(let b)): a.utf8.elementsEqual(b.utf8)
+        default: first == second
+        }
+    }
+
+    /// The global id in column `index` of `row` (16 bytes: each table's CHECK, spec 6.1).
+    private func globalID(_ row: Statement, _ index: Int) throws -> UUID {
+        guard let gid = row.uuid(at: index) else {
+            throw DeckError.corrupt(path: database.path, reason: "a record's _gid is not 16 bytes")
+        }
+        return gid
+    }
+
+    /// A to-one cell: its target's global id, a dangling reference's key, or null.
+    private static func target(_ gid: UUID?, key: SQLValue) -> DiffCell {
+        if let gid { return .record(gid) }
+        if case .integer(let key) = key { return .missingRecord(key) }
+        return .null
+    }
+
+    /// The links of one join table in one copy only.
+    private func links(_ table: String, source: String, target: String, into result: inout [LinkDifference])
+        throws
+    {
+        func pairs(_ schema: String) -> String {
+            "SELECT s._gid, t._gid FROM \(schema).\(quote(table)) j "
+                + "JOIN \(schema).\(quote(source)) s ON s._pk = j.source "
+                + "JOIN \(schema).\(quote(target)) t ON t._pk = j.target"
+        }
+        var found: [(key: [UInt8], difference: LinkDifference)] = []
+        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+            try database.forEachRow("\(pairs(near)) EXCEPT \(pairs(far))") { row in
+                let (from, to) = (try globalID(row, 0), try globalID(row, 1))
+                found.append(
+                    (
+                        Self.bytes(from) + Self.bytes(to),
+                        LinkDifference(relationship: table, source: from, target: to, side: side)
+                    ))
+            }
+        }
+        found.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        result += found.map(\.difference)
+    }
+
+    /// The blobs with references in one copy only.
+    private func blobs(into result: inout [BlobDifference]) throws {
+        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+            try database.forEachRow(
+                "SELECT digest FROM \(near).deck_blob WHERE refs > 0 "
+                    + "EXCEPT SELECT digest FROM \(far).deck_blob WHERE refs > 0"
+            ) { row in
+                result.append(BlobDifference(digest: row.text(at: 0), side: side))
+            }
+        }
+        result.sort { $0.digest < $1.digest }
+    }
+}
+
+extension DocumentDiffer {
+    /// The 16 bytes of `id`, in order: sorted as SQLite sorts the BLOBs.
+    static func bytes(_ id: UUID) -> [UInt8] {
+        withUnsafeBytes(of: id.uuid) { Array($0) }
+    }
+}
+
+extension DiffCell {
+    init(_ value: SQLValue) {
+        switch value {
+        case .null: self = .null
+        case .integer(let value): self = .integer(value)
+        case .real(let value): self = .real(value)
+        case .text(let value): self = .text(value)
+        case .blob(let value): self = .bytes(value)
+        }
+    }
+}

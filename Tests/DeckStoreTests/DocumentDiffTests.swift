@@ -1,0 +1,202 @@
+import DeckStore
+import DeckStoreTestSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+@Suite("Difference between copies of a document", .timed)
+struct DocumentDiffTests {
+    /// A package of two decks, three cards (the first with an external image) and a tag on the
+    /// first card; the ids of the records, by name.
+    func makeOriginal(_ url: URL) throws -> [String: Int64] {
+        let store = try PackageStore.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+        defer { try? store.close() }
+        return try store.write { t in
+            var ids: [String: Int64] = [:]
+            ids["spanish"] = try t.insert("Deck", ["title": .string("Spanish")])
+            ids["french"] = try t.insert("Deck", ["title": .string("French")])
+            ids["verbs"] = try t.insert("Tag", ["name": .string("verbs")])
+            ids["hola"] = try t.insert(
+                "Card",
+                [
+                    "front": .string("hola"), "back": .string("hello"), "deck": .reference(ids["spanish"]!),
+                    "image": .data(Data(repeating: 7, count: 100)), "tags": .references([ids["verbs"]!]),
+                ])
+            ids["adios"] = try t.insert(
+                "Card", ["front": .string("adiós"), "deck": .reference(ids["spanish"]!)])
+            ids["merci"] = try t.insert(
+                "Card", ["front": .string("merci"), "deck": .reference(ids["french"]!)])
+            return ids
+        }.value
+    }
+
+    /// A file copy of the package at `url` (what a file manager or a sync service makes).
+    func copy(_ url: URL, to name: String) throws -> URL {
+        let copy = url.deletingLastPathComponent().appendingPathComponent(name)
+        try FileManager.default.copyItem(at: url, to: copy)
+        return copy
+    }
+
+    func globalID(_ url: URL, _ entity: String, _ id: Int64) throws -> UUID {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        return try #require(try store.read { try $0.record(entity, id: id) }?.globalID)
+    }
+
+    @Test func copiesThatAgreeHaveNoDifference() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            _ = try makeOriginal(original)
+            let copied = try copy(original, to: "b.deck")
+            #expect(try PackageStore.difference(between: original, and: copied).isEmpty)
+            #expect(try PackageStore.difference(between: original, and: original).isEmpty)
+        }
+    }
+
+    @Test func editsInACopyAreEachReportedByGlobalID() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeOriginal(original)
+            let edited = try copy(original, to: "b.deck")
+            let store = try PackageStore.open(at: edited)
+            let added = try store.write { t in
+                try t.update("Card", id: ids["hola"]!, ["back": .string("hi")])
+                // Moved to the other deck; the tag taken off; a new image (a new blob).
+                try t.update(
+                    "Card", id: ids["merci"]!,
+                    ["deck": .reference(ids["spanish"]!), "image": .data(Data(repeating: 9, count: 100))])
+                try t.update("Card", id: ids["hola"]!, ["tags": .references([])])
+                _ = try t.delete("Card", id: ids["adios"]!)
+                return try t.insert(
+                    "Card", ["front": .string("gracias"), "deck": .reference(ids["french"]!)])
+            }.value
+            try store.close()
+
+            let difference = try PackageStore.difference(between: original, and: edited)
+            let hola = try globalID(original, "Card", ids["hola"]!)
+            let merci = try globalID(original, "Card", ids["merci"]!)
+            let adios = try globalID(original, "Card", ids["adios"]!)
+            let gracias = try globalID(edited, "Card", added)
+            let french = try globalID(original, "Deck", ids["french"]!)
+            let spanish = try globalID(original, "Deck", ids["spanish"]!)
+            let verbs = try globalID(original, "Tag", ids["verbs"]!)
+
+            let byID = Dictionary(uniqueKeysWithValues: difference.records.map { ($0.globalID, $0) })
+            #expect(difference.records.count == 4)
+            #expect(byID[adios]?.change == .only(.first))
+            #expect(byID[gracias]?.change == .only(.second))
+            #expect(
+                byID[hola]?.change
+                    == .cells([CellDifference(name: "back", first: .text("hello"), second: .text("hi"))]))
+            guard case .cells(let cells)? = byID[merci]?.change else {
+                Issue.record("merci's cells are not reported")
+                return
+            }
+            #expect(cells.map(\.name) == ["image", "deck"])
+            #expect(
+                cells.last == CellDifference(name: "deck", first: .record(french), second: .record(spanish)))
+            #expect(
+                difference.links == [
+                    LinkDifference(relationship: "Card.tags", source: hola, target: verbs, side: .first)
+                ])
+            #expect(difference.blobs.map(\.side) == [.second])
+            // In global-id order (as SQLite orders the 16 bytes).
+            let order = difference.records.map { withUnsafeBytes(of: $0.globalID.uuid) { Array($0) } }
+            #expect(order == order.sorted { $0.lexicographicallyPrecedes($1) })
+
+            // The other way round: the same differences, sides swapped.
+            let back = try PackageStore.difference(between: edited, and: original)
+            #expect(back.records.count == 4)
+            #expect(back.records.first { $0.globalID == adios }?.change == .only(.second))
+            #expect(back.links.map(\.side) == [.second])
+            #expect(
+                back.records.first { $0.globalID == hola }?.change
+                    == .cells([CellDifference(name: "back", first: .text("hi"), second: .text("hello"))]))
+        }
+    }
+
+    @Test func textIsComparedByItsBytes() throws {
+        // "é" as one scalar and as "e" with a combining accent: equal Swift strings, different text.
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeOriginal(original)
+            let edited = try copy(original, to: "b.deck")
+            let store = try PackageStore.open(at: edited)
+            try store.write { t in
+                try t.update("Card", id: ids["adios"]!, ["front": .string("adio\u{0301}s")])
+            }
+            try store.close()
+            let difference = try PackageStore.difference(between: original, and: edited)
+            #expect(difference.records.count == 1)
+            #expect(difference.records.first?.globalID == (try globalID(original, "Card", ids["adios"]!)))
+        }
+    }
+
+    @Test func anotherDocumentIsRefusedUnlessAsked() throws {
+        try withTestDirectory { dir in
+            let first = dir.appendingPathComponent("a.deck")
+            let second = dir.appendingPathComponent("b.deck")
+            _ = try makeOriginal(first)
+            _ = try makeOriginal(second)
+            #expect {
+                try PackageStore.difference(between: first, and: second)
+            } throws: { error in
+                guard case DeckError.invalidSource(let path, let reason) = error else { return false }
+                return path == second.path && reason.contains("another document")
+            }
+            let difference = try PackageStore.difference(
+                between: first, and: second, differentDocuments: true)
+            // Every record is new to the other (the ids are random), every link and no blob (the same image).
+            #expect(difference.records.count == 12)
+            #expect(difference.records.filter { $0.change == .only(.first) }.count == 6)
+            #expect(difference.links.count == 2)
+            #expect(difference.blobs.isEmpty)
+        }
+    }
+
+    @Test func anotherSchemaIsRefused() throws {
+        try withTestDirectory { dir in
+            let first = dir.appendingPathComponent("a.deck")
+            _ = try makeOriginal(first)
+            let second = dir.appendingPathComponent("b.deck")
+            try PackageStore.create(
+                at: second, contentType: "org.test", schema: flashCardsSchema(threshold: 32)
+            ).close()
+            #expect {
+                try PackageStore.difference(between: first, and: second, differentDocuments: true)
+            } throws: { error in
+                guard case DeckError.schemaMismatch(let path, let differences) = error else { return false }
+                return path == second.path && !differences.isEmpty
+            }
+        }
+    }
+
+    @Test func wrongPathsGiveClearErrorsAndChangeNothing() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            _ = try makeOriginal(original)
+            let store = original.appendingPathComponent("store.sqlite")
+            let before = try Data(contentsOf: store)
+            let missing = dir.appendingPathComponent("missing.deck")
+            #expect {
+                try PackageStore.difference(between: original, and: missing)
+            } throws: { error in
+                guard case DeckError.notFound(let path) = error else { return false }
+                return path == missing.path
+            }
+            let notAPackage = dir.appendingPathComponent("plain")
+            try FileManager.default.createDirectory(at: notAPackage, withIntermediateDirectories: false)
+            #expect(throws: DeckError.self) {
+                try PackageStore.difference(between: notAPackage, and: original)
+            }
+            // A truncated store is refused by its open.
+            let truncated = try copy(original, to: "t.deck")
+            let handle = try FileHandle(forWritingTo: truncated.appendingPathComponent("store.sqlite"))
+            try handle.truncate(atOffset: 1_000)
+            try handle.close()
+            #expect(throws: DeckError.self) { try PackageStore.difference(between: original, and: truncated) }
+            #expect(try Data(contentsOf: store) == before)
+        }
+    }
+}
