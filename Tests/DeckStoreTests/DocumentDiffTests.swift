@@ -49,8 +49,8 @@ struct DocumentDiffTests {
             let original = dir.appendingPathComponent("a.deck")
             _ = try makeOriginal(original)
             let copied = try copy(original, to: "b.deck")
-            #expect(try PackageStore.difference(between: original, and: copied).isEmpty)
-            #expect(try PackageStore.difference(between: original, and: original).isEmpty)
+            #expect(try DocumentDifference(between: original, and: copied).isEmpty)
+            #expect(try DocumentDifference(between: original, and: original).isEmpty)
         }
     }
 
@@ -73,7 +73,7 @@ struct DocumentDiffTests {
             }.value
             try store.close()
 
-            let difference = try PackageStore.difference(between: original, and: edited)
+            let difference = try DocumentDifference(between: original, and: edited)
             let hola = try globalID(original, "Card", ids["hola"]!)
             let merci = try globalID(original, "Card", ids["merci"]!)
             let adios = try globalID(original, "Card", ids["adios"]!)
@@ -106,7 +106,7 @@ struct DocumentDiffTests {
             #expect(order == order.sorted { $0.lexicographicallyPrecedes($1) })
 
             // The other way round: the same differences, sides swapped.
-            let back = try PackageStore.difference(between: edited, and: original)
+            let back = try DocumentDifference(between: edited, and: original)
             #expect(back.records.count == 4)
             #expect(back.records.first { $0.globalID == adios }?.change == .only(.second))
             #expect(back.links.map(\.side) == [.second])
@@ -127,7 +127,7 @@ struct DocumentDiffTests {
                 try t.update("Card", id: ids["adios"]!, ["front": .string("adio\u{0301}s")])
             }
             try store.close()
-            let difference = try PackageStore.difference(between: original, and: edited)
+            let difference = try DocumentDifference(between: original, and: edited)
             #expect(difference.records.count == 1)
             #expect(difference.records.first?.globalID == (try globalID(original, "Card", ids["adios"]!)))
         }
@@ -140,12 +140,12 @@ struct DocumentDiffTests {
             _ = try makeOriginal(first)
             _ = try makeOriginal(second)
             #expect {
-                try PackageStore.difference(between: first, and: second)
+                try DocumentDifference(between: first, and: second)
             } throws: { error in
                 guard case DeckError.invalidSource(let path, let reason) = error else { return false }
                 return path == second.path && reason.contains("another document")
             }
-            let difference = try PackageStore.difference(
+            let difference = try DocumentDifference(
                 between: first, and: second, differentDocuments: true)
             // Every record is new to the other (the ids are random), every link and no blob (the same image).
             #expect(difference.records.count == 12)
@@ -164,7 +164,7 @@ struct DocumentDiffTests {
                 at: second, contentType: "org.test", schema: flashCardsSchema(threshold: 32)
             ).close()
             #expect {
-                try PackageStore.difference(between: first, and: second, differentDocuments: true)
+                try DocumentDifference(between: first, and: second, differentDocuments: true)
             } throws: { error in
                 guard case DeckError.schemaMismatch(let path, let differences) = error else { return false }
                 return path == second.path && !differences.isEmpty
@@ -180,7 +180,7 @@ struct DocumentDiffTests {
             let before = try Data(contentsOf: store)
             let missing = dir.appendingPathComponent("missing.deck")
             #expect {
-                try PackageStore.difference(between: original, and: missing)
+                try DocumentDifference(between: original, and: missing)
             } throws: { error in
                 guard case DeckError.notFound(let path) = error else { return false }
                 return path == missing.path
@@ -188,14 +188,14 @@ struct DocumentDiffTests {
             let notAPackage = dir.appendingPathComponent("plain")
             try FileManager.default.createDirectory(at: notAPackage, withIntermediateDirectories: false)
             #expect(throws: DeckError.self) {
-                try PackageStore.difference(between: notAPackage, and: original)
+                try DocumentDifference(between: notAPackage, and: original)
             }
             // A truncated store is refused by its open.
             let truncated = try copy(original, to: "t.deck")
             let handle = try FileHandle(forWritingTo: truncated.appendingPathComponent("store.sqlite"))
             try handle.truncate(atOffset: 1_000)
             try handle.close()
-            #expect(throws: DeckError.self) { try PackageStore.difference(between: original, and: truncated) }
+            #expect(throws: DeckError.self) { try DocumentDifference(between: original, and: truncated) }
             #expect(try Data(contentsOf: store) == before)
         }
     }

@@ -93,7 +93,7 @@ public struct BlobDifference: Sendable, Equatable {
     public var side: DiffSide
 }
 
-extension PackageStore {
+extension DocumentDifference {
     /// What differs between the documents at `first` and `second`, two copies of one document
     /// with the same schema. Each is opened read-only and checked as any package is, then both
     /// are read in one transaction (so each is read at one state). Nothing is written to either.
@@ -102,10 +102,8 @@ extension PackageStore {
     ///   document ids), whose records then all differ unless one was copied from the other.
     /// - Throws: ``DeckError/schemaMismatch(path:differences:)`` when the schemas differ (migrate
     ///   one copy first), ``DeckError/invalidSource(path:reason:)`` when the document ids differ
-    ///   and `differentDocuments` is false, and the errors of ``open(at:mode:configuration:)``.
-    public static func difference(
-        between first: URL, and second: URL, differentDocuments: Bool = false
-    ) throws(DeckError) -> DocumentDifference {
+    ///   and `differentDocuments` is false, and the errors of ``PackageStore/open(at:mode:configuration:)``.
+    public init(between first: URL, and second: URL, differentDocuments: Bool = false) throws(DeckError) {
         let a = try PackageStore.open(at: first, mode: .readOnly)
         defer { try? a.close() }
         let b = try PackageStore.open(at: second, mode: .readOnly)
@@ -133,7 +131,7 @@ extension PackageStore {
             defer { database.close() }
             try database.run(
                 "ATTACH DATABASE ? AS other", [.text(b.url.appendingPathComponent(PackageLayout.store).path)])
-            return try database.transaction(.deferred) {
+            self = try database.transaction(.deferred) {
                 try DocumentDiffer(database: database, mapping: a.mapping).difference()
             }
         } catch let error as DeckError {

@@ -1,0 +1,150 @@
+import DeckArguments
+import DeckKit
+import Foundation
+
+/// `deck diff`: what differs between two copies of a document.
+struct DiffCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "diff",
+            abstract: "Show what differs between two copies of a document.",
+            discussion: """
+                Compares two packages of one document (the same document id, the same schema) \
+                record by record, by global id: records in one copy only, attributes and to-one \
+                relationships whose values differ, to-many links in one copy only and blob files \
+                in one copy only. Neither package is changed. Exit status 0 when the copies agree, \
+                1 when they differ.
+                """,
+            examples: [
+                CommandExample(
+                    "Compare a copy with the original", command: "deck diff Spanish.deck Copy.deck")
+            ])
+    }
+
+    @Argument("first", help: "A package.", completion: .file) var first: String
+    @Argument("second", help: "Another copy of the same document.", completion: .file) var second: String
+    @Flag(.json) var json: Bool
+    @Flag("any-document", help: "Compare copies of different documents (different document ids).")
+    var anyDocument: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        let difference = try DocumentDifference(
+            between: Support.url(first), and: Support.url(second), differentDocuments: anyDocument)
+        output.write(json ? Self.json(difference).render() + "\n" : Self.text(difference))
+        return difference.isEmpty ? ExitStatus.ok : ExitStatus.findings
+    }
+
+    /// A global id as the spec writes it (section 6.10).
+    static func id(_ id: UUID) -> String { id.uuidString.lowercased() }
+
+    static func text(_ difference: DocumentDifference) -> String {
+        let field = TerminalText.field
+        guard !difference.isEmpty else { return "no differences\n" }
+        var out = ""
+        for record in difference.records {
+            switch record.change {
+            case .only(let side):
+                out += "\(side == .first ? "-" : "+") \(field(record.entity)) \(id(record.globalID))\n"
+            case .cells(let cells):
+                out += "~ \(field(record.entity)) \(id(record.globalID))\n"
+                for cell in cells {
+                    out += "    \(field(cell.name)): \(text(cell.first)) → \(text(cell.second))\n"
+                }
+            }
+        }
+        for link in difference.links {
+            out +=
+                "\(link.side == .first ? "-" : "+") link \(field(link.relationship)) "
+                + "\(id(link.source)) → \(id(link.target))\n"
+        }
+        for blob in difference.blobs {
+            out += "\(blob.side == .first ? "-" : "+") blob \(field(blob.digest))\n"
+        }
+        let counts = [
+            (difference.records.count, "record"), (difference.links.count, "link"),
+            (difference.blobs.count, "blob"),
+        ]
+        out +=
+            counts.filter { $0.0 > 0 }.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }.joined(
+                separator: ", ")
+            + " differ (- first only, + second only, ~ both, changed)\n"
+        return out
+    }
+
+    static func text(_ cell: DiffCell) -> String {
+        switch cell {
+        case .null: "null"
+        case .integer(let value): "\(value)"
+        case .real(let value): "\(value)"
+        case .text(let value): TerminalText.field(JSON.string(value).render())
+        case .bytes(let value): "<\(value.count) bytes>"
+        case .record(let target): id(target)
+        case .missingRecord(let key): "#\(key) (missing)"
+        }
+    }
+
+    static func json(_ difference: DocumentDifference) -> JSON {
+        .object([
+            ("identical", .bool(difference.isEmpty)),
+            (
+                "records",
+                .array(
+                    difference.records.map { record in
+                        var members: [(String, JSON)] = [
+                            ("entity", .string(record.entity)), ("_gid", .string(id(record.globalID))),
+                        ]
+                        switch record.change {
+                        case .only(let side): members.append(("only", .string(side.rawValue)))
+                        case .cells(let cells):
+                            members.append(
+                                (
+                                    "cells",
+                                    .array(
+                                        cells.map { cell in
+                                            .object([
+                                                ("name", .string(cell.name)), ("first", json(cell.first)),
+                                                ("second", json(cell.second)),
+                                            ])
+                                        })
+                                ))
+                        }
+                        return .object(members)
+                    })
+            ),
+            (
+                "links",
+                .array(
+                    difference.links.map { link in
+                        .object([
+                            ("relationship", .string(link.relationship)),
+                            ("source", .string(id(link.source))),
+                            ("target", .string(id(link.target))), ("only", .string(link.side.rawValue)),
+                        ])
+                    })
+            ),
+            (
+                "blobs",
+                .array(
+                    difference.blobs.map { blob in
+                        .object([("digest", .string(blob.digest)), ("only", .string(blob.side.rawValue))])
+                    })
+            ),
+        ])
+    }
+
+    /// A cell in JSON: a number, a string or null as stored; bytes as base64, a to-one target
+    /// by its global id, a dangling reference by its key.
+    static func json(_ cell: DiffCell) -> JSON {
+        switch cell {
+        case .null: .null
+        case .integer(let value): .int(value)
+        case .real(let value): .double(value)
+        case .text(let value): .string(value)
+        case .bytes(let value): .object([("base64", .string(value.base64EncodedString()))])
+        case .record(let target): .object([("_gid", .string(id(target)))])
+        case .missingRecord(let key): .object([("missingKey", .int(key))])
+        }
+    }
+}

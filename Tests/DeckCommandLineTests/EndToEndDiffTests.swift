@@ -1,0 +1,51 @@
+import DeckTestTiming
+import Foundation
+import Testing
+
+/// `deck diff` end to end: copies that agree and differ, text and JSON, exit statuses, refusals.
+@Suite("End to end: deck diff", .timed)
+struct EndToEndDiffTests {
+    @Test func copiesThatAgreeExitZeroAndEditsExitOne() throws {
+        let directory = try TemporaryDirectory()
+        let original = try e2eSample(in: directory)
+        let copy = directory.appending("Copy.deck")
+        try FileManager.default.copyItem(atPath: original, toPath: copy)
+        let same = try deck("diff", original, copy)
+        e2eExpectSuccess(same)
+        #expect(same.stdout == "no differences\n")
+
+        e2eExpectSuccess(try deck("update", copy, "Card", "back=hi there", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("insert", copy, "Card", "front=perro", "back=dog"))
+        let differ = try deck("diff", original, copy)
+        #expect(differ.status == 1, "stderr: \(differ.stderr)")
+        let lines = differ.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("    back: \"hello\" → \"hi there\""))
+        #expect(lines.filter { $0.hasPrefix("+ Card ") }.count == 1)
+        #expect(lines.filter { $0.hasPrefix("~ Card ") }.count == 1)
+        #expect(lines.last == "2 records differ (- first only, + second only, ~ both, changed)")
+
+        let json = try deck("diff", copy, original, "--json")
+        #expect(json.status == 1)
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["identical"] as? Bool == false)
+        let records = try #require(object["records"] as? [[String: Any]])
+        #expect(records.compactMap { $0["only"] as? String } == ["first"])
+        let cells = try #require(records.compactMap { $0["cells"] as? [[String: Any]] }.first)
+        #expect(
+            cells.first?["first"] as? String == "hi there" && cells.first?["second"] as? String == "hello")
+    }
+
+    @Test func anotherDocumentAndWrongPathsAreRefused() throws {
+        let directory = try TemporaryDirectory()
+        let first = try e2eSample(in: directory)
+        let second = try e2eSample(in: directory, name: "Other.deck")
+        let refused = try deck("diff", first, second)
+        #expect(refused.status != 0 && refused.status != 1)
+        #expect(refused.stderr.contains("another document") && refused.stderr.contains("--any-document"))
+        let asked = try deck("diff", first, second, "--any-document")
+        #expect(asked.status == 1, "stderr: \(asked.stderr)")
+        let missing = try deck("diff", first, directory.appending("missing.deck"))
+        #expect(missing.status == 66 && missing.stderr.contains("no such file"))
+    }
+}
