@@ -75,11 +75,10 @@ struct DiffCommand: DeckCommand {
 
     static func text(_ cell: DiffCell) -> String {
         switch cell {
-        case .null: "null"
-        case .integer(let value): "\(value)"
-        case .real(let value): "\(value)"
-        case .text(let value): TerminalText.field(JSON.string(value).render())
-        case .bytes(let value): "<\(value.count) bytes>"
+        case .value(.null): "null"
+        // Quoted, so that the empty string, or one that looks like a number, is told apart.
+        case .value(.string(let text)): TerminalText.field(JSON.string(text).render())
+        case .value(let value): TerminalText.field(Support.text(value))
         case .record(let target): id(target)
         case .missingRecord(let key): "#\(key) (missing)"
         }
@@ -134,15 +133,11 @@ struct DiffCommand: DeckCommand {
         ])
     }
 
-    /// A cell in JSON: a number, a string or null as stored; bytes as base64, a to-one target
-    /// by its global id, a dangling reference by its key.
+    /// A cell in JSON: a value as `deck query --json` prints it, a to-one target as an object
+    /// with its global id, a dangling reference as one with its key.
     static func json(_ cell: DiffCell) -> JSON {
         switch cell {
-        case .null: .null
-        case .integer(let value): .int(value)
-        case .real(let value): .double(value)
-        case .text(let value): .string(value)
-        case .bytes(let value): .object([("base64", .string(value.base64EncodedString()))])
+        case .value(let value): Support.json(value)
         case .record(let target): .object([("_gid", .string(id(target)))])
         case .missingRecord(let key): .object([("missingKey", .int(key))])
         }

@@ -9,8 +9,11 @@ import Testing
 struct DocumentDiffTests {
     /// A package of two decks, three cards (the first with an external image) and a tag on the
     /// first card; the ids of the records, by name.
-    func makeOriginal(_ url: URL) throws -> [String: Int64] {
-        let store = try PackageStore.create(at: url, contentType: "org.test", schema: flashCardsSchema())
+    func makeOriginal(_ url: URL, cardsDeleteRule: StoreSchema.DeleteRule = .cascade) throws -> [String:
+        Int64]
+    {
+        let store = try PackageStore.create(
+            at: url, contentType: "org.test", schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
         defer { try? store.close() }
         return try store.write { t in
             var ids: [String: Int64] = [:]
@@ -88,12 +91,22 @@ struct DocumentDiffTests {
             #expect(byID[gracias]?.change == .only(.second))
             #expect(
                 byID[hola]?.change
-                    == .cells([CellDifference(name: "back", first: .text("hello"), second: .text("hi"))]))
+                    == .cells([
+                        CellDifference(
+                            name: "back", first: .value(.string("hello")), second: .value(.string("hi")))
+                    ]))
             guard case .cells(let cells)? = byID[merci]?.change else {
                 Issue.record("merci's cells are not reported")
                 return
             }
             #expect(cells.map(\.name) == ["image", "deck"])
+            // The new image is a blob file (over the schema's 16-byte threshold), read as the
+            // record API reads it.
+            guard case .value(.blob(let image)) = cells.first?.second else {
+                Issue.record("merci's new image is not a blob: \(String(describing: cells.first))")
+                return
+            }
+            #expect(cells.first?.first == .value(.null) && image.size == 100)
             #expect(
                 cells.last == CellDifference(name: "deck", first: .record(french), second: .record(spanish)))
             #expect(
@@ -112,7 +125,33 @@ struct DocumentDiffTests {
             #expect(back.links.map(\.side) == [.second])
             #expect(
                 back.records.first { $0.globalID == hola }?.change
-                    == .cells([CellDifference(name: "back", first: .text("hi"), second: .text("hello"))]))
+                    == .cells([
+                        CellDifference(
+                            name: "back", first: .value(.string("hi")), second: .value(.string("hello")))
+                    ]))
+        }
+    }
+
+    @Test func aReferenceLeftDanglingIsReportedByItsKey() throws {
+        // Deck.cards with noAction: deleting a deck leaves its cards pointing at it.
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeOriginal(original, cardsDeleteRule: .noAction)
+            let edited = try copy(original, to: "b.deck")
+            let store = try PackageStore.open(at: edited)
+            try store.write { t in _ = try t.delete("Deck", id: ids["french"]!) }
+            try store.close()
+            let difference = try DocumentDifference(between: original, and: edited)
+            let french = try globalID(original, "Deck", ids["french"]!)
+            let merci = try globalID(original, "Card", ids["merci"]!)
+            #expect(difference.records.count == 2)
+            #expect(difference.records.first { $0.globalID == french }?.change == .only(.first))
+            #expect(
+                difference.records.first { $0.globalID == merci }?.change
+                    == .cells([
+                        CellDifference(
+                            name: "deck", first: .record(french), second: .missingRecord(ids["french"]!))
+                    ]))
         }
     }
 

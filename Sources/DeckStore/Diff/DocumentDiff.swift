@@ -56,13 +56,12 @@ public struct CellDifference: Sendable, Equatable {
     }
 }
 
-/// A cell as stored (spec section 7.1), with a to-one relationship's target by global id.
+/// The value of a cell in one copy: an attribute's value as the record API reads it, or a
+/// to-one relationship's target by its global id.
 public enum DiffCell: Sendable, Hashable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case bytes(Data)
+    /// An attribute's value (`.null`, or the case of the attribute's type; `.blob` for data in a
+    /// blob file), or `.string` with the concrete entity for `_entity`.
+    case value(Value)
     /// A to-one relationship's target.
     case record(UUID)
     /// A reference to a record the copy does not hold (a `noAction` relationship's dangling
@@ -132,7 +131,8 @@ extension DocumentDifference {
             try database.run(
                 "ATTACH DATABASE ? AS other", [.text(b.url.appendingPathComponent(PackageLayout.store).path)])
             self = try database.transaction(.deferred) {
-                try DocumentDiffer(database: database, mapping: a.mapping).difference()
+                try DocumentDiffer(database: database, mapping: a.mapping, epochs: (a.dateEpoch, b.dateEpoch))
+                    .difference()
             }
         } catch let error as DeckError {
             throw error

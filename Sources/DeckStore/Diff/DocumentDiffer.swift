@@ -9,12 +9,14 @@ import Foundation
 struct DocumentDiffer {
     let database: Database
     let mapping: SchemaMapping
+    /// The date epochs of the two stores (spec 4.2): the same for copies of one document.
+    let epochs: (first: DateEpoch, second: DateEpoch)
 
     /// The columns of one table: its attributes, and its to-one relationships stored as own
     /// columns with the table their targets are in.
     private struct TableColumns {
         let table: String
-        var attributes: [String] = []
+        var attributes: [(name: String, type: StoreSchema.AttributeType)] = []
         var references: [(column: String, destination: String)] = []
     }
 
@@ -38,8 +40,9 @@ struct DocumentDiffer {
             guard let root = mapping.entities[name], root.isRoot else { continue }
             var columns = TableColumns(table: root.table)
             for member in mapping.members[root.table] ?? [root] {
-                for attribute in member.attributes where !columns.attributes.contains(attribute.name) {
-                    columns.attributes.append(attribute.name)
+                for attribute in member.attributes
+                where !columns.attributes.contains(where: { $0.name == attribute.name }) {
+                    columns.attributes.append((attribute.name, attribute.type))
                 }
                 for (relationship, storage) in member.relationships {
                     guard case .ownColumn(let column) = storage,
@@ -104,10 +107,16 @@ struct DocumentDiffer {
         var selected = ["x._gid", "x._entity", "y._entity"]
         var joins: [String] = []
         var differs = ["x._entity IS NOT y._entity"]
-        for name in columns.attributes {
+        for (name, type) in columns.attributes {
             let column = quote(name)
             selected += ["x.\(column)", "y.\(column)"]
-            differs.append("x.\(column) IS NOT y.\(column)")
+            if type == .date, epochs.first != epochs.second {
+                // Dates of two epochs: compared as seconds since 1970.
+                differs.append(
+                    "x.\(column) + \(epochs.first.rawValue) IS NOT y.\(column) + \(epochs.second.rawValue)")
+            } else {
+                differs.append("x.\(column) IS NOT y.\(column)")
+            }
         }
         for (offset, (name, destination)) in columns.references.enumerated() {
             let column = quote(name)
@@ -128,14 +137,19 @@ struct DocumentDiffer {
             let (entity, otherEntity) = (row.text(at: 1), row.text(at: 2))
             if entity != otherEntity {
                 cells.append(
-                    CellDifference(name: "_entity", first: .text(entity), second: .text(otherEntity)))
+                    CellDifference(
+                        name: "_entity", first: .value(.string(entity)), second: .value(.string(otherEntity)))
+                )
             }
             var position = 3
-            for name in columns.attributes {
+            for (name, type) in columns.attributes {
                 let (first, second) = (row.value(at: position), row.value(at: position + 1))
                 position += 2
-                if !Self.same(first, second) {
-                    cells.append(CellDifference(name: name, first: DiffCell(first), second: DiffCell(second)))
+                if !same(first, second, type) {
+                    cells.append(
+                        CellDifference(
+                            name: name, first: .value(value(first, type, .first)),
+                            second: .value(value(second, type, .second))))
                 }
             }
             for (name, _) in columns.references {
@@ -151,10 +165,23 @@ struct DocumentDiffer {
 
     /// Whether two cells are the same as SQLite's `IS` compares them: text by its bytes (where
     /// Swift's `==` takes canonically equivalent strings as equal), numbers by value.
-    private static func same(_ first: SQLValue, _ second: SQLValue) -> Bool {
+    private func same(_ first: SQLValue, _ second: SQLValue, _ type: StoreSchema.AttributeType) -> Bool {
         switch (first, second) {
-        case (.text(let a), .text(let b)): a.utf8.elementsEqual(b.utf8)
-        default: first == second
+        case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.real(let a), .real(let b)) where type == .date:
+            return a + Double(epochs.first.rawValue) == b + Double(epochs.second.rawValue)
+        default: return first == second
+        }
+    }
+
+    /// A cell of the copy `side` as the record API reads it (an external blob with its size).
+    private func value(_ cell: SQLValue, _ type: StoreSchema.AttributeType, _ side: DiffSide) -> Value {
+        let schema = side == .first ? "main" : "other"
+        return Value(sql: cell, type: type, epoch: side == .first ? epochs.first : epochs.second) { digest in
+            let size = try? database.scalar(
+                "SELECT size FROM \(schema).deck_blob WHERE digest = ?", [.text(digest.hexDigest)])
+            if case .integer(let size)? = size { return size }
+            return -1
         }
     }
 
@@ -170,7 +197,7 @@ struct DocumentDiffer {
     private static func target(_ gid: UUID?, key: SQLValue) -> DiffCell {
         if let gid { return .record(gid) }
         if case .integer(let key) = key { return .missingRecord(key) }
-        return .null
+        return .value(.null)
     }
 
     /// The links of one join table in one copy only.
@@ -215,17 +242,5 @@ extension DocumentDiffer {
     /// The 16 bytes of `id`, in order: sorted as SQLite sorts the BLOBs.
     static func bytes(_ id: UUID) -> [UInt8] {
         withUnsafeBytes(of: id.uuid) { Array($0) }
-    }
-}
-
-extension DiffCell {
-    init(_ value: SQLValue) {
-        switch value {
-        case .null: self = .null
-        case .integer(let value): self = .integer(value)
-        case .real(let value): self = .real(value)
-        case .text(let value): self = .text(value)
-        case .blob(let value): self = .bytes(value)
-        }
     }
 }
