@@ -649,6 +649,7 @@ if selected("upgrade v1 → v\(PackageStore.formatVersion), \(upgradeRows) rows"
 try runModelBenchmarks()
 try runMigrationBenchmarks()
 try runCoreDataImportBenchmarks()
+try runDiffBenchmarks()
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)
