@@ -61,6 +61,7 @@ public enum PackageVerifier {
         report.manifestFormatVersion = manifest.formatVersion
         try PackageLayout.checkKinds(packagePath: path)
         guard let opened = try openStore(path: path, manifest: manifest, report: &report) else {
+            checkSyncConflicts(path: path, report: &report)
             return report
         }
         let (database, schema, formatVersion) = opened
@@ -87,6 +88,7 @@ public enum PackageVerifier {
                 "\(error)".replacingOccurrences(of: " (in \(store))", with: ""))
         }
         checkLeftovers(path: path, report: &report)
+        checkSyncConflicts(path: path, report: &report)
         report.findings.sort { ($0.severity, $0.code, $0.object) < ($1.severity, $1.code, $1.object) }
         return report
     }
@@ -282,6 +284,20 @@ public enum PackageVerifier {
         case directory
         /// In an archive, already hashed while it was scanned: digest → size.
         case archived([Digest: Int64])
+    }
+
+    /// Copies of the package's files that a file-sync service made beside them (spec 2.4):
+    /// another device's version, which readers ignore and nothing may remove unmerged.
+    static func checkSyncConflicts(path: String, report: inout VerificationReport) {
+        for copy in SyncConflictCopy.find(inPackage: path) {
+            report.findings.append(
+                Finding(
+                    severity: .untidy, code: "sync-conflict", object: path + "/" + copy.name,
+                    message:
+                        "\(copy.service)'s conflict copy of \(copy.original): another device's version, "
+                        + "whose edits are not in this package (readers ignore it); keep it until they are merged"
+                ))
+        }
     }
 
     /// Temporaries, and a `-wal` left by a writer that is gone.
