@@ -265,8 +265,8 @@ extension ReadmeModels {
 
     /// The blocks between `begin` and `end` markers in this file, each without the indentation
     /// of its marker.
-    static func blocks(_ name: String) throws -> [String] {
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+    static func blocks(_ name: String, in file: String = #filePath) throws -> [String] {
+        let source = try String(contentsOf: URL(fileURLWithPath: file), encoding: .utf8)
         var blocks: [String] = []
         var current: [Substring]?
         var indentation = 0

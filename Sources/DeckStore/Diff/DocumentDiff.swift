@@ -69,6 +69,18 @@ public enum DiffCell: Sendable, Hashable {
     case missingRecord(Int64)
 }
 
+extension DiffCell: CustomStringConvertible {
+    /// The value in the text syntax of `deck` (strings quoted), a target's global id, or
+    /// `#key (missing)`.
+    public var description: String {
+        switch self {
+        case .value(let value): value.description
+        case .record(let target): target.uuidString.lowercased()
+        case .missingRecord(let key): "#\(key) (missing)"
+        }
+    }
+}
+
 /// A to-many link (a join table's row) that is in one copy only.
 public struct LinkDifference: Sendable, Equatable {
     /// The join table: the key of the relationship stored in `source` (spec section 6.6).

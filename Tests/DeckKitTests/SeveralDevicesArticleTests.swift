@@ -1,0 +1,51 @@
+import DeckKit
+import DeckTestTiming
+import Foundation
+import Testing
+
+/// The code of `WorkingOnSeveralDevices.md`, compiled and run, and the article checked to hold it.
+@Suite("The article on working on several devices", .timed)
+struct SeveralDevicesArticleTests {
+    @Test func comparingTwoCopiesRuns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "several-devices-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let laptopURL = directory.appendingPathComponent("Spanish.deck")
+        let phoneURL = directory.appendingPathComponent("Spanish (phone).deck")
+        let schema = StoreSchema(entities: [
+            StoreSchema.Entity("Card", attributes: [StoreSchema.Attribute("front", .string)])
+        ])
+        let laptop = try PackageStore.create(at: laptopURL, contentType: "org.example.cards", schema: schema)
+        let id = try laptop.write { try $0.insert("Card", ["front": .string("hola")]) }.value
+        try laptop.close()
+        try FileManager.default.copyItem(at: laptopURL, to: phoneURL)
+        let phone = try PackageStore.open(at: phoneURL)
+        try phone.write { try $0.update("Card", id: id, ["front": .string("¡hola!")]) }
+        try phone.close()
+
+        var printed: [String] = []
+        func print(_ text: String) { printed.append(text) }
+        // SEVERAL-DEVICES-DIFF-BEGIN
+        let difference = try DocumentDifference(between: laptopURL, and: phoneURL)
+        for record in difference.records {
+            switch record.change {
+            case .only(.first): print("\(record.entity) \(record.globalID) is on the laptop only")
+            case .only(.second): print("\(record.entity) \(record.globalID) is on the phone only")
+            case .cells(let cells):
+                for cell in cells { print("\(record.entity).\(cell.name): \(cell.first) → \(cell.second)") }
+            }
+        }
+        // SEVERAL-DEVICES-DIFF-END
+        #expect(printed == ["Card.front: hola → ¡hola!"])
+
+        let article = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "Sources/DeckKit/DeckKit.docc/WorkingOnSeveralDevices.md"), encoding: .utf8)
+        let block = try #require(ReadmeExampleTests.blocks("SEVERAL-DEVICES-DIFF", in: #filePath).first)
+        #expect(
+            article.contains("```swift\n" + block + "\n```"), "WorkingOnSeveralDevices.md lacks the example")
+    }
+}
