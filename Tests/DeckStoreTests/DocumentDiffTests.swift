@@ -1,3 +1,4 @@
+import DeckSQLite
 import DeckStore
 import DeckStoreTestSupport
 import DeckTestSupport
@@ -236,6 +237,65 @@ struct DocumentDiffTests {
             try handle.close()
             #expect(throws: DeckError.self) { try DocumentDifference(between: original, and: truncated) }
             #expect(try Data(contentsOf: store) == before)
+        }
+    }
+
+    @Test func aStoreCarryingAnObjectOfItsOwnIsRefused() throws {
+        // A view that lies about the cards (or a trigger): the open's check of the store's objects
+        // refuses the package before anything is compared.
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            _ = try makeOriginal(original)
+            let hostile = try copy(original, to: "b.deck")
+            let database = try rawStore(hostile)
+            try database.execute("CREATE VIEW lies AS SELECT 1")
+            database.close()
+            #expect {
+                try DocumentDifference(between: original, and: hostile)
+            } throws: { error in
+                guard case DeckError.corrupt(_, let reason) = error else { return false }
+                return reason.contains("lies")
+            }
+        }
+    }
+
+    @Test func aCopyBeingWrittenIsComparedAtOneState() throws {
+        // A writer commits rounds to the second copy while it is compared: each round inserts ten
+        // cards and writes its number on the first card. Every comparison sees whole rounds, the
+        // same ones in every table it reads: as many new cards as the number on the first card says.
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeOriginal(original)
+            let edited = try copy(original, to: "b.deck")
+            let store = try PackageStore.open(at: edited)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                defer { done.signal() }
+                for round in 0..<60 {
+                    _ = try? store.write { t in
+                        try t.update("Card", id: ids["hola"]!, ["back": .string("\(round)")])
+                        for k in 0..<10 {
+                            _ = try t.insert(
+                                "Card",
+                                ["front": .string("\(round)-\(k)"), "deck": .reference(ids["french"]!)])
+                        }
+                    }
+                }
+            }
+            for _ in 0..<40 {
+                let difference = try DocumentDifference(between: original, and: edited)
+                let added = difference.records.filter { $0.change == .only(.second) }.count
+                let rounds = difference.records.compactMap { record -> Int? in
+                    guard case .cells(let cells) = record.change,
+                        case .value(.string(let back))? = cells.first?.second
+                    else { return nil }
+                    return Int(back).map { $0 + 1 }
+                }
+                #expect(added == 10 * (rounds.first ?? 0), "\(added) cards added, rounds \(rounds)")
+            }
+            done.wait()
+            try store.close()
+            #expect(try DocumentDifference(between: original, and: edited).records.count == 601)
         }
     }
 }
