@@ -298,4 +298,51 @@ struct DocumentDiffTests {
             #expect(try DocumentDifference(between: original, and: edited).records.count == 601)
         }
     }
+
+    @Test func subentitiesAndLinksWithinOneTableAreCompared() throws {
+        // Person and its subentity Employee share a table; friends is a to-many from Person to
+        // Person (a join table whose source and target are the same table).
+        let schema = StoreSchema(entities: [
+            StoreSchema.Entity(
+                "Person", attributes: [StoreSchema.Attribute("name", .string)],
+                relationships: [StoreSchema.Relationship("friends", to: "Person", toMany: true)]),
+            StoreSchema.Entity(
+                "Employee", superentity: "Person",
+                attributes: [StoreSchema.Attribute("company", .string, isOptional: true)]),
+        ])
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let store = try PackageStore.create(at: original, contentType: "org.test", schema: schema)
+            let (ana, ben) = try store.write { t in
+                let ana = try t.insert("Person", ["name": .string("Ana")])
+                let ben = try t.insert("Employee", ["name": .string("Ben"), "company": .string("Acme")])
+                return (ana, ben)
+            }.value
+            try store.close()
+            let edited = try copy(original, to: "b.deck")
+            let other = try PackageStore.open(at: edited)
+            try other.write { t in
+                try t.update("Employee", id: ben, ["company": .null])
+                try t.update("Person", id: ana, ["friends": .references([ben])])
+            }
+            try other.close()
+            let difference = try DocumentDifference(between: original, and: edited)
+            let anaID = try globalID(original, "Person", ana)
+            let benID = try globalID(original, "Person", ben)
+            #expect(
+                difference.records == [
+                    RecordDifference(
+                        entity: "Employee", globalID: benID,
+                        change: .cells([
+                            CellDifference(
+                                name: "company", first: .value(.string("Acme")), second: .value(.null))
+                        ]))
+                ])
+            #expect(
+                difference.links == [
+                    LinkDifference(
+                        relationship: "Person.friends", source: anaID, target: benID, side: .second)
+                ])
+        }
+    }
 }

@@ -40,6 +40,12 @@ public struct RecordDifference: Sendable, Equatable {
     /// The record's global id.
     public var globalID: UUID
     public var change: Change
+
+    public init(entity: String, globalID: UUID, change: Change) {
+        self.entity = entity
+        self.globalID = globalID
+        self.change = change
+    }
 }
 
 /// An attribute or to-one relationship of a record whose value differs between the copies.
