@@ -22,18 +22,57 @@ struct DiffCommand: DeckCommand {
     }
 
     @Argument("first", help: "A package.", completion: .file) var first: String
-    @Argument("second", help: "Another copy of the same document.", completion: .file) var second: String
+    @Argument("second", help: "Another copy of the same document (not with --conflicts).", completion: .file)
+    var second: String?
     @Flag(.json) var json: Bool
     @Flag("any-document", help: "Compare copies of different documents (different document ids).")
     var anyDocument: Bool
+    @Flag("conflicts", help: "Compare the store with each file-sync conflict copy of it in the package.")
+    var conflicts: Bool
 
     var writesExactOutput: Bool { json }
 
     func run(_ output: inout Output) throws -> Int32 {
+        if conflicts {
+            guard second == nil else {
+                throw UsageError("--conflicts compares one package with its conflict copies")
+            }
+            return try runConflicts(&output)
+        }
+        guard let second else { throw UsageError("missing the second package (or --conflicts)") }
         let difference = try DocumentDifference(
             between: Support.url(first), and: Support.url(second), differentDocuments: anyDocument)
         output.write(json ? Self.json(difference).render() + "\n" : Self.text(difference))
         return difference.isEmpty ? ExitStatus.ok : ExitStatus.findings
+    }
+
+    /// `--conflicts`: the store against each conflict copy of it.
+    private func runConflicts(_ output: inout Output) throws -> Int32 {
+        let package = Support.url(first)
+        // Refused as any reader refuses a package, before its directory is listed.
+        try PackageStore.open(at: package, mode: .readOnly).close()
+        let copies = SyncConflictCopy.find(in: package).filter(\.isStore)
+        var compared: [(SyncConflictCopy, DocumentDifference)] = []
+        for copy in copies {
+            compared.append((copy, try DocumentDifference(between: package, andConflictCopy: copy)))
+        }
+        if json {
+            let items: [JSON] = compared.map { copy, difference in
+                .object([
+                    ("copy", .string(copy.name)), ("service", .string(copy.service)),
+                    ("difference", Self.json(difference)),
+                ])
+            }
+            output.write(JSON.object([("conflicts", .array(items))]).render() + "\n")
+        } else if compared.isEmpty {
+            output.write("no conflict copies of the store\n")
+        } else {
+            for (copy, difference) in compared {
+                output.write("== \(TerminalText.field(copy.name)) (\(copy.service)'s conflict copy)\n")
+                output.write(Self.text(difference))
+            }
+        }
+        return compared.allSatisfy { $0.1.isEmpty } ? ExitStatus.ok : ExitStatus.findings
     }
 
     /// A global id as the spec writes it (section 6.10).

@@ -48,4 +48,32 @@ struct EndToEndDiffTests {
         let missing = try deck("diff", first, directory.appending("missing.deck"))
         #expect(missing.status == 66 && missing.stderr.contains("no such file"))
     }
+
+    @Test func conflictCopiesAreComparedWithTheStore() throws {
+        let directory = try TemporaryDirectory()
+        let package = try e2eSample(in: directory)
+        let none = try deck("diff", package, "--conflicts")
+        e2eExpectSuccess(none)
+        #expect(none.stdout == "no conflict copies of the store\n")
+        // The other device's version: the store before an edit made here.
+        let copy = "store (conflicted copy 2026-12-03 101500).sqlite"
+        try FileManager.default.copyItem(atPath: package + "/store.sqlite", toPath: package + "/" + copy)
+        e2eExpectSuccess(try deck("update", package, "Card", "back=hi there", "--where", "front == 'hola'"))
+        let result = try deck("diff", package, "--conflicts")
+        #expect(result.status == 1, "stderr: \(result.stderr)")
+        #expect(result.stdout.hasPrefix("== \(copy) (Nextcloud's conflict copy)\n~ Card "))
+        #expect(result.stdout.contains("    back: \"hi there\" → \"hello\"\n"))
+        let json = try deck("diff", package, "--conflicts", "--json")
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let conflicts = try #require(object["conflicts"] as? [[String: Any]])
+        #expect(conflicts.map { $0["service"] as? String } == ["Nextcloud"])
+        let verify = try deck("verify", package)
+        e2eExpectSuccess(verify)
+        #expect(verify.stdout.contains("Nextcloud's conflict copy of store.sqlite"))
+        let both = try deck("diff", package, package, "--conflicts")
+        #expect(both.status == 64)
+        let neither = try deck("diff", package)
+        #expect(neither.status == 64 && neither.stderr.contains("--conflicts"))
+    }
 }

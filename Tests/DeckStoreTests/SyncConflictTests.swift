@@ -103,4 +103,61 @@ struct SyncConflictTests {
             #expect(report.codes.filter { $0 == "sync-conflict" }.count == 2)
         }
     }
+
+    @Test func aConflictCopyOfTheStoreIsComparedWithTheStore() throws {
+        try withTestDirectory { dir in
+            let (url, _) = try packageWithConflicts(in: dir)
+            let copies = SyncConflictCopy.find(in: url)
+            #expect(copies.map(\.service) == ["iCloud Drive", "Syncthing"])
+            let store = try #require(copies.first { $0.isStore })
+            let difference = try DocumentDifference(between: url, andConflictCopy: store)
+            // The copy is the store before the deck was renamed "here".
+            guard case .cells(let cells)? = difference.records.first?.change else {
+                Issue.record("no changed record: \(difference)")
+                return
+            }
+            #expect(difference.records.count == 1)
+            #expect(
+                cells == [
+                    CellDifference(
+                        name: "title", first: .value(.string("here")), second: .value(.string("there")))
+                ])
+            // Nothing was written into the package.
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() == [
+                    "blobs", "lock", "manifest 2.json", "manifest.json", "store.sqlite",
+                    "store.sync-conflict-20261203-101500-ABCDEFG.sqlite",
+                ])
+            let manifest = try #require(copies.first { !$0.isStore })
+            #expect(throws: DeckError.self) {
+                try DocumentDifference(between: url, andConflictCopy: manifest)
+            }
+        }
+    }
+
+    @Test func aConflictCopyThatIsNoStoreOrNoFileIsRefusedByItsName() throws {
+        try withTestDirectory { dir in
+            let (url, _) = try packageWithConflicts(in: dir)
+            let name = "store.sync-conflict-20261203-101500-ABCDEFG.sqlite"
+            let path = url.appendingPathComponent(name).path
+            // Garbage where the other device's store should be.
+            try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+            let copy = try #require(SyncConflictCopy.recognize(name))
+            #expect {
+                try DocumentDifference(between: url, andConflictCopy: copy)
+            } throws: { error in
+                guard case DeckError.corrupt(let where_, _) = error else { return false }
+                return where_ == path
+            }
+            // A FIFO in its place is refused, not read (which would block).
+            try FileManager.default.removeItem(atPath: path)
+            #expect(mkfifo(path, 0o600) == 0)
+            #expect {
+                try DocumentDifference(between: url, andConflictCopy: copy)
+            } throws: { error in
+                guard case DeckError.notARegularFile(let where_, _) = error else { return false }
+                return where_ == path
+            }
+        }
+    }
 }

@@ -161,4 +161,72 @@ extension DocumentDifference {
         }
     }
 
+    /// What differs between the store of the package at `package` and `copy`, a file-sync
+    /// service's conflict copy of it in the package (``SyncConflictCopy/find(in:)``): the other
+    /// device's edits. The copy is checked as any store is (it came from another device), in a
+    /// scratch package of its own outside the package, removed afterwards; nothing is written to
+    /// the package.
+    ///
+    /// - Throws: ``DeckError/misuse(_:)`` when `copy` is not a copy of the store; the errors of
+    ///   ``init(between:and:differentDocuments:)``, naming the copy.
+    public init(between package: URL, andConflictCopy copy: SyncConflictCopy) throws(DeckError) {
+        guard copy.isStore else {
+            throw DeckError.misuse("\(copy.name) is a conflict copy of \(copy.original), not of the store")
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-conflict-\(UUID().uuidString).deck")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let source = package.appendingPathComponent(copy.name)
+        try Self.copyFile(
+            package.appendingPathComponent(PackageLayout.manifest), into: scratch, as: PackageLayout.manifest)
+        try Self.copyFile(source, into: scratch, as: PackageLayout.store)
+        do {
+            self = try DocumentDifference(between: package, and: scratch)
+        } catch {
+            throw error.replacingPath(scratch.path, with: source.path)
+        }
+    }
+
+    /// Copies the regular file at `url` into the directory `directory` (made if missing) as
+    /// `name`, streaming: opened as every package file is (no link followed, no blocking), so a
+    /// FIFO or a link put in its place is refused rather than read.
+    private static func copyFile(_ url: URL, into directory: URL, as name: String) throws(DeckError) {
+        let input = try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind)
+        }
+        let target = directory.appendingPathComponent(name)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: target.path, contents: nil) else {
+                throw DeckError.io(path: target.path, operation: "create", errno: EIO)
+            }
+            let output = try FileHandle(forWritingTo: target)
+            defer { try? output.close() }
+            while true {
+                let chunk = try input.read(upTo: 1 << 20)
+                if chunk.isEmpty { break }
+                try output.write(contentsOf: chunk)
+            }
+        } catch let error as DeckError {
+            throw error
+        } catch {
+            throw DeckError.io(path: target.path, operation: "write", errno: EIO)
+        }
+    }
+}
+
+extension DeckError {
+    /// This error with `path` (a scratch package's) named as `replacement` (what the user knows).
+    fileprivate func replacingPath(_ path: String, with replacement: String) -> DeckError {
+        switch self {
+        case .schemaMismatch(let where_, let differences) where where_ == path:
+            .schemaMismatch(path: replacement, differences: differences)
+        case .invalidSource(let where_, let reason) where where_ == path:
+            .invalidSource(path: replacement, reason: reason)
+        case .corrupt(let where_, let reason) where where_.hasPrefix(path):
+            .corrupt(path: replacement, reason: reason)
+        case .notAPackage(let where_, let reason) where where_.hasPrefix(path):
+            .notAPackage(path: replacement, reason: reason)
+        default: self
+        }
+    }
 }

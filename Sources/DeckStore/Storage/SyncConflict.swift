@@ -7,13 +7,17 @@ import Foundation
 /// name of its own, in the package directory: readers ignore such names (section 2.2), so the
 /// other device's edits are in no store until they are merged; verification reports them
 /// (`sync-conflict`). Blob files never conflict: a blob's name is its content's digest.
-package struct SyncConflictCopy: Sendable, Hashable {
+public struct SyncConflictCopy: Sendable, Hashable {
     /// The copy's name in the package directory.
-    package let name: String
+    public let name: String
     /// The fixed name (spec section 2.1) it is a copy of: `store.sqlite`, `manifest.json`, …
-    package let original: String
-    /// The service whose naming it follows.
-    package let service: String
+    public let original: String
+    /// The service whose naming it follows: Syncthing, Nextcloud, Dropbox, ownCloud or iCloud
+    /// Drive.
+    public let service: String
+
+    /// Whether it is a copy of the store (which ``DocumentDifference`` can compare with it).
+    public var isStore: Bool { original == PackageLayout.store }
 
     /// The top-level files a service may make conflict copies of.
     static let originals = [
@@ -30,7 +34,7 @@ package struct SyncConflictCopy: Sendable, Hashable {
     ///   "conflicted copy");
     /// - ownCloud: `store_conflict-20261203-101500.sqlite`;
     /// - iCloud Drive: `store 2.sqlite` (a space and a number).
-    package static func recognize(_ name: String) -> SyncConflictCopy? {
+    public static func recognize(_ name: String) -> SyncConflictCopy? {
         for original in originals {
             let dot = original.lastIndex(of: ".")
             let base = dot.map { String(original[..<$0]) } ?? original
@@ -80,8 +84,11 @@ package struct SyncConflictCopy: Sendable, Hashable {
         return nil
     }
 
-    /// The conflict copies in the package directory at `path`, by name (none when it cannot be
+    /// The conflict copies in the package directory at `url`, by name (none when it cannot be
     /// listed).
+    public static func find(in url: URL) -> [SyncConflictCopy] { find(inPackage: url.path) }
+
+    /// The conflict copies in the package directory at `path`, by name.
     package static func find(inPackage path: String) -> [SyncConflictCopy] {
         guard let names = try? FileSystem.list(path) else { return [] }
         return names.compactMap(recognize).sorted { $0.name < $1.name }
