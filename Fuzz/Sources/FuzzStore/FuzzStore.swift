@@ -1,7 +1,8 @@
 // The bytes are a package's store.sqlite; the manifest and blob files are those of the populated
 // flash-cards sample (so a store that names its blobs reaches the blob checks). Opening
 // read-only, info(), fetching every entity the stored schema names and verifying must give
-// results or DeckErrors, never a crash or a hang.
+// results or DeckErrors, never a crash or a hang; so must comparing it with the sample's store
+// (`deck diff`), as another copy and as a conflict copy.
 @_spi(Fuzzing) import DeckKit
 import Foundation
 import FuzzSupport
@@ -33,6 +34,23 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         }
         try? package.close()
+    }
+    // deck diff: the store against the sample's, and as a sync service's conflict copy beside the
+    // sample's store (in a package of the sample's manifest and store only: no blob is read).
+    let sample = URL(fileURLWithPath: template)
+    let difference = Result { () throws(DeckError) in
+        try DocumentDifference(between: sample, and: url, differentDocuments: true)
+    }
+    Fuzz.note("diff: \(difference.map { "\($0.records.count) records" })")
+    let conflicted = work + "/q.flashcards"
+    Fuzz.makeDirectory(conflicted)
+    for name in [FuzzingHooks.manifestName, FuzzingHooks.storeName] {
+        try? FileManager.default.copyItem(atPath: template + "/" + name, toPath: conflicted + "/" + name)
+    }
+    let copyName = "store.sync-conflict-20261203-101500-ABCDEFG.sqlite"
+    Fuzz.write(Fuzz.data(bytes, size), to: conflicted + "/" + copyName)
+    if let copy = SyncConflictCopy.recognize(copyName) {
+        _ = try? DocumentDifference(between: URL(fileURLWithPath: conflicted), andConflictCopy: copy)
     }
     let report = try? PackageVerifier.verify(at: url, options: Fuzz.verifyOptions)
     Fuzz.note(
