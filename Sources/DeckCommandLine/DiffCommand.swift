@@ -118,7 +118,7 @@ struct DiffCommand: DeckCommand {
         // Quoted, so that the empty string, or one that looks like a number, is told apart.
         case .value(.string(let text)): TerminalText.field(JSON.string(text).render())
         case .value(let value): TerminalText.field(Support.text(value))
-        case .record(let target): id(target)
+        case .record(let entity, let target): "\(TerminalText.field(entity)) \(id(target))"
         case .missingRecord(let key): "#\(key) (missing)"
         }
     }
@@ -177,7 +177,8 @@ struct DiffCommand: DeckCommand {
     static func json(_ cell: DiffCell) -> JSON {
         switch cell {
         case .value(let value): Support.json(value)
-        case .record(let target): .object([("_gid", .string(id(target)))])
+        case .record(let entity, let target):
+            .object([("entity", .string(entity)), ("_gid", .string(id(target)))])
         case .missingRecord(let key): .object([("missingKey", .int(key))])
         }
     }

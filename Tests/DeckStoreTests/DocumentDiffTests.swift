@@ -109,7 +109,10 @@ struct DocumentDiffTests {
             }
             #expect(cells.first?.first == .value(.null) && image.size == 100)
             #expect(
-                cells.last == CellDifference(name: "deck", first: .record(french), second: .record(spanish)))
+                cells.last
+                    == CellDifference(
+                        name: "deck", first: .record(entity: "Deck", globalID: french),
+                        second: .record(entity: "Deck", globalID: spanish)))
             #expect(
                 difference.links == [
                     LinkDifference(relationship: "Card.tags", source: hola, target: verbs, side: .first)
@@ -151,7 +154,8 @@ struct DocumentDiffTests {
                 difference.records.first { $0.globalID == merci }?.change
                     == .cells([
                         CellDifference(
-                            name: "deck", first: .record(french), second: .missingRecord(ids["french"]!))
+                            name: "deck", first: .record(entity: "Deck", globalID: french),
+                            second: .missingRecord(ids["french"]!))
                     ]))
         }
     }

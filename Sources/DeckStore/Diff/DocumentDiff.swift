@@ -68,20 +68,20 @@ public enum DiffCell: Sendable, Hashable {
     /// An attribute's value (`.null`, or the case of the attribute's type; `.blob` for data in a
     /// blob file), or `.string` with the concrete entity for `_entity`.
     case value(Value)
-    /// A to-one relationship's target.
-    case record(UUID)
+    /// A to-one relationship's target: its concrete entity and global id.
+    case record(entity: String, globalID: UUID)
     /// A reference to a record the copy does not hold (a `noAction` relationship's dangling
     /// reference, spec section 9.3), by its local key.
     case missingRecord(Int64)
 }
 
 extension DiffCell: CustomStringConvertible {
-    /// The value in the text syntax of `deck` (strings quoted), a target's global id, or
+    /// The value in the text syntax of `deck`, a target's entity and global id, or
     /// `#key (missing)`.
     public var description: String {
         switch self {
         case .value(let value): value.description
-        case .record(let target): target.uuidString.lowercased()
+        case .record(let entity, let target): "\(entity) \(target.uuidString.lowercased())"
         case .missingRecord(let key): "#\(key) (missing)"
         }
     }

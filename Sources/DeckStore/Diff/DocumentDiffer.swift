@@ -123,7 +123,10 @@ struct DocumentDiffer {
             // A target by its global id; a dangling reference (no target) by its local key.
             joins.append("LEFT JOIN main.\(quote(destination)) rx\(offset) ON rx\(offset)._pk = x.\(column)")
             joins.append("LEFT JOIN other.\(quote(destination)) ry\(offset) ON ry\(offset)._pk = y.\(column)")
-            selected += ["rx\(offset)._gid", "ry\(offset)._gid", "x.\(column)", "y.\(column)"]
+            selected += [
+                "rx\(offset)._gid", "ry\(offset)._gid", "x.\(column)", "y.\(column)", "rx\(offset)._entity",
+                "ry\(offset)._entity",
+            ]
             differs.append(
                 "rx\(offset)._gid IS NOT ry\(offset)._gid "
                     + "OR (rx\(offset)._gid IS NULL AND x.\(column) IS NOT y.\(column))")
@@ -153,10 +156,15 @@ struct DocumentDiffer {
                 }
             }
             for (name, _) in columns.references {
-                let first = Self.target(row.uuid(at: position), key: row.value(at: position + 2))
-                let second = Self.target(row.uuid(at: position + 1), key: row.value(at: position + 3))
-                position += 4
-                if first != second { cells.append(CellDifference(name: name, first: first, second: second)) }
+                let first = Self.target(
+                    row.uuid(at: position), row.value(at: position + 4), key: row.value(at: position + 2))
+                let second = Self.target(
+                    row.uuid(at: position + 1), row.value(at: position + 5), key: row.value(at: position + 3))
+                position += 6
+                // The same target (by global id) is no difference here, whatever its entity.
+                if !Self.sameTarget(first, second) {
+                    cells.append(CellDifference(name: name, first: first, second: second))
+                }
             }
             guard !cells.isEmpty else { return }
             body(RecordDifference(entity: entity, globalID: try globalID(row, 0), change: .cells(cells)))
@@ -194,10 +202,17 @@ struct DocumentDiffer {
     }
 
     /// A to-one cell: its target's global id, a dangling reference's key, or null.
-    private static func target(_ gid: UUID?, key: SQLValue) -> DiffCell {
-        if let gid { return .record(gid) }
+    private static func target(_ gid: UUID?, _ entity: SQLValue, key: SQLValue) -> DiffCell {
+        if let gid, case .text(let entity) = entity { return .record(entity: entity, globalID: gid) }
         if case .integer(let key) = key { return .missingRecord(key) }
         return .value(.null)
+    }
+
+    /// Whether two to-one cells name the same target (its global id) or are both null, or both
+    /// dangle with the same key.
+    private static func sameTarget(_ first: DiffCell, _ second: DiffCell) -> Bool {
+        if case .record(_, let a) = first, case .record(_, let b) = second { return a == b }
+        return first == second
     }
 
     /// The links of one join table in one copy only.
