@@ -9,7 +9,8 @@ struct DiffCommand: DeckCommand {
             name: "diff",
             abstract: "Show what differs between two copies of a document.",
             discussion: """
-                Compares two packages of one document (the same document id, the same schema) \
+                Compares two packages of one document (the same document id, the same schema), \
+                each a package directory or a package archive, \
                 record by record, by global id: records in one copy only, attributes and to-one \
                 relationships whose values differ, to-many links in one copy only and blob files \
                 in one copy only. Neither package is changed. Exit status 0 when the copies agree, \
@@ -21,7 +22,7 @@ struct DiffCommand: DeckCommand {
             ])
     }
 
-    @Argument("first", help: "A package.", completion: .file) var first: String
+    @Argument("first", help: "A package (or a package archive).", completion: .file) var first: String
     @Argument("second", help: "Another copy of the same document (not with --conflicts).", completion: .file)
     var second: String?
     @Flag(.json) var json: Bool
@@ -40,10 +41,28 @@ struct DiffCommand: DeckCommand {
             return try runConflicts(&output)
         }
         guard let second else { throw UsageError("missing the second package (or --conflicts)") }
-        let difference = try DocumentDifference(
-            between: Support.url(first), and: Support.url(second), differentDocuments: anyDocument)
+        let difference = try Self.withPackage(first) { a in
+            try Self.withPackage(second) { b in
+                try DocumentDifference(between: a, and: b, differentDocuments: anyDocument)
+            }
+        }
         output.write(json ? Self.json(difference).render() + "\n" : Self.text(difference))
         return difference.isEmpty ? ExitStatus.ok : ExitStatus.findings
+    }
+
+    /// Runs `body` with the package at `path`: itself, or a package archive imported (with every
+    /// check of `deck import`) into a staging directory removed afterwards. Errors name `path`,
+    /// not the staging directory.
+    static func withPackage<T>(_ path: String, _ body: (URL) throws -> T) throws -> T {
+        let url = Support.url(path)
+        guard try DeckDocument.isArchiveFile(url) else { return try body(url) }
+        return try DeckDocument.withReadOnlyStore(at: url) { store in
+            do {
+                return try body(store.url)
+            } catch let error as DeckError {
+                throw error.replacingPath(store.url.path, with: url.path)
+            }
+        }
     }
 
     /// `--conflicts`: the store against each conflict copy of it.

@@ -76,4 +76,30 @@ struct EndToEndDiffTests {
         let neither = try deck("diff", package)
         #expect(neither.status == 64 && neither.stderr.contains("--conflicts"))
     }
+
+    @Test func archivesAreComparedAsTheirPackages() throws {
+        let directory = try TemporaryDirectory()
+        let original = try e2eSample(in: directory)
+        let archive = directory.appending("Spanish.zip")
+        e2eExpectSuccess(try deck("export", original, "-o", archive))
+        let copy = directory.appending("Copy.deck")
+        try FileManager.default.copyItem(atPath: original, toPath: copy)
+        e2eExpectSuccess(try deck("diff", archive, copy))
+        e2eExpectSuccess(try deck("insert", copy, "Card", "front=perro", "back=dog"))
+        let differ = try deck("diff", copy, archive)
+        #expect(differ.status == 1 && differ.stdout.hasPrefix("- Card "), "\(differ.stdout) \(differ.stderr)")
+        // Another document's archive: the refusal names the archive, not a staging directory.
+        let other = try e2eSample(in: directory, name: "Other.deck")
+        let otherArchive = directory.appending("Other.zip")
+        e2eExpectSuccess(try deck("export", other, "-o", otherArchive))
+        let refused = try deck("diff", original, otherArchive)
+        #expect(
+            refused.stderr.contains(otherArchive + ": cannot be compared: is another document"),
+            "\(refused.stderr)")
+        // Something that is neither a package nor an archive.
+        let junk = directory.appending("junk.zip")
+        try Data("not an archive".utf8).write(to: URL(fileURLWithPath: junk))
+        let bad = try deck("diff", original, junk)
+        #expect(bad.status != 0 && bad.status != 1 && bad.stderr.contains(junk))
+    }
 }

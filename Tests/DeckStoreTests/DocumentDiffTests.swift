@@ -186,7 +186,7 @@ struct DocumentDiffTests {
             #expect {
                 try DocumentDifference(between: first, and: second)
             } throws: { error in
-                guard case DeckError.invalidSource(let path, let reason) = error else { return false }
+                guard case DeckError.notComparable(let path, let reason) = error else { return false }
                 return path == second.path && reason.contains("another document")
             }
             let difference = try DocumentDifference(
@@ -210,8 +210,8 @@ struct DocumentDiffTests {
             #expect {
                 try DocumentDifference(between: first, and: second, differentDocuments: true)
             } throws: { error in
-                guard case DeckError.schemaMismatch(let path, let differences) = error else { return false }
-                return path == second.path && !differences.isEmpty
+                guard case DeckError.notComparable(let path, let reason) = error else { return false }
+                return path == second.path && reason.contains("schema differs") && reason.contains("migrate")
             }
         }
     }

@@ -117,9 +117,8 @@ extension DocumentDifference {
     ///
     /// - Parameter differentDocuments: compare copies of two different documents (different
     ///   document ids), whose records then all differ unless one was copied from the other.
-    /// - Throws: ``DeckError/schemaMismatch(path:differences:)`` when the schemas differ (migrate
-    ///   one copy first), ``DeckError/invalidSource(path:reason:)`` when the document ids differ
-    ///   and `differentDocuments` is false, and the errors of ``PackageStore/open(at:mode:configuration:)``.
+    /// - Throws: ``DeckError/notComparable(path:reason:)`` when the schemas differ (migrate one
+    ///   copy first) or the document ids differ and `differentDocuments` is false, and the errors of ``PackageStore/open(at:mode:configuration:)``.
     public init(between first: URL, and second: URL, differentDocuments: Bool = false) throws(DeckError) {
         let a = try PackageStore.open(at: first, mode: .readOnly)
         defer { try? a.close() }
@@ -127,12 +126,15 @@ extension DocumentDifference {
         defer { try? b.close() }
         guard a.schema.fingerprint == b.schema.fingerprint else {
             let changes = SchemaDiff(from: a.schema, to: b.schema).steps.map(\.summary)
-            throw DeckError.schemaMismatch(
+            throw DeckError.notComparable(
                 path: second.path,
-                differences: changes.isEmpty ? ["the schema differs from \(first.path)'s"] : changes)
+                reason:
+                    "its schema differs from \(first.path)'s"
+                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
+                    + "; migrate one copy to the other's schema first")
         }
         if !differentDocuments, a.documentID != b.documentID {
-            throw DeckError.invalidSource(
+            throw DeckError.notComparable(
                 path: second.path,
                 reason:
                     "is another document (document id \(b.documentID?.uuidString.lowercased() ?? "none"), "
@@ -216,12 +218,11 @@ extension DocumentDifference {
 
 extension DeckError {
     /// This error with `path` (a scratch package's) named as `replacement` (what the user knows).
-    fileprivate func replacingPath(_ path: String, with replacement: String) -> DeckError {
+    package func replacingPath(_ path: String, with replacement: String) -> DeckError {
         switch self {
-        case .schemaMismatch(let where_, let differences) where where_ == path:
-            .schemaMismatch(path: replacement, differences: differences)
-        case .invalidSource(let where_, let reason) where where_ == path:
-            .invalidSource(path: replacement, reason: reason)
+        case .notComparable(let where_, let reason) where where_ == path:
+            .notComparable(
+                path: replacement, reason: reason.replacingOccurrences(of: path, with: replacement))
         case .corrupt(let where_, let reason) where where_.hasPrefix(path):
             .corrupt(path: replacement, reason: reason)
         case .notAPackage(let where_, let reason) where where_.hasPrefix(path):
