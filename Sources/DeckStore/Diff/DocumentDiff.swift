@@ -154,12 +154,8 @@ extension DocumentDifference {
                 try DocumentDiffer(database: database, mapping: a.mapping, epochs: (a.dateEpoch, b.dateEpoch))
                     .difference()
             }
-        } catch let error as DeckError {
-            throw error
-        } catch let error as SQLiteError {
-            throw DeckError.sqlite(error)
         } catch {
-            throw DeckError.unexpected("\(error)")
+            throw DeckError.wrap(error)
         }
     }
 
@@ -175,43 +171,36 @@ extension DocumentDifference {
         guard copy.isStore else {
             throw DeckError.misuse("\(copy.name) is a conflict copy of \(copy.original), not of the store")
         }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-conflict-\(UUID().uuidString).deck")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        // A private scratch directory (a copy of someone's data), removed afterwards, also when
+        // the process is interrupted (StagingFiles).
+        let scratch = try Staging.makeScratchDirectory(purpose: "conflict", mode: 0o700)
+        defer { scratch.discard() }
         let source = package.appendingPathComponent(copy.name)
         try Self.copyFile(
-            package.appendingPathComponent(PackageLayout.manifest), into: scratch, as: PackageLayout.manifest)
-        try Self.copyFile(source, into: scratch, as: PackageLayout.store)
+            package.appendingPathComponent(PackageLayout.manifest),
+            to: scratch.path + "/" + PackageLayout.manifest)
+        try Self.copyFile(source, to: scratch.path + "/" + PackageLayout.store)
         do {
-            self = try DocumentDifference(between: package, and: scratch)
+            self = try DocumentDifference(between: package, and: scratch.url)
         } catch {
             throw error.replacingPath(scratch.path, with: source.path)
         }
     }
 
-    /// Copies the regular file at `url` into the directory `directory` (made if missing) as
-    /// `name`, streaming: opened as every package file is (no link followed, no blocking), so a
-    /// FIFO or a link put in its place is refused rather than read.
-    private static func copyFile(_ url: URL, into directory: URL, as name: String) throws(DeckError) {
+    /// Copies the regular file at `url` to a new private file at `target`, streaming: opened as
+    /// every package file is (no link followed, no blocking), so a FIFO or a link put in its place
+    /// is refused rather than read.
+    private static func copyFile(_ url: URL, to target: String) throws(DeckError) {
         let input = try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind)
         }
-        let target = directory.appendingPathComponent(name)
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: target.path, contents: nil) else {
-                throw DeckError.io(path: target.path, operation: "create", errno: EIO)
-            }
-            let output = try FileHandle(forWritingTo: target)
-            defer { try? output.close() }
-            while true {
-                let chunk = try input.read(upTo: 1 << 20)
-                if chunk.isEmpty { break }
-                try output.write(contentsOf: chunk)
-            }
-        } catch let error as DeckError {
-            throw error
-        } catch {
-            throw DeckError.io(path: target.path, operation: "write", errno: EIO)
+        let output = try FileSystem.openRegular(target, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        defer { FileSystem.close(output) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: BlobStore.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try input.read(into: buffer.baseAddress!, count: buffer.count)
+            if count == 0 { return }
+            try FileSystem.write(output, UnsafeRawBufferPointer(rebasing: buffer[0..<count]), path: target)
         }
     }
 }

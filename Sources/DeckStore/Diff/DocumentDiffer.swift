@@ -12,6 +12,11 @@ struct DocumentDiffer {
     /// The date epochs of the two stores (spec 4.2): the same for copies of one document.
     let epochs: (first: DateEpoch, second: DateEpoch)
 
+    /// Each side, with the schema names of its store and of the other (`main` is the first).
+    private static let sides: [(side: DiffSide, near: String, far: String)] = [
+        (.first, "main", "other"), (.second, "other", "main"),
+    ]
+
     /// The columns of one table: its attributes, and its to-one relationships stored as own
     /// columns with the table their targets are in.
     private struct TableColumns {
@@ -25,7 +30,9 @@ struct DocumentDiffer {
         for columns in tables() {
             try records(of: columns, into: &difference.records)
         }
-        for (table, source, target) in joinTables() {
+        // By name: the order of the links in the result.
+        let joinTables = mapping.joinTables.sorted { $0.table.utf8.lexicographicallyPrecedes($1.table.utf8) }
+        for (table, source, target) in joinTables {
             try links(table, source: source, target: target, into: &difference.links)
         }
         try blobs(into: &difference.blobs)
@@ -36,8 +43,7 @@ struct DocumentDiffer {
     /// have (siblings share a column, spec section 6.1).
     private func tables() -> [TableColumns] {
         var result: [TableColumns] = []
-        for name in mapping.entityNames {
-            guard let root = mapping.entities[name], root.isRoot else { continue }
+        for root in mapping.roots {
             var columns = TableColumns(table: root.table)
             for member in mapping.members[root.table] ?? [root] {
                 for attribute in member.attributes
@@ -57,31 +63,12 @@ struct DocumentDiffer {
         return result
     }
 
-    /// Each join table once, with the tables its `source` and `target` columns point into, by
-    /// name.
-    private func joinTables() -> [(table: String, source: String, target: String)] {
-        var result: [(table: String, source: String, target: String)] = []
-        for name in mapping.entityNames {
-            guard let entity = mapping.entities[name] else { continue }
-            for (relationship, storage) in entity.relationships {
-                guard case .joinTable(let table, let near, _) = storage,
-                    !result.contains(where: { $0.table == table }),
-                    let destination = mapping.entities[relationship.destination]
-                else { continue }
-                result.append(
-                    near == "source"
-                        ? (table, entity.table, destination.table) : (table, destination.table, entity.table))
-            }
-        }
-        return result.sorted { $0.table.utf8.lexicographicallyPrecedes($1.table.utf8) }
-    }
-
     /// The records of one table in one copy only, then those in both whose cells differ, merged
     /// in global-id order.
     private func records(of columns: TableColumns, into result: inout [RecordDifference]) throws {
         let table = quote(columns.table)
         var found: [(gid: [UInt8], difference: RecordDifference)] = []
-        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+        for (side, near, far) in Self.sides {
             try database.forEachRow(
                 "SELECT x._gid, x._entity FROM \(near).\(table) x "
                     + "WHERE NOT EXISTS (SELECT 1 FROM \(far).\(table) y WHERE y._gid = x._gid)"
@@ -225,7 +212,7 @@ struct DocumentDiffer {
                 + "JOIN \(schema).\(quote(target)) t ON t._pk = j.target"
         }
         var found: [(key: [UInt8], difference: LinkDifference)] = []
-        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+        for (side, near, far) in Self.sides {
             try database.forEachRow("\(pairs(near)) EXCEPT \(pairs(far))") { row in
                 let (from, to) = (try globalID(row, 0), try globalID(row, 1))
                 found.append(
@@ -241,7 +228,7 @@ struct DocumentDiffer {
 
     /// The blobs with references in one copy only.
     private func blobs(into result: inout [BlobDifference]) throws {
-        for (side, near, far) in [(DiffSide.first, "main", "other"), (.second, "other", "main")] {
+        for (side, near, far) in Self.sides {
             try database.forEachRow(
                 "SELECT digest FROM \(near).deck_blob WHERE refs > 0 "
                     + "EXCEPT SELECT digest FROM \(far).deck_blob WHERE refs > 0"

@@ -43,7 +43,9 @@ struct MigrationTableReshaper {
             try setTableAside(oldRoot.table)
         }
         let keptJoins = keptJoinTables(newMapping)
-        for table in joinTables(oldMapping) where !keptJoins.contains(table) { try setTableAside(table) }
+        for (table, _, _) in oldMapping.joinTables where !keptJoins.contains(table) {
+            try setTableAside(table)
+        }
         for root in newMapping.roots where !altered.contains(root.table) {
             let statements = StoreDDL.tableStatements(root, mapping: newMapping, formatVersion: version)
             try database.execute(statements.table)
@@ -85,19 +87,6 @@ struct MigrationTableReshaper {
             }
         }
         return kept
-    }
-
-    /// The join tables of a mapping.
-    func joinTables(_ mapping: SchemaMapping) -> [String] {
-        var result: [String] = []
-        for name in mapping.entityNames {
-            for (_, storage) in mapping.entities[name]?.relationships ?? [] {
-                if case .joinTable(let table, _, _) = storage, !result.contains(table) {
-                    result.append(table)
-                }
-            }
-        }
-        return result
     }
 
     /// Renames an old table out of the way, its indexes and triggers dropped (the ones the new

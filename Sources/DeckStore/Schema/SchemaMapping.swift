@@ -388,6 +388,26 @@ struct SchemaMapping {
         entityNames.compactMap { entities[$0] }.filter { $0.entity.superentity == nil }
     }
 
+    /// The join tables of stored to-many links (spec 6.6), each once, in the order their first
+    /// relationship comes in the schema, with the tables their `source` and `target` columns
+    /// point into.
+    var joinTables: [(table: String, source: String, target: String)] {
+        var result: [(table: String, source: String, target: String)] = []
+        var seen: Set<String> = []
+        for name in entityNames {
+            guard let entity = entities[name] else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .joinTable(let table, let near, _) = storage, seen.insert(table).inserted,
+                    let destination = entities[relationship.destination]
+                else { continue }
+                result.append(
+                    near == "source"
+                        ? (table, entity.table, destination.table) : (table, destination.table, entity.table))
+            }
+        }
+        return result
+    }
+
     /// The entity to name for a unique violation that SQLite reports on `columns` of `table`:
     /// `writing`, the entity of the record being written, when one of its constraints has exactly
     /// those columns; otherwise the one entity of the table that declares such a constraint;

@@ -160,26 +160,16 @@ enum StoreDDL {
     /// The join tables of stored to-many links, once per pair, with their indexes.
     static func joinTableStatements(_ mapping: SchemaMapping) -> [String] {
         var statements: [String] = []
-        var joins: Set<String> = []
-        for name in mapping.entityNames {
-            guard let entity = mapping.entities[name] else { continue }
-            for (relationship, storage) in entity.relationships {
-                guard case .joinTable(let table, let near, _) = storage, joins.insert(table).inserted,
-                    let destination = mapping.entities[relationship.destination]
-                else { continue }
-                let sourceTable = near == "source" ? entity.table : destination.table
-                let targetTable = near == "source" ? destination.table : entity.table
-                statements.append(
-                    """
-                    CREATE TABLE \(quote(table))(
-                        source INTEGER NOT NULL REFERENCES \(quote(sourceTable))(_pk) ON DELETE CASCADE,
-                        target INTEGER NOT NULL REFERENCES \(quote(targetTable))(_pk) ON DELETE CASCADE,
-                        PRIMARY KEY (source, target)
-                    ) STRICT, WITHOUT ROWID
-                    """)
-                statements.append(
-                    "CREATE INDEX \(quote(table + ".target")) ON \(quote(table))(target, source)")
-            }
+        for (table, sourceTable, targetTable) in mapping.joinTables {
+            statements.append(
+                """
+                CREATE TABLE \(quote(table))(
+                    source INTEGER NOT NULL REFERENCES \(quote(sourceTable))(_pk) ON DELETE CASCADE,
+                    target INTEGER NOT NULL REFERENCES \(quote(targetTable))(_pk) ON DELETE CASCADE,
+                    PRIMARY KEY (source, target)
+                ) STRICT, WITHOUT ROWID
+                """)
+            statements.append("CREATE INDEX \(quote(table + ".target")) ON \(quote(table))(target, source)")
         }
         return statements
     }

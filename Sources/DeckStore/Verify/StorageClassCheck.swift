@@ -25,7 +25,7 @@ enum StorageClassCheck {
                 db, table: root.table, key: "_pk", rules: entityRules(root, mapping: mapping), report: &report
             )
         }
-        for table in joinTables(mapping) where tables.contains(table) {
+        for (table, _, _) in mapping.joinTables where tables.contains(table) {
             let rules = ["source", "target"].map {
                 Rule(
                     column: $0, description: "a join table holds record ids (integers)",
@@ -101,22 +101,6 @@ enum StorageClassCheck {
                 column: attribute.name, description: "a data column holds bytes (blob)",
                 classes: ["blob"] + null)
         }
-    }
-
-    /// The join tables of `mapping`, each once.
-    static func joinTables(_ mapping: SchemaMapping) -> [String] {
-        var joins: [String] = []
-        var seen: Set<String> = []
-        for name in mapping.entityNames {
-            guard let entity = mapping.entities[name] else { continue }
-            for (_, storage) in entity.relationships {
-                guard case .joinTable(let table, _, _) = storage, seen.insert(table).inserted else {
-                    continue
-                }
-                joins.append(table)
-            }
-        }
-        return joins
     }
 
     /// Checks `rules` on `table` in one scan. `key`: the rowid column naming the first offending
