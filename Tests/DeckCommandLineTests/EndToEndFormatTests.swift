@@ -1,3 +1,4 @@
+import DeckStore
 import DeckTestTiming
 import Foundation
 import Testing
@@ -22,7 +23,10 @@ import Testing
         let path = try Self.fixture("Library.deck", in: directory, version: 2)
         let inspect = try deck("open", path)
         e2eExpectSuccess(inspect)
-        #expect(inspect.stdout.contains("  format:   2 (the next writer upgrades it to 4)   schema: 3.1.0\n"))
+        #expect(
+            inspect.stdout.contains(
+                "  format:   2 (the next writer upgrades it to \(PackageStore.formatVersion))   schema: 3.1.0\n"
+            ))
         #expect(!inspect.stdout.contains("floor:") && inspect.stdout.contains("\n  fingerprint: "))
         let before = try #require(
             JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
@@ -32,11 +36,15 @@ import Testing
         let after = try #require(
             JSONSerialization.jsonObject(with: Data(try deck("inspect", path, "--json").stdout.utf8))
                 as? [String: Any])
-        #expect(after["formatVersion"] as? Int == 4 && after["schemaFloor"] as? String == "3.1.0")
+        #expect(
+            after["formatVersion"] as? Int == PackageStore.formatVersion
+                && after["schemaFloor"] as? String == "3.1.0")
         #expect(after["schemaFingerprint"] as? String == before["schemaFingerprint"] as? String)
         #expect(after["documentId"] as? String == before["documentId"] as? String)
         let verify = try deck("verify", path)
-        #expect(verify.status == 0 && verify.stdout.hasSuffix("(format 4)\n"), "\(verify.stdout)")
+        #expect(
+            verify.status == 0 && verify.stdout.hasSuffix("(format \(PackageStore.formatVersion))\n"),
+            "\(verify.stdout)")
     }
 
     @Test func readingCommandsSayVersion1AndWritingUpgrades() throws {
@@ -44,7 +52,10 @@ import Testing
         let path = try Self.fixture("Library.deck", in: directory)
         let inspect = try deck("inspect", path)
         e2eExpectSuccess(inspect)
-        #expect(inspect.stdout.contains("  format:   1 (the next writer upgrades it to 4)   schema: 3.1.0\n"))
+        #expect(
+            inspect.stdout.contains(
+                "  format:   1 (the next writer upgrades it to \(PackageStore.formatVersion))   schema: 3.1.0\n"
+            ))
         #expect(!inspect.stdout.contains("document:"))
         let json = try deck("inspect", path, "--json")
         let info = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -52,7 +63,9 @@ import Testing
         #expect(info["documentId"] is NSNull)
         let verify = try deck("verify", path)
         e2eExpectSuccess(verify)
-        #expect(verify.stdout.hasSuffix(" (format 1 (the next writer upgrades it to 4))\n"))
+        #expect(
+            verify.stdout.hasSuffix(
+                " (format 1 (the next writer upgrades it to \(PackageStore.formatVersion)))\n"))
         let before = try Self.records(try deck("query", path, "Person", "--json"))
         #expect(before.count == 3 && before.allSatisfy { $0["_gid"] is NSNull })
 
@@ -73,7 +86,8 @@ import Testing
         let verified = try deck("verify", path, "--json")
         let report = try #require(
             JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any])
-        #expect(report["valid"] as? Bool == true && report["formatVersion"] as? Int == 4)
+        #expect(
+            report["valid"] as? Bool == true && report["formatVersion"] as? Int == PackageStore.formatVersion)
         let upgraded = try deck("inspect", path, "--json")
         let document = try #require(
             JSONSerialization.jsonObject(with: Data(upgraded.stdout.utf8)) as? [String: Any])
@@ -160,7 +174,7 @@ import Testing
         let damage = try runTool("sqlite3", [path + "/store.sqlite", sql])
         try #require(damage.status == 0, "\(damage.stderr)")
         let info = try e2eJSONObject(try deck("inspect", path, "--json").stdout)
-        #expect(info["formatVersion"] as? Int == 4)
+        #expect(info["formatVersion"] as? Int == PackageStore.formatVersion)
         #expect(info["schemaFloor"] as? String == "3.1.0", "\(info["schemaFloor"] ?? "none")")
         let open = try deck("open", path)
         #expect(open.stdout.contains("  floor:    3.1.0   fingerprint: "), "\(open.stdout)")

@@ -210,7 +210,8 @@ struct EndToEndStoreTrustTests {
         try (Data([0xEF, 0xBB, 0xBF]) + manifest).write(to: URL(fileURLWithPath: path + "/manifest.json"))
         e2eExpectFailure(try deck("open", path), status: 66, "not a Deck package", "byte-order mark")
         let duplicated = String(decoding: manifest, as: UTF8.self).replacingOccurrences(
-            of: "\"formatVersion\" : 4,", with: "\"formatVersion\" : 4,\n  \"formatVersion\" : 1,")
+            of: "\"formatVersion\" : \(PackageStore.formatVersion),",
+            with: "\"formatVersion\" : \(PackageStore.formatVersion),\n  \"formatVersion\" : 1,")
         try Data(duplicated.utf8).write(to: URL(fileURLWithPath: path + "/manifest.json"))
         e2eExpectFailure(try deck("verify", path), status: 66, "'formatVersion' appears twice")
     }

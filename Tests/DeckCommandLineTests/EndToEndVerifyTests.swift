@@ -22,7 +22,7 @@ struct EndToEndVerifyTests {
         e2eExpectSuccess(result)
         #expect(
             result.stdout
-                == "\(path): valid: 17 records, 6 blobs hashed (527.4 KiB), 0 corruption, 0 untidy (format 4)\n"
+                == "\(path): valid: 17 records, 6 blobs hashed (527.4 KiB), 0 corruption, 0 untidy (format \(PackageStore.formatVersion))\n"
         )
     }
 
@@ -190,7 +190,7 @@ struct EndToEndVerifyTests {
         e2eExpectSuccess(result)
         #expect(
             result.stdout
-                == "\(path): valid: 17 records, 0 blobs hashed (0 bytes), 0 corruption, 0 untidy (format 4)\n"
+                == "\(path): valid: 17 records, 0 blobs hashed (0 bytes), 0 corruption, 0 untidy (format \(PackageStore.formatVersion))\n"
         )
         let json = try e2eJSONObject(try deck("verify", path, "--quick", "--json").stdout)
         #expect(json["blobsChecked"] as? Int == 0)

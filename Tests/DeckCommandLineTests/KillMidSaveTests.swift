@@ -136,9 +136,10 @@ let crashSchema = StoreSchema(entities: [
         #expect(lastCommitted > 0, "the child never committed anything; the test proved nothing (\(seed))")
     }
 
-    /// Kills a writer at random moments while it upgrades a version 1 or 2 package to version 3
-    /// (the manifest first, then the store in one transaction): whatever the moment, the package
-    /// is of the old version, an interrupted upgrade (manifest 4 over an old store) or version 4,
+    /// Kills a writer at random moments while it upgrades a version 1 or 2 package to the current
+    /// version (the manifest first, then the store in one transaction): whatever the moment, the
+    /// package is of the old version, an interrupted upgrade (the current manifest over an old
+    /// store) or of the current version,
     /// it verifies, it holds every record, and the next writer finishes the upgrade.
     @Test(arguments: [1, 2])
     func killedUpgradeLeavesTheOldVersionOrVersion3(from version: Int) throws {
@@ -179,11 +180,12 @@ let crashSchema = StoreSchema(entities: [
             }
         }
         let expected = try counts(original)
+        let current = PackageStore.formatVersion
         // How long a whole upgrade takes here (no assertion on it: it only sets the kill window).
         let timed = directory.url.appendingPathComponent("timed.flashcards")
         try FileManager.default.copyItem(at: original, to: timed)
         let start = Date()
-        #expect(try runChild(timed, killAfter: nil) == "upgraded 4")
+        #expect(try runChild(timed, killAfter: nil) == "upgraded \(PackageStore.formatVersion)")
         let window = max(0.05, Date().timeIntervalSince(start))
         var seen: Set<String> = []
         let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 8
@@ -211,17 +213,18 @@ let crashSchema = StoreSchema(entities: [
                 #expect(report.isValid, "seed \(seed) round \(round): \(report.findings)")
                 #expect(
                     [
-                        "manifest \(version), store \(version)", "manifest 4, store \(version)",
-                        "manifest 4, store 4",
+                        "manifest \(version), store \(version)", "manifest \(current), store \(version)",
+                        "manifest \(current), store \(current)",
                     ].contains(state),
                     "seed \(seed) round \(round): \(state)")
                 #expect(try counts(url) == expected, "seed \(seed) round \(round)")
             }
             // The next writer finishes what the killed one began.
-            #expect(try runChild(url, killAfter: nil) == "upgraded 4")
+            #expect(try runChild(url, killAfter: nil) == "upgraded \(PackageStore.formatVersion)")
             let after = try PackageVerifier.verify(at: url)
             #expect(
-                after.isValid && after.formatVersion == 4, "seed \(seed) round \(round): \(after.findings)")
+                after.isValid && after.formatVersion == current,
+                "seed \(seed) round \(round): \(after.findings)")
             #expect(try counts(url) == expected, "seed \(seed) round \(round)")
             try FileManager.default.removeItem(at: url)
         }
@@ -241,7 +244,7 @@ let crashSchema = StoreSchema(entities: [
             .appendingPathComponent("Fixtures/v2/Flashcards.flashcards")
         let original = directory.url.appendingPathComponent("original.flashcards")
         try FileManager.default.copyItem(at: fixture, to: original)
-        #expect(try runChild(original, killAfter: nil) == "upgraded 4")
+        #expect(try runChild(original, killAfter: nil) == "upgraded \(PackageStore.formatVersion)")
         let db = try Database(path: original.path + "/store.sqlite", mode: .readWrite)
         try db.execute(
             """

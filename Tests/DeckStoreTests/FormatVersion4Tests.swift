@@ -89,7 +89,8 @@ import Testing
                 try Self.stored(package.url, "SELECT value FROM deck_meta WHERE key = 'date_epoch'")
                     == [[.integer(978_307_200)]])
             let manifest = try Manifest.read(packagePath: package.url.path)
-            #expect(manifest.formatVersion == 4 && manifest.minimumReaderVersion == 4)
+            #expect(
+                manifest.formatVersion == PackageLayout.formatVersion && manifest.minimumReaderVersion == 4)
             let reopened = try PackageStore.open(at: package.url, mode: .readOnly)
             defer { try? reopened.close() }
             for (id, date) in ids {
@@ -280,7 +281,8 @@ import Testing
                 try Self.stored(url, "SELECT value FROM deck_meta WHERE key = 'date_epoch'")
                     == [[.integer(978_307_200)]])
             let manifest = try Manifest.read(packagePath: url.path)
-            #expect(manifest.formatVersion == 4 && manifest.minimumReaderVersion == 4)
+            #expect(
+                manifest.formatVersion == PackageLayout.formatVersion && manifest.minimumReaderVersion == 4)
             // Every instant is the one the version 3 store held.
             let after = try Self.events(url)
             #expect(after == before)
@@ -300,7 +302,7 @@ import Testing
             // The unique dates 978307200 s apart were each moved without meeting another.
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
-            #expect(report.formatVersion == 4)
+            #expect(report.formatVersion == PackageLayout.formatVersion)
             // What a Date reads is what it read before (the same binary64 since 2001).
             for (event, values) in before {
                 for (attribute, value) in values {
@@ -344,7 +346,8 @@ import Testing
             }
             let report = try PackageVerifier.verify(at: url)
             #expect(
-                report.isValid && report.findings.isEmpty && report.formatVersion == 4, "\(report.findings)")
+                report.isValid && report.findings.isEmpty
+                    && report.formatVersion == PackageLayout.formatVersion, "\(report.findings)")
             // Text written to it is rounded once, in its own epoch.
             let document = try PackageStore.open(at: url)
             #expect(document.dateEpoch == .unix)

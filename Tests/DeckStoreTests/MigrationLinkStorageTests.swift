@@ -62,7 +62,7 @@ import Testing
                 try reader.live().database.rows("SELECT name FROM sqlite_schema WHERE type = 'table'")
                     .compactMap { $0[0].string }
             }
-            #expect(!tables.contains("Card.deck") && !tables.contains { $0.hasPrefix("deck_links") })
+            #expect(!tables.contains("Card.deck") && !tables.contains { $0.hasPrefix("deck_links_") })
         }
     }
 

@@ -39,12 +39,12 @@ struct PackageTests {
 
             let db = try rawStore(url)
             #expect(try db.pragma("application_id")?.int64 == 0x4445_434B)
-            #expect(try db.pragma("user_version")?.int64 == 4)
+            #expect(try db.pragma("user_version")?.int64 == 5)
             #expect(try db.pragma("integrity_check") == .text("ok"))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")
                     == .text("org.example.notes"))
-            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(4))
+            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(5))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'date_epoch'") == .integer(978_307_200)
             )
@@ -61,7 +61,7 @@ struct PackageTests {
             #expect(manifestData.last == 0x0A, "the manifest ends with a newline")
             let manifest = try JSONDecoder().decode(Manifest.self, from: manifestData)
             #expect(manifest.format == "org.deck.package")
-            #expect(manifest.formatVersion == 4)
+            #expect(manifest.formatVersion == 5)
             #expect(manifest.minimumReaderVersion == 4)
             #expect(manifest.contentType == "org.example.notes")
             let object = try JSONSerialization.jsonObject(with: manifestData) as? [String: Any]
@@ -272,14 +272,16 @@ struct PackageTests {
             }
             let url = package.url
             try package.close()
+            let current = PackageLayout.formatVersion
+            let later = current + 1
             try Data(
-                #"{"format":"org.deck.package","formatVersion":5,"minimumReaderVersion":4,"contentType":"org.deck.test.flashcards"}"#
+                #"{"format":"org.deck.package","formatVersion":\#(later),"minimumReaderVersion":\#(current),"contentType":"org.deck.test.flashcards"}"#
                     .utf8
             )
             .write(to: url.appendingPathComponent("manifest.json"))
             // A later version's bookkeeping: a deck_ table and deck_meta key this version ignores.
             try rawStore(url).execute(
-                "PRAGMA user_version = 5; UPDATE deck_meta SET value = 5 WHERE key = 'format_version'; "
+                "PRAGMA user_version = \(later); UPDATE deck_meta SET value = \(later) WHERE key = 'format_version'; "
                     + "CREATE TABLE deck_history(step INTEGER PRIMARY KEY, schema TEXT) STRICT; "
                     + "CREATE INDEX deck_history_schema ON deck_history(schema); "
                     + "INSERT INTO deck_meta VALUES ('schema_later', 'x')")
@@ -288,9 +290,9 @@ struct PackageTests {
             #expect(try reader.read { try $0.count(RecordQuery("Deck")) } == 1)
             try reader.close()
             let error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readWrite) }
-            if case .tooNew(_, 5, 4) = error {
+            if case .tooNew(_, later, current) = error {
             } else {
-                Issue.record("expected tooNew(5, 4), got \(String(describing: error))")
+                Issue.record("expected tooNew(\(later), \(current)), got \(String(describing: error))")
             }
             // The exception is for deck_ names only, and only in a newer store.
             try rawStore(url).execute("CREATE TABLE planted(x)")
@@ -301,13 +303,14 @@ struct PackageTests {
                 Issue.record("expected corrupt, got \(String(describing: planted))")
             }
             try rawStore(url).execute(
-                "DROP TABLE planted; PRAGMA user_version = 4; UPDATE deck_meta SET value = 4 WHERE key = 'format_version'"
+                "DROP TABLE planted; PRAGMA user_version = \(current); "
+                    + "UPDATE deck_meta SET value = \(current) WHERE key = 'format_version'"
             )
-            let current = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
-            if case .corrupt(_, let reason) = current {
+            let refused = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
+            if case .corrupt(_, let reason) = refused {
                 #expect(reason.contains("deck_history"))
             } else {
-                Issue.record("expected corrupt, got \(String(describing: current))")
+                Issue.record("expected corrupt, got \(String(describing: refused))")
             }
         }
     }
@@ -402,7 +405,9 @@ struct PackageTests {
             } else {
                 Issue.record("expected corrupt, got \(String(describing: error))")
             }
-            try rawStore(url).execute("PRAGMA user_version = 4; DELETE FROM deck_meta WHERE key = 'schema';")
+            try rawStore(url).execute(
+                "PRAGMA user_version = \(PackageLayout.formatVersion); DELETE FROM deck_meta WHERE key = 'schema';"
+            )
             error = expectDeckError { _ = try PackageStore.open(at: url, mode: .readOnly) }
             if case .corrupt(_, let reason) = error {
                 #expect(reason.contains("schema"))

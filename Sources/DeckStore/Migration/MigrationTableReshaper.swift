@@ -28,6 +28,8 @@ struct MigrationTableReshaper {
                 }
             }
         }
+        let versions = MigrationVersions(database: database, oldMapping: oldMapping, diff: diff)
+        try versions.setAside()
         // Tables that only gain columns are altered; the others are rebuilt.
         var altered: Set<String> = []
         var gainedColumns: Set<String> = []
@@ -61,6 +63,7 @@ struct MigrationTableReshaper {
         try rebuildJoinTables(newMapping, kept: keptJoins)
         try removeDanglingLinks(newMapping, rebuilt: Set(report.rebuiltTables))
         report.inlinedValues = try inlineExternalValues(newMapping)
+        try versions.restore(newMapping, source: source, keptJoins: keptJoins)
         try reconcileIndexesAndTriggers(newMapping)
     }
 

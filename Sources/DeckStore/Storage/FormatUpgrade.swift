@@ -122,6 +122,15 @@ enum FormatUpgrade {
                         + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     [.integer(epoch.rawValue)])
             }
+            if version < VersionDDL.firstFormatVersion {
+                // Version bookkeeping (spec 12.11): what the store holds gets the origin's
+                // version, clock 0, the same in every copy; the triggers come after, so that
+                // nothing above was versioned.
+                try db.execute(VersionDDL.tables)
+                try db.execute(VersionDDL.initialRows)
+                for statement in VersionDDL.statements(for: mapping) { try db.execute(statement) }
+                try VersionDDL.versionExisting(db, mapping: mapping)
+            }
             try db.run(
                 "UPDATE deck_meta SET value = ? WHERE key = 'format_version'", [.integer(Int64(current))])
             try db.execute("PRAGMA user_version = \(current)")

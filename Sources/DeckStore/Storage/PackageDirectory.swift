@@ -105,6 +105,9 @@ enum PackageDirectory {
                 try db.execute(StoreDDL.metadata)
                 try db.execute(SchemaBookkeeping.historyTable)
                 for statement in StoreDDL.statements(for: mapping) { try db.execute(statement) }
+                try db.execute(VersionDDL.tables)
+                try db.execute(VersionDDL.initialRows)
+                for statement in VersionDDL.statements(for: mapping) { try db.execute(statement) }
                 let now = Value.iso8601(Date())
                 let meta: [(String, SQLValue)] =
                     [

@@ -107,6 +107,10 @@ enum StoreObjects {
             for statement in StoreDDL.statements(for: mapping, formatVersion: version) {
                 try expected.execute(statement)
             }
+            if version >= VersionDDL.firstFormatVersion {
+                try expected.execute(VersionDDL.tables)
+                for statement in VersionDDL.statements(for: mapping) { try expected.execute(statement) }
+            }
         } catch {
             expected.close()
             throw error

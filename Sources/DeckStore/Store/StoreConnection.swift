@@ -40,6 +40,12 @@ final class StoreConnection {
     /// The error of a commit that failed after SQLite rolled the transaction back by itself: the
     /// transaction is gone, and until it is rolled back every change and commit throws it.
     var abandoned: DeckError?
+    /// This write session's writer id (spec 20.1): 16 random bytes, made when the connection
+    /// opens, never stored as the device's, so a copy of the package made by a file manager gets
+    /// an id of its own at its next open.
+    let writerID: [UInt8]
+    /// The number `deck_writer` gives ``writerID``, once a committed transaction has recorded it.
+    var writerNumber: Int64?
 
     var path: String { url.path }
 
@@ -55,6 +61,7 @@ final class StoreConnection {
         self.mapping = mapping
         self.database = database
         self.isWriter = isWriter
+        self.writerID = isWriter ? VersionClock.newWriterID() : []
         self.blobs = BlobStore(packagePath: url.path)
         blobs.isRegistered = { [unowned database] digest in
             let row = try? database.scalar(
@@ -73,11 +80,23 @@ final class StoreConnection {
         }
     }
 
-    /// Begins the writer's transaction (`BEGIN IMMEDIATE`).
+    /// Begins the writer's transaction (`BEGIN IMMEDIATE`) and advances the store's clock, so
+    /// that everything the transaction changes carries a version later than any the store holds
+    /// (spec 20.2).
     func begin() throws(DeckError) {
         do {
             try database.run("BEGIN IMMEDIATE")
         } catch {
+            throw translate(error)
+        }
+        do {
+            if formatVersion >= VersionDDL.firstFormatVersion {
+                writerNumber = try VersionClock.advance(
+                    database, writer: writerID, number: writerNumber, packagePath: path)
+            }
+        } catch {
+            try? database.run("ROLLBACK")
+            writerNumber = nil
             throw translate(error)
         }
         abandoned = nil
@@ -156,6 +175,7 @@ final class StoreConnection {
                 removeCreatedFiles(blobs.createdSinceSave)
                 blobs.resetTracking()
                 changes = ChangeRecorder()
+                writerNumber = nil
                 abandoned = failure
             }
             throw failure
@@ -169,6 +189,8 @@ final class StoreConnection {
         abandoned = nil
         guard database.isInTransaction else { return }
         try? database.execute("ROLLBACK")
+        // The writer's number may have been recorded by this transaction.
+        writerNumber = nil
         removeCreatedFiles(blobs.createdSinceSave)
         blobs.resetTracking()
         changes = ChangeRecorder()

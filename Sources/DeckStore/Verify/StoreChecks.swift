@@ -171,6 +171,9 @@ struct StoreCheck: Sendable {
             }
         }
         try StorageClassCheck.run(db, mapping: mapping, tables: tables, report: &report)
+        if formatVersion >= VersionDDL.firstFormatVersion {
+            try VersionCheck.run(db, mapping: mapping, storePath: storePath, report: &report)
+        }
         return (mapping, dateEpoch(meta))
     }
 

@@ -1,0 +1,130 @@
+import DeckSQLite
+import Foundation
+
+/// Carries a version 5 store's version bookkeeping (spec: section 20) through a migration's
+/// reshaping of the tables (spec 18.2): before, every bookkeeping table is set aside and the
+/// version triggers dropped, so that reshaping versions nothing (every copy of the document
+/// migrates alike); after, each new table's bookkeeping is made from the set-aside tables of the
+/// old table it continues, records keeping their versions and tombstones, cells theirs under
+/// their properties' new names; what has no version (records and links of rebuilt join tables)
+/// gets the origin's, clock 0.
+struct MigrationVersions {
+    let database: Database
+    let oldMapping: SchemaMapping
+    let diff: SchemaDiff
+
+    private static let prefix = "deck_migrating_"
+
+    private func asideName(_ bookkeeping: String) -> String { Self.prefix + bookkeeping }
+
+    private func exists(_ table: String) throws -> Bool {
+        try database.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)])
+            != nil
+    }
+
+    /// Sets the old tables' bookkeeping aside and drops every version trigger.
+    func setAside() throws {
+        var tables: [String] = []
+        for root in oldMapping.roots {
+            tables += [VersionDDL.rowsTable(root.table), VersionDDL.cellsTable(root.table)]
+        }
+        for (table, _, _) in oldMapping.joinTables { tables.append(VersionDDL.linksTable(table)) }
+        for table in tables where try exists(table) {
+            try database.dropIndexesAndTriggers(of: table)
+            try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(asideName(table)))")
+        }
+        for row in try database.rows(
+            "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'deck\\_version:%' ESCAPE '\\'"
+        ) {
+            if let name = row[0].string { try database.execute("DROP TRIGGER \(quote(name))") }
+        }
+    }
+
+    /// Makes the new tables' bookkeeping (tables and indexes; the triggers come with the other
+    /// derived triggers) and fills it. `source` names, for each new entity table, the old table
+    /// it continues; `keptJoins` the join tables that stay as they were.
+    func restore(_ newMapping: SchemaMapping, source: [String: EntityMapping], keptJoins: Set<String>) throws
+    {
+        for root in newMapping.roots {
+            let statements = VersionDDL.tableStatements(
+                root.table, columns: VersionDDL.propertyColumns(root, mapping: newMapping))
+            for statement in statements where !statement.hasPrefix("CREATE TRIGGER") {
+                try database.execute(statement)
+            }
+            guard let oldRoot = source[root.table] else { continue }
+            let rows = quote(VersionDDL.rowsTable(root.table))
+            let oldRows = asideName(VersionDDL.rowsTable(oldRoot.table))
+            if try exists(oldRows) {
+                // Tombstones, and the records the new table still holds.
+                try database.execute(
+                    "INSERT INTO \(rows) SELECT * FROM \(quote(oldRows)) "
+                        + "WHERE alive % 2 = 0 OR _pk IN (SELECT _pk FROM \(quote(root.table)))")
+            }
+            let oldCells = asideName(VersionDDL.cellsTable(oldRoot.table))
+            let renames = columnOrigins(root, newMapping: newMapping)
+            if try exists(oldCells), !renames.isEmpty {
+                var arguments: [SQLValue] = []
+                var cases: [String] = []
+                for (old, new) in renames.sorted(by: { $0.key < $1.key }) {
+                    cases.append("WHEN ? THEN ?")
+                    arguments += [.text(old), .text(new)]
+                }
+                try database.run(
+                    "INSERT INTO \(quote(VersionDDL.cellsTable(root.table))) "
+                        + "SELECT _pk, CASE property \(cases.joined(separator: " ")) END, clock, writer "
+                        + "FROM \(quote(oldCells)) WHERE property IN ("
+                        + Array(repeating: "?", count: renames.count).joined(separator: ", ")
+                        + ") AND _pk IN (SELECT _pk FROM \(rows))",
+                    arguments + renames.keys.sorted().map { .text($0) })
+            }
+        }
+        for (table, _, _) in newMapping.joinTables {
+            for statement in VersionDDL.joinTableStatements(table)
+            where !statement.hasPrefix("CREATE TRIGGER") {
+                try database.execute(statement)
+            }
+            let oldLinks = asideName(VersionDDL.linksTable(table))
+            if keptJoins.contains(table), try exists(oldLinks) {
+                // Removals, and the links the table still holds (those the migration removed with
+                // their records go, as the records' versions do).
+                try database.execute(
+                    "INSERT INTO \(quote(VersionDDL.linksTable(table))) SELECT * FROM \(quote(oldLinks)) AS l "
+                        + "WHERE l.alive % 2 = 0 OR EXISTS (SELECT 1 FROM \(quote(table)) AS j "
+                        + "WHERE j.source = l.source AND j.target = l.target)")
+            }
+        }
+        try VersionDDL.versionExisting(database, mapping: newMapping)
+        for row in try database.rows(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
+            [.text("deck\\_migrating\\_%")])
+        {
+            if let name = row[0].string { try database.execute("DROP TABLE \(quote(name))") }
+        }
+    }
+
+    /// For each property column of the new table `root` that continues a column of the old
+    /// table: the old column's name, mapped to the new one.
+    private func columnOrigins(_ root: EntityMapping, newMapping: SchemaMapping) -> [String: String] {
+        var result: [String: String] = [:]
+        for member in newMapping.members[root.table] ?? [root] {
+            guard let oldName = diff.entityOrigins[member.name], let oldEntity = oldMapping.entities[oldName]
+            else { continue }
+            for attribute in member.attributes {
+                if let origin = diff.propertyOrigins[member.name + "." + attribute.name],
+                    oldEntity.attribute(origin) != nil
+                {
+                    result[origin] = attribute.name
+                }
+            }
+            for (relationship, storage) in member.relationships {
+                guard case .ownColumn(let column) = storage,
+                    let origin = diff.propertyOrigins[member.name + "." + relationship.name],
+                    let (_, oldStorage) = oldEntity.relationship(origin),
+                    case .ownColumn(let oldColumn) = oldStorage
+                else { continue }
+                result[oldColumn] = column
+            }
+        }
+        return result
+    }
+}

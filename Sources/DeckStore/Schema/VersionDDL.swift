@@ -1,0 +1,199 @@
+import DeckSQLite
+import Foundation
+
+/// The version bookkeeping of a version 5 store (spec: section 20): who wrote each record, cell
+/// and link, and when, kept so that two copies of a document edited apart can be merged. The
+/// entity and join tables stay as section 6 derives them; everything here lives beside them in
+/// tables named `deck_…`, which a version 4 reader ignores, and is kept up to date by triggers,
+/// so that every write path (and a write made with another SQLite program) is versioned alike.
+///
+/// - `deck_writer`: the writers' 16-byte ids, each numbered once; number 0 is the *origin*, 16
+///   zero bytes, the writer of what the store held when it was upgraded to version 5.
+/// - `deck_clock`: one row, the version the open transaction writes: its clock and its writer's
+///   number. A writer advances it when it begins a transaction.
+/// - `"deck_rows:T"`: one row per record of table `T` that exists or existed: its existence
+///   counter (odd while it exists, even once deleted), the version of its last insert or
+///   delete, and once deleted its global id.
+/// - `"deck_cells:T"`: one row per cell of `T` changed after its record's insert: the version of
+///   its last change.
+/// - `"deck_links:J"`: one row per link of join table `J` that exists or existed, with its
+///   counter and version.
+enum VersionDDL {
+    /// The format version that introduced the bookkeeping.
+    static let firstFormatVersion = 5
+
+    /// The writer number of the origin: the versions an upgrade gives to what a store held.
+    static let originWriter: Int64 = 0
+
+    /// The store-wide tables, created with `deck_meta` in a version 5 store.
+    static let tables = """
+        CREATE TABLE deck_writer(
+            id INTEGER PRIMARY KEY,
+            writer BLOB NOT NULL UNIQUE CHECK (length(writer) = 16)
+        ) STRICT;
+        CREATE TABLE deck_clock(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            clock INTEGER NOT NULL CHECK (clock >= 0),
+            writer INTEGER NOT NULL REFERENCES deck_writer(id)
+        ) STRICT;
+        """
+
+    /// The rows every new version 5 store's `deck_writer` and `deck_clock` start with: the origin,
+    /// at clock 0.
+    static let initialRows = """
+        INSERT INTO deck_writer(id, writer) VALUES (0, zeroblob(16));
+        INSERT INTO deck_clock(id, clock, writer) VALUES (1, 0, 0);
+        """
+
+    static func rowsTable(_ table: String) -> String { "deck_rows:" + table }
+    static func cellsTable(_ table: String) -> String { "deck_cells:" + table }
+    static func linksTable(_ table: String) -> String { "deck_links:" + table }
+
+    /// The columns of a hierarchy's table that hold its records' properties, in table order:
+    /// each attribute's and each own to-one column, once (spec 6.1).
+    static func propertyColumns(_ root: EntityMapping, mapping: SchemaMapping) -> [String] {
+        var seen: Set<String> = []
+        var columns: [String] = []
+        for member in mapping.members[root.table] ?? [root] {
+            for attribute in member.attributes where seen.insert(attribute.name).inserted {
+                columns.append(attribute.name)
+            }
+            for (_, storage) in member.relationships {
+                if case .ownColumn(let column) = storage, seen.insert(column).inserted {
+                    columns.append(column)
+                }
+            }
+        }
+        return columns
+    }
+
+    /// `text` as an SQL string literal.
+    private static func quoteLiteral(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// The version of the open transaction, as the triggers read it.
+    private static let current = "(SELECT clock FROM deck_clock), (SELECT writer FROM deck_clock)"
+
+    /// The statements that create the bookkeeping of every table of `mapping`: per hierarchy, its
+    /// rows and cells tables with their clock indexes and three triggers; per join table, its
+    /// links table with its clock index and two triggers.
+    static func statements(for mapping: SchemaMapping) -> [String] {
+        var statements: [String] = []
+        for root in mapping.roots {
+            statements += tableStatements(root.table, columns: propertyColumns(root, mapping: mapping))
+        }
+        for (table, _, _) in mapping.joinTables {
+            statements += joinTableStatements(table)
+        }
+        return statements
+    }
+
+    /// The bookkeeping of entity table `table`, whose property columns are `columns`.
+    static func tableStatements(_ table: String, columns: [String]) -> [String] {
+        let t = quote(table)
+        let rows = quote(rowsTable(table))
+        let cells = quote(cellsTable(table))
+        var statements = [
+            """
+            CREATE TABLE \(rows)(
+                _pk INTEGER PRIMARY KEY,
+                _gid BLOB CHECK (_gid IS NULL OR length(_gid) = 16),
+                alive INTEGER NOT NULL CHECK (alive > 0),
+                clock INTEGER NOT NULL CHECK (clock >= 0),
+                writer INTEGER NOT NULL
+            ) STRICT
+            """,
+            "CREATE INDEX \(quote(rowsTable(table) + ".clock")) ON \(rows)(clock)",
+            """
+            CREATE TABLE \(cells)(
+                _pk INTEGER NOT NULL,
+                property TEXT NOT NULL,
+                clock INTEGER NOT NULL CHECK (clock >= 0),
+                writer INTEGER NOT NULL,
+                PRIMARY KEY (_pk, property)
+            ) STRICT, WITHOUT ROWID
+            """,
+            "CREATE INDEX \(quote(cellsTable(table) + ".clock")) ON \(cells)(clock)",
+            """
+            CREATE TRIGGER \(quote("deck_version:" + table + ":insert")) AFTER INSERT ON \(t) BEGIN
+                INSERT INTO \(rows)(_pk, _gid, alive, clock, writer) VALUES (NEW._pk, NULL, 1, \(current));
+            END
+            """,
+            """
+            CREATE TRIGGER \(quote("deck_version:" + table + ":delete")) AFTER DELETE ON \(t) BEGIN
+                UPDATE \(rows) SET _gid = OLD._gid, alive = alive + 1, (clock, writer) = (SELECT clock, writer FROM deck_clock)
+                WHERE _pk = OLD._pk;
+            END
+            """,
+        ]
+        if !columns.isEmpty {
+            let changed = columns.map { column in
+                let c = quote(column)
+                return "(\(quoteLiteral(column)), OLD.\(c) IS NOT NEW.\(c))"
+            }
+            statements.append(
+                """
+                CREATE TRIGGER \(quote("deck_version:" + table + ":update")) AFTER UPDATE ON \(t) BEGIN
+                    INSERT INTO \(cells)(_pk, property, clock, writer)
+                    SELECT NEW._pk, changed.column1, deck_clock.clock, deck_clock.writer
+                    FROM (VALUES \(changed.joined(separator: ", "))) AS changed, deck_clock
+                    WHERE changed.column2
+                    ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer;
+                END
+                """)
+        }
+        return statements
+    }
+
+    /// The bookkeeping of join table `table`.
+    static func joinTableStatements(_ table: String) -> [String] {
+        let j = quote(table)
+        let links = quote(linksTable(table))
+        return [
+            """
+            CREATE TABLE \(links)(
+                source INTEGER NOT NULL,
+                target INTEGER NOT NULL,
+                alive INTEGER NOT NULL CHECK (alive > 0),
+                clock INTEGER NOT NULL CHECK (clock >= 0),
+                writer INTEGER NOT NULL,
+                PRIMARY KEY (source, target)
+            ) STRICT, WITHOUT ROWID
+            """,
+            "CREATE INDEX \(quote(linksTable(table) + ".clock")) ON \(links)(clock)",
+            """
+            CREATE TRIGGER \(quote("deck_version:" + table + ":insert")) AFTER INSERT ON \(j) BEGIN
+                INSERT INTO \(links)(source, target, alive, clock, writer)
+                VALUES (NEW.source, NEW.target, 1, \(current))
+                ON CONFLICT (source, target) DO UPDATE SET alive = alive + 1 - alive % 2,
+                    clock = excluded.clock, writer = excluded.writer;
+            END
+            """,
+            """
+            CREATE TRIGGER \(quote("deck_version:" + table + ":delete")) AFTER DELETE ON \(j) BEGIN
+                UPDATE \(links) SET alive = alive + alive % 2, (clock, writer) = (SELECT clock, writer FROM deck_clock)
+                WHERE source = OLD.source AND target = OLD.target;
+            END
+            """,
+        ]
+    }
+
+    /// Gives every record and link that `db` holds and that has no version the origin's version,
+    /// at clock 0 (spec 12.11): what an upgrade to version 5 does, and a migration for the tables
+    /// it rebuilds.
+    static func versionExisting(_ db: Database, mapping: SchemaMapping) throws {
+        for root in mapping.roots {
+            try db.execute(
+                "INSERT INTO \(quote(rowsTable(root.table)))(_pk, _gid, alive, clock, writer) "
+                    + "SELECT _pk, NULL, 1, 0, \(originWriter) FROM \(quote(root.table)) WHERE true "
+                    + "ON CONFLICT (_pk) DO NOTHING")
+        }
+        for (table, _, _) in mapping.joinTables {
+            try db.execute(
+                "INSERT INTO \(quote(linksTable(table)))(source, target, alive, clock, writer) "
+                    + "SELECT source, target, 1, 0, \(originWriter) FROM \(quote(table)) WHERE true "
+                    + "ON CONFLICT (source, target) DO NOTHING")
+        }
+    }
+}
