@@ -25,12 +25,15 @@ enum VersionDDL {
     /// The writer number of the origin: the versions an upgrade gives to what a store held.
     static let originWriter: Int64 = 0
 
-    /// The store-wide tables, created with `deck_meta` in a version 5 store.
+    /// The store-wide tables, created with `deck_meta` in a version 5 store. The writer ids'
+    /// uniqueness is an index of its own, not a `UNIQUE` constraint: SQLite would name that one
+    /// `sqlite_autoindex_…`, which a version 4 reader does not ignore (spec 4.1).
     static let tables = """
         CREATE TABLE deck_writer(
             id INTEGER PRIMARY KEY,
-            writer BLOB NOT NULL UNIQUE CHECK (length(writer) = 16)
+            writer BLOB NOT NULL CHECK (length(writer) = 16)
         ) STRICT;
+        CREATE UNIQUE INDEX "deck_writer.writer" ON deck_writer(writer);
         CREATE TABLE deck_clock(
             id INTEGER PRIMARY KEY CHECK (id = 1),
             clock INTEGER NOT NULL CHECK (clock >= 0),
@@ -138,7 +141,8 @@ enum VersionDDL {
                     INSERT INTO \(cells)(_pk, property, clock, writer)
                     SELECT NEW._pk, changed.column1, deck_clock.clock, deck_clock.writer
                     FROM (VALUES \(changed.joined(separator: ", "))) AS changed, deck_clock
-                    WHERE changed.column2
+                    WHERE changed.column2 AND NOT EXISTS (SELECT 1 FROM \(rows) AS r
+                        WHERE r._pk = NEW._pk AND r.clock = deck_clock.clock AND r.writer = deck_clock.writer)
                     ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer;
                 END
                 """)

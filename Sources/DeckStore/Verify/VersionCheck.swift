@@ -6,95 +6,108 @@ import Foundation
 /// names a known writer and a clock no later than the store's. Each kind of problem is one
 /// finding (`versions`, corruption) naming the first record it concerns and how many there are.
 /// Tables that are not the derived ones were reported by the table check and are left alone.
-enum VersionCheck {
+struct VersionCheck {
+    let db: Database
+    /// The store's clock.
+    let clock: Int64
+    var report: VerificationReport
+
     static func run(
         _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
     )
         throws
     {
-        func add(_ object: String, _ message: String) { report.add(.corruption, "versions", object, message) }
-        func exists(_ table: String) throws -> Bool {
-            try db.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)])
-                != nil
-        }
-        guard try exists("deck_clock"), try exists("deck_writer") else { return }
+        guard try exists(db, "deck_clock"), try exists(db, "deck_writer") else { return }
         let clocks = try db.rows("SELECT clock FROM deck_clock")
         guard clocks.count == 1, let clock = clocks[0][0].int64 else {
-            add("deck_clock", "deck_clock has \(clocks.count) rows; it has exactly one")
+            report.add(
+                .corruption, "versions", "deck_clock",
+                "deck_clock has \(clocks.count) rows; it has exactly one")
             return
         }
+        var check = VersionCheck(db: db, clock: clock, report: report)
         if clock >= VersionClock.limit {
-            add("deck_clock", "deck_clock's clock \(clock) is beyond the clock's limit of 2^62")
-        }
-        /// Reports the rows `query` selects (a key, then anything): how many, and the first.
-        func each(_ query: String, _ object: ([SQLValue]) -> String, _ message: String) throws {
-            let rows = try db.rows(query)
-            guard let first = rows.first else { return }
-            add(object(first), rows.count == 1 ? message : "\(message) (and \(rows.count - 1) more)")
-        }
-        let key = { (table: String) in
-            { (row: [SQLValue]) in "\(table) #\(row[0].int64.map(String.init) ?? "?")" }
+            check.add("deck_clock", "deck_clock's clock \(clock) is beyond the clock's limit of 2^62")
         }
         for root in mapping.roots {
-            let t = quote(root.table)
-            let rowsName = VersionDDL.rowsTable(root.table)
-            let cellsName = VersionDDL.cellsTable(root.table)
-            guard try exists(rowsName), try exists(cellsName) else { continue }
-            let rows = quote(rowsName)
-            let cells = quote(cellsName)
-            try each(
-                "SELECT t._pk FROM \(t) AS t LEFT JOIN \(rows) AS r ON r._pk = t._pk "
-                    + "WHERE r._pk IS NULL OR r.alive % 2 = 0 OR r._gid IS NOT NULL ORDER BY t._pk",
-                key(root.table), "the record has no version, or its version says it was deleted")
-            try each(
-                "SELECT r._pk FROM \(rows) AS r WHERE (r.alive % 2 = 1 AND r._pk NOT IN (SELECT _pk FROM \(t))) "
-                    + "OR (r.alive % 2 = 0 AND r._gid IS NULL) ORDER BY r._pk",
-                key(root.table),
-                "the version says the record exists, but it does not (or a tombstone has no global id)")
-            let columns = VersionDDL.propertyColumns(root, mapping: mapping)
-            let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
-                .joined(separator: ", ")
-            try each(
-                "SELECT c._pk FROM \(cells) AS c WHERE c._pk NOT IN (SELECT _pk FROM \(rows)) "
-                    + "OR c.property NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY c._pk",
-                key(root.table), "a cell version names a record or a property the table does not have")
-            try versions(of: [rowsName, cellsName])
+            try check.records(of: root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping))
         }
-        for (table, _, _) in mapping.joinTables {
-            let linksName = VersionDDL.linksTable(table)
-            guard try exists(linksName) else { continue }
-            let j = quote(table)
-            let links = quote(linksName)
-            let pair = { (row: [SQLValue]) in
-                "\(table) (source \(row[0].int64.map(String.init) ?? "?"), target \(row[1].int64.map(String.init) ?? "?"))"
-            }
-            try each(
-                "SELECT j.source, j.target FROM \(j) AS j LEFT JOIN \(links) AS l "
-                    + "ON l.source = j.source AND l.target = j.target WHERE l.alive IS NULL OR l.alive % 2 = 0 "
-                    + "ORDER BY j.source, j.target",
-                pair, "the link has no version, or its version says it was removed")
-            try each(
-                "SELECT l.source, l.target FROM \(links) AS l WHERE l.alive % 2 = 1 AND NOT EXISTS "
-                    + "(SELECT 1 FROM \(j) AS j WHERE j.source = l.source AND j.target = l.target) "
-                    + "ORDER BY l.source, l.target",
-                pair, "the version says the link exists, but it does not")
-            try versions(of: [linksName])
-        }
+        for (table, _, _) in mapping.joinTables { try check.links(of: table) }
+        report = check.report
+    }
 
-        /// Versions in `tables` naming an unknown writer or a clock later than the store's.
-        func versions(of tables: [String]) throws {
-            for table in tables {
-                let q = quote(table)
-                if let count = try db.scalar(
-                    "SELECT count(*) FROM \(q) WHERE writer NOT IN (SELECT id FROM deck_writer)")?.int64,
-                    count > 0
-                {
-                    add(table, "\(count) version(s) name a writer that deck_writer does not have")
-                }
-                if let latest = try db.scalar("SELECT max(clock) FROM \(q)")?.int64, latest > clock {
-                    add(table, "a version's clock (\(latest)) is later than deck_clock's (\(clock))")
-                }
-            }
+    private static func exists(_ db: Database, _ table: String) throws -> Bool {
+        try db.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]) != nil
+    }
+
+    private mutating func add(_ object: String, _ message: String) {
+        report.add(.corruption, "versions", object, message)
+    }
+
+    /// Reports the rows `query` selects: how many, and the first, named by `object`.
+    private mutating func each(_ query: String, _ object: ([SQLValue]) -> String, _ message: String) throws {
+        let rows = try db.rows(query)
+        guard let first = rows.first else { return }
+        add(object(first), rows.count == 1 ? message : "\(message) (and \(rows.count - 1) more)")
+    }
+
+    private static func key(_ value: SQLValue) -> String { value.int64.map(String.init) ?? "?" }
+
+    /// The versions of entity table `table`'s records and cells.
+    private mutating func records(of table: String, columns: [String]) throws {
+        let rowsName = VersionDDL.rowsTable(table)
+        let cellsName = VersionDDL.cellsTable(table)
+        guard try Self.exists(db, rowsName), try Self.exists(db, cellsName) else { return }
+        let (t, rows, cells) = (quote(table), quote(rowsName), quote(cellsName))
+        let record = { (row: [SQLValue]) in "\(table) #\(Self.key(row[0]))" }
+        try each(
+            "SELECT t._pk FROM \(t) AS t LEFT JOIN \(rows) AS r ON r._pk = t._pk "
+                + "WHERE r._pk IS NULL OR r.alive % 2 = 0 OR r._gid IS NOT NULL ORDER BY t._pk",
+            record, "the record has no version, or its version says it was deleted")
+        try each(
+            "SELECT r._pk FROM \(rows) AS r WHERE (r.alive % 2 = 1 AND r._pk NOT IN (SELECT _pk FROM \(t))) "
+                + "OR (r.alive % 2 = 0 AND r._gid IS NULL) ORDER BY r._pk",
+            record, "the version says the record exists, but it does not (or a tombstone has no global id)")
+        let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
+            .joined(separator: ", ")
+        try each(
+            "SELECT c._pk FROM \(cells) AS c WHERE c._pk NOT IN (SELECT _pk FROM \(rows)) "
+                + "OR c.property NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY c._pk",
+            record, "a cell version names a record or a property the table does not have")
+        try versions(in: rowsName)
+        try versions(in: cellsName)
+    }
+
+    /// The versions of join table `table`'s links.
+    private mutating func links(of table: String) throws {
+        let linksName = VersionDDL.linksTable(table)
+        guard try Self.exists(db, linksName) else { return }
+        let (j, links) = (quote(table), quote(linksName))
+        let pair = { (row: [SQLValue]) in "\(table) (source \(Self.key(row[0])), target \(Self.key(row[1])))"
+        }
+        try each(
+            "SELECT j.source, j.target FROM \(j) AS j LEFT JOIN \(links) AS l "
+                + "ON l.source = j.source AND l.target = j.target WHERE l.alive IS NULL OR l.alive % 2 = 0 "
+                + "ORDER BY j.source, j.target",
+            pair, "the link has no version, or its version says it was removed")
+        try each(
+            "SELECT l.source, l.target FROM \(links) AS l WHERE l.alive % 2 = 1 AND NOT EXISTS "
+                + "(SELECT 1 FROM \(j) AS j WHERE j.source = l.source AND j.target = l.target) "
+                + "ORDER BY l.source, l.target",
+            pair, "the version says the link exists, but it does not")
+        try versions(in: linksName)
+    }
+
+    /// Versions in `table` naming an unknown writer or a clock later than the store's.
+    private mutating func versions(in table: String) throws {
+        let q = quote(table)
+        if let count = try db.scalar(
+            "SELECT count(*) FROM \(q) WHERE writer NOT IN (SELECT id FROM deck_writer)")?.int64, count > 0
+        {
+            add(table, "\(count) version(s) name a writer that deck_writer does not have")
+        }
+        if let latest = try db.scalar("SELECT max(clock) FROM \(q)")?.int64, latest > clock {
+            add(table, "a version's clock (\(latest)) is later than deck_clock's (\(clock))")
         }
     }
 }

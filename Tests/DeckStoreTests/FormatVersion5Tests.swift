@@ -1,0 +1,311 @@
+import DeckSQLite
+import DeckStoreTestSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import DeckStore
+
+/// Format version 5 (spec: sections 12.10 to 12.12 and 20): every record, cell and link carries
+/// the version of its last change, kept by triggers; the version 4 package of Tests/Fixtures/v4
+/// (made by the Deck of commit 8fa1eb0) reads as it is and upgrades with the origin's version.
+@Suite(.timed) struct FormatVersion5Tests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures/v4/Flashcards.flashcards")
+
+    static func rows(_ url: URL, _ sql: String, _ arguments: [SQLValue] = []) throws -> [[SQLValue]] {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+        defer { db.close() }
+        return try db.rows(sql, arguments)
+    }
+
+    /// Every record of every entity, as the record API reads it.
+    static func everything(_ url: URL) throws -> [String: [Record]] {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        return try store.read { reader in
+            try ["Deck", "Card", "Tag"].reduce(into: [:]) { $0[$1] = try reader.fetch(RecordQuery($1)) }
+        }
+    }
+
+    /// (alive, clock, writer id bytes) of record `id` of `table`.
+    static func recordVersion(_ url: URL, _ table: String, _ id: Int64) throws -> (Int64, Int64, Data)? {
+        try rows(
+            url,
+            "SELECT r.alive, r.clock, w.writer FROM \"deck_rows:\(table)\" r JOIN deck_writer w ON w.id = r.writer "
+                + "WHERE r._pk = ?", [.integer(id)]
+        ).first.map { ($0[0].int64 ?? -1, $0[1].int64 ?? -1, $0[2].data ?? Data()) }
+    }
+
+    static func cellVersions(_ url: URL, _ table: String, _ id: Int64) throws -> [String: Int64] {
+        try rows(url, "SELECT property, clock FROM \"deck_cells:\(table)\" WHERE _pk = ?", [.integer(id)])
+            .reduce(into: [:]) { $0[$1[0].string ?? ""] = $1[1].int64 }
+    }
+
+    static func storeClock(_ url: URL) throws -> Int64 {
+        try rows(url, "SELECT clock FROM deck_clock").first?[0].int64 ?? -1
+    }
+
+    // MARK: Upgrading version 4
+
+    @Test func aVersion4PackageReadsAsItIsAndUpgradesWithTheOriginsVersion() throws {
+        try withTestDirectory { dir throws in
+            let url = dir.appendingPathComponent("v4.flashcards")
+            try FileManager.default.copyItem(at: Self.fixture, to: url)
+            let before = try Self.everything(url)
+            #expect(before["Card"]?.count == 9 && before["Tag"]?.count == 6)
+            // What the Deck of 8fa1eb0 printed, through the record API: every back as it was.
+            let printed = try #require(
+                try JSONSerialization.jsonObject(
+                    with: Data(
+                        contentsOf: Self.fixture.deletingLastPathComponent()
+                            .appendingPathComponent("Flashcards.expected.json"))) as? [[String: Any]])
+            let backs = before["Card"]?.map { record -> String? in
+                if case .string(let text)? = record["back"] { return text }
+                return nil
+            }
+            #expect(printed.map { $0["back"] as? String } == backs)
+            // A reader does not upgrade.
+            #expect(try Self.rows(url, "PRAGMA user_version").first?[0].int64 == 4)
+
+            let store = try PackageStore.open(at: url, mode: .readWrite)
+            try store.close()
+            #expect(try Self.rows(url, "PRAGMA user_version").first?[0].int64 == 5)
+            let manifest = try Manifest.read(packagePath: url.path)
+            #expect(manifest.formatVersion == 5 && manifest.minimumReaderVersion == 4)
+            #expect(try Self.everything(url) == before)
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
+            // Everything it held: the origin's version, clock 0; nothing changed after.
+            for table in ["Deck", "Card", "Tag"] {
+                let versions = try Self.rows(
+                    url, "SELECT count(*), max(alive), max(clock), max(writer) FROM \"deck_rows:\(table)\"")
+                #expect(versions[0].map(\.int64) == [Int64(before[table]?.count ?? 0), 1, 0, 0], "\(table)")
+                #expect(try Self.rows(url, "SELECT count(*) FROM \"deck_cells:\(table)\"")[0][0].int64 == 0)
+            }
+            let links = try Self.rows(url, "SELECT count(*), max(clock) FROM \"deck_links:Card.tags\"")
+            let joined = try Self.rows(url, "SELECT count(*) FROM \"Card.tags\"")
+            #expect(links[0][0] == joined[0][0] && links[0][1].int64 == 0)
+            #expect(
+                try Self.rows(url, "SELECT hex(writer) FROM deck_writer WHERE id = 0").first?[0].string
+                    == String(repeating: "0", count: 32))
+        }
+    }
+
+    // MARK: Versions follow changes
+
+    @Test func insertsUpdatesDeletesAndLinksEachCarryTheirTransactionsVersion() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            let url = package.url
+            let (deck, card, tag) = try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("Spanish")])
+                let tag = try tx.insert("Tag", ["name": .string("animals")])
+                let card = try tx.insert(
+                    "Card",
+                    [
+                        "front": .string("gato"), "back": .string("cat"), "deck": .reference(deck),
+                        "tags": .references([tag]),
+                    ])
+                return (deck, card, tag)
+            }.value
+            let inserted = try #require(try Self.recordVersion(url, "Card", card))
+            #expect(inserted.0 == 1 && inserted.1 > 0 && inserted.2 != Data(count: 16))
+            // The deck, set in the insert's transaction, has the record's version: no cell version.
+            #expect(try Self.cellVersions(url, "Card", card).isEmpty)
+
+            // One cell changed: only its version; writing a value again changes nothing.
+            try package.write { tx in
+                try tx.update("Card", id: card, ["back": .string("the cat"), "front": .string("gato")])
+            }
+            let afterUpdate = try Self.cellVersions(url, "Card", card)
+            #expect(Array(afterUpdate.keys) == ["back"])
+            #expect((afterUpdate["back"] ?? 0) > inserted.1)
+            #expect(try Self.recordVersion(url, "Card", card)?.1 == inserted.1)
+
+            // A to-one change is a cell; a to-many change is a link.
+            let second = try package.write { tx in try tx.insert("Deck", ["title": .string("French")]) }.value
+            try package.write { tx in
+                try tx.update("Card", id: card, ["deck": .reference(second), "tags": .references([])])
+            }
+            #expect(Set(try Self.cellVersions(url, "Card", card).keys) == ["back", "deck"])
+            let unlinked = try Self.rows(url, "SELECT alive, clock FROM \"deck_links:Card.tags\"")
+            #expect(
+                unlinked.count == 1 && unlinked[0][0].int64 == 2 && (unlinked[0][1].int64 ?? 0) > inserted.1)
+            try package.write { tx in try tx.update("Card", id: card, ["tags": .references([tag])]) }
+            #expect(try Self.rows(url, "SELECT alive FROM \"deck_links:Card.tags\"")[0][0].int64 == 3)
+
+            // A delete leaves a tombstone with the record's global id, and removes its links.
+            let gid = try Self.rows(url, "SELECT _gid FROM Card WHERE _pk = ?", [.integer(card)])[0][0]
+            let clockBefore = try Self.storeClock(url)
+            _ = try package.write { tx in try tx.delete("Card", id: card) }
+            let tombstone = try Self.rows(
+                url, "SELECT alive, _gid, clock FROM \"deck_rows:Card\" WHERE _pk = ?", [.integer(card)])
+            #expect(
+                tombstone[0][0].int64 == 2 && tombstone[0][1] == gid
+                    && (tombstone[0][2].int64 ?? 0) > clockBefore)
+            #expect(try Self.rows(url, "SELECT alive FROM \"deck_links:Card.tags\"")[0][0].int64 == 4)
+            #expect(try Self.recordVersion(url, "Deck", deck)?.0 == 1)
+            try package.close()
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
+        }
+    }
+
+    @Test func theClockNeverGoesBackAndEachSessionWritesUnderItsOwnID() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            let url = package.url
+            var clocks: [Int64] = []
+            for index in 0..<5 {
+                _ = try package.write { tx in try tx.insert("Tag", ["name": .string("t\(index)")]) }
+                clocks.append(try Self.storeClock(url))
+            }
+            #expect(clocks == clocks.sorted() && Set(clocks).count == 5)
+            // A clock from the future (another device's, or a lie): the next transaction still
+            // comes after it.
+            try package.close()
+            let ahead = clocks[4] + 1_000_000_000_000
+            try rawStore(url).execute("UPDATE deck_clock SET clock = \(ahead)")
+            let copy = dir.appendingPathComponent("copy.deck")
+            try FileManager.default.copyItem(at: url, to: copy)
+            for target in [url, copy] {
+                let reopened = try PackageStore.open(at: target, mode: .readWrite)
+                _ = try reopened.write { tx in try tx.insert("Tag", ["name": .string("later")]) }
+                try reopened.close()
+                #expect(try Self.storeClock(target) == ahead + 1)
+            }
+            // Three sessions wrote the original (the creation, the loop, the reopening), one the copy:
+            // the copy's session has an id of its own, never its original's.
+            let ids = try Self.rows(url, "SELECT writer FROM deck_writer WHERE id > 0").compactMap(\.[0].data)
+            let copyIDs = try Self.rows(copy, "SELECT writer FROM deck_writer WHERE id > 0").compactMap(
+                \.[0].data)
+            #expect(Set(ids).count == ids.count && ids.count == 2)
+            #expect(copyIDs.count == 2 && copyIDs[0] == ids[0] && copyIDs[1] != ids[1])
+        }
+    }
+
+    @Test func aRolledBackFirstTransactionLeavesTheWriterToTheNextOne() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            try package.close()
+            let store = try PackageStore.open(at: package.url, mode: .readWrite)
+            #expect(throws: StorageTestError.self) {
+                _ = try store.write { tx in
+                    _ = try tx.insert("Tag", ["name": .string("gone")])
+                    throw StorageTestError()
+                }
+            }
+            let id = try store.write { tx in try tx.insert("Tag", ["name": .string("kept")]) }.value
+            try store.close()
+            let version = try #require(try Self.recordVersion(package.url, "Tag", id))
+            #expect(version.2 != Data(count: 16))
+            #expect(try Self.rows(package.url, "SELECT count(*) FROM deck_writer")[0][0].int64 == 2)
+            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
+        }
+    }
+
+    @Test func aClockAtTheLimitIsRefusedForWritingAndReported() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            try package.close()
+            try rawStore(package.url).execute("UPDATE deck_clock SET clock = \(VersionClock.limit)")
+            let store = try PackageStore.open(at: package.url, mode: .readWrite)
+            defer { try? store.close() }
+            let error = expectDeckError {
+                _ = try store.write { tx in try tx.insert("Tag", ["name": .string("x")]) }
+            }
+            guard case .corrupt(_, let reason) = error else {
+                Issue.record("expected corrupt, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("2^62"))
+            try store.close()
+            let report = try PackageVerifier.verify(at: package.url)
+            #expect(report.findings.map(\.code) == ["versions"] && !report.isValid)
+        }
+    }
+
+    // MARK: Verification
+
+    @Test(arguments: [
+        ("DELETE FROM \"deck_rows:Card\" WHERE _pk = 1", "Card #1", "has no version"),
+        ("UPDATE \"deck_rows:Card\" SET alive = 2 WHERE _pk = 1", "Card #1", "says it was deleted"),
+        ("INSERT INTO \"deck_rows:Card\" VALUES (99, NULL, 1, 0, 0)", "Card #99", "but it does not"),
+        ("INSERT INTO \"deck_rows:Card\" VALUES (99, NULL, 2, 0, 0)", "Card #99", "no global id"),
+        (
+            "INSERT INTO \"deck_cells:Card\" VALUES (1, 'nothing', 0, 0)", "Card #1",
+            "property the table does not have"
+        ),
+        ("UPDATE \"deck_rows:Tag\" SET writer = 7", "deck_rows:Tag", "writer that deck_writer does not have"),
+        ("UPDATE \"deck_rows:Tag\" SET clock = 1 << 61", "deck_rows:Tag", "later than deck_clock's"),
+        ("DELETE FROM \"deck_links:Card.tags\"", "Card.tags (source 1, target 1)", "the link has no version"),
+        (
+            "INSERT INTO \"deck_links:Card.tags\" VALUES (5, 5, 1, 0, 0)", "Card.tags (source 5, target 5)",
+            "but it does not"
+        ),
+        ("DELETE FROM deck_clock", "deck_clock", "exactly one"),
+    ])
+    func brokenBookkeepingIsReported(sql: String, object: String, message: String) throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("d")])
+                let tag = try tx.insert("Tag", ["name": .string("t")])
+                _ = try tx.insert(
+                    "Card", ["front": .string("f"), "deck": .reference(deck), "tags": .references([tag])])
+            }
+            try package.close()
+            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
+            try rawStore(package.url).execute(sql)
+            let report = try PackageVerifier.verify(at: package.url)
+            let finding = try #require(report.findings.first { $0.code == "versions" }, "\(report.findings)")
+            #expect(finding.object == object && finding.message.contains(message), "\(finding)")
+            #expect(!report.isValid)
+        }
+    }
+
+    // MARK: Migrations
+
+    @Test func aRenamedPropertyKeepsItsCellsVersionsAndARemovedOneDropsThem() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            let url = package.url
+            let card = try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("d")])
+                return try tx.insert("Card", ["front": .string("f"), "deck": .reference(deck)])
+            }.value
+            try package.write { tx in
+                try tx.update("Card", id: card, ["back": .string("b"), "front": .string("g")])
+            }
+            let versions = try Self.cellVersions(url, "Card", card)
+            #expect(
+                Set(versions.keys) == ["back", "front"], "the deck set at the insert has the record's version"
+            )
+            let record = try #require(try Self.recordVersion(url, "Card", card))
+            try package.close()
+
+            var schema = flashCardsSchema()
+            schema.version = "2.0.0"
+            let cardIndex = try #require(schema.entities.firstIndex { $0.name == "Card" })
+            schema.entities[cardIndex].attributes = schema.entities[cardIndex].attributes.compactMap {
+                attribute in
+                switch attribute.name {
+                case "front":
+                    var renamed = attribute
+                    renamed.name = "question"
+                    renamed.originalName = "front"
+                    return renamed
+                case "back": return nil
+                default: return attribute
+                }
+            }
+            _ = try PackageStore.migrate(at: url, to: schema, plan: MigrationPlan(removals: ["Card.back"]))
+            #expect(try Self.cellVersions(url, "Card", card) == ["question": versions["front"] ?? -1])
+            #expect(try Self.recordVersion(url, "Card", card).map { [$0.0, $0.1] } == [record.0, record.1])
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
+        }
+    }
+}
