@@ -92,6 +92,27 @@ struct SyncConflictTests {
         }
     }
 
+    @Test func aCopyOfLockIsSaidToBeHarmlessAndGarbageCollectionRemovesIt() throws {
+        try withTestDirectory { dir in
+            let (url, copies) = try packageWithConflicts(in: dir)
+            let lockCopy = url.appendingPathComponent("lock.sync-conflict-20261205-054417-SWXA5HA")
+            try Data("4242\n".utf8).write(to: lockCopy)
+            let report = try PackageVerifier.verify(at: url)
+            let finding = try #require(report.findings.first { $0.object == lockCopy.path })
+            #expect(finding.code == "sync-conflict" && finding.severity == .untidy && report.isValid)
+            #expect(finding.message.contains("holds nothing of the document"), "\(finding.message)")
+            let store = try PackageStore.open(at: url)
+            let dryRun = try store.collectGarbage(dryRun: true)
+            #expect(dryRun.temporaries == [lockCopy.path])
+            _ = try store.collectGarbage()
+            try store.close()
+            #expect(!FileManager.default.fileExists(atPath: lockCopy.path))
+            for copy in copies {
+                #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent(copy).path))
+            }
+        }
+    }
+
     @Test func aPackageWithoutItsStoreStillNamesTheCopies() throws {
         // A sync that carried the conflict copy but not the store: the copy is reported beside
         // the missing store, so that nobody takes the package for empty and deletes it.

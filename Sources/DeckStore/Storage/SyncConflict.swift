@@ -19,6 +19,10 @@ public struct SyncConflictCopy: Sendable, Hashable {
     /// Whether it is a copy of the store (which ``DocumentDifference`` can compare with it).
     public var isStore: Bool { original == PackageLayout.store }
 
+    /// Whether it is a copy of `lock`, which holds nothing of the document: garbage collection
+    /// removes it.
+    public var isLock: Bool { original == PackageLayout.lockFile }
+
     /// The top-level files a service may make conflict copies of.
     static let originals = [
         PackageLayout.store, PackageLayout.store + "-wal", PackageLayout.store + "-shm",

@@ -12,7 +12,8 @@ public struct GarbageReport: Sendable {
     public var orphanBytes: Int64 = 0
     /// `deck_blob` rows with no references.
     public var unreferencedRows = 0
-    /// Files under `tmp/`.
+    /// Files under `tmp/`, and file-sync conflict copies of `lock` (spec 2.4), which hold
+    /// nothing of the document.
     public var temporaries: [String] = []
     public var temporaryBytes: Int64 = 0
     /// Store size before and after compaction (equal in a dry run).
@@ -183,6 +184,11 @@ struct StoreMaintenance {
                     report.temporaries.append(filePath)
                     report.temporaryBytes += Int64((try FileSystem.status(filePath))?.st_size ?? 0)
                 }
+            }
+            for copy in SyncConflictCopy.find(inPackage: path) where copy.isLock {
+                let filePath = path + "/" + copy.name
+                report.temporaries.append(filePath)
+                report.temporaryBytes += Int64((try FileSystem.status(filePath))?.st_size ?? 0)
             }
             let missingIndexes = try StoreObjects.differences(
                 database, derived: StoreObjects.derived(for: mapping, formatVersion: formatVersion)

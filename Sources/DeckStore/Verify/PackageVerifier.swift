@@ -290,13 +290,14 @@ public enum PackageVerifier {
     /// another device's version, which readers ignore and nothing may remove unmerged.
     static func checkSyncConflicts(path: String, report: inout VerificationReport) {
         for copy in SyncConflictCopy.find(inPackage: path) {
+            let message =
+                copy.isLock
+                ? "\(copy.service)'s conflict copy of lock: it holds nothing of the document (another "
+                    + "device's writer wrote lock too); garbage collection removes it"
+                : "\(copy.service)'s conflict copy of \(copy.original): another device's version, "
+                    + "whose edits are not in this package (readers ignore it); keep it until they are merged"
             report.findings.append(
-                Finding(
-                    severity: .untidy, code: "sync-conflict", object: path + "/" + copy.name,
-                    message:
-                        "\(copy.service)'s conflict copy of \(copy.original): another device's version, "
-                        + "whose edits are not in this package (readers ignore it); keep it until they are merged"
-                ))
+                Finding(severity: .untidy, code: "sync-conflict", object: path + "/" + copy.name, message: message))
         }
     }
 
