@@ -274,7 +274,8 @@ import Testing
             try db.run("UPDATE Tag SET _gid = _gid, name = 'c' WHERE _pk = 1")
             try db.run("UPDATE sqlite_sequence SET seq = 1 WHERE name = 'Tag'")
             let report = try PackageVerifier.verify(at: url)
-            #expect(report.codes == ["key-sequence"], "\(report.findings)")
+            // The range of keys the inserts recorded (spec 20.3) now passes the sequence too.
+            #expect(report.codes == ["key-sequence", "versions"], "\(report.findings)")
             try db.run("UPDATE sqlite_sequence SET seq = 2 WHERE name = 'Tag'")
             try db.execute("DROP TRIGGER \"deck_gid:Tag:update\"")
             #expect(try PackageVerifier.verify(at: url).codes.contains("trigger-missing"))

@@ -29,12 +29,17 @@ import Testing
         }
     }
 
-    /// (alive, clock, writer id bytes) of record `id` of `table`.
+    /// (existence counter, clock, writer id bytes) of record `id` of `table`, as spec 20.3 says to
+    /// find them: its row in `deck_rows:T` if it has one, else the range of `deck_inserts` that
+    /// holds its key, else the origin's.
     static func recordVersion(_ url: URL, _ table: String, _ id: Int64) throws -> (Int64, Int64, Data)? {
         try rows(
             url,
-            "SELECT r.alive, r.clock, w.writer FROM \"deck_rows:\(table)\" r JOIN deck_writer w ON w.id = r.writer "
-                + "WHERE r._pk = ?", [.integer(id)]
+            "SELECT coalesce(r.alive, 1), coalesce(r.clock, i.clock, 0), w.writer FROM (SELECT ? AS pk) AS p "
+                + "LEFT JOIN \"deck_rows:\(table)\" AS r ON r._pk = p.pk "
+                + "LEFT JOIN deck_inserts AS i ON i.tbl = ? AND p.pk BETWEEN i.first AND i.last "
+                + "JOIN deck_writer AS w ON w.id = coalesce(r.writer, i.writer, 0)",
+            [.integer(id), .text(table)]
         ).first.map { ($0[0].int64 ?? -1, $0[1].int64 ?? -1, $0[2].data ?? Data()) }
     }
 
@@ -77,11 +82,19 @@ import Testing
             #expect(try Self.everything(url) == before)
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
-            // Everything it held: the origin's version, clock 0; nothing changed after.
+            // Everything it held: the origin's version, clock 0 (the keys each table gave out, as
+            // inserted by the origin); nothing changed after.
             for table in ["Deck", "Card", "Tag"] {
-                let versions = try Self.rows(
-                    url, "SELECT count(*), max(alive), max(clock), max(writer) FROM \"deck_rows:\(table)\"")
-                #expect(versions[0].map(\.int64) == [Int64(before[table]?.count ?? 0), 1, 0, 0], "\(table)")
+                let ranges = try Self.rows(
+                    url, "SELECT first, last, clock, writer FROM deck_inserts WHERE tbl = ?", [.text(table)])
+                let seq = try Self.rows(
+                    url, "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(table)])[0][0]
+                #expect(ranges.map { $0.map(\.int64) } == [[1, seq.int64, 0, 0]], "\(table)")
+                for record in before[table] ?? [] {
+                    let version = try #require(try Self.recordVersion(url, table, record.id))
+                    #expect(version.0 == 1 && version.1 == 0 && version.2 == Data(count: 16))
+                }
+                #expect(try Self.rows(url, "SELECT count(*) FROM \"deck_rows:\(table)\"")[0][0].int64 == 0)
                 #expect(try Self.rows(url, "SELECT count(*) FROM \"deck_cells:\(table)\"")[0][0].int64 == 0)
             }
             let links = try Self.rows(url, "SELECT count(*), max(clock) FROM \"deck_links:Card.tags\"")
@@ -227,19 +240,51 @@ import Testing
         }
     }
 
+    @Test func aDocumentWithNoEntityCommitsAndGainsThemByMigration() throws {
+        try withTestDirectory { dir throws in
+            // No entity, so no sqlite_sequence: nothing to record at commit, nothing to check.
+            let url = dir.appendingPathComponent("empty.deck")
+            let store = try PackageStore.create(
+                at: url, contentType: "org.test", schema: StoreSchema(entities: []))
+            try store.write { _ in }
+            try store.close()
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+            var schema = flashCardsSchema()
+            schema.version = "2.0.0"
+            _ = try PackageStore.migrate(at: url, to: schema)
+            let reopened = try PackageStore.open(at: url, mode: .readWrite)
+            let tag = try reopened.write { tx in try tx.insert("Tag", ["name": .string("new")]) }.value
+            try reopened.close()
+            #expect(try Self.recordVersion(url, "Tag", tag).map { $0.1 > 0 } == true)
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
+        }
+    }
+
     // MARK: Verification
 
     @Test(arguments: [
-        ("DELETE FROM \"deck_rows:Card\" WHERE _pk = 1", "Card #1", "has no version"),
-        ("UPDATE \"deck_rows:Card\" SET alive = 2 WHERE _pk = 1", "Card #1", "says it was deleted"),
-        ("INSERT INTO \"deck_rows:Card\" VALUES (99, NULL, 1, 0, 0)", "Card #99", "but it does not"),
-        ("INSERT INTO \"deck_rows:Card\" VALUES (99, NULL, 2, 0, 0)", "Card #99", "no global id"),
+        ("INSERT INTO \"deck_rows:Card\" VALUES (1, zeroblob(16), 2, 0, 0)", "Card #1", "disagrees"),
+        ("INSERT INTO \"deck_rows:Card\" VALUES (99, zeroblob(16), 3, 0, 0)", "Card #99", "disagrees"),
         (
             "INSERT INTO \"deck_cells:Card\" VALUES (1, 'nothing', 0, 0)", "Card #1",
             "property the table does not have"
         ),
-        ("UPDATE \"deck_rows:Tag\" SET writer = 7", "deck_rows:Tag", "writer that deck_writer does not have"),
-        ("UPDATE \"deck_rows:Tag\" SET clock = 1 << 61", "deck_rows:Tag", "later than deck_clock's"),
+        ("INSERT INTO \"deck_cells:Card\" VALUES (99, 'front', 0, 0)", "Card #99", "names a record"),
+        (
+            "UPDATE deck_inserts SET writer = 7 WHERE tbl = 'Tag'", "deck_inserts",
+            "writer that deck_writer does not have"
+        ),
+        (
+            "UPDATE deck_inserts SET clock = 1 << 61 WHERE tbl = 'Tag'", "deck_inserts",
+            "later than deck_clock's"
+        ),
+        (
+            "INSERT INTO deck_inserts VALUES ('Nothing', 1, 1, 0, 0)", "deck_inserts (Nothing, 1)",
+            "names a table"
+        ),
+        ("INSERT INTO deck_inserts VALUES ('Card', 1, 2, 0, 0)", "deck_inserts (Card, 2)", "overlaps"),
+        ("UPDATE deck_inserts SET last = 5 WHERE tbl = 'Tag'", "deck_inserts (Tag, 5)", "outside the keys"),
         ("DELETE FROM \"deck_links:Card.tags\"", "Card.tags (source 1, target 1)", "the link has no version"),
         (
             "INSERT INTO \"deck_links:Card.tags\" VALUES (5, 5, 1, 0, 0)", "Card.tags (source 5, target 5)",

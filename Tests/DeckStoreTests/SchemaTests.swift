@@ -602,7 +602,8 @@ struct SchemaTests {
             #expect(
                 tables == [
                     "Card", "Card.tags", "Deck", "Tag", "deck_blob", "deck_cells:Card", "deck_cells:Deck",
-                    "deck_cells:Tag", "deck_clock", "deck_links:Card.tags", "deck_meta", "deck_migration",
+                    "deck_cells:Tag", "deck_clock", "deck_inserts", "deck_links:Card.tags", "deck_meta",
+                    "deck_migration",
                     "deck_rows:Card", "deck_rows:Deck", "deck_rows:Tag", "deck_writer", "sqlite_sequence",
                 ])
             let cardColumns = try db.rows("SELECT name FROM pragma_table_info('Card') ORDER BY cid")
@@ -622,9 +623,8 @@ struct SchemaTests {
                     "deck_refs:Card.image:delete", "deck_refs:Card.image:insert",
                     "deck_refs:Card.image:update", "deck_version:Card.tags:delete",
                     "deck_version:Card.tags:insert",
-                    "deck_version:Card:delete", "deck_version:Card:insert", "deck_version:Card:update",
-                    "deck_version:Deck:delete", "deck_version:Deck:insert", "deck_version:Deck:update",
-                    "deck_version:Tag:delete", "deck_version:Tag:insert", "deck_version:Tag:update",
+                    "deck_version:Card:delete", "deck_version:Card:update", "deck_version:Deck:delete",
+                    "deck_version:Deck:update", "deck_version:Tag:delete", "deck_version:Tag:update",
                 ])
             let meta = try db.scalar("SELECT value FROM deck_meta WHERE key = 'schema'")?.string ?? ""
             #expect(try JSONDecoder().decode(StoreSchema.self, from: Data(meta.utf8)) == schema)

@@ -5,9 +5,9 @@ import Foundation
 /// reshaping of the tables (spec 18.2): before, every bookkeeping table is set aside and the
 /// version triggers dropped, so that reshaping versions nothing (every copy of the document
 /// migrates alike); after, each new table's bookkeeping is made from the set-aside tables of the
-/// old table it continues, records keeping their versions and tombstones, cells theirs under
-/// their properties' new names; what has no version (records and links of rebuilt join tables)
-/// gets the origin's, clock 0.
+/// old table it continues, records keeping their versions (the old table's ranges of inserted
+/// keys) and tombstones, cells theirs under their properties' new names; links of join tables
+/// made anew get the origin's version, clock 0.
 struct MigrationVersions {
     let database: Database
     let oldMapping: SchemaMapping
@@ -33,6 +33,11 @@ struct MigrationVersions {
             try database.dropIndexesAndTriggers(of: table)
             try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(asideName(table)))")
         }
+        for oldRoot in oldMapping.roots {
+            try database.run(
+                "UPDATE deck_inserts SET tbl = ? WHERE tbl = ?",
+                [.text(Self.prefix + oldRoot.table), .text(oldRoot.table)])
+        }
         for row in try database.rows(
             "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'deck\\_version:%' ESCAPE '\\'"
         ) {
@@ -52,6 +57,10 @@ struct MigrationVersions {
                 try database.execute(statement)
             }
             guard let oldRoot = source[root.table] else { continue }
+            // The keys the old table's transactions inserted are the new table's.
+            try database.run(
+                "UPDATE deck_inserts SET tbl = ? WHERE tbl = ?",
+                [.text(root.table), .text(Self.prefix + oldRoot.table)])
             let rows = quote(VersionDDL.rowsTable(root.table))
             let oldRows = asideName(VersionDDL.rowsTable(oldRoot.table))
             if try exists(oldRows) {
@@ -74,7 +83,7 @@ struct MigrationVersions {
                         + "SELECT _pk, CASE property \(cases.joined(separator: " ")) END, clock, writer "
                         + "FROM \(quote(oldCells)) WHERE property IN ("
                         + Array(repeating: "?", count: renames.count).joined(separator: ", ")
-                        + ") AND _pk IN (SELECT _pk FROM \(rows))",
+                        + ") AND (_pk IN (SELECT _pk FROM \(quote(root.table))) OR _pk IN (SELECT _pk FROM \(rows)))",
                     arguments + renames.keys.sorted().map { .text($0) })
             }
         }
@@ -94,6 +103,8 @@ struct MigrationVersions {
             }
         }
         try VersionDDL.versionExisting(database, mapping: newMapping)
+        try database.run(
+            "DELETE FROM deck_inserts WHERE tbl LIKE ? ESCAPE '\\'", [.text("deck\\_migrating\\_%")])
         for row in try database.rows(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE ? ESCAPE '\\'",
             [.text("deck\\_migrating\\_%")])

@@ -11,9 +11,13 @@ import Foundation
 ///   zero bytes, the writer of what the store held when it was upgraded to version 5.
 /// - `deck_clock`: one row, the version the open transaction writes: its clock and its writer's
 ///   number. A writer advances it when it begins a transaction.
-/// - `"deck_rows:T"`: one row per record of table `T` that exists or existed: its existence
-///   counter (odd while it exists, even once deleted), the version of its last insert or
-///   delete, and once deleted its global id.
+/// - `deck_inserts`: the records each transaction inserted, as a range of keys per table (keys
+///   are given out in increasing order): written once per transaction and table, at commit, so
+///   that an insert costs no bookkeeping row of its own. A record in no range has the origin's
+///   version.
+/// - `"deck_rows:T"`: one row per record of table `T` whose existence counter is not 1 (odd
+///   while it exists, even once deleted): the version of its last delete (or restoration), and
+///   its global id.
 /// - `"deck_cells:T"`: one row per cell of `T` changed after its record's insert: the version of
 ///   its last change.
 /// - `"deck_links:J"`: one row per link of join table `J` that exists or existed, with its
@@ -39,6 +43,14 @@ enum VersionDDL {
             clock INTEGER NOT NULL CHECK (clock >= 0),
             writer INTEGER NOT NULL REFERENCES deck_writer(id)
         ) STRICT;
+        CREATE TABLE deck_inserts(
+            tbl TEXT NOT NULL,
+            first INTEGER NOT NULL,
+            last INTEGER NOT NULL CHECK (last >= first),
+            clock INTEGER NOT NULL CHECK (clock >= 0),
+            writer INTEGER NOT NULL,
+            PRIMARY KEY (tbl, last)
+        ) STRICT, WITHOUT ROWID;
         """
 
     /// The rows every new version 5 store's `deck_writer` and `deck_clock` start with: the origin,
@@ -101,8 +113,8 @@ enum VersionDDL {
             """
             CREATE TABLE \(rows)(
                 _pk INTEGER PRIMARY KEY,
-                _gid BLOB CHECK (_gid IS NULL OR length(_gid) = 16),
-                alive INTEGER NOT NULL CHECK (alive > 0),
+                _gid BLOB NOT NULL CHECK (length(_gid) = 16),
+                alive INTEGER NOT NULL CHECK (alive > 1),
                 clock INTEGER NOT NULL CHECK (clock >= 0),
                 writer INTEGER NOT NULL
             ) STRICT
@@ -119,14 +131,9 @@ enum VersionDDL {
             """,
             "CREATE INDEX \(quote(cellsTable(table) + ".clock")) ON \(cells)(clock)",
             """
-            CREATE TRIGGER \(quote("deck_version:" + table + ":insert")) AFTER INSERT ON \(t) BEGIN
-                INSERT INTO \(rows)(_pk, _gid, alive, clock, writer) VALUES (NEW._pk, NULL, 1, \(current));
-            END
-            """,
-            """
             CREATE TRIGGER \(quote("deck_version:" + table + ":delete")) AFTER DELETE ON \(t) BEGIN
-                UPDATE \(rows) SET _gid = OLD._gid, alive = alive + 1, (clock, writer) = (SELECT clock, writer FROM deck_clock)
-                WHERE _pk = OLD._pk;
+                INSERT INTO \(rows)(_pk, _gid, alive, clock, writer) VALUES (OLD._pk, OLD._gid, 2, \(current))
+                ON CONFLICT (_pk) DO UPDATE SET alive = alive + 1, clock = excluded.clock, writer = excluded.writer;
             END
             """,
         ]
@@ -137,12 +144,13 @@ enum VersionDDL {
             }
             statements.append(
                 """
-                CREATE TRIGGER \(quote("deck_version:" + table + ":update")) AFTER UPDATE ON \(t) BEGIN
+                CREATE TRIGGER \(quote("deck_version:" + table + ":update")) AFTER UPDATE ON \(t)
+                WHEN NEW._pk <= coalesce((SELECT max(last) FROM deck_inserts WHERE tbl = \(quoteLiteral(table))), 0)
+                BEGIN
                     INSERT INTO \(cells)(_pk, property, clock, writer)
                     SELECT NEW._pk, changed.column1, deck_clock.clock, deck_clock.writer
                     FROM (VALUES \(changed.joined(separator: ", "))) AS changed, deck_clock
-                    WHERE changed.column2 AND NOT EXISTS (SELECT 1 FROM \(rows) AS r
-                        WHERE r._pk = NEW._pk AND r.clock = deck_clock.clock AND r.writer = deck_clock.writer)
+                    WHERE changed.column2
                     ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer;
                 END
                 """)
@@ -183,16 +191,11 @@ enum VersionDDL {
         ]
     }
 
-    /// Gives every record and link that `db` holds and that has no version the origin's version,
-    /// at clock 0 (spec 12.11): what an upgrade to version 5 does, and a migration for the tables
-    /// it rebuilds.
+    /// Gives every link that `db` holds and that has no version the origin's version, at clock 0
+    /// (spec 12.11): what an upgrade to version 5 does, and a migration for the join tables it
+    /// makes anew. Records need nothing: a record in no range of `deck_inserts` has the origin's
+    /// version.
     static func versionExisting(_ db: Database, mapping: SchemaMapping) throws {
-        for root in mapping.roots {
-            try db.execute(
-                "INSERT INTO \(quote(rowsTable(root.table)))(_pk, _gid, alive, clock, writer) "
-                    + "SELECT _pk, NULL, 1, 0, \(originWriter) FROM \(quote(root.table)) WHERE true "
-                    + "ON CONFLICT (_pk) DO NOTHING")
-        }
         for (table, _, _) in mapping.joinTables {
             try db.execute(
                 "INSERT INTO \(quote(linksTable(table)))(source, target, alive, clock, writer) "
@@ -200,4 +203,24 @@ enum VersionDDL {
                     + "ON CONFLICT (source, target) DO NOTHING")
         }
     }
+
+    /// What a writer runs before it commits (spec 20.3): for each entity table whose key sequence
+    /// passed the greatest key `deck_inserts` covers for it, the keys between, with the
+    /// transaction's version. One statement, whatever the transaction did: a table it inserted
+    /// nothing into is passed over by one lookup.
+    static let recordInserts = """
+        INSERT INTO deck_inserts(tbl, first, last, clock, writer)
+        SELECT name, covered + 1, seq, deck_clock.clock, deck_clock.writer
+        FROM (SELECT s.name AS name, s.seq AS seq,
+                coalesce((SELECT max(i.last) FROM deck_inserts AS i WHERE i.tbl = s.name), 0) AS covered
+              FROM sqlite_sequence AS s WHERE s.name NOT LIKE 'deck\\_%' ESCAPE '\\'), deck_clock
+        WHERE seq > covered
+        """
+
+    /// What an upgrade to version 5 records (spec 12.11): the keys every entity table has given
+    /// out so far, as inserted by the origin.
+    static let originInserts = """
+        INSERT INTO deck_inserts(tbl, first, last, clock, writer)
+        SELECT name, 1, seq, 0, 0 FROM sqlite_sequence WHERE seq > 0 AND name NOT LIKE 'deck\\_%' ESCAPE '\\'
+        """
 }

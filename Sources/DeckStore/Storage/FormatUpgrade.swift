@@ -124,11 +124,13 @@ enum FormatUpgrade {
             }
             if version < VersionDDL.firstFormatVersion {
                 // Version bookkeeping (spec 12.11): what the store holds gets the origin's
-                // version, clock 0, the same in every copy; the triggers come after, so that
-                // nothing above was versioned.
+                // version, clock 0, the same in every copy (its records as the keys given out so
+                // far, its links one by one); the triggers come after, so that nothing above was
+                // versioned.
                 try db.execute(VersionDDL.tables)
                 try db.execute(VersionDDL.initialRows)
                 for statement in VersionDDL.statements(for: mapping) { try db.execute(statement) }
+                if !mapping.roots.isEmpty { try db.execute(VersionDDL.originInserts) }
                 try VersionDDL.versionExisting(db, mapping: mapping)
             }
             try db.run(

@@ -164,6 +164,10 @@ final class StoreConnection {
                 unreferenced = candidates.subtracting(counted.keys).sorted()
                 try database.run("DELETE FROM deck_blob WHERE refs = 0")
             }
+            // A schema with no entity has no sqlite_sequence, and no keys to record.
+            if formatVersion >= VersionDDL.firstFormatVersion, !mapping.roots.isEmpty {
+                try database.execute(VersionDDL.recordInserts)
+            }
             try database.run(
                 "INSERT INTO deck_meta(key, value) VALUES ('modified', ?) "
                     + "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

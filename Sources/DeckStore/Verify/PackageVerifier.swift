@@ -296,8 +296,7 @@ public enum PackageVerifier {
                     + "device's writer wrote lock too); garbage collection removes it"
                 : "\(copy.service)'s conflict copy of \(copy.original): another device's version, "
                     + "whose edits are not in this package (readers ignore it); keep it until they are merged"
-            report.findings.append(
-                Finding(severity: .untidy, code: "sync-conflict", object: path + "/" + copy.name, message: message))
+            report.add(.untidy, "sync-conflict", path + "/" + copy.name, message)
         }
     }
 

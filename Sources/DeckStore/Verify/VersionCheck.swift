@@ -33,6 +33,7 @@ struct VersionCheck {
             try check.records(of: root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping))
         }
         for (table, _, _) in mapping.joinTables { try check.links(of: table) }
+        try check.inserts(tables: mapping.roots.map(\.table))
         report = check.report
     }
 
@@ -61,18 +62,14 @@ struct VersionCheck {
         let (t, rows, cells) = (quote(table), quote(rowsName), quote(cellsName))
         let record = { (row: [SQLValue]) in "\(table) #\(Self.key(row[0]))" }
         try each(
-            "SELECT t._pk FROM \(t) AS t LEFT JOIN \(rows) AS r ON r._pk = t._pk "
-                + "WHERE r._pk IS NULL OR r.alive % 2 = 0 OR r._gid IS NOT NULL ORDER BY t._pk",
-            record, "the record has no version, or its version says it was deleted")
-        try each(
-            "SELECT r._pk FROM \(rows) AS r WHERE (r.alive % 2 = 1 AND r._pk NOT IN (SELECT _pk FROM \(t))) "
-                + "OR (r.alive % 2 = 0 AND r._gid IS NULL) ORDER BY r._pk",
-            record, "the version says the record exists, but it does not (or a tombstone has no global id)")
+            "SELECT r._pk FROM \(rows) AS r WHERE (r.alive % 2 = 1) = (r._pk NOT IN (SELECT _pk FROM \(t))) "
+                + "ORDER BY r._pk",
+            record, "the version's existence counter disagrees with the table (odd: the record exists)")
         let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
             .joined(separator: ", ")
         try each(
-            "SELECT c._pk FROM \(cells) AS c WHERE c._pk NOT IN (SELECT _pk FROM \(rows)) "
-                + "OR c.property NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY c._pk",
+            "SELECT c._pk FROM \(cells) AS c WHERE (c._pk NOT IN (SELECT _pk FROM \(t)) "
+                + "AND c._pk NOT IN (SELECT _pk FROM \(rows))) OR c.property NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY c._pk",
             record, "a cell version names a record or a property the table does not have")
         try versions(in: rowsName)
         try versions(in: cellsName)
@@ -96,6 +93,25 @@ struct VersionCheck {
                 + "ORDER BY l.source, l.target",
             pair, "the version says the link exists, but it does not")
         try versions(in: linksName)
+    }
+
+    /// The ranges of inserted keys: each of an entity table, not overlapping, within the keys the
+    /// table gave out.
+    private mutating func inserts(tables: [String]) throws {
+        // A schema with no entity has no sqlite_sequence (and should have no range).
+        guard try Self.exists(db, "deck_inserts"), !tables.isEmpty else { return }
+        let known = tables.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
+            separator: ", ")
+        let range = { (row: [SQLValue]) in "deck_inserts (\(row[0].string ?? "?"), \(Self.key(row[1])))" }
+        try each(
+            "SELECT tbl, last FROM deck_inserts WHERE tbl NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY tbl, last",
+            range, "a range of inserted keys names a table the schema does not map")
+        try each(
+            "SELECT tbl, last FROM (SELECT tbl, first, last, lag(last) OVER (PARTITION BY tbl ORDER BY last) AS previous "
+                + "FROM deck_inserts) WHERE first < 1 OR first <= previous "
+                + "OR last > coalesce((SELECT seq FROM sqlite_sequence WHERE name = tbl), 0) ORDER BY tbl, last",
+            range, "a range of inserted keys overlaps another, or is outside the keys its table gave out")
+        try versions(in: "deck_inserts")
     }
 
     /// Versions in `table` naming an unknown writer or a clock later than the store's.
