@@ -172,7 +172,10 @@ struct EndToEndSyncthingTests {
                     "untidy: \(package)/\(copy.name): Syncthing's conflict copy of \(copy.original): "),
                 "\(text.stdout)")
         }
-        #expect(text.stdout.hasSuffix("0 corruption, \(copies.count) untidy (format \(PackageStore.formatVersion))\n"), "\(text.stdout)")
+        #expect(
+            text.stdout.hasSuffix(
+                "0 corruption, \(copies.count) untidy (format \(PackageStore.formatVersion))\n"),
+            "\(text.stdout)")
         let json = try deck("verify", package, "--json")
         e2eExpectSuccess(json)
         let report = try e2eJSONObject(json.stdout)
