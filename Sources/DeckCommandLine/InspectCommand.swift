@@ -87,6 +87,17 @@ struct InspectCommand: DeckCommand {
                         ])
                     })
             ),
+            (
+                "versions",
+                info.versions.map { versions in
+                    .object([
+                        ("clock", .int(versions.clock)),
+                        ("writers", .int(Int64(versions.writers))),
+                        ("tombstones", .int(Int64(versions.tombstones))),
+                        ("changedCells", .int(Int64(versions.changedCells))),
+                    ])
+                } ?? .null
+            ),
             ("created", info.created.map(JSON.string) ?? .null),
             ("modified", info.modified.map(JSON.string) ?? .null),
             ("lockHolder", info.lockHolder.map { .int(Int64($0)) } ?? .null),
@@ -166,6 +177,11 @@ struct InspectCommand: DeckCommand {
             }
         }
         if let modified = info.modified { out += "  modified: \(field(modified))\n" }
+        if let versions = info.versions {
+            out +=
+                "  versions: clock \(versions.clock), \(versions.writers) write session(s), "
+                + "\(versions.tombstones) tombstone(s), \(versions.changedCells) changed cell(s)\n"
+        }
         switch info.lockHolder {
         case nil: out += "  writer:   none\n"
         case .some(-1): out += "  writer:   locked (pid unknown)\n"

@@ -46,6 +46,22 @@ struct EndToEndOpenInspectTests {
         #expect(info["lockHolder"] is NSNull)
         #expect(info["created"] is String)
         #expect(info["modified"] is String)
+        // The version bookkeeping (format 5): the sample was made in one session.
+        let versions = try #require(info["versions"] as? [String: Any])
+        #expect(versions["writers"] as? Int == 1 && versions["tombstones"] as? Int == 0)
+        #expect((versions["clock"] as? Int ?? 0) > 0 && versions["changedCells"] as? Int == 0)
+        e2eExpectSuccess(try deck("delete", path, "Card", "-w", "front == 'hola'"))
+        e2eExpectSuccess(try deck("update", path, "Card", "back=hi", "-w", "front == 'adiós'"))
+        let after = try #require(
+            try e2eJSONObject(try deck("open", path, "--json").stdout)["versions"] as? [String: Any])
+        #expect(
+            after["writers"] as? Int == 3 && after["tombstones"] as? Int == 1
+                && after["changedCells"] as? Int == 1)
+        #expect((after["clock"] as? Int ?? 0) > (versions["clock"] as? Int ?? 0))
+        let text = try deck("open", path)
+        #expect(text.stdout.contains("  versions: clock "), "\(text.stdout)")
+        #expect(
+            text.stdout.contains("3 write session(s), 1 tombstone(s), 1 changed cell(s)\n"), "\(text.stdout)")
         let entities = try #require(info["entities"] as? [[String: Any]])
         let counts = Dictionary(
             uniqueKeysWithValues: entities.map { ($0["name"] as? String ?? "?", $0["records"] as? Int ?? -1) }

@@ -114,6 +114,20 @@ public struct PackageInfo: Sendable {
     public let schemaFloor: String?
     /// The migrations applied, oldest first (spec: section 4.4); empty before version 3.
     public let migrations: [MigrationRecord]
+    /// What the version bookkeeping holds (spec: section 20); nil before version 5.
+    public let versions: VersionInfo?
+
+    /// The version bookkeeping of a version 5 store, in figures.
+    public struct VersionInfo: Sendable, Equatable {
+        /// The store's clock (`deck_clock`): the version of its latest transaction.
+        public let clock: Int64
+        /// The write sessions that have written to it (`deck_writer`, the origin aside).
+        public let writers: Int
+        /// Deleted records whose tombstones it keeps.
+        public let tombstones: Int
+        /// Cells changed after their records' inserts, each with its version.
+        public let changedCells: Int
+    }
 }
 
 /// Maintenance on one connection of a store (garbage collection, the repair of reference
@@ -345,6 +359,25 @@ struct StoreMaintenance {
         }
     }
 
+    /// The figures of the version bookkeeping, summed over the tables.
+    private func versionInfo() throws -> PackageInfo.VersionInfo {
+        var tombstones: Int64 = 0
+        var cells: Int64 = 0
+        for root in mapping.roots {
+            tombstones +=
+                try database.scalar(
+                    "SELECT count(*) FROM \(quote(VersionDDL.rowsTable(root.table))) WHERE alive % 2 = 0")?
+                .int64 ?? 0
+            cells +=
+                try database.scalar("SELECT count(*) FROM \(quote(VersionDDL.cellsTable(root.table)))")?.int64
+                ?? 0
+        }
+        return PackageInfo.VersionInfo(
+            clock: try database.scalar("SELECT clock FROM deck_clock")?.int64 ?? 0,
+            writers: Int(try database.scalar("SELECT count(*) FROM deck_writer WHERE id <> 0")?.int64 ?? 0),
+            tombstones: Int(tombstones), changedCells: Int(cells))
+    }
+
     /// Counts and sizes for `deck inspect`.
     func info() throws(DeckError) -> PackageInfo {
         do {
@@ -406,7 +439,8 @@ struct StoreMaintenance {
                     ? SchemaBookkeeping.effectiveFloor(
                         stored: stored.values["schema_floor"], version: schema.version, history: history)
                     : nil,
-                migrations: history)
+                migrations: history,
+                versions: formatVersion >= VersionDDL.firstFormatVersion ? try versionInfo() : nil)
         } catch {
             throw translate(error)
         }
