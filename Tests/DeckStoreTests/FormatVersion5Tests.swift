@@ -219,6 +219,46 @@ import Testing
         }
     }
 
+    @Test func aClockOneBelowTheLimitIsRefusedForWritingAndNeverPassedIt() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            try package.close()
+            try rawStore(package.url).execute("UPDATE deck_clock SET clock = \(VersionClock.limit - 1)")
+            let store = try PackageStore.open(at: package.url, mode: .readWrite)
+            let error = expectDeckError {
+                _ = try store.write { tx in try tx.insert("Tag", ["name": .string("x")]) }
+            }
+            if case .corrupt(_, let reason) = error {
+                #expect(reason.contains("2^62"))
+            } else {
+                Issue.record("expected corrupt, got \(String(describing: error))")
+            }
+            try store.close()
+            // Refused before it changed anything: the store is as it was, and valid.
+            #expect(try Self.storeClock(package.url) == VersionClock.limit - 1)
+            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
+        }
+    }
+
+    @Test func aDuplicatedSequenceRowIsReportedAndBlocksNoWrite() throws {
+        try withTestDirectory { dir throws in
+            // A version 4 package with a planted second sqlite_sequence row: reported, and the
+            // upgrade and the writes after it still work (one range a table).
+            let url = dir.appendingPathComponent("v4.flashcards")
+            try FileManager.default.copyItem(at: Self.fixture, to: url)
+            try rawStore(url).execute("INSERT INTO sqlite_sequence VALUES ('Tag', 6)")
+            #expect(try PackageVerifier.verify(at: url).codes == ["key-sequence"])
+            let store = try PackageStore.open(at: url, mode: .readWrite)
+            _ = try store.write { tx in try tx.insert("Tag", ["name": .string("x")]) }
+            _ = try store.write { tx in try tx.update("Tag", id: 1, ["name": .string("y")]) }
+            try store.close()
+            #expect(try PackageVerifier.verify(at: url).codes == ["key-sequence"])
+            let ranges = try Self.rows(
+                url, "SELECT first, last FROM deck_inserts WHERE tbl = 'Tag' ORDER BY last")
+            #expect(ranges.count == 2 && ranges[0][1] == .integer(6) && ranges[1][0] == .integer(7))
+        }
+    }
+
     @Test func aClockAtTheLimitIsRefusedForWritingAndReported() throws {
         try withTestDirectory { dir throws in
             let package = try makeTestStore(in: dir)
@@ -249,6 +289,9 @@ import Testing
             try store.write { _ in }
             try store.close()
             #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+            try rawStore(url).execute("INSERT INTO deck_inserts VALUES ('Tag', 1, 1, 0, 0)")
+            #expect(try PackageVerifier.verify(at: url).codes == ["versions"])
+            try rawStore(url).execute("DELETE FROM deck_inserts")
             var schema = flashCardsSchema()
             schema.version = "2.0.0"
             _ = try PackageStore.migrate(at: url, to: schema)
@@ -291,6 +334,20 @@ import Testing
             "but it does not"
         ),
         ("DELETE FROM deck_clock", "deck_clock", "exactly one"),
+        // What a hostile package may plant to make deletes overflow, or a tombstone name a live record.
+        (
+            "INSERT INTO \"deck_rows:Card\" VALUES (1, zeroblob(16), 9223372036854775807, 0, 0)", "Card #1",
+            "beyond 2^62"
+        ),
+        (
+            "INSERT INTO \"deck_rows:Card\" SELECT 99, _gid, 2, 0, 0 FROM Card WHERE _pk = 1", "Card #99",
+            "a record's that exists"
+        ),
+        (
+            "UPDATE \"deck_links:Card.tags\" SET alive = 9223372036854775807",
+            "Card.tags (source 1, target 1)", "beyond 2^62"
+        ),
+        ("UPDATE deck_writer SET writer = randomblob(16) WHERE id = 0", "deck_writer", "the origin"),
     ])
     func brokenBookkeepingIsReported(sql: String, object: String, message: String) throws {
         try withTestDirectory { dir throws in

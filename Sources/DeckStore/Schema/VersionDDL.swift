@@ -133,7 +133,8 @@ enum VersionDDL {
             """
             CREATE TRIGGER \(quote("deck_version:" + table + ":delete")) AFTER DELETE ON \(t) BEGIN
                 INSERT INTO \(rows)(_pk, _gid, alive, clock, writer) VALUES (OLD._pk, OLD._gid, 2, \(current))
-                ON CONFLICT (_pk) DO UPDATE SET alive = alive + 1, clock = excluded.clock, writer = excluded.writer;
+                ON CONFLICT (_pk) DO UPDATE SET _gid = excluded._gid, alive = alive + 1, clock = excluded.clock,
+                    writer = excluded.writer;
             END
             """,
         ]
@@ -211,9 +212,9 @@ enum VersionDDL {
     static let recordInserts = """
         INSERT INTO deck_inserts(tbl, first, last, clock, writer)
         SELECT name, covered + 1, seq, deck_clock.clock, deck_clock.writer
-        FROM (SELECT s.name AS name, s.seq AS seq,
+        FROM (SELECT s.name AS name, max(s.seq) AS seq,
                 coalesce((SELECT max(i.last) FROM deck_inserts AS i WHERE i.tbl = s.name), 0) AS covered
-              FROM sqlite_sequence AS s WHERE s.name NOT LIKE 'deck\\_%' ESCAPE '\\'), deck_clock
+              FROM sqlite_sequence AS s WHERE s.name NOT LIKE 'deck\\_%' ESCAPE '\\' GROUP BY s.name), deck_clock
         WHERE seq > covered
         """
 
@@ -221,6 +222,7 @@ enum VersionDDL {
     /// out so far, as inserted by the origin.
     static let originInserts = """
         INSERT INTO deck_inserts(tbl, first, last, clock, writer)
-        SELECT name, 1, seq, 0, 0 FROM sqlite_sequence WHERE seq > 0 AND name NOT LIKE 'deck\\_%' ESCAPE '\\'
+        SELECT name, 1, max(seq), 0, 0 FROM sqlite_sequence WHERE name NOT LIKE 'deck\\_%' ESCAPE '\\'
+        GROUP BY name HAVING max(seq) > 0
         """
 }

@@ -191,10 +191,11 @@ final class StoreConnection {
     /// Discards the open transaction, and the blob files only it referenced.
     func rollback() {
         abandoned = nil
+        // The writer's number may have been recorded by this transaction, which SQLite may
+        // have rolled back by itself already (a full disk, an I/O error).
+        writerNumber = nil
         guard database.isInTransaction else { return }
         try? database.execute("ROLLBACK")
-        // The writer's number may have been recorded by this transaction.
-        writerNumber = nil
         removeCreatedFiles(blobs.createdSinceSave)
         blobs.resetTracking()
         changes = ChangeRecorder()

@@ -45,13 +45,15 @@ enum VersionClock {
         guard let previous = try db.scalar("SELECT clock FROM deck_clock WHERE id = 1")?.int64 else {
             throw DeckError.corrupt(path: packagePath, reason: "deck_clock has no row")
         }
-        guard previous < limit else {
+        // The next clock, not only this one, stays below the limit: a store is never made corrupt.
+        guard previous >= 0, previous < limit - 1 else {
             throw DeckError.corrupt(
-                path: packagePath, reason: "deck_clock holds \(previous), beyond the clock's limit of 2^62")
+                path: packagePath,
+                reason: "deck_clock holds \(previous): no clock after it is below the clock's limit of 2^62")
         }
         try db.run(
             "UPDATE deck_clock SET clock = ?, writer = ? WHERE id = 1",
-            [.integer(next(after: previous)), .integer(writerNumber)])
+            [.integer(min(next(after: previous), limit - 1)), .integer(writerNumber)])
         return writerNumber
     }
 }

@@ -155,8 +155,17 @@ enum TableCheck {
         let roots = mapping.roots.map(\.table).filter { tables.contains($0) }
         guard !roots.isEmpty else { return }
         var sequences: [String: SQLValue] = [:]
+        var reported: Set<String> = []
         for row in try db.rows("SELECT name, seq FROM sqlite_sequence") {
-            if let name = row[0].string { sequences[name] = row[1] }
+            guard let name = row[0].string else { continue }
+            if sequences[name] != nil, roots.contains(name), reported.insert(name).inserted {
+                // SQLite keeps one row a table; a second is planted, and says two things at once.
+                report.add(
+                    .corruption, "key-sequence", name, "sqlite_sequence has more than one row for the table")
+            }
+            // Of two rows, the higher counts: keys up to it may have been given out.
+            if let seen = sequences[name]?.int64, let seq = row[1].int64, seen > seq { continue }
+            sequences[name] = row[1]
         }
         for table in roots {
             let row = try db.rows(

@@ -26,9 +26,10 @@ struct VersionCheck {
             return
         }
         var check = VersionCheck(db: db, clock: clock, report: report)
-        if clock >= VersionClock.limit {
+        if clock < 0 || clock >= VersionClock.limit {
             check.add("deck_clock", "deck_clock's clock \(clock) is beyond the clock's limit of 2^62")
         }
+        try check.writers()
         for root in mapping.roots {
             try check.records(of: root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping))
         }
@@ -54,6 +55,15 @@ struct VersionCheck {
 
     private static func key(_ value: SQLValue) -> String { value.int64.map(String.init) ?? "?" }
 
+    /// The origin is number 0 and 16 zero bytes, and no other writer has its id.
+    private mutating func writers() throws {
+        let origin = try db.rows("SELECT id FROM deck_writer WHERE writer = zeroblob(16)").compactMap(
+            \.[0].int64)
+        if origin != [VersionDDL.originWriter] {
+            add("deck_writer", "the origin (16 zero bytes) is not writer number 0, alone")
+        }
+    }
+
     /// The versions of entity table `table`'s records and cells.
     private mutating func records(of table: String, columns: [String]) throws {
         let rowsName = VersionDDL.rowsTable(table)
@@ -65,6 +75,10 @@ struct VersionCheck {
             "SELECT r._pk FROM \(rows) AS r WHERE (r.alive % 2 = 1) = (r._pk NOT IN (SELECT _pk FROM \(t))) "
                 + "ORDER BY r._pk",
             record, "the version's existence counter disagrees with the table (odd: the record exists)")
+        try each(
+            "SELECT r._pk FROM \(rows) AS r WHERE r.alive >= \(VersionClock.limit) "
+                + "OR (r.alive % 2 = 0 AND r._gid IN (SELECT _gid FROM \(t))) ORDER BY r._pk",
+            record, "a tombstone's counter is beyond 2^62, or its global id is a record's that exists")
         let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
             .joined(separator: ", ")
         try each(
@@ -92,14 +106,25 @@ struct VersionCheck {
                 + "(SELECT 1 FROM \(j) AS j WHERE j.source = l.source AND j.target = l.target) "
                 + "ORDER BY l.source, l.target",
             pair, "the version says the link exists, but it does not")
+        try each(
+            "SELECT l.source, l.target FROM \(links) AS l WHERE l.alive >= \(VersionClock.limit) "
+                + "ORDER BY l.source, l.target",
+            pair, "the link's existence counter is beyond 2^62")
         try versions(in: linksName)
     }
 
     /// The ranges of inserted keys: each of an entity table, not overlapping, within the keys the
     /// table gave out.
     private mutating func inserts(tables: [String]) throws {
-        // A schema with no entity has no sqlite_sequence (and should have no range).
-        guard try Self.exists(db, "deck_inserts"), !tables.isEmpty else { return }
+        guard try Self.exists(db, "deck_inserts") else { return }
+        // A schema with no entity has no sqlite_sequence, and no range.
+        guard !tables.isEmpty else {
+            try each(
+                "SELECT tbl, last FROM deck_inserts ORDER BY tbl, last",
+                { "deck_inserts (\($0[0].string ?? "?"), \(Self.key($0[1])))" },
+                "a range of inserted keys names a table the schema does not map")
+            return
+        }
         let known = tables.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
             separator: ", ")
         let range = { (row: [SQLValue]) in "deck_inserts (\(row[0].string ?? "?"), \(Self.key(row[1])))" }
