@@ -348,6 +348,7 @@ import Testing
             "Card.tags (source 1, target 1)", "beyond 2^62"
         ),
         ("UPDATE deck_writer SET writer = randomblob(16) WHERE id = 0", "deck_writer", "the origin"),
+        ("INSERT INTO \"deck_rows:Card\" VALUES (1, zeroblob(16), 1, 0, 0)", "Card #1", "another global id"),
     ])
     func brokenBookkeepingIsReported(sql: String, object: String, message: String) throws {
         try withTestDirectory { dir throws in
@@ -368,7 +369,72 @@ import Testing
         }
     }
 
+    @Test func aRecordMayCarryAVersionOfItsOwn() throws {
+        try withTestDirectory { dir throws in
+            // What a merge leaves for a record it brings from another copy (spec 20.3): a row
+            // with a counter of 1, the record's global id and the insert's version there.
+            let package = try makeTestStore(in: dir)
+            let tag = try package.write { tx in try tx.insert("Tag", ["name": .string("t")]) }.value
+            try package.close()
+            try rawStore(package.url).execute(
+                "INSERT INTO \"deck_rows:Tag\" SELECT _pk, _gid, 1, 5, 0 FROM Tag WHERE _pk = \(tag)")
+            #expect(try Self.recordVersion(package.url, "Tag", tag).map { [$0.0, $0.1] } == [1, 5])
+            #expect(try PackageVerifier.verify(at: package.url).findings.isEmpty)
+        }
+    }
+
     // MARK: Migrations
+
+    @Test func linksKeepTheirVersionsWhenTheirJoinTableIsMadeAnew() throws {
+        try withTestDirectory { dir throws in
+            let package = try makeTestStore(in: dir)
+            let url = package.url
+            let (card, kept, removed) = try package.write { tx in
+                let deck = try tx.insert("Deck", ["title": .string("d")])
+                let kept = try tx.insert("Tag", ["name": .string("kept")])
+                let removed = try tx.insert("Tag", ["name": .string("removed")])
+                let card = try tx.insert(
+                    "Card",
+                    ["front": .string("f"), "deck": .reference(deck), "tags": .references([kept, removed])])
+                return (card, kept, removed)
+            }.value
+            try package.write { tx in try tx.update("Card", id: card, ["tags": .references([kept])]) }
+            // Setting a to-many relationship writes only what changes: the link that stays keeps
+            // its counter and version, and so do the cards a deck keeps.
+            let deck = try #require(
+                try Self.rows(url, "SELECT deck FROM Card WHERE _pk = ?", [.integer(card)])[0][0].int64)
+            try package.write { tx in try tx.update("Deck", id: deck, ["cards": .references([card])]) }
+            #expect(try Self.cellVersions(url, "Card", card).isEmpty)
+            let before = try Self.rows(
+                url,
+                "SELECT source, target, alive, clock, writer FROM \"deck_links:Card.tags\" ORDER BY target")
+            #expect(before.map { $0[2].int64 } == [1, 2])
+            try package.close()
+
+            // Tag renamed Label: Card.tags now points into another table, so the join table is
+            // made anew; its links keep their versions, and the removal is not forgotten.
+            var schema = flashCardsSchema()
+            schema.version = "2.0.0"
+            for index in schema.entities.indices {
+                if schema.entities[index].name == "Tag" {
+                    schema.entities[index].name = "Label"
+                    schema.entities[index].originalName = "Tag"
+                }
+                for relationship in schema.entities[index].relationships.indices
+                where schema.entities[index].relationships[relationship].destination == "Tag" {
+                    schema.entities[index].relationships[relationship].destination = "Label"
+                }
+            }
+            _ = try PackageStore.migrate(at: url, to: schema)
+            let after = try Self.rows(
+                url,
+                "SELECT source, target, alive, clock, writer FROM \"deck_links:Card.tags\" ORDER BY target")
+            #expect(after == before)
+            #expect(before.map { $0[1].int64 } == [kept, removed])
+            let report = try PackageVerifier.verify(at: url)
+            #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")
+        }
+    }
 
     @Test func aRenamedPropertyKeepsItsCellsVersionsAndARemovedOneDropsThem() throws {
         try withTestDirectory { dir throws in

@@ -6,8 +6,9 @@ import Foundation
 /// version triggers dropped, so that reshaping versions nothing (every copy of the document
 /// migrates alike); after, each new table's bookkeeping is made from the set-aside tables of the
 /// old table it continues, records keeping their versions (the old table's ranges of inserted
-/// keys) and tombstones, cells theirs under their properties' new names; links of join tables
-/// made anew get the origin's version, clock 0.
+/// keys) and tombstones, cells theirs under their properties' new names, links theirs from the
+/// join table that held them (the same, or the one a relationship's origin was stored in); links
+/// with no origin get the origin's version, clock 0.
 struct MigrationVersions {
     let database: Database
     let oldMapping: SchemaMapping
@@ -92,15 +93,23 @@ struct MigrationVersions {
             where !statement.hasPrefix("CREATE TRIGGER") {
                 try database.execute(statement)
             }
-            let oldLinks = asideName(VersionDDL.linksTable(table))
-            if keptJoins.contains(table), try exists(oldLinks) {
-                // Removals, and the links the table still holds (those the migration removed with
-                // their records go, as the records' versions do).
-                try database.execute(
-                    "INSERT INTO \(quote(VersionDDL.linksTable(table))) SELECT * FROM \(quote(oldLinks)) AS l "
-                        + "WHERE l.alive % 2 = 0 OR EXISTS (SELECT 1 FROM \(quote(table)) AS j "
-                        + "WHERE j.source = l.source AND j.target = l.target)")
-            }
+            // The old join table whose links this one's continue: itself when it stays, or the one
+            // of the relationship's origin when the table was made anew (its destination renamed,
+            // say), its pairs perhaps the other way round.
+            guard
+                let (oldTable, swapped) =
+                    keptJoins.contains(table) ? (table, false) : joinOrigin(of: table, newMapping: newMapping)
+            else { continue }
+            let oldLinks = asideName(VersionDDL.linksTable(oldTable))
+            guard try exists(oldLinks) else { continue }
+            let (source, target) = swapped ? ("l.target", "l.source") : ("l.source", "l.target")
+            // Removals, and the links the table still holds (those the migration removed with
+            // their records go, as the records' versions do).
+            try database.execute(
+                "INSERT INTO \(quote(VersionDDL.linksTable(table))) "
+                    + "SELECT \(source), \(target), l.alive, l.clock, l.writer FROM \(quote(oldLinks)) AS l "
+                    + "WHERE l.alive % 2 = 0 OR EXISTS (SELECT 1 FROM \(quote(table)) AS j "
+                    + "WHERE j.source = \(source) AND j.target = \(target))")
         }
         try VersionDDL.versionExisting(database, mapping: newMapping)
         try database.run(
@@ -111,6 +120,25 @@ struct MigrationVersions {
         {
             if let name = row[0].string { try database.execute("DROP TABLE \(quote(name))") }
         }
+    }
+
+    /// The old join table that held the links new join table `table` continues, and whether its
+    /// pairs are the other way round: found through the origin of a relationship stored in it.
+    private func joinOrigin(of table: String, newMapping: SchemaMapping) -> (table: String, swapped: Bool)? {
+        for name in newMapping.entityNames {
+            guard let entity = newMapping.entities[name], let oldName = diff.entityOrigins[name],
+                let oldEntity = oldMapping.entities[oldName]
+            else { continue }
+            for (relationship, storage) in entity.relationships {
+                guard case .joinTable(let newTable, let near, _) = storage, newTable == table,
+                    let origin = diff.propertyOrigins[name + "." + relationship.name],
+                    let (_, oldStorage) = oldEntity.relationship(origin),
+                    case .joinTable(let oldTable, let oldNear, _) = oldStorage
+                else { continue }
+                return (oldTable, oldNear != near)
+            }
+        }
+        return nil
     }
 
     /// For each property column of the new table `root` that continues a column of the old

@@ -395,22 +395,31 @@ struct RecordWriter {
                     "UPDATE \(quote(mapping.table)) SET \(quote(column)) = ? WHERE _pk = ?",
                     [targets.first.map { .integer($0) } ?? .null, .integer(id)])
             case .inverseColumn(let table, let column):
+                // Only the targets that leave and those that come are written: a cell written
+                // away and back would carry a new version (spec 20.4) and win a merge over
+                // another copy's real change of it.
                 let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
+                let kept = "[" + targets.map(String.init).joined(separator: ",") + "]"
                 try recordUpdates(
                     returnedBy:
                         "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family) "
-                        + "RETURNING _pk, _entity",
-                    [.integer(id)])
+                        + "AND _pk NOT IN (SELECT value FROM json_each(?)) RETURNING _pk, _entity",
+                    [.integer(id), .text(kept)])
                 for target in targets {
                     try database.run(
-                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ?",
-                        [.integer(id), .integer(target)])
+                        "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE _pk = ? AND \(quote(column)) IS NOT ?",
+                        [.integer(id), .integer(target), .integer(id)])
                 }
             case .joinTable(let table, let near, let far):
-                try database.run("DELETE FROM \(quote(table)) WHERE \(near) = ?", [.integer(id)])
+                // Likewise only the links that go and those that come: a link removed and made
+                // again would count as both (spec 20.5).
+                let kept = "[" + targets.map(String.init).joined(separator: ",") + "]"
+                try database.run(
+                    "DELETE FROM \(quote(table)) WHERE \(near) = ? AND \(far) NOT IN (SELECT value FROM json_each(?))",
+                    [.integer(id), .text(kept)])
                 for target in targets {
                     try database.run(
-                        "INSERT INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
+                        "INSERT OR IGNORE INTO \(quote(table))(\(near), \(far)) VALUES (?, ?)",
                         [.integer(id), .integer(target)])
                 }
             }

@@ -15,9 +15,9 @@ import Foundation
 ///   are given out in increasing order): written once per transaction and table, at commit, so
 ///   that an insert costs no bookkeeping row of its own. A record in no range has the origin's
 ///   version.
-/// - `"deck_rows:T"`: one row per record of table `T` whose existence counter is not 1 (odd
-///   while it exists, even once deleted): the version of its last delete (or restoration), and
-///   its global id.
+/// - `"deck_rows:T"`: one row per record of table `T` whose version is not its key's range's:
+///   a deleted record (its existence counter even), or one a merge brought from another copy
+///   with its own version; its counter (odd while it exists), version and global id.
 /// - `"deck_cells:T"`: one row per cell of `T` changed after its record's insert: the version of
 ///   its last change.
 /// - `"deck_links:J"`: one row per link of join table `J` that exists or existed, with its
@@ -114,7 +114,7 @@ enum VersionDDL {
             CREATE TABLE \(rows)(
                 _pk INTEGER PRIMARY KEY,
                 _gid BLOB NOT NULL CHECK (length(_gid) = 16),
-                alive INTEGER NOT NULL CHECK (alive > 1),
+                alive INTEGER NOT NULL CHECK (alive > 0),
                 clock INTEGER NOT NULL CHECK (clock >= 0),
                 writer INTEGER NOT NULL
             ) STRICT

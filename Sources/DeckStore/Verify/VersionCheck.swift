@@ -77,8 +77,11 @@ struct VersionCheck {
             record, "the version's existence counter disagrees with the table (odd: the record exists)")
         try each(
             "SELECT r._pk FROM \(rows) AS r WHERE r.alive >= \(VersionClock.limit) "
-                + "OR (r.alive % 2 = 0 AND r._gid IN (SELECT _gid FROM \(t))) ORDER BY r._pk",
-            record, "a tombstone's counter is beyond 2^62, or its global id is a record's that exists")
+                + "OR (r.alive % 2 = 0 AND r._gid IN (SELECT _gid FROM \(t))) "
+                + "OR (r.alive % 2 = 1 AND r._gid IS NOT (SELECT _gid FROM \(t) WHERE _pk = r._pk)) ORDER BY r._pk",
+            record,
+            "a counter is beyond 2^62, a tombstone's global id is a record's that exists, or a record's "
+                + "version names another global id than the record's")
         let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
             .joined(separator: ", ")
         try each(
