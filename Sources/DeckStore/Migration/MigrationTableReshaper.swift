@@ -28,8 +28,6 @@ struct MigrationTableReshaper {
                 }
             }
         }
-        let versions = MigrationVersions(database: database, oldMapping: oldMapping, diff: diff)
-        try versions.setAside()
         // Tables that only gain columns are altered; the others are rebuilt.
         var altered: Set<String> = []
         var gainedColumns: Set<String> = []
@@ -40,11 +38,14 @@ struct MigrationTableReshaper {
             altered.insert(root.table)
             if added > 0 { gainedColumns.insert(root.table) }
         }
+        let keptJoins = keptJoinTables(newMapping)
+        // The version bookkeeping of the tables about to be rebuilt goes aside with them.
+        let versions = MigrationVersions(database: database, oldMapping: oldMapping, diff: diff)
+        try versions.setAside(keeping: altered.union(keptJoins))
         // Set aside every old entity table not altered, and every old join table.
         for oldRoot in oldMapping.roots where !altered.contains(oldRoot.table) {
             try setTableAside(oldRoot.table)
         }
-        let keptJoins = keptJoinTables(newMapping)
         for (table, _, _) in oldMapping.joinTables where !keptJoins.contains(table) {
             try setTableAside(table)
         }

@@ -2,9 +2,9 @@ import DeckSQLite
 import Foundation
 
 /// Carries a version 5 store's version bookkeeping (spec: section 20) through a migration's
-/// reshaping of the tables (spec 18.2): before, every bookkeeping table is set aside and the
-/// version triggers dropped, so that reshaping versions nothing (every copy of the document
-/// migrates alike); after, each new table's bookkeeping is made from the set-aside tables of the
+/// reshaping of the tables (spec 18.2): the bookkeeping of a table altered in place or kept as it
+/// is stays where it is; that of a table rebuilt is set aside with it (its triggers dropped, so
+/// the copy of its rows versions nothing) and made again after, from the set-aside tables of the
 /// old table it continues, records keeping their versions (the old table's ranges of inserted
 /// keys) and tombstones, cells theirs under their properties' new names, links theirs from the
 /// join table that held them (the same, or the one a relationship's origin was stored in); links
@@ -23,26 +23,24 @@ struct MigrationVersions {
             != nil
     }
 
-    /// Sets the old tables' bookkeeping aside and drops every version trigger.
-    func setAside() throws {
+    /// Sets aside the bookkeeping of the old tables the migration rebuilds: every entity and join
+    /// table but `kept`, those altered in place or kept as they are, whose bookkeeping stays where
+    /// it is (their triggers, made again with the others when their definition changes, version
+    /// what the migration changes in them). A rebuilt table's triggers go with it.
+    func setAside(keeping kept: Set<String>) throws {
         var tables: [String] = []
-        for root in oldMapping.roots {
+        for root in oldMapping.roots where !kept.contains(root.table) {
             tables += [VersionDDL.rowsTable(root.table), VersionDDL.cellsTable(root.table)]
+            try database.run(
+                "UPDATE deck_inserts SET tbl = ? WHERE tbl = ?",
+                [.text(Self.prefix + root.table), .text(root.table)])
         }
-        for (table, _, _) in oldMapping.joinTables { tables.append(VersionDDL.linksTable(table)) }
+        for (table, _, _) in oldMapping.joinTables where !kept.contains(table) {
+            tables.append(VersionDDL.linksTable(table))
+        }
         for table in tables where try exists(table) {
             try database.dropIndexesAndTriggers(of: table)
             try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(asideName(table)))")
-        }
-        for oldRoot in oldMapping.roots {
-            try database.run(
-                "UPDATE deck_inserts SET tbl = ? WHERE tbl = ?",
-                [.text(Self.prefix + oldRoot.table), .text(oldRoot.table)])
-        }
-        for row in try database.rows(
-            "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE 'deck\\_version:%' ESCAPE '\\'"
-        ) {
-            if let name = row[0].string { try database.execute("DROP TRIGGER \(quote(name))") }
         }
     }
 
@@ -52,6 +50,8 @@ struct MigrationVersions {
     func restore(_ newMapping: SchemaMapping, source: [String: EntityMapping], keptJoins: Set<String>) throws
     {
         for root in newMapping.roots {
+            // A table altered in place kept its bookkeeping.
+            if try exists(VersionDDL.rowsTable(root.table)) { continue }
             let statements = VersionDDL.tableStatements(
                 root.table, columns: VersionDDL.propertyColumns(root, mapping: newMapping))
             for statement in statements where !statement.hasPrefix("CREATE TRIGGER") {
@@ -89,6 +89,8 @@ struct MigrationVersions {
             }
         }
         for (table, _, _) in newMapping.joinTables {
+            // A join table kept as it was kept its bookkeeping.
+            if try exists(VersionDDL.linksTable(table)) { continue }
             for statement in VersionDDL.joinTableStatements(table)
             where !statement.hasPrefix("CREATE TRIGGER") {
                 try database.execute(statement)
