@@ -213,6 +213,11 @@ package final class Database {
         }
     }
 
+    /// Whether the database has a table named `name` (compared as SQLite compares names).
+    package func hasTable(_ name: String) throws(SQLiteError) -> Bool {
+        try scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(name)]) != nil
+    }
+
     /// The rowid of the most recent successful insert.
     package var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

@@ -18,3 +18,8 @@ package func quote(_ identifier: String) -> String {
     quoted.append(UInt8(ascii: "\""))
     return String(decoding: quoted, as: UTF8.self)
 }
+
+/// `text` as an SQL string literal: in single quotes, each single quote doubled.
+package func quoteLiteral(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+}

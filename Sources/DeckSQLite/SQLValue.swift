@@ -46,7 +46,7 @@ package enum SQLValue: Sendable, Hashable, CustomStringConvertible {
         case .null: "NULL"
         case .integer(let v): String(v)
         case .real(let v): String(v)
-        case .text(let v): "'" + v.replacingOccurrences(of: "'", with: "''") + "'"
+        case .text(let v): quoteLiteral(v)
         case .blob(let v): "X'" + v.map { String(format: "%02x", $0) }.joined() + "'"
         }
     }

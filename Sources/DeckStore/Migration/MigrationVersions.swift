@@ -18,11 +18,6 @@ struct MigrationVersions {
 
     private func asideName(_ bookkeeping: String) -> String { Self.prefix + bookkeeping }
 
-    private func exists(_ table: String) throws -> Bool {
-        try database.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)])
-            != nil
-    }
-
     /// Sets aside the bookkeeping of the old tables the migration rebuilds: every entity and join
     /// table but `kept`, those altered in place or kept as they are, whose bookkeeping stays where
     /// it is (their triggers, made again with the others when their definition changes, version
@@ -38,7 +33,7 @@ struct MigrationVersions {
         for (table, _, _) in oldMapping.joinTables where !kept.contains(table) {
             tables.append(VersionDDL.linksTable(table))
         }
-        for table in tables where try exists(table) {
+        for table in tables where try database.hasTable(table) {
             try database.dropIndexesAndTriggers(of: table)
             try database.execute("ALTER TABLE \(quote(table)) RENAME TO \(quote(asideName(table)))")
         }
@@ -51,7 +46,7 @@ struct MigrationVersions {
     {
         for root in newMapping.roots {
             // A table altered in place kept its bookkeeping.
-            if try exists(VersionDDL.rowsTable(root.table)) { continue }
+            if try database.hasTable(VersionDDL.rowsTable(root.table)) { continue }
             let statements = VersionDDL.tableStatements(
                 root.table, columns: VersionDDL.propertyColumns(root, mapping: newMapping))
             for statement in statements where !statement.hasPrefix("CREATE TRIGGER") {
@@ -64,7 +59,7 @@ struct MigrationVersions {
                 [.text(root.table), .text(Self.prefix + oldRoot.table)])
             let rows = quote(VersionDDL.rowsTable(root.table))
             let oldRows = asideName(VersionDDL.rowsTable(oldRoot.table))
-            if try exists(oldRows) {
+            if try database.hasTable(oldRows) {
                 // Tombstones, and the records the new table still holds.
                 try database.execute(
                     "INSERT INTO \(rows) SELECT * FROM \(quote(oldRows)) "
@@ -72,7 +67,7 @@ struct MigrationVersions {
             }
             let oldCells = asideName(VersionDDL.cellsTable(oldRoot.table))
             let renames = columnOrigins(root, newMapping: newMapping)
-            if try exists(oldCells), !renames.isEmpty {
+            if try database.hasTable(oldCells), !renames.isEmpty {
                 var arguments: [SQLValue] = []
                 var cases: [String] = []
                 for (old, new) in renames.sorted(by: { $0.key < $1.key }) {
@@ -90,7 +85,7 @@ struct MigrationVersions {
         }
         for (table, _, _) in newMapping.joinTables {
             // A join table kept as it was kept its bookkeeping.
-            if try exists(VersionDDL.linksTable(table)) { continue }
+            if try database.hasTable(VersionDDL.linksTable(table)) { continue }
             for statement in VersionDDL.joinTableStatements(table)
             where !statement.hasPrefix("CREATE TRIGGER") {
                 try database.execute(statement)
@@ -103,7 +98,7 @@ struct MigrationVersions {
                     keptJoins.contains(table) ? (table, false) : joinOrigin(of: table, newMapping: newMapping)
             else { continue }
             let oldLinks = asideName(VersionDDL.linksTable(oldTable))
-            guard try exists(oldLinks) else { continue }
+            guard try database.hasTable(oldLinks) else { continue }
             let (source, target) = swapped ? ("l.target", "l.source") : ("l.source", "l.target")
             // Removals, and the links the table still holds (those the migration removed with
             // their records go, as the records' versions do).

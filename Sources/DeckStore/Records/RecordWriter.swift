@@ -368,6 +368,8 @@ struct RecordWriter {
             for target in targets {
                 connection.changes.updated(try concreteEntity(of: target, in: destination), target)
             }
+            // The targets as a JSON array, for the statements that leave them out.
+            let kept = "[" + targets.map(String.init).joined(separator: ",") + "]"
             // The records this one stops pointing at change too, when they see it back.
             let tracksOtherSide = relationship.inverse != nil
             if tracksOtherSide {
@@ -399,7 +401,6 @@ struct RecordWriter {
                 // away and back would carry a new version (spec 20.4) and win a merge over
                 // another copy's real change of it.
                 let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
-                let kept = "[" + targets.map(String.init).joined(separator: ",") + "]"
                 try recordUpdates(
                     returnedBy:
                         "UPDATE \(quote(table)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ?\(family) "
@@ -413,7 +414,6 @@ struct RecordWriter {
             case .joinTable(let table, let near, let far):
                 // Likewise only the links that go and those that come: a link removed and made
                 // again would count as both (spec 20.5).
-                let kept = "[" + targets.map(String.init).joined(separator: ",") + "]"
                 try database.run(
                     "DELETE FROM \(quote(table)) WHERE \(near) = ? AND \(far) NOT IN (SELECT value FROM json_each(?))",
                     [.integer(id), .text(kept)])

@@ -82,11 +82,6 @@ enum VersionDDL {
         return columns
     }
 
-    /// `text` as an SQL string literal.
-    private static func quoteLiteral(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-    }
-
     /// The version of the open transaction, as the triggers read it.
     private static let current = "(SELECT clock FROM deck_clock), (SELECT writer FROM deck_clock)"
 

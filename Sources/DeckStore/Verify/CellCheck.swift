@@ -120,9 +120,7 @@ enum CellCheck {
     ) -> String? {
         let c = quote(attribute.name)
         func list(_ names: [String]) -> String {
-            "("
-                + names.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
-                    separator: ", ") + ")"
+            "(" + names.map(quoteLiteral).joined(separator: ", ") + ")"
         }
         var conditions: [String] = []
         if let suspect = suspectValues(attribute, dateEpoch: dateEpoch) {

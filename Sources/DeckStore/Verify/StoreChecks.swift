@@ -172,7 +172,7 @@ struct StoreCheck: Sendable {
         }
         try StorageClassCheck.run(db, mapping: mapping, tables: tables, report: &report)
         if formatVersion >= VersionDDL.firstFormatVersion {
-            try VersionCheck.run(db, mapping: mapping, storePath: storePath, report: &report)
+            try VersionCheck.run(db, mapping: mapping, report: &report)
         }
         return (mapping, dateEpoch(meta))
     }

@@ -13,11 +13,11 @@ struct VersionCheck {
     var report: VerificationReport
 
     static func run(
-        _ db: Database, mapping: SchemaMapping, storePath: String, report: inout VerificationReport
+        _ db: Database, mapping: SchemaMapping, report: inout VerificationReport
     )
         throws
     {
-        guard try exists(db, "deck_clock"), try exists(db, "deck_writer") else { return }
+        guard try db.hasTable("deck_clock"), try db.hasTable("deck_writer") else { return }
         let clocks = try db.rows("SELECT clock FROM deck_clock")
         guard clocks.count == 1, let clock = clocks[0][0].int64 else {
             report.add(
@@ -36,10 +36,6 @@ struct VersionCheck {
         for (table, _, _) in mapping.joinTables { try check.links(of: table) }
         try check.inserts(tables: mapping.roots.map(\.table))
         report = check.report
-    }
-
-    private static func exists(_ db: Database, _ table: String) throws -> Bool {
-        try db.scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(table)]) != nil
     }
 
     private mutating func add(_ object: String, _ message: String) {
@@ -68,7 +64,7 @@ struct VersionCheck {
     private mutating func records(of table: String, columns: [String]) throws {
         let rowsName = VersionDDL.rowsTable(table)
         let cellsName = VersionDDL.cellsTable(table)
-        guard try Self.exists(db, rowsName), try Self.exists(db, cellsName) else { return }
+        guard try db.hasTable(rowsName), try db.hasTable(cellsName) else { return }
         let (t, rows, cells) = (quote(table), quote(rowsName), quote(cellsName))
         let record = { (row: [SQLValue]) in "\(table) #\(Self.key(row[0]))" }
         try each(
@@ -82,8 +78,7 @@ struct VersionCheck {
             record,
             "a counter is beyond 2^62, a tombstone's global id is a record's that exists, or a record's "
                 + "version names another global id than the record's")
-        let known = columns.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
-            .joined(separator: ", ")
+        let known = columns.map(quoteLiteral).joined(separator: ", ")
         try each(
             "SELECT c._pk FROM \(cells) AS c WHERE (c._pk NOT IN (SELECT _pk FROM \(t)) "
                 + "AND c._pk NOT IN (SELECT _pk FROM \(rows))) OR c.property NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY c._pk",
@@ -95,7 +90,7 @@ struct VersionCheck {
     /// The versions of join table `table`'s links.
     private mutating func links(of table: String) throws {
         let linksName = VersionDDL.linksTable(table)
-        guard try Self.exists(db, linksName) else { return }
+        guard try db.hasTable(linksName) else { return }
         let (j, links) = (quote(table), quote(linksName))
         let pair = { (row: [SQLValue]) in "\(table) (source \(Self.key(row[0])), target \(Self.key(row[1])))"
         }
@@ -119,7 +114,7 @@ struct VersionCheck {
     /// The ranges of inserted keys: each of an entity table, not overlapping, within the keys the
     /// table gave out.
     private mutating func inserts(tables: [String]) throws {
-        guard try Self.exists(db, "deck_inserts") else { return }
+        guard try db.hasTable("deck_inserts") else { return }
         // A schema with no entity has no sqlite_sequence, and no range.
         guard !tables.isEmpty else {
             try each(
@@ -128,8 +123,7 @@ struct VersionCheck {
                 "a range of inserted keys names a table the schema does not map")
             return
         }
-        let known = tables.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(
-            separator: ", ")
+        let known = tables.map(quoteLiteral).joined(separator: ", ")
         let range = { (row: [SQLValue]) in "deck_inserts (\(row[0].string ?? "?"), \(Self.key(row[1])))" }
         try each(
             "SELECT tbl, last FROM deck_inserts WHERE tbl NOT IN (\(known.isEmpty ? "NULL" : known)) ORDER BY tbl, last",
