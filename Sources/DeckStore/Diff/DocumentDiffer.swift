@@ -19,7 +19,7 @@ struct DocumentDiffer {
 
     /// The columns of one table: its attributes, and its to-one relationships stored as own
     /// columns with the table their targets are in.
-    private struct TableColumns {
+    struct TableColumns {
         let table: String
         var attributes: [(name: String, type: StoreSchema.AttributeType)] = []
         var references: [(column: String, destination: String)] = []
@@ -41,7 +41,11 @@ struct DocumentDiffer {
 
     /// The entity tables in schema order of their roots, each with every column its entities
     /// have (siblings share a column, spec section 6.1).
-    private func tables() -> [TableColumns] {
+    private func tables() -> [TableColumns] { Self.tableColumns(mapping) }
+
+    /// The entity tables of `mapping` in schema order of their roots, each with every column
+    /// its entities have.
+    static func tableColumns(_ mapping: SchemaMapping) -> [TableColumns] {
         var result: [TableColumns] = []
         for root in mapping.roots {
             var columns = TableColumns(table: root.table)

@@ -450,7 +450,30 @@ struct RecordWriter {
         let id: Int64
     }
 
+    /// Deletes record `id` of the hierarchy whose root is `root` for a merge (spec 20.9): every
+    /// delete rule applies but `deny`, which cannot hold across copies edited apart and nullifies
+    /// instead. Returns the records deleted (cascades included) and the relationships whose
+    /// `deny` was overridden, as (entity, relationship).
+    func deleteMerging(_ id: Int64, of root: EntityMapping) throws -> (
+        deleted: Int, denied: [(entity: String, relationship: String)]
+    ) {
+        var deleted: Set<RecordKey> = []
+        var denied: [(entity: String, relationship: String)]? = []
+        try deleteRecord(id, of: root, deleted: &deleted, denied: &denied)
+        return (deleted.count, denied ?? [])
+    }
+
     private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>) throws {
+        var denied: [(entity: String, relationship: String)]? = nil
+        try deleteRecord(id, of: mapping, deleted: &deleted, denied: &denied)
+    }
+
+    /// Deletes record `id` applying the delete rules; with `denied` (a merge), `deny` nullifies
+    /// and is recorded there instead of refusing.
+    private func deleteRecord(
+        _ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>,
+        denied: inout [(entity: String, relationship: String)]?
+    ) throws {
         let concrete = try concreteEntity(of: id, in: mapping)
         guard let actual = connection.mapping.entities[concrete],
             deleted.insert(RecordKey(table: actual.table, id: id)).inserted
@@ -462,17 +485,18 @@ struct RecordWriter {
                 id, storage: storage, table: actual.table, destination: destination)
             guard !related.isEmpty else { continue }
             switch relationship.deleteRule {
-            case .deny:
+            case .deny where denied == nil:
                 throw DeckError.deleteDenied(
                     entity: concrete, id: id, relationship: relationship.name, count: related.count)
             case .cascade:
                 for other in related where !deleted.contains(RecordKey(table: destination.table, id: other)) {
                     // Cascades in the same table would otherwise revisit ids already gone.
                     if (try? concreteEntity(of: other, in: destination)) != nil {
-                        try deleteRecord(other, of: destination, deleted: &deleted)
+                        try deleteRecord(other, of: destination, deleted: &deleted, denied: &denied)
                     }
                 }
-            case .nullify:
+            case .nullify, .deny:
+                if relationship.deleteRule == .deny { denied?.append((concrete, relationship.name)) }
                 if case .inverseColumn(let table, let column) = storage {
                     let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                     try database.run(

@@ -1,0 +1,191 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// What a merge changed in the document merged into, and what lost.
+public struct MergeReport: Sendable, Equatable {
+    /// Records the other copy had and this one did not, now inserted.
+    public var insertedRecords = 0
+    /// Records deleted: those the other copy deleted, and their cascades.
+    public var deletedRecords = 0
+    /// Deletes of records this copy never had, learned so that a third copy that still has the
+    /// record deletes it when merged in.
+    public var learnedTombstones = 0
+    /// Attributes and to-one references that took the other copy's value.
+    public var changedCells = 0
+    /// To-many links made and removed.
+    public var addedLinks = 0
+    public var removedLinks = 0
+    /// Blob files copied from the other copy.
+    public var copiedBlobs = 0
+    /// Cells both copies changed, each to its own value: the later change won, the other lost
+    /// (its value is in the copy that made it, and in ``DocumentDifference`` before the merge).
+    public var conflicts: [MergeConflict] = []
+    /// What the merge changed besides taking the other copy's changes.
+    public var repairs: [MergeRepair] = []
+
+    public init() {}
+
+    /// Whether the merge changed nothing.
+    public var isEmpty: Bool {
+        insertedRecords == 0 && deletedRecords == 0 && learnedTombstones == 0 && changedCells == 0
+            && addedLinks == 0 && removedLinks == 0 && copiedBlobs == 0 && repairs.isEmpty
+    }
+}
+
+/// A cell (attribute or to-one reference) that both copies changed to different values since
+/// they parted: the merge kept the one with the later version.
+public struct MergeConflict: Sendable, Equatable {
+    /// The record's concrete entity.
+    public var entity: String
+    public var globalID: UUID?
+    public var property: String
+}
+
+/// A change a merge made that neither copy made: the consequence of one copy's delete for the
+/// other copy's records.
+public struct MergeRepair: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// A reference whose target the other copy deleted was set to null (the relationship's
+        /// delete rule, or the lack of one).
+        case targetDeleted = "target-deleted"
+        /// A record whose reference's target was deleted in the other copy was deleted with it
+        /// (the target's relationship cascades).
+        case deletedWithTarget = "deleted-with-target"
+        /// A delete went ahead although a relationship's rule is `deny`: the copy that deleted
+        /// did not have the related records the other copy added meanwhile. Their references
+        /// were set to null.
+        case denyOverridden = "deny-overridden"
+    }
+    public var entity: String
+    public var globalID: UUID?
+    /// The relationship concerned.
+    public var property: String
+    public var kind: Kind
+}
+
+extension PackageStore {
+    /// Merges the copy of this document at `other` into this store, in one transaction (spec
+    /// section 20.9): afterwards this store holds every record, value, link and blob of both
+    /// copies, each change with the greater of its two versions (a later edit wins over an
+    /// earlier one, a delete over the edits it was concurrent with), and merging the other way
+    /// round, or again, gives the same records, values and links.
+    ///
+    /// `other` is opened read-only and checked as any package from elsewhere is
+    /// (``PackageVerifier`` in its quick mode); its store is read from a private snapshot, so it
+    /// may be written meanwhile, and its blob files are hashed as they are copied. Nothing is
+    /// written to it. The merge holds this store's writer for its length; observers of commits
+    /// see the records it changed as another writer's save.
+    ///
+    /// - Parameter differentDocuments: merge a copy of another document (another document id).
+    /// - Throws: ``DeckError/notComparable(path:reason:)`` when the copies are not of one
+    ///   document or one schema, or either is older than format version 5;
+    ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify; the errors of a write.
+    ///   On any error this store is as it was.
+    @discardableResult
+    public func merge(from other: URL, differentDocuments: Bool = false) throws(DeckError) -> MergeReport {
+        guard mode == .readWrite else { throw DeckError.readOnly(path: url.path) }
+        let source = try PackageStore.open(at: other, mode: .readOnly)
+        defer { try? source.close() }
+        try checkMergeable(source, differentDocuments: differentDocuments)
+        let verification = try PackageVerifier.verify(at: source.url, options: .init(quick: true))
+        if let finding = verification.findings.first(where: {
+            $0.severity == .corruption || $0.severity == .needsRecovery
+        }) {
+            throw DeckError.corrupt(
+                path: source.url.path, reason: "it cannot be merged in: \(finding.object): \(finding.message)"
+            )
+        }
+        let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
+        defer { scratch.discard() }
+        let snapshot = scratch.path + "/" + PackageLayout.store
+        _ = try source.snapshotStore(to: snapshot, for: scratch.path)
+        let otherBlobs = BlobStore(packagePath: source.url.path)
+        do {
+            let (report, changes) = try withWriter { connection in
+                try Self.merge(into: connection, snapshot: snapshot, blobs: otherBlobs)
+            }
+            commitObservers.deliver(changes, author: nil)
+            return report
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
+    /// Refuses to merge `source` into this store unless both are version 5 copies of one
+    /// document with one schema and one date epoch.
+    private func checkMergeable(_ source: PackageStore, differentDocuments: Bool) throws(DeckError) {
+        for store in [self, source] where store.storeFormatVersion < VersionDDL.firstFormatVersion {
+            throw DeckError.notComparable(
+                path: store.url.path,
+                reason:
+                    "it is format version \(store.storeFormatVersion); merging needs version "
+                    + "\(VersionDDL.firstFormatVersion) (open it for writing once to upgrade it)")
+        }
+        guard schema.fingerprint == source.schema.fingerprint else {
+            let changes = SchemaDiff(from: schema, to: source.schema).steps.map(\.summary)
+            throw DeckError.notComparable(
+                path: source.url.path,
+                reason:
+                    "its schema differs from \(url.path)'s"
+                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
+                    + "; migrate one copy to the other's schema first")
+        }
+        if !differentDocuments, documentID != source.documentID {
+            throw DeckError.notComparable(
+                path: source.url.path,
+                reason:
+                    "is another document (document id \(source.documentID?.uuidString.lowercased() ?? "none"), "
+                    + "\(url.path) has \(documentID?.uuidString.lowercased() ?? "none")); "
+                    + "merge different documents only when asked (--any-document)")
+        }
+        guard dateEpoch == source.dateEpoch else {
+            throw DeckError.notComparable(
+                path: source.url.path, reason: "its dates count from another epoch than \(url.path)'s")
+        }
+    }
+
+    /// The merge on the writer's connection: `snapshot` attached (outside a transaction, as
+    /// SQLite requires), one transaction, detached.
+    private static func merge(into connection: StoreConnection, snapshot: String, blobs: BlobStore) throws
+        -> (
+            MergeReport, ChangeSet
+        )
+    {
+        let database = connection.database
+        try database.run("ATTACH DATABASE ? AS other", [.text(snapshot)])
+        defer { try? database.execute("DETACH DATABASE other") }
+        try connection.begin()
+        do {
+            let merged = try mergedClock(database, path: connection.path)
+            guard let writer = try database.scalar("SELECT writer FROM main.deck_clock")?.int64 else {
+                throw DeckError.corrupt(path: connection.path, reason: "deck_clock has no row")
+            }
+            // What the merge changes of its own (cascades, repairs) carries the origin's version.
+            try database.execute("UPDATE main.deck_clock SET clock = 0, writer = 0")
+            var merger = DocumentMerger(
+                connection: connection, mapping: connection.mapping, otherBlobs: blobs)
+            try merger.run()
+            try database.run(
+                "UPDATE main.deck_clock SET clock = ?, writer = ?", [.integer(merged), .integer(writer)])
+            let changes = connection.changes.set
+            try connection.commit()
+            return (merger.report, changes)
+        } catch {
+            connection.rollback()
+            throw error
+        }
+    }
+
+    /// The clock the merge leaves: above both copies' (spec 20.2).
+    private static func mergedClock(_ database: Database, path: String) throws -> Int64 {
+        guard let own = try database.scalar("SELECT clock FROM main.deck_clock")?.int64,
+            let other = try database.scalar("SELECT clock FROM other.deck_clock")?.int64
+        else { throw DeckError.corrupt(path: path, reason: "deck_clock has no row") }
+        guard other < VersionClock.limit - 1 else {
+            throw DeckError.notComparable(
+                path: path, reason: "the copy merged in has a clock at the limit of 2^62")
+        }
+        return max(own, other + 1)
+    }
+}

@@ -1,0 +1,598 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// Merges the store attached to the writer's connection as `other` into the writer's store
+/// (`main`), inside the writer's open transaction (spec section 20.9). Both stores are copies of
+/// one document with one schema, both version 5; `other` was verified and is a private snapshot,
+/// so nothing it holds runs or changes while it is read.
+///
+/// Merging takes, for every record, cell and link, the greater of the two copies' states: the
+/// greater existence counter, then the greater version (clock, then writer id bytes), then, for a
+/// cell, the greater value. What `other` wins is written to `main` with `other`'s version, never
+/// a new one, so that merging again changes nothing and the copies merged in either order agree.
+/// What the merge must change besides (a record whose reference names a record deleted in the
+/// other copy, cascades, links to deleted records) it changes as a delete would, with the
+/// origin's version, the lowest there is: any real edit wins over it.
+///
+/// The work follows what `other` changed, not its size: its records are read by the ranges of
+/// keys `main` does not have, its bookkeeping rows (tombstones, records with own versions,
+/// changed cells, links) one by one.
+struct DocumentMerger {
+    let connection: StoreConnection
+    let mapping: SchemaMapping
+    /// The other copy's blob files (content-addressed: re-hashed as they are copied).
+    let otherBlobs: BlobStore
+    var report = MergeReport()
+
+    private var database: Database { connection.database }
+
+    /// One entity table and the temporary tables the merge keeps for it.
+    private struct Table {
+        let columns: DocumentDiffer.TableColumns
+        let root: EntityMapping
+        let index: Int
+        var name: String { columns.table }
+        var quoted: String { quote(columns.table) }
+        var rows: String { quote(VersionDDL.rowsTable(columns.table)) }
+        var cells: String { quote(VersionDDL.cellsTable(columns.table)) }
+        var literal: String { quoteLiteral(columns.table) }
+        /// `other`'s records to look at: global id, key there, counter and version (`writer`
+        /// numbered as in `main`).
+        var other: String { "temp.merge_b\(index)" }
+        /// `main`'s state of the same global ids (records and tombstones).
+        var main: String { "temp.merge_a\(index)" }
+        /// The records only `other` has, alive: inserted.
+        var new: String { "temp.merge_n\(index)" }
+        /// Cells whose version `other` may win.
+        var candidates: String { "temp.merge_c\(index)" }
+        /// `main`'s tombstones by global id.
+        var tombstones: String { "temp.merge_t\(index)" }
+    }
+
+    mutating func run() throws {
+        try internWriters()
+        var tables: [Table] = []
+        for (index, columns) in DocumentDiffer.tableColumns(mapping).enumerated() {
+            guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
+            tables.append(Table(columns: columns, root: root, index: index))
+        }
+        for table in tables { try compare(table) }
+        for table in tables { try insertNew(table) }
+        for table in tables { try pointNew(table) }
+        // Cells before deletes: a delete cascades to the records that point at the deleted one
+        // once both copies' changes of the references are in.
+        try keepVersions(of: tables)
+        for table in tables { try mergeCells(table) }
+        for table in tables { try delete(table) }
+        try restoreVersions(of: tables)
+        for table in tables { try learnTombstones(table) }
+        let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // The links need every tombstone by global id, those the deletes above made included.
+        for table in tables {
+            try database.execute(
+                "DELETE FROM \(table.tombstones); INSERT OR IGNORE INTO \(table.tombstones)(gid, apk) "
+                    + "SELECT _gid, _pk FROM main.\(table.rows) WHERE alive % 2 = 0")
+        }
+        for (table, source, target) in mapping.joinTables {
+            guard let source = byTable[source], let target = byTable[target] else { continue }
+            try mergeLinks(table, source: source, target: target)
+        }
+        for table in tables {
+            for name in [table.other, table.main, table.new, table.candidates, table.tombstones] {
+                try database.execute("DROP TABLE IF EXISTS \(name)")
+            }
+        }
+        try database.execute("DROP TABLE IF EXISTS temp.merge_writer")
+    }
+
+    /// A global id read as a value (16 bytes), else nil.
+    static func globalID(_ value: SQLValue?) -> UUID? {
+        guard case .blob(let data)? = value, data.count == 16 else { return nil }
+        return data.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+
+    // MARK: Writers and blobs
+
+    /// Numbers in `main` every writer id `other` has that `main` lacks, and maps `other`'s
+    /// numbers to `main`'s (`temp.merge_writer`).
+    private func internWriters() throws {
+        try database.execute(
+            """
+            CREATE TEMP TABLE merge_writer(b INTEGER PRIMARY KEY, a INTEGER NOT NULL);
+            INSERT INTO main.deck_writer(id, writer)
+            SELECT (SELECT max(id) FROM main.deck_writer) + row_number() OVER (ORDER BY o.id), o.writer
+            FROM other.deck_writer o
+            WHERE NOT EXISTS (SELECT 1 FROM main.deck_writer m WHERE m.writer = o.writer);
+            INSERT INTO temp.merge_writer(b, a)
+            SELECT o.id, m.id FROM other.deck_writer o JOIN main.deck_writer m ON m.writer = o.writer;
+            """)
+    }
+
+    /// Copies the blob files that the cells `digests` selects (`digest` column) name and `main`
+    /// lacks, hashing each as it is copied, and registers them: before the cells are written,
+    /// so that the triggers count their references.
+    private mutating func copyBlobs(_ digests: String) throws {
+        let missing = try database.rows(
+            "SELECT DISTINCT d.digest FROM (\(digests)) d WHERE typeof(d.digest) = 'text' "
+                + "AND d.digest NOT IN (SELECT digest FROM main.deck_blob) ORDER BY d.digest")
+        for row in missing {
+            guard let hex = row[0].string, let digest = Digest(hex: hex) else { continue }
+            let source = otherBlobs.path(for: digest)
+            guard (try? FileSystem.status(source)) ?? nil != nil else {
+                throw DeckError.blobUnavailable(
+                    digest: hex, reason: "the copy merged in names it and lacks its file (\(source))")
+            }
+            let reference = try connection.blobs.write(contentsOf: source)
+            guard reference.digest == digest else {
+                throw DeckError.corrupt(
+                    path: source, reason: "the blob file's contents do not hash to its name")
+            }
+            try database.run(
+                "INSERT INTO main.deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
+                [.text(hex), .integer(reference.size)])
+            report.copiedBlobs += 1
+        }
+    }
+
+    /// The attribute columns of `t` that may name blob files (data, spec section 8).
+    private func dataColumns(_ t: Table) -> [String] {
+        t.columns.attributes.filter { $0.type == .data }.map(\.name)
+    }
+
+    // MARK: Records
+
+    /// The records of `other` that `main` may not know, and `main`'s state of them.
+    private func compare(_ t: Table) throws {
+        let table = t.literal
+        try database.execute(
+            """
+            CREATE TEMP TABLE \(t.other)(gid BLOB PRIMARY KEY, bpk INTEGER, alive INTEGER NOT NULL,
+                clock INTEGER NOT NULL, writer INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TEMP TABLE \(t.main)(gid BLOB PRIMARY KEY, apk INTEGER NOT NULL, alive INTEGER NOT NULL,
+                clock INTEGER NOT NULL, writer INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TEMP TABLE \(t.tombstones)(gid BLOB PRIMARY KEY, apk INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT OR IGNORE INTO \(t.tombstones)(gid, apk)
+            SELECT _gid, _pk FROM main.\(t.rows) WHERE alive % 2 = 0;
+            -- Records with a row of their own (tombstones, records a merge brought): that row.
+            INSERT OR IGNORE INTO \(t.other)(gid, bpk, alive, clock, writer)
+            SELECT r._gid, x._pk, r.alive, r.clock, w.a FROM other.\(t.rows) r
+            JOIN temp.merge_writer w ON w.b = r.writer LEFT JOIN other.\(t.quoted) x ON x._pk = r._pk
+            WHERE (r.alive % 2 = 1) = (x._pk IS NOT NULL) AND (x._pk IS NULL OR x._gid = r._gid);
+            -- Records of the ranges main does not have, and of the origin's.
+            INSERT OR IGNORE INTO \(t.other)(gid, bpk, alive, clock, writer)
+            SELECT x._gid, x._pk, 1, u.clock, u.writer
+            FROM (SELECT i.first, i.last, i.clock, w.a AS writer FROM other.deck_inserts i
+                  JOIN temp.merge_writer w ON w.b = i.writer
+                  WHERE i.tbl = \(table) AND (i.clock = 0 OR NOT EXISTS (
+                      SELECT 1 FROM main.deck_inserts a WHERE a.tbl = i.tbl AND a.last = i.last
+                      AND a.first = i.first AND a.clock = i.clock AND a.writer = w.a))) u
+            JOIN other.\(t.quoted) x ON x._pk BETWEEN u.first AND u.last;
+            INSERT OR IGNORE INTO \(t.other)(gid, bpk, alive, clock, writer)
+            SELECT x._gid, x._pk, 1, 0, 0 FROM other.\(t.quoted) x
+            WHERE x._pk > coalesce((SELECT max(last) FROM other.deck_inserts WHERE tbl = \(table)), 0);
+            -- main's state of them: a record (its version) or a tombstone.
+            INSERT INTO \(t.main)(gid, apk, alive, clock, writer)
+            SELECT x._gid, x._pk, coalesce(r.alive, 1), coalesce(r.clock, i.clock, 0), coalesce(r.writer, i.writer, 0)
+            FROM \(t.other) b JOIN main.\(t.quoted) x ON x._gid = b.gid
+            LEFT JOIN main.\(t.rows) r ON r._pk = x._pk
+            LEFT JOIN main.deck_inserts i ON i.tbl = \(table)
+                AND i.last = (SELECT min(last) FROM main.deck_inserts WHERE tbl = \(table) AND last >= x._pk)
+                AND i.first <= x._pk;
+            INSERT OR IGNORE INTO \(t.main)(gid, apk, alive, clock, writer)
+            SELECT r._gid, r._pk, r.alive, r.clock, r.writer FROM \(t.tombstones) d
+            JOIN main.\(t.rows) r ON r._pk = d.apk JOIN \(t.other) b ON b.gid = d.gid;
+            CREATE TEMP TABLE \(t.new)(gid BLOB PRIMARY KEY, bpk INTEGER NOT NULL, alive INTEGER NOT NULL,
+                clock INTEGER NOT NULL, writer INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO \(t.new) SELECT b.gid, b.bpk, b.alive, b.clock, b.writer FROM \(t.other) b
+            WHERE b.alive % 2 = 1 AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid);
+            """)
+    }
+
+    /// Whether `other`'s state of a record (`b`) is greater than `main`'s (`a`): counter, then
+    /// version.
+    private static let otherWins = """
+        (b.alive, b.clock, (SELECT writer FROM main.deck_writer WHERE id = b.writer))
+        > (a.alive, a.clock, (SELECT writer FROM main.deck_writer WHERE id = a.writer))
+        """
+
+    /// Inserts the records only `other` has (their references come after, once every record
+    /// is in), each with its version and its cells' versions from `other`.
+    private mutating func insertNew(_ t: Table) throws {
+        let attributes = t.columns.attributes.map { quote($0.name) }
+        let columns = (["_gid", "_entity"] + attributes).joined(separator: ", ")
+        let selected = (["x._gid", "x._entity"] + attributes.map { "x." + $0 }).joined(separator: ", ")
+        for column in dataColumns(t) {
+            try copyBlobs(
+                "SELECT x.\(quote(column)) AS digest FROM \(t.new) n JOIN other.\(t.quoted) x ON x._pk = n.bpk"
+            )
+        }
+        try database.run(
+            "INSERT INTO main.\(t.quoted)(\(columns)) SELECT \(selected) FROM \(t.new) n "
+                + "JOIN other.\(t.quoted) x ON x._pk = n.bpk ORDER BY x._pk")
+        let inserted = database.changes
+        guard inserted > 0 else { return }
+        report.insertedRecords += inserted
+        try database.execute(
+            """
+            INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
+            SELECT x._pk, n.gid, n.alive, n.clock, n.writer FROM \(t.new) n JOIN main.\(t.quoted) x ON x._gid = n.gid;
+            INSERT INTO main.\(t.cells)(_pk, property, clock, writer)
+            SELECT x._pk, c.property, c.clock, w.a FROM \(t.new) n JOIN main.\(t.quoted) x ON x._gid = n.gid
+            JOIN other.\(t.cells) c ON c._pk = n.bpk JOIN temp.merge_writer w ON w.b = c.writer;
+            """)
+        try database.forEachRow(
+            "SELECT x._entity, x._pk FROM \(t.new) n JOIN main.\(t.quoted) x ON x._gid = n.gid"
+        ) { row in
+            connection.changes.inserted(row.text(at: 0), row.int64(at: 0 + 1))
+        }
+    }
+
+    /// Sets the to-one references of the records `insertNew` brought, by their targets' global
+    /// ids; one whose target `main` no longer has is repaired (``repair(_:column:keys:)``).
+    private mutating func pointNew(_ t: Table) throws {
+        for (column, destination) in t.columns.references {
+            let c = quote(column)
+            let d = quote(destination)
+            try database.run(
+                """
+                UPDATE main.\(t.quoted) AS u SET \(c) = (
+                    SELECT ta._pk FROM other.\(t.quoted) xb JOIN other.\(d) tb ON tb._pk = xb.\(c)
+                    JOIN main.\(d) ta ON ta._gid = tb._gid WHERE xb._gid = u._gid)
+                WHERE u._gid IN (SELECT gid FROM \(t.new))
+                """)
+            let dangling = try database.rows(
+                """
+                SELECT xa._pk FROM \(t.new) n JOIN main.\(t.quoted) xa ON xa._gid = n.gid
+                JOIN other.\(t.quoted) xb ON xb._pk = n.bpk WHERE xb.\(c) IS NOT NULL AND xa.\(c) IS NULL
+                """
+            ).compactMap { $0[0].int64 }
+            try repair(t, column: column, keys: dangling)
+        }
+    }
+
+    /// Records of `main` whose reference `column` lost its target to a delete of the other copy
+    /// (or never had it there): as that delete would have left them, with the origin's version:
+    /// deleted when the target's side of the relationship cascades, the cell null otherwise.
+    private mutating func repair(_ t: Table, column: String, keys: [Int64]) throws {
+        for key in keys {
+            guard
+                let entity = try database.scalar(
+                    "SELECT _entity FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)])?.string,
+                let mapping = mapping.entities[entity]
+            else { continue }
+            let relationship = mapping.relationships.first {
+                if case .ownColumn(let own) = $0.storage { return own == column }
+                return false
+            }?.relationship
+            let cascades =
+                relationship.flatMap { relationship in
+                    relationship.inverse.flatMap { inverse in
+                        self.mapping.entities[relationship.destination]?.relationship(inverse)?.relationship
+                            .deleteRule
+                    }
+                } == .cascade
+            let gid = try database.scalar("SELECT _gid FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)])
+            if cascades {
+                let (count, _) = try RecordWriter(connection).deleteMerging(key, of: t.root)
+                report.deletedRecords += count
+                report.repairs.append(
+                    MergeRepair(
+                        entity: entity, globalID: Self.globalID(gid), property: column,
+                        kind: .deletedWithTarget))
+            } else {
+                // The cell keeps its version (restoreVersions): that of the change that made it
+                // point at the deleted record.
+                try database.run(
+                    "UPDATE main.\(t.quoted) SET \(quote(column)) = NULL WHERE _pk = ?", [.integer(key)])
+                connection.changes.updated(entity, key)
+                report.repairs.append(
+                    MergeRepair(
+                        entity: entity, globalID: Self.globalID(gid), property: column, kind: .targetDeleted))
+            }
+        }
+    }
+
+    /// Deletes the records that `other` deleted later than `main` changed their existence,
+    /// with every delete rule (`deny` nullifies: it cannot hold across copies), and gives each
+    /// tombstone `other`'s counter and version.
+    private mutating func delete(_ t: Table) throws {
+        let doomed = try database.rows(
+            """
+            SELECT a.apk, b.alive, b.clock, b.writer FROM \(t.other) b JOIN \(t.main) a ON a.gid = b.gid
+            WHERE b.alive % 2 = 0 AND a.alive % 2 = 1 AND \(Self.otherWins)
+            ORDER BY a.apk
+            """)
+        for row in doomed {
+            guard let key = row[0].int64 else { continue }
+            if try database.scalar("SELECT 1 FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)]) != nil {
+                let (count, denied) = try RecordWriter(connection).deleteMerging(key, of: t.root)
+                report.deletedRecords += count
+                for (entity, relationship) in denied {
+                    report.repairs.append(
+                        MergeRepair(
+                            entity: entity, globalID: nil, property: relationship, kind: .denyOverridden))
+                }
+            }
+            try database.run(
+                "UPDATE main.\(t.rows) SET alive = ?, clock = ?, writer = ? WHERE _pk = ?",
+                [row[1], row[2], row[3], .integer(key)])
+        }
+    }
+
+    /// Tombstones `other` has that `main` lacks or holds with a lower state: `main` learns the
+    /// delete (a copy merged later that still has the record then deletes it too).
+    private mutating func learnTombstones(_ t: Table) throws {
+        try database.run(
+            """
+            UPDATE main.\(t.rows) AS r SET (alive, clock, writer) = (
+                SELECT b.alive, b.clock, b.writer FROM \(t.main) a JOIN \(t.other) b ON b.gid = a.gid
+                WHERE a.apk = r._pk)
+            WHERE r._pk IN (SELECT a.apk FROM \(t.main) a JOIN \(t.other) b ON b.gid = a.gid
+                WHERE a.alive % 2 = 0 AND b.alive % 2 = 0 AND \(Self.otherWins))
+            """)
+        // Tombstones of records main never had take keys of their own, given out as an insert's
+        // would be (the commit's range covers them).
+        let unknown =
+            try database.scalar(
+                "SELECT count(*) FROM \(t.other) b WHERE b.alive % 2 = 0 "
+                    + "AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid)")?.int64 ?? 0
+        guard unknown > 0 else { return }
+        try database.run(
+            "INSERT INTO main.sqlite_sequence(name, seq) SELECT ?, 0 "
+                + "WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?)",
+            [.text(t.name), .text(t.name)])
+        let sequence =
+            try database.scalar("SELECT max(seq) FROM main.sqlite_sequence WHERE name = ?", [.text(t.name)])?
+            .int64 ?? 0
+        try database.run(
+            """
+            INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
+            SELECT ? + row_number() OVER (ORDER BY b.gid), b.gid, b.alive, b.clock, b.writer FROM \(t.other) b
+            WHERE b.alive % 2 = 0 AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid)
+            """, [.integer(sequence)])
+        try database.run(
+            "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ?",
+            [.integer(sequence + unknown), .text(t.name)])
+        report.learnedTombstones += Int(unknown)
+    }
+
+    // MARK: Cells
+
+    /// Starts keeping the version each cell had before the merge's own changes (nulls where a
+    /// reference's target is deleted) gave it the origin's: such a cell keeps the version of
+    /// the change that made it point at the deleted record, as the other copy's cell does, so
+    /// that neither wins by it.
+    private func keepVersions(of tables: [Table]) throws {
+        try database.execute(
+            "CREATE TEMP TABLE merge_prior(tbl TEXT NOT NULL, pk INTEGER NOT NULL, property TEXT NOT NULL, "
+                + "clock INTEGER, writer INTEGER, PRIMARY KEY (tbl, pk, property)) WITHOUT ROWID")
+        for t in tables where !t.columns.references.isEmpty {
+            try database.execute(
+                """
+                CREATE TEMP TRIGGER "merge_prior:\(t.index):update" BEFORE UPDATE ON main.\(t.cells)
+                WHEN NEW.clock = 0 AND NEW.writer = 0 AND NOT (OLD.clock = 0 AND OLD.writer = 0) BEGIN
+                    INSERT OR REPLACE INTO merge_prior VALUES (\(t.literal), OLD._pk, OLD.property, OLD.clock, OLD.writer);
+                END;
+                CREATE TEMP TRIGGER "merge_prior:\(t.index):insert" AFTER INSERT ON main.\(t.cells)
+                WHEN NEW.clock = 0 AND NEW.writer = 0 BEGIN
+                    INSERT OR IGNORE INTO merge_prior VALUES (\(t.literal), NEW._pk, NEW.property, NULL, NULL);
+                END;
+                """)
+        }
+    }
+
+    /// Gives back the versions ``keepVersions(of:)`` kept to the cells still at the origin's.
+    private func restoreVersions(of tables: [Table]) throws {
+        for t in tables where !t.columns.references.isEmpty {
+            try database.execute(
+                """
+                DROP TRIGGER temp."merge_prior:\(t.index):update";
+                DROP TRIGGER temp."merge_prior:\(t.index):insert";
+                UPDATE main.\(t.cells) AS c SET clock = p.clock, writer = p.writer FROM temp.merge_prior p
+                WHERE p.tbl = \(t.literal) AND p.pk = c._pk AND p.property = c.property AND p.clock IS NOT NULL
+                    AND c.clock = 0 AND c.writer = 0;
+                DELETE FROM main.\(t.cells) WHERE clock = 0 AND writer = 0 AND (_pk, property) IN (
+                    SELECT pk, property FROM temp.merge_prior WHERE tbl = \(t.literal) AND clock IS NULL);
+                """)
+        }
+        try database.execute("DROP TABLE temp.merge_prior")
+    }
+
+    /// Gives every cell of a record both copies hold the greater of the two copies' versions,
+    /// with its value. The cells looked at: those `other` changed after their record's insert,
+    /// and every cell of a record whose version differs between the copies or is the origin's
+    /// (copies upgraded apart may hold different values under it).
+    private mutating func mergeCells(_ t: Table) throws {
+        let properties = t.columns.attributes.map(\.name) + t.columns.references.map(\.column)
+        guard !properties.isEmpty else { return }
+        try database.execute(
+            """
+            CREATE TEMP TABLE \(t.candidates)(apk INTEGER NOT NULL, bpk INTEGER NOT NULL, property TEXT NOT NULL,
+                clock INTEGER NOT NULL, writer INTEGER NOT NULL, PRIMARY KEY (apk, property)) WITHOUT ROWID;
+            INSERT OR IGNORE INTO \(t.candidates)(apk, bpk, property, clock, writer)
+            SELECT xa._pk, xb._pk, c.property, c.clock, w.a FROM other.\(t.cells) c
+            JOIN other.\(t.quoted) xb ON xb._pk = c._pk JOIN main.\(t.quoted) xa ON xa._gid = xb._gid
+            JOIN temp.merge_writer w ON w.b = c.writer
+            WHERE NOT EXISTS (SELECT 1 FROM \(t.new) n WHERE n.gid = xb._gid);
+            """)
+        // A record whose versions differ: main's cells keep the version they have now, as rows
+        // of their own, before the record's version changes.
+        let differing = """
+            SELECT a.apk, b.bpk, a.alive AS aalive, a.clock AS aclock, a.writer AS awriter,
+                b.alive AS balive, b.clock AS bclock, b.writer AS bwriter
+            FROM \(t.main) a JOIN \(t.other) b ON b.gid = a.gid JOIN main.\(t.quoted) x ON x._pk = a.apk
+            WHERE b.alive % 2 = 1 AND (b.clock = 0 OR b.clock IS NOT a.clock OR b.writer IS NOT a.writer
+                OR b.alive IS NOT a.alive)
+            """
+        let values = properties.map { "(\(quoteLiteral($0)))" }.joined(separator: ", ")
+        try database.execute(
+            """
+            INSERT OR IGNORE INTO \(t.candidates)(apk, bpk, property, clock, writer)
+            SELECT d.apk, d.bpk, p.column1, d.bclock, d.bwriter FROM (\(differing)) d, (VALUES \(values)) p;
+            INSERT OR IGNORE INTO main.\(t.cells)(_pk, property, clock, writer)
+            SELECT d.apk, p.column1, d.aclock, d.awriter FROM (\(differing)) d, (VALUES \(values)) p
+            WHERE (d.balive, d.bclock, (SELECT writer FROM main.deck_writer WHERE id = d.bwriter))
+                > (d.aalive, d.aclock, (SELECT writer FROM main.deck_writer WHERE id = d.awriter));
+            INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
+            SELECT d.apk, (SELECT _gid FROM main.\(t.quoted) WHERE _pk = d.apk), d.balive, d.bclock, d.bwriter
+            FROM (\(differing)) d
+            WHERE (d.balive, d.bclock, (SELECT writer FROM main.deck_writer WHERE id = d.bwriter))
+                > (d.aalive, d.aclock, (SELECT writer FROM main.deck_writer WHERE id = d.awriter))
+            ON CONFLICT (_pk) DO UPDATE SET alive = excluded.alive, clock = excluded.clock, writer = excluded.writer;
+            """)
+        for (name, _) in t.columns.attributes {
+            try mergeCell(t, property: name, value: { "\($0).\(quote(name))" }, joins: { _ in "" })
+        }
+        for (column, destination) in t.columns.references {
+            let d = quote(destination)
+            try mergeCell(
+                t, property: column, value: { "\($0)t._gid" },
+                joins: { side in
+                    "LEFT JOIN \(side == "xa" ? "main" : "other").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
+                })
+        }
+    }
+
+    /// Writes the cells of `property` whose version in `other` wins over `main`'s: greater
+    /// version, or the same version and a greater value (`value` of a side's row alias; to-one
+    /// cells compare their targets' global ids).
+    private mutating func mergeCell(
+        _ t: Table, property: String, value: (String) -> String, joins: (String) -> String
+    ) throws {
+        let p = quoteLiteral(property)
+        let c = quote(property)
+        // main's version of the cell: its row, else its record's.
+        let recordVersion = { (field: String) in
+            """
+            coalesce(ca.\(field), ar.\(field), (SELECT CASE WHEN first <= m.apk THEN \(field) END
+                FROM main.deck_inserts WHERE tbl = \(t.literal) AND last >= m.apk ORDER BY last LIMIT 1), 0)
+            """
+        }
+        let (va, vb) = (value("xa"), value("xb"))
+        try database.execute(
+            """
+            DROP TABLE IF EXISTS temp.merge_w;
+            CREATE TEMP TABLE merge_w AS
+            SELECT m.apk, m.bpk, m.clock, m.writer, \(va) IS NOT \(vb) AS differs,
+                ca.clock IS NOT NULL AS edited
+            FROM \(t.candidates) m JOIN main.\(t.quoted) xa ON xa._pk = m.apk
+            JOIN other.\(t.quoted) xb ON xb._pk = m.bpk
+            LEFT JOIN main.\(t.cells) ca ON ca._pk = m.apk AND ca.property = \(p)
+            LEFT JOIN main.\(t.rows) ar ON ar._pk = m.apk
+            \(joins("xa")) \(joins("xb"))
+            WHERE m.property = \(p)
+            AND (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
+              > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
+                 \(va) IS NOT NULL, \(va));
+            """)
+        let winners = try database.scalar("SELECT count(*) FROM temp.merge_w")?.int64 ?? 0
+        guard winners > 0 else { return }
+        for row in try database.rows(
+            "SELECT x._entity, w.apk, x._gid FROM temp.merge_w w JOIN main.\(t.quoted) x ON x._pk = w.apk "
+                + "WHERE w.differs AND w.edited ORDER BY x._gid")
+        {
+            report.conflicts.append(
+                MergeConflict(
+                    entity: row[0].string ?? "", globalID: Self.globalID(row[2]), property: property))
+        }
+        if let reference = t.columns.references.first(where: { $0.column == property }) {
+            let d = quote(reference.destination)
+            try database.run(
+                """
+                UPDATE main.\(t.quoted) AS u SET \(c) = (
+                    SELECT ta._pk FROM temp.merge_w w JOIN other.\(t.quoted) xb ON xb._pk = w.bpk
+                    JOIN other.\(d) tb ON tb._pk = xb.\(c) JOIN main.\(d) ta ON ta._gid = tb._gid
+                    WHERE w.apk = u._pk)
+                WHERE u._pk IN (SELECT apk FROM temp.merge_w WHERE differs)
+                """)
+        } else {
+            if dataColumns(t).contains(property) {
+                try copyBlobs(
+                    "SELECT xb.\(c) AS digest FROM temp.merge_w w JOIN other.\(t.quoted) xb ON xb._pk = w.bpk "
+                        + "WHERE w.differs")
+            }
+            try database.run(
+                """
+                UPDATE main.\(t.quoted) AS u SET \(c) = (
+                    SELECT xb.\(c) FROM temp.merge_w w JOIN other.\(t.quoted) xb ON xb._pk = w.bpk WHERE w.apk = u._pk)
+                WHERE u._pk IN (SELECT apk FROM temp.merge_w WHERE differs)
+                """)
+        }
+        report.changedCells += Int(
+            try database.scalar("SELECT count(*) FROM temp.merge_w WHERE differs")?.int64 ?? 0)
+        try database.run(
+            """
+            INSERT INTO main.\(t.cells)(_pk, property, clock, writer)
+            SELECT apk, \(p), clock, writer FROM temp.merge_w WHERE true
+            ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
+            """)
+        try database.forEachRow(
+            "SELECT x._entity, x._pk FROM temp.merge_w w JOIN main.\(t.quoted) x ON x._pk = w.apk WHERE w.differs"
+        ) { row in
+            connection.changes.updated(row.text(at: 0), row.int64(at: 1))
+        }
+        if t.columns.references.contains(where: { $0.column == property }) {
+            let dangling = try database.rows(
+                """
+                SELECT w.apk FROM temp.merge_w w JOIN main.\(t.quoted) xa ON xa._pk = w.apk
+                JOIN other.\(t.quoted) xb ON xb._pk = w.bpk WHERE xb.\(c) IS NOT NULL AND xa.\(c) IS NULL
+                """
+            ).compactMap { $0[0].int64 }
+            try repair(t, column: property, keys: dangling)
+        }
+    }
+
+    // MARK: Links
+
+    /// Gives every link of join table `table` the greater of the copies' states (counter, then
+    /// version): a link `other` made or removed later is made or removed in `main`. A link to a
+    /// record `main` deleted is removed, as the delete would have removed it, with the origin's
+    /// version.
+    private mutating func mergeLinks(_ table: String, source: Table, target: Table) throws {
+        let links = quote(VersionDDL.linksTable(table))
+        let rows = try database.rows(
+            """
+            WITH l AS (
+                SELECT coalesce(s._gid, sr._gid) AS sg, coalesce(g._gid, gr._gid) AS tg, l.alive, l.clock, w.a AS writer
+                FROM other.\(links) l JOIN temp.merge_writer w ON w.b = l.writer
+                LEFT JOIN other.\(source.quoted) s ON s._pk = l.source LEFT JOIN other.\(source.rows) sr ON sr._pk = l.source
+                LEFT JOIN other.\(target.quoted) g ON g._pk = l.target LEFT JOIN other.\(target.rows) gr ON gr._pk = l.target
+            ), k AS (
+                SELECT l.*, coalesce(sa._pk, st.apk) AS asrc, coalesce(ta._pk, tt.apk) AS atgt,
+                    sa._pk IS NOT NULL AND ta._pk IS NOT NULL AS bothAlive
+                FROM l LEFT JOIN main.\(source.quoted) sa ON sa._gid = l.sg LEFT JOIN \(source.tombstones) st ON st.gid = l.sg
+                LEFT JOIN main.\(target.quoted) ta ON ta._gid = l.tg LEFT JOIN \(target.tombstones) tt ON tt.gid = l.tg
+                WHERE l.sg IS NOT NULL AND l.tg IS NOT NULL
+            )
+            SELECT k.asrc, k.atgt, k.alive, k.clock, k.writer, k.bothAlive, la.alive
+            FROM k LEFT JOIN main.\(links) la ON la.source = k.asrc AND la.target = k.atgt
+            WHERE k.asrc IS NOT NULL AND k.atgt IS NOT NULL AND (la.source IS NULL
+                OR (k.alive, k.clock, (SELECT writer FROM main.deck_writer WHERE id = k.writer))
+                 > (la.alive, la.clock, (SELECT writer FROM main.deck_writer WHERE id = la.writer)))
+            """)
+        let j = quote(table)
+        for row in rows {
+            guard let from = row[0].int64, let to = row[1].int64, let alive = row[2].int64 else { continue }
+            let pair: [SQLValue] = [.integer(from), .integer(to)]
+            var state: [SQLValue] = [row[2], row[3], row[4]]
+            if alive % 2 == 1 {
+                if row[5].int64 == 1 {
+                    try database.run("INSERT OR IGNORE INTO main.\(j)(source, target) VALUES (?, ?)", pair)
+                    if database.changes > 0 { report.addedLinks += 1 }
+                } else {
+                    // An end is deleted here: the link went with it.
+                    state = [.integer(alive + 1), .integer(0), .integer(0)]
+                }
+            } else {
+                try database.run("DELETE FROM main.\(j) WHERE source = ? AND target = ?", pair)
+                if database.changes > 0 { report.removedLinks += 1 }
+            }
+            try database.run(
+                "INSERT INTO main.\(links)(source, target, alive, clock, writer) VALUES (?, ?, ?, ?, ?) "
+                    + "ON CONFLICT (source, target) DO UPDATE SET alive = excluded.alive, clock = excluded.clock, "
+                    + "writer = excluded.writer",
+                pair + state)
+        }
+    }
+}

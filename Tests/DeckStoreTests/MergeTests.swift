@@ -1,0 +1,387 @@
+import DeckSQLite
+import DeckStoreTestSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import DeckStore
+
+/// Merging copies of a document edited apart (spec section 20.9): the result is the join of the
+/// two copies' states, so merging is commutative, idempotent and associative, checked by
+/// comparing canonical dumps (records, cells and links by global id, with their versions as
+/// clock and writer id bytes).
+@Suite("Merging copies of a document", .timed) struct MergeTests {
+    static let seed = TestSeed("MergeTests", filter: "MergeTests")
+
+    // MARK: Canonical dump
+
+    /// Every record, tombstone, cell, link and referenced blob of the package at `url`, with the
+    /// versions spec section 20 gives them, as sorted lines: what two merged copies must agree on.
+    static func dump(_ url: URL) throws -> [String] {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        let mapping = try SchemaMapping(store.schema)
+        try store.close()
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+        defer { db.close() }
+        var lines: [String] = []
+        func hex(_ value: SQLValue) -> String {
+            switch value {
+            case .blob(let data): return data.map { String(format: "%02x", $0) }.joined()
+            default: return value.description
+            }
+        }
+        func version(_ table: String, _ key: String) -> (clock: String, writer: String) {
+            let rows = quote(VersionDDL.rowsTable(table))
+            let range =
+                "(SELECT CASE WHEN first <= \(key) THEN %@ END FROM deck_inserts WHERE tbl = \(quoteLiteral(table)) "
+                + "AND last >= \(key) ORDER BY last LIMIT 1)"
+            let clock =
+                "coalesce((SELECT clock FROM \(rows) WHERE _pk = \(key)), \(String(format: range, "clock")), 0)"
+            let writer =
+                "(SELECT writer FROM deck_writer WHERE id = coalesce((SELECT writer FROM \(rows) WHERE _pk = \(key)), "
+                + "\(String(format: range, "writer")), 0))"
+            return (clock, writer)
+        }
+        for columns in DocumentDiffer.tableColumns(mapping) {
+            let t = quote(columns.table)
+            let rows = quote(VersionDDL.rowsTable(columns.table))
+            let cells = quote(VersionDDL.cellsTable(columns.table))
+            let (clock, writer) = version(columns.table, "x._pk")
+            for row in try db.rows(
+                "SELECT x._gid, x._entity, coalesce((SELECT alive FROM \(rows) WHERE _pk = x._pk), 1), \(clock), \(writer) "
+                    + "FROM \(t) x")
+            {
+                lines.append("record \(hex(row[0])) \(row[1]) \(row[2]) \(row[3]) \(hex(row[4]))")
+            }
+            for row in try db.rows(
+                "SELECT r._gid, r.alive, r.clock, w.writer FROM \(rows) r JOIN deck_writer w ON w.id = r.writer "
+                    + "WHERE r.alive % 2 = 0")
+            {
+                lines.append("tombstone \(hex(row[0])) \(row[1]) \(row[2]) \(hex(row[3]))")
+            }
+            var properties: [(name: String, value: String, join: String)] = columns.attributes.map {
+                ($0.name, "x.\(quote($0.name))", "")
+            }
+            for (column, destination) in columns.references {
+                properties.append(
+                    (column, "d._gid", "LEFT JOIN \(quote(destination)) d ON d._pk = x.\(quote(column))"))
+            }
+            for (name, value, join) in properties {
+                let cellClock = "coalesce(c.clock, \(clock))"
+                let cellWriter =
+                    "coalesce((SELECT writer FROM deck_writer WHERE id = c.writer), \(writer))"
+                for row in try db.rows(
+                    "SELECT x._gid, \(value), \(cellClock), \(cellWriter) FROM \(t) x \(join) "
+                        + "LEFT JOIN \(cells) c ON c._pk = x._pk AND c.property = \(quoteLiteral(name))")
+                {
+                    lines.append("cell \(hex(row[0])) \(name) \(hex(row[1])) \(row[2]) \(hex(row[3]))")
+                }
+            }
+        }
+        let tables = Dictionary(
+            DocumentDiffer.tableColumns(mapping).map { ($0.table, $0) }, uniquingKeysWith: { a, _ in a })
+        for (table, source, target) in mapping.joinTables where tables[source] != nil && tables[target] != nil
+        {
+            func gid(_ table: String, _ key: String) -> String {
+                "coalesce((SELECT _gid FROM \(quote(table)) WHERE _pk = \(key)), "
+                    + "(SELECT _gid FROM \(quote(VersionDDL.rowsTable(table))) WHERE _pk = \(key)))"
+            }
+            for row in try db.rows(
+                "SELECT \(gid(source, "l.source")), \(gid(target, "l.target")), l.alive, l.clock, w.writer "
+                    + "FROM \(quote(VersionDDL.linksTable(table))) l JOIN deck_writer w ON w.id = l.writer")
+            {
+                lines.append("link \(table) \(hex(row[0])) \(hex(row[1])) \(row[2]) \(row[3]) \(hex(row[4]))")
+            }
+            for row in try db.rows(
+                "SELECT \(gid(source, "j.source")), \(gid(target, "j.target")) FROM \(quote(table)) j")
+            {
+                lines.append("joined \(table) \(hex(row[0])) \(hex(row[1]))")
+            }
+        }
+        for row in try db.rows("SELECT digest FROM deck_blob WHERE refs > 0") {
+            lines.append("blob \(row[0])")
+        }
+        return lines.sorted()
+    }
+
+    /// Expects the packages at `a` and `b` to have the same dump, naming the lines that differ.
+    static func expectSame(
+        _ a: URL, _ b: URL, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let (first, second) = (try dump(a), try dump(b))
+        guard first != second else { return }
+        let onlyFirst = Set(first).subtracting(second).sorted()
+        let onlySecond = Set(second).subtracting(first).sorted()
+        let names = "\(a.lastPathComponent) and \(b.lastPathComponent) differ; \(comment?.rawValue ?? "")"
+        let firstLines: String = onlyFirst.joined(separator: "\n")
+        let secondLines: String = onlySecond.joined(separator: "\n")
+        Issue.record(
+            "\(names)\nonly in the first:\n\(firstLines)\nonly in the second:\n\(secondLines)",
+            sourceLocation: sourceLocation)
+    }
+
+    /// A file copy of the package at `url`.
+    static func copy(_ url: URL, to name: String) throws -> URL {
+        let copy = url.deletingLastPathComponent().appendingPathComponent(name)
+        try? FileManager.default.removeItem(at: copy)
+        try FileManager.default.copyItem(at: url, to: copy)
+        return copy
+    }
+
+    /// Merges `from` into the package at `into`, which must verify afterwards with no finding.
+    @discardableResult
+    static func merge(_ from: URL, into: URL) throws -> MergeReport {
+        let store = try PackageStore.open(at: into)
+        let report = try store.merge(from: from)
+        try store.close()
+        let verification = try PackageVerifier.verify(at: into)
+        #expect(verification.findings.isEmpty, "\(verification.findings)")
+        return report
+    }
+
+    /// The merge of `a` and `b` into a new copy of `a` named `name`.
+    static func merged(_ a: URL, _ b: URL, as name: String) throws -> URL {
+        let result = try copy(a, to: name)
+        try merge(b, into: result)
+        return result
+    }
+
+    static func makeOriginal(_ url: URL, cardsDeleteRule: StoreSchema.DeleteRule = .cascade) throws
+        -> [String: Int64]
+    {
+        let store = try PackageStore.create(
+            at: url, contentType: flashCardsType, schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
+        defer { try? store.close() }
+        return try store.write { t in
+            var ids: [String: Int64] = [:]
+            ids["spanish"] = try t.insert("Deck", ["title": .string("Spanish")])
+            ids["french"] = try t.insert("Deck", ["title": .string("French")])
+            ids["verbs"] = try t.insert("Tag", ["name": .string("verbs")])
+            ids["hola"] = try t.insert(
+                "Card",
+                [
+                    "front": .string("hola"), "back": .string("hello"), "deck": .reference(ids["spanish"]!),
+                    "image": .data(Data(repeating: 7, count: 100)), "tags": .references([ids["verbs"]!]),
+                ])
+            ids["adios"] = try t.insert(
+                "Card", ["front": .string("adiós"), "deck": .reference(ids["spanish"]!)])
+            ids["merci"] = try t.insert(
+                "Card", ["front": .string("merci"), "deck": .reference(ids["french"]!)])
+            return ids
+        }.value
+    }
+
+    static func write(_ url: URL, _ body: (StoreTransaction) throws -> Void) throws {
+        let store = try PackageStore.open(at: url)
+        try store.write(body)
+        try store.close()
+    }
+
+    static func cards(_ url: URL) throws -> [String: Record] {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        return try store.read { try $0.fetch(RecordQuery("Card")) }.reduce(into: [:]) {
+            if case .string(let front)? = $1["front"] { $0[front] = $1 }
+        }
+    }
+
+    /// Each card's tags, as "front name".
+    static func tags(_ url: URL) throws -> Set<String> {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+        defer { db.close() }
+        return Set(
+            try db.rows(
+                "SELECT c.front || ' ' || t.name FROM \"Card.tags\" j JOIN Card c ON c._pk = j.source "
+                    + "JOIN Tag t ON t._pk = j.target"
+            ).compactMap { $0[0].string })
+    }
+
+    // MARK: Scenarios
+
+    @Test func editsOfBothCopiesMeetAndTheLaterEditOfACellWins() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try Self.makeOriginal(original)
+            let other = try Self.copy(original, to: "b.deck")
+            try Self.write(original) { t in
+                try t.update("Card", id: ids["hola"]!, ["back": .string("hi")])
+                _ = try t.insert("Card", ["front": .string("gracias"), "deck": .reference(ids["spanish"]!)])
+            }
+            try Self.write(other) { t in
+                try t.update("Card", id: ids["merci"]!, ["back": .string("thanks")])
+                try t.update("Card", id: ids["hola"]!, ["back": .string("hey"), "tags": .references([])])
+                _ = try t.delete("Card", id: ids["adios"]!)
+                let tag = try t.insert("Tag", ["name": .string("greetings")])
+                _ = try t.insert(
+                    "Card",
+                    [
+                        "front": .string("bonjour"), "deck": .reference(ids["french"]!),
+                        "image": .data(Data(repeating: 9, count: 200)), "tags": .references([tag]),
+                    ])
+            }
+            let ab = try Self.merged(original, other, as: "ab.deck")
+            let ba = try Self.merged(other, original, as: "ba.deck")
+            try Self.expectSame(ab, ba)
+            let cards = try Self.cards(ab)
+            #expect(Set(cards.keys) == ["hola", "merci", "gracias", "bonjour"])
+            // b's edit of hola's back came later than a's.
+            #expect(cards["hola"]?["back"] == .string("hey"))
+            #expect(cards["merci"]?["back"] == .string("thanks"))
+            #expect(try Self.tags(ab) == ["bonjour greetings"])
+            // Idempotent: merging either again, or a copy with itself, changes nothing.
+            let before = try Self.dump(ab)
+            #expect(try Self.merge(other, into: ab).isEmpty)
+            #expect(try Self.merge(original, into: ab).isEmpty)
+            let itself = try Self.copy(ab, to: "self.deck")
+            #expect(try Self.merge(itself, into: ab).isEmpty)
+            #expect(try Self.dump(ab) == before)
+        }
+    }
+
+    @Test func aDeleteWinsOverAConcurrentEditAndCascadesToRecordsTheOtherCopyAdded() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try Self.makeOriginal(original)
+            let other = try Self.copy(original, to: "b.deck")
+            // a deletes the Spanish deck (its cards cascade); b edits one of its cards and adds one.
+            try Self.write(original) { t in _ = try t.delete("Deck", id: ids["spanish"]!) }
+            try Self.write(other) { t in
+                try t.update("Card", id: ids["hola"]!, ["back": .string("hey")])
+                _ = try t.insert(
+                    "Card", ["front": .string("buenos días"), "deck": .reference(ids["spanish"]!)])
+            }
+            let ab = try Self.merged(original, other, as: "ab.deck")
+            let ba = try Self.merged(other, original, as: "ba.deck")
+            try Self.expectSame(ab, ba)
+            #expect(Set(try Self.cards(ab).keys) == ["merci"])
+        }
+    }
+
+    @Test func copiesOfAnotherDocumentOrSchemaAreRefusedAndChangeNothing() throws {
+        try withTestDirectory { dir in
+            let a = dir.appendingPathComponent("a.deck")
+            _ = try Self.makeOriginal(a)
+            let stranger = dir.appendingPathComponent("s.deck")
+            _ = try Self.makeOriginal(stranger)
+            let before = try Self.dump(a)
+            let store = try PackageStore.open(at: a)
+            defer { try? store.close() }
+            #expect(throws: DeckError.self) { try store.merge(from: stranger) }
+            var schema = flashCardsSchema()
+            schema.entities[2].attributes.append(StoreSchema.Attribute("colour", .string, isOptional: true))
+            let other = dir.appendingPathComponent("o.deck")
+            try PackageStore.create(at: other, contentType: flashCardsType, schema: schema).close()
+            #expect(throws: DeckError.self) { try store.merge(from: other) }
+            #expect(throws: DeckError.self) {
+                try store.merge(from: dir.appendingPathComponent("missing.deck"))
+            }
+            try store.close()
+            #expect(try Self.dump(a) == before)
+        }
+    }
+
+    // MARK: Random operations on three replicas
+
+    /// Random edits of a replica: inserts, edits, deletes, to-one and to-many changes, blobs.
+    static func randomEdits(_ url: URL, _ g: inout SeededGenerator, count: Int) throws {
+        let store = try PackageStore.open(at: url)
+        defer { try? store.close() }
+        for _ in 0..<count {
+            let choice = Int(g.next() % 10)
+            let tag = String(g.next() % 1_000_000_000_000)
+            try store.write { t in
+                let decks = try t.fetchIDs(RecordQuery("Deck"))
+                let cards = try t.fetchIDs(RecordQuery("Card"))
+                let tags = try t.fetchIDs(RecordQuery("Tag"))
+                func pick(_ ids: [Int64]) -> Int64? {
+                    ids.isEmpty ? nil : ids[Int(g.next() % UInt64(ids.count))]
+                }
+                switch choice {
+                case 0: _ = try t.insert("Deck", ["title": .string("deck " + tag)])
+                case 1: _ = try t.insert("Tag", ["name": .string("tag " + tag)])
+                case 2:
+                    var values: [String: Value] = ["front": .string("card " + tag)]
+                    if let deck = pick(decks) { values["deck"] = .reference(deck) }
+                    if g.next() % 3 == 0 {
+                        values["image"] = .data(Data(repeating: UInt8(g.next() % 4), count: 64))
+                    }
+                    _ = try t.insert("Card", values)
+                case 3, 4:
+                    if let card = pick(cards) {
+                        try t.update("Card", id: card, ["back": .string("back " + tag)])
+                    }
+                case 5:
+                    if let card = pick(cards) {
+                        try t.update("Card", id: card, ["deck": pick(decks).map { .reference($0) } ?? .null])
+                    }
+                case 6:
+                    if let card = pick(cards) {
+                        let chosen = tags.filter { _ in g.next() % 2 == 0 }
+                        try t.update("Card", id: card, ["tags": .references(chosen)])
+                    }
+                case 7: if let card = pick(cards) { _ = try t.delete("Card", id: card) }
+                case 8:
+                    if g.next() % 3 == 0, let deck = pick(decks) {
+                        _ = try? t.delete("Deck", id: deck)
+                    } else if let tag = pick(tags) {
+                        _ = try t.delete("Tag", id: tag)
+                    }
+                default:
+                    if let card = pick(cards) {
+                        try t.update(
+                            "Card", id: card,
+                            ["image": .data(Data(repeating: UInt8(g.next() % 4), count: 64))])
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func mergesOfRandomEditsOnThreeReplicasAreCommutativeIdempotentAndAssociative() throws {
+        var g = Self.seed.generator()
+        try withTestDirectory { dir in
+            // A deck's cards cascade, are nullified, or deny its delete (which merges override).
+            let rules: [StoreSchema.DeleteRule] = [.cascade, .nullify, .deny, .cascade]
+            for round in 0..<rules.count {
+                let origin = dir.appendingPathComponent("o\(round).deck")
+                _ = try Self.makeOriginal(origin, cardsDeleteRule: rules[round])
+                try Self.randomEdits(origin, &g, count: 6)
+                let a = try Self.copy(origin, to: "a\(round).deck")
+                let b = try Self.copy(origin, to: "b\(round).deck")
+                let c = try Self.copy(origin, to: "c\(round).deck")
+                for step in 0..<3 {
+                    for replica in [a, b, c] { try Self.randomEdits(replica, &g, count: 5) }
+                    // Some replicas exchange changes between rounds of edits.
+                    if step == 1 { try Self.merge(a, into: b) }
+                    if step == 2 { try Self.merge(c, into: a) }
+                }
+                let comment = Comment(rawValue: "round \(round), \(Self.seed)")
+                if let keep = ProcessInfo.processInfo.environment["MERGE_KEEP"] {
+                    try? FileManager.default.removeItem(atPath: keep + "/\(round)")
+                    try FileManager.default.createDirectory(
+                        atPath: keep + "/\(round)", withIntermediateDirectories: true)
+                    for url in [a, b, c] {
+                        try FileManager.default.copyItem(
+                            at: url, to: URL(fileURLWithPath: keep + "/\(round)/" + url.lastPathComponent))
+                    }
+                }
+                let ab = try Self.merged(a, b, as: "ab.deck")
+                let ba = try Self.merged(b, a, as: "ba.deck")
+                try Self.expectSame(ab, ba, comment)
+                let abc = try Self.merged(ab, c, as: "ab_c.deck")
+                let bc = try Self.merged(b, c, as: "bc.deck")
+                let abc2 = try Self.merged(a, bc, as: "a_bc.deck")
+                let cab = try Self.merged(c, ab, as: "c_ab.deck")
+                let expected = try Self.dump(abc)
+                #expect(try Self.dump(abc2) == expected, comment)
+                #expect(try Self.dump(cab) == expected, comment)
+                // Idempotent.
+                let again = try Self.merge(a, into: abc)
+                #expect(again.isEmpty, "\(again) \(comment)")
+                #expect(try Self.merge(cab, into: abc).isEmpty, comment)
+                #expect(try Self.dump(abc) == expected, comment)
+            }
+        }
+    }
+}
