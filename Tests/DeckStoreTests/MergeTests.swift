@@ -133,7 +133,7 @@ import Testing
     @discardableResult
     static func merge(_ from: URL, into: URL) throws -> MergeReport {
         let store = try PackageStore.open(at: into)
-        let report = try store.merge(from: from)
+        let report = try DocumentMerge.merge(from: from, into: store)
         try store.close()
         let verification = try PackageVerifier.verify(at: into)
         #expect(verification.findings.isEmpty, "\(verification.findings)")
@@ -267,14 +267,14 @@ import Testing
             let before = try Self.dump(a)
             let store = try PackageStore.open(at: a)
             defer { try? store.close() }
-            #expect(throws: DeckError.self) { try store.merge(from: stranger) }
+            #expect(throws: DeckError.self) { try DocumentMerge.merge(from: stranger, into: store) }
             var schema = flashCardsSchema()
             schema.entities[2].attributes.append(StoreSchema.Attribute("colour", .string, isOptional: true))
             let other = dir.appendingPathComponent("o.deck")
             try PackageStore.create(at: other, contentType: flashCardsType, schema: schema).close()
-            #expect(throws: DeckError.self) { try store.merge(from: other) }
+            #expect(throws: DeckError.self) { try DocumentMerge.merge(from: other, into: store) }
             #expect(throws: DeckError.self) {
-                try store.merge(from: dir.appendingPathComponent("missing.deck"))
+                try DocumentMerge.merge(from: dir.appendingPathComponent("missing.deck"), into: store)
             }
             try store.close()
             #expect(try Self.dump(a) == before)

@@ -64,9 +64,10 @@ public struct MergeRepair: Sendable, Equatable {
     public var kind: Kind
 }
 
-extension PackageStore {
-    /// Merges the copy of this document at `other` into this store, in one transaction (spec
-    /// section 20.9): afterwards this store holds every record, value, link and blob of both
+/// Merging a copy of a document into another (spec section 20.9).
+public enum DocumentMerge {
+    /// Merges the copy of a document at `other` into `store`, a copy of the same document open
+    /// for writing, in one transaction: afterwards `store` holds every record, value, link and blob of both
     /// copies, each change with the greater of its two versions (a later edit wins over an
     /// earlier one, a delete over the edits it was concurrent with), and merging the other way
     /// round, or again, gives the same records, values and links.
@@ -83,11 +84,13 @@ extension PackageStore {
     ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify; the errors of a write.
     ///   On any error this store is as it was.
     @discardableResult
-    public func merge(from other: URL, differentDocuments: Bool = false) throws(DeckError) -> MergeReport {
-        guard mode == .readWrite else { throw DeckError.readOnly(path: url.path) }
+    public static func merge(from other: URL, into store: PackageStore, differentDocuments: Bool = false)
+        throws(DeckError) -> MergeReport
+    {
+        guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
         let source = try PackageStore.open(at: other, mode: .readOnly)
         defer { try? source.close() }
-        try checkMergeable(source, differentDocuments: differentDocuments)
+        try checkMergeable(source, into: store, differentDocuments: differentDocuments)
         let verification = try PackageVerifier.verify(at: source.url, options: .init(quick: true))
         if let finding = verification.findings.first(where: {
             $0.severity == .corruption || $0.severity == .needsRecovery
@@ -102,10 +105,10 @@ extension PackageStore {
         _ = try source.snapshotStore(to: snapshot, for: scratch.path)
         let otherBlobs = BlobStore(packagePath: source.url.path)
         do {
-            let (report, changes) = try withWriter { connection in
-                try Self.merge(into: connection, snapshot: snapshot, blobs: otherBlobs)
+            let (report, changes) = try store.withWriter { connection in
+                try merge(into: connection, snapshot: snapshot, blobs: otherBlobs)
             }
-            commitObservers.deliver(changes, author: nil)
+            store.commitObservers.deliver(changes, author: nil)
             return report
         } catch {
             throw DeckError.wrap(error)
@@ -114,14 +117,21 @@ extension PackageStore {
 
     /// Refuses to merge `source` into this store unless both are version 5 copies of one
     /// document with one schema and one date epoch.
-    private func checkMergeable(_ source: PackageStore, differentDocuments: Bool) throws(DeckError) {
-        for store in [self, source] where store.storeFormatVersion < VersionDDL.firstFormatVersion {
+    private static func checkMergeable(
+        _ source: PackageStore, into store: PackageStore, differentDocuments: Bool
+    )
+        throws(DeckError)
+    {
+        for copy in [store, source] where copy.storeFormatVersion < VersionDDL.firstFormatVersion {
             throw DeckError.notComparable(
-                path: store.url.path,
+                path: copy.url.path,
                 reason:
-                    "it is format version \(store.storeFormatVersion); merging needs version "
+                    "it is format version \(copy.storeFormatVersion); merging needs version "
                     + "\(VersionDDL.firstFormatVersion) (open it for writing once to upgrade it)")
         }
+        let (schema, url, documentID, dateEpoch) = (
+            store.schema, store.url, store.documentID, store.dateEpoch
+        )
         guard schema.fingerprint == source.schema.fingerprint else {
             let changes = SchemaDiff(from: schema, to: source.schema).steps.map(\.summary)
             throw DeckError.notComparable(

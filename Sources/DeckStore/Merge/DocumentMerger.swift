@@ -461,7 +461,6 @@ struct DocumentMerger {
         _ t: Table, property: String, value: (String) -> String, joins: (String) -> String
     ) throws {
         let p = quoteLiteral(property)
-        let c = quote(property)
         // main's version of the cell: its row, else its record's.
         let recordVersion = { (field: String) in
             """
@@ -488,6 +487,14 @@ struct DocumentMerger {
             """)
         let winners = try database.scalar("SELECT count(*) FROM temp.merge_w")?.int64 ?? 0
         guard winners > 0 else { return }
+        try applyWinners(t, property: property)
+    }
+
+    /// Writes the cells of `property` listed in `temp.merge_w` (``mergeCell(_:property:value:joins:)``)
+    /// with `other`'s values and versions, reporting those `main` had changed too.
+    private mutating func applyWinners(_ t: Table, property: String) throws {
+        let p = quoteLiteral(property)
+        let c = quote(property)
         for row in try database.rows(
             "SELECT x._entity, w.apk, x._gid FROM temp.merge_w w JOIN main.\(t.quoted) x ON x._pk = w.apk "
                 + "WHERE w.differs AND w.edited ORDER BY x._gid")
