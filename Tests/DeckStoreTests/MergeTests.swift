@@ -220,9 +220,17 @@ import Testing
                         "image": .data(Data(repeating: 9, count: 200)), "tags": .references([tag]),
                     ])
             }
-            let ab = try Self.merged(original, other, as: "ab.deck")
+            let ab = try Self.copy(original, to: "ab.deck")
+            let report = try Self.merge(other, into: ab)
             let ba = try Self.merged(other, original, as: "ba.deck")
             try Self.expectSame(ab, ba)
+            // Both changed hola's back: b's later change is kept, a's reported as lost.
+            #expect(report.conflicts.count == 1)
+            #expect(report.conflicts.first?.property == "back")
+            #expect(report.conflicts.first?.kept == .value(.string("hey")))
+            #expect(report.conflicts.first?.lost == .value(.string("hi")))
+            #expect(report.conflicts.first?.lostHere == true)
+            #expect(report.insertedRecords == 2 && report.deletedRecords == 1 && report.copiedBlobs == 1)
             let cards = try Self.cards(ab)
             #expect(Set(cards.keys) == ["hola", "merci", "gracias", "bonjour"])
             // b's edit of hola's back came later than a's.

@@ -40,6 +40,12 @@ public struct MergeConflict: Sendable, Equatable {
     public var entity: String
     public var globalID: UUID?
     public var property: String
+    /// The value kept (the later change's) and the value that lost, as ``DocumentDifference``
+    /// gives cells.
+    public var kept: DiffCell
+    public var lost: DiffCell
+    /// Whether the change that lost was this copy's (the one merged into), else the other's.
+    public var lostHere: Bool
 }
 
 /// A change a merge made that neither copy made: the consequence of one copy's delete for the

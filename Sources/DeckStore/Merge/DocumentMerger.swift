@@ -409,9 +409,10 @@ struct DocumentMerger {
         try database.execute(
             """
             CREATE TEMP TABLE \(t.candidates)(apk INTEGER NOT NULL, bpk INTEGER NOT NULL, property TEXT NOT NULL,
-                clock INTEGER NOT NULL, writer INTEGER NOT NULL, PRIMARY KEY (apk, property)) WITHOUT ROWID;
-            INSERT OR IGNORE INTO \(t.candidates)(apk, bpk, property, clock, writer)
-            SELECT xa._pk, xb._pk, c.property, c.clock, w.a FROM other.\(t.cells) c
+                clock INTEGER NOT NULL, writer INTEGER NOT NULL, edited INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (apk, property)) WITHOUT ROWID;
+            INSERT OR IGNORE INTO \(t.candidates)(apk, bpk, property, clock, writer, edited)
+            SELECT xa._pk, xb._pk, c.property, c.clock, w.a, 1 FROM other.\(t.cells) c
             JOIN other.\(t.quoted) xb ON xb._pk = c._pk JOIN main.\(t.quoted) xa ON xa._gid = xb._gid
             JOIN temp.merge_writer w ON w.b = c.writer
             WHERE NOT EXISTS (SELECT 1 FROM \(t.new) n WHERE n.gid = xb._gid);
@@ -474,17 +475,33 @@ struct DocumentMerger {
             DROP TABLE IF EXISTS temp.merge_w;
             CREATE TEMP TABLE merge_w AS
             SELECT m.apk, m.bpk, m.clock, m.writer, \(va) IS NOT \(vb) AS differs,
-                ca.clock IS NOT NULL AS edited
+                ca.clock IS NOT NULL AS edited, m.edited AS otherEdited,
+                (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
+                > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
+                   \(va) IS NOT NULL, \(va)) AS wins
             FROM \(t.candidates) m JOIN main.\(t.quoted) xa ON xa._pk = m.apk
             JOIN other.\(t.quoted) xb ON xb._pk = m.bpk
             LEFT JOIN main.\(t.cells) ca ON ca._pk = m.apk AND ca.property = \(p)
             LEFT JOIN main.\(t.rows) ar ON ar._pk = m.apk
             \(joins("xa")) \(joins("xb"))
-            WHERE m.property = \(p)
-            AND (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
-              > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
-                 \(va) IS NOT NULL, \(va));
+            WHERE m.property = \(p) AND (differs OR wins);
             """)
+        // Changes of both copies that differ: the one that loses is reported.
+        for row in try database.rows(
+            "SELECT x._entity, w.apk, w.bpk, x._gid, w.wins FROM temp.merge_w w "
+                + "JOIN main.\(t.quoted) x ON x._pk = w.apk "
+                + "WHERE w.differs AND w.edited AND w.otherEdited ORDER BY x._gid")
+        {
+            guard let apk = row[1].int64, let bpk = row[2].int64 else { continue }
+            let here = try cell(t, property, "main", apk)
+            let there = try cell(t, property, "other", bpk)
+            let wins = row[4].int64 == 1
+            report.conflicts.append(
+                MergeConflict(
+                    entity: row[0].string ?? "", globalID: Self.globalID(row[3]), property: property,
+                    kept: wins ? there : here, lost: wins ? here : there, lostHere: wins))
+        }
+        try database.execute("DELETE FROM temp.merge_w WHERE NOT wins")
         let winners = try database.scalar("SELECT count(*) FROM temp.merge_w")?.int64 ?? 0
         guard winners > 0 else { return }
         try applyWinners(t, property: property)
@@ -495,14 +512,6 @@ struct DocumentMerger {
     private mutating func applyWinners(_ t: Table, property: String) throws {
         let p = quoteLiteral(property)
         let c = quote(property)
-        for row in try database.rows(
-            "SELECT x._entity, w.apk, x._gid FROM temp.merge_w w JOIN main.\(t.quoted) x ON x._pk = w.apk "
-                + "WHERE w.differs AND w.edited ORDER BY x._gid")
-        {
-            report.conflicts.append(
-                MergeConflict(
-                    entity: row[0].string ?? "", globalID: Self.globalID(row[2]), property: property))
-        }
         if let reference = t.columns.references.first(where: { $0.column == property }) {
             let d = quote(reference.destination)
             try database.run(
@@ -548,6 +557,35 @@ struct DocumentMerger {
             ).compactMap { $0[0].int64 }
             try repair(t, column: property, keys: dangling)
         }
+    }
+
+    /// Cell `property` of record `key` of the copy `schema` (`main` or `other`), as a difference
+    /// gives it.
+    private func cell(_ t: Table, _ property: String, _ schema: String, _ key: Int64) throws -> DiffCell {
+        let epoch = connection.dateEpoch
+        if let reference = t.columns.references.first(where: { $0.column == property }) {
+            let row = try database.rows(
+                "SELECT d._entity, d._gid, x.\(quote(property)) FROM \(schema).\(t.quoted) x "
+                    + "LEFT JOIN \(schema).\(quote(reference.destination)) d ON d._pk = x.\(quote(property)) "
+                    + "WHERE x._pk = ?", [.integer(key)]
+            ).first
+            if let row, let entity = row[0].string, let gid = Self.globalID(row[1]) {
+                return .record(entity: entity, globalID: gid)
+            }
+            if let missing = row?[2].int64 { return .missingRecord(missing) }
+            return .value(.null)
+        }
+        guard let type = t.columns.attributes.first(where: { $0.name == property })?.type,
+            let sql = try database.rows(
+                "SELECT \(quote(property)) FROM \(schema).\(t.quoted) WHERE _pk = ?", [.integer(key)]
+            ).first?[0]
+        else { return .value(.null) }
+        return .value(
+            Value(sql: sql, type: type, epoch: epoch) { digest in
+                (try? database.scalar(
+                    "SELECT size FROM \(schema).deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??
+                    .int64 ?? -1
+            })
     }
 
     // MARK: Links
