@@ -289,6 +289,69 @@ import Testing
         }
     }
 
+    @Test func conflictCopiesOfTheStoreAreFoldedInAndRemoved() throws {
+        try withTestDirectory { dir in
+            let package = dir.appendingPathComponent("a.deck")
+            let ids = try Self.makeOriginal(package)
+            let other = try Self.copy(package, to: "b.deck")
+            try Self.write(package) { t in try t.update("Card", id: ids["hola"]!, ["back": .string("hi")]) }
+            try Self.write(other) { t in
+                _ = try t.insert(
+                    "Card", ["front": .string("bonjour"), "image": .data(Data(repeating: 3, count: 300))])
+            }
+            let expected = try Self.merged(package, other, as: "expected.deck")
+            // What a file-sync service leaves: the other device's store beside this one's, its
+            // blob files among this one's (they never conflict), and a copy of the lock.
+            let blobs = other.appendingPathComponent("blobs")
+            for shard in try FileManager.default.contentsOfDirectory(atPath: blobs.path) {
+                for file in try FileManager.default.contentsOfDirectory(atPath: blobs.path + "/" + shard) {
+                    let target = package.appendingPathComponent("blobs/\(shard)/\(file)")
+                    try? FileManager.default.createDirectory(
+                        at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    if !FileManager.default.fileExists(atPath: target.path) {
+                        try FileManager.default.copyItem(
+                            atPath: blobs.path + "/\(shard)/\(file)", toPath: target.path)
+                    }
+                }
+            }
+            let conflict = "store.sync-conflict-20261203-101500-ABCDEFG.sqlite"
+            try FileManager.default.copyItem(
+                at: other.appendingPathComponent("store.sqlite"), to: package.appendingPathComponent(conflict)
+            )
+            try Data().write(to: package.appendingPathComponent("lock.sync-conflict-20261203-101500-ABCDEFG"))
+            let store = try PackageStore.open(at: package)
+            let merged = try DocumentMerge.mergeConflictCopies(into: store)
+            try store.close()
+            #expect(merged.map(\.copy.name) == [conflict])
+            #expect(merged.first?.report.insertedRecords == 1)
+            #expect(SyncConflictCopy.find(in: package).isEmpty)
+            #expect(try PackageVerifier.verify(at: package).findings.isEmpty)
+            try Self.expectSame(package, expected)
+        }
+    }
+
+    @Test func aConflictCopyWhoseBlobFileIsMissingIsRefusedAndKept() throws {
+        try withTestDirectory { dir in
+            let package = dir.appendingPathComponent("a.deck")
+            _ = try Self.makeOriginal(package)
+            let other = try Self.copy(package, to: "b.deck")
+            try Self.write(other) { t in
+                _ = try t.insert(
+                    "Card", ["front": .string("x"), "image": .data(Data(repeating: 5, count: 300))])
+            }
+            let conflict = "store.sync-conflict-20261203-101500-ABCDEFG.sqlite"
+            try FileManager.default.copyItem(
+                at: other.appendingPathComponent("store.sqlite"), to: package.appendingPathComponent(conflict)
+            )
+            let before = try Self.dump(package)
+            let store = try PackageStore.open(at: package)
+            #expect(throws: DeckError.self) { try DocumentMerge.mergeConflictCopies(into: store) }
+            try store.close()
+            #expect(FileManager.default.fileExists(atPath: package.appendingPathComponent(conflict).path))
+            #expect(try Self.dump(package) == before)
+        }
+    }
+
     // MARK: Random operations on three replicas
 
     /// Random edits of a replica: inserts, edits, deletes, to-one and to-many changes, blobs.

@@ -190,7 +190,7 @@ extension DocumentDifference {
     /// Copies the regular file at `url` to a new private file at `target`, streaming: opened as
     /// every package file is (no link followed, no blocking), so a FIFO or a link put in its place
     /// is refused rather than read.
-    private static func copyFile(_ url: URL, to target: String) throws(DeckError) {
+    static func copyFile(_ url: URL, to target: String) throws(DeckError) {
         let input = try InputFile(opening: url.path) { kind, _ in .notARegularFile(path: url.path, kind: kind)
         }
         let output = try FileSystem.openRegular(target, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)

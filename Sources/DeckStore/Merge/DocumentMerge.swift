@@ -93,14 +93,64 @@ public enum DocumentMerge {
     public static func merge(from other: URL, into store: PackageStore, differentDocuments: Bool = false)
         throws(DeckError) -> MergeReport
     {
+        try merge(from: other, into: store, differentDocuments: differentDocuments, blobs: nil)
+    }
+
+    /// Folds each file-sync conflict copy of the store in `store`'s package
+    /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:)``
+    /// merges a copy, and removes it once merged; conflict copies of the writer lock, which hold
+    /// nothing of the document, are removed too. Returns each store copy merged, with its report,
+    /// by name. A copy that cannot be merged (another schema: the other device migrated the
+    /// document) stops the work with its error, naming it; the copies merged before it are in
+    /// the store and gone.
+    public static func mergeConflictCopies(into store: PackageStore) throws(DeckError) -> [(
+        copy: SyncConflictCopy, report: MergeReport
+    )] {
+        guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
+        var merged: [(copy: SyncConflictCopy, report: MergeReport)] = []
+        for copy in SyncConflictCopy.find(in: store.url) {
+            let path = store.url.appendingPathComponent(copy.name)
+            if copy.isStore {
+                // A scratch package of the copy's store (its blob files are the package's own:
+                // they never conflict), removed afterwards.
+                let scratch = try Staging.makeScratchDirectory(purpose: "conflict", mode: 0o700)
+                defer { scratch.discard() }
+                do {
+                    try DocumentDifference.copyFile(
+                        store.url.appendingPathComponent(PackageLayout.manifest),
+                        to: scratch.path + "/" + PackageLayout.manifest)
+                    try DocumentDifference.copyFile(path, to: scratch.path + "/" + PackageLayout.store)
+                    let report = try merge(
+                        from: scratch.url, into: store, differentDocuments: false, blobs: store.url)
+                    merged.append((copy, report))
+                } catch {
+                    throw error.replacingPath(scratch.path, with: path.path)
+                }
+            } else if !copy.isLock {
+                continue
+            }
+            try FileSystem.unlink(path.path)
+        }
+        return merged
+    }
+
+    /// The merge; `blobs` is the package holding the other copy's blob files when it is not the
+    /// other copy's own (a conflict copy's store: its blob files are missing from its scratch
+    /// package, and checked as they are copied).
+    static func merge(from other: URL, into store: PackageStore, differentDocuments: Bool, blobs: URL?)
+        throws(DeckError) -> MergeReport
+    {
         guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
         let source = try PackageStore.open(at: other, mode: .readOnly)
         defer { try? source.close() }
         try checkMergeable(source, into: store, differentDocuments: differentDocuments)
         let verification = try PackageVerifier.verify(at: source.url, options: .init(quick: true))
-        if let finding = verification.findings.first(where: {
-            $0.severity == .corruption || $0.severity == .needsRecovery
-        }) {
+        // A conflict copy's blob files are the package's, checked as they are copied.
+        let problem = verification.findings.first {
+            ($0.severity == .corruption || $0.severity == .needsRecovery)
+                && !(blobs != nil && $0.code == "blob-missing")
+        }
+        if let finding = problem {
             throw DeckError.corrupt(
                 path: source.url.path, reason: "it cannot be merged in: \(finding.object): \(finding.message)"
             )
@@ -109,7 +159,7 @@ public enum DocumentMerge {
         defer { scratch.discard() }
         let snapshot = scratch.path + "/" + PackageLayout.store
         _ = try source.snapshotStore(to: snapshot, for: scratch.path)
-        let otherBlobs = BlobStore(packagePath: source.url.path)
+        let otherBlobs = BlobStore(packagePath: (blobs ?? source.url).path)
         do {
             let (report, changes) = try store.withWriter { connection in
                 try merge(into: connection, snapshot: snapshot, blobs: otherBlobs)
