@@ -33,7 +33,8 @@ struct Deck: ParsableCommand {
                 NewCommand.self, OpenCommand.self, InspectCommand.self, VerifyCommand.self, LintCommand.self,
                 GCCommand.self, QueryCommand.self, InsertCommand.self, UpdateCommand.self, DeleteCommand.self,
                 Blob.self, ExportCommand.self, ImportCommand.self, PackCommand.self, UnpackCommand.self,
-                DiffCommand.self, DiffSchemaCommand.self, MigrateCommand.self, CompatCommand.self,
+                DiffCommand.self, MergeCommand.self, DiffSchemaCommand.self, MigrateCommand.self,
+                CompatCommand.self,
                 CompletionsCommand.self,
             ],
             examples: [

@@ -1,0 +1,204 @@
+import DeckArguments
+import DeckKit
+import Foundation
+
+/// `deck merge`: one copy of a document merged into another, or into a new package, or the
+/// conflict copies a file-sync service left folded into the store.
+struct MergeCommand: DeckCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            name: "merge",
+            abstract: "Merge two copies of a document edited apart.",
+            discussion: """
+                Merges the copy FROM into the package INTO, in place and in one transaction (a \
+                failure or a kill leaves INTO as it was), or, with --output, both into a new \
+                package. Every record, value and link takes the later of the two copies' changes; \
+                a delete wins over edits made meanwhile; both copies merged in either order give \
+                the same document, and merging again changes nothing. The cells both copies \
+                changed are reported with the value kept and the value lost. FROM is checked as \
+                any package from elsewhere and never changed; it must be a copy of the same \
+                document (the same document id, --any-document to merge another) with the same \
+                schema. With --conflicts, folds every file-sync conflict copy of the store in INTO \
+                into it and removes them. Exit status 0 when merged.
+                """,
+            examples: [
+                CommandExample(
+                    "Merge the laptop's copy into this one", command: "deck merge Spanish.deck Laptop.deck"),
+                CommandExample(
+                    "Merge two copies into a new package", command: "deck merge A.deck B.deck -o Merged.deck"),
+                CommandExample(
+                    "Fold Syncthing's conflict copies in", command: "deck merge --conflicts Spanish.deck"),
+            ])
+    }
+
+    @Argument("into", help: "The package merged into (or, with --output, the first copy).", completion: .file)
+    var into: String
+    @Argument("from", help: "The copy merged in (not with --conflicts).", completion: .file)
+    var from: String?
+    @Option(
+        "output", short: "o", valueName: "package", completion: .file,
+        help: "Merge both copies into this new package; INTO is not changed.")
+    var output: String?
+    @Option("report", valueName: "file", completion: .file, help: "Also write the report (JSON) to FILE.")
+    var report: String?
+    @Flag("conflicts", help: "Fold the file-sync conflict copies of the store in INTO into it.")
+    var conflicts: Bool
+    @Flag("any-document", help: "Merge a copy of another document (another document id).")
+    var anyDocument: Bool
+    @Flag(.json) var json: Bool
+
+    var writesExactOutput: Bool { json }
+
+    func run(_ output: inout Output) throws -> Int32 {
+        var merged: [(name: String, report: MergeReport)] = []
+        if conflicts {
+            guard from == nil, self.output == nil else {
+                throw UsageError("--conflicts merges the conflict copies in one package, into it")
+            }
+            let store = try Support.openPackage(into, mode: .readWrite)
+            defer { try? store.close() }
+            merged = try DocumentMerge.mergeConflictCopies(into: store).map { ($0.copy.name, $0.report) }
+            try store.close()
+        } else {
+            guard let from else { throw UsageError("missing the copy to merge in (or --conflicts)") }
+            if let target = self.output {
+                merged = [(from, try mergeIntoNew(Support.url(target), from: Support.url(from)))]
+            } else {
+                let store = try Support.openPackage(into, mode: .readWrite)
+                defer { try? store.close() }
+                merged = [
+                    (
+                        from,
+                        try DocumentMerge.merge(
+                            from: Support.url(from), into: store, differentDocuments: anyDocument)
+                    )
+                ]
+                try store.close()
+            }
+        }
+        let document = Self.json(merged)
+        if let report {
+            do {
+                try Data((document.render() + "\n").utf8).write(to: Support.url(report))
+            } catch {
+                throw DeckError.io(path: report, operation: "write the report", errno: EIO)
+            }
+        }
+        if json {
+            output.write(document.render() + "\n")
+        } else if conflicts && merged.isEmpty {
+            output.write("no conflict copies of the store\n")
+        } else {
+            for (name, report) in merged { output.write(Self.text(report, from: name)) }
+        }
+        return ExitStatus.ok
+    }
+
+    /// Copies `into` (the first copy) to a new package at `target` through an archive, with every
+    /// check of `deck import`, merges `from` into it under a hidden name, and gives it its name
+    /// only once merged: `target` never holds half a merge.
+    private func mergeIntoNew(_ target: URL, from: URL) throws -> MergeReport {
+        if FileManager.default.fileExists(atPath: target.path) {
+            throw DeckError.alreadyExists(path: target.path)
+        }
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "deck-merge-\(UUID().uuidString.lowercased())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let archive = scratch.appendingPathComponent("first.zip")
+        try DeckDocument.export(at: Support.url(into), to: archive)
+        let staging = target.deletingLastPathComponent().appendingPathComponent(
+            ".\(target.lastPathComponent).merging-\(getpid())")
+        try? FileManager.default.removeItem(at: staging)
+        _ = try DeckDocument.importArchive(at: archive, to: staging)
+        do {
+            let store = try PackageStore.open(at: staging)
+            defer { try? store.close() }
+            let report = try DocumentMerge.merge(from: from, into: store, differentDocuments: anyDocument)
+            try store.close()
+            guard rename(staging.path, target.path) == 0 else {
+                throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)
+            }
+            return report
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+            throw error
+        }
+    }
+
+    static func id(_ id: UUID?) -> String { id?.uuidString.lowercased() ?? "-" }
+
+    static func text(_ report: MergeReport, from name: String) -> String {
+        let field = TerminalText.field
+        var out = "merged \(field(name)): "
+        let counts = [
+            (report.insertedRecords, "record", "inserted"), (report.deletedRecords, "record", "deleted"),
+            (report.learnedTombstones, "delete", "learned"), (report.changedCells, "value", "changed"),
+            (report.addedLinks, "link", "added"), (report.removedLinks, "link", "removed"),
+            (report.copiedBlobs, "blob", "copied"),
+        ].filter { $0.0 > 0 }
+        out +=
+            counts.isEmpty
+            ? "nothing to change\n"
+            : counts.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s") \($0.2)" }.joined(separator: ", ") + "\n"
+        for conflict in report.conflicts {
+            out +=
+                "conflict: \(field(conflict.entity)) \(id(conflict.globalID)) \(field(conflict.property)): "
+                + "kept \(DiffCommand.text(conflict.kept)), lost \(DiffCommand.text(conflict.lost)) "
+                + "(\(conflict.lostHere ? "this copy's" : "the other copy's") change)\n"
+        }
+        for repair in report.repairs {
+            out +=
+                "repair: \(field(repair.entity)) \(id(repair.globalID)) \(field(repair.property)): "
+                + "\(repair.kind.rawValue)\n"
+        }
+        return out
+    }
+
+    static func json(_ merged: [(name: String, report: MergeReport)]) -> JSON {
+        .object([
+            (
+                "merged",
+                .array(
+                    merged.map { name, report in
+                        .object([
+                            ("from", .string(name)),
+                            ("insertedRecords", .int(Int64(report.insertedRecords))),
+                            ("deletedRecords", .int(Int64(report.deletedRecords))),
+                            ("learnedDeletes", .int(Int64(report.learnedTombstones))),
+                            ("changedValues", .int(Int64(report.changedCells))),
+                            ("addedLinks", .int(Int64(report.addedLinks))),
+                            ("removedLinks", .int(Int64(report.removedLinks))),
+                            ("copiedBlobs", .int(Int64(report.copiedBlobs))),
+                            (
+                                "conflicts",
+                                .array(
+                                    report.conflicts.map { conflict in
+                                        .object([
+                                            ("entity", .string(conflict.entity)),
+                                            ("_gid", .string(id(conflict.globalID))),
+                                            ("property", .string(conflict.property)),
+                                            ("kept", DiffCommand.json(conflict.kept)),
+                                            ("lost", DiffCommand.json(conflict.lost)),
+                                            ("lostHere", .bool(conflict.lostHere)),
+                                        ])
+                                    })
+                            ),
+                            (
+                                "repairs",
+                                .array(
+                                    report.repairs.map { repair in
+                                        .object([
+                                            ("entity", .string(repair.entity)),
+                                            ("_gid", .string(id(repair.globalID))),
+                                            ("property", .string(repair.property)),
+                                            ("kind", .string(repair.kind.rawValue)),
+                                        ])
+                                    })
+                            ),
+                        ])
+                    })
+            )
+        ])
+    }
+}
