@@ -162,7 +162,7 @@ public enum DocumentMerge {
         let otherBlobs = BlobStore(packagePath: (blobs ?? source.url).path)
         do {
             let (report, changes) = try store.withWriter { connection in
-                try merge(into: connection, snapshot: snapshot, blobs: otherBlobs)
+                try merge(into: connection, snapshot: snapshot, blobs: otherBlobs, source: source.url.path)
             }
             store.commitObservers.deliver(changes, author: nil)
             return report
@@ -213,7 +213,9 @@ public enum DocumentMerge {
 
     /// The merge on the writer's connection: `snapshot` attached (outside a transaction, as
     /// SQLite requires), one transaction, detached.
-    private static func merge(into connection: StoreConnection, snapshot: String, blobs: BlobStore) throws
+    private static func merge(
+        into connection: StoreConnection, snapshot: String, blobs: BlobStore, source: String
+    ) throws
         -> (
             MergeReport, ChangeSet
         )
@@ -223,7 +225,7 @@ public enum DocumentMerge {
         defer { try? database.execute("DETACH DATABASE other") }
         try connection.begin()
         do {
-            let merged = try mergedClock(database, path: connection.path)
+            let merged = try mergedClock(database, path: connection.path, source: source)
             guard let writer = try database.scalar("SELECT writer FROM main.deck_clock")?.int64 else {
                 throw DeckError.corrupt(path: connection.path, reason: "deck_clock has no row")
             }
@@ -244,13 +246,18 @@ public enum DocumentMerge {
     }
 
     /// The clock the merge leaves: above both copies' (spec 20.2).
-    private static func mergedClock(_ database: Database, path: String) throws -> Int64 {
+    private static func mergedClock(_ database: Database, path: String, source: String) throws -> Int64 {
         guard let own = try database.scalar("SELECT clock FROM main.deck_clock")?.int64,
             let other = try database.scalar("SELECT clock FROM other.deck_clock")?.int64
         else { throw DeckError.corrupt(path: path, reason: "deck_clock has no row") }
-        guard other < VersionClock.limit - 1 else {
+        // A clock far ahead would hold back every later edit of this store (spec 20.9).
+        let ahead = max(own, VersionClock.next(after: -1)) + 86_400_000 << 16
+        guard other < VersionClock.limit - 1, other <= ahead else {
             throw DeckError.notComparable(
-                path: path, reason: "the copy merged in has a clock at the limit of 2^62")
+                path: source,
+                reason:
+                    "its clock (\(other)) is more than a day ahead of this computer's time and of \(path)'s: "
+                    + "merged in, it would hold back every later edit there")
         }
         return max(own, other + 1)
     }
