@@ -1,0 +1,122 @@
+import DeckTestTiming
+import Foundation
+import Testing
+
+/// `deck merge` end to end: in place, into a new package, conflict copies, JSON and the report
+/// file, refusals that leave every package as it was.
+@Suite("End to end: deck merge", .timed)
+struct EndToEndMergeTests {
+    /// Two copies of the sample edited apart: the first changes hola's back, the second too
+    /// (later) and adds a card.
+    func editedCopies(in directory: TemporaryDirectory) throws -> (String, String) {
+        let first = try e2eSample(in: directory)
+        let second = directory.appending("Copy.deck")
+        try FileManager.default.copyItem(atPath: first, toPath: second)
+        e2eExpectSuccess(try deck("update", first, "Card", "back=hi there", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("update", second, "Card", "back=hey", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("insert", second, "Card", "front=perro", "back=dog"))
+        return (first, second)
+    }
+
+    @Test func aCopyIsMergedInPlaceWithItsConflictsReportedAndAgainChangesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let (first, second) = try editedCopies(in: directory)
+        let merged = try deck("merge", first, second)
+        e2eExpectSuccess(merged)
+        let lines = merged.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "merged \(second): 1 record inserted, 1 value changed")
+        #expect(
+            lines.contains {
+                $0.hasPrefix("conflict: Card ")
+                    && $0.hasSuffix(#"back: kept "hey", lost "hi there" (this copy's change)"#)
+            })
+        e2eExpectSuccess(try deck("verify", first))
+        // The second copy lacks nothing of the first but its lost edit: no record differs.
+        #expect(try deck("diff", first, second).stdout == "no differences\n")
+        let again = try deck("merge", first, second, "--json")
+        e2eExpectSuccess(again)
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+        let reports = try #require(object["merged"] as? [[String: Any]])
+        #expect(reports.count == 1 && reports[0]["insertedRecords"] as? Int == 0)
+        #expect(
+            reports[0]["changedValues"] as? Int == 0 && (reports[0]["conflicts"] as? [Any])?.isEmpty == true)
+        // The other way round gives the same document.
+        e2eExpectSuccess(try deck("merge", second, first))
+        let same = try deck("diff", first, second)
+        e2eExpectSuccess(same)
+        #expect(same.stdout == "no differences\n")
+    }
+
+    @Test func twoCopiesMergeIntoANewPackageAndTheReportIsWritten() throws {
+        let directory = try TemporaryDirectory()
+        let (first, second) = try editedCopies(in: directory)
+        let target = directory.appending("Merged.deck")
+        let reportFile = directory.appending("report.json")
+        let before = try deck("query", first, "Card", "--json").stdout
+        let merged = try deck("merge", first, second, "-o", target, "--report", reportFile)
+        e2eExpectSuccess(merged)
+        e2eExpectSuccess(try deck("verify", target))
+        // The first copy is not changed.
+        #expect(try deck("query", first, "Card", "--json").stdout == before)
+        let hola = try deck("query", target, "Card", "--where", "front == 'hola'", "--json")
+        #expect(hola.stdout.contains(#""back":"hey""#))
+        let report = try #require(
+            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportFile)))
+                as? [String: Any])
+        #expect((report["merged"] as? [[String: Any]])?.first?["insertedRecords"] as? Int == 1)
+        // An existing target is refused and left alone.
+        let again = try deck("merge", first, second, "-o", target)
+        #expect(again.status != 0 && again.stderr.contains("exists"))
+        e2eExpectSuccess(try deck("verify", target))
+        let hidden = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains("merging")
+        }
+        #expect(hidden.isEmpty)
+    }
+
+    @Test func conflictCopiesAreFoldedIntoTheStoreAndRemoved() throws {
+        let directory = try TemporaryDirectory()
+        let package = try e2eSample(in: directory)
+        let none = try deck("merge", "--conflicts", package)
+        e2eExpectSuccess(none)
+        #expect(none.stdout == "no conflict copies of the store\n")
+        // The other device's version: the store after an edit there, beside this one's edit.
+        let other = directory.appending("Other.deck")
+        try FileManager.default.copyItem(atPath: package, toPath: other)
+        e2eExpectSuccess(try deck("update", other, "Card", "back=hey", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("update", package, "Card", "back=bye", "--where", "front == 'adiós'"))
+        let copy = "store.sync-conflict-20261203-101500-ABCDEFG.sqlite"
+        try FileManager.default.copyItem(atPath: other + "/store.sqlite", toPath: package + "/" + copy)
+        #expect(try deck("verify", package).stdout.contains("sync-conflict"))
+        let merged = try deck("merge", package, "--conflicts")
+        e2eExpectSuccess(merged)
+        #expect(merged.stdout.hasPrefix("merged \(copy): 1 value changed"))
+        #expect(!FileManager.default.fileExists(atPath: package + "/" + copy))
+        let verified = try deck("verify", package)
+        e2eExpectSuccess(verified)
+        #expect(!verified.stdout.contains("sync-conflict"))
+        let cards = try deck("query", package, "Card", "--where", "back == 'hey' or back == 'bye'")
+        #expect(cards.stdout.contains("(2 records)"))
+    }
+
+    @Test func wrongArgumentsAndOtherDocumentsAreRefusedAndChangeNothing() throws {
+        let directory = try TemporaryDirectory()
+        let (first, second) = try editedCopies(in: directory)
+        let stranger = try e2eSample(in: directory, name: "Other.deck")
+        let before = try deck("query", first, "Card", "--json").stdout
+        let refused = try deck("merge", first, stranger)
+        #expect(refused.status != 0 && refused.stderr.contains("another document"))
+        let missing = try deck("merge", first, directory.appending("missing.deck"))
+        #expect(missing.status == 66 && missing.stderr.contains("no such file"))
+        let usage = try deck("merge", first)
+        #expect(usage.status == 64)
+        let both = try deck("merge", first, second, "--conflicts")
+        #expect(both.status == 64)
+        let notAPackage = directory.appending("file.txt")
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: notAPackage))
+        #expect(try deck("merge", first, notAPackage).status != 0)
+        #expect(try deck("query", first, "Card", "--json").stdout == before)
+        e2eExpectSuccess(try deck("verify", first))
+    }
+}
