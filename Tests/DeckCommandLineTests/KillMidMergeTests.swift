@@ -1,0 +1,74 @@
+import DeckStore
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Kills `deck merge` with SIGKILL at random moments: the package merged into is always either
+/// as it was or fully merged, and verifies (spec 20.9: one transaction).
+@Suite(.timed) struct KillMidMergeTests {
+    @Test func killedMergeLeavesTheCopyAsItWasOrFullyMerged() throws {
+        let directory = try TemporaryDirectory()
+        let pristine = try e2eSample(in: directory, name: "Pristine.deck")
+        let other = directory.appending("Other.deck")
+        try FileManager.default.copyItem(atPath: pristine, toPath: other)
+        // Enough changes in the other copy that the merge takes a while: new cards, and edits.
+        let store = try PackageStore.open(at: URL(fileURLWithPath: other))
+        try store.write { t in
+            for index in 0..<3_000 {
+                _ = try t.insert(
+                    "Card", ["front": .string("card \(index)"), "back": .string("back \(index)")])
+            }
+            _ = try t.update(
+                RecordQuery("Card", where: .property("front").equals(.value(.string("hola")))),
+                [
+                    "back": .string("hey")
+                ])
+        }
+        try store.close()
+        e2eExpectSuccess(try deck("update", pristine, "Card", "back=bye", "--where", "front == 'adiós'"))
+        let expected = directory.appending("Expected.deck")
+        e2eExpectSuccess(try deck("merge", pristine, other, "-o", expected))
+
+        let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 8
+        let seed = TestSeed(
+            "KillMidMergeTests.killedMergeLeavesTheCopyAsItWasOrFullyMerged", filter: "KillMidMergeTests",
+            environment: ["DECK_CRASH_ROUNDS=\(rounds)"])
+        var generator = seed.generator()
+        var outcomes: [String: Int] = [:]
+        for round in 0..<rounds {
+            let target = directory.appending("Target-\(round).deck")
+            try FileManager.default.copyItem(atPath: pristine, toPath: target)
+            let delay = UInt32.random(in: 0...300_000, using: &generator)
+            let context = "round \(round) (kill \(delay) µs after start), \(seed)"
+            let child = Process()
+            child.executableURL = productsDirectory.appendingPathComponent("deck")
+            child.arguments = ["merge", target, other]
+            child.standardOutput = FileHandle.nullDevice
+            child.standardError = FileHandle.nullDevice
+            try child.run()
+            // Not synchronisation: the randomly chosen moment of the kill.
+            usleep(delay)
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+
+            let report = try PackageVerifier.verify(at: URL(fileURLWithPath: target))
+            #expect(
+                report.findings.filter { $0.severity == .corruption }.isEmpty,
+                "\(context): \(report.findings)")
+            let asItWas = try deck("diff", target, pristine).stdout == "no differences\n"
+            let merged = try deck("diff", target, expected).stdout == "no differences\n"
+            #expect(asItWas || merged, "\(context): neither as it was nor merged")
+            outcomes[asItWas ? "as it was" : "merged", default: 0] += 1
+            // Merging again (after the kill) gives the merged document.
+            e2eExpectSuccess(try deck("merge", target, other))
+            #expect(try deck("diff", target, expected).stdout == "no differences\n", "\(context)")
+            try FileManager.default.removeItem(atPath: target)
+        }
+        print("KillMidMergeTests: \(outcomes), \(seed)")
+    }
+}
