@@ -50,6 +50,15 @@ struct MergeCommand: DeckCommand {
     var writesExactOutput: Bool { json }
 
     func run(_ output: inout Output) throws -> Int32 {
+        // The report file is opened first: one that cannot be written stops the merge before it
+        // changes anything.
+        let reportFile = try report.map { path in
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw DeckError.io(path: path, operation: "open the report file", errno: errno)
+            }
+            return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        }
         var merged: [(name: String, report: MergeReport)] = []
         if conflicts {
             guard from == nil, self.output == nil else {
@@ -77,11 +86,14 @@ struct MergeCommand: DeckCommand {
             }
         }
         let document = Self.json(merged)
-        if let report {
+        if let reportFile, let report {
             do {
-                try Data((document.render() + "\n").utf8).write(to: Support.url(report))
+                try reportFile.write(contentsOf: Data((document.render() + "\n").utf8))
+                try reportFile.close()
             } catch {
-                throw DeckError.io(path: report, operation: "write the report", errno: EIO)
+                throw DeckError.io(
+                    path: report, operation: "write the report",
+                    errno: (error as NSError).code == 0 ? EIO : Int32((error as NSError).code))
             }
         }
         if json {
@@ -128,6 +140,8 @@ struct MergeCommand: DeckCommand {
 
     static func id(_ id: UUID?) -> String { id?.uuidString.lowercased() ?? "-" }
 
+    static func jsonID(_ id: UUID?) -> JSON { id.map { .string($0.uuidString.lowercased()) } ?? .null }
+
     static func text(_ report: MergeReport, from name: String) -> String {
         let field = TerminalText.field
         var out = "merged \(field(name)): "
@@ -139,7 +153,7 @@ struct MergeCommand: DeckCommand {
         ].filter { $0.0 > 0 }
         out +=
             counts.isEmpty
-            ? "nothing to change\n"
+            ? "nothing changed here\n"
             : counts.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s") \($0.2)" }.joined(separator: ", ") + "\n"
         for conflict in report.conflicts {
             out +=
@@ -176,7 +190,7 @@ struct MergeCommand: DeckCommand {
                                     report.conflicts.map { conflict in
                                         .object([
                                             ("entity", .string(conflict.entity)),
-                                            ("_gid", .string(id(conflict.globalID))),
+                                            ("_gid", jsonID(conflict.globalID)),
                                             ("property", .string(conflict.property)),
                                             ("kept", DiffCommand.json(conflict.kept)),
                                             ("lost", DiffCommand.json(conflict.lost)),
@@ -190,7 +204,7 @@ struct MergeCommand: DeckCommand {
                                     report.repairs.map { repair in
                                         .object([
                                             ("entity", .string(repair.entity)),
-                                            ("_gid", .string(id(repair.globalID))),
+                                            ("_gid", jsonID(repair.globalID)),
                                             ("property", .string(repair.property)),
                                             ("kind", .string(repair.kind.rawValue)),
                                         ])

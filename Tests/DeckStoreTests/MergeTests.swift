@@ -247,6 +247,24 @@ import Testing
         }
     }
 
+    @Test func aValueOnlyOneCopyChangedSinceTheyPartedIsNoConflict() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try Self.makeOriginal(original)
+            // Edited before the copies part, then in one of them only.
+            try Self.write(original) { t in try t.update("Card", id: ids["hola"]!, ["back": .string("hi")]) }
+            let other = try Self.copy(original, to: "b.deck")
+            try Self.write(other) { t in try t.update("Card", id: ids["hola"]!, ["back": .string("hey")]) }
+            let ab = try Self.copy(original, to: "ab.deck")
+            let report = try Self.merge(other, into: ab)
+            #expect(report.conflicts.isEmpty)
+            #expect(report.changedCells == 1)
+            let ba = try Self.copy(other, to: "ba.deck")
+            #expect(try Self.merge(original, into: ba).isEmpty)
+            try Self.expectSame(ab, ba)
+        }
+    }
+
     @Test func aDeleteWinsOverAConcurrentEditAndCascadesToRecordsTheOtherCopyAdded() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")

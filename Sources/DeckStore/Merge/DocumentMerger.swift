@@ -51,12 +51,10 @@ struct DocumentMerger {
     }
 
     mutating func run() throws {
+        try seenVersions(tables: tablesOf(mapping), schema: "main")
         try internWriters()
-        var tables: [Table] = []
-        for (index, columns) in DocumentDiffer.tableColumns(mapping).enumerated() {
-            guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
-            tables.append(Table(columns: columns, root: root, index: index))
-        }
+        let tables = tablesOf(mapping)
+        try seenVersions(tables: tables, schema: "other")
         for table in tables { try compare(table) }
         for table in tables { try insertNew(table) }
         for table in tables { try pointNew(table) }
@@ -83,13 +81,63 @@ struct DocumentMerger {
                 try database.execute("DROP TABLE IF EXISTS \(name)")
             }
         }
-        try database.execute("DROP TABLE IF EXISTS temp.merge_writer")
+        try database.execute(
+            "DROP TABLE IF EXISTS temp.merge_writer; DROP TABLE IF EXISTS temp.merge_seen_a; "
+                + "DROP TABLE IF EXISTS temp.merge_seen_b; DROP TABLE IF EXISTS temp.merge_w")
     }
 
     /// A global id read as a value (16 bytes), else nil.
     static func globalID(_ value: SQLValue?) -> UUID? {
         guard case .blob(let data)? = value, data.count == 16 else { return nil }
         return data.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+
+    /// What each copy has seen of each writer (numbered as in `main`): the greatest clock of its
+    /// versions there (`temp.merge_seen_a`, `temp.merge_seen_b`). Copies merge whole, so a copy
+    /// that holds a writer's version of clock *c* holds every change that writer made up to *c*,
+    /// or a later one: a change of clock at most that is one the copy has seen. (A version that a
+    /// later change replaced leaves no trace; a writer a copy knows and holds no version of had
+    /// all its versions there replaced, and counts as seen whole: its session had ended, in all
+    /// likelihood, when the copy took them.)
+    private func seenVersions(tables: [Table], schema: String) throws {
+        func versions(_ schema: String) -> String {
+            var parts = ["SELECT writer, clock FROM \(schema).deck_inserts"]
+            for t in tables {
+                parts.append("SELECT writer, clock FROM \(schema).\(t.rows)")
+                parts.append("SELECT writer, clock FROM \(schema).\(t.cells)")
+            }
+            for (table, _, _) in mapping.joinTables {
+                parts.append("SELECT writer, clock FROM \(schema).\(quote(VersionDDL.linksTable(table)))")
+            }
+            return parts.joined(separator: " UNION ALL ")
+        }
+        if schema == "main" {
+            // Before the other copy's writers are numbered here.
+            try database.execute(
+                """
+                CREATE TEMP TABLE merge_seen_a(writer INTEGER PRIMARY KEY, clock INTEGER NOT NULL);
+                INSERT INTO temp.merge_seen_a SELECT writer, max(clock) FROM (\(versions("main"))) GROUP BY writer;
+                INSERT OR IGNORE INTO temp.merge_seen_a SELECT id, \(VersionClock.limit) FROM main.deck_writer;
+                """)
+        } else {
+            try database.execute(
+                """
+                CREATE TEMP TABLE merge_seen_b(writer INTEGER PRIMARY KEY, clock INTEGER NOT NULL);
+                INSERT INTO temp.merge_seen_b SELECT w.a, max(v.clock) FROM (\(versions("other"))) v
+                JOIN temp.merge_writer w ON w.b = v.writer GROUP BY w.a;
+                INSERT OR IGNORE INTO temp.merge_seen_b SELECT a, \(VersionClock.limit) FROM temp.merge_writer;
+                """)
+        }
+    }
+
+    /// The entity tables of `mapping`, with their temporary tables' numbers.
+    private func tablesOf(_ mapping: SchemaMapping) -> [Table] {
+        var tables: [Table] = []
+        for (index, columns) in DocumentDiffer.tableColumns(mapping).enumerated() {
+            guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
+            tables.append(Table(columns: columns, root: root, index: index))
+        }
+        return tables
     }
 
     // MARK: Writers and blobs
@@ -308,10 +356,15 @@ struct DocumentMerger {
             if try database.scalar("SELECT 1 FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)]) != nil {
                 let (count, denied) = try RecordWriter(connection).deleteMerging(key, of: t.root)
                 report.deletedRecords += count
-                for (entity, relationship) in denied {
+                for (entity, id, relationship) in denied {
+                    let table = mapping.entities[entity]?.table ?? t.name
+                    let gid = try database.scalar(
+                        "SELECT _gid FROM main.\(quote(VersionDDL.rowsTable(table))) WHERE _pk = ?",
+                        [.integer(id)])
                     report.repairs.append(
                         MergeRepair(
-                            entity: entity, globalID: nil, property: relationship, kind: .denyOverridden))
+                            entity: entity, globalID: Self.globalID(gid), property: relationship,
+                            kind: .denyOverridden))
                 }
             }
             try database.run(
@@ -447,8 +500,13 @@ struct DocumentMerger {
         }
         for (column, destination) in t.columns.references {
             let d = quote(destination)
+            // The other copy's target counts as null unless this copy holds it: a reference to a
+            // record deleted here is null once merged (step 6), whatever its version.
             try mergeCell(
-                t, property: column, value: { "\($0)t._gid" },
+                t, property: column,
+                value: { side in
+                    side == "xa" ? "xat._gid" : "(SELECT g._gid FROM main.\(d) g WHERE g._gid = xbt._gid)"
+                },
                 joins: { side in
                     "LEFT JOIN \(side == "xa" ? "main" : "other").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
                 })
@@ -475,7 +533,7 @@ struct DocumentMerger {
             DROP TABLE IF EXISTS temp.merge_w;
             CREATE TEMP TABLE merge_w AS
             SELECT m.apk, m.bpk, m.clock, m.writer, \(va) IS NOT \(vb) AS differs,
-                ca.clock IS NOT NULL AS edited, m.edited AS otherEdited,
+                ca.clock IS NOT NULL AS edited, ca.clock AS aclock, ca.writer AS awriter, m.edited AS otherEdited,
                 (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
                 > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
                    \(va) IS NOT NULL, \(va)) AS wins
@@ -490,7 +548,11 @@ struct DocumentMerger {
         for row in try database.rows(
             "SELECT x._entity, w.apk, w.bpk, x._gid, w.wins FROM temp.merge_w w "
                 + "JOIN main.\(t.quoted) x ON x._pk = w.apk "
-                + "WHERE w.differs AND w.edited AND w.otherEdited ORDER BY x._gid")
+                + "WHERE w.differs AND w.edited AND w.otherEdited "
+                // Each change made after the copies parted: not seen by the other copy.
+                + "AND w.aclock > coalesce((SELECT clock FROM temp.merge_seen_b WHERE writer = w.awriter), -1) "
+                + "AND w.clock > coalesce((SELECT clock FROM temp.merge_seen_a WHERE writer = w.writer), -1) "
+                + "ORDER BY x._gid")
         {
             guard let apk = row[1].int64, let bpk = row[2].int64 else { continue }
             let here = try cell(t, property, "main", apk)

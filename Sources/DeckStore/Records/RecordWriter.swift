@@ -455,16 +455,16 @@ struct RecordWriter {
     /// instead. Returns the records deleted (cascades included) and the relationships whose
     /// `deny` was overridden, as (entity, relationship).
     func deleteMerging(_ id: Int64, of root: EntityMapping) throws -> (
-        deleted: Int, denied: [(entity: String, relationship: String)]
+        deleted: Int, denied: [(entity: String, id: Int64, relationship: String)]
     ) {
         var deleted: Set<RecordKey> = []
-        var denied: [(entity: String, relationship: String)]? = []
+        var denied: [(entity: String, id: Int64, relationship: String)]? = []
         try deleteRecord(id, of: root, deleted: &deleted, denied: &denied)
         return (deleted.count, denied ?? [])
     }
 
     private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>) throws {
-        var denied: [(entity: String, relationship: String)]? = nil
+        var denied: [(entity: String, id: Int64, relationship: String)]? = nil
         try deleteRecord(id, of: mapping, deleted: &deleted, denied: &denied)
     }
 
@@ -472,7 +472,7 @@ struct RecordWriter {
     /// and is recorded there instead of refusing.
     private func deleteRecord(
         _ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>,
-        denied: inout [(entity: String, relationship: String)]?
+        denied: inout [(entity: String, id: Int64, relationship: String)]?
     ) throws {
         let concrete = try concreteEntity(of: id, in: mapping)
         guard let actual = connection.mapping.entities[concrete],
@@ -496,7 +496,7 @@ struct RecordWriter {
                     }
                 }
             case .nullify, .deny:
-                if relationship.deleteRule == .deny { denied?.append((concrete, relationship.name)) }
+                if relationship.deleteRule == .deny { denied?.append((concrete, id, relationship.name)) }
                 if case .inverseColumn(let table, let column) = storage {
                     let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                     try database.run(
