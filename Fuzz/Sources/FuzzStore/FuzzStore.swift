@@ -2,7 +2,8 @@
 // flash-cards sample (so a store that names its blobs reaches the blob checks). Opening
 // read-only, info(), fetching every entity the stored schema names and verifying must give
 // results or DeckErrors, never a crash or a hang; so must comparing it with the sample's store
-// (`deck diff`), as another copy and as a conflict copy.
+// (`deck diff`), as another copy and as a conflict copy; and merging it into a copy of the sample
+// (`deck merge`, also as a conflict copy) must leave that copy valid, whatever the store claims.
 @_spi(Fuzzing) import DeckKit
 import Foundation
 import FuzzSupport
@@ -51,6 +52,23 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     Fuzz.write(Fuzz.data(bytes, size), to: conflicted + "/" + copyName)
     if let copy = SyncConflictCopy.recognize(copyName) {
         _ = try? DocumentDifference(between: URL(fileURLWithPath: conflicted), andConflictCopy: copy)
+    }
+    // deck merge: into a copy of the sample, as another copy and as a conflict copy. Refused or
+    // done, the copy merged into verifies.
+    let target = work + "/m.flashcards"
+    Fuzz.copyTree(template, to: target)
+    let targetURL = URL(fileURLWithPath: target)
+    if let store = try? PackageStore.open(at: targetURL) {
+        let merged = Result { () throws(DeckError) in
+            try DocumentMerge.merge(from: url, into: store, differentDocuments: true)
+        }
+        Fuzz.note("merge: \(merged.map { "\($0.insertedRecords) inserted, \($0.deletedRecords) deleted" })")
+        Fuzz.write(Fuzz.data(bytes, size), to: target + "/" + copyName)
+        _ = try? DocumentMerge.mergeConflictCopies(into: store)
+        try? store.close()
+        if let after = try? PackageVerifier.verify(at: targetURL, options: Fuzz.verifyOptions), !after.isValid {
+            fatalError("a merge left the copy merged into corrupt: \(after.findings)")
+        }
     }
     let report = try? PackageVerifier.verify(at: url, options: Fuzz.verifyOptions)
     Fuzz.note(

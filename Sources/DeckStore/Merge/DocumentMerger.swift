@@ -27,43 +27,20 @@ struct DocumentMerger {
 
     private var database: Database { connection.database }
 
-    /// One entity table and the temporary tables the merge keeps for it.
-    private struct Table {
-        let columns: DocumentDiffer.TableColumns
-        let root: EntityMapping
-        let index: Int
-        var name: String { columns.table }
-        var quoted: String { quote(columns.table) }
-        var rows: String { quote(VersionDDL.rowsTable(columns.table)) }
-        var cells: String { quote(VersionDDL.cellsTable(columns.table)) }
-        var literal: String { quoteLiteral(columns.table) }
-        /// `other`'s records to look at: global id, key there, counter and version (`writer`
-        /// numbered as in `main`).
-        var other: String { "temp.merge_b\(index)" }
-        /// `main`'s state of the same global ids (records and tombstones).
-        var main: String { "temp.merge_a\(index)" }
-        /// The records only `other` has, alive: inserted.
-        var new: String { "temp.merge_n\(index)" }
-        /// Cells whose version `other` may win.
-        var candidates: String { "temp.merge_c\(index)" }
-        /// `main`'s tombstones by global id.
-        var tombstones: String { "temp.merge_t\(index)" }
-    }
-
     mutating func run() throws {
-        try seenVersions(tables: tablesOf(mapping), schema: "main")
+        try MergeVersions.seen(database, mapping: mapping, tables: tablesOf(mapping), schema: "main")
         try internWriters()
         let tables = tablesOf(mapping)
-        try seenVersions(tables: tables, schema: "other")
+        try MergeVersions.seen(database, mapping: mapping, tables: tables, schema: "other")
         for table in tables { try compare(table) }
         for table in tables { try insertNew(table) }
         for table in tables { try pointNew(table) }
         // Cells before deletes: a delete cascades to the records that point at the deleted one
         // once both copies' changes of the references are in.
-        try keepVersions(of: tables)
+        try MergeVersions.keep(database, tables: tables)
         for table in tables { try mergeCells(table) }
         for table in tables { try delete(table) }
-        try restoreVersions(of: tables)
+        try MergeVersions.restore(database, tables: tables)
         for table in tables { try learnTombstones(table) }
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // The links need every tombstone by global id, those the deletes above made included.
@@ -74,7 +51,9 @@ struct DocumentMerger {
         }
         for (table, source, target) in mapping.joinTables {
             guard let source = byTable[source], let target = byTable[target] else { continue }
-            try mergeLinks(table, source: source, target: target)
+            let (added, removed) = try MergeLinks.merge(database, table, source: source, target: target)
+            report.addedLinks += added
+            report.removedLinks += removed
         }
         for table in tables {
             for name in [table.other, table.main, table.new, table.candidates, table.tombstones] {
@@ -92,50 +71,12 @@ struct DocumentMerger {
         return data.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
     }
 
-    /// What each copy has seen of each writer (numbered as in `main`): the greatest clock of its
-    /// versions there (`temp.merge_seen_a`, `temp.merge_seen_b`). Copies merge whole, so a copy
-    /// that holds a writer's version of clock *c* holds every change that writer made up to *c*,
-    /// or a later one: a change of clock at most that is one the copy has seen. (A version that a
-    /// later change replaced leaves no trace; a writer a copy knows and holds no version of had
-    /// all its versions there replaced, and counts as seen whole: its session had ended, in all
-    /// likelihood, when the copy took them.)
-    private func seenVersions(tables: [Table], schema: String) throws {
-        func versions(_ schema: String) -> String {
-            var parts = ["SELECT writer, clock FROM \(schema).deck_inserts"]
-            for t in tables {
-                parts.append("SELECT writer, clock FROM \(schema).\(t.rows)")
-                parts.append("SELECT writer, clock FROM \(schema).\(t.cells)")
-            }
-            for (table, _, _) in mapping.joinTables {
-                parts.append("SELECT writer, clock FROM \(schema).\(quote(VersionDDL.linksTable(table)))")
-            }
-            return parts.joined(separator: " UNION ALL ")
-        }
-        if schema == "main" {
-            // Before the other copy's writers are numbered here.
-            try database.execute(
-                """
-                CREATE TEMP TABLE merge_seen_a(writer INTEGER PRIMARY KEY, clock INTEGER NOT NULL);
-                INSERT INTO temp.merge_seen_a SELECT writer, max(clock) FROM (\(versions("main"))) GROUP BY writer;
-                INSERT OR IGNORE INTO temp.merge_seen_a SELECT id, \(VersionClock.limit) FROM main.deck_writer;
-                """)
-        } else {
-            try database.execute(
-                """
-                CREATE TEMP TABLE merge_seen_b(writer INTEGER PRIMARY KEY, clock INTEGER NOT NULL);
-                INSERT INTO temp.merge_seen_b SELECT w.a, max(v.clock) FROM (\(versions("other"))) v
-                JOIN temp.merge_writer w ON w.b = v.writer GROUP BY w.a;
-                INSERT OR IGNORE INTO temp.merge_seen_b SELECT a, \(VersionClock.limit) FROM temp.merge_writer;
-                """)
-        }
-    }
-
     /// The entity tables of `mapping`, with their temporary tables' numbers.
-    private func tablesOf(_ mapping: SchemaMapping) -> [Table] {
-        var tables: [Table] = []
+    private func tablesOf(_ mapping: SchemaMapping) -> [MergeTable] {
+        var tables: [MergeTable] = []
         for (index, columns) in DocumentDiffer.tableColumns(mapping).enumerated() {
             guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
-            tables.append(Table(columns: columns, root: root, index: index))
+            tables.append(MergeTable(columns: columns, root: root, index: index))
         }
         return tables
     }
@@ -184,14 +125,14 @@ struct DocumentMerger {
     }
 
     /// The attribute columns of `t` that may name blob files (data, spec section 8).
-    private func dataColumns(_ t: Table) -> [String] {
+    private func dataColumns(_ t: MergeTable) -> [String] {
         t.columns.attributes.filter { $0.type == .data }.map(\.name)
     }
 
     // MARK: Records
 
     /// The records of `other` that `main` may not know, and `main`'s state of them.
-    private func compare(_ t: Table) throws {
+    private func compare(_ t: MergeTable) throws {
         let table = t.literal
         try database.execute(
             """
@@ -246,7 +187,7 @@ struct DocumentMerger {
 
     /// Inserts the records only `other` has (their references come after, once every record
     /// is in), each with its version and its cells' versions from `other`.
-    private mutating func insertNew(_ t: Table) throws {
+    private mutating func insertNew(_ t: MergeTable) throws {
         let attributes = t.columns.attributes.map { quote($0.name) }
         let columns = (["_gid", "_entity"] + attributes).joined(separator: ", ")
         let selected = (["x._gid", "x._entity"] + attributes.map { "x." + $0 }).joined(separator: ", ")
@@ -278,7 +219,7 @@ struct DocumentMerger {
 
     /// Sets the to-one references of the records `insertNew` brought, by their targets' global
     /// ids; one whose target `main` no longer has is repaired (``repair(_:column:keys:)``).
-    private mutating func pointNew(_ t: Table) throws {
+    private mutating func pointNew(_ t: MergeTable) throws {
         for (column, destination) in t.columns.references {
             let c = quote(column)
             let d = quote(destination)
@@ -302,7 +243,7 @@ struct DocumentMerger {
     /// Records of `main` whose reference `column` lost its target to a delete of the other copy
     /// (or never had it there): as that delete would have left them, with the origin's version:
     /// deleted when the target's side of the relationship cascades, the cell null otherwise.
-    private mutating func repair(_ t: Table, column: String, keys: [Int64]) throws {
+    private mutating func repair(_ t: MergeTable, column: String, keys: [Int64]) throws {
         for key in keys {
             guard
                 let entity = try database.scalar(
@@ -344,7 +285,7 @@ struct DocumentMerger {
     /// Deletes the records that `other` deleted later than `main` changed their existence,
     /// with every delete rule (`deny` nullifies: it cannot hold across copies), and gives each
     /// tombstone `other`'s counter and version.
-    private mutating func delete(_ t: Table) throws {
+    private mutating func delete(_ t: MergeTable) throws {
         let doomed = try database.rows(
             """
             SELECT a.apk, b.alive, b.clock, b.writer FROM \(t.other) b JOIN \(t.main) a ON a.gid = b.gid
@@ -375,7 +316,7 @@ struct DocumentMerger {
 
     /// Tombstones `other` has that `main` lacks or holds with a lower state: `main` learns the
     /// delete (a copy merged later that still has the record then deletes it too).
-    private mutating func learnTombstones(_ t: Table) throws {
+    private mutating func learnTombstones(_ t: MergeTable) throws {
         try database.run(
             """
             UPDATE main.\(t.rows) AS r SET (alive, clock, writer) = (
@@ -412,51 +353,11 @@ struct DocumentMerger {
 
     // MARK: Cells
 
-    /// Starts keeping the version each cell had before the merge's own changes (nulls where a
-    /// reference's target is deleted) gave it the origin's: such a cell keeps the version of
-    /// the change that made it point at the deleted record, as the other copy's cell does, so
-    /// that neither wins by it.
-    private func keepVersions(of tables: [Table]) throws {
-        try database.execute(
-            "CREATE TEMP TABLE merge_prior(tbl TEXT NOT NULL, pk INTEGER NOT NULL, property TEXT NOT NULL, "
-                + "clock INTEGER, writer INTEGER, PRIMARY KEY (tbl, pk, property)) WITHOUT ROWID")
-        for t in tables where !t.columns.references.isEmpty {
-            try database.execute(
-                """
-                CREATE TEMP TRIGGER "merge_prior:\(t.index):update" BEFORE UPDATE ON main.\(t.cells)
-                WHEN NEW.clock = 0 AND NEW.writer = 0 AND NOT (OLD.clock = 0 AND OLD.writer = 0) BEGIN
-                    INSERT OR REPLACE INTO merge_prior VALUES (\(t.literal), OLD._pk, OLD.property, OLD.clock, OLD.writer);
-                END;
-                CREATE TEMP TRIGGER "merge_prior:\(t.index):insert" AFTER INSERT ON main.\(t.cells)
-                WHEN NEW.clock = 0 AND NEW.writer = 0 BEGIN
-                    INSERT OR IGNORE INTO merge_prior VALUES (\(t.literal), NEW._pk, NEW.property, NULL, NULL);
-                END;
-                """)
-        }
-    }
-
-    /// Gives back the versions ``keepVersions(of:)`` kept to the cells still at the origin's.
-    private func restoreVersions(of tables: [Table]) throws {
-        for t in tables where !t.columns.references.isEmpty {
-            try database.execute(
-                """
-                DROP TRIGGER temp."merge_prior:\(t.index):update";
-                DROP TRIGGER temp."merge_prior:\(t.index):insert";
-                UPDATE main.\(t.cells) AS c SET clock = p.clock, writer = p.writer FROM temp.merge_prior p
-                WHERE p.tbl = \(t.literal) AND p.pk = c._pk AND p.property = c.property AND p.clock IS NOT NULL
-                    AND c.clock = 0 AND c.writer = 0;
-                DELETE FROM main.\(t.cells) WHERE clock = 0 AND writer = 0 AND (_pk, property) IN (
-                    SELECT pk, property FROM temp.merge_prior WHERE tbl = \(t.literal) AND clock IS NULL);
-                """)
-        }
-        try database.execute("DROP TABLE temp.merge_prior")
-    }
-
     /// Gives every cell of a record both copies hold the greater of the two copies' versions,
     /// with its value. The cells looked at: those `other` changed after their record's insert,
     /// and every cell of a record whose version differs between the copies or is the origin's
     /// (copies upgraded apart may hold different values under it).
-    private mutating func mergeCells(_ t: Table) throws {
+    private mutating func mergeCells(_ t: MergeTable) throws {
         let properties = t.columns.attributes.map(\.name) + t.columns.references.map(\.column)
         guard !properties.isEmpty else { return }
         try database.execute(
@@ -517,7 +418,7 @@ struct DocumentMerger {
     /// version, or the same version and a greater value (`value` of a side's row alias; to-one
     /// cells compare their targets' global ids).
     private mutating func mergeCell(
-        _ t: Table, property: String, value: (String) -> String, joins: (String) -> String
+        _ t: MergeTable, property: String, value: (String) -> String, joins: (String) -> String
     ) throws {
         let p = quoteLiteral(property)
         // main's version of the cell: its row, else its record's.
@@ -571,7 +472,7 @@ struct DocumentMerger {
 
     /// Writes the cells of `property` listed in `temp.merge_w` (``mergeCell(_:property:value:joins:)``)
     /// with `other`'s values and versions, reporting those `main` had changed too.
-    private mutating func applyWinners(_ t: Table, property: String) throws {
+    private mutating func applyWinners(_ t: MergeTable, property: String) throws {
         let p = quoteLiteral(property)
         let c = quote(property)
         if let reference = t.columns.references.first(where: { $0.column == property }) {
@@ -623,7 +524,8 @@ struct DocumentMerger {
 
     /// Cell `property` of record `key` of the copy `schema` (`main` or `other`), as a difference
     /// gives it.
-    private func cell(_ t: Table, _ property: String, _ schema: String, _ key: Int64) throws -> DiffCell {
+    private func cell(_ t: MergeTable, _ property: String, _ schema: String, _ key: Int64) throws -> DiffCell
+    {
         let epoch = connection.dateEpoch
         if let reference = t.columns.references.first(where: { $0.column == property }) {
             let row = try database.rows(
@@ -650,56 +552,4 @@ struct DocumentMerger {
             })
     }
 
-    // MARK: Links
-
-    /// Gives every link of join table `table` the greater of the copies' states (counter, then
-    /// version): a link `other` made or removed later is made or removed in `main`. A link to a
-    /// record `main` deleted is removed, as the delete would have removed it, with the origin's
-    /// version.
-    private mutating func mergeLinks(_ table: String, source: Table, target: Table) throws {
-        let links = quote(VersionDDL.linksTable(table))
-        let rows = try database.rows(
-            """
-            WITH l AS (
-                SELECT coalesce(s._gid, sr._gid) AS sg, coalesce(g._gid, gr._gid) AS tg, l.alive, l.clock, w.a AS writer
-                FROM other.\(links) l JOIN temp.merge_writer w ON w.b = l.writer
-                LEFT JOIN other.\(source.quoted) s ON s._pk = l.source LEFT JOIN other.\(source.rows) sr ON sr._pk = l.source
-                LEFT JOIN other.\(target.quoted) g ON g._pk = l.target LEFT JOIN other.\(target.rows) gr ON gr._pk = l.target
-            ), k AS (
-                SELECT l.*, coalesce(sa._pk, st.apk) AS asrc, coalesce(ta._pk, tt.apk) AS atgt,
-                    sa._pk IS NOT NULL AND ta._pk IS NOT NULL AS bothAlive
-                FROM l LEFT JOIN main.\(source.quoted) sa ON sa._gid = l.sg LEFT JOIN \(source.tombstones) st ON st.gid = l.sg
-                LEFT JOIN main.\(target.quoted) ta ON ta._gid = l.tg LEFT JOIN \(target.tombstones) tt ON tt.gid = l.tg
-                WHERE l.sg IS NOT NULL AND l.tg IS NOT NULL
-            )
-            SELECT k.asrc, k.atgt, k.alive, k.clock, k.writer, k.bothAlive, la.alive
-            FROM k LEFT JOIN main.\(links) la ON la.source = k.asrc AND la.target = k.atgt
-            WHERE k.asrc IS NOT NULL AND k.atgt IS NOT NULL AND (la.source IS NULL
-                OR (k.alive, k.clock, (SELECT writer FROM main.deck_writer WHERE id = k.writer))
-                 > (la.alive, la.clock, (SELECT writer FROM main.deck_writer WHERE id = la.writer)))
-            """)
-        let j = quote(table)
-        for row in rows {
-            guard let from = row[0].int64, let to = row[1].int64, let alive = row[2].int64 else { continue }
-            let pair: [SQLValue] = [.integer(from), .integer(to)]
-            var state: [SQLValue] = [row[2], row[3], row[4]]
-            if alive % 2 == 1 {
-                if row[5].int64 == 1 {
-                    try database.run("INSERT OR IGNORE INTO main.\(j)(source, target) VALUES (?, ?)", pair)
-                    if database.changes > 0 { report.addedLinks += 1 }
-                } else {
-                    // An end is deleted here: the link went with it.
-                    state = [.integer(alive + 1), .integer(0), .integer(0)]
-                }
-            } else {
-                try database.run("DELETE FROM main.\(j) WHERE source = ? AND target = ?", pair)
-                if database.changes > 0 { report.removedLinks += 1 }
-            }
-            try database.run(
-                "INSERT INTO main.\(links)(source, target, alive, clock, writer) VALUES (?, ?, ?, ?, ?) "
-                    + "ON CONFLICT (source, target) DO UPDATE SET alive = excluded.alive, clock = excluded.clock, "
-                    + "writer = excluded.writer",
-                pair + state)
-        }
-    }
 }
