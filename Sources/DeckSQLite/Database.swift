@@ -53,29 +53,11 @@ package final class Database {
         }
         var filename = path
         if !uriParameters.isEmpty {
-            // Percent-encode everything but unreserved characters and '/', so '?', '#' and '%'
-            // in the path stay part of it.
-            func encode(_ text: String) -> String {
-                var out = ""
-                for byte in text.utf8 {
-                    if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
-                        || (0x61...0x7A).contains(byte)
-                        || [
-                            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
-                            UInt8(ascii: "/"),
-                        ]
-                        .contains(byte)
-                    {
-                        out.append(Character(Unicode.Scalar(byte)))
-                    } else {
-                        out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-                    }
-                }
-                return out
-            }
-            filename =
-                "file:" + encode(path) + "?"
-                + uriParameters.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+            filename = Self.uri(path, uriParameters)
+            flags |= SQLITE_OPEN_URI
+        } else if path.hasPrefix("/") {
+            // An absolute path reads the same either way; with URIs on, ATTACH takes one
+            // (read-only attachments, attach(readOnly:)).
             flags |= SQLITE_OPEN_URI
         }
         var handle: OpaquePointer?
@@ -108,6 +90,39 @@ package final class Database {
     }
 
     deinit { close() }
+
+    /// The `file:` URI of `path` with query `parameters` (see <https://sqlite.org/uri.html>):
+    /// everything but unreserved characters and '/' percent-encoded, so '?', '#' and '%' in the
+    /// path stay part of it.
+    package static func uri(_ path: String, _ parameters: [(String, String)]) -> String {
+        func encode(_ text: String) -> String {
+            var out = ""
+            for byte in text.utf8 {
+                if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte)
+                    || (0x61...0x7A).contains(byte)
+                    || [
+                        UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
+                        UInt8(ascii: "/"),
+                    ]
+                    .contains(byte)
+                {
+                    out.append(Character(Unicode.Scalar(byte)))
+                } else {
+                    out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                }
+            }
+            return out
+        }
+        return "file:" + encode(path) + "?"
+            + parameters.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+
+    /// Attaches the database at the absolute `path` as `name`, read-only: nothing in this
+    /// connection can write it, whatever its schema holds. Outside a transaction (SQLite refuses
+    /// ATTACH in one).
+    package func attachReadOnly(_ path: String, as name: String) throws(SQLiteError) {
+        try run("ATTACH DATABASE ? AS \(quote(name))", [.text(Self.uri(path, [("mode", "ro")]))])
+    }
 
     /// Finalizes cached statements and closes the connection. Safe to call twice.
     package func close() {

@@ -370,6 +370,55 @@ import Testing
         }
     }
 
+    @Test func copiesThatLieInTheirBookkeepingOrValuesAreRefusedAndChangeNothing() throws {
+        try withTestDirectory { dir in
+            let a = dir.appendingPathComponent("a.deck")
+            let ids = try Self.makeOriginal(a)
+            let before = try Self.dump(a)
+            let lies: [(String, String)] = [
+                // A tombstone of a record the copy still holds.
+                (
+                    "tombstone",
+                    "INSERT INTO \"deck_rows:Card\"(_pk, _gid, alive, clock, writer) "
+                        + "SELECT _pk, _gid, 2, 1, 0 FROM Card WHERE _pk = \(ids["hola"]!)"
+                ),
+                // A counter at the limit.
+                (
+                    "counter",
+                    "INSERT INTO \"deck_rows:Card\"(_pk, _gid, alive, clock, writer) "
+                        + "SELECT _pk, _gid, 4611686018427387905, 1, 0 FROM Card WHERE _pk = \(ids["adios"]!)"
+                ),
+                // A version by a writer the copy does not know.
+                (
+                    "writer",
+                    "INSERT INTO \"deck_cells:Card\"(_pk, property, clock, writer) VALUES (\(ids["hola"]!), 'back', 1, 99)"
+                ),
+                // A clock ten days ahead.
+                (
+                    "clock",
+                    "UPDATE deck_clock SET clock = (CAST(strftime('%s', 'now') AS INTEGER) + 864000) * 1000 * 65536"
+                ),
+                // A value no store may hold: an external data cell whose digest is not lowercase.
+                (
+                    "value",
+                    "INSERT INTO Card(_gid, _entity, front, back, image) VALUES (randomblob(16), 'Card', 'x', '', upper(hex(randomblob(32))))"
+                ),
+            ]
+            for (name, sql) in lies {
+                let liar = try Self.copy(a, to: "\(name).deck")
+                let db = try Database(path: liar.path + "/store.sqlite", mode: .readWrite)
+                try db.execute(sql)
+                db.close()
+                let store = try PackageStore.open(at: a)
+                #expect(throws: DeckError.self, "\(name)") {
+                    try DocumentMerge.merge(from: liar, into: store)
+                }
+                try store.close()
+                #expect(try Self.dump(a) == before, "\(name)")
+            }
+        }
+    }
+
     // MARK: Random operations on three replicas
 
     /// Random edits of a replica: inserts, edits, deletes, to-one and to-many changes, blobs.

@@ -144,21 +144,24 @@ public enum DocumentMerge {
         let source = try PackageStore.open(at: other, mode: .readOnly)
         defer { try? source.close() }
         try checkMergeable(source, into: store, differentDocuments: differentDocuments)
-        let verification = try PackageVerifier.verify(at: source.url, options: .init(quick: true))
-        // A conflict copy's blob files are the package's, checked as they are copied.
-        let problem = verification.findings.first {
-            ($0.severity == .corruption || $0.severity == .needsRecovery)
-                && !(blobs != nil && $0.code == "blob-missing")
+        // What the merge trusts of the other copy, checked here at a cost that follows its
+        // bookkeeping, not its size: its tables are those its schema derives (its open refused
+        // it otherwise), its bookkeeping holds together (the verifier's version check); the
+        // values it brings are checked as they are read, and blob files as they are copied.
+        var findings = VerificationReport(path: source.url.path)
+        do {
+            try source.withReaderConnection { connection in
+                try VersionCheck.run(connection.database, mapping: connection.mapping, report: &findings)
+            }
+        } catch {
+            throw DeckError.wrap(error)
         }
-        if let finding = problem {
+        if let finding = findings.findings.first {
             throw DeckError.corrupt(
                 path: source.url.path, reason: "it cannot be merged in: \(finding.object): \(finding.message)"
             )
         }
-        let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
-        defer { scratch.discard() }
-        let snapshot = scratch.path + "/" + PackageLayout.store
-        _ = try source.snapshotStore(to: snapshot, for: scratch.path)
+        let snapshot = source.url.appendingPathComponent(PackageLayout.store).path
         let otherBlobs = BlobStore(packagePath: (blobs ?? source.url).path)
         do {
             let (report, changes) = try store.withWriter { connection in
@@ -167,7 +170,7 @@ public enum DocumentMerge {
             store.commitObservers.deliver(changes, author: nil)
             return report
         } catch {
-            throw DeckError.wrap(error)
+            throw DeckError.wrap(error).replacingPath(DocumentMerger.otherCopy, with: source.url.path)
         }
     }
 
@@ -211,8 +214,9 @@ public enum DocumentMerge {
         }
     }
 
-    /// The merge on the writer's connection: `snapshot` attached (outside a transaction, as
-    /// SQLite requires), one transaction, detached.
+    /// The merge on the writer's connection: the other copy's store at `snapshot` attached
+    /// read-only (outside a transaction, as SQLite requires), one transaction, detached. The
+    /// transaction reads the other store at one state, whatever its writers do meanwhile.
     private static func merge(
         into connection: StoreConnection, snapshot: String, blobs: BlobStore, source: String
     ) throws
@@ -221,7 +225,7 @@ public enum DocumentMerge {
         )
     {
         let database = connection.database
-        try database.run("ATTACH DATABASE ? AS other", [.text(snapshot)])
+        try database.attachReadOnly(snapshot, as: "other")
         defer { try? database.execute("DETACH DATABASE other") }
         try connection.begin()
         do {

@@ -65,6 +65,9 @@ struct DocumentMerger {
                 + "DROP TABLE IF EXISTS temp.merge_seen_b; DROP TABLE IF EXISTS temp.merge_w")
     }
 
+    /// What errors name as their path for the other copy, replaced with its path by the caller.
+    static let otherCopy = "the copy merged in"
+
     /// A global id read as a value (16 bytes), else nil.
     static func globalID(_ value: SQLValue?) -> UUID? {
         guard case .blob(let data)? = value, data.count == 16 else { return nil }
@@ -106,7 +109,11 @@ struct DocumentMerger {
             "SELECT DISTINCT d.digest FROM (\(digests)) d WHERE typeof(d.digest) = 'text' "
                 + "AND d.digest NOT IN (SELECT digest FROM main.deck_blob) ORDER BY d.digest")
         for row in missing {
-            guard let hex = row[0].string, let digest = Digest(hex: hex) else { continue }
+            guard let hex = row[0].string, let digest = Digest(hex: hex) else {
+                throw DeckError.corrupt(
+                    path: Self.otherCopy,
+                    reason: "it cannot be merged in: a cell names a blob by \(row[0]), which is no digest")
+            }
             let source = otherBlobs.path(for: digest)
             guard (try? FileSystem.status(source)) ?? nil != nil else {
                 throw DeckError.blobUnavailable(
@@ -121,6 +128,43 @@ struct DocumentMerger {
                 "INSERT INTO main.deck_blob(digest, size, refs) VALUES (?, ?, 0) ON CONFLICT(digest) DO NOTHING",
                 [.text(hex), .integer(reference.size)])
             report.copiedBlobs += 1
+        }
+    }
+
+    /// Refuses the other copy's values that `query` selects (columns: global id, entity, then
+    /// the attributes `names`) unless each keeps its attribute's encoding (spec 7.1), as the
+    /// verifier's cell check has them: the merge writes only values a store may hold.
+    private func checkValues(_ t: MergeTable, _ names: [String], _ query: String) throws {
+        var attributes: [String: Attribute] = [:]
+        for member in mapping.members[t.name] ?? [t.root] {
+            for attribute in member.attributes where attributes[attribute.name] == nil {
+                attributes[attribute.name] = attribute
+            }
+        }
+        var problem: String?
+        try database.forEachRow(query) { row in
+            guard problem == nil else { return }
+            let entity = row.text(at: 1)
+            guard let member = mapping.entities[entity], member.table == t.name else {
+                problem =
+                    "a record of table \(t.name) is of entity '\(entity)', which the table does not hold"
+                return
+            }
+            for (offset, name) in names.enumerated() {
+                guard let attribute = attributes[name] else { continue }
+                if let found = CellCheck.cellProblem(
+                    row.value(at: offset + 2), attribute: attribute,
+                    entityHasIt: member.attribute(name) != nil,
+                    dateEpoch: connection.dateEpoch)
+                {
+                    problem =
+                        "\(entity).\(name) of record \(row.uuid(at: 0)?.uuidString.lowercased() ?? "?"): \(found)"
+                    return
+                }
+            }
+        }
+        if let problem {
+            throw DeckError.corrupt(path: Self.otherCopy, reason: "it cannot be merged in: \(problem)")
         }
     }
 
@@ -191,6 +235,9 @@ struct DocumentMerger {
         let attributes = t.columns.attributes.map { quote($0.name) }
         let columns = (["_gid", "_entity"] + attributes).joined(separator: ", ")
         let selected = (["x._gid", "x._entity"] + attributes.map { "x." + $0 }).joined(separator: ", ")
+        try checkValues(
+            t, t.columns.attributes.map(\.name),
+            "SELECT \(selected) FROM \(t.new) n JOIN other.\(t.quoted) x ON x._pk = n.bpk")
         for column in dataColumns(t) {
             try copyBlobs(
                 "SELECT x.\(quote(column)) AS digest FROM \(t.new) n JOIN other.\(t.quoted) x ON x._pk = n.bpk"
@@ -486,6 +533,10 @@ struct DocumentMerger {
                 WHERE u._pk IN (SELECT apk FROM temp.merge_w WHERE differs)
                 """)
         } else {
+            try checkValues(
+                t, [property],
+                "SELECT xb._gid, xb._entity, xb.\(c) FROM temp.merge_w w JOIN other.\(t.quoted) xb ON xb._pk = w.bpk "
+                    + "WHERE w.differs")
             if dataColumns(t).contains(property) {
                 try copyBlobs(
                     "SELECT xb.\(c) AS digest FROM temp.merge_w w JOIN other.\(t.quoted) xb ON xb._pk = w.bpk "
