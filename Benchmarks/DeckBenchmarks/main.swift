@@ -650,6 +650,7 @@ try runModelBenchmarks()
 try runMigrationBenchmarks()
 try runCoreDataImportBenchmarks()
 try runDiffBenchmarks()
+try runMergeBenchmarks()
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)

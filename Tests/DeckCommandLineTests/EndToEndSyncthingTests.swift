@@ -129,6 +129,34 @@ struct EndToEndSyncthingTests {
         let madeBy = try a.modifiedBy("Spanish.deck/" + copyName, in: folder)
         #expect(madeBy == a.shortID, "the copy was made by \(madeBy ?? "?"), not A (\(a.shortID))")
         #expect(try a.modifiedBy("Spanish.deck/store.sqlite", in: folder) == b.shortID)
+
+        // `deck merge --conflicts` on A folds A's edits (in the copy) into the store and removes
+        // the copies; Syncthing carries the merged store and the removals to B: one document with
+        // both sides' changes, the same on both, and no conflict copy left.
+        let merged = try deck("merge", "--conflicts", packageA)
+        e2eExpectSuccess(merged)
+        #expect(merged.stdout.hasPrefix("merged \(copyName): 1 record inserted"), "\(merged.stdout)")
+        // Both changed hola's back: B's later change stands, A's is reported as lost.
+        #expect(merged.stdout.contains(#"kept "hello (B)", lost "hello (A)""#), "\(merged.stdout)")
+        try a.scan(folder)
+        try pair.waitUntil("B has the merged store and no conflict copy, and both are idle", seconds: 40) {
+            let tree = SyncthingPair.tree(a.folder)
+            let copies = tree.keys.filter {
+                SyncConflictCopy.recognize(($0 as NSString).lastPathComponent) != nil
+            }
+            return try copies.isEmpty && tree == SyncthingPair.tree(b.folder) && a.isSettled(folder, peer: b)
+                && b.isSettled(folder, peer: a)
+        }
+        for package in [packageA, packageB] {
+            let verified = try deck("verify", package)
+            e2eExpectSuccess(verified)
+            #expect(!verified.stdout.contains("sync-conflict"), "\(package): \(verified.stdout)")
+            let cards = try deck("query", package, "Card", "--where", "front == 'casa' or front == 'libro'")
+            #expect(cards.stdout.contains("(2 records)"), "\(package): \(cards.stdout)")
+            let hola = try deck("query", package, "Card", "--where", "front == 'hola'", "--json")
+            #expect(hola.stdout.contains(#""back":"hello (B)""#), "\(package): \(hola.stdout)")
+        }
+        #expect(try digest(packageA + "/store.sqlite") == digest(packageB + "/store.sqlite"))
         func seconds(_ duration: Duration) -> String {
             String(
                 format: "%.1f s",

@@ -76,6 +76,41 @@ struct MergeTests {
         }
     }
 
+    @Test("A copy merged into the document reaches the models the main context holds, as a save does")
+    @MainActor func mergedCopyReachesHeldModels() async throws {
+        let directory = try ScratchDirectory()
+        let container = try makeContainer(directory)
+        try addDecks(container)
+        let main = container.mainContext
+        let spanish = try deck("Spanish", in: main)
+        let hola = try card("hola", in: main)
+        let gracias = try card("gracias", in: main)
+        // A copy of the document, edited elsewhere (the container has it open: the copy is taken
+        // from its committed store with the package at rest in between).
+        let copyURL = directory.appending("copy.deck")
+        try await DeckDocument.export(at: directory.appending("cards.deck"), to: directory.appending("copy.zip"))
+        _ = try await DeckDocument.importArchive(at: directory.appending("copy.zip"), to: copyURL)
+        let copy = try ModelContainer(
+            for: Flash.Card.self, Flash.Deck.self, configurations: ModelConfiguration(url: copyURL))
+        let other = ModelContext(copy)
+        let otherHola = try card("hola", in: other)
+        otherHola.back = "hello"
+        other.delete(try card("gracias", in: other))
+        let new = Flash.Card(front: "buenos días")
+        new.deck = try deck("Spanish", in: other)
+        try other.save()
+        try copy.store.close()
+
+        let report = try container.merge(from: copyURL)
+        #expect(report.insertedRecords == 1 && report.deletedRecords == 1 && report.changedCells >= 1)
+        try await waitUntil { hola.back == "hello" && gracias.isDeleted }
+        #expect(hola.back == "hello")
+        #expect(gracias.isDeleted)
+        let fetched = try main.fetch(FetchDescriptor<Flash.Card>(sortBy: [SortDescriptor(\.front)]))
+        #expect(fetched.map(\.front) == ["adiós", "buenos días", "hola"])
+        #expect(Set(spanish.cards.map(\.front)) == ["hola", "adiós", "buenos días"])
+    }
+
     @Test(
         "An actor's save reaches the models the main context holds: values, both sides, deletions, new records"
     )

@@ -370,6 +370,27 @@ import Testing
         }
     }
 
+    @Test func recordsOfBothCopiesWithTheSameUniqueValuesAreRefusedAndChangeNothing() throws {
+        try withTestDirectory { dir in
+            let a = dir.appendingPathComponent("a.deck")
+            _ = try Self.makeOriginal(a)
+            let b = try Self.copy(a, to: "b.deck")
+            try Self.write(a) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
+            try Self.write(b) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
+            let before = try Self.dump(a)
+            let store = try PackageStore.open(at: a)
+            do {
+                try DocumentMerge.merge(from: b, into: store)
+                Issue.record("merged")
+            } catch let error as DeckError {
+                guard case .notComparable(let path, let reason) = error else { throw error }
+                #expect(path == b.path && reason.contains("Tag.name"), "\(reason)")
+            }
+            try store.close()
+            #expect(try Self.dump(a) == before)
+        }
+    }
+
     @Test func copiesThatLieInTheirBookkeepingOrValuesAreRefusedAndChangeNothing() throws {
         try withTestDirectory { dir in
             let a = dir.appendingPathComponent("a.deck")

@@ -170,7 +170,19 @@ public enum DocumentMerge {
             store.commitObservers.deliver(changes, author: nil)
             return report
         } catch {
-            throw DeckError.wrap(error).replacingPath(DocumentMerger.otherCopy, with: source.url.path)
+            let failure = DeckError.wrap(error).replacingPath(DocumentMerger.otherCopy, with: source.url.path)
+            if case .sqlite(let sqlite) = failure, sqlite.code == .constraintUnique {
+                // Two records, one from each copy, with the same values of a unique constraint:
+                // which one stands for both needs aliases that this format version lacks.
+                let columns = sqlite.message.components(separatedBy: "failed: ").last ?? sqlite.message
+                throw DeckError.notComparable(
+                    path: source.url.path,
+                    reason:
+                        "a record of it and one of \(store.url.path) have the same values of a unique "
+                        + "constraint (\(columns)); merging such records is not supported yet: change or "
+                        + "delete one of them in either copy first")
+            }
+            throw failure
         }
     }
 
@@ -240,6 +252,8 @@ public enum DocumentMerge {
             try merger.run()
             try database.run(
                 "UPDATE main.deck_clock SET clock = ?, writer = ?", [.integer(merged), .integer(writer)])
+            // Everything the merge recorded is kept: it commits whole or not at all.
+            connection.changes.keep()
             let changes = connection.changes.set
             try connection.commit()
             return (merger.report, changes)

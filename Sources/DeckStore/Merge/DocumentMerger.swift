@@ -51,9 +51,20 @@ struct DocumentMerger {
         }
         for (table, source, target) in mapping.joinTables {
             guard let source = byTable[source], let target = byTable[target] else { continue }
-            let (added, removed) = try MergeLinks.merge(database, table, source: source, target: target)
+            let (added, removed, changed) = try MergeLinks.merge(
+                database, table, source: source, target: target)
             report.addedLinks += added
             report.removedLinks += removed
+            // Both ends of a link made or removed see it (the records they hold change).
+            for (from, to) in changed {
+                for (end, key) in [(source, from), (target, to)] {
+                    if let entity = try database.scalar(
+                        "SELECT _entity FROM main.\(end.quoted) WHERE _pk = ?", [.integer(key)])?.string
+                    {
+                        connection.changes.updated(entity, key)
+                    }
+                }
+            }
         }
         for table in tables {
             for name in [table.other, table.main, table.new, table.candidates, table.tombstones] {
@@ -168,6 +179,12 @@ struct DocumentMerger {
         }
     }
 
+    /// Records as updated, for the store's observers, the records `query` selects (entity, key).
+    private func recordUpdates(_ query: String) throws {
+        try database.forEachRow(query) { row in connection.changes.updated(row.text(at: 0), row.int64(at: 1))
+        }
+    }
+
     /// The attribute columns of `t` that may name blob files (data, spec section 8).
     private func dataColumns(_ t: MergeTable) -> [String] {
         t.columns.attributes.filter { $0.type == .data }.map(\.name)
@@ -277,6 +294,9 @@ struct DocumentMerger {
                     JOIN main.\(d) ta ON ta._gid = tb._gid WHERE xb._gid = u._gid)
                 WHERE u._gid IN (SELECT gid FROM \(t.new))
                 """)
+            try recordUpdates(
+                "SELECT g._entity, g._pk FROM \(t.new) n JOIN main.\(t.quoted) x ON x._gid = n.gid "
+                    + "JOIN main.\(d) g ON g._pk = x.\(c)")
             let dangling = try database.rows(
                 """
                 SELECT xa._pk FROM \(t.new) n JOIN main.\(t.quoted) xa ON xa._gid = n.gid
@@ -524,6 +544,11 @@ struct DocumentMerger {
         let c = quote(property)
         if let reference = t.columns.references.first(where: { $0.column == property }) {
             let d = quote(reference.destination)
+            // The records pointed at before and after see the change (their to-many side).
+            let targets =
+                "SELECT g._entity, g._pk FROM temp.merge_w w JOIN main.\(t.quoted) x ON x._pk = w.apk "
+                + "JOIN main.\(d) g ON g._pk = x.\(c) WHERE w.differs"
+            try recordUpdates(targets)
             try database.run(
                 """
                 UPDATE main.\(t.quoted) AS u SET \(c) = (
@@ -532,6 +557,7 @@ struct DocumentMerger {
                     WHERE w.apk = u._pk)
                 WHERE u._pk IN (SELECT apk FROM temp.merge_w WHERE differs)
                 """)
+            try recordUpdates(targets)
         } else {
             try checkValues(
                 t, [property],

@@ -9,8 +9,9 @@ enum MergeLinks {
     /// version.
     static func merge(
         _ database: Database, _ table: String, source: MergeTable, target: MergeTable
-    ) throws -> (added: Int, removed: Int) {
+    ) throws -> (added: Int, removed: Int, changed: [(source: Int64, target: Int64)]) {
         var (added, removed) = (0, 0)
+        var changed: [(source: Int64, target: Int64)] = []
         let links = quote(VersionDDL.linksTable(table))
         let rows = try database.rows(
             """
@@ -40,14 +41,20 @@ enum MergeLinks {
             if alive % 2 == 1 {
                 if row[5].int64 == 1 {
                     try database.run("INSERT OR IGNORE INTO main.\(j)(source, target) VALUES (?, ?)", pair)
-                    if database.changes > 0 { added += 1 }
+                    if database.changes > 0 {
+                        added += 1
+                        changed.append((from, to))
+                    }
                 } else {
                     // An end is deleted here: the link went with it.
                     state = [.integer(alive + 1), .integer(0), .integer(0)]
                 }
             } else {
                 try database.run("DELETE FROM main.\(j) WHERE source = ? AND target = ?", pair)
-                if database.changes > 0 { removed += 1 }
+                if database.changes > 0 {
+                    removed += 1
+                    changed.append((from, to))
+                }
             }
             try database.run(
                 "INSERT INTO main.\(links)(source, target, alive, clock, writer) VALUES (?, ?, ?, ?, ?) "
@@ -55,6 +62,6 @@ enum MergeLinks {
                     + "writer = excluded.writer",
                 pair + state)
         }
-        return (added, removed)
+        return (added, removed, changed)
     }
 }
