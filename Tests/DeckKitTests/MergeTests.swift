@@ -88,8 +88,9 @@ struct MergeTests {
         // A copy of the document, edited elsewhere (the container has it open: the copy is taken
         // from its committed store with the package at rest in between).
         let copyURL = directory.appending("copy.deck")
-        try await DeckDocument.export(at: directory.appending("cards.deck"), to: directory.appending("copy.zip"))
-        _ = try await DeckDocument.importArchive(at: directory.appending("copy.zip"), to: copyURL)
+        let archive = directory.appending("copy.zip")
+        try await DeckDocument.export(at: directory.appending("cards.deck"), to: archive)
+        _ = try await DeckDocument.importArchive(at: archive, to: copyURL)
         let copy = try ModelContainer(
             for: Flash.Card.self, Flash.Deck.self, configurations: ModelConfiguration(url: copyURL))
         let other = ModelContext(copy)
