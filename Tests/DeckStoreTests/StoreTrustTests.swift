@@ -272,33 +272,6 @@ struct StorageClassTests {
     /// A STRICT table whose cells were written while it was not (the table's SQL matches the
     /// derived SQL again): SQLite's integrity check names the column, and quick verification,
     /// whatever its SQLite version, still finds every wrong storage class.
-    /// What a schema's statements make is kept (``StoreObjects/expected(for:formatVersion:)``):
-    /// a kept answer is what a new in-memory store gives, for each of several schemas asked in
-    /// turn, and statement lists are told apart by their bytes (not Swift's canonical equivalence,
-    /// which SQLite does not apply) and by where one statement ends.
-    @Test func keptDerivedObjectsAreThoseOfTheSameStatements() throws {
-        let schemas = [flashCardsSchema(), SchemaLimitsTests.chain(3), flashCardsSchema()]
-        for (index, schema) in schemas.enumerated() {
-            let mapping = try SchemaMapping(schema)
-            for formatVersion in [2, PackageLayout.formatVersion] {
-                let kept = try StoreObjects.expected(for: mapping, formatVersion: formatVersion)
-                let store = try StoreObjects.expectedStore(
-                    running: StoreObjects.expectedStatements(for: mapping, formatVersion: formatVersion))
-                defer { store.close() }
-                let fresh = try StoreObjects.Expected(store)
-                #expect(kept.objects == fresh.objects, "schema \(index), format \(formatVersion)")
-                #expect(kept.columns == fresh.columns, "schema \(index), format \(formatVersion)")
-                #expect(!kept.columns.isEmpty && kept.columns.values.allSatisfy { !$0.isEmpty })
-                #expect(
-                    try StoreObjects.derived(for: mapping, formatVersion: formatVersion) == fresh.objects)
-            }
-        }
-        #expect("Caf\u{E9}" == "Cafe\u{301}")
-        #expect(StoreObjects.cacheKey(["Caf\u{E9}"]) != StoreObjects.cacheKey(["Cafe\u{301}"]))
-        #expect(StoreObjects.cacheKey(["ab", "c"]) != StoreObjects.cacheKey(["a", "bc"]))
-        #expect(StoreObjects.cacheKey(["a", "b"]) == StoreObjects.cacheKey(["a", "b"]))
-    }
-
     @Test func cellsWrittenWhileTheTableWasNotStrict() throws {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)

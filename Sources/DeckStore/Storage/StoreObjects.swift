@@ -1,5 +1,4 @@
 import DeckSQLite
-import DeckSupport
 import Foundation
 
 /// The schema objects a store holds compared with those its stored schema derives (spec:
@@ -96,27 +95,22 @@ enum StoreObjects {
         min(formatVersion, PackageLayout.formatVersion)
     }
 
-    /// The statements that make an empty store for `mapping` of `formatVersion`, in order: what
-    /// ``expectedStore(running:)`` runs.
-    static func expectedStatements(for mapping: SchemaMapping, formatVersion: Int) -> [String] {
-        let version = comparedVersion(formatVersion)
-        var statements = [StoreDDL.metadata]
-        if version >= 3 { statements.append(SchemaBookkeeping.historyTable) }
-        statements += StoreDDL.statements(for: mapping, formatVersion: version)
-        if version >= VersionDDL.firstFormatVersion {
-            statements.append(VersionDDL.tables)
-            statements += VersionDDL.statements(for: mapping)
-        }
-        return statements
-    }
-
-    /// An empty store in memory made by `statements` (``expectedStatements(for:formatVersion:)``):
-    /// what SQLite makes of the derived statements (for version 2, `sqlite_sequence` included:
-    /// SQLite creates it with the first `AUTOINCREMENT` table).
-    static func expectedStore(running statements: [String]) throws -> Database {
+    /// An empty store for `mapping` of `formatVersion`, in memory: what SQLite makes of the
+    /// derived statements (for version 2, `sqlite_sequence` included: SQLite creates it with the
+    /// first `AUTOINCREMENT` table).
+    static func expectedStore(for mapping: SchemaMapping, formatVersion: Int) throws -> Database {
         let expected = try Database(path: ":memory:", mode: .create)
         do {
-            for statement in statements { try expected.execute(statement) }
+            try expected.execute(StoreDDL.metadata)
+            let version = comparedVersion(formatVersion)
+            if version >= 3 { try expected.execute(SchemaBookkeeping.historyTable) }
+            for statement in StoreDDL.statements(for: mapping, formatVersion: version) {
+                try expected.execute(statement)
+            }
+            if version >= VersionDDL.firstFormatVersion {
+                try expected.execute(VersionDDL.tables)
+                for statement in VersionDDL.statements(for: mapping) { try expected.execute(statement) }
+            }
         } catch {
             expected.close()
             throw error
@@ -124,77 +118,19 @@ enum StoreObjects {
         return expected
     }
 
-    /// What an empty store made by the derived statements holds, as SQLite records it.
-    struct Expected {
-        /// Its objects, by name.
-        let objects: [String: Object]
-        /// The columns of each of its tables, by table name: `name`, `type` and `notnull` of
-        /// `pragma_table_info`, in column order.
-        let columns: [String: [[SQLValue]]]
-
-        /// Reads them from `expected` (see ``expectedStore(running:)``).
-        init(_ expected: Database) throws {
-            var objects: [String: Object] = [:]
-            var columns: [String: [[SQLValue]]] = [:]
-            for object in try StoreObjects.objects(expected) {
-                objects[object.name] = object
-                if object.type == "table" {
-                    columns[object.name] = try expected.rows(
-                        "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(object.name)])
-                }
-            }
-            self.objects = objects
-            self.columns = columns
-        }
-    }
-
-    /// What a store for `mapping` of `formatVersion` holds when empty, as SQLite records it.
-    ///
-    /// It depends on nothing but the statements that make the store, so what the last few
-    /// statement lists made is kept (``expectedCache``): opening a store, migrating it, verifying
-    /// it and opening it again each compare it with the same objects, and making them (an
-    /// in-memory store with every table, index and trigger, each CREATE scanning `sqlite_schema`)
-    /// costs more than the rest of an open. The statements are compared by their bytes, as SQLite
-    /// reads them.
-    static func expected(for mapping: SchemaMapping, formatVersion: Int) throws -> Expected {
-        let statements = expectedStatements(for: mapping, formatVersion: formatVersion)
-        let key = cacheKey(statements)
-        if let cached = expectedCache.withLock({ cache in cache.first { $0.key == key }?.expected }) {
-            return cached
-        }
-        let store = try expectedStore(running: statements)
-        defer { store.close() }
-        let expected = try Expected(store)
-        expectedCache.withLock { cache in
-            cache.removeAll { $0.key == key }
-            cache.insert((key, expected), at: 0)
-            if cache.count > expectedCacheSize { cache.removeLast(cache.count - expectedCacheSize) }
-        }
-        return expected
+    /// The objects of `expected` (see ``expectedStore(for:)``), by name.
+    static func derived(from expected: Database) throws -> [String: Object] {
+        var result: [String: Object] = [:]
+        for object in try objects(expected) { result[object.name] = object }
+        return result
     }
 
     /// The objects a store for `mapping` of `formatVersion` has, by name, as SQLite records them.
     static func derived(for mapping: SchemaMapping, formatVersion: Int) throws -> [String: Object] {
-        try expected(for: mapping, formatVersion: formatVersion).objects
+        let expected = try expectedStore(for: mapping, formatVersion: formatVersion)
+        defer { expected.close() }
+        return try derived(from: expected)
     }
-
-    /// The bytes of `statements`, each after its length: equal exactly when the statements are
-    /// byte for byte (not merely canonically equivalent text, which SQLite would store apart).
-    static func cacheKey(_ statements: [String]) -> Data {
-        var key = Data()
-        for statement in statements {
-            var text = statement
-            withUnsafeBytes(of: UInt64(text.utf8.count).littleEndian) { key.append(contentsOf: $0) }
-            text.withUTF8 { key.append($0) }
-        }
-        return key
-    }
-
-    /// How many statement lists ``expected(for:formatVersion:)`` keeps what they made of.
-    static let expectedCacheSize = 4
-
-    /// What the last ``expectedCacheSize`` statement lists made, the latest first.
-    private static let expectedCache = Locked<[(key: Data, expected: Expected)]>([])
 
     /// Every row of a store's `sqlite_schema`.
     static func objects(_ db: Database) throws -> [Object] {

@@ -14,17 +14,16 @@ enum TableCheck {
         _ db: Database, mapping: SchemaMapping, formatVersion: Int, storePath: String,
         report: inout VerificationReport
     ) throws -> Set<String> {
-        let expected = try StoreObjects.expected(for: mapping, formatVersion: formatVersion)
-        let derived = expected.objects
+        let expected = try StoreObjects.expectedStore(for: mapping, formatVersion: formatVersion)
+        defer { expected.close() }
+        let derived = try StoreObjects.derived(from: expected)
         var have: [String: String] = [:]
         for object in try StoreObjects.objects(db) { have[object.name] = object.type }
         let altered = try compareObjects(db, derived: derived, formatVersion: formatVersion, report: &report)
         // Column by column, for the derived tables whose definition differs.
         var complete: Set<String> = []
         for (name, object) in derived where object.type == "table" && have[name] == "table" {
-            if try compareColumns(
-                db, expected: expected.columns[name] ?? [], table: name, altered: altered, report: &report)
-            {
+            if try compareColumns(db, expected: expected, table: name, altered: altered, report: &report) {
                 complete.insert(name)
             }
         }
@@ -57,12 +56,14 @@ enum TableCheck {
         return altered
     }
 
-    /// Compares the columns of `table` with `expected`, those of the expected store (all of them
-    /// when the table is `altered`, else only whether each exists); returns whether it has every one.
+    /// Compares the columns of `table` with those of the expected store (all of them when the
+    /// table is `altered`, else only whether each exists); returns whether it has every one.
     static func compareColumns(
-        _ db: Database, expected wantColumns: [[SQLValue]], table name: String, altered: Set<String>,
+        _ db: Database, expected: Database, table name: String, altered: Set<String>,
         report: inout VerificationReport
     ) throws -> Bool {
+        let wantColumns = try expected.rows(
+            "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
         let haveColumns = try db.rows(
             "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
         let haveByName = Dictionary(
