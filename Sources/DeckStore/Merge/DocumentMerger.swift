@@ -523,8 +523,8 @@ struct DocumentMerger {
                 + "ORDER BY x._gid")
         {
             guard let apk = row[1].int64, let bpk = row[2].int64 else { continue }
-            let here = try cell(t, property, "main", apk)
-            let there = try cell(t, property, "other", bpk)
+            let here = try MergeValues.cell(database, t, property, "main", apk, epoch: connection.dateEpoch)
+            let there = try MergeValues.cell(database, t, property, "other", bpk, epoch: connection.dateEpoch)
             let wins = row[4].int64 == 1
             report.conflicts.append(
                 MergeConflict(
@@ -597,36 +597,6 @@ struct DocumentMerger {
             ).compactMap { $0[0].int64 }
             try repair(t, column: property, keys: dangling)
         }
-    }
-
-    /// Cell `property` of record `key` of the copy `schema` (`main` or `other`), as a difference
-    /// gives it.
-    private func cell(_ t: MergeTable, _ property: String, _ schema: String, _ key: Int64) throws -> DiffCell
-    {
-        let epoch = connection.dateEpoch
-        if let reference = t.columns.references.first(where: { $0.column == property }) {
-            let row = try database.rows(
-                "SELECT d._entity, d._gid, x.\(quote(property)) FROM \(schema).\(t.quoted) x "
-                    + "LEFT JOIN \(schema).\(quote(reference.destination)) d ON d._pk = x.\(quote(property)) "
-                    + "WHERE x._pk = ?", [.integer(key)]
-            ).first
-            if let row, let entity = row[0].string, let gid = Self.globalID(row[1]) {
-                return .record(entity: entity, globalID: gid)
-            }
-            if let missing = row?[2].int64 { return .missingRecord(missing) }
-            return .value(.null)
-        }
-        guard let type = t.columns.attributes.first(where: { $0.name == property })?.type,
-            let sql = try database.rows(
-                "SELECT \(quote(property)) FROM \(schema).\(t.quoted) WHERE _pk = ?", [.integer(key)]
-            ).first?[0]
-        else { return .value(.null) }
-        return .value(
-            Value(sql: sql, type: type, epoch: epoch) { digest in
-                (try? database.scalar(
-                    "SELECT size FROM \(schema).deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??
-                    .int64 ?? -1
-            })
     }
 
 }
