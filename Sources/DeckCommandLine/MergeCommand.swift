@@ -64,6 +64,10 @@ struct MergeCommand: DeckCommand {
             guard from == nil, self.output == nil else {
                 throw UsageError("--conflicts merges the conflict copies in one package, into it")
             }
+            guard !anyDocument else {
+                throw UsageError(
+                    "--any-document does not apply to --conflicts: a conflict copy is of the same document")
+            }
             let store = try Support.openPackage(into, mode: .readWrite)
             defer { try? store.close() }
             merged = try DocumentMerge.mergeConflictCopies(into: store).map { ($0.copy.name, $0.report) }

@@ -113,6 +113,7 @@ struct EndToEndMergeTests {
         #expect(usage.status == 64)
         let both = try deck("merge", first, second, "--conflicts")
         #expect(both.status == 64)
+        #expect(try deck("merge", first, "--conflicts", "--any-document").status == 64)
         let notAPackage = directory.appending("file.txt")
         try Data("hello".utf8).write(to: URL(fileURLWithPath: notAPackage))
         #expect(try deck("merge", first, notAPackage).status != 0)
