@@ -33,7 +33,8 @@ struct MergeCommand: DeckCommand {
 
     @Argument("into", help: "The package merged into (or, with --output, the first copy).", completion: .file)
     var into: String
-    @Argument("from", help: "The copy merged in (not with --conflicts).", completion: .file)
+    @Argument(
+        "from", help: "The copy merged in (or a package archive; not with --conflicts).", completion: .file)
     var from: String?
     @Option(
         "output", short: "o", valueName: "package", completion: .file,
@@ -74,20 +75,18 @@ struct MergeCommand: DeckCommand {
             try store.close()
         } else {
             guard let from else { throw UsageError("missing the copy to merge in (or --conflicts)") }
-            if let target = self.output {
-                merged = [(from, try mergeIntoNew(Support.url(target), from: Support.url(from)))]
-            } else {
+            // FROM may be a package archive: imported (with every check of `deck import`) into
+            // a staging package first, as `deck diff` reads one.
+            let report = try DiffCommand.withPackage(from) { source in
+                if let target = self.output { return try mergeIntoNew(Support.url(target), from: source) }
                 let store = try Support.openPackage(into, mode: .readWrite)
                 defer { try? store.close() }
-                merged = [
-                    (
-                        from,
-                        try DocumentMerge.merge(
-                            from: Support.url(from), into: store, differentDocuments: anyDocument)
-                    )
-                ]
+                let report = try DocumentMerge.merge(
+                    from: source, into: store, differentDocuments: anyDocument)
                 try store.close()
+                return report
             }
+            merged = [(from, report)]
         }
         let document = Self.json(merged)
         if let reportFile, let report {

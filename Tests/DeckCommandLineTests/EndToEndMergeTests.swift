@@ -41,6 +41,13 @@ struct EndToEndMergeTests {
         #expect(reports.count == 1 && reports[0]["insertedRecords"] as? Int == 0)
         #expect(
             reports[0]["changedValues"] as? Int == 0 && (reports[0]["conflicts"] as? [Any])?.isEmpty == true)
+        // A copy may come as a package archive (a mail attachment): the same merge.
+        let archive = directory.appending("Copy.zip")
+        e2eExpectSuccess(try deck("export", second, "-o", archive))
+        let fromArchive = try deck("merge", first, archive)
+        e2eExpectSuccess(fromArchive)
+        #expect(
+            fromArchive.stdout.hasPrefix("merged \(archive): nothing changed here"), "\(fromArchive.stdout)")
         // The other way round gives the same document.
         e2eExpectSuccess(try deck("merge", second, first))
         let same = try deck("diff", first, second)
