@@ -8,7 +8,22 @@ import Foundation
 /// records by global id and reads to-one targets' global ids, so it does more per row.
 func runDiffBenchmarks() throws {
     guard selected("diff") else { return }
-    let rows = rowCount
+    let (first, second) = try editedCopies(rows: rowCount, named: "diff", movedTo: 1)
+    var found = 0
+    try compare(
+        "diff two \(rowCount)-row copies", target: "≥ 0.3×",
+        deck: { found = try DocumentDifference(between: first, and: second).records.count },
+        baseline: {
+            _ = shell("sqldiff '\(first.path)/store.sqlite' '\(second.path)/store.sqlite' > /dev/null")
+        })
+    // 100 records (a deck move and an edit of one card is one record) and no others.
+    precondition(found == 100, "the diff found \(found) records, not 100")
+}
+
+/// A document of `rows` cards in decks of 100, and a file copy of it with 100 cards changed: 40
+/// updated (text, number, and every fourth moved to deck `target`), 30 deleted, 30 inserted. The
+/// packages are `NAME-first.deck` and `NAME-second.deck` in the work directory.
+func editedCopies(rows: Int, named name: String, movedTo target: Int64) throws -> (URL, URL) {
     let schema = StoreSchema(entities: [
         StoreSchema.Entity(
             "Deck", attributes: [StoreSchema.Attribute("title", .string)],
@@ -21,7 +36,7 @@ func runDiffBenchmarks() throws {
             ],
             relationships: [StoreSchema.Relationship("deck", to: "Deck", inverse: "cards")]),
     ])
-    let first = URL(fileURLWithPath: fresh("diff-first.deck"))
+    let first = URL(fileURLWithPath: fresh("\(name)-first.deck"))
     let store = try PackageStore.create(at: first, contentType: "org.deck.bench", schema: schema)
     let base = Date(timeIntervalSince1970: 1_800_000_000)
     try store.write { t in
@@ -38,7 +53,7 @@ func runDiffBenchmarks() throws {
         }
     }
     try store.close()
-    let second = URL(fileURLWithPath: fresh("diff-second.deck"))
+    let second = URL(fileURLWithPath: fresh("\(name)-second.deck"))
     try FileManager.default.copyItem(at: first, to: second)
     let copy = try PackageStore.open(at: second)
     try copy.write { t in
@@ -46,7 +61,7 @@ func runDiffBenchmarks() throws {
         for k in 0..<40 {
             let id = Int64(k) * step + 1
             try t.update("Card", id: id, ["front": .string("changed \(k)"), "reviews": .integer(99)])
-            if k % 4 == 0 { try t.update("Card", id: id, ["deck": .reference(1)]) }
+            if k % 4 == 0 { try t.update("Card", id: id, ["deck": .reference(target)]) }
         }
         for k in 0..<30 { _ = try t.delete("Card", id: Int64(40 + k) * step + 2) }
         for k in 0..<30 {
@@ -59,13 +74,5 @@ func runDiffBenchmarks() throws {
         }
     }
     try copy.close()
-    var found = 0
-    try compare(
-        "diff two \(rows)-row copies", target: "≥ 0.3×",
-        deck: { found = try DocumentDifference(between: first, and: second).records.count },
-        baseline: {
-            _ = shell("sqldiff '\(first.path)/store.sqlite' '\(second.path)/store.sqlite' > /dev/null")
-        })
-    // 100 records (a deck move and an edit of one card is one record) and no others.
-    precondition(found == 100, "the diff found \(found) records, not 100")
+    return (first, second)
 }

@@ -10,8 +10,8 @@ func runMergeBenchmarks() throws {
     guard selected("merge") else { return }
     let large = rowCount * 10
     let small = max(rowCount / 100, 200)
-    let (largeFirst, largeSecond) = try mergePair(rows: large, name: "large")
-    let (smallFirst, smallSecond) = try mergePair(rows: small, name: "small")
+    let (largeFirst, largeSecond) = try editedCopies(rows: large, named: "merge-large", movedTo: 2)
+    let (smallFirst, smallSecond) = try editedCopies(rows: small, named: "merge-small", movedTo: 2)
     let largeTarget = URL(fileURLWithPath: fresh("merge-large-target.deck"))
     let smallTarget = URL(fileURLWithPath: fresh("merge-small-target.deck"))
     var changed = (0, 0)
@@ -37,59 +37,4 @@ func runMergeBenchmarks() throws {
         })
     // 30 inserted, 30 deleted, 40 cards with two or three changed values each: 150 both.
     print("  the merges changed \(changed.0) and \(changed.1) records and values (150 expected)")
-}
-
-/// A document of `rows` cards in decks of 100 and a file copy of it with 100 cards changed.
-private func mergePair(rows: Int, name: String) throws -> (URL, URL) {
-    let schema = StoreSchema(entities: [
-        StoreSchema.Entity(
-            "Deck", attributes: [StoreSchema.Attribute("title", .string)],
-            relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "deck")]),
-        StoreSchema.Entity(
-            "Card",
-            attributes: [
-                StoreSchema.Attribute("front", .string), StoreSchema.Attribute("back", .string),
-                StoreSchema.Attribute("reviews", .integer), StoreSchema.Attribute("created", .date),
-            ],
-            relationships: [StoreSchema.Relationship("deck", to: "Deck", inverse: "cards")]),
-    ])
-    let first = URL(fileURLWithPath: fresh("merge-\(name)-first.deck"))
-    let store = try PackageStore.create(at: first, contentType: "org.deck.bench", schema: schema)
-    let base = Date(timeIntervalSince1970: 1_800_000_000)
-    try store.write { t in
-        var deck: Int64 = 0
-        for i in 0..<rows {
-            if i % 100 == 0 { deck = try t.insert("Deck", ["title": .string("deck \(i / 100)")]) }
-            try t.insert(
-                "Card",
-                [
-                    "front": .string("front \(i)"), "back": .string("back of card \(i)"),
-                    "reviews": .integer(Int64(i % 7)), "created": .date(base.addingTimeInterval(Double(i))),
-                    "deck": .reference(deck),
-                ])
-        }
-    }
-    try store.close()
-    let second = URL(fileURLWithPath: fresh("merge-\(name)-second.deck"))
-    try FileManager.default.copyItem(at: first, to: second)
-    let copy = try PackageStore.open(at: second)
-    try copy.write { t in
-        let step = Int64(max(rows / 100, 1))
-        for k in 0..<40 {
-            let id = Int64(k) * step + 1
-            try t.update("Card", id: id, ["front": .string("changed \(k)"), "reviews": .integer(99)])
-            if k % 4 == 0 { try t.update("Card", id: id, ["deck": .reference(2)]) }
-        }
-        for k in 0..<30 { _ = try t.delete("Card", id: Int64(40 + k) * step + 2) }
-        for k in 0..<30 {
-            try t.insert(
-                "Card",
-                [
-                    "front": .string("new \(k)"), "back": .string(""), "reviews": .integer(0),
-                    "created": .date(base), "deck": .reference(2),
-                ])
-        }
-    }
-    try copy.close()
-    return (first, second)
 }

@@ -8,33 +8,6 @@ import Testing
 
 @Suite("Difference between copies of a document", .timed)
 struct DocumentDiffTests {
-    /// A package of two decks, three cards (the first with an external image) and a tag on the
-    /// first card; the ids of the records, by name.
-    func makeOriginal(_ url: URL, cardsDeleteRule: StoreSchema.DeleteRule = .cascade) throws -> [String:
-        Int64]
-    {
-        let store = try PackageStore.create(
-            at: url, contentType: "org.test", schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
-        defer { try? store.close() }
-        return try store.write { t in
-            var ids: [String: Int64] = [:]
-            ids["spanish"] = try t.insert("Deck", ["title": .string("Spanish")])
-            ids["french"] = try t.insert("Deck", ["title": .string("French")])
-            ids["verbs"] = try t.insert("Tag", ["name": .string("verbs")])
-            ids["hola"] = try t.insert(
-                "Card",
-                [
-                    "front": .string("hola"), "back": .string("hello"), "deck": .reference(ids["spanish"]!),
-                    "image": .data(Data(repeating: 7, count: 100)), "tags": .references([ids["verbs"]!]),
-                ])
-            ids["adios"] = try t.insert(
-                "Card", ["front": .string("adiós"), "deck": .reference(ids["spanish"]!)])
-            ids["merci"] = try t.insert(
-                "Card", ["front": .string("merci"), "deck": .reference(ids["french"]!)])
-            return ids
-        }.value
-    }
-
     /// A file copy of the package at `url` (what a file manager or a sync service makes).
     func copy(_ url: URL, to name: String) throws -> URL {
         let copy = url.deletingLastPathComponent().appendingPathComponent(name)
@@ -51,7 +24,7 @@ struct DocumentDiffTests {
     @Test func copiesThatAgreeHaveNoDifference() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            _ = try makeOriginal(original)
+            _ = try makeSmallFlashcards(at: original, contentType: "org.test")
             let copied = try copy(original, to: "b.deck")
             #expect(try DocumentDifference(between: original, and: copied).isEmpty)
             #expect(try DocumentDifference(between: original, and: original).isEmpty)
@@ -61,7 +34,7 @@ struct DocumentDiffTests {
     @Test func editsInACopyAreEachReportedByGlobalID() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original, contentType: "org.test")
             let edited = try copy(original, to: "b.deck")
             let store = try PackageStore.open(at: edited)
             let added = try store.write { t in
@@ -140,7 +113,8 @@ struct DocumentDiffTests {
         // Deck.cards with noAction: deleting a deck leaves its cards pointing at it.
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try makeOriginal(original, cardsDeleteRule: .noAction)
+            let ids = try makeSmallFlashcards(
+                at: original, contentType: "org.test", cardsDeleteRule: .noAction)
             let edited = try copy(original, to: "b.deck")
             let store = try PackageStore.open(at: edited)
             try store.write { t in _ = try t.delete("Deck", id: ids["french"]!) }
@@ -164,7 +138,7 @@ struct DocumentDiffTests {
         // "é" as one scalar and as "e" with a combining accent: equal Swift strings, different text.
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original, contentType: "org.test")
             let edited = try copy(original, to: "b.deck")
             let store = try PackageStore.open(at: edited)
             try store.write { t in
@@ -181,8 +155,8 @@ struct DocumentDiffTests {
         try withTestDirectory { dir in
             let first = dir.appendingPathComponent("a.deck")
             let second = dir.appendingPathComponent("b.deck")
-            _ = try makeOriginal(first)
-            _ = try makeOriginal(second)
+            _ = try makeSmallFlashcards(at: first, contentType: "org.test")
+            _ = try makeSmallFlashcards(at: second, contentType: "org.test")
             #expect {
                 try DocumentDifference(between: first, and: second)
             } throws: { error in
@@ -202,7 +176,7 @@ struct DocumentDiffTests {
     @Test func anotherSchemaIsRefused() throws {
         try withTestDirectory { dir in
             let first = dir.appendingPathComponent("a.deck")
-            _ = try makeOriginal(first)
+            _ = try makeSmallFlashcards(at: first, contentType: "org.test")
             let second = dir.appendingPathComponent("b.deck")
             try PackageStore.create(
                 at: second, contentType: "org.test", schema: flashCardsSchema(threshold: 32)
@@ -219,7 +193,7 @@ struct DocumentDiffTests {
     @Test func wrongPathsGiveClearErrorsAndChangeNothing() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            _ = try makeOriginal(original)
+            _ = try makeSmallFlashcards(at: original, contentType: "org.test")
             let store = original.appendingPathComponent("store.sqlite")
             let before = try Data(contentsOf: store)
             let missing = dir.appendingPathComponent("missing.deck")
@@ -249,7 +223,7 @@ struct DocumentDiffTests {
         // refuses the package before anything is compared.
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            _ = try makeOriginal(original)
+            _ = try makeSmallFlashcards(at: original, contentType: "org.test")
             let hostile = try copy(original, to: "b.deck")
             let database = try rawStore(hostile)
             try database.execute("CREATE VIEW lies AS SELECT 1")
@@ -269,7 +243,7 @@ struct DocumentDiffTests {
         // same ones in every table it reads: as many new cards as the number on the first card says.
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original, contentType: "org.test")
             let edited = try copy(original, to: "b.deck")
             let store = try PackageStore.open(at: edited)
             let done = DispatchSemaphore(value: 0)

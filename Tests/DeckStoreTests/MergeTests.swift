@@ -147,31 +147,6 @@ import Testing
         return result
     }
 
-    static func makeOriginal(_ url: URL, cardsDeleteRule: StoreSchema.DeleteRule = .cascade) throws
-        -> [String: Int64]
-    {
-        let store = try PackageStore.create(
-            at: url, contentType: flashCardsType, schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
-        defer { try? store.close() }
-        return try store.write { t in
-            var ids: [String: Int64] = [:]
-            ids["spanish"] = try t.insert("Deck", ["title": .string("Spanish")])
-            ids["french"] = try t.insert("Deck", ["title": .string("French")])
-            ids["verbs"] = try t.insert("Tag", ["name": .string("verbs")])
-            ids["hola"] = try t.insert(
-                "Card",
-                [
-                    "front": .string("hola"), "back": .string("hello"), "deck": .reference(ids["spanish"]!),
-                    "image": .data(Data(repeating: 7, count: 100)), "tags": .references([ids["verbs"]!]),
-                ])
-            ids["adios"] = try t.insert(
-                "Card", ["front": .string("adiós"), "deck": .reference(ids["spanish"]!)])
-            ids["merci"] = try t.insert(
-                "Card", ["front": .string("merci"), "deck": .reference(ids["french"]!)])
-            return ids
-        }.value
-    }
-
     static func write(_ url: URL, _ body: (StoreTransaction) throws -> Void) throws {
         let store = try PackageStore.open(at: url)
         try store.write(body)
@@ -202,7 +177,7 @@ import Testing
     @Test func editsOfBothCopiesMeetAndTheLaterEditOfACellWins() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try Self.makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original)
             let other = try Self.copy(original, to: "b.deck")
             try Self.write(original) { t in
                 try t.update("Card", id: ids["hola"]!, ["back": .string("hi")])
@@ -250,7 +225,7 @@ import Testing
     @Test func aValueOnlyOneCopyChangedSinceTheyPartedIsNoConflict() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try Self.makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original)
             // Edited before the copies part, then in one of them only.
             try Self.write(original) { t in try t.update("Card", id: ids["hola"]!, ["back": .string("hi")]) }
             let other = try Self.copy(original, to: "b.deck")
@@ -268,7 +243,7 @@ import Testing
     @Test func aDeleteWinsOverAConcurrentEditAndCascadesToRecordsTheOtherCopyAdded() throws {
         try withTestDirectory { dir in
             let original = dir.appendingPathComponent("a.deck")
-            let ids = try Self.makeOriginal(original)
+            let ids = try makeSmallFlashcards(at: original)
             let other = try Self.copy(original, to: "b.deck")
             // a deletes the Spanish deck (its cards cascade); b edits one of its cards and adds one.
             try Self.write(original) { t in _ = try t.delete("Deck", id: ids["spanish"]!) }
@@ -287,9 +262,9 @@ import Testing
     @Test func copiesOfAnotherDocumentOrSchemaAreRefusedAndChangeNothing() throws {
         try withTestDirectory { dir in
             let a = dir.appendingPathComponent("a.deck")
-            _ = try Self.makeOriginal(a)
+            _ = try makeSmallFlashcards(at: a)
             let stranger = dir.appendingPathComponent("s.deck")
-            _ = try Self.makeOriginal(stranger)
+            _ = try makeSmallFlashcards(at: stranger)
             let before = try Self.dump(a)
             let store = try PackageStore.open(at: a)
             defer { try? store.close() }
@@ -310,7 +285,7 @@ import Testing
     @Test func conflictCopiesOfTheStoreAreFoldedInAndRemoved() throws {
         try withTestDirectory { dir in
             let package = dir.appendingPathComponent("a.deck")
-            let ids = try Self.makeOriginal(package)
+            let ids = try makeSmallFlashcards(at: package)
             let other = try Self.copy(package, to: "b.deck")
             try Self.write(package) { t in try t.update("Card", id: ids["hola"]!, ["back": .string("hi")]) }
             try Self.write(other) { t in
@@ -351,7 +326,7 @@ import Testing
     @Test func aConflictCopyWhoseBlobFileIsMissingIsRefusedAndKept() throws {
         try withTestDirectory { dir in
             let package = dir.appendingPathComponent("a.deck")
-            _ = try Self.makeOriginal(package)
+            _ = try makeSmallFlashcards(at: package)
             let other = try Self.copy(package, to: "b.deck")
             try Self.write(other) { t in
                 _ = try t.insert(
@@ -373,7 +348,7 @@ import Testing
     @Test func recordsOfBothCopiesWithTheSameUniqueValuesAreRefusedAndChangeNothing() throws {
         try withTestDirectory { dir in
             let a = dir.appendingPathComponent("a.deck")
-            _ = try Self.makeOriginal(a)
+            _ = try makeSmallFlashcards(at: a)
             let b = try Self.copy(a, to: "b.deck")
             try Self.write(a) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
             try Self.write(b) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
@@ -394,7 +369,7 @@ import Testing
     @Test func copiesThatLieInTheirBookkeepingOrValuesAreRefusedAndChangeNothing() throws {
         try withTestDirectory { dir in
             let a = dir.appendingPathComponent("a.deck")
-            let ids = try Self.makeOriginal(a)
+            let ids = try makeSmallFlashcards(at: a)
             let before = try Self.dump(a)
             let lies: [(String, String)] = [
                 // A tombstone of a record the copy still holds.
@@ -427,7 +402,7 @@ import Testing
             ]
             for (name, sql) in lies {
                 let liar = try Self.copy(a, to: "\(name).deck")
-                let db = try Database(path: liar.path + "/store.sqlite", mode: .readWrite)
+                let db = try rawStore(liar)
                 try db.execute(sql)
                 db.close()
                 let store = try PackageStore.open(at: a)
@@ -504,7 +479,7 @@ import Testing
             let rules: [StoreSchema.DeleteRule] = [.cascade, .nullify, .deny, .cascade]
             for round in 0..<rules.count {
                 let origin = dir.appendingPathComponent("o\(round).deck")
-                _ = try Self.makeOriginal(origin, cardsDeleteRule: rules[round])
+                _ = try makeSmallFlashcards(at: origin, cardsDeleteRule: rules[round])
                 try Self.randomEdits(origin, &g, count: 6)
                 let a = try Self.copy(origin, to: "a\(round).deck")
                 let b = try Self.copy(origin, to: "b\(round).deck")

@@ -66,7 +66,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         Fuzz.write(Fuzz.data(bytes, size), to: target + "/" + copyName)
         _ = try? DocumentMerge.mergeConflictCopies(into: store)
         try? store.close()
-        if let after = try? PackageVerifier.verify(at: targetURL, options: Fuzz.verifyOptions), !after.isValid {
+        if let after = try? PackageVerifier.verify(at: targetURL, options: Fuzz.verifyOptions), !after.isValid
+        {
             fatalError("a merge left the copy merged into corrupt: \(after.findings)")
         }
     }

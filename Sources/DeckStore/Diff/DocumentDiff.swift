@@ -124,23 +124,8 @@ extension DocumentDifference {
         defer { try? a.close() }
         let b = try PackageStore.open(at: second, mode: .readOnly)
         defer { try? b.close() }
-        guard a.schema.fingerprint == b.schema.fingerprint else {
-            let changes = SchemaDiff(from: a.schema, to: b.schema).steps.map(\.summary)
-            throw DeckError.notComparable(
-                path: second.path,
-                reason:
-                    "its schema differs from \(first.path)'s"
-                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
-                    + "; migrate one copy to the other's schema first")
-        }
-        if !differentDocuments, a.documentID != b.documentID {
-            throw DeckError.notComparable(
-                path: second.path,
-                reason:
-                    "is another document (document id \(b.documentID?.uuidString.lowercased() ?? "none"), "
-                    + "\(first.path) has \(a.documentID?.uuidString.lowercased() ?? "none")); "
-                    + "compare different documents only when asked (--any-document)")
-        }
+        try Self.requireCopies(
+            a, b, paths: (first.path, second.path), differentDocuments: differentDocuments, verb: "compare")
         do {
             // A connection of its own: a store's readers are inside a transaction, where ATTACH
             // is refused. Opened read-only, as is the attached store (SQLite opens it with the
@@ -184,6 +169,32 @@ extension DocumentDifference {
             self = try DocumentDifference(between: package, and: scratch.url)
         } catch {
             throw error.replacingPath(scratch.path, with: source.path)
+        }
+    }
+
+    /// Refuses `second` unless it and `first` have one schema and, unless `differentDocuments`,
+    /// one document id, naming them by `paths` and saying what to do (`verb`: what the caller
+    /// does with them, "compare" or "merge").
+    static func requireCopies(
+        _ first: PackageStore, _ second: PackageStore, paths: (first: String, second: String),
+        differentDocuments: Bool, verb: String
+    ) throws(DeckError) {
+        guard first.schema.fingerprint == second.schema.fingerprint else {
+            let changes = SchemaDiff(from: first.schema, to: second.schema).steps.map(\.summary)
+            throw DeckError.notComparable(
+                path: paths.second,
+                reason:
+                    "its schema differs from \(paths.first)'s"
+                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
+                    + "; migrate one copy to the other's schema first")
+        }
+        if !differentDocuments, first.documentID != second.documentID {
+            throw DeckError.notComparable(
+                path: paths.second,
+                reason:
+                    "is another document (document id \(second.documentID?.uuidString.lowercased() ?? "none"), "
+                    + "\(paths.first) has \(first.documentID?.uuidString.lowercased() ?? "none")); "
+                    + "\(verb) different documents only when asked (--any-document)")
         }
     }
 

@@ -200,29 +200,12 @@ public enum DocumentMerge {
                     "it is format version \(copy.storeFormatVersion); merging needs version "
                     + "\(VersionDDL.firstFormatVersion) (open it for writing once to upgrade it)")
         }
-        let (schema, url, documentID, dateEpoch) = (
-            store.schema, store.url, store.documentID, store.dateEpoch
-        )
-        guard schema.fingerprint == source.schema.fingerprint else {
-            let changes = SchemaDiff(from: schema, to: source.schema).steps.map(\.summary)
+        try DocumentDifference.requireCopies(
+            store, source, paths: (store.url.path, source.url.path), differentDocuments: differentDocuments,
+            verb: "merge")
+        guard store.dateEpoch == source.dateEpoch else {
             throw DeckError.notComparable(
-                path: source.url.path,
-                reason:
-                    "its schema differs from \(url.path)'s"
-                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
-                    + "; migrate one copy to the other's schema first")
-        }
-        if !differentDocuments, documentID != source.documentID {
-            throw DeckError.notComparable(
-                path: source.url.path,
-                reason:
-                    "is another document (document id \(source.documentID?.uuidString.lowercased() ?? "none"), "
-                    + "\(url.path) has \(documentID?.uuidString.lowercased() ?? "none")); "
-                    + "merge different documents only when asked (--any-document)")
-        }
-        guard dateEpoch == source.dateEpoch else {
-            throw DeckError.notComparable(
-                path: source.url.path, reason: "its dates count from another epoch than \(url.path)'s")
+                path: source.url.path, reason: "its dates count from another epoch than \(store.url.path)'s")
         }
     }
 

@@ -440,28 +440,27 @@ struct DocumentMerger {
             """)
         // A record whose versions differ: main's cells keep the version they have now, as rows
         // of their own, before the record's version changes.
-        let differing = """
-            SELECT a.apk, b.bpk, a.alive AS aalive, a.clock AS aclock, a.writer AS awriter,
-                b.alive AS balive, b.clock AS bclock, b.writer AS bwriter
-            FROM \(t.main) a JOIN \(t.other) b ON b.gid = a.gid JOIN main.\(t.quoted) x ON x._pk = a.apk
-            WHERE b.alive % 2 = 1 AND (b.clock = 0 OR b.clock IS NOT a.clock OR b.writer IS NOT a.writer
-                OR b.alive IS NOT a.alive)
-            """
         let values = properties.map { "(\(quoteLiteral($0)))" }.joined(separator: ", ")
         try database.execute(
             """
+            DROP TABLE IF EXISTS temp.merge_d;
+            CREATE TEMP TABLE merge_d AS
+            SELECT a.apk, b.bpk, a.clock AS aclock, a.writer AS awriter, b.alive AS balive, b.clock AS bclock,
+                b.writer AS bwriter,
+                (b.alive, b.clock, (SELECT writer FROM main.deck_writer WHERE id = b.writer))
+                > (a.alive, a.clock, (SELECT writer FROM main.deck_writer WHERE id = a.writer)) AS wins
+            FROM \(t.main) a JOIN \(t.other) b ON b.gid = a.gid JOIN main.\(t.quoted) x ON x._pk = a.apk
+            WHERE b.alive % 2 = 1 AND (b.clock = 0 OR b.clock IS NOT a.clock OR b.writer IS NOT a.writer
+                OR b.alive IS NOT a.alive);
             INSERT OR IGNORE INTO \(t.candidates)(apk, bpk, property, clock, writer)
-            SELECT d.apk, d.bpk, p.column1, d.bclock, d.bwriter FROM (\(differing)) d, (VALUES \(values)) p;
+            SELECT d.apk, d.bpk, p.column1, d.bclock, d.bwriter FROM temp.merge_d d, (VALUES \(values)) p;
             INSERT OR IGNORE INTO main.\(t.cells)(_pk, property, clock, writer)
-            SELECT d.apk, p.column1, d.aclock, d.awriter FROM (\(differing)) d, (VALUES \(values)) p
-            WHERE (d.balive, d.bclock, (SELECT writer FROM main.deck_writer WHERE id = d.bwriter))
-                > (d.aalive, d.aclock, (SELECT writer FROM main.deck_writer WHERE id = d.awriter));
+            SELECT d.apk, p.column1, d.aclock, d.awriter FROM temp.merge_d d, (VALUES \(values)) p WHERE d.wins;
             INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
             SELECT d.apk, (SELECT _gid FROM main.\(t.quoted) WHERE _pk = d.apk), d.balive, d.bclock, d.bwriter
-            FROM (\(differing)) d
-            WHERE (d.balive, d.bclock, (SELECT writer FROM main.deck_writer WHERE id = d.bwriter))
-                > (d.aalive, d.aclock, (SELECT writer FROM main.deck_writer WHERE id = d.awriter))
+            FROM temp.merge_d d WHERE d.wins
             ON CONFLICT (_pk) DO UPDATE SET alive = excluded.alive, clock = excluded.clock, writer = excluded.writer;
+            DROP TABLE temp.merge_d;
             """)
         for (name, _) in t.columns.attributes {
             try mergeCell(t, property: name, value: { "\($0).\(quote(name))" }, joins: { _ in "" })

@@ -50,6 +50,33 @@ package func flashCardsSchema(
 
 package let flashCardsType = "org.deck.test.flashcards"
 
+/// A package of two decks, three cards (the first with an external image) and a tag on the
+/// first card; the ids of the records, by name.
+package func makeSmallFlashcards(
+    at url: URL, contentType: String = flashCardsType, cardsDeleteRule: StoreSchema.DeleteRule = .cascade
+) throws -> [String: Int64] {
+    let store = try PackageStore.create(
+        at: url, contentType: contentType, schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
+    defer { try? store.close() }
+    return try store.write { t in
+        var ids: [String: Int64] = [:]
+        ids["spanish"] = try t.insert("Deck", ["title": .string("Spanish")])
+        ids["french"] = try t.insert("Deck", ["title": .string("French")])
+        ids["verbs"] = try t.insert("Tag", ["name": .string("verbs")])
+        ids["hola"] = try t.insert(
+            "Card",
+            [
+                "front": .string("hola"), "back": .string("hello"), "deck": .reference(ids["spanish"]!),
+                "image": .data(Data(repeating: 7, count: 100)), "tags": .references([ids["verbs"]!]),
+            ])
+        ids["adios"] = try t.insert(
+            "Card", ["front": .string("adiós"), "deck": .reference(ids["spanish"]!)])
+        ids["merci"] = try t.insert(
+            "Card", ["front": .string("merci"), "deck": .reference(ids["french"]!)])
+        return ids
+    }.value
+}
+
 /// Creates a package named `name` in `dir` with `schema`, open for reading and writing.
 package func makeTestStore(
     in dir: URL, name: String = "test.deck", schema: StoreSchema = flashCardsSchema(),
