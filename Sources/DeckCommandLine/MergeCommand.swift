@@ -46,6 +46,10 @@ struct MergeCommand: DeckCommand {
     var conflicts: Bool
     @Flag("any-document", help: "Merge a copy of another document (another document id).")
     var anyDocument: Bool
+    @Option(
+        "plan", valueName: "file", completion: .file,
+        help: "The plan (JSON, as deck migrate takes) for migrating the copy at the earlier schema version.")
+    var plan: String?
     @Flag(.json) var json: Bool
 
     var writesExactOutput: Bool { json }
@@ -71,7 +75,9 @@ struct MergeCommand: DeckCommand {
             }
             let store = try Support.openPackage(into, mode: .readWrite)
             defer { try? store.close() }
-            merged = try DocumentMerge.mergeConflictCopies(into: store).map { ($0.copy.name, $0.report) }
+            merged = try DocumentMerge.mergeConflictCopies(into: store, plan: migrationPlan()).map {
+                ($0.copy.name, $0.report)
+            }
             try store.close()
         } else {
             guard let from else { throw UsageError("missing the copy to merge in (or --conflicts)") }
@@ -82,7 +88,7 @@ struct MergeCommand: DeckCommand {
                 let store = try Support.openPackage(into, mode: .readWrite)
                 defer { try? store.close() }
                 let report = try DocumentMerge.merge(
-                    from: source, into: store, differentDocuments: anyDocument)
+                    from: source, into: store, differentDocuments: anyDocument, plan: migrationPlan())
                 try store.close()
                 return report
             }
@@ -127,9 +133,24 @@ struct MergeCommand: DeckCommand {
         try? FileManager.default.removeItem(at: staging)
         _ = try DeckDocument.importArchive(at: archive, to: staging)
         do {
+            // A copy merged in at a later schema version: the new package takes that schema, the
+            // first copy migrated as a merge migrates the copy at the earlier version.
+            let later = try PackageStore.open(at: from, mode: .readOnly)
+            let schema = later.schema
+            try later.close()
+            let first = try PackageStore.open(at: staging, mode: .readOnly)
+            let earlier = first.schema
+            try first.close()
+            if schema.fingerprint != earlier.fingerprint,
+                StoreSchema.compareVersions(schema.version, earlier.version) == .orderedDescending
+            {
+                try MergeMigration.migrate(
+                    staging, to: schema, with: MergeMigration.migrator(migrationPlan()), path: into)
+            }
             let store = try PackageStore.open(at: staging)
             defer { try? store.close() }
-            let report = try DocumentMerge.merge(from: from, into: store, differentDocuments: anyDocument)
+            let report = try DocumentMerge.merge(
+                from: from, into: store, differentDocuments: anyDocument, plan: migrationPlan())
             try store.close()
             guard rename(staging.path, target.path) == 0 else {
                 throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)
@@ -139,6 +160,11 @@ struct MergeCommand: DeckCommand {
             try? FileManager.default.removeItem(at: staging)
             throw error
         }
+    }
+
+    /// The plan of --plan, or one with no renames or removals.
+    private func migrationPlan() throws -> MigrationPlan {
+        try plan.map { try MigrationPlan(contentsOf: Support.url($0)) } ?? MigrationPlan()
     }
 
     static func id(_ id: UUID?) -> String { id?.uuidString.lowercased() ?? "-" }

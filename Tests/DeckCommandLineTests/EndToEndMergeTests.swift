@@ -127,4 +127,54 @@ struct EndToEndMergeTests {
         #expect(try deck("query", first, "Card", "--json").stdout == before)
         e2eExpectSuccess(try deck("verify", first))
     }
+
+    @Test func copiesAtDifferentSchemaVersionsMergeIntoTheLaterSchema() throws {
+        let directory = try TemporaryDirectory()
+        // The newer app renamed Card.back to answer and dropped Card.image (a removal: agreed
+        // to in a plan); the older app's copy is edited on.
+        let (old, _, schema) = try EndToEndMigrationTests.schemas(in: directory) { schema in
+            EndToEndMigrationTests.attributes(&schema, of: "Card") { attributes in
+                attributes = attributes.filter { $0["name"] as? String != "image" }
+                for index in attributes.indices where attributes[index]["name"] as? String == "back" {
+                    attributes[index]["originalName"] = "back"
+                    attributes[index]["name"] = "answer"
+                }
+            }
+        }
+        let plan = directory.appending("plan.json")
+        try Data(#"{"removals": ["Card.image"]}"#.utf8).write(to: URL(fileURLWithPath: plan))
+        let new = directory.appending("New.deck")
+        try FileManager.default.copyItem(atPath: old, toPath: new)
+        e2eExpectSuccess(try deck("migrate", new, "--to", schema, "--plan", plan))
+        e2eExpectSuccess(try deck("update", old, "Card", "back=hey", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("insert", new, "Card", "front=perro", "answer=dog"))
+        let oldBefore = try deck("query", old, "Card", "--json").stdout
+        // In place into the earlier copy: refused (no merge changes a copy's schema).
+        let later = try deck("merge", old, new)
+        #expect(later.status == 65 && later.stderr.contains("later than"), "\(later.stderr)")
+        // The earlier copy into the later one: refused without the plan that agrees to the removal.
+        let newBefore = try deck("query", new, "Card", "--json").stdout
+        let unplanned = try deck("merge", new, old)
+        #expect(unplanned.status == 65 && unplanned.stderr.contains("Card.image"), "\(unplanned.stderr)")
+        #expect(try deck("query", new, "Card", "--json").stdout == newBefore)
+        // Into a new package, in either order: the later schema, the same document.
+        let first = directory.appending("First.deck")
+        let second = directory.appending("Second.deck")
+        e2eExpectSuccess(try deck("merge", old, new, "-o", first, "--plan", plan))
+        e2eExpectSuccess(try deck("merge", new, old, "-o", second, "--plan", plan))
+        #expect(try deck("query", old, "Card", "--json").stdout == oldBefore)
+        for merged in [first, second] {
+            e2eExpectSuccess(try deck("verify", merged))
+            let inspect = try e2eJSONObject(try deck("inspect", merged, "--json").stdout)
+            #expect(inspect["schemaVersion"] as? String == "2.0.0")
+            let cards = try deck("query", merged, "Card", "--where", "answer == 'hey' or front == 'perro'")
+            #expect(cards.stdout.contains("(2 records)"), "\(cards.stdout)")
+        }
+        let same = try deck("diff", first, second)
+        e2eExpectSuccess(same)
+        #expect(same.stdout == "no differences\n")
+        // In place into the later copy, with the plan.
+        e2eExpectSuccess(try deck("merge", new, old, "--plan", plan))
+        #expect(try deck("diff", new, first).stdout == "no differences\n")
+    }
 }

@@ -3,10 +3,15 @@ import Foundation
 
 extension ModelContainer {
     /// Merges the copy of this container's document at `other` into it, in one transaction (see
-    /// ``DocumentMerge/merge(from:into:differentDocuments:)``): every record, value and link takes
-    /// the later of the two copies' changes. The container's contexts then see the merged records
-    /// as they see another context's save: the models they hold take the merged values,
+    /// ``DocumentMerge/merge(from:into:differentDocuments:plan:)``): every record, value and link
+    /// takes the later of the two copies' changes. The container's contexts then see the merged
+    /// records as they see another context's save: the models they hold take the merged values,
     /// deleted ones are deleted, and fetches return the records the other copy added.
+    ///
+    /// A copy at an earlier version of the schema (an older app's) is migrated first, in a scratch
+    /// copy, along the container's migration plan when it has one (its custom stages included),
+    /// and otherwise by the lightweight steps alone. A copy at a later version is refused: this
+    /// app cannot change the document to a schema it does not know.
     ///
     /// ```swift
     /// let report = try container.merge(from: phoneCopyURL)
@@ -15,10 +20,21 @@ extension ModelContainer {
     /// }
     /// ```
     ///
-    /// - Throws: the errors of ``DocumentMerge/merge(from:into:differentDocuments:)``;
+    /// - Throws: the errors of ``DocumentMerge/merge(from:into:differentDocuments:plan:)``;
     ///   ``DeckError/readOnly(path:)`` for a container opened read-only.
     @discardableResult
     public func merge(from other: URL, differentDocuments: Bool = false) throws(DeckError) -> MergeReport {
-        try DocumentMerge.merge(from: other, into: store, differentDocuments: differentDocuments)
+        var migrator = MergeMigration.migrator(MigrationPlan())
+        // The plan reaches the app's schema; a later document open read-write keeps its own.
+        if let migrationPlan = document.migrationPlan, let application = schema.storeSchema,
+            application.fingerprint == store.schema.fingerprint
+        {
+            let models = schema
+            migrator = { url, _ throws(DeckError) in
+                try PlanMigration.migrate(at: url, to: models, storeSchema: application, plan: migrationPlan)
+            }
+        }
+        return try DocumentMerge.merge(
+            from: other, into: store, differentDocuments: differentDocuments, blobs: nil, migrator: migrator)
     }
 }

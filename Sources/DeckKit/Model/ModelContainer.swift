@@ -98,7 +98,7 @@ public final class ModelContainer: Sendable {
             }
             document = OpenDocument(
                 store: store, schema: schema, configurations: [configuration], access: access,
-                temporaryDirectory: directory)
+                temporaryDirectory: directory, migrationPlan: migrationPlan)
             main = MainContextBox(nil)
             return
         }
@@ -131,7 +131,7 @@ public final class ModelContainer: Sendable {
         }
         document = OpenDocument(
             store: store, schema: schema, configurations: [configuration], access: access,
-            temporaryDirectory: nil)
+            temporaryDirectory: nil, migrationPlan: migrationPlan)
         main = MainContextBox(nil)
     }
 

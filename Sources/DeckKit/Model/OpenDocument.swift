@@ -17,11 +17,15 @@ final class OpenDocument: Sendable {
     let access: DocumentAccess
     /// The temporary directory of an in-memory document, removed with it.
     let temporaryDirectory: URL?
+    /// The migration plan the document was opened with: a copy merged in at an earlier version
+    /// follows it (``ModelContainer/merge(from:differentDocuments:)``).
+    let migrationPlan: (any SchemaMigrationPlan.Type)?
 
     init(
         store: PackageStore, schema: Schema, configurations: [ModelConfiguration], access: DocumentAccess,
-        temporaryDirectory: URL?
+        temporaryDirectory: URL?, migrationPlan: (any SchemaMigrationPlan.Type)? = nil
     ) {
+        self.migrationPlan = migrationPlan
         self.store = store
         self.schema = schema
         self.configurations = configurations

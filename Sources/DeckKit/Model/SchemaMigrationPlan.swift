@@ -75,7 +75,7 @@ extension VersionedSchema {
 ///     for: CardsV2.schema, migrationPlan: CardsMigrationPlan.self,
 ///     configurations: [ModelConfiguration(url: url)])
 /// ```
-public protocol SchemaMigrationPlan {
+public protocol SchemaMigrationPlan: SendableMetatype {
     /// The versions, oldest first.
     static var schemas: [any VersionedSchema.Type] { get }
     /// A stage from each version to the next.

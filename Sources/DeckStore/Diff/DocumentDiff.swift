@@ -172,14 +172,14 @@ extension DocumentDifference {
         }
     }
 
-    /// Refuses `second` unless it and `first` have one schema and, unless `differentDocuments`,
-    /// one document id, naming them by `paths` and saying what to do (`verb`: what the caller
-    /// does with them, "compare" or "merge").
+    /// Refuses `second` unless it and `first` have one schema (unless not `sameSchema`) and,
+    /// unless `differentDocuments`, one document id, naming them by `paths` and saying what to do
+    /// (`verb`: what the caller does with them, "compare" or "merge").
     static func requireCopies(
         _ first: PackageStore, _ second: PackageStore, paths: (first: String, second: String),
-        differentDocuments: Bool, verb: String
+        differentDocuments: Bool, verb: String, sameSchema: Bool = true
     ) throws(DeckError) {
-        guard first.schema.fingerprint == second.schema.fingerprint else {
+        guard !sameSchema || first.schema.fingerprint == second.schema.fingerprint else {
             let changes = SchemaDiff(from: first.schema, to: second.schema).steps.map(\.summary)
             throw DeckError.notComparable(
                 path: paths.second,

@@ -90,22 +90,31 @@ public enum DocumentMerge {
     ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify; the errors of a write.
     ///   On any error this store is as it was.
     @discardableResult
-    public static func merge(from other: URL, into store: PackageStore, differentDocuments: Bool = false)
-        throws(DeckError) -> MergeReport
-    {
-        try merge(from: other, into: store, differentDocuments: differentDocuments, blobs: nil)
+    public static func merge(
+        from other: URL, into store: PackageStore, differentDocuments: Bool = false,
+        plan: MigrationPlan = MigrationPlan()
+    ) throws(DeckError) -> MergeReport {
+        try merge(
+            from: other, into: store, differentDocuments: differentDocuments, blobs: nil,
+            migrator: MergeMigration.migrator(plan))
     }
 
     /// Folds each file-sync conflict copy of the store in `store`'s package
-    /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:)``
+    /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:plan:)``
     /// merges a copy, and removes it once merged; conflict copies of the writer lock, which hold
     /// nothing of the document, are removed too. Returns each store copy merged, with its report,
     /// by name. A copy that cannot be merged (another schema: the other device migrated the
     /// document) stops the work with its error, naming it; the copies merged before it are in
     /// the store and gone.
-    public static func mergeConflictCopies(into store: PackageStore) throws(DeckError) -> [(
-        copy: SyncConflictCopy, report: MergeReport
-    )] {
+    public static func mergeConflictCopies(into store: PackageStore, plan: MigrationPlan = MigrationPlan())
+        throws(DeckError) -> [(copy: SyncConflictCopy, report: MergeReport)]
+    {
+        try mergeConflictCopies(into: store, migrator: MergeMigration.migrator(plan))
+    }
+
+    package static func mergeConflictCopies(into store: PackageStore, migrator: MergeMigration.Migrator)
+        throws(DeckError) -> [(copy: SyncConflictCopy, report: MergeReport)]
+    {
         guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
         var merged: [(copy: SyncConflictCopy, report: MergeReport)] = []
         for copy in SyncConflictCopy.find(in: store.url) {
@@ -121,7 +130,8 @@ public enum DocumentMerge {
                         to: scratch.path + "/" + PackageLayout.manifest)
                     try DocumentDifference.copyFile(path, to: scratch.path + "/" + PackageLayout.store)
                     let report = try merge(
-                        from: scratch.url, into: store, differentDocuments: false, blobs: store.url)
+                        from: scratch.url, into: store, differentDocuments: false, blobs: store.url,
+                        migrator: migrator)
                     merged.append((copy, report))
                 } catch {
                     throw error.replacingPath(scratch.path, with: path.path)
@@ -137,13 +147,31 @@ public enum DocumentMerge {
     /// The merge; `blobs` is the package holding the other copy's blob files when it is not the
     /// other copy's own (a conflict copy's store: its blob files are missing from its scratch
     /// package, and checked as they are copied).
-    static func merge(from other: URL, into store: PackageStore, differentDocuments: Bool, blobs: URL?)
-        throws(DeckError) -> MergeReport
-    {
+    package static func merge(
+        from other: URL, into store: PackageStore, differentDocuments: Bool, blobs: URL?,
+        migrator: MergeMigration.Migrator
+    ) throws(DeckError) -> MergeReport {
         guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
         let source = try PackageStore.open(at: other, mode: .readOnly)
         defer { try? source.close() }
         try checkMergeable(source, into: store, differentDocuments: differentDocuments)
+        if try MergeMigration.needsMigration(
+            of: source.schema, into: store.schema, paths: (store.url.path, other.path))
+        {
+            let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
+            defer { scratch.discard() }
+            let blobs = blobs ?? other
+            try MergeMigration.copy(source, blobs: blobs, into: scratch.url, for: store.schema)
+            try? source.close()
+            try MergeMigration.migrate(scratch.url, to: store.schema, with: migrator, path: other.path)
+            do {
+                return try merge(
+                    from: scratch.url, into: store, differentDocuments: differentDocuments, blobs: blobs,
+                    migrator: migrator)
+            } catch {
+                throw error.replacingPath(scratch.path, with: other.path)
+            }
+        }
         // What the merge trusts of the other copy, checked here at a cost that follows its
         // bookkeeping, not its size: its tables are those its schema derives (its open refused
         // it otherwise), its bookkeeping holds together (the verifier's version check); the
@@ -200,9 +228,10 @@ public enum DocumentMerge {
                     "it is format version \(copy.storeFormatVersion); merging needs version "
                     + "\(VersionDDL.firstFormatVersion) (open it for writing once to upgrade it)")
         }
+        // The schemas are compared after: a copy at an earlier version is migrated (MergeMigration).
         try DocumentDifference.requireCopies(
             store, source, paths: (store.url.path, source.url.path), differentDocuments: differentDocuments,
-            verb: "merge")
+            verb: "merge", sameSchema: false)
         guard store.dateEpoch == source.dateEpoch else {
             throw DeckError.notComparable(
                 path: source.url.path, reason: "its dates count from another epoch than \(store.url.path)'s")

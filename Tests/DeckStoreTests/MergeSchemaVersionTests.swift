@@ -1,0 +1,220 @@
+import DeckSQLite
+import DeckStoreTestSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import DeckStore
+
+/// Copies of a document at different schema versions (spec section 20.9): the copy at the
+/// earlier version is migrated first, in a scratch copy when it is the one merged in, and what
+/// that migration changed carries the origin's version, so that the result does not depend on
+/// which copy was migrated, when, or by whom.
+@Suite("Merging copies at different schema versions", .timed) struct MergeSchemaVersionTests {
+    /// Version 1.1.0 of the flash-cards schema: `Card.back` renamed `answer`, `Card.hint` added.
+    static func laterSchema(version: String = "1.1.0", imageExternal: Bool = true) -> StoreSchema {
+        var schema = flashCardsSchema()
+        schema.version = version
+        schema.entities[1].attributes[1].name = "answer"
+        schema.entities[1].attributes[1].originalName = "back"
+        schema.entities[1].attributes.append(StoreSchema.Attribute("hint", .string, isOptional: true))
+        if !imageExternal { schema.entities[1].attributes[2].options.remove(.externalStorage) }
+        return schema
+    }
+
+    /// The newer app's migration to `laterSchema()`: a custom stage gives every card a hint.
+    static var hints: StoreMigrationStage {
+        StoreMigrationStage(
+            name: "hints",
+            didMigrate: { context in
+                for (id, front) in try context.oldValues(entity: "Card", attribute: "front") {
+                    guard case .string(let text) = front else { continue }
+                    try context.transaction.update(
+                        "Card", id: id, ["hint": .string("starts with " + text.prefix(1))])
+                }
+            })
+    }
+
+    static func migrateWithHints(_ url: URL, _ schema: StoreSchema) throws(DeckError) {
+        _ = try PackageStore.migrate(at: url, to: schema, stage: hints)
+    }
+
+    /// A package of the small flash cards at 1.0.0 (`old.deck`, an older app's copy) and a copy
+    /// of it migrated to `schema` (`new.deck`, the newer app's), with their records' ids.
+    static func copies(
+        in dir: URL, later schema: StoreSchema = laterSchema(), plan: MigrationPlan = MigrationPlan(),
+        stage: StoreMigrationStage? = nil
+    ) throws -> (old: URL, new: URL, ids: [String: Int64]) {
+        let old = dir.appendingPathComponent("old.deck")
+        let ids = try makeSmallFlashcards(at: old)
+        let new = try MergeTests.copy(old, to: "new.deck")
+        _ = try PackageStore.migrate(at: new, to: schema, plan: plan, stage: stage)
+        return (old, new, ids)
+    }
+
+    static func schemaVersion(_ url: URL) throws -> String {
+        let store = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? store.close() }
+        return store.schema.version
+    }
+
+    @Test func anOlderAppsCopyIsMigratedAndMergedTheSameWhicheverCopyIsMigrated() throws {
+        try withTestDirectory { dir in
+            let (old, new, ids) = try Self.copies(in: dir, stage: Self.hints)
+            try MergeTests.write(new) { t in
+                try t.update(
+                    "Card", id: ids["hola"]!, ["answer": .string("hi"), "hint": .string("a greeting")])
+            }
+            try MergeTests.write(old) { t in
+                try t.update("Card", id: ids["merci"]!, ["back": .string("thanks")])
+                _ = try t.insert("Card", ["front": .string("gracias"), "deck": .reference(ids["spanish"]!)])
+                _ = try t.delete("Card", id: ids["adios"]!)
+                // Later than the new copy's edit of the same cell, under its old name.
+                try t.update("Card", id: ids["hola"]!, ["back": .string("hey")])
+            }
+            let oldBefore = try MergeTests.dump(old)
+            let merged = try MergeTests.copy(new, to: "merged.deck")
+            let store = try PackageStore.open(at: merged)
+            let report = try DocumentMerge.merge(
+                from: old, into: store, differentDocuments: false, blobs: nil, migrator: Self.migrateWithHints
+            )
+            try store.close()
+            #expect(try MergeTests.dump(old) == oldBefore, "the copy merged in is never written")
+            #expect(try Self.schemaVersion(merged) == "1.1.0")
+            #expect(report.insertedRecords == 1 && report.deletedRecords == 1)
+            // The cell follows its rename: the old copy's later edit of `back` wins over `answer`.
+            #expect(report.conflicts.map(\.property) == ["answer"])
+            #expect(report.conflicts.first?.kept == .value(.string("hey")))
+            let cards = try MergeTests.cards(merged)
+            #expect(Set(cards.keys) == ["hola", "merci", "gracias"])
+            #expect(cards["merci"]?["answer"] == .string("thanks"))
+            // The migration's own values lose to every edit: the new copy's hint is kept, and the
+            // cards both copies hold have the one the new copy's migration gave them.
+            #expect(cards["hola"]?["hint"] == .string("a greeting"))
+            #expect(cards["merci"]?["hint"] == .string("starts with m"))
+            #expect(cards["gracias"]?["hint"] == .string("starts with g"))
+            // Idempotent: the old copy migrated again (another scratch copy, another session)
+            // brings nothing new.
+            let before = try MergeTests.dump(merged)
+            let again = try PackageStore.open(at: merged)
+            #expect(
+                try DocumentMerge.merge(
+                    from: old, into: again, differentDocuments: false, blobs: nil,
+                    migrator: Self.migrateWithHints
+                ).isEmpty)
+            try again.close()
+            #expect(try MergeTests.dump(merged) == before)
+            // Commutative: the old copy migrated as a merge migrates it, the new one merged in.
+            let other = try MergeTests.copy(old, to: "other.deck")
+            try MergeMigration.migrate(
+                other, to: Self.laterSchema(), with: Self.migrateWithHints, path: old.path)
+            try MergeTests.merge(new, into: other)
+            try MergeTests.expectSame(merged, other)
+        }
+    }
+
+    @Test func aCopyAtALaterVersionIsRefusedInPlaceAndChangesNothing() throws {
+        try withTestDirectory { dir in
+            let (old, new, _) = try Self.copies(in: dir)
+            let before = try MergeTests.dump(old)
+            let store = try PackageStore.open(at: old)
+            defer { try? store.close() }
+            do {
+                try DocumentMerge.merge(from: new, into: store)
+                Issue.record("a copy at a later schema version was merged into an earlier one")
+            } catch let DeckError.notComparable(path, reason) {
+                #expect(path == new.path)
+                #expect(
+                    reason.contains("1.1.0 is later than") && reason.contains("deck merge -o"), "\(reason)")
+            }
+            try store.close()
+            #expect(try MergeTests.dump(old) == before)
+        }
+    }
+
+    @Test func copiesWhoseSchemasDivergedUnderOneVersionAreRefused() throws {
+        try withTestDirectory { dir in
+            let (old, new, _) = try Self.copies(in: dir)
+            var colour = flashCardsSchema()
+            colour.version = "1.1.0"
+            colour.entities[2].attributes.append(StoreSchema.Attribute("colour", .string, isOptional: true))
+            _ = try PackageStore.migrate(at: old, to: colour)
+            let before = try MergeTests.dump(new)
+            let store = try PackageStore.open(at: new)
+            defer { try? store.close() }
+            do {
+                try DocumentMerge.merge(from: old, into: store)
+                Issue.record("copies whose schemas diverged were merged")
+            } catch let DeckError.notComparable(_, reason) {
+                #expect(reason.contains("diverged") && reason.contains("colour"), "\(reason)")
+            }
+            try store.close()
+            #expect(try MergeTests.dump(new) == before)
+        }
+    }
+
+    @Test func aMigrationThatRemovesDataNeedsThePlanThatAgreesToIt() throws {
+        try withTestDirectory { dir in
+            var schema = Self.laterSchema()
+            schema.entities[1].attributes.remove(at: 2)  // Card.image
+            let plan = MigrationPlan(removals: ["Card.image"])
+            let (old, new, ids) = try Self.copies(in: dir, later: schema, plan: plan)
+            try MergeTests.write(old) { t in
+                try t.update("Card", id: ids["merci"]!, ["back": .string("thanks")])
+            }
+            let before = try MergeTests.dump(new)
+            let store = try PackageStore.open(at: new)
+            defer { try? store.close() }
+            do {
+                try DocumentMerge.merge(from: old, into: store)
+                Issue.record("a copy was migrated with a removal no plan agreed to")
+            } catch let DeckError.notComparable(path, reason) {
+                #expect(path == old.path)
+                #expect(reason.contains("Card.image") && reason.contains("--plan"), "\(reason)")
+            }
+            #expect(try MergeTests.dump(new) == before)
+            let report = try DocumentMerge.merge(from: old, into: store, plan: plan)
+            #expect(report.changedCells == 1)
+            try store.close()
+            #expect(try MergeTests.cards(new)["merci"]?["answer"] == .string("thanks"))
+            #expect(try PackageVerifier.verify(at: new).findings.isEmpty)
+        }
+    }
+
+    @Test func valuesTheMigrationMovesIntoTheStoreAreReadFromTheOtherCopysBlobFiles() throws {
+        try withTestDirectory { dir in
+            let (old, new, ids) = try Self.copies(in: dir, later: Self.laterSchema(imageExternal: false))
+            let image = testBytes(3000, seed: 4)
+            try MergeTests.write(old) { t in try t.update("Card", id: ids["merci"]!, ["image": .data(image)])
+            }
+            let report = try MergeTests.merge(old, into: new)
+            #expect(report.changedCells == 1 && report.copiedBlobs == 0)
+            #expect(try MergeTests.cards(new)["merci"]?["image"] == .data(image))
+            // A blob file of the old copy that does not hold what its name says stops the merge.
+            let (damaged, target, other) = (
+                try MergeTests.copy(old, to: "damaged.deck"), try MergeTests.copy(new, to: "target.deck"), ids
+            )
+            try MergeTests.write(damaged) { t in
+                try t.update("Card", id: other["hola"]!, ["image": .data(testBytes(2000, seed: 5))])
+            }
+            for file in blobFiles(damaged) {
+                let path = damaged.appendingPathComponent(PackageLayout.blobsDirectory)
+                    .appendingPathComponent(file)
+                try FileManager.default.removeItem(at: path)
+                try Data("not the image".utf8).write(to: path)
+            }
+            let before = try MergeTests.dump(target)
+            let store = try PackageStore.open(at: target)
+            defer { try? store.close() }
+            do {
+                try DocumentMerge.merge(from: damaged, into: store)
+                Issue.record("a blob file that does not hash to its name was taken")
+            } catch let DeckError.corrupt(path, reason) {
+                #expect(path.hasPrefix(damaged.path) && reason.contains("hash"), "\(path): \(reason)")
+            }
+            try store.close()
+            #expect(try MergeTests.dump(target) == before)
+        }
+    }
+}
