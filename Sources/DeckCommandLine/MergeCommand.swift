@@ -17,8 +17,10 @@ struct MergeCommand: DeckCommand {
                 the same document, and merging again changes nothing. The cells both copies \
                 changed are reported with the value kept and the value lost. FROM is checked as \
                 any package from elsewhere and never changed; it must be a copy of the same \
-                document (the same document id, --any-document to merge another) with the same \
-                schema. With --conflicts, folds every file-sync conflict copy of the store in INTO \
+                document (the same document id, --any-document to merge another). A copy at an \
+                earlier schema version is migrated first, in a scratch copy (--plan gives the \
+                renames and removals); one at a later version is merged only into a new package. \
+                With --conflicts, folds every file-sync conflict copy of the store in INTO \
                 into it and removes them. Exit status 0 when merged.
                 """,
             examples: [

@@ -36,8 +36,10 @@ import Testing
             })
     }
 
-    static func migrateWithHints(_ url: URL, _ schema: StoreSchema) throws(DeckError) {
-        _ = try PackageStore.migrate(at: url, to: schema, stage: hints)
+    static var migrateWithHints: MergeMigration.Migrator {
+        MergeMigration.Migrator(runsStages: true) { url, schema throws(DeckError) in
+            _ = try PackageStore.migrate(at: url, to: schema, stage: hints)
+        }
     }
 
     /// A package of the small flash cards at 1.0.0 (`old.deck`, an older app's copy) and a copy
@@ -62,16 +64,19 @@ import Testing
     @Test func anOlderAppsCopyIsMigratedAndMergedTheSameWhicheverCopyIsMigrated() throws {
         try withTestDirectory { dir in
             let (old, new, ids) = try Self.copies(in: dir, stage: Self.hints)
-            try MergeTests.write(new) { t in
-                try t.update(
-                    "Card", id: ids["hola"]!, ["answer": .string("hi"), "hint": .string("a greeting")])
+            try MergeTests.write(new) { t in try t.update("Card", id: ids["hola"]!, ["answer": .string("hi")])
             }
             try MergeTests.write(old) { t in
-                try t.update("Card", id: ids["merci"]!, ["back": .string("thanks")])
+                try t.update(
+                    "Card", id: ids["merci"]!, ["back": .string("thanks"), "front": .string("Merci")])
                 _ = try t.insert("Card", ["front": .string("gracias"), "deck": .reference(ids["spanish"]!)])
                 _ = try t.delete("Card", id: ids["adios"]!)
                 // Later than the new copy's edit of the same cell, under its old name.
                 try t.update("Card", id: ids["hola"]!, ["back": .string("hey")])
+            }
+            // Later than the old copy's edit of the card.
+            try MergeTests.write(new) { t in
+                try t.update("Card", id: ids["hola"]!, ["hint": .string("a greeting")])
             }
             let oldBefore = try MergeTests.dump(old)
             let merged = try MergeTests.copy(new, to: "merged.deck")
@@ -84,15 +89,27 @@ import Testing
             #expect(try Self.schemaVersion(merged) == "1.1.0")
             #expect(report.insertedRecords == 1 && report.deletedRecords == 1)
             // The cell follows its rename: the old copy's later edit of `back` wins over `answer`.
-            #expect(report.conflicts.map(\.property) == ["answer"])
-            #expect(report.conflicts.first?.kept == .value(.string("hey")))
+            let conflicts = Set(
+                report.conflicts.map {
+                    "\($0.property): kept \($0.kept), lost \($0.lost), here \($0.lostHere)"
+                })
+            // A value the migration computed has the version of the record it was computed
+            // from: the new copy's later edit of hola's hint wins over it (and it is reported);
+            // the old copy's edit of merci, later than the new copy's migration, wins over the
+            // hint that migration computed.
+            #expect(
+                conflicts == [
+                    "answer: kept hey, lost hi, here true",
+                    "hint: kept a greeting, lost starts with h, here false",
+                    "hint: kept starts with M, lost starts with m, here true",
+                ])
             let cards = try MergeTests.cards(merged)
-            #expect(Set(cards.keys) == ["hola", "merci", "gracias"])
-            #expect(cards["merci"]?["answer"] == .string("thanks"))
-            // The migration's own values lose to every edit: the new copy's hint is kept, and the
-            // cards both copies hold have the one the new copy's migration gave them.
+            #expect(Set(cards.keys) == ["hola", "Merci", "gracias"])
+            #expect(cards["Merci"]?["answer"] == .string("thanks"))
             #expect(cards["hola"]?["hint"] == .string("a greeting"))
-            #expect(cards["merci"]?["hint"] == .string("starts with m"))
+            // ...and the old copy's edit of merci, made after the new copy migrated, carries
+            // through the stage: its hint is computed from the new front.
+            #expect(cards["Merci"]?["hint"] == .string("starts with M"))
             #expect(cards["gracias"]?["hint"] == .string("starts with g"))
             // Idempotent: the old copy migrated again (another scratch copy, another session)
             // brings nothing new.

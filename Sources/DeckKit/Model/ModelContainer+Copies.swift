@@ -30,7 +30,10 @@ extension ModelContainer {
             application.fingerprint == store.schema.fingerprint
         {
             let models = schema
-            migrator = { url, _ throws(DeckError) in
+            let stages = migrationPlan.stages.contains {
+                if case .custom = $0 { true } else { false }
+            }
+            migrator = MergeMigration.Migrator(runsStages: stages) { url, _ throws(DeckError) in
                 try PlanMigration.migrate(at: url, to: models, storeSchema: application, plan: migrationPlan)
             }
         }

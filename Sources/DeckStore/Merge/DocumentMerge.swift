@@ -84,9 +84,19 @@ public enum DocumentMerge {
     /// written to it. The merge holds this store's writer for its length; observers of commits
     /// see the records it changed as another writer's save.
     ///
-    /// - Parameter differentDocuments: merge a copy of another document (another document id).
+    /// A copy at an earlier version of the schema (an older app's, spec section 5.10 orders
+    /// versions) is migrated to this store's schema first, in a scratch copy, by the lightweight
+    /// steps with `plan`'s renames and removals; what that migration changes keeps the version
+    /// of what it was computed from, so that no later edit of this copy loses to it. A copy at a later version is
+    /// refused: a merge never changes this store's schema (migrate it first, or merge both into
+    /// a new package with `deck merge -o`).
+    ///
+    /// - Parameters:
+    ///   - differentDocuments: merge a copy of another document (another document id).
+    ///   - plan: renames and agreed removals for migrating a copy at an earlier schema version.
     /// - Throws: ``DeckError/notComparable(path:reason:)`` when the copies are not of one
-    ///   document or one schema, or either is older than format version 5;
+    ///   document, their schemas diverged or `other`'s is later, migrating `other` is refused
+    ///   (the reason names the step), or either is older than format version 5;
     ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify; the errors of a write.
     ///   On any error this store is as it was.
     @discardableResult
@@ -103,9 +113,9 @@ public enum DocumentMerge {
     /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:plan:)``
     /// merges a copy, and removes it once merged; conflict copies of the writer lock, which hold
     /// nothing of the document, are removed too. Returns each store copy merged, with its report,
-    /// by name. A copy that cannot be merged (another schema: the other device migrated the
-    /// document) stops the work with its error, naming it; the copies merged before it are in
-    /// the store and gone.
+    /// by name. A copy at an earlier schema version is migrated first, with `plan`. A copy that
+    /// cannot be merged (a later schema: the other device migrated the document) stops the work
+    /// with its error, naming it; the copies merged before it are in the store and gone.
     public static func mergeConflictCopies(into store: PackageStore, plan: MigrationPlan = MigrationPlan())
         throws(DeckError) -> [(copy: SyncConflictCopy, report: MergeReport)]
     {

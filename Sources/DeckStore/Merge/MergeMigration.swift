@@ -4,18 +4,29 @@ import Foundation
 
 /// Copies of a document at different schema versions (spec section 20.9, "Copies at different
 /// schema versions"): the copy with the earlier schema is migrated to the later one first, in a
-/// scratch copy when it is the copy merged in, and what that migration changed is given the
-/// origin's version, so that merging an old copy gives the same result whenever and wherever it
-/// is merged.
+/// scratch copy when it is the copy merged in, and what that migration changed takes the
+/// versions of what it was computed from (``MigratedVersions``), so that merging an old copy
+/// gives the same result whenever and wherever it is merged.
 package enum MergeMigration {
     /// How the copy with the earlier schema is migrated: the package at the URL, to the schema.
     /// The default runs ``PackageStore/migrate(at:to:plan:stage:dryRun:)`` with a plan; DeckKit's
-    /// container runs its migration plan's stages.
-    package typealias Migrator = (URL, StoreSchema) throws(DeckError) -> Void
+    /// container runs its migration plan's stages (`runsStages`: code of the application's runs,
+    /// and may compute a value from any of its record's).
+    package struct Migrator {
+        package var runsStages: Bool
+        package var migrate: (URL, StoreSchema) throws(DeckError) -> Void
+
+        package init(runsStages: Bool, _ migrate: @escaping (URL, StoreSchema) throws(DeckError) -> Void) {
+            self.runsStages = runsStages
+            self.migrate = migrate
+        }
+    }
 
     /// The migrator of `plan`: lightweight steps, its renames and agreed removals.
     package static func migrator(_ plan: MigrationPlan) -> Migrator {
-        { url, schema throws(DeckError) in _ = try PackageStore.migrate(at: url, to: schema, plan: plan) }
+        Migrator(runsStages: false) { url, schema throws(DeckError) in
+            _ = try PackageStore.migrate(at: url, to: schema, plan: plan)
+        }
     }
 
     /// What to do with two copies whose schemas differ: nothing when they are the same schema;
@@ -48,17 +59,25 @@ package enum MergeMigration {
         }
     }
 
-    /// Migrates the package at `url` to `schema` with `migrator`, then gives every version the
-    /// migration's writers recorded the origin's (clock 0, writer 0): the migration's changes
-    /// are the same in every copy migrated alike, and must not beat a later edit of another copy.
-    /// A refusal names `path` (what the user knows the copy as) and what differs.
+    /// Migrates the package at `url` to `schema` with `migrator`, then gives what the migration
+    /// changed the versions of what it was computed from (``MigratedVersions``): the migration's
+    /// changes are the same in every copy migrated alike, the old copy's edits still count, and
+    /// the migration itself beats no later edit of another copy. A refusal names `path` (what
+    /// the user knows the copy as) and what differs.
     package static func migrate(
         _ url: URL, to schema: StoreSchema, with migrator: Migrator, path: String
     ) throws(DeckError) {
         let store = url.appendingPathComponent(PackageLayout.store).path
-        let before = try lastWriter(store)
+        let versions: MigratedVersions
         do {
-            try migrator(url, schema)
+            let database = try Database(path: store, mode: .readOnly)
+            defer { database.close() }
+            versions = try MigratedVersions(reading: database)
+        } catch {
+            throw DeckError.wrap(error).replacingPath(url.path, with: path)
+        }
+        do {
+            try migrator.migrate(url, schema)
         } catch .migrationRefused(_, let entity, let property, let reason) {
             throw DeckError.notComparable(
                 path: path,
@@ -69,7 +88,20 @@ package enum MergeMigration {
         } catch {
             throw error.replacingPath(url.path, with: path)
         }
-        try giveOriginVersions(store, writersAfter: before)
+        do {
+            let database = try Database(path: store, mode: .readWrite)
+            defer { database.close() }
+            try database.execute("BEGIN IMMEDIATE")
+            do {
+                try versions.apply(to: database, stages: migrator.runsStages)
+                try database.execute("COMMIT")
+            } catch {
+                try? database.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            throw DeckError.wrap(error).replacingPath(url.path, with: path)
+        }
     }
 
     /// Makes `scratch` (an empty private directory) a copy of `source` to migrate: its manifest,
@@ -98,42 +130,4 @@ package enum MergeMigration {
         }
     }
 
-    private static func lastWriter(_ store: String) throws(DeckError) -> Int64 {
-        do {
-            let database = try Database(path: store, mode: .readOnly)
-            return try database.scalar("SELECT max(id) FROM deck_writer")?.int64 ?? 0
-        } catch {
-            throw DeckError.wrap(error)
-        }
-    }
-
-    /// Every version of a writer numbered above `writersAfter` in the store at `store` becomes
-    /// the origin's, in one transaction on the closed package's store.
-    private static func giveOriginVersions(_ store: String, writersAfter before: Int64) throws(DeckError) {
-        do {
-            let database = try Database(path: store, mode: .readWrite)
-            let tables = try database.rows(
-                """
-                SELECT name FROM sqlite_schema WHERE type = 'table'
-                AND (name = 'deck_inserts' OR name GLOB 'deck_rows:*' OR name GLOB 'deck_cells:*'
-                     OR name GLOB 'deck_links:*')
-                ORDER BY name
-                """
-            ).compactMap { $0[0].string }
-            try database.execute("BEGIN IMMEDIATE")
-            do {
-                for table in tables {
-                    try database.run(
-                        "UPDATE \(quote(table)) SET clock = 0, writer = 0 WHERE writer > ?",
-                        [.integer(before)])
-                }
-                try database.execute("COMMIT")
-            } catch {
-                try? database.execute("ROLLBACK")
-                throw error
-            }
-        } catch {
-            throw DeckError.wrap(error)
-        }
-    }
 }
