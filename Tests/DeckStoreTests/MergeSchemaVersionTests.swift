@@ -9,12 +9,17 @@ import Testing
 
 /// Copies of a document at different schema versions (spec section 20.9): the copy at the
 /// earlier version is migrated first, in a scratch copy when it is the one merged in, and what
-/// that migration changed carries the origin's version, so that the result does not depend on
-/// which copy was migrated, when, or by whom.
+/// that migration changed takes the versions of what it was computed from, so that the result
+/// does not depend on which copy was migrated, when, or by whom.
 @Suite("Merging copies at different schema versions", .timed) struct MergeSchemaVersionTests {
+    static let seed = TestSeed("MergeSchemaVersionTests", filter: "MergeSchemaVersionTests")
+
     /// Version 1.1.0 of the flash-cards schema: `Card.back` renamed `answer`, `Card.hint` added.
-    static func laterSchema(version: String = "1.1.0", imageExternal: Bool = true) -> StoreSchema {
-        var schema = flashCardsSchema()
+    static func laterSchema(
+        version: String = "1.1.0", imageExternal: Bool = true,
+        cardsDeleteRule: StoreSchema.DeleteRule = .cascade
+    ) -> StoreSchema {
+        var schema = flashCardsSchema(cardsDeleteRule: cardsDeleteRule)
         schema.version = version
         schema.entities[1].attributes[1].name = "answer"
         schema.entities[1].attributes[1].originalName = "back"
@@ -232,6 +237,89 @@ import Testing
             }
             try store.close()
             #expect(try MergeTests.dump(target) == before)
+        }
+    }
+
+    // MARK: Random operations on replicas at two schema versions
+
+    /// The merge of the copies at `first` and `second` into a new package named `name`, as
+    /// `deck merge -o` makes it: a copy of `first`, migrated (as a merge migrates) when `second`
+    /// is at a later schema version, into which `second` is merged.
+    static func joined(_ first: URL, _ second: URL, as name: String, later: StoreSchema) throws -> URL {
+        let result = try MergeTests.copy(first, to: name)
+        let (own, other) = (try schemaVersion(first), try schemaVersion(second))
+        if StoreSchema.compareVersions(other, own) == .orderedDescending {
+            try MergeMigration.migrate(result, to: later, with: migrateWithHints, path: first.path)
+        }
+        let store = try PackageStore.open(at: result)
+        defer { try? store.close() }
+        _ = try DocumentMerge.merge(
+            from: second, into: store, differentDocuments: false, blobs: nil, migrator: migrateWithHints)
+        try store.close()
+        #expect(try PackageVerifier.verify(at: result).findings.isEmpty)
+        return result
+    }
+
+    @Test func mergesOfReplicasAtTwoSchemaVersionsAreCommutativeIdempotentAndAssociative() throws {
+        var g = Self.seed.generator()
+        try withTestDirectory { dir in
+            let rules: [StoreSchema.DeleteRule] = [.cascade, .nullify, .deny]
+            for round in 0..<rules.count {
+                // The later schema keeps the round's delete rule: a repair made under one rule
+                // stays when a later schema changes it, so copies merged before and after the
+                // change may differ (see the spec, section 20.9).
+                let later = Self.laterSchema(cardsDeleteRule: rules[round])
+                let origin = dir.appendingPathComponent("o\(round).deck")
+                _ = try makeSmallFlashcards(at: origin, cardsDeleteRule: rules[round])
+                try MergeTests.randomEdits(origin, &g, count: 6)
+                let a = try MergeTests.copy(origin, to: "a\(round).deck")
+                let b = try MergeTests.copy(origin, to: "b\(round).deck")
+                let c = try MergeTests.copy(origin, to: "c\(round).deck")
+                for step in 0..<3 {
+                    for replica in [a, b, c] { try MergeTests.randomEdits(replica, &g, count: 5) }
+                    // The newer app reaches b, with its custom stage; b takes a's changes, c a's.
+                    if step == 0 { try Self.migrateWithHints.migrate(b, later) }
+                    if step == 1 {
+                        let store = try PackageStore.open(at: b)
+                        _ = try DocumentMerge.merge(
+                            from: a, into: store, differentDocuments: false, blobs: nil,
+                            migrator: Self.migrateWithHints)
+                        try store.close()
+                    }
+                    if step == 2 { try MergeTests.merge(c, into: a) }
+                }
+                let comment = Comment(rawValue: "round \(round), \(Self.seed)")
+                if let keep = ProcessInfo.processInfo.environment["MERGE_KEEP"] {
+                    try? FileManager.default.removeItem(atPath: keep + "/\(round)")
+                    try FileManager.default.createDirectory(
+                        atPath: keep + "/\(round)", withIntermediateDirectories: true)
+                    for url in [a, b, c] {
+                        try FileManager.default.copyItem(
+                            at: url, to: URL(fileURLWithPath: keep + "/\(round)/" + url.lastPathComponent))
+                    }
+                }
+                let ab = try Self.joined(a, b, as: "ab.deck", later: later)
+                let ba = try Self.joined(b, a, as: "ba.deck", later: later)
+                try MergeTests.expectSame(ab, ba, comment)
+                let abc = try Self.joined(ab, c, as: "ab_c.deck", later: later)
+                let bc = try Self.joined(b, c, as: "bc.deck", later: later)
+                let abc2 = try Self.joined(a, bc, as: "a_bc.deck", later: later)
+                let cab = try Self.joined(c, ab, as: "c_ab.deck", later: later)
+                try MergeTests.expectSame(abc, abc2, comment)
+                try MergeTests.expectSame(abc, cab, comment)
+                #expect(try Self.schemaVersion(abc) == "1.1.0")
+                // Idempotent: each replica, migrated again for the merge, brings nothing new.
+                let expected = try MergeTests.dump(abc)
+                for replica in [a, b, c] {
+                    let store = try PackageStore.open(at: abc)
+                    let again = try DocumentMerge.merge(
+                        from: replica, into: store, differentDocuments: false, blobs: nil,
+                        migrator: Self.migrateWithHints)
+                    try store.close()
+                    #expect(again.isEmpty, "\(replica.lastPathComponent): \(again) \(comment)")
+                }
+                #expect(try MergeTests.dump(abc) == expected, comment)
+            }
         }
     }
 }
