@@ -192,6 +192,11 @@ struct MergeCommand: DeckCommand {
                 + "kept \(DiffCommand.text(conflict.kept)), lost \(DiffCommand.text(conflict.lost)) "
                 + "(\(conflict.lostHere ? "this copy's" : "the other copy's") change)\n"
         }
+        for edit in report.lostEdits {
+            out +=
+                "lost to a delete: \(field(edit.entity)) \(id(edit.globalID)) \(field(edit.property)): "
+                + "\(DiffCommand.text(edit.lost)) (\(edit.lostHere ? "this copy's" : "the other copy's") edit)\n"
+        }
         for repair in report.repairs {
             out +=
                 "repair: \(field(repair.entity)) \(id(repair.globalID)) \(field(repair.property)): "
@@ -238,6 +243,18 @@ struct MergeCommand: DeckCommand {
                                             ("_gid", jsonID(repair.globalID)),
                                             ("property", .string(repair.property)),
                                             ("kind", .string(repair.kind.rawValue)),
+                                        ])
+                                    })
+                            ),
+                            (
+                                "lostToDeletes",
+                                .array(
+                                    report.lostEdits.map { edit in
+                                        .object([
+                                            ("entity", .string(edit.entity)), ("_gid", jsonID(edit.globalID)),
+                                            ("property", .string(edit.property)),
+                                            ("lost", DiffCommand.json(edit.lost)),
+                                            ("lostHere", .bool(edit.lostHere)),
                                         ])
                                     })
                             ),

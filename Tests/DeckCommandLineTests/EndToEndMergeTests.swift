@@ -177,4 +177,32 @@ struct EndToEndMergeTests {
         e2eExpectSuccess(try deck("merge", new, old, "--plan", plan))
         #expect(try deck("diff", new, first).stdout == "no differences\n")
     }
+
+    @Test func anEditThatLostToADeleteIsListed() throws {
+        let directory = try TemporaryDirectory()
+        let first = try e2eSample(in: directory)
+        let second = directory.appending("Copy.deck")
+        try FileManager.default.copyItem(atPath: first, toPath: second)
+        e2eExpectSuccess(try deck("delete", first, "Card", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("update", second, "Card", "back=hey", "--where", "front == 'hola'"))
+        let original = directory.appending("Original.deck")
+        try FileManager.default.copyItem(atPath: first, toPath: original)
+        let merged = try deck("merge", first, second)
+        e2eExpectSuccess(merged)
+        #expect(
+            merged.stdout.split(separator: "\n").contains {
+                $0.hasPrefix("lost to a delete: Card ")
+                    && $0.hasSuffix(#"back: "hey" (the other copy's edit)"#)
+            }, "\(merged.stdout)")
+        // The other way round, from the first copy as it was: the merged one holds no version of
+        // the edit's writer, which the report's estimate of what a copy has seen counts as seen.
+        let json = try deck("merge", second, original, "--json")
+        e2eExpectSuccess(json)
+        let object = try e2eJSONObject(json.stdout)
+        let report = try #require((object["merged"] as? [[String: Any]])?.first)
+        let lost = try #require(report["lostToDeletes"] as? [[String: Any]])
+        #expect(
+            lost.count == 1 && lost.first?["lost"] as? String == "hey"
+                && lost.first?["lostHere"] as? Bool == true)
+    }
 }

@@ -161,6 +161,14 @@ import Testing
         }
     }
 
+    /// The global id of record `key` of `table` in the package at `url`.
+    static func globalID(_ url: URL, _ table: String, _ key: Int64) throws -> UUID? {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+        defer { db.close() }
+        return DocumentMerger.globalID(
+            try db.scalar("SELECT _gid FROM \(quote(table)) WHERE _pk = ?", [.integer(key)]))
+    }
+
     /// Each card's tags, as "front name".
     static func tags(_ url: URL) throws -> Set<String> {
         let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
@@ -252,10 +260,23 @@ import Testing
                 _ = try t.insert(
                     "Card", ["front": .string("buenos días"), "deck": .reference(ids["spanish"]!)])
             }
-            let ab = try Self.merged(original, other, as: "ab.deck")
-            let ba = try Self.merged(other, original, as: "ba.deck")
+            let ab = try Self.copy(original, to: "ab.deck")
+            let lostThere = try Self.merge(other, into: ab)
+            let ba = try Self.copy(other, to: "ba.deck")
+            let lostHere = try Self.merge(original, into: ba)
             try Self.expectSame(ab, ba)
             #expect(Set(try Self.cards(ab).keys) == ["merci"])
+            // b's edit of hola lost to a's delete of its deck (which cascaded to it): reported
+            // whichever way the copies merge. (b's new card went with the deck: the deletes of
+            // the records only one copy had are counted, not listed.)
+            let edit = MergeLostEdit(
+                entity: "Card", globalID: try Self.globalID(other, "Card", ids["hola"]!), property: "back",
+                lost: .value(.string("hey")), lostHere: false)
+            #expect(lostThere.lostEdits == [edit])
+            var here = edit
+            here.lostHere = true
+            #expect(lostHere.lostEdits == [here])
+            #expect(try Self.merge(other, into: ab).lostEdits.isEmpty, "reported once")
         }
     }
 

@@ -23,6 +23,10 @@ public struct MergeReport: Sendable, Equatable {
     public var conflicts: [MergeConflict] = []
     /// What the merge changed besides taking the other copy's changes.
     public var repairs: [MergeRepair] = []
+    /// Edits of a record that one copy made while the other deleted it: the delete won, and
+    /// these values are in neither the store nor its tombstone afterwards (the copy that made
+    /// them still has them).
+    public var lostEdits: [MergeLostEdit] = []
 
     public init() {}
 
@@ -45,6 +49,19 @@ public struct MergeConflict: Sendable, Equatable {
     public var kept: DiffCell
     public var lost: DiffCell
     /// Whether the change that lost was this copy's (the one merged into), else the other's.
+    public var lostHere: Bool
+}
+
+/// An attribute or to-one reference that one copy changed since the copies parted, of a record
+/// the other copy deleted meanwhile: the delete won over the edit.
+public struct MergeLostEdit: Sendable, Equatable {
+    /// The record's concrete entity.
+    public var entity: String
+    public var globalID: UUID?
+    public var property: String
+    /// The value the edit set, as ``DocumentDifference`` gives cells.
+    public var lost: DiffCell
+    /// Whether the edit was this copy's (the one merged into), else the other's.
     public var lostHere: Bool
 }
 

@@ -39,9 +39,15 @@ struct DocumentMerger {
         // once both copies' changes of the references are in.
         try MergeVersions.keep(database, tables: tables)
         for table in tables { try mergeCells(table) }
+        for table in tables {
+            report.lostEdits += try MergeLostEdits.here(database, table, epoch: connection.dateEpoch)
+        }
         for table in tables { try delete(table) }
         try MergeVersions.restore(database, tables: tables)
-        for table in tables { try learnTombstones(table) }
+        for table in tables {
+            report.lostEdits += try MergeLostEdits.there(database, table, epoch: connection.dateEpoch)
+            try learnTombstones(table)
+        }
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // The links need every tombstone by global id, those the deletes above made included.
         for table in tables {
@@ -241,7 +247,7 @@ struct DocumentMerger {
 
     /// Whether `other`'s state of a record (`b`) is greater than `main`'s (`a`): counter, then
     /// version.
-    private static let otherWins = """
+    static let otherWins = """
         (b.alive, b.clock, (SELECT writer FROM main.deck_writer WHERE id = b.writer))
         > (a.alive, a.clock, (SELECT writer FROM main.deck_writer WHERE id = a.writer))
         """
