@@ -124,44 +124,39 @@ struct MergeCommand: DeckCommand {
         if FileManager.default.fileExists(atPath: target.path) {
             throw DeckError.alreadyExists(path: target.path)
         }
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "deck-merge-\(UUID().uuidString.lowercased())")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let archive = scratch.appendingPathComponent("first.zip")
+        // Both registered: a signal removes them, and a later merge into the same name removes
+        // those a kill left.
+        let scratch = try Staging.makeScratchDirectory(purpose: "merge-output", mode: 0o700)
+        defer { scratch.discard() }
+        let archive = scratch.url.appendingPathComponent("first.zip")
         try DeckDocument.export(at: Support.url(into), to: archive)
-        let staging = target.deletingLastPathComponent().appendingPathComponent(
-            ".\(target.lastPathComponent).merging-\(getpid())")
-        try? FileManager.default.removeItem(at: staging)
+        let holder = try Staging.make(beside: target.path, kind: .creating, isDirectory: true)
+        defer { holder.discard() }
+        let staging = holder.url.appendingPathComponent(target.lastPathComponent)
         _ = try DeckDocument.importArchive(at: archive, to: staging)
-        do {
-            // A copy merged in at a later schema version: the new package takes that schema, the
-            // first copy migrated as a merge migrates the copy at the earlier version.
-            let later = try PackageStore.open(at: from, mode: .readOnly)
-            let schema = later.schema
-            try later.close()
-            let first = try PackageStore.open(at: staging, mode: .readOnly)
-            let earlier = first.schema
-            try first.close()
-            if schema.fingerprint != earlier.fingerprint,
-                StoreSchema.compareVersions(schema.version, earlier.version) == .orderedDescending
-            {
-                try MergeMigration.migrate(
-                    staging, to: schema, with: MergeMigration.migrator(migrationPlan()), path: into)
-            }
-            let store = try PackageStore.open(at: staging)
-            defer { try? store.close() }
-            let report = try DocumentMerge.merge(
-                from: from, into: store, differentDocuments: anyDocument, plan: migrationPlan())
-            try store.close()
-            guard rename(staging.path, target.path) == 0 else {
-                throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)
-            }
-            return report
-        } catch {
-            try? FileManager.default.removeItem(at: staging)
-            throw error
+        // A copy merged in at a later schema version: the new package takes that schema, the
+        // first copy migrated as a merge migrates the copy at the earlier version.
+        let later = try PackageStore.open(at: from, mode: .readOnly)
+        let schema = later.schema
+        try later.close()
+        let first = try PackageStore.open(at: staging, mode: .readOnly)
+        let earlier = first.schema
+        try first.close()
+        if schema.fingerprint != earlier.fingerprint,
+            StoreSchema.compareVersions(schema.version, earlier.version) == .orderedDescending
+        {
+            try MergeMigration.migrate(
+                staging, to: schema, with: MergeMigration.migrator(migrationPlan()), path: into)
         }
+        let store = try PackageStore.open(at: staging)
+        defer { try? store.close() }
+        let report = try DocumentMerge.merge(
+            from: from, into: store, differentDocuments: anyDocument, plan: migrationPlan())
+        try store.close()
+        guard rename(staging.path, target.path) == 0 else {
+            throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)
+        }
+        return report
     }
 
     /// The plan of --plan, or one with no renames or removals.

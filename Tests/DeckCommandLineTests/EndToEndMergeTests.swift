@@ -77,7 +77,7 @@ struct EndToEndMergeTests {
         #expect(again.status != 0 && again.stderr.contains("exists"))
         e2eExpectSuccess(try deck("verify", target))
         let hidden = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
-            $0.contains("merging")
+            $0.hasPrefix(".")
         }
         #expect(hidden.isEmpty)
     }
