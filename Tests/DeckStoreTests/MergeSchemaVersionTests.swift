@@ -136,6 +136,45 @@ import Testing
         }
     }
 
+    @Test func aConflictCopyAnOlderAppLeftIsMigratedAndFoldedIn() throws {
+        try withTestDirectory { dir in
+            let (old, new, ids) = try Self.copies(in: dir)
+            try MergeTests.write(old) { t in
+                try t.update("Card", id: ids["merci"]!, ["back": .string("thanks")])
+                _ = try t.insert(
+                    "Card", ["front": .string("gracias"), "image": .data(testBytes(500, seed: 9))])
+            }
+            // What a file-sync service leaves when the older app's device saved too: its store
+            // beside this one's, its blob files among this one's.
+            let blobs = old.appendingPathComponent(PackageLayout.blobsDirectory)
+            for file in blobFiles(old) {
+                let target = new.appendingPathComponent(PackageLayout.blobsDirectory).appendingPathComponent(
+                    file)
+                if !FileManager.default.fileExists(atPath: target.path) {
+                    try FileManager.default.createDirectory(
+                        at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(at: blobs.appendingPathComponent(file), to: target)
+                }
+            }
+            let copy = "store.sync-conflict-20261205-120000-ABCDEFG.sqlite"
+            try FileManager.default.copyItem(
+                at: old.appendingPathComponent(PackageLayout.store), to: new.appendingPathComponent(copy))
+            let store = try PackageStore.open(at: new)
+            let merged = try DocumentMerge.mergeConflictCopies(into: store)
+            try store.close()
+            #expect(merged.map(\.copy.name) == [copy])
+            #expect(!FileManager.default.fileExists(atPath: new.appendingPathComponent(copy).path))
+            let cards = try MergeTests.cards(new)
+            #expect(cards["merci"]?["answer"] == .string("thanks"))
+            guard case .blob(let image)? = cards["gracias"]?["image"] else {
+                Issue.record("gracias has no image in a blob file: \(String(describing: cards["gracias"]))")
+                return
+            }
+            #expect(image.size == 500)
+            #expect(try PackageVerifier.verify(at: new).findings.isEmpty)
+        }
+    }
+
     @Test func aCopyAtALaterVersionIsRefusedInPlaceAndChangesNothing() throws {
         try withTestDirectory { dir in
             let (old, new, _) = try Self.copies(in: dir)
