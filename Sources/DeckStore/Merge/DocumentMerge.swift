@@ -104,9 +104,9 @@ public enum DocumentMerge {
     /// A copy at an earlier version of the schema (an older app's, spec section 5.10 orders
     /// versions) is migrated to this store's schema first, in a scratch copy, by the lightweight
     /// steps with `plan`'s renames and removals; what that migration changes keeps the version
-    /// of what it was computed from, so that no later edit of this copy loses to it. A copy at a later version is
-    /// refused: a merge never changes this store's schema (migrate it first, or merge both into
-    /// a new package with `deck merge -o`).
+    /// of what it was computed from, so that no later edit of this copy loses to it. A copy at a
+    /// later version is refused: a merge never changes this store's schema (migrate it first, or
+    /// merge both into a new package with `deck merge -o`).
     ///
     /// - Parameters:
     ///   - differentDocuments: merge a copy of another document (another document id).
