@@ -78,4 +78,73 @@ import Testing
         }
         print("KillMidMergeTests: \(outcomes), \(seed)")
     }
+
+    /// The same with a copy at an earlier schema version, migrated in a scratch copy first: a
+    /// kill at any moment leaves the later copy as it was or merged, and the scratch copy is gone
+    /// once the next merge has run.
+    @Test func killedMergeOfAnOlderCopyLeavesTheCopyAsItWasOrFullyMerged() throws {
+        let directory = try TemporaryDirectory()
+        let (old, _, schema) = try EndToEndMigrationTests.schemas(in: directory) { schema in
+            EndToEndMigrationTests.attributes(&schema, of: "Card") { attributes in
+                attributes.append(["name": "hint", "type": "string", "optional": true])
+            }
+        }
+        let pristine = directory.appending("Pristine.deck")
+        try FileManager.default.copyItem(atPath: old, toPath: pristine)
+        e2eExpectSuccess(try deck("migrate", pristine, "--to", schema))
+        let store = try PackageStore.open(at: URL(fileURLWithPath: old))
+        try store.write { t in
+            for index in 0..<3_000 {
+                _ = try t.insert(
+                    "Card", ["front": .string("card \(index)"), "back": .string("back \(index)")])
+            }
+        }
+        try store.close()
+        let expected = directory.appending("Expected.deck")
+        try FileManager.default.copyItem(atPath: pristine, toPath: expected)
+        e2eExpectSuccess(try deck("merge", expected, old))
+        // The scratch copies go to a directory of the test's own.
+        let scratch = directory.appending("tmp")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+        let rounds = Int(ProcessInfo.processInfo.environment["DECK_CRASH_ROUNDS"] ?? "") ?? 8
+        let seed = TestSeed(
+            "KillMidMergeTests.killedMergeOfAnOlderCopyLeavesTheCopyAsItWasOrFullyMerged",
+            filter: "KillMidMergeTests", environment: ["DECK_CRASH_ROUNDS=\(rounds)"])
+        var generator = seed.generator()
+        var outcomes: [String: Int] = [:]
+        for round in 0..<rounds {
+            let target = directory.appending("Target-\(round).deck")
+            try FileManager.default.copyItem(atPath: pristine, toPath: target)
+            let delay = UInt32.random(in: 100_000...500_000, using: &generator)
+            let context = "round \(round) (kill \(delay) µs after start), \(seed)"
+            let child = Process()
+            child.executableURL = productsDirectory.appendingPathComponent("deck")
+            child.arguments = ["merge", target, old]
+            child.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch]) { $1 }
+            child.standardOutput = FileHandle.nullDevice
+            child.standardError = FileHandle.nullDevice
+            try child.run()
+            // Not synchronisation: the randomly chosen moment of the kill.
+            usleep(delay)
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+            try PackageStore.open(at: URL(fileURLWithPath: target)).close()
+            let report = try PackageVerifier.verify(at: URL(fileURLWithPath: target))
+            #expect(
+                report.findings.filter { $0.severity == .corruption }.isEmpty,
+                "\(context): \(report.findings)")
+            let asItWas = try deck("diff", target, pristine).stdout == "no differences\n"
+            let merged = try deck("diff", target, expected).stdout == "no differences\n"
+            #expect(asItWas || merged, "\(context): neither as it was nor merged")
+            outcomes[asItWas ? "as it was" : "merged", default: 0] += 1
+            e2eExpectSuccess(try deck("merge", target, old, environment: ["TMPDIR": scratch]))
+            #expect(try deck("diff", target, expected).stdout == "no differences\n", "\(context)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch).filter {
+                $0.hasPrefix("deck-merge-")
+            }
+            #expect(left.isEmpty, "\(context): scratch copies left: \(left)")
+            try FileManager.default.removeItem(atPath: target)
+        }
+        print("KillMidMergeTests (older copy): \(outcomes), \(seed)")
+    }
 }
