@@ -381,6 +381,16 @@ import Testing
             } catch let error as DeckError {
                 guard case .notComparable(let path, let reason) = error else { throw error }
                 #expect(path == b.path && reason.contains("Tag.name"), "\(reason)")
+                // The two records are named, so that the user knows which to change.
+                let gids = try [a, b].map { url in
+                    let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+                    defer { db.close() }
+                    return DocumentMerger.globalID(
+                        try db.scalar("SELECT _gid FROM Tag WHERE name = 'nouns'"))?
+                        .uuidString.lowercased() ?? "?"
+                }
+                #expect(
+                    reason.contains("(Tag name = 'nouns': \(gids[0]) here, \(gids[1]) there)"), "\(reason)")
             }
             try store.close()
             #expect(try Self.dump(a) == before)

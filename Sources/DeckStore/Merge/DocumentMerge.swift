@@ -230,12 +230,14 @@ public enum DocumentMerge {
                 // Two records, one from each copy, with the same values of a unique constraint:
                 // which one stands for both needs aliases that this format version lacks.
                 let columns = sqlite.message.components(separatedBy: "failed: ").last ?? sqlite.message
+                let pairs = MergeCollisions.describe(store.mapping, store: store.url, other: source.url)
                 throw DeckError.notComparable(
                     path: source.url.path,
                     reason:
                         "a record of it and one of \(store.url.path) have the same values of a unique "
                         + "constraint (\(columns)); merging such records is not supported yet: change or "
-                        + "delete one of them in either copy first")
+                        + "delete one of them in either copy first"
+                        + (pairs.isEmpty ? "" : " (\(pairs.joined(separator: "; ")))"))
             }
             throw failure
         }
