@@ -69,4 +69,29 @@ struct MergeAcrossVersionsTests {
         #expect(reason.contains("3.0.0 is later than"), "\(reason)")
         #expect(v2.store.schema.version == "2.0.0")
     }
+
+    @Test("A copy at a version the container's plan does not know is refused, naming the copy")
+    @MainActor func versionOutsideThePlanIsRefused() throws {
+        let directory = try ScratchDirectory()
+        let url = directory.appending("cards.deck")
+        try makeCardsVersion1(url)
+        let container = try ModelContainer(
+            for: CardsV3.schema, migrationPlan: CardsPlan.self, configurations: [ModelConfiguration(url: url)]
+        )
+        // Version 1's models, under a version the plan does not have.
+        var schema = try #require(CardsV1.schema.storeSchema)
+        schema.version = "0.9.0"
+        let stranger = directory.appending("stranger.deck")
+        try PackageStore.create(at: stranger, contentType: "org.deck.test.cards", schema: schema).close()
+        let error = #expect(throws: DeckError.self) {
+            try container.merge(from: stranger, differentDocuments: true)
+        }
+        guard case .schemaMismatch(let path, let differences)? = error else {
+            Issue.record("refused with \(String(describing: error))")
+            return
+        }
+        #expect(path == stranger.path, "\(differences)")
+        #expect(differences.contains { $0.contains("0.9.0") }, "\(differences)")
+        #expect(container.store.schema.version == "3.0.0")
+    }
 }

@@ -227,6 +227,10 @@ extension DeckError {
             .corrupt(path: replacement, reason: reason)
         case .notAPackage(let where_, let reason) where where_.hasPrefix(path):
             .notAPackage(path: replacement, reason: reason)
+        case .schemaMismatch(let where_, let differences) where where_.hasPrefix(path):
+            .schemaMismatch(path: replacement, differences: differences)
+        case .migrationRefused(let where_, let entity, let property, let reason) where where_.hasPrefix(path):
+            .migrationRefused(path: replacement, entity: entity, property: property, reason: reason)
         default: self
         }
     }
