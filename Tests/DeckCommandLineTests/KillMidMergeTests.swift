@@ -11,6 +11,24 @@ import Testing
 /// Kills `deck merge` with SIGKILL at random moments: the package merged into is always either
 /// as it was or fully merged, and verifies (spec 20.9: one transaction).
 @Suite(.timed) struct KillMidMergeTests {
+    /// Runs `deck` with `arguments` (and `environment` added to this process's) and kills it
+    /// with SIGKILL `delay` microseconds after it started, or lets it end first.
+    static func runDeck(_ arguments: [String], killedAfter delay: UInt32, environment: [String: String] = [:])
+        throws
+    {
+        let child = Process()
+        child.executableURL = productsDirectory.appendingPathComponent("deck")
+        child.arguments = arguments
+        child.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        // Not synchronisation: the randomly chosen moment of the kill.
+        usleep(delay)
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+    }
+
     @Test func killedMergeLeavesTheCopyAsItWasOrFullyMerged() throws {
         let directory = try TemporaryDirectory()
         let pristine = try e2eSample(in: directory, name: "Pristine.deck")
@@ -45,16 +63,7 @@ import Testing
             try FileManager.default.copyItem(atPath: pristine, toPath: target)
             let delay = UInt32.random(in: 0...300_000, using: &generator)
             let context = "round \(round) (kill \(delay) µs after start), \(seed)"
-            let child = Process()
-            child.executableURL = productsDirectory.appendingPathComponent("deck")
-            child.arguments = ["merge", target, other]
-            child.standardOutput = FileHandle.nullDevice
-            child.standardError = FileHandle.nullDevice
-            try child.run()
-            // Not synchronisation: the randomly chosen moment of the kill.
-            usleep(delay)
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            try Self.runDeck(["merge", target, other], killedAfter: delay)
 
             let report = try PackageVerifier.verify(at: URL(fileURLWithPath: target))
             #expect(
@@ -117,17 +126,7 @@ import Testing
             try FileManager.default.copyItem(atPath: pristine, toPath: target)
             let delay = UInt32.random(in: 100_000...500_000, using: &generator)
             let context = "round \(round) (kill \(delay) µs after start), \(seed)"
-            let child = Process()
-            child.executableURL = productsDirectory.appendingPathComponent("deck")
-            child.arguments = ["merge", target, old]
-            child.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch]) { $1 }
-            child.standardOutput = FileHandle.nullDevice
-            child.standardError = FileHandle.nullDevice
-            try child.run()
-            // Not synchronisation: the randomly chosen moment of the kill.
-            usleep(delay)
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            try Self.runDeck(["merge", target, old], killedAfter: delay, environment: ["TMPDIR": scratch])
             try PackageStore.open(at: URL(fileURLWithPath: target)).close()
             let report = try PackageVerifier.verify(at: URL(fileURLWithPath: target))
             #expect(

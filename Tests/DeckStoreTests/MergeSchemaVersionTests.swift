@@ -328,15 +328,7 @@ import Testing
                     if step == 2 { try MergeTests.merge(c, into: a) }
                 }
                 let comment = Comment(rawValue: "round \(round), \(Self.seed)")
-                if let keep = ProcessInfo.processInfo.environment["MERGE_KEEP"] {
-                    try? FileManager.default.removeItem(atPath: keep + "/\(round)")
-                    try FileManager.default.createDirectory(
-                        atPath: keep + "/\(round)", withIntermediateDirectories: true)
-                    for url in [a, b, c] {
-                        try FileManager.default.copyItem(
-                            at: url, to: URL(fileURLWithPath: keep + "/\(round)/" + url.lastPathComponent))
-                    }
-                }
+                try MergeTests.keep([a, b, c], round: round)
                 let ab = try Self.joined(a, b, as: "ab.deck", later: later)
                 let ba = try Self.joined(b, a, as: "ba.deck", later: later)
                 try MergeTests.expectSame(ab, ba, comment)

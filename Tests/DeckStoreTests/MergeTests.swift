@@ -121,6 +121,18 @@ import Testing
             sourceLocation: sourceLocation)
     }
 
+    /// With `MERGE_KEEP=DIR` set, copies the replicas at `urls` into `DIR/round` (to replay a
+    /// failing round's merges by hand).
+    static func keep(_ urls: [URL], round: Int) throws {
+        guard let keep = ProcessInfo.processInfo.environment["MERGE_KEEP"] else { return }
+        try? FileManager.default.removeItem(atPath: keep + "/\(round)")
+        try FileManager.default.createDirectory(atPath: keep + "/\(round)", withIntermediateDirectories: true)
+        for url in urls {
+            try FileManager.default.copyItem(
+                at: url, to: URL(fileURLWithPath: keep + "/\(round)/" + url.lastPathComponent))
+        }
+    }
+
     /// A file copy of the package at `url`.
     static func copy(_ url: URL, to name: String) throws -> URL {
         let copy = url.deletingLastPathComponent().appendingPathComponent(name)
@@ -525,15 +537,7 @@ import Testing
                     if step == 2 { try Self.merge(c, into: a) }
                 }
                 let comment = Comment(rawValue: "round \(round), \(Self.seed)")
-                if let keep = ProcessInfo.processInfo.environment["MERGE_KEEP"] {
-                    try? FileManager.default.removeItem(atPath: keep + "/\(round)")
-                    try FileManager.default.createDirectory(
-                        atPath: keep + "/\(round)", withIntermediateDirectories: true)
-                    for url in [a, b, c] {
-                        try FileManager.default.copyItem(
-                            at: url, to: URL(fileURLWithPath: keep + "/\(round)/" + url.lastPathComponent))
-                    }
-                }
+                try Self.keep([a, b, c], round: round)
                 let ab = try Self.merged(a, b, as: "ab.deck")
                 let ba = try Self.merged(b, a, as: "ba.deck")
                 try Self.expectSame(ab, ba, comment)

@@ -180,12 +180,10 @@ extension DocumentDifference {
         differentDocuments: Bool, verb: String, sameSchema: Bool = true
     ) throws(DeckError) {
         guard !sameSchema || first.schema.fingerprint == second.schema.fingerprint else {
-            let changes = SchemaDiff(from: first.schema, to: second.schema).steps.map(\.summary)
             throw DeckError.notComparable(
                 path: paths.second,
                 reason:
-                    "its schema differs from \(paths.first)'s"
-                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
+                    "its schema differs from \(paths.first)'s\(schemaChanges(first.schema, second.schema))"
                     + "; migrate one copy to the other's schema first")
         }
         if !differentDocuments, first.documentID != second.documentID {
@@ -196,6 +194,13 @@ extension DocumentDifference {
                     + "\(paths.first) has \(first.documentID?.uuidString.lowercased() ?? "none")); "
                     + "\(verb) different documents only when asked (--any-document)")
         }
+    }
+
+    /// The steps from schema `first` to `second`, as ` (step; step)`, or nothing when the
+    /// comparison gives none.
+    static func schemaChanges(_ first: StoreSchema, _ second: StoreSchema) -> String {
+        let changes = SchemaDiff(from: first, to: second).steps.map(\.summary)
+        return changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))"
     }
 
     /// Copies the regular file at `url` to a new private file at `target`, streaming: opened as

@@ -16,12 +16,7 @@ enum MergeLostEdits {
             AND c.clock > coalesce((SELECT clock FROM temp.merge_seen_b WHERE writer = c.writer), -1)
             ORDER BY x._gid, c.property
             """)
-        return try rows.compactMap { row in
-            guard let property = row[2].string, let key = row[3].int64 else { return nil }
-            return MergeLostEdit(
-                entity: row[0].string ?? "", globalID: DocumentMerger.globalID(row[1]), property: property,
-                lost: try MergeValues.cell(database, t, property, "main", key, epoch: epoch), lostHere: true)
-        }
+        return try edits(rows, database, t, in: "main", epoch: epoch)
     }
 
     /// The cells the other copy changed since the copies parted (versions this copy has not
@@ -36,12 +31,20 @@ enum MergeLostEdits {
             WHERE c.clock > coalesce((SELECT clock FROM temp.merge_seen_a WHERE writer = w.a), -1)
             ORDER BY x._gid, c.property
             """)
-        return try rows.compactMap { row in
+        return try edits(rows, database, t, in: "other", epoch: epoch)
+    }
+
+    /// The edits of `rows` (entity, global id, property, key in `schema`), with their values
+    /// read from `schema`: `main` for this copy's edits, `other` for the other copy's.
+    private static func edits(
+        _ rows: [[SQLValue]], _ database: Database, _ t: MergeTable, in schema: String, epoch: DateEpoch
+    ) throws -> [MergeLostEdit] {
+        try rows.compactMap { row in
             guard let property = row[2].string, let key = row[3].int64 else { return nil }
             return MergeLostEdit(
                 entity: row[0].string ?? "", globalID: DocumentMerger.globalID(row[1]), property: property,
-                lost: try MergeValues.cell(database, t, property, "other", key, epoch: epoch), lostHere: false
-            )
+                lost: try MergeValues.cell(database, t, property, schema, key, epoch: epoch),
+                lostHere: schema == "main")
         }
     }
 }

@@ -49,12 +49,11 @@ package enum MergeMigration {
                     + "changes no copy's schema: merge into a new package (deck merge -o), which takes the later "
                     + "schema, or migrate \(paths.into) to it first (deck migrate --to)")
         case .orderedSame:
-            let changes = SchemaDiff(from: schema, to: other).steps.map(\.summary)
             throw DeckError.notComparable(
                 path: paths.other,
                 reason:
                     "its schema differs from \(paths.into)'s under the same version \(other.version)"
-                    + (changes.isEmpty ? "" : " (\(changes.joined(separator: "; ")))")
+                    + DocumentDifference.schemaChanges(schema, other)
                     + ": the schemas diverged, and neither copy can be migrated to the other's")
         }
     }
