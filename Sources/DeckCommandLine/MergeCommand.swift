@@ -66,6 +66,9 @@ struct MergeCommand: DeckCommand {
             }
             return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         }
+        // Read once, before anything is copied or changed: a plan file that cannot be read
+        // stops the merge first.
+        let plan = try self.plan.map { try MigrationPlan(contentsOf: Support.url($0)) } ?? MigrationPlan()
         var merged: [(name: String, report: MergeReport)] = []
         if conflicts {
             guard from == nil, self.output == nil else {
@@ -77,7 +80,7 @@ struct MergeCommand: DeckCommand {
             }
             let store = try Support.openPackage(into, mode: .readWrite)
             defer { try? store.close() }
-            merged = try DocumentMerge.mergeConflictCopies(into: store, plan: migrationPlan()).map {
+            merged = try DocumentMerge.mergeConflictCopies(into: store, plan: plan).map {
                 ($0.copy.name, $0.report)
             }
             try store.close()
@@ -86,11 +89,13 @@ struct MergeCommand: DeckCommand {
             // FROM may be a package archive: imported (with every check of `deck import`) into
             // a staging package first, as `deck diff` reads one.
             let report = try DiffCommand.withPackage(from) { source in
-                if let target = self.output { return try mergeIntoNew(Support.url(target), from: source) }
+                if let target = self.output {
+                    return try mergeIntoNew(Support.url(target), from: source, plan: plan)
+                }
                 let store = try Support.openPackage(into, mode: .readWrite)
                 defer { try? store.close() }
                 let report = try DocumentMerge.merge(
-                    from: source, into: store, differentDocuments: anyDocument, plan: migrationPlan())
+                    from: source, into: store, differentDocuments: anyDocument, plan: plan)
                 try store.close()
                 return report
             }
@@ -120,7 +125,7 @@ struct MergeCommand: DeckCommand {
     /// Copies `into` (the first copy) to a new package at `target` through an archive, with every
     /// check of `deck import`, merges `from` into it under a hidden name, and gives it its name
     /// only once merged: `target` never holds half a merge.
-    private func mergeIntoNew(_ target: URL, from: URL) throws -> MergeReport {
+    private func mergeIntoNew(_ target: URL, from: URL, plan: MigrationPlan) throws -> MergeReport {
         if FileManager.default.fileExists(atPath: target.path) {
             throw DeckError.alreadyExists(path: target.path)
         }
@@ -146,22 +151,17 @@ struct MergeCommand: DeckCommand {
             StoreSchema.compareVersions(schema.version, earlier.version) == .orderedDescending
         {
             try MergeMigration.migrate(
-                staging, to: schema, with: MergeMigration.migrator(migrationPlan()), path: into)
+                staging, to: schema, with: MergeMigration.migrator(plan), path: into)
         }
         let store = try PackageStore.open(at: staging)
         defer { try? store.close() }
         let report = try DocumentMerge.merge(
-            from: from, into: store, differentDocuments: anyDocument, plan: migrationPlan())
+            from: from, into: store, differentDocuments: anyDocument, plan: plan)
         try store.close()
         guard rename(staging.path, target.path) == 0 else {
             throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)
         }
         return report
-    }
-
-    /// The plan of --plan, or one with no renames or removals.
-    private func migrationPlan() throws -> MigrationPlan {
-        try plan.map { try MigrationPlan(contentsOf: Support.url($0)) } ?? MigrationPlan()
     }
 
     static func id(_ id: UUID?) -> String { id?.uuidString.lowercased() ?? "-" }
