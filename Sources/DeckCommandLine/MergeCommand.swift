@@ -20,7 +20,10 @@ struct MergeCommand: DeckCommand {
                 document (the same document id, --any-document to merge another). A copy at an \
                 earlier schema version is migrated first, in a scratch copy (--plan gives the \
                 renames and removals); one at a later version is merged only into a new package. \
-                With --conflicts, folds every file-sync conflict copy of the store in INTO \
+                With --ancestor, a copy both were made from, what each changed before the copies \
+                were versioned (both upgraded from format version 4 apart) is found by comparing \
+                with it: a value one changed wins over the value the other kept, and a record or \
+                link one deleted is deleted. With --conflicts, folds every file-sync conflict copy of the store in INTO \
                 into it and removes them. Exit status 0 when merged.
                 """,
             examples: [
@@ -52,6 +55,10 @@ struct MergeCommand: DeckCommand {
         "plan", valueName: "file", completion: .file,
         help: "The plan (JSON, as deck migrate takes) for migrating the copy at the earlier schema version.")
     var plan: String?
+    @Option(
+        "ancestor", valueName: "package", completion: .file,
+        help: "A copy both were made from (or its archive): finds what each changed before it was versioned.")
+    var ancestor: String?
     @Flag(.json) var json: Bool
 
     var writesExactOutput: Bool { json }
@@ -74,6 +81,9 @@ struct MergeCommand: DeckCommand {
             guard from == nil, self.output == nil else {
                 throw UsageError("--conflicts merges the conflict copies in one package, into it")
             }
+            guard ancestor == nil else {
+                throw UsageError("--ancestor does not apply to --conflicts: it merges two copies")
+            }
             guard !anyDocument else {
                 throw UsageError(
                     "--any-document does not apply to --conflicts: a conflict copy is of the same document")
@@ -89,15 +99,19 @@ struct MergeCommand: DeckCommand {
             // FROM may be a package archive: imported (with every check of `deck import`) into
             // a staging package first, as `deck diff` reads one.
             let report = try DiffCommand.withPackage(from) { source in
-                if let target = self.output {
-                    return try mergeIntoNew(Support.url(target), from: source, plan: plan)
+                try withAncestor { ancestor in
+                    if let target = self.output {
+                        return try mergeIntoNew(
+                            Support.url(target), from: source, plan: plan, ancestor: ancestor)
+                    }
+                    let store = try Support.openPackage(into, mode: .readWrite)
+                    defer { try? store.close() }
+                    let report = try DocumentMerge.merge(
+                        from: source, into: store, differentDocuments: anyDocument, plan: plan,
+                        ancestor: ancestor)
+                    try store.close()
+                    return report
                 }
-                let store = try Support.openPackage(into, mode: .readWrite)
-                defer { try? store.close() }
-                let report = try DocumentMerge.merge(
-                    from: source, into: store, differentDocuments: anyDocument, plan: plan)
-                try store.close()
-                return report
             }
             merged = [(from, report)]
         }
@@ -122,10 +136,19 @@ struct MergeCommand: DeckCommand {
         return ExitStatus.ok
     }
 
+    /// Runs `body` with the package given by --ancestor (an archive imported first, as FROM's),
+    /// or nil.
+    private func withAncestor(_ body: (URL?) throws -> MergeReport) throws -> MergeReport {
+        guard let ancestor else { return try body(nil) }
+        return try DiffCommand.withPackage(ancestor) { try body($0) }
+    }
+
     /// Copies `into` (the first copy) to a new package at `target` through an archive, with every
     /// check of `deck import`, merges `from` into it under a hidden name, and gives it its name
     /// only once merged: `target` never holds half a merge.
-    private func mergeIntoNew(_ target: URL, from: URL, plan: MigrationPlan) throws -> MergeReport {
+    private func mergeIntoNew(_ target: URL, from: URL, plan: MigrationPlan, ancestor: URL?) throws
+        -> MergeReport
+    {
         if FileManager.default.fileExists(atPath: target.path) {
             throw DeckError.alreadyExists(path: target.path)
         }
@@ -156,7 +179,7 @@ struct MergeCommand: DeckCommand {
         let store = try PackageStore.open(at: staging)
         defer { try? store.close() }
         let report = try DocumentMerge.merge(
-            from: from, into: store, differentDocuments: anyDocument, plan: plan)
+            from: from, into: store, differentDocuments: anyDocument, plan: plan, ancestor: ancestor)
         try store.close()
         guard rename(staging.path, target.path) == 0 else {
             throw DeckError.io(path: target.path, operation: "rename the merged package", errno: errno)

@@ -3,7 +3,7 @@ import Foundation
 
 extension ModelContainer {
     /// Merges the copy of this container's document at `other` into it, in one transaction (see
-    /// ``DocumentMerge/merge(from:into:differentDocuments:plan:)``): every record, value and link
+    /// ``DocumentMerge/merge(from:into:differentDocuments:plan:ancestor:)``): every record, value and link
     /// takes the later of the two copies' changes. The container's contexts then see the merged
     /// records as they see another context's save: the models they hold take the merged values,
     /// deleted ones are deleted, and fetches return the records the other copy added.
@@ -13,6 +13,9 @@ extension ModelContainer {
     /// and otherwise by the lightweight steps alone. A copy at a later version is refused: this
     /// app cannot change the document to a schema it does not know.
     ///
+    /// With `ancestor`, a copy both copies were made from, what each changed before it was
+    /// versioned (copies upgraded from format version 4 apart) is found by comparing with it.
+    ///
     /// ```swift
     /// let report = try container.merge(from: phoneCopyURL)
     /// for conflict in report.conflicts {
@@ -20,10 +23,13 @@ extension ModelContainer {
     /// }
     /// ```
     ///
-    /// - Throws: the errors of ``DocumentMerge/merge(from:into:differentDocuments:plan:)``;
+    /// - Throws: the errors of ``DocumentMerge/merge(from:into:differentDocuments:plan:ancestor:)``;
     ///   ``DeckError/readOnly(path:)`` for a container opened read-only.
     @discardableResult
-    public func merge(from other: URL, differentDocuments: Bool = false) throws(DeckError) -> MergeReport {
+    public func merge(from other: URL, differentDocuments: Bool = false, ancestor: URL? = nil)
+        throws(DeckError)
+        -> MergeReport
+    {
         var migrator = MergeMigration.migrator(MigrationPlan())
         // The plan reaches the app's schema; a later document open read-write keeps its own.
         if let migrationPlan = document.migrationPlan, let application = schema.storeSchema,
@@ -38,6 +44,7 @@ extension ModelContainer {
             }
         }
         return try DocumentMerge.merge(
-            from: other, into: store, differentDocuments: differentDocuments, blobs: nil, migrator: migrator)
+            from: other, into: store, differentDocuments: differentDocuments, blobs: nil, migrator: migrator,
+            ancestor: ancestor)
     }
 }

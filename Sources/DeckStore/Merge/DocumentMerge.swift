@@ -108,9 +108,18 @@ public enum DocumentMerge {
     /// later version is refused: a merge never changes this store's schema (migrate it first, or
     /// merge both into a new package with `deck merge -o`).
     ///
+    /// With `ancestor`, a copy both copies were made from, each copy's changes made before it was
+    /// versioned (copies upgraded to format version 5 apart) are found by comparing with it: a
+    /// value one copy changed wins over the value the other kept, and a record or link one copy
+    /// deleted then is deleted (spec 20.9, "A common ancestor"). The ancestor is read, never
+    /// written, and is trusted to be what it claims: its records that a copy lacks are taken as
+    /// deleted there.
+    ///
     /// - Parameters:
     ///   - differentDocuments: merge a copy of another document (another document id).
     ///   - plan: renames and agreed removals for migrating a copy at an earlier schema version.
+    ///   - ancestor: a package both copies were made from (any format version from 3, the same
+    ///     document, a schema version no later than this store's).
     /// - Throws: ``DeckError/notComparable(path:reason:)`` when the copies are not of one
     ///   document, their schemas diverged or `other`'s is later, migrating `other` is refused
     ///   (the reason names the step), or either is older than format version 5;
@@ -119,15 +128,15 @@ public enum DocumentMerge {
     @discardableResult
     public static func merge(
         from other: URL, into store: PackageStore, differentDocuments: Bool = false,
-        plan: MigrationPlan = MigrationPlan()
+        plan: MigrationPlan = MigrationPlan(), ancestor: URL? = nil
     ) throws(DeckError) -> MergeReport {
         try merge(
             from: other, into: store, differentDocuments: differentDocuments, blobs: nil,
-            migrator: MergeMigration.migrator(plan))
+            migrator: MergeMigration.migrator(plan), ancestor: ancestor)
     }
 
     /// Folds each file-sync conflict copy of the store in `store`'s package
-    /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:plan:)``
+    /// (``SyncConflictCopy/find(in:)``) into the store, as ``merge(from:into:differentDocuments:plan:ancestor:)``
     /// merges a copy, and removes it once merged; conflict copies of the writer lock, which hold
     /// nothing of the document, are removed too. Returns each store copy merged, with its report,
     /// by name. A copy at an earlier schema version is migrated first, with `plan`. A copy that
@@ -174,14 +183,22 @@ public enum DocumentMerge {
     /// The merge; `blobs` is the package holding the other copy's blob files when it is not the
     /// other copy's own (a conflict copy's store: its blob files are missing from its scratch
     /// package, and checked as they are copied).
+    /// `ancestor` is the package given as the common ancestor; `ancestorStore`, inside, the
+    /// ancestor's store at this store's schema, once the other copy's changes were compared with
+    /// it (in a scratch copy).
     package static func merge(
         from other: URL, into store: PackageStore, differentDocuments: Bool, blobs: URL?,
-        migrator: MergeMigration.Migrator
+        migrator: MergeMigration.Migrator, ancestor: URL? = nil, ancestorStore: String? = nil
     ) throws(DeckError) -> MergeReport {
         guard store.mode == .readWrite else { throw DeckError.readOnly(path: store.url.path) }
         let source = try PackageStore.open(at: other, mode: .readOnly)
         defer { try? source.close() }
         try checkMergeable(source, into: store, differentDocuments: differentDocuments)
+        if let ancestor {
+            return try merge(
+                from: source, into: store, differentDocuments: differentDocuments, blobs: blobs ?? other,
+                migrator: migrator, ancestor: ancestor)
+        }
         if try MergeMigration.needsMigration(
             of: source.schema, into: store.schema, paths: (store.url.path, other.path))
         {
@@ -220,7 +237,9 @@ public enum DocumentMerge {
         let otherBlobs = BlobStore(packagePath: (blobs ?? source.url).path)
         do {
             let (report, changes) = try store.withWriter { connection in
-                try merge(into: connection, snapshot: snapshot, blobs: otherBlobs, source: source.url.path)
+                try merge(
+                    into: connection, snapshot: snapshot, blobs: otherBlobs, source: source.url.path,
+                    ancestor: ancestorStore)
             }
             store.commitObservers.deliver(changes, author: nil)
             return report
@@ -271,7 +290,8 @@ public enum DocumentMerge {
     /// read-only (outside a transaction, as SQLite requires), one transaction, detached. The
     /// transaction reads the other store at one state, whatever its writers do meanwhile.
     private static func merge(
-        into connection: StoreConnection, snapshot: String, blobs: BlobStore, source: String
+        into connection: StoreConnection, snapshot: String, blobs: BlobStore, source: String,
+        ancestor: String?
     ) throws
         -> (
             MergeReport, ChangeSet
@@ -280,16 +300,20 @@ public enum DocumentMerge {
         let database = connection.database
         try database.attachReadOnly(snapshot, as: "other")
         defer { try? database.execute("DETACH DATABASE other") }
+        if let ancestor { try database.attachReadOnly(ancestor, as: "ancestor") }
+        defer { if ancestor != nil { try? database.execute("DETACH DATABASE ancestor") } }
         try connection.begin()
         do {
             let merged = try mergedClock(database, path: connection.path, source: source)
+            if ancestor != nil { _ = try MergeAncestor.version(database, mapping: connection.mapping) }
             guard let writer = try database.scalar("SELECT writer FROM main.deck_clock")?.int64 else {
                 throw DeckError.corrupt(path: connection.path, reason: "deck_clock has no row")
             }
             // What the merge changes of its own (cascades, repairs) carries the origin's version.
             try database.execute("UPDATE main.deck_clock SET clock = 0, writer = 0")
             var merger = DocumentMerger(
-                connection: connection, mapping: connection.mapping, otherBlobs: blobs)
+                connection: connection, mapping: connection.mapping, otherBlobs: blobs,
+                hasAncestor: ancestor != nil)
             try merger.run()
             try database.run(
                 "UPDATE main.deck_clock SET clock = ?, writer = ?", [.integer(merged), .integer(writer)])

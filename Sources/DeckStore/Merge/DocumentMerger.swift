@@ -23,6 +23,10 @@ struct DocumentMerger {
     let mapping: SchemaMapping
     /// The other copy's blob files (content-addressed: re-hashed as they are copied).
     let otherBlobs: BlobStore
+    /// Whether a common ancestor's store is attached as `ancestor`: a conflict is then a cell
+    /// both copies changed from the ancestor's value, rather than one whose versions neither
+    /// copy has seen.
+    var hasAncestor = false
     var report = MergeReport()
 
     private var database: Database { connection.database }
@@ -405,22 +409,13 @@ struct DocumentMerger {
                 "SELECT count(*) FROM \(t.other) b WHERE b.alive % 2 = 0 "
                     + "AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid)")?.int64 ?? 0
         guard unknown > 0 else { return }
-        try database.run(
-            "INSERT INTO main.sqlite_sequence(name, seq) SELECT ?, 0 "
-                + "WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?)",
-            [.text(t.name), .text(t.name)])
-        let sequence =
-            try database.scalar("SELECT max(seq) FROM main.sqlite_sequence WHERE name = ?", [.text(t.name)])?
-            .int64 ?? 0
+        let first = try MergeAncestor.giveOutKeys(database, table: t.name, count: unknown)
         try database.run(
             """
             INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
             SELECT ? + row_number() OVER (ORDER BY b.gid), b.gid, b.alive, b.clock, b.writer FROM \(t.other) b
             WHERE b.alive % 2 = 0 AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid)
-            """, [.integer(sequence)])
-        try database.run(
-            "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ?",
-            [.integer(sequence + unknown), .text(t.name)])
+            """, [.integer(first - 1)])
         report.learnedTombstones += Int(unknown)
     }
 
@@ -478,13 +473,18 @@ struct DocumentMerger {
             try mergeCell(
                 t, property: column,
                 value: { side in
-                    side == "xa" ? "xat._gid" : "(SELECT g._gid FROM main.\(d) g WHERE g._gid = xbt._gid)"
+                    side == "xb"
+                        ? "(SELECT g._gid FROM main.\(d) g WHERE g._gid = xbt._gid)" : "\(side)t._gid"
                 },
                 joins: { side in
-                    "LEFT JOIN \(side == "xa" ? "main" : "other").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
+                    "LEFT JOIN \(Self.schemas[side] ?? "main").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
                 })
         }
     }
+
+    /// The schema of each side's row alias in ``mergeCell(_:property:value:joins:)``: this copy,
+    /// the other, the ancestor.
+    static let schemas = ["xa": "main", "xb": "other", "xo": "ancestor"]
 
     /// Writes the cells of `property` whose version in `other` wins over `main`'s: greater
     /// version, or the same version and a greater value (`value` of a side's row alias; to-one
@@ -500,13 +500,25 @@ struct DocumentMerger {
                 FROM main.deck_inserts WHERE tbl = \(t.literal) AND last >= m.apk ORDER BY last LIMIT 1), 0)
             """
         }
-        let (va, vb) = (value("xa"), value("xb"))
+        let (va, vb, vo) = (value("xa"), value("xb"), value("xo"))
+        // Each change made after the copies parted: not seen by the other copy; with an
+        // ancestor, each that left a value other than the ancestor's (of a record the ancestor
+        // has: for others, the versions tell).
+        let unseen =
+            "w.aclock > coalesce((SELECT clock FROM temp.merge_seen_b WHERE writer = w.awriter), -1) "
+            + "AND w.clock > coalesce((SELECT clock FROM temp.merge_seen_a WHERE writer = w.writer), -1)"
+        let bothChanged =
+            hasAncestor
+            ? "CASE WHEN xo._gid IS NOT NULL THEN \(va) IS NOT \(vo) AND \(vb) IS NOT \(vo) END" : "NULL"
+        let ancestorJoins =
+            hasAncestor ? "LEFT JOIN ancestor.\(t.quoted) xo ON xo._gid = xa._gid \(joins("xo"))" : ""
         try database.execute(
             """
             DROP TABLE IF EXISTS temp.merge_w;
             CREATE TEMP TABLE merge_w AS
             SELECT m.apk, m.bpk, m.clock, m.writer, \(va) IS NOT \(vb) AS differs,
                 ca.clock IS NOT NULL AS edited, ca.clock AS aclock, ca.writer AS awriter, m.edited AS otherEdited,
+                \(bothChanged) AS bothChanged,
                 (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
                 > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
                    \(va) IS NOT NULL, \(va)) AS wins
@@ -514,7 +526,7 @@ struct DocumentMerger {
             JOIN other.\(t.quoted) xb ON xb._pk = m.bpk
             LEFT JOIN main.\(t.cells) ca ON ca._pk = m.apk AND ca.property = \(p)
             LEFT JOIN main.\(t.rows) ar ON ar._pk = m.apk
-            \(joins("xa")) \(joins("xb"))
+            \(joins("xa")) \(joins("xb")) \(ancestorJoins)
             WHERE m.property = \(p) AND (differs OR wins);
             """)
         // Changes of both copies that differ: the one that loses is reported.
@@ -522,9 +534,7 @@ struct DocumentMerger {
             "SELECT x._entity, w.apk, w.bpk, x._gid, w.wins FROM temp.merge_w w "
                 + "JOIN main.\(t.quoted) x ON x._pk = w.apk "
                 + "WHERE w.differs AND w.edited AND w.otherEdited "
-                // Each change made after the copies parted: not seen by the other copy.
-                + "AND w.aclock > coalesce((SELECT clock FROM temp.merge_seen_b WHERE writer = w.awriter), -1) "
-                + "AND w.clock > coalesce((SELECT clock FROM temp.merge_seen_a WHERE writer = w.writer), -1) "
+                + "AND coalesce(w.bothChanged, \(unseen)) "
                 + "ORDER BY x._gid")
         {
             guard let apk = row[1].int64, let bpk = row[2].int64 else { continue }

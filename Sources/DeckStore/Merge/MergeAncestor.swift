@@ -1,0 +1,195 @@
+import DeckSQLite
+import Foundation
+
+/// A common ancestor of two copies (spec section 20.9, "A common ancestor"): the copy both were
+/// made from, which tells what each changed before it was versioned.
+///
+/// Two copies upgraded to format version 5 apart hold what they held then under one version, the
+/// origin's: under it, a value one copy changed and the other kept look alike, and a record one
+/// copy deleted leaves no tombstone. Compared with the ancestor, each copy's changes of that time
+/// are found and given the version (1, origin), the lowest above the origin's: they win over
+/// what the other copy kept from the ancestor, and lose to any change made since versioning.
+enum MergeAncestor {
+    /// The clock of a change found by comparing with the ancestor (writer: the origin).
+    static let clock: Int64 = 1
+
+    /// What ``version(_:mapping:)`` found.
+    struct Found: Equatable {
+        var cells = 0
+        var deletes = 0
+        var unlinks = 0
+    }
+
+    /// Versions the changes the store attached as `main` made before it was versioned, compared
+    /// with the ancestor's store attached as `ancestor` (same schema, same date epoch), inside
+    /// the caller's transaction:
+    /// - a cell whose version is the origin's and whose value differs from the ancestor's (a
+    ///   to-one cell: by its target's global id) gets a row of `"deck_cells:T"` at (1, origin);
+    /// - a record of the ancestor that `main` neither holds nor has a tombstone of gets one, with
+    ///   counter 2 and version (1, origin), under a new key;
+    /// - a link of the ancestor between two records `main` holds, of which `main` has no row in
+    ///   `"deck_links:J"`, gets one with counter 2 and version (1, origin);
+    /// - `deck_clock.clock` is at least 1.
+    static func version(_ database: Database, mapping: SchemaMapping) throws -> Found {
+        var found = Found()
+        let version = "\(clock), \(VersionDDL.originWriter)"
+        for columns in DocumentDiffer.tableColumns(mapping) {
+            let t = quote(columns.table)
+            let table = quoteLiteral(columns.table)
+            let rows = quote(VersionDDL.rowsTable(columns.table))
+            let cells = quote(VersionDDL.cellsTable(columns.table))
+            // The cell's version: its row, else its record's row, else its range's, else the origin's.
+            func atOrigin(_ property: String) -> String {
+                """
+                coalesce(
+                    (SELECT c.clock = 0 AND c.writer = 0 FROM main.\(cells) c
+                     WHERE c._pk = x._pk AND c.property = \(quoteLiteral(property))),
+                    (SELECT r.clock = 0 AND r.writer = 0 FROM main.\(rows) r WHERE r._pk = x._pk),
+                    (SELECT CASE WHEN i.first <= x._pk THEN i.clock = 0 AND i.writer = 0 END FROM main.deck_inserts i
+                     WHERE i.tbl = \(table) AND i.last >= x._pk ORDER BY i.last LIMIT 1),
+                    1)
+                """
+            }
+            var changed: [(String, String)] = columns.attributes.map {
+                ($0.name, "x.\(quote($0.name)) IS NOT o.\(quote($0.name))")
+            }
+            for (column, destination) in columns.references {
+                let c = quote(column)
+                let d = quote(destination)
+                changed.append(
+                    (
+                        column,
+                        "(SELECT g._gid FROM main.\(d) g WHERE g._pk = x.\(c)) "
+                            + "IS NOT (SELECT h._gid FROM ancestor.\(d) h WHERE h._pk = o.\(c))"
+                    ))
+            }
+            for (property, differs) in changed {
+                try database.run(
+                    """
+                    INSERT INTO main.\(cells)(_pk, property, clock, writer)
+                    SELECT x._pk, \(quoteLiteral(property)), \(version) FROM main.\(t) x
+                    JOIN ancestor.\(t) o ON o._gid = x._gid
+                    WHERE \(differs) AND \(atOrigin(property))
+                    ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
+                    """)
+                found.cells += database.changes
+            }
+            // Records of the ancestor this copy holds no trace of: deleted before versioning.
+            let missing = """
+                FROM ancestor.\(t) o WHERE NOT EXISTS (SELECT 1 FROM main.\(t) x WHERE x._gid = o._gid)
+                AND o._gid NOT IN (SELECT _gid FROM main.\(rows))
+                """
+            let count = try database.scalar("SELECT count(*) \(missing)")?.int64 ?? 0
+            guard count > 0 else { continue }
+            let first = try giveOutKeys(database, table: columns.table, count: count)
+            try database.run(
+                "INSERT INTO main.\(rows)(_pk, _gid, alive, clock, writer) "
+                    + "SELECT ? + row_number() OVER (ORDER BY o._gid), o._gid, 2, \(version) \(missing)",
+                [.integer(first - 1)])
+            found.deletes += Int(count)
+        }
+        for (table, source, target) in mapping.joinTables {
+            let links = quote(VersionDDL.linksTable(table))
+            try database.run(
+                """
+                INSERT INTO main.\(links)(source, target, alive, clock, writer)
+                SELECT xs._pk, xt._pk, 2, \(version) FROM ancestor.\(quote(table)) l
+                JOIN ancestor.\(quote(source)) os ON os._pk = l.source JOIN ancestor.\(quote(target)) ot ON ot._pk = l.target
+                JOIN main.\(quote(source)) xs ON xs._gid = os._gid JOIN main.\(quote(target)) xt ON xt._gid = ot._gid
+                WHERE NOT EXISTS (SELECT 1 FROM main.\(links) k WHERE k.source = xs._pk AND k.target = xt._pk)
+                """)
+            found.unlinks += database.changes
+        }
+        // No version may be later than the store's clock (spec 20.2): a copy upgraded and never
+        // written since has clock 0.
+        try database.execute("UPDATE main.deck_clock SET clock = \(clock) WHERE clock < \(clock)")
+        return found
+    }
+
+    /// Gives out `count` new keys of entity table `table` of `main`, as an insert would
+    /// (`sqlite_sequence` advanced past them), for tombstones of records it never held; returns
+    /// the first.
+    static func giveOutKeys(_ database: Database, table: String, count: Int64) throws -> Int64 {
+        try database.run(
+            "INSERT INTO main.sqlite_sequence(name, seq) SELECT ?, 0 "
+                + "WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?)",
+            [.text(table), .text(table)])
+        let sequence =
+            try database.scalar("SELECT max(seq) FROM main.sqlite_sequence WHERE name = ?", [.text(table)])?
+            .int64 ?? 0
+        try database.run(
+            "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ?",
+            [.integer(sequence + count), .text(table)])
+        return sequence + 1
+    }
+}
+
+extension DocumentMerge {
+    /// The merge of `source` (checked: a copy of the same document) into `store` with a common
+    /// ancestor: the ancestor's store brought to `store`'s schema (a scratch copy migrated when
+    /// its version is earlier), a scratch copy of `source` (migrated likewise) whose changes are
+    /// versioned against it (``MergeAncestor/version(_:mapping:)``), then that copy merged, with
+    /// `store`'s changes versioned the same way inside the merge's transaction.
+    static func merge(
+        from source: PackageStore, into store: PackageStore, differentDocuments: Bool, blobs: URL,
+        migrator: MergeMigration.Migrator, ancestor url: URL
+    ) throws(DeckError) -> MergeReport {
+        let ancestor = try PackageStore.open(at: url, mode: .readOnly)
+        defer { try? ancestor.close() }
+        try DocumentDifference.requireCopies(
+            store, ancestor, paths: (store.url.path, url.path), differentDocuments: differentDocuments,
+            verb: "merge with an ancestor of", sameSchema: false)
+        guard ancestor.dateEpoch == store.dateEpoch else {
+            throw DeckError.notComparable(
+                path: url.path, reason: "its dates count from another epoch than \(store.url.path)'s")
+        }
+        let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
+        defer { scratch.discard() }
+        var ancestorStore = ancestor.url.appendingPathComponent(PackageLayout.store).path
+        if try MergeMigration.needsMigration(
+            of: ancestor.schema, into: store.schema, paths: (store.url.path, url.path))
+        {
+            let copy = scratch.url.appendingPathComponent("ancestor")
+            try FileSystem.mkdir(copy.path, mode: 0o700, existingOK: false)
+            try MergeMigration.copy(ancestor, blobs: url, into: copy, for: store.schema)
+            do {
+                try migrator.migrate(copy, store.schema)
+            } catch {
+                throw error.replacingPath(copy.path, with: url.path)
+            }
+            ancestorStore = copy.appendingPathComponent(PackageLayout.store).path
+        }
+        let other = scratch.url.appendingPathComponent("copy")
+        try FileSystem.mkdir(other.path, mode: 0o700, existingOK: false)
+        try MergeMigration.copy(source, blobs: blobs, into: other, for: store.schema)
+        if try MergeMigration.needsMigration(
+            of: source.schema, into: store.schema, paths: (store.url.path, source.url.path))
+        {
+            try MergeMigration.migrate(other, to: store.schema, with: migrator, path: source.url.path)
+        }
+        do {
+            let database = try Database(
+                path: other.appendingPathComponent(PackageLayout.store).path, mode: .readWrite)
+            defer { database.close() }
+            try database.attachReadOnly(ancestorStore, as: "ancestor")
+            try database.execute("BEGIN IMMEDIATE")
+            do {
+                _ = try MergeAncestor.version(database, mapping: store.mapping)
+                try database.execute("COMMIT")
+            } catch {
+                try? database.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            throw DeckError.wrap(error).replacingPath(other.path, with: source.url.path)
+        }
+        do {
+            return try merge(
+                from: other, into: store, differentDocuments: differentDocuments, blobs: blobs,
+                migrator: migrator,
+                ancestorStore: ancestorStore)
+        } catch {
+            throw error.replacingPath(other.path, with: source.url.path)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import DeckSQLite
+import DeckStoreTestSupport
+import DeckTestSupport
+import DeckTestTiming
+import Foundation
+import Testing
+
+@_spi(Testing) @testable import DeckStore
+
+/// Merging with a common ancestor (spec 20.9, "A common ancestor"): two copies of the version 4
+/// package of Tests/Fixtures/v4, changed apart while still version 4 and upgraded apart, hold
+/// their changes of that time under the origin's version; the ancestor tells them apart.
+@Suite(.timed) struct MergeAncestorTests {
+    /// Runs `sql` on the store of the package at `url` as a version 4 Deck would have written
+    /// it: no version bookkeeping (the package is not upgraded).
+    static func writeAsVersion4(_ url: URL, _ sql: String) throws {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readWrite)
+        defer { db.close() }
+        #expect(try db.scalar("PRAGMA user_version")?.int64 == 4)
+        try db.execute(sql)
+    }
+
+    /// Opens the package at `url` for writing once, which upgrades it to version 5.
+    static func upgrade(_ url: URL) throws {
+        let store = try PackageStore.open(at: url)
+        try store.close()
+    }
+
+    /// Merges `from` into `into` with `ancestor`; `into` must verify afterwards with no finding.
+    @discardableResult
+    static func merge(_ from: URL, into: URL, ancestor: URL?) throws -> MergeReport {
+        let store = try PackageStore.open(at: into)
+        let report = try DocumentMerge.merge(from: from, into: store, ancestor: ancestor)
+        try store.close()
+        let verification = try PackageVerifier.verify(at: into)
+        #expect(verification.findings.isEmpty, "\(verification.findings)")
+        return report
+    }
+
+    /// The ancestor O (the version 4 fixture) and two copies of it, A and B, each changed as a
+    /// version 4 Deck would, then upgraded; B then edited once more, as version 5.
+    static func copiesUpgradedApart(in dir: URL) throws -> (ancestor: URL, a: URL, b: URL) {
+        let ancestor = dir.appendingPathComponent("o.flashcards")
+        try FileManager.default.copyItem(at: FormatVersion5Tests.fixture, to: ancestor)
+        let a = try MergeTests.copy(ancestor, to: "a.flashcards")
+        let b = try MergeTests.copy(ancestor, to: "b.flashcards")
+        // Values chosen to sort before the ancestor's: without the ancestor, the kept value wins.
+        try writeAsVersion4(
+            a,
+            """
+            UPDATE Card SET back = 'A hello' WHERE _pk = 1;
+            UPDATE Card SET front = 'gracias A' WHERE _pk = 3;
+            UPDATE Card SET back = 'A hello again' WHERE _pk = 7;
+            DELETE FROM "Card.tags" WHERE source = 7 AND target = 1;
+            """)
+        try writeAsVersion4(
+            b,
+            """
+            DELETE FROM "Card.tags" WHERE source = 2;
+            DELETE FROM Card WHERE _pk = 2;
+            UPDATE Card SET front = 'gracias B' WHERE _pk = 3;
+            UPDATE Card SET back = 'a big cat' WHERE _pk = 5;
+            """)
+        try upgrade(a)
+        try upgrade(b)
+        try MergeTests.write(b) { t in try t.update("Card", id: 7, ["back": .string("B hello")]) }
+        return (ancestor, a, b)
+    }
+
+    @Test func changesMadeBeforeVersioningAreFoundWithTheAncestorInEitherOrder() throws {
+        try withTestDirectory { dir in
+            let (ancestor, a, b) = try Self.copiesUpgradedApart(in: dir)
+            let ab = try MergeTests.copy(a, to: "ab.flashcards")
+            let report = try Self.merge(b, into: ab, ancestor: ancestor)
+            let ba = try MergeTests.copy(b, to: "ba.flashcards")
+            let reversed = try Self.merge(a, into: ba, ancestor: ancestor)
+            try MergeTests.expectSame(ab, ba)
+
+            let cards = try MergeTests.cards(ab)
+            // A's change, B kept the ancestor's.
+            #expect(cards["hola"]?["back"] == .string("A hello"))
+            // B's change.
+            #expect(cards["el gato"]?["back"] == .string("a big cat"))
+            // B deleted it.
+            #expect(cards["adiós"] == nil)
+            // Both changed: the greater value.
+            #expect(cards["gracias B"] != nil && cards["gracias A"] == nil)
+            // A versioned change beats them.
+            #expect(cards["bonjour"]?["back"] == .string("B hello"))
+            let tags = try MergeTests.tags(ab)
+            // A removed the link.
+            #expect(!tags.contains("bonjour greeting") && tags.contains("hola greeting"))
+
+            // Exactly the two cells both changed from the ancestor's value are conflicts.
+            let conflicts = report.conflicts.map { "\($0.property) \($0.kept) \($0.lostHere)" }.sorted()
+            #expect(conflicts == ["back B hello true", "front gracias B true"], "\(report.conflicts)")
+            #expect(reversed.conflicts.count == 2 && reversed.conflicts.allSatisfy { !$0.lostHere })
+            #expect(report.deletedRecords == 1 && report.removedLinks == 0)
+            #expect(reversed.learnedTombstones == 0 && reversed.removedLinks == 1)
+
+            // Merging again, with the ancestor or without, changes nothing; nor does a third copy
+            // that kept everything as the ancestor had it: what the ancestor found is versioned.
+            #expect(try Self.merge(b, into: ab, ancestor: ancestor).isEmpty)
+            #expect(try Self.merge(b, into: ab, ancestor: nil).isEmpty)
+            #expect(try Self.merge(a, into: ab, ancestor: nil).isEmpty)
+            let c = try MergeTests.copy(ancestor, to: "c.flashcards")
+            try Self.upgrade(c)
+            #expect(try Self.merge(c, into: ab, ancestor: nil).isEmpty)
+            try MergeTests.expectSame(ab, ba)
+        }
+    }
+
+    @Test func withoutTheAncestorCopiesUpgradedApartMergeByValueAlone() throws {
+        // What the ancestor is for: without it, a value one copy changed before versioning may
+        // lose to the value the other kept, and a delete of that time is undone.
+        try withTestDirectory { dir in
+            let (_, a, b) = try Self.copiesUpgradedApart(in: dir)
+            try Self.merge(b, into: a, ancestor: nil)
+            let cards = try MergeTests.cards(a)
+            #expect(cards["hola"]?["back"] == .string("hello"))
+            #expect(cards["adiós"] != nil)
+        }
+    }
+
+    @Test func anAncestorOfVersionedCopiesChangesNoResult() throws {
+        // Copies versioned since they parted: the versions already say everything; the ancestor
+        // only makes the conflicts exact.
+        try withTestDirectory { dir in
+            let ancestor = dir.appendingPathComponent("o.deck")
+            _ = try makeSmallFlashcards(at: ancestor)
+            var g = SeededGenerator(seed: 0x0A_2025)
+            for round in 0..<3 {
+                let a = try MergeTests.copy(ancestor, to: "a.deck")
+                let b = try MergeTests.copy(ancestor, to: "b.deck")
+                try MergeTests.randomEdits(a, &g, count: 12)
+                try MergeTests.randomEdits(b, &g, count: 12)
+                let with = try MergeTests.copy(a, to: "with.deck")
+                let without = try MergeTests.copy(a, to: "without.deck")
+                let reportWith = try Self.merge(b, into: with, ancestor: ancestor)
+                let reportWithout = try Self.merge(b, into: without, ancestor: nil)
+                try MergeTests.expectSame(with, without, "round \(round)")
+                var counts = (reportWith, reportWithout)
+                (counts.0.conflicts, counts.1.conflicts) = ([], [])
+                #expect(counts.0 == counts.1, "round \(round)")
+                // A conflict is a cell both changed from the ancestor's value.
+                let original = try MergeTests.cards(ancestor).values.reduce(into: [UUID: Record]()) {
+                    if let gid = try MergeTests.globalID(ancestor, "Card", $1.id) { $0[gid] = $1 }
+                }
+                for conflict in reportWith.conflicts where conflict.entity == "Card" {
+                    let before = original[conflict.globalID ?? UUID()]?[conflict.property]
+                    #expect(
+                        conflict.kept != .value(before ?? .null) && conflict.lost != .value(before ?? .null))
+                }
+                // The ancestor is upgraded by no one: it was opened read-only.
+                #expect(try PackageVerifier.verify(at: ancestor).findings.isEmpty)
+            }
+        }
+    }
+
+    @Test func anAncestorOfAnotherDocumentOrAMissingOneIsRefusedAndChangesNothing() throws {
+        try withTestDirectory { dir in
+            let (ancestor, a, b) = try Self.copiesUpgradedApart(in: dir)
+            let other = dir.appendingPathComponent("other.deck")
+            _ = try makeSmallFlashcards(at: other)
+            let before = try MergeTests.dump(a)
+            for (candidate, expected) in [
+                (other, "is another document"), (dir.appendingPathComponent("none.deck"), ""),
+            ] {
+                let store = try PackageStore.open(at: a)
+                defer { try? store.close() }
+                do {
+                    try DocumentMerge.merge(from: b, into: store, ancestor: candidate)
+                    Issue.record("merged with \(candidate.lastPathComponent) as the ancestor")
+                } catch {
+                    #expect(expected.isEmpty || "\(error)".contains(expected), "\(error)")
+                }
+            }
+            #expect(try MergeTests.dump(a) == before)
+            _ = ancestor
+        }
+    }
+}
