@@ -1,3 +1,5 @@
+import DeckSQLite
+import DeckStore
 import DeckTestTiming
 import Foundation
 import Testing
@@ -204,5 +206,59 @@ struct EndToEndMergeTests {
         #expect(
             lost.count == 1 && lost.first?["lost"] as? String == "hey"
                 && lost.first?["lostHere"] as? Bool == true)
+    }
+
+    @Test func copiesUpgradedApartMergeTheirEarlierChangesWithAnAncestor() throws {
+        let directory = try TemporaryDirectory()
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/v4/Flashcards.flashcards")
+        let ancestor = directory.appending("O.flashcards")
+        try FileManager.default.copyItem(atPath: fixture.path, toPath: ancestor)
+        // Two copies changed by a version 4 Deck (no bookkeeping), then upgraded apart.
+        var copies: [String] = []
+        for (name, sql) in [
+            ("A.flashcards", "UPDATE Card SET back = 'A hello' WHERE _pk = 1"),
+            ("B.flashcards", "DELETE FROM \"Card.tags\" WHERE source = 2; DELETE FROM Card WHERE _pk = 2"),
+        ] {
+            let copy = directory.appending(name)
+            try FileManager.default.copyItem(atPath: fixture.path, toPath: copy)
+            let db = try Database(path: copy + "/store.sqlite", mode: .readWrite)
+            try db.execute(sql)
+            db.close()
+            try PackageStore.open(at: URL(fileURLWithPath: copy)).close()
+            copies.append(copy)
+        }
+        let (a, b) = (copies[0], copies[1])
+        let archive = directory.appending("O.zip")
+        e2eExpectSuccess(try deck("export", ancestor, "-o", archive))
+
+        // Into a new package, the ancestor given as an archive; A and B are not changed.
+        let merged = directory.appending("M.flashcards")
+        let result = try deck("merge", a, b, "-o", merged, "--ancestor", archive, "--json")
+        e2eExpectSuccess(result)
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let report = (json?["merged"] as? [[String: Any]])?.first
+        #expect(
+            report?["deletedRecords"] as? Int == 1 && report?["changedValues"] as? Int == 0,
+            "\(result.stdout)")
+        e2eExpectSuccess(try deck("verify", merged))
+        #expect(try deck("query", merged, "Card", "--where", "front == 'hola'").stdout.contains("A hello"))
+        #expect(try deck("query", merged, "Card", "--count").stdout == "8\n")
+        #expect(try deck("query", a, "Card", "--count").stdout == "9\n")
+
+        // In place, the other way round: the same document.
+        e2eExpectSuccess(try deck("merge", b, a, "--ancestor", ancestor))
+        #expect(try deck("diff", b, merged).stdout == "no differences\n")
+        #expect(try deck("merge", b, a, "--ancestor", ancestor).stdout.hasSuffix("nothing changed here\n"))
+
+        // Refused: with --conflicts, an ancestor of another document, a missing one.
+        let before = try deck("query", a, "Card", "--json").stdout
+        #expect(try deck("merge", a, "--conflicts", "--ancestor", ancestor).status == 64)
+        let stranger = try e2eSample(in: directory, name: "Other.deck")
+        let refused = try deck("merge", a, b, "--ancestor", stranger)
+        #expect(refused.status != 0 && refused.stderr.contains("another document"), "\(refused.stderr)")
+        let missing = try deck("merge", a, b, "--ancestor", directory.appending("none.deck"))
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(try deck("query", a, "Card", "--json").stdout == before)
     }
 }
