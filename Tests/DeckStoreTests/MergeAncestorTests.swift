@@ -157,6 +157,42 @@ import Testing
         }
     }
 
+    @Test func aVersion3AncestorIsReadAsItIs() throws {
+        // Tests/Fixtures/v3: a version 3 package (global ids, no bookkeeping); one copy renames an
+        // event and the other deletes one, both before upgrading.
+        try withTestDirectory { dir in
+            let ancestor = dir.appendingPathComponent("o.deck")
+            try FileManager.default.copyItem(
+                at: FormatVersion5Tests.fixture.deletingLastPathComponent().deletingLastPathComponent()
+                    .appendingPathComponent("v3/Dates.deck"), to: ancestor)
+            let a = try MergeTests.copy(ancestor, to: "a.deck")
+            let b = try MergeTests.copy(ancestor, to: "b.deck")
+            for (copy, sql) in [
+                (a, "UPDATE Event SET name = 'A renamed' WHERE _pk = 1"),
+                (b, "DELETE FROM Event WHERE _pk = 2"),
+            ] {
+                let db = try Database(path: copy.path + "/store.sqlite", mode: .readWrite)
+                #expect(try db.scalar("PRAGMA user_version")?.int64 == 3)
+                try db.execute(sql)
+                db.close()
+                try Self.upgrade(copy)
+            }
+            let report = try Self.merge(b, into: a, ancestor: ancestor)
+            #expect(report.deletedRecords == 1 && report.changedCells == 0 && report.conflicts.isEmpty)
+            let again = try Self.merge(a, into: b, ancestor: ancestor)
+            #expect(again.changedCells == 1 && again.deletedRecords == 0)
+            try MergeTests.expectSame(a, b)
+            let db = try Database(path: a.path + "/store.sqlite", mode: .readOnly)
+            defer { db.close() }
+            #expect(try db.scalar("SELECT name FROM Event WHERE _pk = 1")?.string == "A renamed")
+            #expect(try db.scalar("SELECT count(*) FROM Event WHERE _pk = 2")?.int64 == 0)
+            // Read, never upgraded.
+            let o = try Database(path: ancestor.path + "/store.sqlite", mode: .readOnly)
+            defer { o.close() }
+            #expect(try o.scalar("PRAGMA user_version")?.int64 == 3)
+        }
+    }
+
     @Test func anAncestorOfAnotherDocumentOrAMissingOneIsRefusedAndChangesNothing() throws {
         try withTestDirectory { dir in
             let (ancestor, a, b) = try Self.copiesUpgradedApart(in: dir)
