@@ -204,6 +204,13 @@ struct MergeCommand: DeckCommand {
             counts.isEmpty
             ? "nothing changed here\n"
             : counts.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s") \($0.2)" }.joined(separator: ", ") + "\n"
+        if report.originDifferences > 0 {
+            out +=
+                "note: \(report.originDifferences) value\(report.originDifferences == 1 ? "" : "s") or "
+                + "record\(report.originDifferences == 1 ? "" : "s") differed under the origin's version (copies "
+                + "upgraded from format version 4 apart): the greater value was kept and the records inserted; "
+                + "--ancestor decides them by the copy both were made from\n"
+        }
         for conflict in report.conflicts {
             out +=
                 "conflict: \(field(conflict.entity)) \(id(conflict.globalID)) \(field(conflict.property)): "
@@ -238,6 +245,7 @@ struct MergeCommand: DeckCommand {
                             ("addedLinks", .int(Int64(report.addedLinks))),
                             ("removedLinks", .int(Int64(report.removedLinks))),
                             ("copiedBlobs", .int(Int64(report.copiedBlobs))),
+                            ("originDifferences", .int(Int64(report.originDifferences))),
                             (
                                 "conflicts",
                                 .array(

@@ -239,9 +239,15 @@ struct EndToEndMergeTests {
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         let report = (json?["merged"] as? [[String: Any]])?.first
         #expect(
-            report?["deletedRecords"] as? Int == 1 && report?["changedValues"] as? Int == 0,
+            report?["deletedRecords"] as? Int == 1 && report?["changedValues"] as? Int == 0
+                && report?["originDifferences"] as? Int == 0,
             "\(result.stdout)")
         e2eExpectSuccess(try deck("verify", merged))
+        // Without the ancestor, the merge says what it could not decide: A's changed value.
+        let undecided = try deck("merge", a, b, "-o", directory.appending("U.flashcards"))
+        #expect(
+            undecided.stdout.contains("note: 1 value or record differed under the origin's version"),
+            "\(undecided.stdout)")
         #expect(try deck("query", merged, "Card", "--where", "front == 'hola'").stdout.contains("A hello"))
         #expect(try deck("query", merged, "Card", "--count").stdout == "8\n")
         #expect(try deck("query", a, "Card", "--count").stdout == "9\n")

@@ -96,6 +96,7 @@ import Testing
             #expect(conflicts == ["back B hello true", "front gracias B true"], "\(report.conflicts)")
             #expect(reversed.conflicts.count == 2 && reversed.conflicts.allSatisfy { !$0.lostHere })
             #expect(report.deletedRecords == 1 && report.removedLinks == 0)
+            #expect(report.originDifferences == 0 && reversed.originDifferences == 0)
             #expect(reversed.learnedTombstones == 0 && reversed.removedLinks == 1)
 
             // Merging again, with the ancestor or without, changes nothing; nor does a third copy
@@ -115,8 +116,15 @@ import Testing
         // lose to the value the other kept, and a delete of that time is undone.
         try withTestDirectory { dir in
             let (_, a, b) = try Self.copiesUpgradedApart(in: dir)
-            try Self.merge(b, into: a, ancestor: nil)
-            let cards = try MergeTests.cards(a)
+            let ab = try MergeTests.copy(a, to: "ab.flashcards")
+            let report = try Self.merge(b, into: ab, ancestor: nil)
+            // The three values the copies changed before versioning differ under the origin's
+            // version; merged the other way round, so does the card B deleted then.
+            #expect(report.originDifferences == 3, "\(report)")
+            let ba = try MergeTests.copy(b, to: "ba.flashcards")
+            let reversed = try Self.merge(a, into: ba, ancestor: nil)
+            #expect(reversed.originDifferences == 4 && reversed.insertedRecords == 1, "\(reversed)")
+            let cards = try MergeTests.cards(ab)
             #expect(cards["hola"]?["back"] == .string("hello"))
             #expect(cards["adiós"] != nil)
         }

@@ -27,6 +27,12 @@ public struct MergeReport: Sendable, Equatable {
     /// these values are in neither the store nor its tombstone afterwards (the copy that made
     /// them still has them).
     public var lostEdits: [MergeLostEdit] = []
+    /// Values both copies hold under the origin's version with different values, and records
+    /// the other copy holds under it that this one lacks: copies upgraded to format version 5
+    /// apart, whose changes of before then the versions cannot order. The merge kept the greater
+    /// value and inserted the records; merging with the copy both were made from as the
+    /// ancestor decides them by what each copy changed.
+    public var originDifferences = 0
 
     public init() {}
 

@@ -276,6 +276,8 @@ struct DocumentMerger {
         let inserted = database.changes
         guard inserted > 0 else { return }
         report.insertedRecords += inserted
+        report.originDifferences += Int(
+            try database.scalar("SELECT count(*) FROM \(t.new) WHERE clock = 0 AND writer = 0")?.int64 ?? 0)
         try database.execute(
             """
             INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)
@@ -519,6 +521,8 @@ struct DocumentMerger {
             SELECT m.apk, m.bpk, m.clock, m.writer, \(va) IS NOT \(vb) AS differs,
                 ca.clock IS NOT NULL AS edited, ca.clock AS aclock, ca.writer AS awriter, m.edited AS otherEdited,
                 \(bothChanged) AS bothChanged,
+                \(recordVersion("clock")) = 0 AND \(recordVersion("writer")) = 0 AND m.clock = 0 AND m.writer = 0
+                    AS originTie,
                 (m.clock, (SELECT writer FROM main.deck_writer WHERE id = m.writer), \(vb) IS NOT NULL, \(vb) COLLATE BINARY)
                 > (\(recordVersion("clock")), (SELECT writer FROM main.deck_writer WHERE id = \(recordVersion("writer"))),
                    \(va) IS NOT NULL, \(va)) AS wins
@@ -546,6 +550,8 @@ struct DocumentMerger {
                     entity: row[0].string ?? "", globalID: Self.globalID(row[3]), property: property,
                     kept: wins ? there : here, lost: wins ? here : there, lostHere: wins))
         }
+        report.originDifferences += Int(
+            try database.scalar("SELECT count(*) FROM temp.merge_w WHERE differs AND originTie")?.int64 ?? 0)
         try database.execute("DELETE FROM temp.merge_w WHERE NOT wins")
         let winners = try database.scalar("SELECT count(*) FROM temp.merge_w")?.int64 ?? 0
         guard winners > 0 else { return }

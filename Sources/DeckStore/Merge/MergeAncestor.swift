@@ -141,31 +141,30 @@ extension DocumentMerge {
             verb: "merge with an ancestor of", sameSchema: false)
         let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
         defer { scratch.discard() }
-        var ancestorStore = ancestor.url.appendingPathComponent(PackageLayout.store).path
-        // An ancestor of an earlier format version (its dates may count from another epoch) or
-        // schema version is read from a scratch copy upgraded, then migrated, as this store was.
+        // The ancestor is read from a snapshot (a writer may be changing it meanwhile: both
+        // copies must be compared with one state of it); one of an earlier format version (its
+        // dates may count from another epoch) or schema version is upgraded, then migrated, as
+        // this store was.
         let upgrade =
             ancestor.storeFormatVersion < store.storeFormatVersion || ancestor.dateEpoch != store.dateEpoch
         let migrate = try MergeMigration.needsMigration(
             of: ancestor.schema, into: store.schema, paths: (store.url.path, url.path))
-        if upgrade || migrate {
-            let copy = scratch.url.appendingPathComponent("ancestor")
-            do throws(DeckError) {
-                try FileSystem.mkdir(copy.path, mode: 0o700, existingOK: false)
-                try MergeMigration.copy(ancestor, blobs: url, into: copy, for: store.schema)
-                if upgrade { try PackageStore.open(at: copy).close() }
-                if migrate { try migrator.migrate(copy, store.schema) }
-                let upgraded = try PackageStore.open(at: copy, mode: .readOnly)
-                defer { try? upgraded.close() }
-                guard upgraded.dateEpoch == store.dateEpoch else {
-                    throw DeckError.notComparable(
-                        path: url.path, reason: "its dates count from another epoch than \(store.url.path)'s")
-                }
-            } catch {
-                throw error.replacingPath(copy.path, with: url.path)
+        let copy = scratch.url.appendingPathComponent("ancestor")
+        do throws(DeckError) {
+            try FileSystem.mkdir(copy.path, mode: 0o700, existingOK: false)
+            try MergeMigration.copy(ancestor, blobs: url, into: copy, for: store.schema)
+            if upgrade { try PackageStore.open(at: copy).close() }
+            if migrate { try migrator.migrate(copy, store.schema) }
+            let upgraded = try PackageStore.open(at: copy, mode: .readOnly)
+            defer { try? upgraded.close() }
+            guard upgraded.dateEpoch == store.dateEpoch else {
+                throw DeckError.notComparable(
+                    path: url.path, reason: "its dates count from another epoch than \(store.url.path)'s")
             }
-            ancestorStore = copy.appendingPathComponent(PackageLayout.store).path
+        } catch {
+            throw error.replacingPath(copy.path, with: url.path)
         }
+        let ancestorStore = copy.appendingPathComponent(PackageLayout.store).path
         let other = scratch.url.appendingPathComponent("copy")
         try FileSystem.mkdir(other.path, mode: 0o700, existingOK: false)
         try MergeMigration.copy(source, blobs: blobs, into: other, for: store.schema)
