@@ -479,14 +479,10 @@ struct DocumentMerger {
                         ? "(SELECT g._gid FROM main.\(d) g WHERE g._gid = xbt._gid)" : "\(side)t._gid"
                 },
                 joins: { side in
-                    "LEFT JOIN \(Self.schemas[side] ?? "main").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
+                    "LEFT JOIN \(MergeValues.schemas[side] ?? "main").\(d) \(side)t ON \(side)t._pk = \(side).\(quote(column))"
                 })
         }
     }
-
-    /// The schema of each side's row alias in ``mergeCell(_:property:value:joins:)``: this copy,
-    /// the other, the ancestor.
-    static let schemas = ["xa": "main", "xb": "other", "xo": "ancestor"]
 
     /// Writes the cells of `property` whose version in `other` wins over `main`'s: greater
     /// version, or the same version and a greater value (`value` of a side's row alias; to-one

@@ -3,6 +3,9 @@ import Foundation
 
 /// Values a merge reads to report them (spec 20.9).
 enum MergeValues {
+    /// The schema of each side's row alias in the cell merge: this copy, the other, the ancestor.
+    static let schemas = ["xa": "main", "xb": "other", "xo": "ancestor"]
+
     /// Cell `property` of record `key` of the copy `schema` (`main` or `other`), as a difference
     /// gives it.
     static func cell(
