@@ -91,6 +91,10 @@ struct MergeTests {
         let archive = directory.appending("copy.zip")
         try await DeckDocument.export(at: directory.appending("cards.deck"), to: archive)
         _ = try await DeckDocument.importArchive(at: archive, to: copyURL)
+        // The copy both are made from: given as the ancestor, it changes nothing in the result
+        // (the copies are versioned since they parted).
+        let ancestorURL = directory.appending("ancestor.deck")
+        _ = try await DeckDocument.importArchive(at: archive, to: ancestorURL)
         let copy = try ModelContainer(
             for: Flash.Card.self, Flash.Deck.self, configurations: ModelConfiguration(url: copyURL))
         let other = ModelContext(copy)
@@ -102,8 +106,9 @@ struct MergeTests {
         try other.save()
         try copy.store.close()
 
-        let report = try container.merge(from: copyURL)
+        let report = try container.merge(from: copyURL, ancestor: ancestorURL)
         #expect(report.insertedRecords == 1 && report.deletedRecords == 1 && report.changedCells >= 1)
+        #expect(report.conflicts.isEmpty && report.originDifferences == 0)
         try await waitUntil { hola.back == "hello" && gracias.isDeleted }
         #expect(hola.back == "hello")
         #expect(gracias.isDeleted)
