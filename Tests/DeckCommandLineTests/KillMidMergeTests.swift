@@ -101,6 +101,11 @@ import Testing
         let pristine = directory.appending("Pristine.deck")
         try FileManager.default.copyItem(atPath: old, toPath: pristine)
         e2eExpectSuccess(try deck("migrate", pristine, "--to", schema))
+        // The copy both were made from, at the earlier schema: every other round merges with it
+        // as the ancestor (a snapshot of it migrated, besides the older copy's), which changes
+        // nothing in the result of versioned copies.
+        let ancestor = directory.appending("Ancestor.deck")
+        try FileManager.default.copyItem(atPath: old, toPath: ancestor)
         let store = try PackageStore.open(at: URL(fileURLWithPath: old))
         try store.write { t in
             for index in 0..<3_000 {
@@ -125,8 +130,10 @@ import Testing
             let target = directory.appending("Target-\(round).deck")
             try FileManager.default.copyItem(atPath: pristine, toPath: target)
             let delay = UInt32.random(in: 100_000...500_000, using: &generator)
-            let context = "round \(round) (kill \(delay) µs after start), \(seed)"
-            try Self.runDeck(["merge", target, old], killedAfter: delay, environment: ["TMPDIR": scratch])
+            let arguments = ["merge", target, old] + (round % 2 == 0 ? ["--ancestor", ancestor] : [])
+            let context =
+                "round \(round) (kill \(delay) µs after start, \(arguments.count > 3 ? "with" : "without") the ancestor), \(seed)"
+            try Self.runDeck(arguments, killedAfter: delay, environment: ["TMPDIR": scratch])
             try PackageStore.open(at: URL(fileURLWithPath: target)).close()
             let report = try PackageVerifier.verify(at: URL(fileURLWithPath: target))
             #expect(
@@ -136,7 +143,7 @@ import Testing
             let merged = try deck("diff", target, expected).stdout == "no differences\n"
             #expect(asItWas || merged, "\(context): neither as it was nor merged")
             outcomes[asItWas ? "as it was" : "merged", default: 0] += 1
-            e2eExpectSuccess(try deck("merge", target, old, environment: ["TMPDIR": scratch]))
+            e2eExpectSuccess(try runProduct("deck", arguments, environment: ["TMPDIR": scratch]))
             #expect(try deck("diff", target, expected).stdout == "no differences\n", "\(context)")
             let left = try FileManager.default.contentsOfDirectory(atPath: scratch).filter {
                 $0.hasPrefix("deck-merge-")

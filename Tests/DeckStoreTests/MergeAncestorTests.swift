@@ -49,6 +49,7 @@ import Testing
             a,
             """
             UPDATE Card SET back = 'A hello' WHERE _pk = 1;
+            UPDATE Card SET back = 'A goodbye' WHERE _pk = 2;
             UPDATE Card SET front = 'gracias A' WHERE _pk = 3;
             UPDATE Card SET back = 'A hello again' WHERE _pk = 7;
             DELETE FROM "Card.tags" WHERE source = 7 AND target = 1;
@@ -97,6 +98,14 @@ import Testing
             #expect(reversed.conflicts.count == 2 && reversed.conflicts.allSatisfy { !$0.lostHere })
             #expect(report.deletedRecords == 1 && report.removedLinks == 0)
             #expect(report.originDifferences == 0 && reversed.originDifferences == 0)
+            // A's edit of the card B deleted, both before versioning, lost to the delete: reported
+            // once each way, found by its value (the ancestor's was another).
+            let lost = report.lostEdits.map { "\($0.property) \($0.lost) \($0.lostHere)" }
+            #expect(lost == ["back A goodbye true"], "\(report.lostEdits)")
+            #expect(
+                reversed.lostEdits.map { "\($0.property) \($0.lost) \($0.lostHere)" } == [
+                    "back A goodbye false"
+                ])
             #expect(reversed.learnedTombstones == 0 && reversed.removedLinks == 1)
 
             // Merging again, with the ancestor or without, changes nothing; nor does a third copy

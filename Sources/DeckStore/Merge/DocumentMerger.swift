@@ -25,7 +25,7 @@ struct DocumentMerger {
     let otherBlobs: BlobStore
     /// Whether a common ancestor's store is attached as `ancestor`: a conflict is then a cell
     /// both copies changed from the ancestor's value, rather than one whose versions neither
-    /// copy has seen.
+    /// copy has seen (and a lost edit likewise, ``MergeLostEdits``).
     var hasAncestor = false
     var report = MergeReport()
 
@@ -44,12 +44,14 @@ struct DocumentMerger {
         try MergeVersions.keep(database, tables: tables)
         for table in tables { try mergeCells(table) }
         for table in tables {
-            report.lostEdits += try MergeLostEdits.here(database, table, epoch: connection.dateEpoch)
+            report.lostEdits += try MergeLostEdits.here(
+                database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
         for table in tables { try delete(table) }
         try MergeVersions.restore(database, tables: tables)
         for table in tables {
-            report.lostEdits += try MergeLostEdits.there(database, table, epoch: connection.dateEpoch)
+            report.lostEdits += try MergeLostEdits.there(
+                database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
             try learnTombstones(table)
         }
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
