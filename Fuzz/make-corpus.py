@@ -383,14 +383,27 @@ def read(path):
         return f.read()
 
 
-def store_seeds(sample, tiny, small, scratch):
-    put("FuzzStore", "sample.sqlite", read(os.path.join(sample, "store.sqlite")))
+def store_seeds(deck, sample, tiny, small, scratch):
+    # The sample at its own page size is over LIMIT since format version 5 (its bookkeeping
+    # tables); sample-format1.sqlite, the sample of format version 1, is kept as it was (not regenerated).
     for page in (512, 1024):
         copy = os.path.join(scratch, f"sample-{page}.sqlite")
         shutil.copy(os.path.join(sample, "store.sqlite"), copy)
         vacuum(copy, page)
         put("FuzzStore", f"sample-page{page}.sqlite", read(copy))
     put("FuzzStore", "tiny-page512.sqlite", read(os.path.join(small, "store.sqlite")))
+    # A version 5 sample edited after its creation (versions in deck_rows, deck_cells and
+    # deck_links): the schema of the fuzzer's template, so that merging it (as another copy, and
+    # as the common ancestor) gets past the checks into the merge itself.
+    edited = os.path.join(scratch, "Edited.flashcards")
+    shutil.copytree(sample, edited)
+    run(deck, "update", edited, "Card", "back=edited", "--where", "front == 'hola'")
+    run(deck, "delete", edited, "Card", "--where", "front == 'adiós'")
+    run(deck, "insert", edited, "Card", "front=nuevo", "back=new", "creationDate=2026-11-30", "deck=#1")
+    copy = os.path.join(scratch, "edited-512.sqlite")
+    shutil.copy(os.path.join(edited, "store.sqlite"), copy)
+    vacuum(copy, 512)
+    put("FuzzStore", "merge-edited-v5.sqlite", read(copy))
 
     def variant(name, *sql, page=512, base=None):
         path = os.path.join(scratch, name + ".sqlite")
@@ -616,9 +629,11 @@ def archive_seeds(deck, small, scratch):
     tar("no-manifest.tar", base[:1] + base[2:])
     tar("mimetype-wrong.tar", [regular("mimetype", b"application/zip")] + base[1:])
     tar("mimetype-last.tar", base[1:] + base[:1])
-    tar("two-folders.tar", [regular("A.deck/" + n, d) for n, d in files] + [regular("B.deck/" + n, d) for n, d in files])
+    # The second folder without its store: two whole stores are over LIMIT since format version 5.
+    tar("two-folders.tar", [regular("A.deck/" + n, d) for n, d in files]
+        + [regular("B.deck/" + n, d) for n, d in files if n != "store.sqlite"])
     tar("modes.tar", [directory("blobs/", mode=0), regular("manifest.json", manifest, mode=0o4777)] + base[2:])
-    tar("huge-manifest.tar", base[:1] + [regular("manifest.json", b" " * 30000)] + base[2:])
+    tar("huge-manifest.tar", base[:1] + [regular("manifest.json", b" " * 24000)] + base[2:])
     tar("empty.tar", [])
     put("FuzzArchive", "empty.zip", zip_bytes([]))
     put("FuzzArchive", "empty-file", b"")
@@ -708,7 +723,7 @@ def main():
     where_seeds()
     with tempfile.TemporaryDirectory(prefix="deck-corpus-") as scratch:
         sample, tiny, small = make_packages(args.deck, scratch)
-        store_seeds(sample, tiny, small, scratch)
+        store_seeds(args.deck, sample, tiny, small, scratch)
         archive_seeds(args.deck, small, scratch)
     for target, files in sorted(written.items()):
         print(f"{target}: {len(files)} seeds, {sum(size for _, size in files)} bytes, largest {max(size for _, size in files)}")

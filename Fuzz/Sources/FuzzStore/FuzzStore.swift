@@ -53,8 +53,8 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let copy = SyncConflictCopy.recognize(copyName) {
         _ = try? DocumentDifference(between: URL(fileURLWithPath: conflicted), andConflictCopy: copy)
     }
-    // deck merge: into a copy of the sample, as another copy and as a conflict copy. Refused or
-    // done, the copy merged into verifies.
+    // deck merge: into a copy of the sample, as another copy, as the ancestor of the sample and as
+    // a conflict copy. Refused or done, the copy merged into verifies.
     let target = work + "/m.flashcards"
     Fuzz.copyTree(template, to: target)
     let targetURL = URL(fileURLWithPath: target)
@@ -63,6 +63,12 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             try DocumentMerge.merge(from: url, into: store, differentDocuments: true)
         }
         Fuzz.note("merge: \(merged.map { "\($0.insertedRecords) inserted, \($0.deletedRecords) deleted" })")
+        // The sample merged in with the input as the common ancestor (read from a snapshot,
+        // upgraded and migrated there; trusted, so it may delete, but never corrupt).
+        let withAncestor = Result { () throws(DeckError) in
+            try DocumentMerge.merge(from: sample, into: store, differentDocuments: true, ancestor: url)
+        }
+        Fuzz.note("merge with the input as ancestor: \(withAncestor.map { "\($0.deletedRecords) deleted" })")
         Fuzz.write(Fuzz.data(bytes, size), to: target + "/" + copyName)
         _ = try? DocumentMerge.mergeConflictCopies(into: store)
         try? store.close()
