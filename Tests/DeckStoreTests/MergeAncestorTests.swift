@@ -11,6 +11,8 @@ import Testing
 /// package of Tests/Fixtures/v4, changed apart while still version 4 and upgraded apart, hold
 /// their changes of that time under the origin's version; the ancestor tells them apart.
 @Suite(.timed) struct MergeAncestorTests {
+    static let seed = TestSeed("MergeAncestorTests", filter: "MergeAncestorTests")
+
     /// Runs `sql` on the store of the package at `url` as a version 4 Deck would have written
     /// it: no version bookkeeping (the package is not upgraded).
     static func writeAsVersion4(_ url: URL, _ sql: String) throws {
@@ -207,6 +209,103 @@ import Testing
             let o = try Database(path: ancestor.path + "/store.sqlite", mode: .readOnly)
             defer { o.close() }
             #expect(try o.scalar("PRAGMA user_version")?.int64 == 3)
+        }
+    }
+
+    /// Random changes of the copy of the version 4 fixture at `url`, made as a version 4 Deck
+    /// would (no bookkeeping): values, to-one references, deletes of cards (with their links;
+    /// those without a blob file, which a delete would leave orphaned), links removed and made.
+    static func randomVersion4Edits(_ url: URL, _ g: inout SeededGenerator, count: Int) throws {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readWrite)
+        defer { db.close() }
+        for _ in 0..<count {
+            let cards = try db.rows("SELECT _pk FROM Card ORDER BY _pk").compactMap { $0[0].int64 }
+            let tags = try db.rows("SELECT _pk FROM Tag ORDER BY _pk").compactMap { $0[0].int64 }
+            guard let card = cards.randomElement(using: &g), let tag = tags.randomElement(using: &g) else {
+                return
+            }
+            let text = "v4 \(g.next() % 1000)"
+            switch g.next() % 6 {
+            case 0: try db.run("UPDATE Card SET back = ? WHERE _pk = ?", [.text(text), .integer(card)])
+            case 1: try db.run("UPDATE Card SET front = ? WHERE _pk = ?", [.text(text), .integer(card)])
+            case 2:
+                try db.run(
+                    "UPDATE Card SET deck = ? WHERE _pk = ?",
+                    [.integer(Int64(1 + g.next() % 2)), .integer(card)])
+            case 3:
+                guard
+                    try db.scalar("SELECT image IS NULL FROM Card WHERE _pk = ?", [.integer(card)])?.int64
+                        == 1
+                else { continue }
+                try db.run("DELETE FROM \"Card.tags\" WHERE source = ?", [.integer(card)])
+                try db.run("DELETE FROM Card WHERE _pk = ?", [.integer(card)])
+            case 4:
+                try db.run(
+                    "DELETE FROM \"Card.tags\" WHERE source = ? AND target = ?",
+                    [.integer(card), .integer(tag)])
+            default:
+                try db.run(
+                    "INSERT OR IGNORE INTO \"Card.tags\"(source, target) VALUES (?, ?)",
+                    [.integer(card), .integer(tag)])
+            }
+        }
+    }
+
+    /// Random changes of an upgraded copy of the fixture through the store: values, references,
+    /// links, card deletes.
+    static func randomEdits(_ url: URL, _ g: inout SeededGenerator, count: Int) throws {
+        let store = try PackageStore.open(at: url)
+        defer { try? store.close() }
+        for _ in 0..<count {
+            try store.write { t in
+                let cards = try t.fetchIDs(RecordQuery("Card"))
+                let tags = try t.fetchIDs(RecordQuery("Tag"))
+                guard let card = cards.randomElement(using: &g) else { return }
+                switch g.next() % 4 {
+                case 0: try t.update("Card", id: card, ["back": .string("v5 \(g.next() % 1000)")])
+                case 1: try t.update("Card", id: card, ["deck": .reference(Int64(1 + g.next() % 2))])
+                case 2:
+                    try t.update(
+                        "Card", id: card, ["tags": .references(tags.filter { _ in g.next() % 2 == 0 })])
+                default: _ = try t.delete("Card", id: card)
+                }
+            }
+        }
+    }
+
+    @Test func mergesOfCopiesUpgradedApartWithTheAncestorAreCommutativeIdempotentAndAssociative() throws {
+        var g = Self.seed.generator()
+        try withTestDirectory { dir in
+            for round in 0..<3 {
+                let ancestor = dir.appendingPathComponent("o\(round).flashcards")
+                try FileManager.default.copyItem(at: FormatVersion5Tests.fixture, to: ancestor)
+                // Three copies changed apart as version 4, upgraded, then changed as version 5.
+                var replicas: [URL] = []
+                for name in ["a", "b", "c"] {
+                    let copy = try MergeTests.copy(ancestor, to: "\(name)\(round).flashcards")
+                    try Self.randomVersion4Edits(copy, &g, count: 8)
+                    try Self.upgrade(copy)
+                    try Self.randomEdits(copy, &g, count: 4)
+                    replicas.append(copy)
+                }
+                let (a, b, c) = (replicas[0], replicas[1], replicas[2])
+                func merged(_ x: URL, _ y: URL, _ name: String) throws -> URL {
+                    let result = try MergeTests.copy(x, to: name)
+                    try Self.merge(y, into: result, ancestor: ancestor)
+                    return result
+                }
+                let comment = Comment(rawValue: "round \(round), \(Self.seed)")
+                try MergeTests.keep([ancestor, a, b, c], round: round)
+                let ab = try merged(a, b, "ab.flashcards")
+                try MergeTests.expectSame(ab, try merged(b, a, "ba.flashcards"), comment)
+                let abc = try merged(ab, c, "ab_c.flashcards")
+                try MergeTests.expectSame(
+                    abc, try merged(a, try merged(b, c, "bc.flashcards"), "a_bc.flashcards"), comment)
+                try MergeTests.expectSame(abc, try merged(c, ab, "c_ab.flashcards"), comment)
+                // Idempotent, with the ancestor or without.
+                #expect(try Self.merge(a, into: abc, ancestor: ancestor).isEmpty, comment)
+                #expect(try Self.merge(c, into: abc, ancestor: nil).isEmpty, comment)
+            }
         }
     }
 
