@@ -7,6 +7,7 @@ import Foundation
 /// records changed in the second: 40 updated (text, number, deck), 30 inserted, 30 deleted; the
 /// first is merged into afresh for every run.
 func runMergeBenchmarks() throws {
+    try runAncestorMergeBenchmark()
     guard selected("merge") else { return }
     let large = rowCount * 10
     let small = max(rowCount / 100, 200)
@@ -37,4 +38,36 @@ func runMergeBenchmarks() throws {
         })
     // 30 inserted, 30 deleted, 40 cards with two or three changed values each: 150 both.
     print("  the merges changed \(changed.0) and \(changed.1) records and values (150 expected)")
+}
+
+/// A merge with a common ancestor compares every record of both copies with it (spec 20.9, "A
+/// common ancestor"): its cost follows the size. Measured on 100k-row copies (the first is the
+/// ancestor of the second) against `cp` of the three stores it snapshots and reads.
+private func runAncestorMergeBenchmark() throws {
+    guard selected("merge with an ancestor") else { return }
+    let (first, second) = try editedCopies(rows: rowCount, named: "merge-ancestor", movedTo: 2)
+    let target = URL(fileURLWithPath: fresh("merge-ancestor-target.deck"))
+    let copies = fresh("merge-ancestor-cp")
+    var changed = 0
+    try compare(
+        "merge with an ancestor, \(rowCount) rows", target: "none (cp of the three stores)",
+        setup: {
+            try? FileManager.default.removeItem(at: target)
+            try FileManager.default.copyItem(at: first, to: target)
+            try? FileManager.default.removeItem(atPath: copies)
+            try FileManager.default.createDirectory(atPath: copies, withIntermediateDirectories: false)
+        },
+        deck: {
+            let store = try PackageStore.open(at: target)
+            let report = try DocumentMerge.merge(from: second, into: store, ancestor: first)
+            try store.close()
+            changed = report.insertedRecords + report.deletedRecords + report.changedCells
+        },
+        baseline: {
+            let stores = [first, second, first].map { $0.appendingPathComponent("store.sqlite").path }
+            for (index, store) in stores.enumerated() {
+                _ = shell("cp '\(store)' '\(copies)/\(index).sqlite'")
+            }
+        })
+    print("  the merge with an ancestor changed \(changed) records and values (150 expected)")
 }

@@ -23,8 +23,10 @@ enum MergeAncestor {
     /// Versions the changes the store attached as `main` made before it was versioned, compared
     /// with the ancestor's store attached as `ancestor` (same schema, same date epoch), inside
     /// the caller's transaction:
-    /// - a cell whose version is the origin's and whose value differs from the ancestor's (a
-    ///   to-one cell: by its target's global id) gets a row of `"deck_cells:T"` at (1, origin);
+    /// - a cell of a record `main` held when it was upgraded (its key in a range of the origin's,
+    ///   or above every range) whose version is the origin's and whose value differs from the
+    ///   ancestor's (a to-one cell: by its target's global id) gets a row of `"deck_cells:T"` at
+    ///   (1, origin);
     /// - a record of the ancestor that `main` neither holds nor has a tombstone of gets one, with
     ///   counter 2 and version (1, origin), under a new key;
     /// - a link of the ancestor between two records `main` holds, of which `main` has no row in
@@ -38,15 +40,27 @@ enum MergeAncestor {
             let table = quoteLiteral(columns.table)
             let rows = quote(VersionDDL.rowsTable(columns.table))
             let cells = quote(VersionDDL.cellsTable(columns.table))
-            // The cell's version: its row, else its record's row, else its range's, else the origin's.
+            // The records the store held when it was upgraded (their keys in a range of the
+            // origin's, or above every range) that the ancestor has, with the ancestor's keys: a
+            // change made before versioning can be nowhere else.
+            try database.execute(
+                """
+                DROP TABLE IF EXISTS temp.ancestor_held;
+                CREATE TEMP TABLE ancestor_held(pk INTEGER PRIMARY KEY, opk INTEGER NOT NULL);
+                INSERT INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.deck_inserts i
+                JOIN main.\(t) x ON x._pk BETWEEN i.first AND i.last JOIN ancestor.\(t) o ON o._gid = x._gid
+                WHERE i.tbl = \(table) AND i.clock = 0 AND i.writer = 0;
+                INSERT OR IGNORE INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.\(t) x
+                JOIN ancestor.\(t) o ON o._gid = x._gid
+                WHERE x._pk > coalesce((SELECT max(last) FROM main.deck_inserts WHERE tbl = \(table)), 0);
+                """)
+            // The cell's version: its row, else its record's row, else the origin's (its range's).
             func atOrigin(_ property: String) -> String {
                 """
                 coalesce(
                     (SELECT c.clock = 0 AND c.writer = 0 FROM main.\(cells) c
                      WHERE c._pk = x._pk AND c.property = \(quoteLiteral(property))),
                     (SELECT r.clock = 0 AND r.writer = 0 FROM main.\(rows) r WHERE r._pk = x._pk),
-                    (SELECT CASE WHEN i.first <= x._pk THEN i.clock = 0 AND i.writer = 0 END FROM main.deck_inserts i
-                     WHERE i.tbl = \(table) AND i.last >= x._pk ORDER BY i.last LIMIT 1),
                     1)
                 """
             }
@@ -67,8 +81,8 @@ enum MergeAncestor {
                 try database.run(
                     """
                     INSERT INTO main.\(cells)(_pk, property, clock, writer)
-                    SELECT x._pk, \(quoteLiteral(property)), \(version) FROM main.\(t) x
-                    JOIN ancestor.\(t) o ON o._gid = x._gid
+                    SELECT x._pk, \(quoteLiteral(property)), \(version) FROM temp.ancestor_held h
+                    JOIN main.\(t) x ON x._pk = h.pk JOIN ancestor.\(t) o ON o._pk = h.opk
                     WHERE \(differs) AND \(atOrigin(property))
                     ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
                     """)
@@ -100,6 +114,7 @@ enum MergeAncestor {
                 """)
             found.unlinks += database.changes
         }
+        try database.execute("DROP TABLE IF EXISTS temp.ancestor_held")
         // No version may be later than the store's clock (spec 20.2): a copy upgraded and never
         // written since has clock 0.
         try database.execute("UPDATE main.deck_clock SET clock = \(clock) WHERE clock < \(clock)")
