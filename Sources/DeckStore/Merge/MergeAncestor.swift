@@ -34,73 +34,9 @@ enum MergeAncestor {
     /// - `deck_clock.clock` is at least 1.
     static func version(_ database: Database, mapping: SchemaMapping) throws -> Found {
         var found = Found()
-        let version = "\(clock), \(VersionDDL.originWriter)"
         for columns in DocumentDiffer.tableColumns(mapping) {
-            let t = quote(columns.table)
-            let table = quoteLiteral(columns.table)
-            let rows = quote(VersionDDL.rowsTable(columns.table))
-            let cells = quote(VersionDDL.cellsTable(columns.table))
-            // The records the store held when it was upgraded (their keys in a range of the
-            // origin's, or above every range) that the ancestor has, with the ancestor's keys: a
-            // change made before versioning can be nowhere else.
-            try database.execute(
-                """
-                DROP TABLE IF EXISTS temp.ancestor_held;
-                CREATE TEMP TABLE ancestor_held(pk INTEGER PRIMARY KEY, opk INTEGER NOT NULL);
-                INSERT INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.deck_inserts i
-                JOIN main.\(t) x ON x._pk BETWEEN i.first AND i.last JOIN ancestor.\(t) o ON o._gid = x._gid
-                WHERE i.tbl = \(table) AND i.clock = 0 AND i.writer = 0;
-                INSERT OR IGNORE INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.\(t) x
-                JOIN ancestor.\(t) o ON o._gid = x._gid
-                WHERE x._pk > coalesce((SELECT max(last) FROM main.deck_inserts WHERE tbl = \(table)), 0);
-                """)
-            // The cell's version: its row, else its record's row, else the origin's (its range's).
-            func atOrigin(_ property: String) -> String {
-                """
-                coalesce(
-                    (SELECT c.clock = 0 AND c.writer = 0 FROM main.\(cells) c
-                     WHERE c._pk = x._pk AND c.property = \(quoteLiteral(property))),
-                    (SELECT r.clock = 0 AND r.writer = 0 FROM main.\(rows) r WHERE r._pk = x._pk),
-                    1)
-                """
-            }
-            var changed: [(String, String)] = columns.attributes.map {
-                ($0.name, "x.\(quote($0.name)) IS NOT o.\(quote($0.name))")
-            }
-            for (column, destination) in columns.references {
-                let c = quote(column)
-                let d = quote(destination)
-                changed.append(
-                    (
-                        column,
-                        "(SELECT g._gid FROM main.\(d) g WHERE g._pk = x.\(c)) "
-                            + "IS NOT (SELECT h._gid FROM ancestor.\(d) h WHERE h._pk = o.\(c))"
-                    ))
-            }
-            for (property, differs) in changed {
-                try database.run(
-                    """
-                    INSERT INTO main.\(cells)(_pk, property, clock, writer)
-                    SELECT x._pk, \(quoteLiteral(property)), \(version) FROM temp.ancestor_held h
-                    JOIN main.\(t) x ON x._pk = h.pk JOIN ancestor.\(t) o ON o._pk = h.opk
-                    WHERE \(differs) AND \(atOrigin(property))
-                    ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
-                    """)
-                found.cells += database.changes
-            }
-            // Records of the ancestor this copy holds no trace of: deleted before versioning.
-            let missing = """
-                FROM ancestor.\(t) o WHERE NOT EXISTS (SELECT 1 FROM main.\(t) x WHERE x._gid = o._gid)
-                AND o._gid NOT IN (SELECT _gid FROM main.\(rows))
-                """
-            let count = try database.scalar("SELECT count(*) \(missing)")?.int64 ?? 0
-            guard count > 0 else { continue }
-            let first = try giveOutKeys(database, table: columns.table, count: count)
-            try database.run(
-                "INSERT INTO main.\(rows)(_pk, _gid, alive, clock, writer) "
-                    + "SELECT ? + row_number() OVER (ORDER BY o._gid), o._gid, 2, \(version) \(missing)",
-                [.integer(first - 1)])
-            found.deletes += Int(count)
+            found.cells += try versionCells(database, columns)
+            found.deletes += try versionDeletes(database, columns.table)
         }
         for (table, source, target) in mapping.joinTables {
             let links = quote(VersionDDL.linksTable(table))
@@ -114,11 +50,92 @@ enum MergeAncestor {
                 """)
             found.unlinks += database.changes
         }
-        try database.execute("DROP TABLE IF EXISTS temp.ancestor_held")
         // No version may be later than the store's clock (spec 20.2): a copy upgraded and never
         // written since has clock 0.
         try database.execute("UPDATE main.deck_clock SET clock = \(clock) WHERE clock < \(clock)")
         return found
+    }
+
+    /// The version of a change found with the ancestor, as SQL values (clock, writer).
+    private static let version = "\(clock), \(VersionDDL.originWriter)"
+
+    /// The cells of the entity table of `columns` changed before versioning; returns how many.
+    private static func versionCells(_ database: Database, _ columns: DocumentDiffer.TableColumns) throws
+        -> Int
+    {
+        let t = quote(columns.table)
+        let table = quoteLiteral(columns.table)
+        let rows = quote(VersionDDL.rowsTable(columns.table))
+        let cells = quote(VersionDDL.cellsTable(columns.table))
+        // The records the store held when it was upgraded (their keys in a range of the origin's,
+        // or above every range) that the ancestor has, with the ancestor's keys: a change made
+        // before versioning can be nowhere else.
+        try database.execute(
+            """
+            DROP TABLE IF EXISTS temp.ancestor_held;
+            CREATE TEMP TABLE ancestor_held(pk INTEGER PRIMARY KEY, opk INTEGER NOT NULL);
+            INSERT INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.deck_inserts i
+            JOIN main.\(t) x ON x._pk BETWEEN i.first AND i.last JOIN ancestor.\(t) o ON o._gid = x._gid
+            WHERE i.tbl = \(table) AND i.clock = 0 AND i.writer = 0;
+            INSERT OR IGNORE INTO temp.ancestor_held SELECT x._pk, o._pk FROM main.\(t) x
+            JOIN ancestor.\(t) o ON o._gid = x._gid
+            WHERE x._pk > coalesce((SELECT max(last) FROM main.deck_inserts WHERE tbl = \(table)), 0);
+            """)
+        defer { try? database.execute("DROP TABLE IF EXISTS temp.ancestor_held") }
+        // The cell's version: its row, else its record's row, else the origin's (its range's).
+        func atOrigin(_ property: String) -> String {
+            """
+            coalesce(
+                (SELECT c.clock = 0 AND c.writer = 0 FROM main.\(cells) c
+                 WHERE c._pk = x._pk AND c.property = \(quoteLiteral(property))),
+                (SELECT r.clock = 0 AND r.writer = 0 FROM main.\(rows) r WHERE r._pk = x._pk),
+                1)
+            """
+        }
+        var changed: [(String, String)] = columns.attributes.map {
+            ($0.name, "x.\(quote($0.name)) IS NOT o.\(quote($0.name))")
+        }
+        for (column, destination) in columns.references {
+            let (c, d) = (quote(column), quote(destination))
+            changed.append(
+                (
+                    column,
+                    "(SELECT g._gid FROM main.\(d) g WHERE g._pk = x.\(c)) "
+                        + "IS NOT (SELECT h._gid FROM ancestor.\(d) h WHERE h._pk = o.\(c))"
+                ))
+        }
+        var count = 0
+        for (property, differs) in changed {
+            try database.run(
+                """
+                INSERT INTO main.\(cells)(_pk, property, clock, writer)
+                SELECT x._pk, \(quoteLiteral(property)), \(version) FROM temp.ancestor_held h
+                JOIN main.\(t) x ON x._pk = h.pk JOIN ancestor.\(t) o ON o._pk = h.opk
+                WHERE \(differs) AND \(atOrigin(property))
+                ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
+                """)
+            count += database.changes
+        }
+        return count
+    }
+
+    /// Tombstones for the records of the ancestor that entity table `table` holds no trace of:
+    /// deleted before versioning. Returns how many.
+    private static func versionDeletes(_ database: Database, _ table: String) throws -> Int {
+        let t = quote(table)
+        let rows = quote(VersionDDL.rowsTable(table))
+        let missing = """
+            FROM ancestor.\(t) o WHERE NOT EXISTS (SELECT 1 FROM main.\(t) x WHERE x._gid = o._gid)
+            AND o._gid NOT IN (SELECT _gid FROM main.\(rows))
+            """
+        let count = try database.scalar("SELECT count(*) \(missing)")?.int64 ?? 0
+        guard count > 0 else { return 0 }
+        let first = try giveOutKeys(database, table: table, count: count)
+        try database.run(
+            "INSERT INTO main.\(rows)(_pk, _gid, alive, clock, writer) "
+                + "SELECT ? + row_number() OVER (ORDER BY o._gid), o._gid, 2, \(version) \(missing)",
+            [.integer(first - 1)])
+        return Int(count)
     }
 
     /// Gives out `count` new keys of entity table `table` of `main`, as an insert would
