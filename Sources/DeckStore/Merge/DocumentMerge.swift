@@ -311,7 +311,7 @@ public enum DocumentMerge {
         try connection.begin()
         do {
             let merged = try mergedClock(database, path: connection.path, source: source)
-            if ancestor != nil { _ = try MergeAncestor.version(database, mapping: connection.mapping) }
+            if ancestor != nil { try MergeAncestor.version(database, mapping: connection.mapping) }
             guard let writer = try database.scalar("SELECT writer FROM main.deck_clock")?.int64 else {
                 throw DeckError.corrupt(path: connection.path, reason: "deck_clock has no row")
             }

@@ -413,7 +413,7 @@ struct DocumentMerger {
                 "SELECT count(*) FROM \(t.other) b WHERE b.alive % 2 = 0 "
                     + "AND NOT EXISTS (SELECT 1 FROM \(t.main) a WHERE a.gid = b.gid)")?.int64 ?? 0
         guard unknown > 0 else { return }
-        let first = try MergeAncestor.giveOutKeys(database, table: t.name, count: unknown)
+        let first = try MergeVersions.giveOutKeys(database, table: t.name, count: unknown)
         try database.run(
             """
             INSERT INTO main.\(t.rows)(_pk, _gid, alive, clock, writer)

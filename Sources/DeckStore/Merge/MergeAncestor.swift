@@ -13,13 +13,6 @@ enum MergeAncestor {
     /// The clock of a change found by comparing with the ancestor (writer: the origin).
     static let clock: Int64 = 1
 
-    /// What ``version(_:mapping:)`` found.
-    struct Found: Equatable {
-        var cells = 0
-        var deletes = 0
-        var unlinks = 0
-    }
-
     /// Versions the changes the store attached as `main` made before it was versioned, compared
     /// with the ancestor's store attached as `ancestor` (same schema, same date epoch), inside
     /// the caller's transaction:
@@ -32,11 +25,10 @@ enum MergeAncestor {
     /// - a link of the ancestor between two records `main` holds, of which `main` has no row in
     ///   `"deck_links:J"`, gets one with counter 2 and version (1, origin);
     /// - `deck_clock.clock` is at least 1.
-    static func version(_ database: Database, mapping: SchemaMapping) throws -> Found {
-        var found = Found()
+    static func version(_ database: Database, mapping: SchemaMapping) throws {
         for columns in DocumentDiffer.tableColumns(mapping) {
-            found.cells += try versionCells(database, columns)
-            found.deletes += try versionDeletes(database, columns.table)
+            try versionCells(database, columns)
+            try versionDeletes(database, columns.table)
         }
         for (table, source, target) in mapping.joinTables {
             let links = quote(VersionDDL.linksTable(table))
@@ -48,21 +40,17 @@ enum MergeAncestor {
                 JOIN main.\(quote(source)) xs ON xs._gid = os._gid JOIN main.\(quote(target)) xt ON xt._gid = ot._gid
                 WHERE NOT EXISTS (SELECT 1 FROM main.\(links) k WHERE k.source = xs._pk AND k.target = xt._pk)
                 """)
-            found.unlinks += database.changes
         }
         // No version may be later than the store's clock (spec 20.2): a copy upgraded and never
         // written since has clock 0.
         try database.execute("UPDATE main.deck_clock SET clock = \(clock) WHERE clock < \(clock)")
-        return found
     }
 
     /// The version of a change found with the ancestor, as SQL values (clock, writer).
     private static let version = "\(clock), \(VersionDDL.originWriter)"
 
-    /// The cells of the entity table of `columns` changed before versioning; returns how many.
-    private static func versionCells(_ database: Database, _ columns: DocumentDiffer.TableColumns) throws
-        -> Int
-    {
+    /// The cells of the entity table of `columns` changed before versioning.
+    private static func versionCells(_ database: Database, _ columns: DocumentDiffer.TableColumns) throws {
         let t = quote(columns.table)
         let table = quoteLiteral(columns.table)
         let rows = quote(VersionDDL.rowsTable(columns.table))
@@ -104,7 +92,6 @@ enum MergeAncestor {
                         + "IS NOT (SELECT h._gid FROM ancestor.\(d) h WHERE h._pk = o.\(c))"
                 ))
         }
-        var count = 0
         for (property, differs) in changed {
             try database.run(
                 """
@@ -114,14 +101,12 @@ enum MergeAncestor {
                 WHERE \(differs) AND \(atOrigin(property))
                 ON CONFLICT (_pk, property) DO UPDATE SET clock = excluded.clock, writer = excluded.writer
                 """)
-            count += database.changes
         }
-        return count
     }
 
     /// Tombstones for the records of the ancestor that entity table `table` holds no trace of:
-    /// deleted before versioning. Returns how many.
-    private static func versionDeletes(_ database: Database, _ table: String) throws -> Int {
+    /// deleted before versioning.
+    private static func versionDeletes(_ database: Database, _ table: String) throws {
         let t = quote(table)
         let rows = quote(VersionDDL.rowsTable(table))
         let missing = """
@@ -129,31 +114,14 @@ enum MergeAncestor {
             AND o._gid NOT IN (SELECT _gid FROM main.\(rows))
             """
         let count = try database.scalar("SELECT count(*) \(missing)")?.int64 ?? 0
-        guard count > 0 else { return 0 }
-        let first = try giveOutKeys(database, table: table, count: count)
+        guard count > 0 else { return }
+        let first = try MergeVersions.giveOutKeys(database, table: table, count: count)
         try database.run(
             "INSERT INTO main.\(rows)(_pk, _gid, alive, clock, writer) "
                 + "SELECT ? + row_number() OVER (ORDER BY o._gid), o._gid, 2, \(version) \(missing)",
             [.integer(first - 1)])
-        return Int(count)
     }
 
-    /// Gives out `count` new keys of entity table `table` of `main`, as an insert would
-    /// (`sqlite_sequence` advanced past them), for tombstones of records it never held; returns
-    /// the first.
-    static func giveOutKeys(_ database: Database, table: String, count: Int64) throws -> Int64 {
-        try database.run(
-            "INSERT INTO main.sqlite_sequence(name, seq) SELECT ?, 0 "
-                + "WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?)",
-            [.text(table), .text(table)])
-        let sequence =
-            try database.scalar("SELECT max(seq) FROM main.sqlite_sequence WHERE name = ?", [.text(table)])?
-            .int64 ?? 0
-        try database.run(
-            "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ?",
-            [.integer(sequence + count), .text(table)])
-        return sequence + 1
-    }
 }
 
 extension DocumentMerge {
@@ -210,14 +178,7 @@ extension DocumentMerge {
                 path: other.appendingPathComponent(PackageLayout.store).path, mode: .readWrite)
             defer { database.close() }
             try database.attachReadOnly(ancestorStore, as: "ancestor")
-            try database.execute("BEGIN IMMEDIATE")
-            do {
-                _ = try MergeAncestor.version(database, mapping: store.mapping)
-                try database.execute("COMMIT")
-            } catch {
-                try? database.execute("ROLLBACK")
-                throw error
-            }
+            try database.transaction { try MergeAncestor.version(database, mapping: store.mapping) }
         } catch {
             throw DeckError.wrap(error).replacingPath(other.path, with: source.url.path)
         }

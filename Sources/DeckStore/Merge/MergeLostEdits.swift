@@ -22,7 +22,7 @@ enum MergeLostEdits {
             FROM \(t.other) b JOIN \(t.main) a ON a.gid = b.gid
             JOIN main.\(t.quoted) x ON x._pk = a.apk JOIN main.\(t.cells) c ON c._pk = a.apk
             WHERE b.alive % 2 = 0 AND a.alive % 2 = 1 AND \(DocumentMerger.otherWins)
-            AND (unseen OR \(ancestor ? "true" : "false"))
+            \(ancestor ? "" : "AND unseen")
             ORDER BY x._gid, c.property
             """)
         return try edits(rows, database, t, in: "main", epoch: epoch)
@@ -42,7 +42,7 @@ enum MergeLostEdits {
             FROM \(t.tombstones) d
             CROSS JOIN other.\(t.quoted) x ON x._gid = d.gid
             JOIN other.\(t.cells) c ON c._pk = x._pk JOIN temp.merge_writer w ON w.b = c.writer
-            WHERE (unseen OR \(ancestor ? "true" : "false"))
+            \(ancestor ? "" : "WHERE unseen")
             ORDER BY x._gid, c.property
             """)
         return try edits(rows, database, t, in: "other", epoch: epoch)

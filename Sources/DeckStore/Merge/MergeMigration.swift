@@ -90,14 +90,7 @@ package enum MergeMigration {
         do {
             let database = try Database(path: store, mode: .readWrite)
             defer { database.close() }
-            try database.execute("BEGIN IMMEDIATE")
-            do {
-                try versions.apply(to: database, stages: migrator.runsStages)
-                try database.execute("COMMIT")
-            } catch {
-                try? database.execute("ROLLBACK")
-                throw error
-            }
+            try database.transaction { try versions.apply(to: database, stages: migrator.runsStages) }
         } catch {
             throw DeckError.wrap(error).replacingPath(url.path, with: path)
         }

@@ -105,4 +105,21 @@ enum MergeVersions {
         }
         try database.execute("DROP TABLE temp.merge_prior")
     }
+
+    /// Gives out `count` new keys of entity table `table` of `main`, as an insert would
+    /// (`sqlite_sequence` advanced past them), for tombstones of records it never held; returns
+    /// the first.
+    static func giveOutKeys(_ database: Database, table: String, count: Int64) throws -> Int64 {
+        try database.run(
+            "INSERT INTO main.sqlite_sequence(name, seq) SELECT ?, 0 "
+                + "WHERE NOT EXISTS (SELECT 1 FROM main.sqlite_sequence WHERE name = ?)",
+            [.text(table), .text(table)])
+        let sequence =
+            try database.scalar("SELECT max(seq) FROM main.sqlite_sequence WHERE name = ?", [.text(table)])?
+            .int64 ?? 0
+        try database.run(
+            "UPDATE main.sqlite_sequence SET seq = ? WHERE name = ?",
+            [.integer(sequence + count), .text(table)])
+        return sequence + 1
+    }
 }
