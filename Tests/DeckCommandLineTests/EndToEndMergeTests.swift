@@ -265,6 +265,18 @@ struct EndToEndMergeTests {
         #expect(refused.status != 0 && refused.stderr.contains("another document"), "\(refused.stderr)")
         let missing = try deck("merge", a, b, "--ancestor", directory.appending("none.deck"))
         #expect(missing.status == 66, "\(missing.stderr)")
+        // An archive cut short, and a file that is no package: each named, nothing changed.
+        let cut = directory.appending("cut.zip")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))
+        let notes = directory.appending("notes.txt")
+        try Data("not a package".utf8).write(to: URL(fileURLWithPath: notes))
+        for bad in [cut, notes] {
+            let refusal = try deck("merge", a, b, "--ancestor", bad)
+            #expect(
+                refusal.status == 66 && refusal.stderr.contains("\(bad): not a Deck package"),
+                "\(refusal.stderr)")
+        }
         #expect(try deck("query", a, "Card", "--json").stdout == before)
     }
 }

@@ -129,7 +129,9 @@ public enum DocumentMerge {
     /// - Throws: ``DeckError/notComparable(path:reason:)`` when the copies are not of one
     ///   document, their schemas diverged or `other`'s is later, migrating `other` is refused
     ///   (the reason names the step), or either is older than format version 5;
-    ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify; the errors of a write.
+    ///   ``DeckError/corrupt(path:reason:)`` when `other` does not verify, or `ancestor` holds
+    ///   objects its schema does not derive or rows that break its tables' constraints; the
+    ///   errors of a write.
     ///   On any error this store is as it was.
     @discardableResult
     public static func merge(

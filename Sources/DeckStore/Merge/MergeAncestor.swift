@@ -153,6 +153,7 @@ extension DocumentMerge {
         do throws(DeckError) {
             try FileSystem.mkdir(copy.path, mode: 0o700, existingOK: false)
             try MergeMigration.copy(ancestor, blobs: url, into: copy, for: store.schema)
+            try checkIntegrity(of: copy, path: url.path)
             if upgrade { try PackageStore.open(at: copy).close() }
             if migrate { try migrator.migrate(copy, store.schema) }
             let upgraded = try PackageStore.open(at: copy, mode: .readOnly)
@@ -190,5 +191,24 @@ extension DocumentMerge {
         } catch {
             throw error.replacingPath(other.path, with: source.url.path)
         }
+    }
+
+    /// Refuses an ancestor whose snapshot (the package at `copy`) breaks SQLite's constraints:
+    /// its rows are read as they are, and a global id of another length, for instance, could
+    /// not be written as a tombstone. SQLite's `quick_check` checks the pages, `NOT NULL` and
+    /// `STRICT` types, and `CHECK` constraints on a connection that could write (on a read-only
+    /// one it passes over them): the snapshot is this merge's own. `path` is the ancestor given.
+    private static func checkIntegrity(of copy: URL, path: String) throws(DeckError) {
+        let problem: String?
+        do {
+            let database = try Database(
+                path: copy.appendingPathComponent(PackageLayout.store).path, mode: .readWrite)
+            defer { database.close() }
+            problem = try database.rows("PRAGMA quick_check(1)").first?.first?.string
+        } catch {
+            throw DeckError.wrap(error).replacingPath(copy.path, with: path)
+        }
+        guard let problem, problem != "ok" else { return }
+        throw DeckError.corrupt(path: path, reason: "it cannot be the common ancestor: \(problem)")
     }
 }
