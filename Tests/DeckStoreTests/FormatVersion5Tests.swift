@@ -349,6 +349,32 @@ import Testing
         ),
         ("UPDATE deck_writer SET writer = randomblob(16) WHERE id = 0", "deck_writer", "the origin"),
         ("INSERT INTO \"deck_rows:Card\" VALUES (1, zeroblob(16), 1, 0, 0)", "Card #1", "another global id"),
+        // The tables' CHECK constraints, broken by a writer that turned them off: SQLite's
+        // integrity check passes over them on the verifier's read-only connection.
+        (
+            "PRAGMA ignore_check_constraints = ON; INSERT INTO \"deck_rows:Card\" VALUES (99, randomblob(16), 0, 0, 0)",
+            "Card #99", "below 1"
+        ),
+        (
+            "PRAGMA ignore_check_constraints = ON; UPDATE \"deck_links:Card.tags\" SET alive = -1",
+            "Card.tags (source 1, target 1)", "below 1"
+        ),
+        (
+            "PRAGMA ignore_check_constraints = ON; UPDATE deck_inserts SET clock = -5 WHERE tbl = 'Tag'",
+            "deck_inserts", "(-5) is below 0"
+        ),
+        (
+            "PRAGMA ignore_check_constraints = ON; UPDATE deck_clock SET clock = -1", "deck_clock", "below 0"
+        ),
+        (
+            "PRAGMA ignore_check_constraints = ON; INSERT INTO deck_writer VALUES (9, x'01')",
+            "deck_writer #9",
+            "not 16 bytes"
+        ),
+        (
+            "PRAGMA ignore_check_constraints = ON; UPDATE deck_inserts SET first = 2, last = 1 WHERE tbl = 'Tag'",
+            "deck_inserts (Tag, 1)", "overlaps"
+        ),
     ])
     func brokenBookkeepingIsReported(sql: String, object: String, message: String) throws {
         try withTestDirectory { dir throws in

@@ -6,6 +6,8 @@ import Foundation
 /// names a known writer and a clock no later than the store's. Each kind of problem is one
 /// finding (`versions`, corruption) naming the first record it concerns and how many there are.
 /// Tables that are not the derived ones were reported by the table check and are left alone.
+/// The tables' `CHECK` constraints are checked here too: SQLite's integrity check passes over
+/// them on a read-only connection, which is how the verifier reads a store.
 struct VersionCheck {
     let db: Database
     /// The store's clock.
@@ -27,7 +29,8 @@ struct VersionCheck {
         }
         var check = VersionCheck(db: db, clock: clock, report: report)
         if clock < 0 || clock >= VersionClock.limit {
-            check.add("deck_clock", "deck_clock's clock \(clock) is beyond the clock's limit of 2^62")
+            check.add(
+                "deck_clock", "deck_clock's clock \(clock) is below 0 or beyond the clock's limit of 2^62")
         }
         try check.writers()
         for root in mapping.roots {
@@ -58,6 +61,9 @@ struct VersionCheck {
         if origin != [VersionDDL.originWriter] {
             add("deck_writer", "the origin (16 zero bytes) is not writer number 0, alone")
         }
+        try each(
+            "SELECT id FROM deck_writer WHERE typeof(writer) IS NOT 'blob' OR length(writer) != 16 ORDER BY id",
+            { "deck_writer #\(Self.key($0[0]))" }, "a writer id is not 16 bytes")
     }
 
     /// The versions of entity table `table`'s records and cells.
@@ -72,11 +78,11 @@ struct VersionCheck {
                 + "ORDER BY r._pk",
             record, "the version's existence counter disagrees with the table (odd: the record exists)")
         try each(
-            "SELECT r._pk FROM \(rows) AS r WHERE r.alive >= \(VersionClock.limit) "
+            "SELECT r._pk FROM \(rows) AS r WHERE r.alive < 1 OR r.alive >= \(VersionClock.limit) "
                 + "OR (r.alive % 2 = 0 AND r._gid IN (SELECT _gid FROM \(t))) "
                 + "OR (r.alive % 2 = 1 AND r._gid IS NOT (SELECT _gid FROM \(t) WHERE _pk = r._pk)) ORDER BY r._pk",
             record,
-            "a counter is beyond 2^62, a tombstone's global id is a record's that exists, or a record's "
+            "a counter is below 1 or beyond 2^62, a tombstone's global id is a record's that exists, or a record's "
                 + "version names another global id than the record's")
         let known = columns.map(quoteLiteral).joined(separator: ", ")
         try each(
@@ -105,9 +111,9 @@ struct VersionCheck {
                 + "ORDER BY l.source, l.target",
             pair, "the version says the link exists, but it does not")
         try each(
-            "SELECT l.source, l.target FROM \(links) AS l WHERE l.alive >= \(VersionClock.limit) "
+            "SELECT l.source, l.target FROM \(links) AS l WHERE l.alive < 1 OR l.alive >= \(VersionClock.limit) "
                 + "ORDER BY l.source, l.target",
-            pair, "the link's existence counter is beyond 2^62")
+            pair, "the link's existence counter is below 1 or beyond 2^62")
         try versions(in: linksName)
     }
 
@@ -130,7 +136,7 @@ struct VersionCheck {
             range, "a range of inserted keys names a table the schema does not map")
         try each(
             "SELECT tbl, last FROM (SELECT tbl, first, last, lag(last) OVER (PARTITION BY tbl ORDER BY last) AS previous "
-                + "FROM deck_inserts) WHERE first < 1 OR first <= previous "
+                + "FROM deck_inserts) WHERE first < 1 OR last < first OR first <= previous "
                 + "OR last > coalesce((SELECT seq FROM sqlite_sequence WHERE name = tbl), 0) ORDER BY tbl, last",
             range, "a range of inserted keys overlaps another, or is outside the keys its table gave out")
         try versions(in: "deck_inserts")
@@ -146,6 +152,9 @@ struct VersionCheck {
         }
         if let latest = try db.scalar("SELECT max(clock) FROM \(q)")?.int64, latest > clock {
             add(table, "a version's clock (\(latest)) is later than deck_clock's (\(clock))")
+        }
+        if let earliest = try db.scalar("SELECT min(clock) FROM \(q)")?.int64, earliest < 0 {
+            add(table, "a version's clock (\(earliest)) is below 0")
         }
     }
 }
