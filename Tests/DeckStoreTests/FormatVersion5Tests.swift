@@ -356,6 +356,10 @@ import Testing
             "Card #99", "below 1"
         ),
         (
+            "PRAGMA ignore_check_constraints = ON; INSERT INTO \"deck_rows:Card\" VALUES (99, x'01', 2, 0, 0)",
+            "Card #99", "not 16 bytes"
+        ),
+        (
             "PRAGMA ignore_check_constraints = ON; UPDATE \"deck_links:Card.tags\" SET alive = -1",
             "Card.tags (source 1, target 1)", "below 1"
         ),

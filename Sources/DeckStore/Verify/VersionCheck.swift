@@ -79,10 +79,11 @@ struct VersionCheck {
             record, "the version's existence counter disagrees with the table (odd: the record exists)")
         try each(
             "SELECT r._pk FROM \(rows) AS r WHERE r.alive < 1 OR r.alive >= \(VersionClock.limit) "
+                + "OR typeof(r._gid) IS NOT 'blob' OR length(r._gid) != 16 "
                 + "OR (r.alive % 2 = 0 AND r._gid IN (SELECT _gid FROM \(t))) "
                 + "OR (r.alive % 2 = 1 AND r._gid IS NOT (SELECT _gid FROM \(t) WHERE _pk = r._pk)) ORDER BY r._pk",
             record,
-            "a counter is below 1 or beyond 2^62, a tombstone's global id is a record's that exists, or a record's "
+            "a counter is below 1 or beyond 2^62, a global id is not 16 bytes, a tombstone's global id is a record's that exists, or a record's "
                 + "version names another global id than the record's")
         let known = columns.map(quoteLiteral).joined(separator: ", ")
         try each(
