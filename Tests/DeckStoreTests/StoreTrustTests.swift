@@ -172,6 +172,47 @@ struct StoreObjectTests {
         }
     }
 
+    /// The derived objects are made in parts (`ExpectedStore`: one database of thousands of
+    /// objects costs SQLite a scan of its schema table per object); they are SQLite's records of
+    /// them all the same, whatever the parts.
+    @Test(arguments: [1, 7, 256, Int.max])
+    func derivedObjectsMadeInPartsAreThoseOfOneDatabase(partSize: Int) throws {
+        var inherited = flashCardsSchema()
+        inherited.entities.append(
+            StoreSchema.Entity(
+                "Verb", superentity: "Card",
+                attributes: [StoreSchema.Attribute("tense", .string, isOptional: true)]))
+        for schema in [flashCardsSchema(), inherited, SchemaLimitsTests.chain(12), StoreSchema(entities: [])]
+        {
+            let mapping = try SchemaMapping(schema)
+            for formatVersion in 2...PackageLayout.formatVersion {
+                let one = try Database(path: ":memory:", mode: .create)
+                defer { one.close() }
+                try one.execute(StoreDDL.metadata)
+                if formatVersion >= 3 { try one.execute(SchemaBookkeeping.historyTable) }
+                for statement in StoreDDL.statements(for: mapping, formatVersion: formatVersion) {
+                    try one.execute(statement)
+                }
+                if formatVersion >= VersionDDL.firstFormatVersion {
+                    try one.execute(VersionDDL.tables)
+                    for statement in VersionDDL.statements(for: mapping) { try one.execute(statement) }
+                }
+                var expected: [String: StoreObjects.Object] = [:]
+                for object in try StoreObjects.objects(one) { expected[object.name] = object }
+                let parted = try StoreObjects.expectedStore(
+                    for: mapping, formatVersion: formatVersion, partSize: partSize)
+                defer { parted.close() }
+                #expect(try StoreObjects.derived(from: parted) == expected, "format \(formatVersion)")
+                for (name, object) in expected where object.type == "table" {
+                    let columns = "SELECT name, type, \"notnull\" FROM pragma_table_info(?)"
+                    #expect(
+                        try parted.database(holding: name)?.rows(columns, [.text(name)])
+                            == one.rows(columns, [.text(name)]), "\(name)")
+                }
+            }
+        }
+    }
+
     @Test func whitespaceCaseAndCommentsDoNotMatterButTokensDo() throws {
         try withTestDirectory { dir throws in
             let url = try package(in: dir)

@@ -159,19 +159,21 @@ enum StoreDDL {
 
     /// The join tables of stored to-many links, once per pair, with their indexes.
     static func joinTableStatements(_ mapping: SchemaMapping) -> [String] {
-        var statements: [String] = []
-        for (table, sourceTable, targetTable) in mapping.joinTables {
-            statements.append(
-                """
-                CREATE TABLE \(quote(table))(
-                    source INTEGER NOT NULL REFERENCES \(quote(sourceTable))(_pk) ON DELETE CASCADE,
-                    target INTEGER NOT NULL REFERENCES \(quote(targetTable))(_pk) ON DELETE CASCADE,
-                    PRIMARY KEY (source, target)
-                ) STRICT, WITHOUT ROWID
-                """)
-            statements.append("CREATE INDEX \(quote(table + ".target")) ON \(quote(table))(target, source)")
-        }
-        return statements
+        mapping.joinTables.flatMap { joinTableStatements($0.table, source: $0.source, target: $0.target) }
+    }
+
+    /// The statements of join table `table` between entity tables `source` and `target`.
+    static func joinTableStatements(_ table: String, source: String, target: String) -> [String] {
+        [
+            """
+            CREATE TABLE \(quote(table))(
+                source INTEGER NOT NULL REFERENCES \(quote(source))(_pk) ON DELETE CASCADE,
+                target INTEGER NOT NULL REFERENCES \(quote(target))(_pk) ON DELETE CASCADE,
+                PRIMARY KEY (source, target)
+            ) STRICT, WITHOUT ROWID
+            """,
+            "CREATE INDEX \(quote(table + ".target")) ON \(quote(table))(target, source)",
+        ]
     }
 
     private static func columnDefinition(_ attribute: Attribute, nullable: Bool) -> String {

@@ -97,31 +97,40 @@ enum StoreObjects {
 
     /// An empty store for `mapping` of `formatVersion`, in memory: what SQLite makes of the
     /// derived statements (for version 2, `sqlite_sequence` included: SQLite creates it with the
-    /// first `AUTOINCREMENT` table).
-    static func expectedStore(for mapping: SchemaMapping, formatVersion: Int) throws -> Database {
-        let expected = try Database(path: ":memory:", mode: .create)
-        do {
-            try expected.execute(StoreDDL.metadata)
-            let version = comparedVersion(formatVersion)
-            if version >= 3 { try expected.execute(SchemaBookkeeping.historyTable) }
-            for statement in StoreDDL.statements(for: mapping, formatVersion: version) {
-                try expected.execute(statement)
+    /// first `AUTOINCREMENT` table). See ``ExpectedStore``.
+    static func expectedStore(
+        for mapping: SchemaMapping, formatVersion: Int, partSize: Int = ExpectedStore.partSize
+    ) throws -> ExpectedStore {
+        let version = comparedVersion(formatVersion)
+        var metadata = [StoreDDL.metadata]
+        if version >= 3 { metadata.append(SchemaBookkeeping.historyTable) }
+        let versioned = version >= VersionDDL.firstFormatVersion
+        if versioned { metadata.append(VersionDDL.tables) }
+        // Each entity table and join table with what is made on it: its indexes, its triggers and
+        // its bookkeeping (spec 4.1 and 20.5 give the order; the parts keep it).
+        var groups = [metadata]
+        for root in mapping.roots {
+            var group = StoreDDL.tableStatements(root, mapping: mapping, formatVersion: version).all
+            if versioned {
+                group += VersionDDL.tableStatements(
+                    root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping))
             }
-            if version >= VersionDDL.firstFormatVersion {
-                try expected.execute(VersionDDL.tables)
-                for statement in VersionDDL.statements(for: mapping) { try expected.execute(statement) }
-            }
-        } catch {
-            expected.close()
-            throw error
+            groups.append(group)
         }
-        return expected
+        for (table, source, target) in mapping.joinTables {
+            var group = StoreDDL.joinTableStatements(table, source: source, target: target)
+            if versioned { group += VersionDDL.joinTableStatements(table) }
+            groups.append(group)
+        }
+        return try ExpectedStore(groups, partSize: partSize)
     }
 
-    /// The objects of `expected` (see ``expectedStore(for:)``), by name.
-    static func derived(from expected: Database) throws -> [String: Object] {
+    /// The objects of `expected` (see ``expectedStore(for:formatVersion:)``), by name.
+    static func derived(from expected: ExpectedStore) throws -> [String: Object] {
         var result: [String: Object] = [:]
-        for object in try objects(expected) { result[object.name] = object }
+        for part in expected.parts {
+            for object in try objects(part) { result[object.name] = object }
+        }
         return result
     }
 
@@ -287,4 +296,52 @@ enum StoreObjects {
         }
         return tokens
     }
+}
+
+/// The empty store a schema derives, made by SQLite in memory, in parts.
+///
+/// SQLite scans its schema table for every object it creates, so one database of *n* objects
+/// costs *n*²/2 row visits: the 9,000 objects of a schema at the entity limit (spec 5.9) took
+/// 5 seconds to make, on every open. A trigger's or index's table must be in its database, but
+/// what a trigger's body names need not be (SQLite resolves it when the trigger runs), so the
+/// statements are made in parts of a few hundred: each entity or join table with its indexes,
+/// triggers and bookkeeping in one part, the metadata tables in the first. The objects are
+/// SQLite's own records of them, the same as in one database.
+struct ExpectedStore {
+    /// At most this many statements a part, unless one table's group has more.
+    static let partSize = 256
+
+    private(set) var parts: [Database] = []
+    /// The part that holds each table, by name.
+    private var tables: [String: Int] = [:]
+
+    init(_ groups: [[String]], partSize: Int = Self.partSize) throws {
+        var part: Database?
+        var count = 0
+        do {
+            for group in groups {
+                if part == nil || count + group.count > partSize {
+                    let database = try Database(path: ":memory:", mode: .create)
+                    parts.append(database)
+                    part = database
+                    count = 0
+                }
+                for statement in group { try part?.execute(statement) }
+                count += group.count
+            }
+            for (index, database) in parts.enumerated() {
+                for row in try database.rows("SELECT name FROM sqlite_schema WHERE type = 'table'") {
+                    if let name = row[0].string { tables[name] = index }
+                }
+            }
+        } catch {
+            for database in parts { database.close() }
+            throw error
+        }
+    }
+
+    /// The part holding table `name`, for its columns.
+    func database(holding name: String) -> Database? { tables[name].map { parts[$0] } }
+
+    func close() { for database in parts { database.close() } }
 }

@@ -59,11 +59,12 @@ enum TableCheck {
     /// Compares the columns of `table` with those of the expected store (all of them when the
     /// table is `altered`, else only whether each exists); returns whether it has every one.
     static func compareColumns(
-        _ db: Database, expected: Database, table name: String, altered: Set<String>,
+        _ db: Database, expected: ExpectedStore, table name: String, altered: Set<String>,
         report: inout VerificationReport
     ) throws -> Bool {
-        let wantColumns = try expected.rows(
-            "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
+        let wantColumns =
+            try expected.database(holding: name)?.rows(
+                "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)]) ?? []
         let haveColumns = try db.rows(
             "SELECT name, type, \"notnull\" FROM pragma_table_info(?)", [.text(name)])
         let haveByName = Dictionary(
