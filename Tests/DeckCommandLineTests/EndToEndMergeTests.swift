@@ -279,4 +279,60 @@ struct EndToEndMergeTests {
         }
         #expect(try deck("query", a, "Card", "--json").stdout == before)
     }
+
+    /// Merges and a writer started at once on three copies: each copy takes one writer at a time,
+    /// so a merge into a copy that another process writes is refused as locked (75) and changes
+    /// nothing, and a merge reads the copy merged in at one state whoever writes it. Retried, then
+    /// merged until nothing changes, the copies agree and hold every change.
+    @Test func mergesStartedAtOnceTakeOneWriterACopyAndTheCopiesAgree() throws {
+        let directory = try TemporaryDirectory()
+        let a = try e2eSample(in: directory, name: "A.deck")
+        let (b, c) = (directory.appending("B.deck"), directory.appending("C.deck"))
+        try FileManager.default.copyItem(atPath: a, toPath: b)
+        try FileManager.default.copyItem(atPath: a, toPath: c)
+        e2eExpectSuccess(try deck("update", a, "Card", "back=hi there", "--where", "front == 'hola'"))
+        e2eExpectSuccess(try deck("insert", b, "Card", "front=perro", "back=dog"))
+        e2eExpectSuccess(try deck("insert", c, "Card", "front=gato", "back=cat"))
+        // While this process holds A's writer: a merge into A is refused and changes nothing; a
+        // merge from A reads it.
+        let holder = try PackageStore.open(at: URL(fileURLWithPath: a))
+        let before = try deck("query", a, "Card", "--json").stdout
+        let locked = try deck("merge", a, b)
+        #expect(locked.status == 75 && locked.stderr.contains("is locked by"), "\(locked.stderr)")
+        #expect(try deck("query", a, "Card", "--json").stdout == before)
+        e2eExpectSuccess(try deck("merge", c, a))
+        try holder.close()
+        // At once: merges both ways between each pair, two more into A, a writer of B.
+        let jobs: [[String]] = [
+            ["merge", a, b], ["merge", b, a], ["merge", a, c], ["merge", c, a], ["merge", b, c],
+            ["merge", c, b], ["merge", a, b], ["merge", a, c],
+            ["update", b, "Card", "back=bye", "--where", "front == 'adiós'"],
+        ]
+        let lock = NSLock()
+        nonisolated(unsafe) var results: [Int: RunResult] = [:]
+        DispatchQueue.concurrentPerform(iterations: jobs.count) { index in
+            let result = Result { try runProduct("deck", jobs[index]) }
+            lock.withLock { results[index] = try? result.get() }
+        }
+        var refused: [[String]] = []
+        for (index, job) in jobs.enumerated() {
+            let result = try #require(results[index], "\(job) did not run")
+            if result.status == 75 {
+                #expect(result.stderr.contains("is locked by"), "\(job): \(result.stderr)")
+                refused.append(job)
+            } else {
+                #expect(result.status == 0, "\(job): status \(result.status), \(result.stderr)")
+            }
+        }
+        for job in refused { e2eExpectSuccess(try runProduct("deck", job)) }
+        for _ in 0..<2 {
+            for (into, from) in [(a, b), (a, c), (b, a), (c, a)] {
+                e2eExpectSuccess(try deck("merge", into, from))
+            }
+        }
+        for copy in [b, c] { #expect(try deck("diff", a, copy).stdout == "no differences\n", "\(copy)") }
+        for copy in [a, b, c] { e2eExpectSuccess(try deck("verify", copy)) }
+        let cards = try deck("query", a, "Card", "--json").stdout
+        for value in ["hi there", "perro", "gato", "bye"] { #expect(cards.contains(value), "\(value)") }
+    }
 }
