@@ -27,8 +27,9 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
     /// A file given to be imported (a Core Data or SwiftData store) is not one, or is damaged or
     /// hostile (`reason` says what, and where); nothing was created.
     case invalidSource(path: String, reason: String)
-    /// A document given to be compared with another cannot be: it is another document, or its
-    /// schema differs (`reason` says which, and what to do).
+    /// A document given to be compared with or merged into another cannot be: it is another
+    /// document, its schema differs, its format version is too old (`reason` says which, as a
+    /// sentence about the document at `path`, and what to do).
     case notComparable(path: String, reason: String)
     /// The schema is invalid (`reason` names the entity and attribute).
     case invalidSchema(String)
@@ -109,7 +110,7 @@ public enum DeckError: Error, CustomStringConvertible, Sendable {
         case .corrupt(let path, let reason):
             return "\(path): package is corrupt: \(reason); run 'deck verify' for details"
         case .invalidSource(let path, let reason): return "\(path): cannot be imported: \(reason)"
-        case .notComparable(let path, let reason): return "\(path): cannot be compared: \(reason)"
+        case .notComparable(let path, let reason): return "\(path): \(reason)"
         case .invalidSchema(let reason): return "invalid schema: \(reason)"
         case .schemaMismatch(let path, let differences):
             return "\(path): the document's schema differs from the models: "

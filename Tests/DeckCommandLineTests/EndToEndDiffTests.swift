@@ -94,7 +94,7 @@ struct EndToEndDiffTests {
         e2eExpectSuccess(try deck("export", other, "-o", otherArchive))
         let refused = try deck("diff", original, otherArchive)
         #expect(
-            refused.stderr.contains(otherArchive + ": cannot be compared: is another document"),
+            refused.stderr.contains(otherArchive + ": it is another document"),
             "\(refused.stderr)")
         // Something that is neither a package nor an archive.
         let junk = directory.appending("junk.zip")

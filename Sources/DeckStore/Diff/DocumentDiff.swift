@@ -125,7 +125,8 @@ extension DocumentDifference {
         let b = try PackageStore.open(at: second, mode: .readOnly)
         defer { try? b.close() }
         try Self.requireCopies(
-            a, b, paths: (first.path, second.path), differentDocuments: differentDocuments, verb: "compare")
+            a, b, paths: (first.path, second.path), differentDocuments: differentDocuments,
+            verb: "compare different documents")
         do {
             // A connection of its own: a store's readers are inside a transaction, where ATTACH
             // is refused. Opened read-only, as is the attached store (SQLite opens it with the
@@ -190,9 +191,9 @@ extension DocumentDifference {
             throw DeckError.notComparable(
                 path: paths.second,
                 reason:
-                    "is another document (document id \(second.documentID?.uuidString.lowercased() ?? "none"), "
+                    "it is another document (document id \(second.documentID?.uuidString.lowercased() ?? "none"), "
                     + "\(paths.first) has \(first.documentID?.uuidString.lowercased() ?? "none")); "
-                    + "\(verb) different documents only when asked (--any-document)")
+                    + "\(verb) only when asked (--any-document)")
         }
     }
 

@@ -287,7 +287,7 @@ public enum DocumentMerge {
         // The schemas are compared after: a copy at an earlier version is migrated (MergeMigration).
         try DocumentDifference.requireCopies(
             store, source, paths: (store.url.path, source.url.path), differentDocuments: differentDocuments,
-            verb: "merge", sameSchema: false)
+            verb: "merge different documents", sameSchema: false)
         guard store.dateEpoch == source.dateEpoch else {
             throw DeckError.notComparable(
                 path: source.url.path, reason: "its dates count from another epoch than \(store.url.path)'s")

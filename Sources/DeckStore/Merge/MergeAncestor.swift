@@ -138,7 +138,7 @@ extension DocumentMerge {
         defer { try? ancestor.close() }
         try DocumentDifference.requireCopies(
             store, ancestor, paths: (store.url.path, url.path), differentDocuments: differentDocuments,
-            verb: "merge with an ancestor of", sameSchema: false)
+            verb: "take another document's copy as the ancestor", sameSchema: false)
         let scratch = try Staging.makeScratchDirectory(purpose: "merge", mode: 0o700)
         defer { scratch.discard() }
         // The ancestor is read from a snapshot (a writer may be changing it meanwhile: both
