@@ -444,6 +444,31 @@ try compare(
         }
     })
 
+// 4b. Open of a document whose schema is at the entity limit (spec 5.9: 1,000 entities, 9,000
+// store objects with the version bookkeeping) vs the raw C API opening its store and reading its
+// schema. Deck also compares every object with those the schema derives (spec 4.1), which SQLite
+// makes in memory for it.
+let limitPackage = fresh("entity-limit.deck")
+if selected("open at the entity limit") {
+    let schema = StoreSchema(
+        entities: (1...StoreSchema.Limits.entities).map {
+            StoreSchema.Entity("E\($0)", attributes: [StoreSchema.Attribute("a", .string)])
+        })
+    try PackageStore.create(
+        at: URL(fileURLWithPath: limitPackage), contentType: "org.deck.bench", schema: schema
+    ).close()
+}
+try compare(
+    "open at the entity limit", target: "none (watch)",
+    deck: { try PackageStore.open(at: URL(fileURLWithPath: limitPackage), mode: .readOnly).close() },
+    baseline: {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(limitPackage + "/store.sqlite", &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK,
+            sqlite3_exec(db, "SELECT count(*) FROM sqlite_schema", nil, nil, nil) == SQLITE_OK
+        else { fatalError("the raw C API could not read the store at the entity limit") }
+        sqlite3_close(db)
+    })
+
 // 5–6. Export a 1 GiB document to zip vs bsdtar (blobs stored either way), and import it vs
 // bsdtar -x (Deck also checks every blob's digest and verifies the store before the rename).
 let shareBlobs = Int(64 * options.scale)
