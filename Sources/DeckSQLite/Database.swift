@@ -34,6 +34,9 @@ package final class Database {
     private var queryStatements: [String: Statement] = [:]
     private var savepointDepth = 0
     private var isClosed = false
+    /// The names of the main database's tables (their UTF-8 bytes) at a schema version
+    /// (``hasTable(_:)``).
+    private var tableNames: (schemaVersion: Int64, names: Set<[UInt8]>)?
 
     /// Opens `path`.
     ///
@@ -228,9 +231,20 @@ package final class Database {
         }
     }
 
-    /// Whether the database has a table named `name` (compared as SQLite compares names).
+    /// Whether the database has a table named `name` (its bytes, as `name = ?` compares them in
+    /// `sqlite_schema`). The names are read once per schema version: `sqlite_schema` has no
+    /// index, and a check of each of a store's thousands of tables would scan it each time.
     package func hasTable(_ name: String) throws(SQLiteError) -> Bool {
-        try scalar("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", [.text(name)]) != nil
+        let version = try scalar("PRAGMA schema_version")?.int64 ?? -1
+        if let tableNames, tableNames.schemaVersion == version {
+            return tableNames.names.contains(Array(name.utf8))
+        }
+        var names: Set<[UInt8]> = []
+        for row in try rows("SELECT CAST(name AS BLOB) FROM sqlite_schema WHERE type = 'table'") {
+            if case .blob(let bytes) = row[0] { names.insert(Array(bytes)) }
+        }
+        tableNames = (version, names)
+        return names.contains(Array(name.utf8))
     }
 
     /// The rowid of the most recent successful insert.
