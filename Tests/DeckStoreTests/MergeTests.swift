@@ -458,6 +458,48 @@ import Testing
         }
     }
 
+    /// A delete whose rule cascades over a many-to-many link cascades over the links the other
+    /// copy made too, in either order of merging: merged into the copy that deleted, the links
+    /// the other copy made to the deleted record take its rule (spec 20.9, step 7); merged into
+    /// the other, the delete runs once both copies' links are in.
+    @Test func aDeleteCascadesOverTheLinksTheOtherCopyMadeWhicheverCopyIsMergedInto() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeSmallFlashcards(at: original, tagCardsDeleteRule: .cascade)
+            let other = try Self.copy(original, to: "b.deck")
+            // a deletes the tag (hola, tagged, goes with it); b tags merci, and a card it adds.
+            try Self.write(original) { t in _ = try t.delete("Tag", id: ids["verbs"]!) }
+            try Self.write(other) { t in
+                try t.update("Card", id: ids["merci"]!, ["tags": .references([ids["verbs"]!])])
+                _ = try t.insert("Card", ["front": .string("gracias"), "tags": .references([ids["verbs"]!])])
+            }
+            let ab = try Self.copy(original, to: "ab.deck")
+            let here = try Self.merge(other, into: ab)
+            let ba = try Self.copy(other, to: "ba.deck")
+            try Self.merge(original, into: ba)
+            try Self.expectSame(ab, ba)
+            #expect(Set(try Self.cards(ab).keys) == ["adiós"])
+            #expect(
+                Set(here.repairs.map { "\($0.entity).\($0.property) \($0.kind)" })
+                    == ["Card.tags deletedWithTarget"])
+            #expect(here.repairs.count == 2, "\(here.repairs)")
+            #expect(try Self.merge(other, into: ab).isEmpty, "merging again changes nothing")
+
+            // A copy that unlinked a card before deleting its tag kept the card: merged into the
+            // other copy, the delete cascades only over the links left once both copies' are in.
+            let unlinked = try Self.copy(other, to: "unlinked.deck")
+            let kept = try Self.copy(other, to: "kept.deck")
+            try Self.write(unlinked) { t in
+                try t.update("Card", id: ids["merci"]!, ["tags": .references([])])
+                _ = try t.delete("Tag", id: ids["verbs"]!)
+            }
+            let uk = try Self.merged(unlinked, kept, as: "uk.deck")
+            let ku = try Self.merged(kept, unlinked, as: "ku.deck")
+            try Self.expectSame(uk, ku)
+            #expect(Set(try Self.cards(ku).keys) == ["adiós", "merci"])
+        }
+    }
+
     // MARK: Random operations on three replicas
 
     /// Random edits of a replica: inserts, edits, deletes, to-one and to-many changes, blobs.
@@ -521,11 +563,14 @@ import Testing
     @Test func mergesOfRandomEditsOnThreeReplicasAreCommutativeIdempotentAndAssociative() throws {
         var g = Self.seed.generator()
         try withTestDirectory { dir in
-            // A deck's cards cascade, are nullified, or deny its delete (which merges override).
-            let rules: [StoreSchema.DeleteRule] = [.cascade, .nullify, .deny, .cascade]
+            // A deck's cards cascade, are nullified, or deny its delete (which merges override);
+            // in the last round a tag's cards cascade too, over the many-to-many links.
+            let rules: [StoreSchema.DeleteRule] = [.cascade, .nullify, .deny, .cascade, .cascade]
             for round in 0..<rules.count {
                 let origin = dir.appendingPathComponent("o\(round).deck")
-                _ = try makeSmallFlashcards(at: origin, cardsDeleteRule: rules[round])
+                _ = try makeSmallFlashcards(
+                    at: origin, cardsDeleteRule: rules[round],
+                    tagCardsDeleteRule: round == 4 ? .cascade : .nullify)
                 try Self.randomEdits(origin, &g, count: 6)
                 let a = try Self.copy(origin, to: "a\(round).deck")
                 let b = try Self.copy(origin, to: "b\(round).deck")

@@ -553,6 +553,44 @@ struct ReaderWritesNothingTests {
         }
     }
 
+    /// A writer closing passes through the same state: SQLite deletes the checkpointed log, then
+    /// rewrites the header, while the writer still holds the package's lock. A reader (and the
+    /// verifier) that finds the state while the lock is held waits for the writer, and reads.
+    @Test func aWriterSwitchingBackToRollbackModeIsWaitedFor() throws {
+        try withTestDirectory { dir throws in
+            let url = try crashedPackage(in: dir, keep: [])
+            let store = url.appendingPathComponent("store.sqlite")
+            let lock = try WriterLock.acquire(packagePath: url.path)
+            // Still the lock holder's state after a short wait: reported.
+            #expect(
+                try PackageDirectory.missingLogFileAtRest(store.path, packagePath: url.path, timeout: 0.05)
+                    == "store.sqlite-wal")
+            let opened = Locked<String?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                do {
+                    try PackageStore.open(at: url, mode: .readOnly).close()
+                    opened.withLock { $0 = "opened" }
+                } catch {
+                    opened.withLock { $0 = "\(error)" }
+                }
+                finished.signal()
+            }
+            usleep(200_000)
+            #expect(opened.withLock { $0 } == nil, "the reader did not wait for the writer")
+            // The writer's last step: the header says rollback mode (bytes 18 and 19); then the
+            // lock goes.
+            let handle = try FileHandle(forUpdating: store)
+            try handle.seek(toOffset: 18)
+            try handle.write(contentsOf: Data([1, 1]))
+            try handle.close()
+            lock.release()
+            finished.wait()
+            #expect(opened.withLock { $0 } == "opened")
+            #expect(try PackageVerifier.verify(at: url).findings.isEmpty)
+        }
+    }
+
     /// A store shorter than SQLite's 100-byte header is truncated: corrupt for readers, writers and
     /// the verifier alike (spec 2.2, step 8), not "not a package" (SQLite reads an empty file as
     /// an empty database, whose application_id is 0), and nothing is written.

@@ -78,8 +78,8 @@ public struct MergeRepair: Sendable, Equatable {
         /// A reference whose target the other copy deleted was set to null (the relationship's
         /// delete rule, or the lack of one).
         case targetDeleted = "target-deleted"
-        /// A record whose reference's target was deleted in the other copy was deleted with it
-        /// (the target's relationship cascades).
+        /// A record whose reference's target, or a record linked to it, was deleted in the other
+        /// copy was deleted with it (the target's relationship cascades).
         case deletedWithTarget = "deleted-with-target"
         /// A delete went ahead although a relationship's rule is `deny`: the copy that deleted
         /// did not have the related records the other copy added meanwhile. Their references
@@ -230,8 +230,12 @@ public enum DocumentMerge {
         // values it brings are checked as they are read, and blob files as they are copied.
         var findings = VerificationReport(path: source.url.path)
         do {
+            // In one read transaction: a writer of the other copy may commit between two of the
+            // checks' statements, and its clock must be read with the versions it gave.
             try source.withReaderConnection { connection in
-                try VersionCheck.run(connection.database, mapping: connection.mapping, report: &findings)
+                try connection.readTransaction {
+                    try VersionCheck.run(connection.database, mapping: connection.mapping, report: &findings)
+                }
             }
         } catch {
             throw DeckError.wrap(error)

@@ -43,10 +43,17 @@ struct DocumentMerger {
         // once both copies' changes of the references are in.
         try MergeVersions.keep(database, tables: tables)
         for table in tables { try mergeCells(table) }
+        let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Links before deletes too, for the same reason; the links the other copy made to records
+        // this one deleted take those deletes' rules.
+        let toDeleted = try MergeLinks.mergeAll(
+            database, mapping: mapping, tables: byTable, connection: connection, report: &report)
         for table in tables {
             report.lostEdits += try MergeLostEdits.here(
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
+        try MergeLinks.cascade(
+            toDeleted, database, mapping: mapping, tables: byTable, connection: connection, report: &report)
         for table in tables { try delete(table) }
         try MergeVersions.restore(database, tables: tables)
         for table in tables {
@@ -54,30 +61,15 @@ struct DocumentMerger {
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
             try learnTombstones(table)
         }
-        let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        // The links need every tombstone by global id, those the deletes above made included.
+        // The links again, with every tombstone by global id, those the deletes above made
+        // included: the links of the records deleted here take their removals' versions.
         for table in tables {
             try database.execute(
                 "DELETE FROM \(table.tombstones); INSERT OR IGNORE INTO \(table.tombstones)(gid, apk) "
                     + "SELECT _gid, _pk FROM main.\(table.rows) WHERE alive % 2 = 0")
         }
-        for (table, source, target) in mapping.joinTables {
-            guard let source = byTable[source], let target = byTable[target] else { continue }
-            let (added, removed, changed) = try MergeLinks.merge(
-                database, table, source: source, target: target)
-            report.addedLinks += added
-            report.removedLinks += removed
-            // Both ends of a link made or removed see it (the records they hold change).
-            for (from, to) in changed {
-                for (end, key) in [(source, from), (target, to)] {
-                    if let entity = try database.scalar(
-                        "SELECT _entity FROM main.\(end.quoted) WHERE _pk = ?", [.integer(key)])?.string
-                    {
-                        connection.changes.updated(entity, key)
-                    }
-                }
-            }
-        }
+        _ = try MergeLinks.mergeAll(
+            database, mapping: mapping, tables: byTable, connection: connection, report: &report)
         for table in tables {
             for name in [table.other, table.main, table.new, table.candidates, table.tombstones] {
                 try database.execute("DROP TABLE IF EXISTS \(name)")

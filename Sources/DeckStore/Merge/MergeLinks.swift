@@ -3,15 +3,25 @@ import Foundation
 
 /// The links of a merge (spec 20.9, step 7).
 enum MergeLinks {
+    /// What merging one join table's links did.
+    struct Outcome {
+        var added = 0
+        var removed = 0
+        /// The pairs made or removed.
+        var changed: [(source: Int64, target: Int64)] = []
+        /// The links `other` holds, and wins, between a record `main` holds and one it deleted:
+        /// removed with the origin's version; the delete's rule decides the other record's fate.
+        var toDeleted: [(source: Int64, target: Int64, sourceDeleted: Bool)] = []
+    }
+
     /// Gives every link of join table `table` the greater of the copies' states (counter, then
     /// version): a link `other` made or removed later is made or removed in `main`. A link to a
     /// record `main` deleted is removed, as the delete would have removed it, with the origin's
     /// version.
     static func merge(
         _ database: Database, _ table: String, source: MergeTable, target: MergeTable
-    ) throws -> (added: Int, removed: Int, changed: [(source: Int64, target: Int64)]) {
-        var (added, removed) = (0, 0)
-        var changed: [(source: Int64, target: Int64)] = []
+    ) throws -> Outcome {
+        var outcome = Outcome()
         let links = quote(VersionDDL.linksTable(table))
         let rows = try database.rows(
             """
@@ -27,7 +37,8 @@ enum MergeLinks {
                 LEFT JOIN main.\(target.quoted) ta ON ta._gid = l.tg LEFT JOIN \(target.tombstones) tt ON tt.gid = l.tg
                 WHERE l.sg IS NOT NULL AND l.tg IS NOT NULL
             )
-            SELECT k.asrc, k.atgt, k.alive, k.clock, k.writer, k.bothAlive, la.alive
+            SELECT k.asrc, k.atgt, k.alive, k.clock, k.writer, k.bothAlive, la.alive,
+                EXISTS (SELECT 1 FROM main.\(source.quoted) WHERE _pk = k.asrc) AS sourceAlive
             FROM k LEFT JOIN main.\(links) la ON la.source = k.asrc AND la.target = k.atgt
             WHERE k.asrc IS NOT NULL AND k.atgt IS NOT NULL AND (la.source IS NULL
                 OR (k.alive, k.clock, (SELECT writer FROM main.deck_writer WHERE id = k.writer))
@@ -42,18 +53,19 @@ enum MergeLinks {
                 if row[5].int64 == 1 {
                     try database.run("INSERT OR IGNORE INTO main.\(j)(source, target) VALUES (?, ?)", pair)
                     if database.changes > 0 {
-                        added += 1
-                        changed.append((from, to))
+                        outcome.added += 1
+                        outcome.changed.append((from, to))
                     }
                 } else {
                     // An end is deleted here: the link went with it.
                     state = [.integer(alive + 1), .integer(0), .integer(0)]
+                    outcome.toDeleted.append((from, to, row[7].int64 != 1))
                 }
             } else {
                 try database.run("DELETE FROM main.\(j) WHERE source = ? AND target = ?", pair)
                 if database.changes > 0 {
-                    removed += 1
-                    changed.append((from, to))
+                    outcome.removed += 1
+                    outcome.changed.append((from, to))
                 }
             }
             try database.run(
@@ -62,6 +74,86 @@ enum MergeLinks {
                     + "writer = excluded.writer",
                 pair + state)
         }
-        return (added, removed, changed)
+        return outcome
+    }
+
+    /// A link `other` holds and wins between a record `main` holds and one it deleted.
+    struct ToDeleted {
+        let table: String
+        let source: Int64
+        let target: Int64
+        let sourceDeleted: Bool
+    }
+
+    /// Step 7 for every join table of `mapping` (its tables in `tables`, by name), counted in
+    /// `report`; the records whose links changed are marked changed. Returns the links `other`
+    /// won to records `main` deleted.
+    static func mergeAll(
+        _ database: Database, mapping: SchemaMapping, tables: [String: MergeTable],
+        connection: StoreConnection,
+        report: inout MergeReport
+    ) throws -> [ToDeleted] {
+        var toDeleted: [ToDeleted] = []
+        for (table, source, target) in mapping.joinTables {
+            guard let source = tables[source], let target = tables[target] else { continue }
+            let outcome = try merge(database, table, source: source, target: target)
+            report.addedLinks += outcome.added
+            report.removedLinks += outcome.removed
+            toDeleted += outcome.toDeleted.map {
+                ToDeleted(table: table, source: $0, target: $1, sourceDeleted: $2)
+            }
+            // Both ends of a link made or removed see it (the records they hold change).
+            for (from, to) in outcome.changed {
+                for (end, key) in [(source, from), (target, to)] {
+                    if let entity = try database.scalar(
+                        "SELECT _entity FROM main.\(end.quoted) WHERE _pk = ?", [.integer(key)])?.string
+                    {
+                        connection.changes.updated(entity, key)
+                    }
+                }
+            }
+        }
+        return toDeleted
+    }
+
+    /// The links `other` won to records `main` deleted, treated as those deletes would have
+    /// treated them had the links been there (spec 20.9, step 7): when the deleted record's
+    /// relationship through the join table cascades, the record at the link's other end is
+    /// deleted (the origin's version, counter + 1), as step 6 does for a reference.
+    static func cascade(
+        _ links: [ToDeleted], _ database: Database, mapping: SchemaMapping, tables: [String: MergeTable],
+        connection: StoreConnection, report: inout MergeReport
+    ) throws {
+        for link in links {
+            let (deletedSide, aliveSide) = link.sourceDeleted ? ("source", "target") : ("target", "source")
+            func relationship(near side: String) -> StoreSchema.Relationship? {
+                for entity in mapping.entities.values {
+                    for (relationship, storage) in entity.relationships {
+                        if case .joinTable(let table, let near, _) = storage, table == link.table,
+                            near == side
+                        {
+                            return relationship
+                        }
+                    }
+                }
+                return nil
+            }
+            guard relationship(near: deletedSide)?.deleteRule == .cascade,
+                let pair = mapping.joinTables.first(where: { $0.table == link.table }),
+                let alive = tables[link.sourceDeleted ? pair.target : pair.source]
+            else { continue }
+            let key = link.sourceDeleted ? link.target : link.source
+            guard
+                let row = try database.rows(
+                    "SELECT _entity, _gid FROM main.\(alive.quoted) WHERE _pk = ?", [.integer(key)]
+                ).first, let entity = row[0].string
+            else { continue }
+            let (count, _) = try RecordWriter(connection).deleteMerging(key, of: alive.root)
+            report.deletedRecords += count
+            report.repairs.append(
+                MergeRepair(
+                    entity: entity, globalID: DocumentMerger.globalID(row[1]),
+                    property: relationship(near: aliveSide)?.name ?? link.table, kind: .deletedWithTarget))
+        }
     }
 }

@@ -364,7 +364,7 @@ enum PackageDirectory {
                     + "100-byte header: it was truncated; restore the document from a copy")
         }
         guard mode == .readOnly else { return try Database(path: storePath, mode: .readWrite) }
-        if let missing = try missingLogFile(storePath) {
+        if let missing = try missingLogFileAtRest(storePath, packagePath: packagePath) {
             throw DeckError.corrupt(
                 path: packagePath,
                 reason:
@@ -377,6 +377,26 @@ enum PackageDirectory {
             return try probedReader(storePath, uriParameters: [("readonly_shm", "1")])
         }
         return try first.get()
+    }
+
+    /// ``missingLogFile(_:)`` once no writer is at work: a writer that switches the store back to
+    /// rollback mode as it closes passes through that state (SQLite deletes the checkpointed log
+    /// before it rewrites the header) while it holds the package's writer lock, so while the lock
+    /// is held the reader waits, up to `timeout` seconds, and looks again. Only a store left so
+    /// with no writer at work (one killed in that moment) is reported.
+    package static func missingLogFileAtRest(_ storePath: String, packagePath: String, timeout: Double = 5)
+        throws(DeckError) -> String?
+    {
+        let deadline = Date().addingTimeInterval(timeout)
+        while let missing = try missingLogFile(storePath) {
+            guard WriterLock.holder(packagePath: packagePath) != nil else {
+                // The writer may have finished between the two looks.
+                return try missingLogFile(storePath)
+            }
+            guard Date() < deadline else { return missing }
+            usleep(5_000)
+        }
+        return nil
     }
 
     /// The name of the log file a reader of the store at `storePath` lacks, when the store uses a

@@ -107,7 +107,7 @@ public enum PackageVerifier {
         }
         // A store whose log files a writer did not leave behind (killed while it switched back to
         // rollback mode at close): only a writer may make them, and nothing is lost.
-        if let missing = try PackageDirectory.missingLogFile(storePath) {
+        if let missing = try PackageDirectory.missingLogFileAtRest(storePath, packagePath: path) {
             report.findings.append(
                 Finding(
                     severity: .needsRecovery, code: "store-needs-recovery", object: storePath,

@@ -135,6 +135,12 @@ struct StoreCheck: Sendable {
     func structure(_ db: Database, report: inout VerificationReport) throws
         -> (mapping: SchemaMapping, dateEpoch: DateEpoch)?
     {
+        // One read transaction: a writer may commit between two statements, and the version
+        // check compares the clock with the versions it gave (a reader in WAL mode reads one
+        // state for the transaction's length).
+        let begun = !db.isInTransaction
+        if begun { try db.execute("BEGIN DEFERRED") }
+        defer { if begun { try? db.execute("COMMIT") } }
         func add(_ code: String, _ message: String) { report.add(.corruption, code, storePath, message) }
         let meta = try StoreMetadata.read(db, packagePath: path)
         if let problem = meta.contentTypeProblem(manifest: manifest) { add("content-type-mismatch", problem) }

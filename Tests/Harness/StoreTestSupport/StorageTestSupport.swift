@@ -13,7 +13,8 @@ package struct StorageTestError: Error, Equatable {
 
 /// The flash-cards schema used across tests: decks, cards (external images), tags.
 package func flashCardsSchema(
-    cardsDeleteRule: StoreSchema.DeleteRule = .cascade, threshold: Int = 16
+    cardsDeleteRule: StoreSchema.DeleteRule = .cascade, threshold: Int = 16,
+    tagCardsDeleteRule: StoreSchema.DeleteRule = .nullify
 ) -> StoreSchema {
     StoreSchema(
         version: "1.0.0",
@@ -44,7 +45,10 @@ package func flashCardsSchema(
             StoreSchema.Entity(
                 "Tag",
                 attributes: [StoreSchema.Attribute("name", .string, options: [.unique])],
-                relationships: [StoreSchema.Relationship("cards", to: "Card", toMany: true, inverse: "tags")]),
+                relationships: [
+                    StoreSchema.Relationship(
+                        "cards", to: "Card", toMany: true, inverse: "tags", deleteRule: tagCardsDeleteRule)
+                ]),
         ])
 }
 
@@ -53,10 +57,12 @@ package let flashCardsType = "org.deck.test.flashcards"
 /// A package of two decks, three cards (the first with an external image) and a tag on the
 /// first card; the ids of the records, by name.
 package func makeSmallFlashcards(
-    at url: URL, contentType: String = flashCardsType, cardsDeleteRule: StoreSchema.DeleteRule = .cascade
+    at url: URL, contentType: String = flashCardsType, cardsDeleteRule: StoreSchema.DeleteRule = .cascade,
+    tagCardsDeleteRule: StoreSchema.DeleteRule = .nullify
 ) throws -> [String: Int64] {
     let store = try PackageStore.create(
-        at: url, contentType: contentType, schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule))
+        at: url, contentType: contentType,
+        schema: flashCardsSchema(cardsDeleteRule: cardsDeleteRule, tagCardsDeleteRule: tagCardsDeleteRule))
     defer { try? store.close() }
     return try store.write { t in
         var ids: [String: Int64] = [:]
