@@ -46,14 +46,13 @@ struct DocumentMerger {
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // Links before deletes too, for the same reason; the links the other copy made to records
         // this one deleted take those deletes' rules.
-        let toDeleted = try MergeLinks.mergeAll(
+        let cascades = try MergeLinks.mergeAll(
             database, mapping: mapping, tables: byTable, connection: connection, report: &report)
         for table in tables {
             report.lostEdits += try MergeLostEdits.here(
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
-        try MergeLinks.cascade(
-            toDeleted, database, mapping: mapping, tables: byTable, connection: connection, report: &report)
+        try MergeLinks.cascade(cascades, database, connection: connection, report: &report)
         for table in tables { try delete(table) }
         try MergeVersions.restore(database, tables: tables)
         for table in tables {

@@ -77,30 +77,38 @@ enum MergeLinks {
         return outcome
     }
 
-    /// A link `other` holds and wins between a record `main` holds and one it deleted.
-    struct ToDeleted {
-        let table: String
-        let source: Int64
-        let target: Int64
-        let sourceDeleted: Bool
+    /// A record `main` holds that a link `other` won ties to a record `main` deleted, whose side
+    /// of the relationship cascades: the delete would have deleted it (spec 20.9, step 7).
+    struct Cascade {
+        /// The record's table and key.
+        let table: MergeTable
+        let key: Int64
+        /// Its relationship through the join table (the repair names it).
+        let relationship: String
     }
 
     /// Step 7 for every join table of `mapping` (its tables in `tables`, by name), counted in
-    /// `report`; the records whose links changed are marked changed. Returns the links `other`
-    /// won to records `main` deleted.
+    /// `report`; the records whose links changed are marked changed. Returns the records the
+    /// deletes of `main` would have deleted over the links `other` won.
     static func mergeAll(
         _ database: Database, mapping: SchemaMapping, tables: [String: MergeTable],
         connection: StoreConnection,
         report: inout MergeReport
-    ) throws -> [ToDeleted] {
-        var toDeleted: [ToDeleted] = []
+    ) throws -> [Cascade] {
+        var cascades: [Cascade] = []
         for (table, source, target) in mapping.joinTables {
             guard let source = tables[source], let target = tables[target] else { continue }
             let outcome = try merge(database, table, source: source, target: target)
             report.addedLinks += outcome.added
             report.removedLinks += outcome.removed
-            toDeleted += outcome.toDeleted.map {
-                ToDeleted(table: table, source: $0, target: $1, sourceDeleted: $2)
+            let sides = relationships(in: table, mapping)
+            for (from, to, sourceDeleted) in outcome.toDeleted {
+                let (deleted, alive) = sourceDeleted ? ("source", "target") : ("target", "source")
+                guard sides[deleted]?.deleteRule == .cascade else { continue }
+                cascades.append(
+                    Cascade(
+                        table: sourceDeleted ? target : source, key: sourceDeleted ? to : from,
+                        relationship: sides[alive]?.name ?? table))
             }
             // Both ends of a link made or removed see it (the records they hold change).
             for (from, to) in outcome.changed {
@@ -113,47 +121,41 @@ enum MergeLinks {
                 }
             }
         }
-        return toDeleted
+        return cascades
     }
 
-    /// The links `other` won to records `main` deleted, treated as those deletes would have
-    /// treated them had the links been there (spec 20.9, step 7): when the deleted record's
-    /// relationship through the join table cascades, the record at the link's other end is
-    /// deleted (the origin's version, counter + 1), as step 6 does for a reference.
-    static func cascade(
-        _ links: [ToDeleted], _ database: Database, mapping: SchemaMapping, tables: [String: MergeTable],
-        connection: StoreConnection, report: inout MergeReport
-    ) throws {
-        for link in links {
-            let (deletedSide, aliveSide) = link.sourceDeleted ? ("source", "target") : ("target", "source")
-            func relationship(near side: String) -> StoreSchema.Relationship? {
-                for entity in mapping.entities.values {
-                    for (relationship, storage) in entity.relationships {
-                        if case .joinTable(let table, let near, _) = storage, table == link.table,
-                            near == side
-                        {
-                            return relationship
-                        }
-                    }
-                }
-                return nil
+    /// The relationships join table `table` stores, by the column holding their own record's key.
+    private static func relationships(in table: String, _ mapping: SchemaMapping)
+        -> [String: StoreSchema.Relationship]
+    {
+        var sides: [String: StoreSchema.Relationship] = [:]
+        for entity in mapping.entities.values {
+            for (relationship, storage) in entity.relationships {
+                if case .joinTable(table, let near, _) = storage { sides[near] = relationship }
             }
-            guard relationship(near: deletedSide)?.deleteRule == .cascade,
-                let pair = mapping.joinTables.first(where: { $0.table == link.table }),
-                let alive = tables[link.sourceDeleted ? pair.target : pair.source]
-            else { continue }
-            let key = link.sourceDeleted ? link.target : link.source
+        }
+        return sides
+    }
+
+    /// Deletes the records of `cascades` that still exist, as the deletes of `main` would have
+    /// deleted them had the links been there: the origin's version, counter + 1, as step 6 does
+    /// for a reference.
+    static func cascade(
+        _ cascades: [Cascade], _ database: Database, connection: StoreConnection, report: inout MergeReport
+    ) throws {
+        for cascade in cascades {
             guard
                 let row = try database.rows(
-                    "SELECT _entity, _gid FROM main.\(alive.quoted) WHERE _pk = ?", [.integer(key)]
+                    "SELECT _entity, _gid FROM main.\(cascade.table.quoted) WHERE _pk = ?",
+                    [.integer(cascade.key)]
                 ).first, let entity = row[0].string
             else { continue }
-            let (count, _) = try RecordWriter(connection).deleteMerging(key, of: alive.root)
+            let (count, _) = try RecordWriter(connection).deleteMerging(cascade.key, of: cascade.table.root)
             report.deletedRecords += count
             report.repairs.append(
                 MergeRepair(
-                    entity: entity, globalID: DocumentMerger.globalID(row[1]),
-                    property: relationship(near: aliveSide)?.name ?? link.table, kind: .deletedWithTarget))
+                    entity: entity, globalID: DocumentMerger.globalID(row[1]), property: cascade.relationship,
+                    kind: .deletedWithTarget))
         }
     }
 }
