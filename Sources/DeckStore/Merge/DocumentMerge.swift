@@ -6,7 +6,8 @@ import Foundation
 public struct MergeReport: Sendable, Equatable {
     /// Records the other copy had and this one did not, now inserted.
     public var insertedRecords = 0
-    /// Records deleted: those the other copy deleted, and their cascades.
+    /// Records deleted: those the other copy deleted. (A merge follows no `cascade` rule: the
+    /// records the other copy's delete took there are its tombstones too, see ``MergeRepair``.)
     public var deletedRecords = 0
     /// Deletes of records this copy never had, learned so that a third copy that still has the
     /// record deletes it when merged in.
@@ -79,8 +80,11 @@ public struct MergeRepair: Sendable, Equatable {
         /// delete rule, or the lack of one).
         case targetDeleted = "target-deleted"
         /// A record whose reference's target, or a record linked to it, was deleted in the other
-        /// copy was deleted with it (the target's relationship cascades).
-        case deletedWithTarget = "deleted-with-target"
+        /// copy, whose side of the relationship cascades, was kept: the copy that deleted the
+        /// target did not hold the record in the relationship (the other copy added it, or moved
+        /// it there, meanwhile), and a delete takes only what its copy held. The reference was
+        /// set to null, or the link removed.
+        case keptFromCascade = "kept-from-cascade"
         /// A delete went ahead although a relationship's rule is `deny`: the copy that deleted
         /// did not have the related records the other copy added meanwhile. Their references
         /// were set to null.
@@ -321,7 +325,7 @@ public enum DocumentMerge {
             guard let writer = try database.scalar("SELECT writer FROM main.deck_clock")?.int64 else {
                 throw DeckError.corrupt(path: connection.path, reason: "deck_clock has no row")
             }
-            // What the merge changes of its own (cascades, repairs) carries the origin's version.
+            // What the merge changes of its own (repairs) carries the origin's version.
             try database.execute("UPDATE main.deck_clock SET clock = 0, writer = 0")
             var merger = DocumentMerger(
                 connection: connection, mapping: connection.mapping, otherBlobs: blobs,

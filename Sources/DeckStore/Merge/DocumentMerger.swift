@@ -11,9 +11,10 @@ import Foundation
 /// greater existence counter, then the greater version (clock, then writer id bytes), then, for a
 /// cell, the greater value. What `other` wins is written to `main` with `other`'s version, never
 /// a new one, so that merging again changes nothing and the copies merged in either order agree.
-/// What the merge must change besides (a record whose reference names a record deleted in the
-/// other copy, cascades, links to deleted records) it changes as a delete would, with the
-/// origin's version, the lowest there is: any real edit wins over it.
+/// What the merge must change besides (a reference to a record deleted in the other copy, a
+/// link to one) it changes as a `nullify` rule would: a reference set to null keeps its version,
+/// a link removed takes the origin's, the lowest there is, so any real edit wins over either. A
+/// delete takes only what its copy held (``MergeCascades``).
 ///
 /// The work follows what `other` changed, not its size: its records are read by the ranges of
 /// keys `main` does not have, its bookkeeping rows (tombstones, records with own versions,
@@ -28,6 +29,8 @@ struct DocumentMerger {
     /// copy has seen (and a lost edit likewise, ``MergeLostEdits``).
     var hasAncestor = false
     var report = MergeReport()
+    /// The rules a merge's deletes did not follow (``MergeCascades``): reported at its end.
+    var kept: [RecordWriter.MergeOverride] = []
 
     private var database: Database { connection.database }
 
@@ -39,20 +42,19 @@ struct DocumentMerger {
         for table in tables { try compare(table) }
         for table in tables { try insertNew(table) }
         for table in tables { try pointNew(table) }
-        // Cells before deletes: a delete cascades to the records that point at the deleted one
-        // once both copies' changes of the references are in.
+        // Cells before deletes: a delete clears the references to the deleted record once both
+        // copies' changes of the references are in (and reports the records it kept).
         try MergeVersions.keep(database, tables: tables)
         for table in tables { try mergeCells(table) }
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // Links before deletes too, for the same reason; the links the other copy made to records
-        // this one deleted take those deletes' rules.
-        let cascades = try MergeLinks.mergeAll(
+        // this one deleted are removed as those deletes would have removed them.
+        kept += try MergeLinks.mergeAll(
             database, mapping: mapping, tables: byTable, connection: connection, report: &report)
         for table in tables {
             report.lostEdits += try MergeLostEdits.here(
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
-        try MergeLinks.cascade(cascades, database, connection: connection, report: &report)
         for table in tables { try delete(table) }
         try MergeVersions.restore(database, tables: tables)
         for table in tables {
@@ -67,8 +69,9 @@ struct DocumentMerger {
                 "DELETE FROM \(table.tombstones); INSERT OR IGNORE INTO \(table.tombstones)(gid, apk) "
                     + "SELECT _gid, _pk FROM main.\(table.rows) WHERE alive % 2 = 0")
         }
-        _ = try MergeLinks.mergeAll(
+        kept += try MergeLinks.mergeAll(
             database, mapping: mapping, tables: byTable, connection: connection, report: &report)
+        report.repairs += try MergeCascades.repairs(kept, database)
         for table in tables {
             for name in [table.other, table.main, table.new, table.candidates, table.tombstones] {
                 try database.execute("DROP TABLE IF EXISTS \(name)")
@@ -313,8 +316,8 @@ struct DocumentMerger {
     }
 
     /// Records of `main` whose reference `column` lost its target to a delete of the other copy
-    /// (or never had it there): as that delete would have left them, with the origin's version:
-    /// deleted when the target's side of the relationship cascades, the cell null otherwise.
+    /// (or never had it there): the cell is set to null, keeping its version, whatever the
+    /// relationship's delete rule; a `cascade` rule is reported as not followed (step 6).
     private mutating func repair(_ t: MergeTable, column: String, keys: [Int64]) throws {
         for key in keys {
             guard
@@ -333,20 +336,17 @@ struct DocumentMerger {
                             .deleteRule
                     }
                 } == .cascade
-            let gid = try database.scalar("SELECT _gid FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)])
+            // The cell keeps its version (restoreVersions): that of the change that made it
+            // point at the deleted record.
+            try database.run(
+                "UPDATE main.\(t.quoted) SET \(quote(column)) = NULL WHERE _pk = ?", [.integer(key)])
+            connection.changes.updated(entity, key)
             if cascades {
-                let (count, _) = try RecordWriter(connection).deleteMerging(key, of: t.root)
-                report.deletedRecords += count
-                report.repairs.append(
-                    MergeRepair(
-                        entity: entity, globalID: Self.globalID(gid), property: column,
-                        kind: .deletedWithTarget))
+                kept.append(
+                    .init(table: t.name, id: key, entity: entity, relationship: column, rule: .cascade))
             } else {
-                // The cell keeps its version (restoreVersions): that of the change that made it
-                // point at the deleted record.
-                try database.run(
-                    "UPDATE main.\(t.quoted) SET \(quote(column)) = NULL WHERE _pk = ?", [.integer(key)])
-                connection.changes.updated(entity, key)
+                let gid = try database.scalar(
+                    "SELECT _gid FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)])
                 report.repairs.append(
                     MergeRepair(
                         entity: entity, globalID: Self.globalID(gid), property: column, kind: .targetDeleted))
@@ -354,9 +354,9 @@ struct DocumentMerger {
         }
     }
 
-    /// Deletes the records that `other` deleted later than `main` changed their existence,
-    /// with every delete rule (`deny` nullifies: it cannot hold across copies), and gives each
-    /// tombstone `other`'s counter and version.
+    /// Deletes the records that `other` deleted later than `main` changed their existence, and
+    /// gives each tombstone `other`'s counter and version. No rule deletes more, and none
+    /// refuses: the related records are kept, their references nulled (step 4).
     private mutating func delete(_ t: MergeTable) throws {
         let doomed = try database.rows(
             """
@@ -367,18 +367,9 @@ struct DocumentMerger {
         for row in doomed {
             guard let key = row[0].int64 else { continue }
             if try database.scalar("SELECT 1 FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)]) != nil {
-                let (count, denied) = try RecordWriter(connection).deleteMerging(key, of: t.root)
+                let (count, overridden) = try RecordWriter(connection).deleteMerging(key, of: t.root)
                 report.deletedRecords += count
-                for (entity, id, relationship) in denied {
-                    let table = mapping.entities[entity]?.table ?? t.name
-                    let gid = try database.scalar(
-                        "SELECT _gid FROM main.\(quote(VersionDDL.rowsTable(table))) WHERE _pk = ?",
-                        [.integer(id)])
-                    report.repairs.append(
-                        MergeRepair(
-                            entity: entity, globalID: Self.globalID(gid), property: relationship,
-                            kind: .denyOverridden))
-                }
+                kept += overridden
             }
             try database.run(
                 "UPDATE main.\(t.rows) SET alive = ?, clock = ?, writer = ? WHERE _pk = ?",

@@ -77,25 +77,16 @@ enum MergeLinks {
         return outcome
     }
 
-    /// A record `main` holds that a link `other` won ties to a record `main` deleted, whose side
-    /// of the relationship cascades: the delete would have deleted it (spec 20.9, step 7).
-    struct Cascade {
-        /// The record's table and key.
-        let table: MergeTable
-        let key: Int64
-        /// Its relationship through the join table (the repair names it).
-        let relationship: String
-    }
-
     /// Step 7 for every join table of `mapping` (its tables in `tables`, by name), counted in
-    /// `report`; the records whose links changed are marked changed. Returns the records the
-    /// deletes of `main` would have deleted over the links `other` won.
+    /// `report`; the records whose links changed are marked changed. Returns the records kept
+    /// at the other end of a link `other` won to a record `main` deleted, whose side of the
+    /// relationship cascades: the delete did not take them (spec 20.9, step 7).
     static func mergeAll(
         _ database: Database, mapping: SchemaMapping, tables: [String: MergeTable],
         connection: StoreConnection,
         report: inout MergeReport
-    ) throws -> [Cascade] {
-        var cascades: [Cascade] = []
+    ) throws -> [RecordWriter.MergeOverride] {
+        var kept: [RecordWriter.MergeOverride] = []
         for (table, source, target) in mapping.joinTables {
             guard let source = tables[source], let target = tables[target] else { continue }
             let outcome = try merge(database, table, source: source, target: target)
@@ -105,10 +96,11 @@ enum MergeLinks {
             for (from, to, sourceDeleted) in outcome.toDeleted {
                 let (deleted, alive) = sourceDeleted ? ("source", "target") : ("target", "source")
                 guard sides[deleted]?.deleteRule == .cascade else { continue }
-                cascades.append(
-                    Cascade(
-                        table: sourceDeleted ? target : source, key: sourceDeleted ? to : from,
-                        relationship: sides[alive]?.name ?? table))
+                kept.append(
+                    RecordWriter.MergeOverride(
+                        table: sourceDeleted ? target.name : source.name, id: sourceDeleted ? to : from,
+                        entity: (sourceDeleted ? target : source).root.name,
+                        relationship: sides[alive]?.name ?? table, rule: .cascade))
             }
             // Both ends of a link made or removed see it (the records they hold change).
             for (from, to) in outcome.changed {
@@ -121,7 +113,7 @@ enum MergeLinks {
                 }
             }
         }
-        return cascades
+        return kept
     }
 
     /// The relationships join table `table` stores, by the column holding their own record's key.
@@ -135,27 +127,5 @@ enum MergeLinks {
             }
         }
         return sides
-    }
-
-    /// Deletes the records of `cascades` that still exist, as the deletes of `main` would have
-    /// deleted them had the links been there: the origin's version, counter + 1, as step 6 does
-    /// for a reference.
-    static func cascade(
-        _ cascades: [Cascade], _ database: Database, connection: StoreConnection, report: inout MergeReport
-    ) throws {
-        for cascade in cascades {
-            guard
-                let row = try database.rows(
-                    "SELECT _entity, _gid FROM main.\(cascade.table.quoted) WHERE _pk = ?",
-                    [.integer(cascade.key)]
-                ).first, let entity = row[0].string
-            else { continue }
-            let (count, _) = try RecordWriter(connection).deleteMerging(cascade.key, of: cascade.table.root)
-            report.deletedRecords += count
-            report.repairs.append(
-                MergeRepair(
-                    entity: entity, globalID: DocumentMerger.globalID(row[1]), property: cascade.relationship,
-                    kind: .deletedWithTarget))
-        }
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 enum MergeLostEdits {
     /// The cells this copy changed since the copies parted of its records that the other copy's
     /// delete is about to delete: read before any delete runs, since a delete in one table
-    /// cascades into others.
+    /// clears the references to it in others.
     static func here(_ database: Database, _ t: MergeTable, epoch: DateEpoch, ancestor: Bool) throws
         -> [MergeLostEdit]
     {

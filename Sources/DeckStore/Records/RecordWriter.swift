@@ -450,29 +450,44 @@ struct RecordWriter {
         let id: Int64
     }
 
-    /// Deletes record `id` of the hierarchy whose root is `root` for a merge (spec 20.9): every
-    /// delete rule applies but `deny`, which cannot hold across copies edited apart and nullifies
-    /// instead. Returns the records deleted (cascades included) and the relationships whose
-    /// `deny` was overridden, as (entity, relationship).
+    /// A delete rule a merge's delete did not follow (spec 20.9, step 4).
+    struct MergeOverride {
+        /// `deny`: the deleted record, whose relationship `relationship` had related records
+        /// (their references were set to null). `cascade`: a related record kept, its
+        /// reference to the deleted record set to null or its link removed; `relationship` is
+        /// its side of the relationship (the deleted record's when there is no inverse).
+        let table: String
+        let id: Int64
+        /// The record's entity (a kept record's concrete entity is read when it is reported).
+        let entity: String
+        let relationship: String
+        let rule: StoreSchema.DeleteRule
+    }
+
+    /// Deletes record `id` of the hierarchy whose root is `root` for a merge (spec 20.9): the
+    /// delete removes what the copy that deleted the record held, and the records it deleted
+    /// with it come as tombstones of their own; so `cascade` deletes nothing more, and `deny`,
+    /// which cannot hold across copies edited apart, does not refuse. Both nullify instead.
+    /// Returns the records deleted and the rules not followed.
     func deleteMerging(_ id: Int64, of root: EntityMapping) throws -> (
-        deleted: Int, denied: [(entity: String, id: Int64, relationship: String)]
+        deleted: Int, overridden: [MergeOverride]
     ) {
         var deleted: Set<RecordKey> = []
-        var denied: [(entity: String, id: Int64, relationship: String)]? = []
-        try deleteRecord(id, of: root, deleted: &deleted, denied: &denied)
-        return (deleted.count, denied ?? [])
+        var overridden: [MergeOverride]? = []
+        try deleteRecord(id, of: root, deleted: &deleted, overridden: &overridden)
+        return (deleted.count, overridden ?? [])
     }
 
     private func deleteRecord(_ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>) throws {
-        var denied: [(entity: String, id: Int64, relationship: String)]? = nil
-        try deleteRecord(id, of: mapping, deleted: &deleted, denied: &denied)
+        var overridden: [MergeOverride]? = nil
+        try deleteRecord(id, of: mapping, deleted: &deleted, overridden: &overridden)
     }
 
-    /// Deletes record `id` applying the delete rules; with `denied` (a merge), `deny` nullifies
-    /// and is recorded there instead of refusing.
+    /// Deletes record `id` applying the delete rules; with `overridden` (a merge), `deny` and
+    /// `cascade` nullify instead, and are recorded there.
     private func deleteRecord(
         _ id: Int64, of mapping: EntityMapping, deleted: inout Set<RecordKey>,
-        denied: inout [(entity: String, id: Int64, relationship: String)]?
+        overridden: inout [MergeOverride]?
     ) throws {
         let concrete = try concreteEntity(of: id, in: mapping)
         guard let actual = connection.mapping.entities[concrete],
@@ -485,18 +500,30 @@ struct RecordWriter {
                 id, storage: storage, table: actual.table, destination: destination)
             guard !related.isEmpty else { continue }
             switch relationship.deleteRule {
-            case .deny where denied == nil:
+            case .deny where overridden == nil:
                 throw DeckError.deleteDenied(
                     entity: concrete, id: id, relationship: relationship.name, count: related.count)
-            case .cascade:
+            case .cascade where overridden == nil:
                 for other in related where !deleted.contains(RecordKey(table: destination.table, id: other)) {
                     // Cascades in the same table would otherwise revisit ids already gone.
                     if (try? concreteEntity(of: other, in: destination)) != nil {
-                        try deleteRecord(other, of: destination, deleted: &deleted, denied: &denied)
+                        try deleteRecord(other, of: destination, deleted: &deleted, overridden: &overridden)
                     }
                 }
-            case .nullify, .deny:
-                if relationship.deleteRule == .deny { denied?.append((concrete, id, relationship.name)) }
+            case .nullify, .deny, .cascade:
+                if relationship.deleteRule == .deny {
+                    overridden?.append(
+                        MergeOverride(
+                            table: actual.table, id: id, entity: concrete, relationship: relationship.name,
+                            rule: .deny))
+                } else if relationship.deleteRule == .cascade {
+                    for other in related {
+                        overridden?.append(
+                            MergeOverride(
+                                table: destination.table, id: other, entity: destination.name,
+                                relationship: relationship.inverse ?? relationship.name, rule: .cascade))
+                    }
+                }
                 if case .inverseColumn(let table, let column) = storage {
                     let family = destination.familyCondition(nil).map { " AND " + $0 } ?? ""
                     try database.run(
