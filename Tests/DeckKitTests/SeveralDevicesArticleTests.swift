@@ -48,4 +48,50 @@ struct SeveralDevicesArticleTests {
         #expect(
             article.contains("```swift\n" + block + "\n```"), "WorkingOnSeveralDevices.md lacks the example")
     }
+
+    @Test func readingWhatChangedRuns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "several-devices-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("Spanish.deck")
+        let schema = StoreSchema(entities: [
+            StoreSchema.Entity(
+                "Card",
+                attributes: [StoreSchema.Attribute("front", .string), StoreSchema.Attribute("back", .string)])
+        ])
+        let store = try PackageStore.create(at: url, contentType: "org.example.cards", schema: schema)
+        defer { try? store.close() }
+        let id = try store.write { try $0.insert("Card", ["front": .string("hola"), "back": .string("")]) }
+            .value
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+        func saveAndMerge() throws {
+            try store.write { try $0.update("Card", id: id, ["back": .string("hello")]) }
+        }
+        // SEVERAL-DEVICES-LOG-BEGIN
+        var seen = try ChangeLog(of: store).token
+        // … later, after saves and merges:
+        try saveAndMerge()
+        let since = try ChangeLog(of: store, after: seen)
+        for transaction in since.transactions {
+            for change in transaction.changes where change.kind == .updated {
+                print(change.entity, change.globalID, change.cells.map(\.name))
+            }
+        }
+        seen = since.token
+        // SEVERAL-DEVICES-LOG-END
+        let gid = try store.read { try $0.fetch(RecordQuery("Card")) }.first?.globalID
+        #expect(printed == ["Card \(gid!) [\"back\"]"])
+        #expect(try ChangeLog(of: store, after: seen).transactions.isEmpty)
+
+        let article = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "Sources/DeckKit/DeckKit.docc/WorkingOnSeveralDevices.md"), encoding: .utf8)
+        let block = try #require(ReadmeExampleTests.blocks("SEVERAL-DEVICES-LOG", in: #filePath).first)
+        #expect(
+            article.contains("```swift\n" + block + "\n```"), "WorkingOnSeveralDevices.md lacks the example")
+    }
 }

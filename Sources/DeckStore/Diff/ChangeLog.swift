@@ -1,0 +1,441 @@
+import DeckSQLite
+import DeckSupport
+import Foundation
+
+/// The changes a store's versions record, by transaction (spec section 20.10): every record,
+/// cell and link listed under the last transaction that changed it, with the value that
+/// transaction left. Read from the bookkeeping that merging keeps (section 20), so it costs
+/// writes nothing, and it is the store's current state arranged by the transactions that made
+/// it: a change that a later one replaced is not listed (the later one is), and a deleted
+/// record's values are gone with it.
+///
+/// What SwiftData's history gives an app (which records changed since a token, and which of
+/// their attributes), with the values: ``ChangeLog/init(of:after:last:)`` with the ``token`` of
+/// a log read before gives the changes made since, those a merge brought included.
+public struct ChangeLog: Sendable, Equatable {
+    /// The transactions, in the order of their versions (clock, then writer id bytes): the order
+    /// in which a merge ranks them (spec 20.6).
+    public var transactions: [LoggedTransaction] = []
+    /// What the store held when it was read: given to a later read (``init(of:after:last:)``), it
+    /// leaves out every change this read saw, and lists what was changed since, in this store or
+    /// in a copy merged into it since.
+    public var token = Token()
+
+    /// Where a change log starts: the changes it leaves out.
+    ///
+    /// A transaction's changes are left out when its clock is at most the token's ``clock``, or
+    /// at most the token's clock for its writer (``writers``). A log's token has every writer's
+    /// greatest clock in the store: a copy holding a writer's change of clock *c* holds every
+    /// change that writer made up to *c*, or a later one (copies merge whole, spec 20.9), so
+    /// what is not left out is exactly what that store did not hold.
+    public struct Token: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// Every transaction at or below this clock is left out (-1: none is).
+        public var clock: Int64
+        /// The greatest clock of each writer's changes left out (the origin's id is all zeros).
+        public var writers: [UUID: Int64]
+
+        public init(clock: Int64 = -1, writers: [UUID: Int64] = [:]) {
+            self.clock = clock
+            self.writers = writers
+        }
+
+        /// Whether a change of `writer` (nil: the origin) with `clock` is left out.
+        func covers(clock change: Int64, writer: UUID?) -> Bool {
+            change <= max(clock, writers[writer ?? Self.origin] ?? -1)
+        }
+
+        static let origin = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+        /// The token as text: its clock, then `writer:clock` for each writer by id, the ids as 32
+        /// lowercase hex digits, separated by commas (`-1,0123…ef:117735718293798912`).
+        public var description: String {
+            let entries = writers.sorted {
+                DocumentDiffer.bytes($0.key).lexicographicallyPrecedes(DocumentDiffer.bytes($1.key))
+            }
+            .map { "\(DocumentDiffer.bytes($0.key).map { String(format: "%02x", $0) }.joined()):\($0.value)" }
+            return ([String(clock)] + entries).joined(separator: ",")
+        }
+
+        /// The token `text` gives (``description``), or nil. A clock alone leaves out the
+        /// transactions at or below it.
+        public init?(_ text: String) {
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            guard let first = parts.first, let clock = Int64(first), clock >= -1 else { return nil }
+            var writers: [UUID: Int64] = [:]
+            for part in parts.dropFirst() {
+                let pair = part.split(separator: ":", omittingEmptySubsequences: false)
+                guard pair.count == 2, pair[0].count == 32, let value = Int64(pair[1]), value >= 0,
+                    let bytes = Self.bytes(hex: pair[0]), writers[bytes] == nil
+                else { return nil }
+                writers[bytes] = value
+            }
+            self.init(clock: clock, writers: writers)
+        }
+
+        private static func bytes(hex: Substring) -> UUID? {
+            var bytes: [UInt8] = []
+            var index = hex.startIndex
+            while index < hex.endIndex {
+                let next = hex.index(index, offsetBy: 2)
+                guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+                bytes.append(byte)
+                index = next
+            }
+            return DocumentMerger.globalID(.blob(Data(bytes)))
+        }
+    }
+
+    /// Reads the changes of `store` that `after` does not leave out (all, when nil), at most
+    /// the `last` transactions of them (the latest), in one snapshot of the store.
+    ///
+    /// - Throws: ``DeckError/notComparable(path:reason:)`` when the store is older than format
+    ///   version 5 (it keeps no versions until it is opened for writing once); ``DeckError/misuse(_:)``
+    ///   when `last` is below 1; the store's read errors.
+    public init(of store: PackageStore, after: Token? = nil, last: Int? = nil) throws(DeckError) {
+        guard store.storeFormatVersion >= VersionDDL.firstFormatVersion else {
+            throw DeckError.notComparable(
+                path: store.url.path,
+                reason:
+                    "it is format version \(store.storeFormatVersion), which keeps no versions of its "
+                    + "changes; version \(VersionDDL.firstFormatVersion) does (open it for writing once to upgrade it)"
+            )
+        }
+        if let last, last < 1 { throw DeckError.misuse("a change log of \(last) transactions") }
+        do {
+            self = try store.withReaderConnection { connection in
+                try connection.readTransaction {
+                    var reader = ChangeLogReader(
+                        database: connection.database, mapping: store.mapping, epoch: store.dateEpoch)
+                    return try reader.read(after: after ?? Token(), last: last)
+                }
+            }
+        } catch {
+            throw DeckError.wrap(error)
+        }
+    }
+
+    init(transactions: [LoggedTransaction], token: Token) {
+        self.transactions = transactions
+        self.token = token
+    }
+}
+
+/// One transaction's changes still recorded: the version it gave them, and what they are.
+public struct LoggedTransaction: Sendable, Equatable {
+    /// The transaction's clock (spec 20.2): 0 for the origin, the changes made before the store
+    /// kept versions (format 5).
+    public var clock: Int64
+    /// The id of the writer session that made it (spec 20.1); nil for the origin.
+    public var writer: UUID?
+    public var changes: [LoggedChange]
+
+    /// About when the transaction was made: the clock's wall-clock term, in milliseconds since
+    /// 1970 (spec 20.2). A clock runs ahead of the wall clock when transactions come faster than
+    /// one a millisecond, or after a device's clock went back; nil when the clock has no such
+    /// term (the origin).
+    public var date: Date? {
+        clock >= 65_536 ? Date(timeIntervalSince1970: Double(clock >> 16) / 1000) : nil
+    }
+}
+
+/// A record's or a link's last change.
+public struct LoggedChange: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// The record was inserted; `cells` are the values the insert set that no later change
+        /// replaced.
+        case inserted
+        /// The record's `cells` were last set by this transaction, to these values.
+        case updated
+        /// The record was deleted (its `entity` is its table's: the concrete entity of a deleted
+        /// record is not kept).
+        case deleted
+        /// The to-many link from the record to `target` was made, or removed.
+        case linked, unlinked
+    }
+    public var kind: Kind
+    /// The record's entity; for a link, the entity whose table holds the link's source.
+    public var entity: String
+    public var globalID: UUID
+    /// For an insert or an update: the attributes and to-one relationships, with their values,
+    /// in the schema's order.
+    public var cells: [LoggedCell] = []
+    /// For a link: its join table (`Entity.relationship`) and its target record.
+    public var relationship: String?
+    public var target: UUID?
+}
+
+/// An attribute or to-one relationship and the value a transaction left in it.
+public struct LoggedCell: Sendable, Equatable {
+    public var name: String
+    public var value: DiffCell
+}
+
+/// Reads a store's change log inside a read transaction (``ChangeLog``).
+struct ChangeLogReader {
+    let database: Database
+    let mapping: SchemaMapping
+    let epoch: DateEpoch
+    /// The transactions found, by (clock, writer number).
+    private var found: [Version: [(order: [UInt8], change: LoggedChange)]] = [:]
+    /// The store's writer ids by number (0, the origin, has the id of zeros).
+    private var writers: [Int64: UUID] = [:]
+    /// The greatest clock left out for each writer number, and for those not listed.
+    private var covered: [Int64: Int64] = [:]
+    private var coveredOtherwise: Int64 = -1
+
+    init(database: Database, mapping: SchemaMapping, epoch: DateEpoch) {
+        self.database = database
+        self.mapping = mapping
+        self.epoch = epoch
+    }
+
+    private struct Version: Hashable {
+        let clock: Int64
+        let writer: Int64
+    }
+
+    /// Whether the log lists changes of `version`.
+    private func lists(_ version: Version) -> Bool {
+        version.clock > (covered[version.writer] ?? coveredOtherwise)
+    }
+
+    /// The condition, in SQL, that the version in columns `clock` and `writer` of `alias` is
+    /// listed: against `seen`, the table the statements' `WITH` clause (``seen``) makes.
+    private func listed(_ alias: String) -> String {
+        "\(alias).clock > coalesce((SELECT s.clock FROM seen s WHERE s.writer = \(alias).writer), \(coveredOtherwise))"
+    }
+
+    /// A `WITH` clause making `seen(writer, clock)`, the clocks left out by writer number.
+    private var seen: String {
+        let rows = covered.sorted { $0.key < $1.key }.map { "(\($0.key), \($0.value))" }
+        return rows.isEmpty
+            ? "WITH seen(writer, clock) AS (SELECT 0, \(coveredOtherwise) WHERE 0) "
+            : "WITH seen(writer, clock) AS (VALUES \(rows.joined(separator: ", "))) "
+    }
+
+    mutating func read(after token: ChangeLog.Token, last: Int?) throws -> ChangeLog {
+        try database.forEachRow("SELECT id, writer FROM deck_writer") { row in
+            if let id = DocumentMerger.globalID(row.value(at: 1)) { writers[row.int64(at: 0)] = id }
+        }
+        let floor = try last.map { try bound(last: $0) } ?? -1
+        coveredOtherwise = max(token.clock, floor)
+        for (number, id) in writers {
+            if let clock = token.writers[id] { covered[number] = max(clock, coveredOtherwise) }
+        }
+        let tables = DocumentDiffer.tableColumns(mapping)
+        for (index, columns) in tables.enumerated() {
+            guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
+            try records(columns, index: index, root: root.name)
+        }
+        let sorted = mapping.joinTables.sorted { $0.table.utf8.lexicographicallyPrecedes($1.table.utf8) }
+        for (offset, (table, source, target)) in sorted.enumerated() {
+            try links(table, source: source, target: target, order: tables.count + offset)
+        }
+        var transactions = found.map { version, changes in
+            LoggedTransaction(
+                clock: version.clock, writer: version.writer == 0 ? nil : writers[version.writer],
+                changes: changes.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.change))
+        }
+        transactions.sort {
+            ($0.clock, bytes($0.writer)) < ($1.clock, bytes($1.writer))
+        }
+        if let last, transactions.count > last { transactions.removeFirst(transactions.count - last) }
+        return ChangeLog(transactions: transactions, token: try storeToken(merging: token))
+    }
+
+    /// The writer id's bytes as one comparable string of hex digits ("" for the origin).
+    private func bytes(_ id: UUID?) -> String {
+        id.map { DocumentDiffer.bytes($0).map { String(format: "%02x", $0) }.joined() } ?? ""
+    }
+
+    /// Every version the store holds: `SELECT clock, writer` statements.
+    private func versionSources() -> [String] {
+        var sources = ["SELECT clock, writer FROM deck_inserts"]
+        for columns in DocumentDiffer.tableColumns(mapping) {
+            sources.append("SELECT clock, writer FROM \(quote(VersionDDL.rowsTable(columns.table)))")
+            sources.append("SELECT clock, writer FROM \(quote(VersionDDL.cellsTable(columns.table)))")
+        }
+        for (table, _, _) in mapping.joinTables {
+            sources.append("SELECT clock, writer FROM \(quote(VersionDDL.linksTable(table)))")
+        }
+        return sources
+    }
+
+    /// A clock below the `last` greatest clocks of the store's versions: changes after it are
+    /// those of at least the last `last` transactions (several writers may share a clock).
+    private func bound(last: Int) throws -> Int64 {
+        let union = versionSources().map { "SELECT clock FROM (\($0))" }.joined(separator: " UNION ")
+        let clock = try database.scalar(
+            "SELECT clock FROM (\(union)) ORDER BY clock DESC LIMIT 1 OFFSET ?", [.integer(Int64(last - 1))])
+        return (clock?.int64).map { $0 - 1 } ?? -1
+    }
+
+    /// `token` with each writer's greatest clock in the store.
+    private func storeToken(merging token: ChangeLog.Token) throws -> ChangeLog.Token {
+        var result = token
+        try database.forEachRow(
+            "SELECT w.writer, max(v.clock) FROM (\(versionSources().joined(separator: " UNION ALL "))) v "
+                + "JOIN deck_writer w ON w.id = v.writer GROUP BY w.writer"
+        ) { row in
+            guard let id = DocumentMerger.globalID(row.value(at: 0)) else { return }
+            result.writers[id] = max(result.writers[id] ?? -1, row.int64(at: 1))
+        }
+        return result
+    }
+
+    private mutating func add(_ change: LoggedChange, _ version: Version, order: [UInt8]) {
+        found[version, default: []].append((order, change))
+    }
+
+    /// The records of one table with changes the log lists: inserts and updates of the records
+    /// it holds, by the versions of their cells, and its tombstones.
+    private mutating func records(_ columns: DocumentDiffer.TableColumns, index: Int, root: String) throws {
+        let t = quote(columns.table)
+        let literal = quoteLiteral(columns.table)
+        let rows = quote(VersionDDL.rowsTable(columns.table))
+        let cells = quote(VersionDDL.cellsTable(columns.table))
+        // The records with a version listed (a superset: each version is checked below), then
+        // the version of each: its own row's, else its insert range's, else the origin's
+        // (spec 20.3).
+        let changed = try database.rows(
+            seen
+                + """
+                , keys(pk) AS (
+                    SELECT x._pk FROM deck_inserts i JOIN \(t) x ON x._pk BETWEEN i.first AND i.last
+                    WHERE i.tbl = \(literal) AND \(listed("i"))
+                    UNION SELECT r._pk FROM \(rows) r WHERE r.alive % 2 = 1 AND \(listed("r"))
+                    UNION SELECT c._pk FROM \(cells) c WHERE \(listed("c"))
+                    UNION SELECT x._pk FROM \(t) x, (SELECT 0 AS clock, 0 AS writer) o
+                    WHERE \(listed("o"))
+                        AND x._pk > coalesce((SELECT max(last) FROM deck_inserts WHERE tbl = \(literal)), 0)
+                )
+                SELECT x._pk, x._gid, x._entity, coalesce(r.clock, i.clock, 0), coalesce(r.writer, i.writer, 0)
+                FROM keys k JOIN \(t) x ON x._pk = k.pk
+                LEFT JOIN \(rows) r ON r._pk = x._pk AND r.alive % 2 = 1
+                LEFT JOIN deck_inserts i ON i.tbl = \(literal)
+                    AND i.last = (SELECT min(last) FROM deck_inserts WHERE tbl = \(literal) AND last >= x._pk)
+                    AND i.first <= x._pk
+                ORDER BY x._pk
+                """)
+        let prefix = [UInt8(index >> 8), UInt8(index & 0xff)]
+        for row in changed {
+            guard let key = row[0].int64, let gid = DocumentMerger.globalID(row[1]),
+                let entity = row[2].string,
+                let member = mapping.entities[entity], let clock = row[3].int64, let writer = row[4].int64
+            else { continue }
+            var versions: [String: Version] = [:]
+            try database.forEachRow(
+                "SELECT property, clock, writer FROM \(cells) WHERE _pk = ?", [.integer(key)]
+            ) { cell in
+                versions[cell.text(at: 0)] = Version(clock: cell.int64(at: 1), writer: cell.int64(at: 2))
+            }
+            let inserted = Version(clock: clock, writer: writer)
+            let values = try self.values(of: key, member: member, table: columns)
+            var byVersion: [Version: [LoggedCell]] = [:]
+            for cell in values {
+                let version = versions[cell.name] ?? inserted
+                if lists(version) { byVersion[version, default: []].append(cell) }
+            }
+            if lists(inserted), byVersion[inserted] == nil { byVersion[inserted] = [] }
+            let order = prefix + DocumentDiffer.bytes(gid)
+            for (version, cells) in byVersion {
+                add(
+                    LoggedChange(
+                        kind: version == inserted ? .inserted : .updated, entity: entity, globalID: gid,
+                        cells: cells),
+                    version, order: order + [version == inserted ? 0 : 1])
+            }
+        }
+        try database.forEachRow(
+            seen + "SELECT d._gid, d.clock, d.writer FROM \(rows) d WHERE d.alive % 2 = 0 AND \(listed("d"))"
+        ) { row in
+            guard let gid = DocumentMerger.globalID(row.value(at: 0)) else { return }
+            add(
+                LoggedChange(kind: .deleted, entity: root, globalID: gid),
+                Version(clock: row.int64(at: 1), writer: row.int64(at: 2)),
+                order: prefix + DocumentDiffer.bytes(gid) + [2])
+        }
+    }
+
+    /// The current values of record `key`'s attributes and to-one relationships, as its entity
+    /// `member` has them, in the schema's order.
+    private func values(of key: Int64, member: EntityMapping, table: DocumentDiffer.TableColumns) throws
+        -> [LoggedCell]
+    {
+        var selected: [String] = []
+        var joins: [String] = []
+        var cells: [(name: String, reference: Bool, type: StoreSchema.AttributeType?)] = []
+        for attribute in member.attributes {
+            selected.append("x.\(quote(attribute.name))")
+            cells.append((attribute.name, false, attribute.type))
+        }
+        for (relationship, storage) in member.relationships {
+            guard case .ownColumn(let column) = storage,
+                let destination = mapping.entities[relationship.destination]
+            else { continue }
+            let alias = "d\(joins.count)"
+            joins.append(
+                "LEFT JOIN \(quote(destination.table)) \(alias) ON \(alias)._pk = x.\(quote(column))")
+            selected += ["\(alias)._entity", "\(alias)._gid", "x.\(quote(column))"]
+            cells.append((column, true, nil))
+        }
+        guard !cells.isEmpty,
+            let row = try database.rows(
+                "SELECT \(selected.joined(separator: ", ")) FROM \(quote(table.table)) x \(joins.joined(separator: " ")) "
+                    + "WHERE x._pk = ?", [.integer(key)]
+            ).first
+        else { return [] }
+        var result: [LoggedCell] = []
+        var offset = 0
+        for cell in cells {
+            if cell.reference {
+                if let entity = row[offset].string, let gid = DocumentMerger.globalID(row[offset + 1]) {
+                    result.append(LoggedCell(name: cell.name, value: .record(entity: entity, globalID: gid)))
+                } else if let missing = row[offset + 2].int64 {
+                    result.append(LoggedCell(name: cell.name, value: .missingRecord(missing)))
+                } else {
+                    result.append(LoggedCell(name: cell.name, value: .value(.null)))
+                }
+                offset += 3
+            } else if let type = cell.type {
+                let value = Value(sql: row[offset], type: type, epoch: epoch) { digest in
+                    (try? database.scalar(
+                        "SELECT size FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??.int64
+                        ?? -1
+                }
+                result.append(LoggedCell(name: cell.name, value: .value(value)))
+                offset += 1
+            }
+        }
+        return result
+    }
+
+    /// The links of join table `table` with changes the log lists, by their records' global
+    /// ids (a deleted record's from its tombstone).
+    private mutating func links(_ table: String, source: String, target: String, order: Int) throws {
+        let sourceRoot = mapping.roots.first { $0.table == source }?.name ?? source
+        let (s, g) = (quote(source), quote(target))
+        let (sr, gr) = (quote(VersionDDL.rowsTable(source)), quote(VersionDDL.rowsTable(target)))
+        try database.forEachRow(
+            seen
+                + """
+                SELECT coalesce(s._gid, sr._gid), coalesce(g._gid, gr._gid), l.alive, l.clock, l.writer
+                FROM \(quote(VersionDDL.linksTable(table))) l
+                LEFT JOIN \(s) s ON s._pk = l.source LEFT JOIN \(sr) sr ON sr._pk = l.source
+                LEFT JOIN \(g) g ON g._pk = l.target LEFT JOIN \(gr) gr ON gr._pk = l.target
+                WHERE \(listed("l"))
+                """
+        ) { row in
+            guard let from = DocumentMerger.globalID(row.value(at: 0)),
+                let to = DocumentMerger.globalID(row.value(at: 1))
+            else { return }
+            add(
+                LoggedChange(
+                    kind: row.int64(at: 2) % 2 == 1 ? .linked : .unlinked, entity: sourceRoot, globalID: from,
+                    relationship: table, target: to),
+                Version(clock: row.int64(at: 3), writer: row.int64(at: 4)),
+                order: [UInt8(order >> 8), UInt8(order & 0xff)] + DocumentDiffer.bytes(from)
+                    + DocumentDiffer.bytes(to))
+        }
+    }
+}
