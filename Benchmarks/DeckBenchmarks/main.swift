@@ -676,6 +676,8 @@ try runMigrationBenchmarks()
 try runCoreDataImportBenchmarks()
 try runDiffBenchmarks()
 try runMergeBenchmarks()
+try runLogBenchmarks()
+try runFullLogBenchmark()
 
 var usage = rusage()
 getrusage(RUSAGE_SELF.rawValue, &usage)

@@ -48,12 +48,15 @@ struct LogCommand: DeckCommand {
         let token = try after.map { text in
             guard let token = ChangeLog.Token(text) else {
                 throw UsageError(
-                    "--after takes a clock (a number, at least 0) or a token that deck log --json gave")
+                    "--after takes a clock (a number) or the token a log ended with")
             }
             return token
         }
-        let log = try Support.withReadableDocument(path) { store in
-            try ChangeLog(of: store, after: token, last: last)
+        // An archive is read from a private copy; errors name the archive.
+        let log = try DiffCommand.withPackage(path) { url in
+            let store = try PackageStore.open(at: url, mode: .readOnly)
+            defer { try? store.close() }
+            return try ChangeLog(of: store, after: token, last: last)
         }
         output.write(json ? Self.json(log).render() + "\n" : Self.text(log))
         return ExitStatus.ok

@@ -252,6 +252,33 @@ import Testing
         }
     }
 
+    /// A package from elsewhere may lie in its bookkeeping: a version naming a writer the store
+    /// does not number is refused (it would read as the origin's); rows of records the store
+    /// does not hold are not listed; nothing is written.
+    @Test func liesInTheBookkeepingAreRefusedOrLeftOut() throws {
+        try withTestDirectory { dir in
+            let url = dir.appendingPathComponent("a.deck")
+            let ids = try makeSmallFlashcards(at: url)
+            let honest = try Self.log(url)
+            let orphan = try MergeTests.copy(url, to: "orphan.deck")
+            var db = try rawStore(orphan)
+            try db.execute(
+                "INSERT INTO \"deck_cells:Card\"(_pk, property, clock, writer) VALUES (999, 'back', 5, 1)")
+            db.close()
+            #expect(try Self.log(orphan).transactions == honest.transactions)
+            let stray = try MergeTests.copy(url, to: "stray.deck")
+            db = try rawStore(stray)
+            try db.run(
+                "INSERT INTO \"deck_cells:Card\"(_pk, property, clock, writer) VALUES (?, 'back', 5, 77)",
+                [.integer(ids["hola"]!)])
+            db.close()
+            let before = try Data(contentsOf: stray.appendingPathComponent("store.sqlite"))
+            let error = try #require(throws: DeckError.self) { try Self.log(stray) }
+            #expect("\(error)".contains("writer 77") && "\(error)".contains(stray.path), "\(error)")
+            #expect(try Data(contentsOf: stray.appendingPathComponent("store.sqlite")) == before)
+        }
+    }
+
     @Test func aStoreOlderThanFormat5IsRefusedWithTheVersionToUpgradeTo() throws {
         try withTestDirectory { dir in
             let url = dir.appendingPathComponent("v4.flashcards")

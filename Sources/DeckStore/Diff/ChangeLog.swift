@@ -46,23 +46,31 @@ public struct ChangeLog: Sendable, Equatable {
 
         static let origin = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
-        /// The token as text: its clock, then `writer:clock` for each writer by id, the ids as 32
-        /// lowercase hex digits, separated by commas (`-1,0123…ef:117735718293798912`).
+        /// The token as text: its clock, unless it is -1, then `writer:clock` for each writer by
+        /// id, the ids as 32 lowercase hex digits, separated by commas
+        /// (`0123…ef:117735718293798912,…`); `-1` for a token of neither. It begins with a dash
+        /// only then, so that a command line does not take it for an option.
         public var description: String {
             let entries = writers.sorted {
                 DocumentDiffer.bytes($0.key).lexicographicallyPrecedes(DocumentDiffer.bytes($1.key))
             }
             .map { "\(DocumentDiffer.bytes($0.key).map { String(format: "%02x", $0) }.joined()):\($0.value)" }
-            return ([String(clock)] + entries).joined(separator: ",")
+            let parts = (clock == -1 ? [] : [String(clock)]) + entries
+            return parts.isEmpty ? "-1" : parts.joined(separator: ",")
         }
 
         /// The token `text` gives (``description``), or nil. A clock alone leaves out the
         /// transactions at or below it.
         public init?(_ text: String) {
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false)
-            guard let first = parts.first, let clock = Int64(first), clock >= -1 else { return nil }
+            var parts = text.split(separator: ",", omittingEmptySubsequences: false)
+            var clock: Int64 = -1
+            if let first = parts.first, !first.contains(":") {
+                guard let value = Int64(first), value >= -1 else { return nil }
+                clock = value
+                parts.removeFirst()
+            }
             var writers: [UUID: Int64] = [:]
-            for part in parts.dropFirst() {
+            for part in parts {
                 let pair = part.split(separator: ":", omittingEmptySubsequences: false)
                 guard pair.count == 2, pair[0].count == 32, let value = Int64(pair[1]), value >= 0,
                     let bytes = Self.bytes(hex: pair[0]), writers[bytes] == nil
@@ -105,7 +113,8 @@ public struct ChangeLog: Sendable, Equatable {
             self = try store.withReaderConnection { connection in
                 try connection.readTransaction {
                     var reader = ChangeLogReader(
-                        database: connection.database, mapping: store.mapping, epoch: store.dateEpoch)
+                        path: store.url.path, database: connection.database, mapping: store.mapping,
+                        epoch: store.dateEpoch)
                     return try reader.read(after: after ?? Token(), last: last)
                 }
             }
@@ -172,6 +181,8 @@ public struct LoggedCell: Sendable, Equatable {
 
 /// Reads a store's change log inside a read transaction (``ChangeLog``).
 struct ChangeLogReader {
+    /// The store's path, for errors.
+    let path: String
     let database: Database
     let mapping: SchemaMapping
     let epoch: DateEpoch
@@ -183,7 +194,8 @@ struct ChangeLogReader {
     private var covered: [Int64: Int64] = [:]
     private var coveredOtherwise: Int64 = -1
 
-    init(database: Database, mapping: SchemaMapping, epoch: DateEpoch) {
+    init(path: String, database: Database, mapping: SchemaMapping, epoch: DateEpoch) {
+        self.path = path
         self.database = database
         self.mapping = mapping
         self.epoch = epoch
@@ -217,8 +229,41 @@ struct ChangeLogReader {
         try database.forEachRow("SELECT id, writer FROM deck_writer") { row in
             if let id = DocumentMerger.globalID(row.value(at: 1)) { writers[row.int64(at: 0)] = id }
         }
-        let floor = try last.map { try bound(last: $0) } ?? -1
+        // With `last`, the changes above the last-th greatest clock of the store's versions,
+        // then of twice as many, … until they are of `last` transactions or all are read: some
+        // versions are of no change listed (a merge's range of keys, a record deleted since).
+        var count = last ?? 0
+        while true {
+            let floor = try last == nil ? -1 : bound(last: count)
+            try collect(after: token, floor: floor)
+            if floor < 0 || Set(found.keys).count >= last ?? 0 { break }
+            count *= 2
+        }
+        // A version naming a writer the store does not number is a lie (the verifier reports
+        // it, spec 20.8): it would read as the origin's.
+        if let stray = found.keys.first(where: { $0.writer != 0 && writers[$0.writer] == nil }) {
+            throw DeckError.corrupt(
+                path: path,
+                reason:
+                    "a version of clock \(stray.clock) names writer \(stray.writer), which deck_writer lacks")
+        }
+        var transactions = found.map { version, changes in
+            LoggedTransaction(
+                clock: version.clock, writer: version.writer == 0 ? nil : writers[version.writer],
+                changes: changes.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.change))
+        }
+        transactions.sort {
+            ($0.clock, bytes($0.writer)) < ($1.clock, bytes($1.writer))
+        }
+        if let last, transactions.count > last { transactions.removeFirst(transactions.count - last) }
+        return ChangeLog(transactions: transactions, token: try storeToken(merging: token))
+    }
+
+    /// Finds the changes `token` does not cover whose clock is above `floor`.
+    private mutating func collect(after token: ChangeLog.Token, floor: Int64) throws {
+        found = [:]
         coveredOtherwise = max(token.clock, floor)
+        covered = [:]
         for (number, id) in writers {
             if let clock = token.writers[id] { covered[number] = max(clock, coveredOtherwise) }
         }
@@ -231,16 +276,6 @@ struct ChangeLogReader {
         for (offset, (table, source, target)) in sorted.enumerated() {
             try links(table, source: source, target: target, order: tables.count + offset)
         }
-        var transactions = found.map { version, changes in
-            LoggedTransaction(
-                clock: version.clock, writer: version.writer == 0 ? nil : writers[version.writer],
-                changes: changes.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.change))
-        }
-        transactions.sort {
-            ($0.clock, bytes($0.writer)) < ($1.clock, bytes($1.writer))
-        }
-        if let last, transactions.count > last { transactions.removeFirst(transactions.count - last) }
-        return ChangeLog(transactions: transactions, token: try storeToken(merging: token))
     }
 
     /// The writer id's bytes as one comparable string of hex digits ("" for the origin).
@@ -294,10 +329,8 @@ struct ChangeLogReader {
         let literal = quoteLiteral(columns.table)
         let rows = quote(VersionDDL.rowsTable(columns.table))
         let cells = quote(VersionDDL.cellsTable(columns.table))
-        // The records with a version listed (a superset: each version is checked below), then
-        // the version of each: its own row's, else its insert range's, else the origin's
-        // (spec 20.3).
-        let changed = try database.rows(
+        // The records with a version listed (a superset: each version is checked below).
+        let keys =
             seen
                 + """
                 , keys(pk) AS (
@@ -309,31 +342,36 @@ struct ChangeLogReader {
                     WHERE \(listed("o"))
                         AND x._pk > coalesce((SELECT max(last) FROM deck_inserts WHERE tbl = \(literal)), 0)
                 )
-                SELECT x._pk, x._gid, x._entity, coalesce(r.clock, i.clock, 0), coalesce(r.writer, i.writer, 0)
-                FROM keys k JOIN \(t) x ON x._pk = k.pk
+                """
+        var versions: [Int64: [String: Version]] = [:]
+        try database.forEachRow(
+            keys + "SELECT c._pk, c.property, c.clock, c.writer FROM keys k JOIN \(cells) c ON c._pk = k.pk"
+        ) { cell in
+            versions[cell.int64(at: 0), default: [:]][cell.text(at: 1)] = Version(
+                clock: cell.int64(at: 2), writer: cell.int64(at: 3))
+        }
+        let (selected, joins, offsets) = Self.columns(columns)
+        let prefix = [UInt8(index >> 8), UInt8(index & 0xff)]
+        try database.forEachRow(
+            keys
+                + """
+                SELECT \(selected.joined(separator: ", ")) FROM keys k JOIN \(t) x ON x._pk = k.pk
                 LEFT JOIN \(rows) r ON r._pk = x._pk AND r.alive % 2 = 1
                 LEFT JOIN deck_inserts i ON i.tbl = \(literal)
                     AND i.last = (SELECT min(last) FROM deck_inserts WHERE tbl = \(literal) AND last >= x._pk)
                     AND i.first <= x._pk
+                \(joins.joined(separator: " "))
                 ORDER BY x._pk
-                """)
-        let prefix = [UInt8(index >> 8), UInt8(index & 0xff)]
-        for row in changed {
-            guard let key = row[0].int64, let gid = DocumentMerger.globalID(row[1]),
-                let entity = row[2].string,
-                let member = mapping.entities[entity], let clock = row[3].int64, let writer = row[4].int64
-            else { continue }
-            var versions: [String: Version] = [:]
-            try database.forEachRow(
-                "SELECT property, clock, writer FROM \(cells) WHERE _pk = ?", [.integer(key)]
-            ) { cell in
-                versions[cell.text(at: 0)] = Version(clock: cell.int64(at: 1), writer: cell.int64(at: 2))
-            }
-            let inserted = Version(clock: clock, writer: writer)
-            let values = try self.values(of: key, member: member, table: columns)
+                """
+        ) { row in
+            let key = row.int64(at: 0)
+            guard let gid = DocumentMerger.globalID(row.value(at: 1)),
+                let member = mapping.entities[row.text(at: 2)]
+            else { return }
+            let inserted = Version(clock: row.int64(at: 3), writer: row.int64(at: 4))
             var byVersion: [Version: [LoggedCell]] = [:]
-            for cell in values {
-                let version = versions[cell.name] ?? inserted
+            for cell in values(row, member: member, offsets: offsets) {
+                let version = versions[key]?[cell.name] ?? inserted
                 if lists(version) { byVersion[version, default: []].append(cell) }
             }
             if lists(inserted), byVersion[inserted] == nil { byVersion[inserted] = [] }
@@ -341,7 +379,7 @@ struct ChangeLogReader {
             for (version, cells) in byVersion {
                 add(
                     LoggedChange(
-                        kind: version == inserted ? .inserted : .updated, entity: entity, globalID: gid,
+                        kind: version == inserted ? .inserted : .updated, entity: member.name, globalID: gid,
                         cells: cells),
                     version, order: order + [version == inserted ? 0 : 1])
             }
@@ -357,54 +395,55 @@ struct ChangeLogReader {
         }
     }
 
-    /// The current values of record `key`'s attributes and to-one relationships, as its entity
-    /// `member` has them, in the schema's order.
-    private func values(of key: Int64, member: EntityMapping, table: DocumentDiffer.TableColumns) throws
-        -> [LoggedCell]
-    {
-        var selected: [String] = []
+    /// The columns a log reads of each record of table `columns`: key, global id, entity and
+    /// version (its own row's, else its insert range's, else the origin's: spec 20.3), then
+    /// every attribute (with a blob's size) and to-one target of the table (siblings share
+    /// one), with the joins they need and where each property's columns begin.
+    private static func columns(_ columns: DocumentDiffer.TableColumns) -> (
+        selected: [String], joins: [String], offsets: [String: Int]
+    ) {
+        var selected = [
+            "x._pk", "x._gid", "x._entity", "coalesce(r.clock, i.clock, 0)",
+            "coalesce(r.writer, i.writer, 0)",
+        ]
         var joins: [String] = []
-        var cells: [(name: String, reference: Bool, type: StoreSchema.AttributeType?)] = []
-        for attribute in member.attributes {
-            selected.append("x.\(quote(attribute.name))")
-            cells.append((attribute.name, false, attribute.type))
+        var offsets: [String: Int] = [:]
+        for (name, type) in columns.attributes {
+            offsets[name] = selected.count
+            selected.append("x.\(quote(name))")
+            // A blob's size, read with its digest (spec 8).
+            selected.append(
+                type == .data ? "(SELECT b.size FROM deck_blob b WHERE b.digest = x.\(quote(name)))" : "NULL")
         }
-        for (relationship, storage) in member.relationships {
-            guard case .ownColumn(let column) = storage,
-                let destination = mapping.entities[relationship.destination]
-            else { continue }
+        for (column, destination) in columns.references {
             let alias = "d\(joins.count)"
-            joins.append(
-                "LEFT JOIN \(quote(destination.table)) \(alias) ON \(alias)._pk = x.\(quote(column))")
+            offsets[column] = selected.count
+            joins.append("LEFT JOIN \(quote(destination)) \(alias) ON \(alias)._pk = x.\(quote(column))")
             selected += ["\(alias)._entity", "\(alias)._gid", "x.\(quote(column))"]
-            cells.append((column, true, nil))
         }
-        guard !cells.isEmpty,
-            let row = try database.rows(
-                "SELECT \(selected.joined(separator: ", ")) FROM \(quote(table.table)) x \(joins.joined(separator: " ")) "
-                    + "WHERE x._pk = ?", [.integer(key)]
-            ).first
-        else { return [] }
+        return (selected, joins, offsets)
+    }
+
+    /// The values in `row` (columns at `offsets`, by property) of the attributes and to-one
+    /// relationships of entity `member`, in the schema's order.
+    private func values(_ row: Statement, member: EntityMapping, offsets: [String: Int]) -> [LoggedCell] {
         var result: [LoggedCell] = []
-        var offset = 0
-        for cell in cells {
-            if cell.reference {
-                if let entity = row[offset].string, let gid = DocumentMerger.globalID(row[offset + 1]) {
-                    result.append(LoggedCell(name: cell.name, value: .record(entity: entity, globalID: gid)))
-                } else if let missing = row[offset + 2].int64 {
-                    result.append(LoggedCell(name: cell.name, value: .missingRecord(missing)))
-                } else {
-                    result.append(LoggedCell(name: cell.name, value: .value(.null)))
-                }
-                offset += 3
-            } else if let type = cell.type {
-                let value = Value(sql: row[offset], type: type, epoch: epoch) { digest in
-                    (try? database.scalar(
-                        "SELECT size FROM deck_blob WHERE digest = ?", [.text(digest.hexDigest)]))??.int64
-                        ?? -1
-                }
-                result.append(LoggedCell(name: cell.name, value: .value(value)))
-                offset += 1
+        for attribute in member.attributes {
+            guard let offset = offsets[attribute.name] else { continue }
+            let size = row.value(at: offset + 1).int64 ?? -1
+            let value = Value(sql: row.value(at: offset), type: attribute.type, epoch: epoch) { _ in size }
+            result.append(LoggedCell(name: attribute.name, value: .value(value)))
+        }
+        for (_, storage) in member.relationships {
+            guard case .ownColumn(let column) = storage, let offset = offsets[column] else { continue }
+            if let entity = row.value(at: offset).string,
+                let target = DocumentMerger.globalID(row.value(at: offset + 1))
+            {
+                result.append(LoggedCell(name: column, value: .record(entity: entity, globalID: target)))
+            } else if let missing = row.value(at: offset + 2).int64 {
+                result.append(LoggedCell(name: column, value: .missingRecord(missing)))
+            } else {
+                result.append(LoggedCell(name: column, value: .value(.null)))
             }
         }
         return result
