@@ -16,8 +16,9 @@ struct LogCommand: DeckCommand {
                 left. A change that a later one replaced is not listed, and a deleted record's \
                 values are gone with it. Records a package held before it kept versions \
                 (format 5) are listed under the origin. The log ends with its token: given to \
-                --after, it leaves out everything this log saw, so the next log lists what was \
-                changed since, in the package or in a copy merged into it. The package is not \
+                --after, it leaves out everything the package held when this log was read, so \
+                the next log lists what was changed since, in the package or in a copy merged \
+                into it. The package is not \
                 changed.
                 """,
             examples: [

@@ -143,6 +143,8 @@ import Testing
                 try MergeTests.merge(b, into: a)
                 try MergeTests.randomEdits(a, &g, count: 4)
                 let log = try Self.log(a)
+                #expect(
+                    try Self.log(a, token: log.token).transactions.isEmpty, "round \(round), \(Self.seed)")
                 var listed: [String: [String: String]] = [:]
                 var deleted: Set<String> = []
                 var links: [String: Bool] = [:]
@@ -295,6 +297,7 @@ import Testing
             #expect(log.transactions.first?.clock == 0)
             #expect(log.transactions.first?.writer == nil)
             #expect(log.transactions.first?.date == nil)
+            #expect(try Self.log(url, token: log.token).transactions.isEmpty, "its token covers the origin")
         }
     }
 

@@ -301,6 +301,36 @@ import Testing
         }
     }
 
+    /// A `noAction` rule leaves references to a record deleted here dangling; merged, every
+    /// reference to a record either copy deleted is null, in either order, so the copies agree in
+    /// their values and keys alike (spec 20.9, steps 4 and 6).
+    @Test func referencesANoActionRuleLeftDanglingAreNullAfterAMergeInEitherOrder() throws {
+        try withTestDirectory { dir in
+            let original = dir.appendingPathComponent("a.deck")
+            let ids = try makeSmallFlashcards(at: original, cardsDeleteRule: .noAction)
+            let other = try Self.copy(original, to: "b.deck")
+            // a deletes the Spanish deck: hola and adiós keep its key. b adds a card to it.
+            try Self.write(original) { t in _ = try t.delete("Deck", id: ids["spanish"]!) }
+            #expect(try Self.cards(original)["hola"]?["deck"] == .reference(ids["spanish"]!), "dangling")
+            try Self.write(other) { t in
+                _ = try t.insert(
+                    "Card", ["front": .string("buenos días"), "deck": .reference(ids["spanish"]!)])
+            }
+            let ab = try Self.merged(original, other, as: "ab.deck")
+            let ba = try Self.merged(other, original, as: "ba.deck")
+            try Self.expectSame(ab, ba)
+            #expect(try DocumentDifference(between: ab, and: ba).isEmpty)
+            for url in [ab, ba] {
+                let cards = try Self.cards(url)
+                #expect(Set(cards.keys) == ["hola", "adiós", "merci", "buenos días"])
+                for name in ["hola", "adiós", "buenos días"] {
+                    #expect((cards[name]?["deck"] ?? .null) == .null, "\(name) in \(url.lastPathComponent)")
+                }
+            }
+            #expect(try Self.merge(other, into: ab).isEmpty, "merging again changes nothing")
+        }
+    }
+
     /// A delete takes what its copy held, and no more: a record a third copy moved out of the
     /// deleted record's relationship stays, whatever order the three copies merge in. (Following
     /// the `cascade` rule over the reference a second copy still held deleted it when the second

@@ -1,7 +1,8 @@
 // The bytes are a package's store.sqlite; the manifest and blob files are those of the populated
 // flash-cards sample (so a store that names its blobs reaches the blob checks). Opening
-// read-only, info(), fetching every entity the stored schema names and verifying must give
-// results or DeckErrors, never a crash or a hang; so must comparing it with the sample's store
+// read-only, info(), fetching every entity the stored schema names, reading its change log
+// (`deck log`: after its own token, empty) and verifying must give results or DeckErrors, never
+// a crash or a hang; so must comparing it with the sample's store
 // (`deck diff`), as another copy and as a conflict copy; and merging it into a copy of the sample
 // (`deck merge`, also as a conflict copy) must leave that copy valid, whatever the store claims.
 @_spi(Fuzzing) import DeckKit
@@ -34,6 +35,16 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 _ = try? reader.count(RecordQuery(entity.name))
             }
         }
+        // deck log: whatever the bookkeeping claims, a log or an error, never a crash; and the
+        // log after its own token lists nothing.
+        let log = Result { () throws(DeckError) in try ChangeLog(of: package) }
+        Fuzz.note("log: \(log.map { "\($0.transactions.count) transactions" })")
+        if let token = try? log.get().token, let since = try? ChangeLog(of: package, after: token),
+            !since.transactions.isEmpty
+        {
+            fatalError("the log after its own token lists \(since.transactions.count) transactions")
+        }
+        _ = try? ChangeLog(of: package, last: 2)
         try? package.close()
     }
     // deck diff: the store against the sample's, and as a sync service's conflict copy beside the

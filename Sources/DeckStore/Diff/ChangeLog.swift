@@ -211,10 +211,16 @@ struct ChangeLogReader {
         version.clock > (covered[version.writer] ?? coveredOtherwise)
     }
 
-    /// The condition, in SQL, that the version in columns `clock` and `writer` of `alias` is
-    /// listed: against `seen`, the table the statements' `WITH` clause (``seen``) makes.
+    /// The join, in SQL, of the version in columns `clock` and `writer` of `alias` with its
+    /// writer's row of `seen`, the table the statements' `WITH` clause (``seen``) makes (a join,
+    /// which SQLite indexes, rather than a lookup per row).
+    private func seenBy(_ alias: String) -> String {
+        "LEFT JOIN seen s_\(alias) ON s_\(alias).writer = \(alias).writer"
+    }
+
+    /// The condition, in SQL, that the version of `alias` (joined by ``seenBy(_:)``) is listed.
     private func listed(_ alias: String) -> String {
-        "\(alias).clock > coalesce((SELECT s.clock FROM seen s WHERE s.writer = \(alias).writer), \(coveredOtherwise))"
+        "\(alias).clock > coalesce(s_\(alias).clock, \(coveredOtherwise))"
     }
 
     /// A `WITH` clause making `seen(writer, clock)`, the clocks left out by writer number.
@@ -229,14 +235,18 @@ struct ChangeLogReader {
         try database.forEachRow("SELECT id, writer FROM deck_writer") { row in
             if let id = DocumentMerger.globalID(row.value(at: 1)) { writers[row.int64(at: 0)] = id }
         }
+        // Number 0 is the origin's, whatever a store from elsewhere says its id is (spec 20.1).
+        writers[0] = ChangeLog.Token.origin
         // With `last`, the changes above the last-th greatest clock of the store's versions,
         // then of twice as many, … until they are of `last` transactions or all are read: some
         // versions are of no change listed (a merge's range of keys, a record deleted since).
         var count = last ?? 0
         while true {
+            cover(token, floor: -1)
             let floor = try last == nil ? -1 : bound(last: count)
-            try collect(after: token, floor: floor)
-            if floor < 0 || Set(found.keys).count >= last ?? 0 { break }
+            cover(token, floor: floor)
+            try collect()
+            if floor < 0 || found.count >= last ?? 0 { break }
             count *= 2
         }
         // A version naming a writer the store does not number is a lie (the verifier reports
@@ -259,14 +269,18 @@ struct ChangeLogReader {
         return ChangeLog(transactions: transactions, token: try storeToken(merging: token))
     }
 
-    /// Finds the changes `token` does not cover whose clock is above `floor`.
-    private mutating func collect(after token: ChangeLog.Token, floor: Int64) throws {
-        found = [:]
+    /// Leaves out the changes `token` covers, and those at or below `floor`.
+    private mutating func cover(_ token: ChangeLog.Token, floor: Int64) {
         coveredOtherwise = max(token.clock, floor)
         covered = [:]
         for (number, id) in writers {
             if let clock = token.writers[id] { covered[number] = max(clock, coveredOtherwise) }
         }
+    }
+
+    /// Finds the changes listed (``cover(_:floor:)``).
+    private mutating func collect() throws {
+        found = [:]
         let tables = DocumentDiffer.tableColumns(mapping)
         for (index, columns) in tables.enumerated() {
             guard let root = mapping.roots.first(where: { $0.table == columns.table }) else { continue }
@@ -296,23 +310,27 @@ struct ChangeLogReader {
         return sources
     }
 
-    /// A clock below the `last` greatest clocks of the store's versions: changes after it are
-    /// those of at least the last `last` transactions (several writers may share a clock).
+    /// A clock below the `last` greatest clocks of the store's versions that are listed:
+    /// changes after it are those of at least the last `last` transactions, unless some of
+    /// those versions are of no change listed (several writers may also share a clock).
     private func bound(last: Int) throws -> Int64 {
-        let union = versionSources().map { "SELECT clock FROM (\($0))" }.joined(separator: " UNION ")
+        let union = versionSources().joined(separator: " UNION ALL ")
         let clock = try database.scalar(
-            "SELECT clock FROM (\(union)) ORDER BY clock DESC LIMIT 1 OFFSET ?", [.integer(Int64(last - 1))])
+            seen + "SELECT v.clock FROM (\(union)) v \(seenBy("v")) WHERE \(listed("v")) "
+                + "GROUP BY v.clock ORDER BY v.clock DESC LIMIT 1 OFFSET ?", [.integer(Int64(last - 1))])
         return (clock?.int64).map { $0 - 1 } ?? -1
     }
 
     /// `token` with each writer's greatest clock in the store.
     private func storeToken(merging token: ChangeLog.Token) throws -> ChangeLog.Token {
         var result = token
+        // The origin's records need no row of the bookkeeping (those above every range).
+        result.writers[ChangeLog.Token.origin] = max(result.writers[ChangeLog.Token.origin] ?? -1, 0)
         try database.forEachRow(
-            "SELECT w.writer, max(v.clock) FROM (\(versionSources().joined(separator: " UNION ALL "))) v "
-                + "JOIN deck_writer w ON w.id = v.writer GROUP BY w.writer"
+            "SELECT v.writer, max(v.clock) FROM (\(versionSources().joined(separator: " UNION ALL "))) v "
+                + "GROUP BY v.writer"
         ) { row in
-            guard let id = DocumentMerger.globalID(row.value(at: 0)) else { return }
+            guard let id = writers[row.int64(at: 0)] else { return }
             result.writers[id] = max(result.writers[id] ?? -1, row.int64(at: 1))
         }
         return result
@@ -334,11 +352,11 @@ struct ChangeLogReader {
             seen
                 + """
                 , keys(pk) AS (
-                    SELECT x._pk FROM deck_inserts i JOIN \(t) x ON x._pk BETWEEN i.first AND i.last
+                    SELECT x._pk FROM deck_inserts i \(seenBy("i")) JOIN \(t) x ON x._pk BETWEEN i.first AND i.last
                     WHERE i.tbl = \(literal) AND \(listed("i"))
-                    UNION SELECT r._pk FROM \(rows) r WHERE r.alive % 2 = 1 AND \(listed("r"))
-                    UNION SELECT c._pk FROM \(cells) c WHERE \(listed("c"))
-                    UNION SELECT x._pk FROM \(t) x, (SELECT 0 AS clock, 0 AS writer) o
+                    UNION SELECT r._pk FROM \(rows) r \(seenBy("r")) WHERE r.alive % 2 = 1 AND \(listed("r"))
+                    UNION SELECT c._pk FROM \(cells) c \(seenBy("c")) WHERE \(listed("c"))
+                    UNION SELECT x._pk FROM \(t) x, (SELECT 0 AS clock, 0 AS writer) o \(seenBy("o"))
                     WHERE \(listed("o"))
                         AND x._pk > coalesce((SELECT max(last) FROM deck_inserts WHERE tbl = \(literal)), 0)
                 )
@@ -385,7 +403,8 @@ struct ChangeLogReader {
             }
         }
         try database.forEachRow(
-            seen + "SELECT d._gid, d.clock, d.writer FROM \(rows) d WHERE d.alive % 2 = 0 AND \(listed("d"))"
+            seen + "SELECT d._gid, d.clock, d.writer FROM \(rows) d \(seenBy("d")) "
+                + "WHERE d.alive % 2 = 0 AND \(listed("d"))"
         ) { row in
             guard let gid = DocumentMerger.globalID(row.value(at: 0)) else { return }
             add(
@@ -459,7 +478,7 @@ struct ChangeLogReader {
             seen
                 + """
                 SELECT coalesce(s._gid, sr._gid), coalesce(g._gid, gr._gid), l.alive, l.clock, l.writer
-                FROM \(quote(VersionDDL.linksTable(table))) l
+                FROM \(quote(VersionDDL.linksTable(table))) l \(seenBy("l"))
                 LEFT JOIN \(s) s ON s._pk = l.source LEFT JOIN \(sr) sr ON sr._pk = l.source
                 LEFT JOIN \(g) g ON g._pk = l.target LEFT JOIN \(gr) gr ON gr._pk = l.target
                 WHERE \(listed("l"))

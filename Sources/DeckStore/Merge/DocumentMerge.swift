@@ -76,8 +76,8 @@ public struct MergeLostEdit: Sendable, Equatable {
 /// other copy's records.
 public struct MergeRepair: Sendable, Equatable {
     public enum Kind: String, Sendable {
-        /// A reference whose target the other copy deleted was set to null (the relationship's
-        /// delete rule, or the lack of one).
+        /// A reference whose target the other copy deleted was set to null (whatever the
+        /// relationship's rule, but `cascade`, reported as ``keptFromCascade``).
         case targetDeleted = "target-deleted"
         /// A record whose reference's target, or a record linked to it, was deleted in the other
         /// copy, whose side of the relationship cascades, was kept: the copy that deleted the

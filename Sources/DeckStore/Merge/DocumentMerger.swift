@@ -56,6 +56,7 @@ struct DocumentMerger {
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
         for table in tables { try delete(table) }
+        try MergeCascades.clearDangling(database, tables: tables, connection: connection)
         try MergeVersions.restore(database, tables: tables)
         for table in tables {
             report.lostEdits += try MergeLostEdits.there(

@@ -37,4 +37,24 @@ enum MergeCascades {
         }
         return repairs
     }
+
+    /// Sets to null every to-one cell of `main` that names no record (a `noAction` rule's
+    /// dangling reference, left by a delete of either copy), keeping its version (the merge's
+    /// own changes are versioned back, ``MergeVersions``): merged in either order, such a
+    /// reference reads the same, and no key of one copy's is left pointing into the other's.
+    static func clearDangling(_ database: Database, tables: [MergeTable], connection: StoreConnection) throws
+    {
+        for t in tables {
+            for (column, destination) in t.columns.references {
+                let c = quote(column)
+                try database.forEachRow(
+                    """
+                    UPDATE main.\(t.quoted) AS x SET \(c) = NULL WHERE x.\(c) IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM main.\(quote(destination)) d WHERE d._pk = x.\(c))
+                    RETURNING _pk, _entity
+                    """
+                ) { row in connection.changes.updated(row.text(at: 1), row.int64(at: 0)) }
+            }
+        }
+    }
 }

@@ -100,7 +100,7 @@ enum MergeLinks {
                     RecordWriter.MergeOverride(
                         table: sourceDeleted ? target.name : source.name, id: sourceDeleted ? to : from,
                         entity: (sourceDeleted ? target : source).root.name,
-                        relationship: sides[alive]?.name ?? table, rule: .cascade))
+                        relationship: sides[alive]?.name ?? sides[deleted]?.name ?? table, rule: .cascade))
             }
             // Both ends of a link made or removed see it (the records they hold change).
             for (from, to) in outcome.changed {

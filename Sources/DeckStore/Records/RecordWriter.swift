@@ -510,13 +510,17 @@ struct RecordWriter {
                         try deleteRecord(other, of: destination, deleted: &deleted, overridden: &overridden)
                     }
                 }
-            case .nullify, .deny, .cascade:
+            case .noAction where overridden == nil:
+                if relationship.inverse != nil { try recordUpdates(in: destination.table, related) }
+            case .nullify, .deny, .cascade, .noAction:
                 if relationship.deleteRule == .deny {
                     overridden?.append(
                         MergeOverride(
                             table: actual.table, id: id, entity: concrete, relationship: relationship.name,
                             rule: .deny))
-                } else if relationship.deleteRule == .cascade {
+                } else if relationship.deleteRule == .cascade, !storage.isOwnColumn {
+                    // (A record this one's own reference names is not in a relationship of the
+                    // deleted record's that the other copy added it to.)
                     for other in related {
                         overridden?.append(
                             MergeOverride(
@@ -532,20 +536,20 @@ struct RecordWriter {
                 }
                 // The held records see this one go (links in a join table go with its row).
                 if relationship.inverse != nil { try recordUpdates(in: destination.table, related) }
-            case .noAction:
-                if relationship.inverse != nil { try recordUpdates(in: destination.table, related) }
             }
         }
         // Whoever else points at this record through a column must let go too, unless its
         // relationship says noAction (the dangling reference is then the schema's choice) and the
-        // column is no foreign key. Each relationship clears only its own entity's rows: a sibling
-        // entity may use the same column for its own relationship, with its own rules.
+        // column is no foreign key, or a merge deletes (a merge sets every reference to a record
+        // deleted in the other copy to null, spec 20.9). Each relationship clears only its own
+        // entity's rows: a sibling entity may use the same column for its own relationship, with
+        // its own rules.
         for reference in connection.mapping.references(to: concrete) {
             let inverseRule = reference.relationship.inverse.flatMap {
                 actual.relationship($0)?.relationship.deleteRule
             }
             guard
-                reference.isForeignKey
+                overridden != nil || reference.isForeignKey
                     || (reference.relationship.deleteRule != .noAction && inverseRule != .noAction)
             else { continue }
             let family = reference.declarer.familyCondition(nil).map { " AND " + $0 } ?? ""

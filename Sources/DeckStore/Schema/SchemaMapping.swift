@@ -9,6 +9,12 @@ enum RelationshipStorage: Equatable {
     case inverseColumn(table: String, column: String)
     /// A join table with one row per link; `near` holds this side's `_pk`, `far` the other's.
     case joinTable(table: String, near: String, far: String)
+
+    /// Whether the links are a column of this entity's table.
+    var isOwnColumn: Bool {
+        if case .ownColumn = self { return true }
+        return false
+    }
 }
 
 extension StoreSchema {
