@@ -38,10 +38,12 @@ enum MergeCascades {
         return repairs
     }
 
-    /// Sets to null every to-one cell of `main` that names no record (a `noAction` rule's
-    /// dangling reference, left by a delete of either copy), keeping its version (the merge's
-    /// own changes are versioned back, ``MergeVersions``): merged in either order, such a
-    /// reference reads the same, and no key of one copy's is left pointing into the other's.
+    /// Sets to null every to-one cell of `main` that names a record `main` holds only as a
+    /// tombstone (a `noAction` rule's dangling reference, left by a delete of either copy),
+    /// keeping its version (the merge's own changes are versioned back, ``MergeVersions``):
+    /// merged in either order, such a reference reads the same, and no key of a record that is
+    /// gone is left. Found through the tombstones and the column's index, so the cost follows the
+    /// deletes, not the size.
     static func clearDangling(_ database: Database, tables: [MergeTable], connection: StoreConnection) throws
     {
         for t in tables {
@@ -49,8 +51,9 @@ enum MergeCascades {
                 let c = quote(column)
                 try database.forEachRow(
                     """
-                    UPDATE main.\(t.quoted) AS x SET \(c) = NULL WHERE x.\(c) IS NOT NULL
-                        AND NOT EXISTS (SELECT 1 FROM main.\(quote(destination)) d WHERE d._pk = x.\(c))
+                    UPDATE main.\(t.quoted) AS x SET \(c) = NULL WHERE x.\(c) IN (
+                        SELECT r._pk FROM main.\(quote(VersionDDL.rowsTable(destination))) r WHERE r.alive % 2 = 0
+                            AND NOT EXISTS (SELECT 1 FROM main.\(quote(destination)) d WHERE d._pk = r._pk))
                     RETURNING _pk, _entity
                     """
                 ) { row in connection.changes.updated(row.text(at: 1), row.int64(at: 0)) }
