@@ -347,23 +347,26 @@ struct ChangeLogReader {
         let literal = quoteLiteral(columns.table)
         let rows = quote(VersionDDL.rowsTable(columns.table))
         let cells = quote(VersionDDL.cellsTable(columns.table))
-        // The records with a version listed (a superset: each version is checked below).
+        // The records with a version listed (a superset: each version is checked below). The
+        // statements below read them first (CROSS JOIN keeps SQLite from scanning the table in
+        // key order instead, which costs the whole table when few changed).
         let keys =
             seen
                 + """
                 , keys(pk) AS (
-                    SELECT x._pk FROM deck_inserts i \(seenBy("i")) JOIN \(t) x ON x._pk BETWEEN i.first AND i.last
+                    SELECT x._pk FROM deck_inserts i \(seenBy("i")) CROSS JOIN \(t) x ON x._pk BETWEEN i.first AND i.last
                     WHERE i.tbl = \(literal) AND \(listed("i"))
                     UNION SELECT r._pk FROM \(rows) r \(seenBy("r")) WHERE r.alive % 2 = 1 AND \(listed("r"))
                     UNION SELECT c._pk FROM \(cells) c \(seenBy("c")) WHERE \(listed("c"))
-                    UNION SELECT x._pk FROM \(t) x, (SELECT 0 AS clock, 0 AS writer) o \(seenBy("o"))
+                    UNION SELECT x._pk FROM (SELECT 0 AS clock, 0 AS writer) o \(seenBy("o")) CROSS JOIN \(t) x
                     WHERE \(listed("o"))
                         AND x._pk > coalesce((SELECT max(last) FROM deck_inserts WHERE tbl = \(literal)), 0)
                 )
                 """
         var versions: [Int64: [String: Version]] = [:]
         try database.forEachRow(
-            keys + "SELECT c._pk, c.property, c.clock, c.writer FROM keys k JOIN \(cells) c ON c._pk = k.pk"
+            keys
+                + "SELECT c._pk, c.property, c.clock, c.writer FROM keys k CROSS JOIN \(cells) c ON c._pk = k.pk"
         ) { cell in
             versions[cell.int64(at: 0), default: [:]][cell.text(at: 1)] = Version(
                 clock: cell.int64(at: 2), writer: cell.int64(at: 3))
@@ -373,13 +376,13 @@ struct ChangeLogReader {
         try database.forEachRow(
             keys
                 + """
-                SELECT \(selected.joined(separator: ", ")) FROM keys k JOIN \(t) x ON x._pk = k.pk
+                SELECT \(selected.joined(separator: ", ")) FROM keys k CROSS JOIN \(t) x ON x._pk = k.pk
                 LEFT JOIN \(rows) r ON r._pk = x._pk AND r.alive % 2 = 1
                 LEFT JOIN deck_inserts i ON i.tbl = \(literal)
                     AND i.last = (SELECT min(last) FROM deck_inserts WHERE tbl = \(literal) AND last >= x._pk)
                     AND i.first <= x._pk
                 \(joins.joined(separator: " "))
-                ORDER BY x._pk
+                ORDER BY k.pk
                 """
         ) { row in
             let key = row.int64(at: 0)
