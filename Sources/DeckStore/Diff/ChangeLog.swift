@@ -39,11 +39,6 @@ public struct ChangeLog: Sendable, Equatable {
             self.writers = writers
         }
 
-        /// Whether a change of `writer` (nil: the origin) with `clock` is left out.
-        func covers(clock change: Int64, writer: UUID?) -> Bool {
-            change <= max(clock, writers[writer ?? Self.origin] ?? -1)
-        }
-
         static let origin = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
         /// The token as text: its clock, unless it is -1, then `writer:clock` for each writer by
@@ -263,7 +258,11 @@ struct ChangeLogReader {
                 changes: changes.sorted { $0.order.lexicographicallyPrecedes($1.order) }.map(\.change))
         }
         transactions.sort {
-            ($0.clock, bytes($0.writer)) < ($1.clock, bytes($1.writer))
+            // By clock, then by the writer id's bytes (the origin, nil, has none).
+            $0.clock != $1.clock
+                ? $0.clock < $1.clock
+                : ($0.writer.map(DocumentDiffer.bytes) ?? []).lexicographicallyPrecedes(
+                    $1.writer.map(DocumentDiffer.bytes) ?? [])
         }
         if let last, transactions.count > last { transactions.removeFirst(transactions.count - last) }
         return ChangeLog(transactions: transactions, token: try storeToken(merging: token))
@@ -290,11 +289,6 @@ struct ChangeLogReader {
         for (offset, (table, source, target)) in sorted.enumerated() {
             try links(table, source: source, target: target, order: tables.count + offset)
         }
-    }
-
-    /// The writer id's bytes as one comparable string of hex digits ("" for the origin).
-    private func bytes(_ id: UUID?) -> String {
-        id.map { DocumentDiffer.bytes($0).map { String(format: "%02x", $0) }.joined() } ?? ""
     }
 
     /// Every version the store holds: `SELECT clock, writer` statements.
