@@ -76,7 +76,7 @@ struct EndToEndGCTests {
 
         let after = try deck("verify", path)
         e2eExpectSuccess(after)
-        #expect(after.stdout.hasSuffix("0 corruption, 0 untidy (format 5)\n"))
+        #expect(after.stdout.hasSuffix("0 corruption, 0 untidy (format 6)\n"))
         // Nothing referenced was touched.
         #expect(try e2eBlobFiles(path).count == 6)
         #expect(try deck("query", path, "Card", "--count").stdout == "10\n")

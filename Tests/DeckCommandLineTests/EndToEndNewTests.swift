@@ -39,7 +39,7 @@ struct EndToEndNewTests {
                 decoding: try Data(contentsOf: URL(fileURLWithPath: path + "/manifest.json")), as: UTF8.self))
         #expect(manifest["contentType"] as? String == "org.example.notes")
         #expect(manifest["format"] as? String == "org.deck.package")
-        #expect(manifest["formatVersion"] as? Int == 5)
+        #expect(manifest["formatVersion"] as? Int == 6)
         #expect(manifest["minimumReaderVersion"] as? Int == 4)
     }
 
@@ -51,7 +51,7 @@ struct EndToEndNewTests {
         let object = try e2eJSONObject(result.stdout)
         #expect(object["path"] as? String == path)
         #expect(object["contentType"] as? String == "org.example.notes")
-        #expect(object["formatVersion"] as? Int == 5)
+        #expect(object["formatVersion"] as? Int == 6)
     }
 
     @Test func sampleHasTenCardsTwoDecksFiveTagsSixBlobs() throws {

@@ -76,9 +76,9 @@ import Testing
 
             let store = try PackageStore.open(at: url, mode: .readWrite)
             try store.close()
-            #expect(try Self.rows(url, "PRAGMA user_version").first?[0].int64 == 5)
+            #expect(try Self.rows(url, "PRAGMA user_version").first?[0].int64 == 6)
             let manifest = try Manifest.read(packagePath: url.path)
-            #expect(manifest.formatVersion == 5 && manifest.minimumReaderVersion == 4)
+            #expect(manifest.formatVersion == 6 && manifest.minimumReaderVersion == 4)
             #expect(try Self.everything(url) == before)
             let report = try PackageVerifier.verify(at: url)
             #expect(report.isValid && report.findings.isEmpty, "\(report.findings)")

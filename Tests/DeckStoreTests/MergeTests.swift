@@ -454,13 +454,92 @@ import Testing
         }
     }
 
-    @Test func recordsOfBothCopiesWithTheSameUniqueValuesAreRefusedAndChangeNothing() throws {
+    @Test func recordsBothCopiesInsertedWithTheSameUniqueValuesAreOneRecordWhicheverWayTheyMerge() throws {
+        try withTestDirectory { dir in
+            let a = dir.appendingPathComponent("a.deck")
+            let ids = try makeSmallFlashcards(at: a)
+            let b = try Self.copy(a, to: "b.deck")
+            // Each copy adds a tag "nouns" (spec 6.10: one global id, made from the name) and puts
+            // a different card under it; b also gives it a later change.
+            try Self.write(a) { t in
+                let tag = try t.insert("Tag", ["name": .string("nouns")])
+                try t.update("Card", id: ids["hola"]!, ["tags": .references([ids["verbs"]!, tag])])
+            }
+            try Self.write(b) { t in
+                let tag = try t.insert("Tag", ["name": .string("nouns")])
+                try t.update("Card", id: ids["merci"]!, ["tags": .references([tag])])
+            }
+            let gids = try [a, b].map { url in
+                let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+                defer { db.close() }
+                return try db.scalar("SELECT _gid FROM Tag WHERE name = 'nouns'")
+            }
+            #expect(gids[0] == gids[1] && gids[0] != nil)
+            let ab = try Self.merged(a, b, as: "ab.deck")
+            let ba = try Self.merged(b, a, as: "ba.deck")
+            #expect(try Self.dump(ab) == Self.dump(ba))
+            let db = try Database(path: ab.path + "/store.sqlite", mode: .readOnly)
+            let tags = try db.scalar("SELECT count(*) FROM Tag")?.int64
+            let nouns = try db.rows(
+                "SELECT c.front FROM Card c JOIN \"Card.tags\" j ON j.source = c._pk "
+                    + "JOIN Tag t ON t._pk = j.target WHERE t.name = 'nouns' ORDER BY c.front"
+            ).compactMap { $0[0].string }
+            db.close()
+            #expect(tags == 2)
+            #expect(nouns == ["hola", "merci"])
+            // Merging again, either way, changes nothing.
+            let before = try Self.dump(ab)
+            try Self.merge(ba, into: ab)
+            try Self.merge(b, into: ab)
+            #expect(try Self.dump(ab) == before)
+        }
+    }
+
+    @Test func aRecordDeletedAndInsertedAgainWithTheSameValuesIsANewRecordTheSameInEveryCopy() throws {
+        try withTestDirectory { dir in
+            let a = dir.appendingPathComponent("a.deck")
+            let ids = try makeSmallFlashcards(at: a)
+            let b = try Self.copy(a, to: "b.deck")
+            let c = try Self.copy(a, to: "c.deck")
+            func gid(_ url: URL, _ name: String) throws -> SQLValue? {
+                let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+                defer { db.close() }
+                return try db.scalar("SELECT _gid FROM Tag WHERE name = ?", [.text(name)])
+            }
+            let old = try gid(a, "verbs")
+            // a and b each delete "verbs" and make it again: a new id (the next generation), the
+            // same in both; c renames the old one meanwhile.
+            for url in [a, b] {
+                try Self.write(url) { t in
+                    try t.delete("Tag", id: ids["verbs"]!)
+                    _ = try t.insert("Tag", ["name": .string("verbs")])
+                }
+            }
+            try Self.write(c) { t in try t.update("Tag", id: ids["verbs"]!, ["name": .string("old verbs")]) }
+            #expect(try gid(a, "verbs") == gid(b, "verbs"))
+            #expect(try gid(a, "verbs") != old)
+            // c renamed "verbs" away and makes a new one: its id is also the next generation's.
+            try Self.write(c) { t in _ = try t.insert("Tag", ["name": .string("verbs")]) }
+            #expect(try gid(c, "verbs") == gid(a, "verbs"))
+            let abc = try Self.merged(try Self.merged(a, b, as: "ab.deck"), c, as: "abc.deck")
+            let cba = try Self.merged(c, try Self.merged(b, a, as: "ba.deck"), as: "cba.deck")
+            #expect(try Self.dump(abc) == Self.dump(cba))
+            // The delete wins over c's rename: one "verbs", the new one.
+            #expect(try gid(abc, "verbs") == gid(a, "verbs"))
+            #expect(try gid(abc, "old verbs") == nil)
+        }
+    }
+
+    @Test func recordsWhoseUniqueValuesBecameEqualByALaterChangeAreRefusedAndChangeNothing() throws {
         try withTestDirectory { dir in
             let a = dir.appendingPathComponent("a.deck")
             _ = try makeSmallFlashcards(at: a)
             let b = try Self.copy(a, to: "b.deck")
             try Self.write(a) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
-            try Self.write(b) { t in _ = try t.insert("Tag", ["name": .string("nouns")]) }
+            try Self.write(b) { t in
+                let tag = try t.insert("Tag", ["name": .string("names")])
+                try t.update("Tag", id: tag, ["name": .string("nouns")])
+            }
             let before = try Self.dump(a)
             let store = try PackageStore.open(at: a)
             do {
@@ -477,6 +556,7 @@ import Testing
                         try db.scalar("SELECT _gid FROM Tag WHERE name = 'nouns'"))?
                         .uuidString.lowercased() ?? "?"
                 }
+                #expect(gids[0] != gids[1])
                 #expect(
                     reason.contains("(Tag name = 'nouns': \(gids[0]) here, \(gids[1]) there)"), "\(reason)")
             }

@@ -39,12 +39,12 @@ struct PackageTests {
 
             let db = try rawStore(url)
             #expect(try db.pragma("application_id")?.int64 == 0x4445_434B)
-            #expect(try db.pragma("user_version")?.int64 == 5)
+            #expect(try db.pragma("user_version")?.int64 == Int64(PackageLayout.formatVersion))
             #expect(try db.pragma("integrity_check") == .text("ok"))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")
                     == .text("org.example.notes"))
-            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(5))
+            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(Int64(PackageLayout.formatVersion)))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'date_epoch'") == .integer(978_307_200)
             )
@@ -61,7 +61,7 @@ struct PackageTests {
             #expect(manifestData.last == 0x0A, "the manifest ends with a newline")
             let manifest = try JSONDecoder().decode(Manifest.self, from: manifestData)
             #expect(manifest.format == "org.deck.package")
-            #expect(manifest.formatVersion == 5)
+            #expect(manifest.formatVersion == PackageLayout.formatVersion)
             #expect(manifest.minimumReaderVersion == 4)
             #expect(manifest.contentType == "org.example.notes")
             let object = try JSONSerialization.jsonObject(with: manifestData) as? [String: Any]

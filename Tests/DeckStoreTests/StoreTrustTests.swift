@@ -195,7 +195,9 @@ struct StoreObjectTests {
                 }
                 if formatVersion >= VersionDDL.firstFormatVersion {
                     try one.execute(VersionDDL.tables)
-                    for statement in VersionDDL.statements(for: mapping) { try one.execute(statement) }
+                    for statement in VersionDDL.statements(for: mapping, formatVersion: formatVersion) {
+                        try one.execute(statement)
+                    }
                 }
                 var expected: [String: StoreObjects.Object] = [:]
                 for object in try StoreObjects.objects(one) { expected[object.name] = object }

@@ -13,11 +13,14 @@ final class InsertStatements {
     /// ``RecordWriter/setReference(ofInserted:id:_:to:insertedTarget:)`` that took the short way
     /// (a statement of ``Database/cachedStatement(_:)``).
     var lastReference: (mapping: EntityMapping, position: Int, statement: Statement)?
+    /// The maker of global ids from unique values, once the document id is read.
+    var identities: IdentityGlobalIDs?
 
     /// Forgets every statement (before the connection closes).
     func removeAll() {
         byEntity.removeAll()
         last = nil
         lastReference = nil
+        identities = nil
     }
 }

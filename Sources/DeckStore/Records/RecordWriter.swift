@@ -112,12 +112,29 @@ struct RecordWriter {
             // Bound one by one, straight from the values: no array of arguments, no copy of the
             // attributes (an insert is on the path of every record a save writes).
             statement.rewind()
-            try statement.bind(globalID: globalID, at: 1)
-            for index in mapping.attributes.indices {
-                let cell = try CellEncoder.insertCell(
-                    given[index], attribute: index, of: mapping, epoch: dateEpoch
-                ) { value, attribute in try store(value, for: attribute, of: mapping) }
-                try statement.bind(cell, at: index + 2)
+            if globalID == nil, !mapping.identityKeys.isEmpty {
+                // The id comes from the unique values as stored (spec 6.10), so the cells first.
+                var cells: [SQLValue] = []
+                cells.reserveCapacity(mapping.attributes.count)
+                for index in mapping.attributes.indices {
+                    cells.append(
+                        try CellEncoder.insertCell(
+                            given[index], attribute: index, of: mapping, epoch: dateEpoch
+                        ) {
+                            value, attribute in try store(value, for: attribute, of: mapping)
+                        })
+                }
+                try statement.bind(
+                    globalID: try identities().id(for: mapping, cells: cells, in: database), at: 1)
+                for (index, cell) in cells.enumerated() { try statement.bind(cell, at: index + 2) }
+            } else {
+                try statement.bind(globalID: globalID, at: 1)
+                for index in mapping.attributes.indices {
+                    let cell = try CellEncoder.insertCell(
+                        given[index], attribute: index, of: mapping, epoch: dateEpoch
+                    ) { value, attribute in try store(value, for: attribute, of: mapping) }
+                    try statement.bind(cell, at: index + 2)
+                }
             }
             try statement.runBound()
             let id = database.lastInsertRowID
@@ -125,6 +142,17 @@ struct RecordWriter {
             if relationshipValues > 0 { try setRelationships(values, of: mapping, id: id) }
             return id
         }
+    }
+
+    /// The writer's maker of global ids from unique values (spec 6.10), made on first use from
+    /// the document id.
+    private func identities() throws -> IdentityGlobalIDs {
+        if let made = connection.inserts.identities { return made }
+        let documentID =
+            try database.scalar("SELECT value FROM deck_meta WHERE key = 'document_id'")?.string ?? ""
+        let made = IdentityGlobalIDs(documentID: documentID)
+        connection.inserts.identities = made
+        return made
     }
 
     /// Changes some values of record `id`; values not named keep theirs.

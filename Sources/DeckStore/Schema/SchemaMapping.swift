@@ -61,12 +61,20 @@ final class EntityMapping: Sendable {
     let relationships: [(relationship: Relationship, storage: RelationshipStorage)]
     /// For each of ``relationships``, the entity that declares it (this one or an ancestor).
     let declarers: [String]
+    /// The entity's `uniqueConstraints` entries and its ancestors', nearest first.
+    let constraintGroups: [[String]]
+    /// The unique constraints a new record's global id may be made from (spec 6.10, "Global ids
+    /// from unique values"), in the order upserts try them: each unique attribute, then each
+    /// entry of ``constraintGroups`` that names attributes only; each by its names joined with
+    /// `+` and its attributes' positions in ``attributes``.
+    let identityKeys: [(names: String, positions: [Int])]
     private let attributePositions: [String: Int]
     private let relationshipPositions: [String: Int]
 
     init(
         entity: Entity, table: String, family: [String], attributes: [Attribute],
-        relationships: [(relationship: Relationship, storage: RelationshipStorage)], declarers: [String]
+        relationships: [(relationship: Relationship, storage: RelationshipStorage)], declarers: [String],
+        constraintGroups: [[String]] = []
     ) {
         self.entity = entity
         self.table = table
@@ -83,6 +91,16 @@ final class EntityMapping: Sendable {
         }
         self.attributePositions = attributePositions
         self.relationshipPositions = relationshipPositions
+        self.constraintGroups = constraintGroups
+        var keys = attributes.indices.filter { attributes[$0].options.contains(.unique) }.map {
+            (names: attributes[$0].name, positions: [$0])
+        }
+        for group in constraintGroups {
+            let positions = group.compactMap { attributePositions[$0] }
+            guard !group.isEmpty, positions.count == group.count else { continue }
+            keys.append((group.joined(separator: "+"), positions))
+        }
+        self.identityKeys = keys
     }
 
     var name: String { entity.name }
@@ -354,7 +372,8 @@ struct SchemaMapping {
                 entity: entity, table: declared[checked.rootOf[index]].name, family: families[index],
                 attributes: (inherited?.attributes ?? []) + entity.attributes, relationships: relationships,
                 declarers: (inherited?.declarers ?? [])
-                    + [String](repeating: entity.name, count: entity.relationships.count))
+                    + [String](repeating: entity.name, count: entity.relationships.count),
+                constraintGroups: entity.uniqueConstraints + (inherited?.constraintGroups ?? []))
         }
         return built.compactMap { $0 }
     }

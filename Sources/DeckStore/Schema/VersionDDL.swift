@@ -61,6 +61,15 @@ enum VersionDDL {
         """
 
     static func rowsTable(_ table: String) -> String { "deck_rows:" + table }
+
+    /// The format version that indexes `"deck_rows:T"` by global id (spec 20.3), so that a new
+    /// record's id made from its unique values is checked against the tombstones (spec 6.10).
+    static let gidIndexFormatVersion = 6
+
+    /// `CREATE INDEX "deck_rows:T.gid" ON "deck_rows:T"(_gid)`.
+    static func gidIndex(_ table: String) -> String {
+        "CREATE INDEX \(quote(rowsTable(table) + ".gid")) ON \(quote(rowsTable(table)))(_gid)"
+    }
     static func cellsTable(_ table: String) -> String { "deck_cells:" + table }
     static func linksTable(_ table: String) -> String { "deck_links:" + table }
 
@@ -88,10 +97,13 @@ enum VersionDDL {
     /// The statements that create the bookkeeping of every table of `mapping`: per hierarchy, its
     /// rows and cells tables with their clock indexes and three triggers; per join table, its
     /// links table with its clock index and two triggers.
-    static func statements(for mapping: SchemaMapping) -> [String] {
+    static func statements(for mapping: SchemaMapping, formatVersion: Int = PackageLayout.formatVersion)
+        -> [String]
+    {
         var statements: [String] = []
         for root in mapping.roots {
-            statements += tableStatements(root.table, columns: propertyColumns(root, mapping: mapping))
+            statements += tableStatements(
+                root.table, columns: propertyColumns(root, mapping: mapping), formatVersion: formatVersion)
         }
         for (table, _, _) in mapping.joinTables {
             statements += joinTableStatements(table)
@@ -100,7 +112,10 @@ enum VersionDDL {
     }
 
     /// The bookkeeping of entity table `table`, whose property columns are `columns`.
-    static func tableStatements(_ table: String, columns: [String]) -> [String] {
+    /// From version 6 (``gidIndexFormatVersion``), the tombstones are indexed by global id too.
+    static func tableStatements(
+        _ table: String, columns: [String], formatVersion: Int = PackageLayout.formatVersion
+    ) -> [String] {
         let t = quote(table)
         let rows = quote(rowsTable(table))
         let cells = quote(cellsTable(table))
@@ -133,6 +148,9 @@ enum VersionDDL {
             END
             """,
         ]
+        if formatVersion >= Self.gidIndexFormatVersion {
+            statements.insert(gidIndex(table), at: 2)
+        }
         if !columns.isEmpty {
             let changed = columns.map { column in
                 let c = quote(column)

@@ -132,6 +132,9 @@ enum FormatUpgrade {
                 for statement in VersionDDL.statements(for: mapping) { try db.execute(statement) }
                 if !mapping.roots.isEmpty { try db.execute(VersionDDL.originInserts) }
                 try VersionDDL.versionExisting(db, mapping: mapping)
+            } else if version < VersionDDL.gidIndexFormatVersion {
+                // Version 6 (spec 12.14): the tombstones indexed by global id.
+                for root in mapping.roots { try db.execute(VersionDDL.gidIndex(root.table)) }
             }
             try db.run(
                 "UPDATE deck_meta SET value = ? WHERE key = 'format_version'", [.integer(Int64(current))])

@@ -67,12 +67,13 @@ package enum PackageLayout {
     /// The format version this library writes (spec: section 12). It reads every version from
     /// ``oldestFormatVersion`` up to this one, and upgrades older packages when it opens them for
     /// writing (``FormatUpgrade``).
-    package static let formatVersion = 5
+    package static let formatVersion = 6
     /// The oldest format version this library reads.
     package static let oldestFormatVersion = 1
     /// The `minimumReaderVersion` this library writes: a version 3 reader would read a version 4
     /// store's dates, counted from 2001, as seconds since 1970 (spec: section 12.7); a version 4
-    /// reader reads a version 5 store, ignoring its version bookkeeping (section 12.10).
+    /// reader reads a version 5 or 6 store, ignoring its version bookkeeping (sections 12.10 and
+    /// 12.13).
     package static let minimumReaderVersion = 4
     /// The SQLite `application_id` of every Deck store: the ASCII bytes "DECK".
     package static let applicationID: Int32 = 0x4445_434B

@@ -113,7 +113,8 @@ enum StoreObjects {
             var group = StoreDDL.tableStatements(root, mapping: mapping, formatVersion: version).all
             if versioned {
                 group += VersionDDL.tableStatements(
-                    root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping))
+                    root.table, columns: VersionDDL.propertyColumns(root, mapping: mapping),
+                    formatVersion: version)
             }
             groups.append(group)
         }
