@@ -554,4 +554,55 @@ struct MergeTests {
         #expect(try context.fetchCount(FetchDescriptor<Flash.Card>()) == 3)
         #expect(hola.back == "")
     }
+
+    @Test("Copies that each add a model with the same unique value merge into one record, as the models see")
+    @MainActor func copiesThatAddTheSameUniqueValueMergeIntoOneRecord() async throws {
+        typealias Note = SaveGraphTests.Note
+        typealias Tag = SaveGraphTests.Tag
+        let directory = try ScratchDirectory()
+        let url = directory.appending("notes.deck")
+        let container = try ModelContainer(
+            for: Note.self, Tag.self, SaveGraphTests.Pin.self, configurations: ModelConfiguration(url: url))
+        let main = container.mainContext
+        let shopping = Note("shopping")
+        let chores = Note("chores")
+        main.insert(shopping)
+        main.insert(chores)
+        try main.save()
+        let archive = directory.appending("copy.zip")
+        try await DeckDocument.export(at: url, to: archive)
+        let copyURL = directory.appending("copy.deck")
+        _ = try await DeckDocument.importArchive(at: archive, to: copyURL)
+
+        // Here: a tag "home" on the shopping note. Its identifier, made in memory, is replaced at
+        // the save by the one the store makes from the name (spec 6.10).
+        let home = Tag("home")
+        main.insert(home)
+        shopping.tags.append(home)
+        let unsaved = home.persistentModelID
+        try main.save()
+        #expect(home.persistentModelID != unsaved)
+        #expect(try main.model(for: home.persistentModelID) === home)
+        // There: another tag "home", on the chores note.
+        let copy = try ModelContainer(
+            for: Note.self, Tag.self, SaveGraphTests.Pin.self,
+            configurations: ModelConfiguration(url: copyURL))
+        let other = ModelContext(copy)
+        let otherChores = try #require(
+            try other.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "chores" })).first)
+        let otherHome = Tag("home")
+        other.insert(otherHome)
+        otherChores.tags.append(otherHome)
+        try other.save()
+        #expect(otherHome.persistentModelID == home.persistentModelID)
+        try copy.store.close()
+
+        let report = try container.merge(from: copyURL)
+        #expect(report.insertedRecords == 0 && report.conflicts.isEmpty)
+        let tags = try main.fetch(FetchDescriptor<Tag>())
+        #expect(tags.count == 1 && tags.first === home)
+        try await waitUntil { Set(home.notes.map(\.title)) == ["shopping", "chores"] }
+        #expect(Set(home.notes.map(\.title)) == ["shopping", "chores"])
+        #expect(chores.tags.map(\.name) == ["home"])
+    }
 }

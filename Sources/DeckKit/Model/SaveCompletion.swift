@@ -29,6 +29,7 @@ struct SaveCompletion {
         for (index, object) in result.inserted.enumerated() {
             let backing = ModelBacking.of(object)
             backing.rowID = result.outcome.recordIDs[index]
+            if let gid = result.outcome.identified[index] { backing.adopt(gid) }
             if !adopted.isEmpty, let gid = adopted[index] {
                 backing.adopt(gid)
                 if let id = backing.rowID,

@@ -16,6 +16,9 @@ struct SaveExecutor {
         var recordIDs: [Int64] = []
         /// The inserts an upsert matched to an existing record, with that record's global id.
         var adopted: [Int: UUID] = [:]
+        /// The inserts of new records whose global ids the store made from their unique values
+        /// (spec 6.10), with those ids.
+        var identified: [Int: UUID] = [:]
         /// What the store holds for each read-back (its index in ``SavePlan/readBacks``) whose
         /// record is still there.
         var readBacks: [(index: Int, value: Value)] = []
@@ -106,11 +109,20 @@ struct SaveExecutor {
                     try transaction.insert(entity.name, values, globalID: insert.globalID))
                 continue
             }
-            let (id, wasInserted) = try transaction.upsert(entity.name, values, globalID: insert.globalID)
-            if !wasInserted, let record = try transaction.record(entity.name, id: id),
+            // An entity with a unique constraint of attributes gets its records' ids from their
+            // values (spec 6.10), so that copies that insert the same record merge into one: the
+            // model takes the store's id, as it takes a matched record's.
+            let derives = try transaction.makesGlobalIDs(of: entity.name)
+            let (id, wasInserted) = try transaction.upsert(
+                entity.name, values, globalID: derives ? nil : insert.globalID)
+            if !wasInserted || derives, let record = try transaction.record(entity.name, id: id),
                 let gid = record.globalID
             {
-                outcome.adopted[outcome.recordIDs.count] = gid
+                if !wasInserted {
+                    outcome.adopted[outcome.recordIDs.count] = gid
+                } else if gid != insert.globalID {
+                    outcome.identified[outcome.recordIDs.count] = gid
+                }
             }
             outcome.recordIDs.append(id)
         }

@@ -177,6 +177,11 @@ public final class StoreTransaction: StoreReader {
     /// Missing attributes take their default, or null when optional; a missing non-optional
     /// attribute without a default is an error. Relationships are set with `.reference` /
     /// `.references`, and their inverses follow.
+    ///
+    /// The record's global id (``Record/globalID``) is made from its values when the entity has
+    /// a unique constraint of attributes whose values it has (spec 6.10), so that copies of the
+    /// document that insert the same tag insert one record, which merging joins; otherwise it
+    /// is random.
     @discardableResult
     public func insert(_ entity: String, _ values: [String: Value]) throws(DeckError) -> Int64 {
         try RecordWriter(live()).insert(entity, values)
@@ -190,6 +195,12 @@ public final class StoreTransaction: StoreReader {
     public func insert(_ entity: String, _ values: [String: Value], globalID: UUID) throws(DeckError) -> Int64
     {
         try RecordWriter(live()).insert(entity, values, globalID: globalID)
+    }
+
+    /// Whether an insert of `entity` without a global id may make the id from the record's
+    /// unique values (spec 6.10): the entity has a unique constraint of attributes only.
+    package func makesGlobalIDs(of entity: String) throws(DeckError) -> Bool {
+        try !live().mapping.entity(entity).identityKeys.isEmpty
     }
 
     /// The names of `entity`'s attributes in the order ``insert(_:positional:globalID:)`` takes
@@ -230,8 +241,8 @@ public final class StoreTransaction: StoreReader {
 
     /// Inserts a record, or updates the existing record that has the same values for one of the
     /// entity's unique constraints (SwiftData's behaviour for `.unique`). Returns the id and
-    /// whether a record was inserted. An inserted record gets `globalID` (a new one when nil);
-    /// an updated one keeps its own.
+    /// whether a record was inserted. An inserted record gets `globalID` (when nil, one made as
+    /// ``insert(_:_:)`` makes it); an updated one keeps its own.
     @discardableResult
     public func upsert(_ entity: String, _ values: [String: Value], globalID: UUID? = nil) throws(DeckError)
         -> (
