@@ -161,7 +161,14 @@ import Testing
                 try MergeTests.expectSame(with, without, "round \(round)")
                 var counts = (reportWith, reportWithout)
                 (counts.0.conflicts, counts.1.conflicts) = ([], [])
+                // Lost edits too: without the ancestor, an edit that put back the ancestor's value
+                // (a card moved away and back) is one the other copy had not seen, so it is
+                // listed; with it, the value is the ancestor's, so it is not.
+                (counts.0.lostEdits, counts.1.lostEdits) = ([], [])
                 #expect(counts.0 == counts.1, "round \(round)")
+                #expect(
+                    reportWith.lostEdits.allSatisfy { reportWithout.lostEdits.contains($0) }, "round \(round)"
+                )
                 // A conflict is a cell both changed from the ancestor's value.
                 let original = try MergeTests.cards(ancestor).values.reduce(into: [UUID: Record]()) {
                     if let gid = try MergeTests.globalID(ancestor, "Card", $1.id) { $0[gid] = $1 }

@@ -678,8 +678,14 @@ import Testing
                     ids.isEmpty ? nil : ids[Int(g.next() % UInt64(ids.count))]
                 }
                 switch choice {
-                case 0: _ = try t.insert("Deck", ["title": .string("deck " + tag)])
-                case 1: _ = try t.insert("Tag", ["name": .string("tag " + tag)])
+                // Half the decks and tags are named from a few names that every replica uses, so
+                // replicas insert the same record apart (spec 6.10), and again after deleting it.
+                case 0:
+                    let title = g.next() % 2 == 0 ? "deck \(g.next() % 3)" : "deck " + tag
+                    _ = try t.upsert("Deck", ["title": .string(title)])
+                case 1:
+                    let name = g.next() % 2 == 0 ? "tag \(g.next() % 3)" : "tag " + tag
+                    _ = try t.upsert("Tag", ["name": .string(name)])
                 case 2:
                     var values: [String: Value] = ["front": .string("card " + tag)]
                     if let deck = pick(decks) { values["deck"] = .reference(deck) }

@@ -44,7 +44,9 @@ struct PackageTests {
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'content_type'")
                     == .text("org.example.notes"))
-            #expect(try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'") == .integer(Int64(PackageLayout.formatVersion)))
+            #expect(
+                try db.scalar("SELECT value FROM deck_meta WHERE key = 'format_version'")
+                    == .integer(Int64(PackageLayout.formatVersion)))
             #expect(
                 try db.scalar("SELECT value FROM deck_meta WHERE key = 'date_epoch'") == .integer(978_307_200)
             )

@@ -5,7 +5,10 @@ import Foundation
 ///
 /// A model has its identifier from the moment it is made, not only once saved, so an identifier
 /// taken before the first save still names the record after it (SwiftData's temporary
-/// identifiers change at save). Use one to reach the same record from another context or actor
+/// identifiers change at save). The exception is a model of an entity with a unique attribute
+/// (or a unique constraint of attributes): its first save gives it the identifier made from its
+/// unique values (spec 6.10), the same on every device that makes that record, or the one of
+/// the record a unique constraint matches. Use one to reach the same record from another context or actor
 /// (``ModelContext/model(for:)``), where the model itself cannot go.
 public struct PersistentIdentifier: Hashable, Codable, Sendable, Comparable, CustomStringConvertible {
     /// The entity the record was made as (a subentity for a subclass's records).

@@ -262,16 +262,18 @@ public enum DocumentMerge {
         } catch {
             let failure = DeckError.wrap(error).replacingPath(DocumentMerger.otherCopy, with: source.url.path)
             if case .sqlite(let sqlite) = failure, sqlite.code == .constraintUnique {
-                // Two records, one from each copy, with the same values of a unique constraint:
-                // which one stands for both needs aliases that this format version lacks.
+                // Two records, one from each copy, with the same values of a unique constraint
+                // and different global ids (spec 20.9: the values became equal by a later change,
+                // or an id was not made from them): the user decides which stays.
                 let columns = sqlite.message.components(separatedBy: "failed: ").last ?? sqlite.message
                 let pairs = MergeCollisions.describe(store.mapping, store: store.url, other: source.url)
                 throw DeckError.notComparable(
                     path: source.url.path,
                     reason:
                         "a record of it and one of \(store.url.path) have the same values of a unique "
-                        + "constraint (\(columns)); merging such records is not supported yet: change or "
-                        + "delete one of them in either copy first"
+                        + "constraint (\(columns)) under different global ids (the values became equal by a "
+                        + "later change, or a record is older than format 6): change one of them in either "
+                        + "copy, then merge again"
                         + (pairs.isEmpty ? "" : " (\(pairs.joined(separator: "; ")))"))
             }
             throw failure

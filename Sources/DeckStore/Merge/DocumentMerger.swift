@@ -40,6 +40,16 @@ struct DocumentMerger {
         let tables = tablesOf(mapping)
         try MergeVersions.seen(database, mapping: mapping, tables: tables, schema: "other")
         for table in tables { try compare(table) }
+        // This copy's edits that lose to the other's deletes, read before anything is deleted.
+        for table in tables {
+            report.lostEdits += try MergeLostEdits.here(
+                database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
+        }
+        // A record the other copy deleted goes before a record it brings with the same unique
+        // values (made again after the delete, spec 6.10) comes in.
+        for table in tables {
+            try delete(table, only: try MergeCollisions.deletedInTheWay(database, mapping: mapping, table))
+        }
         for table in tables { try insertNew(table) }
         for table in tables { try pointNew(table) }
         // Cells before deletes: a delete clears the references to the deleted record once both
@@ -51,10 +61,6 @@ struct DocumentMerger {
         // this one deleted are removed as those deletes would have removed them.
         kept += try MergeLinks.mergeAll(
             database, mapping: mapping, tables: byTable, connection: connection, report: &report)
-        for table in tables {
-            report.lostEdits += try MergeLostEdits.here(
-                database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
-        }
         for table in tables { try delete(table) }
         try MergeCascades.clearDangling(database, tables: tables, connection: connection)
         try MergeVersions.restore(database, tables: tables)
@@ -355,10 +361,12 @@ struct DocumentMerger {
         }
     }
 
-    /// Deletes the records that `other` deleted later than `main` changed their existence, and
-    /// gives each tombstone `other`'s counter and version. No rule deletes more, and none
-    /// refuses: the related records are kept, their references nulled (step 4).
-    private mutating func delete(_ t: MergeTable) throws {
+    /// Deletes the records that `other` deleted later than `main` changed their existence (those
+    /// of `only`, when given), and gives each tombstone `other`'s counter and version. No rule
+    /// deletes more, and none refuses: the related records are kept, their references nulled
+    /// (step 4).
+    private mutating func delete(_ t: MergeTable, only: Set<Int64>? = nil) throws {
+        if let only, only.isEmpty { return }
         let doomed = try database.rows(
             """
             SELECT a.apk, b.alive, b.clock, b.writer FROM \(t.other) b JOIN \(t.main) a ON a.gid = b.gid
@@ -366,7 +374,7 @@ struct DocumentMerger {
             ORDER BY a.apk
             """)
         for row in doomed {
-            guard let key = row[0].int64 else { continue }
+            guard let key = row[0].int64, only?.contains(key) ?? true else { continue }
             if try database.scalar("SELECT 1 FROM main.\(t.quoted) WHERE _pk = ?", [.integer(key)]) != nil {
                 let (count, overridden) = try RecordWriter(connection).deleteMerging(key, of: t.root)
                 report.deletedRecords += count
