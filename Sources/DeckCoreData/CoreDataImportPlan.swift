@@ -225,7 +225,7 @@ package struct CoreDataImportPlan: Sendable, Equatable {
             name.append(0)
             hasher.reset()
             name.withUnsafeBytes { hasher.update($0) }
-            return CoreDataImportPlan.uuid(hasher.finalize())
+            return hasher.finalize().nameBasedUUID
         }
     }
 
@@ -246,19 +246,7 @@ package struct CoreDataImportPlan: Sendable, Equatable {
             input.append(contentsOf: Data(part.utf8))
         }
         input.append(0)
-        return uuid(SHA256Hasher.hash(input))
-    }
-
-    /// A version 8 UUID of the first 16 bytes of `digest`.
-    private static func uuid(_ digest: Digest) -> UUID {
-        var bytes = digest.bytes
-        bytes[6] = (bytes[6] & 0x0F) | 0x80
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
+        return SHA256Hasher.hash(input).nameBasedUUID
     }
 }
 

@@ -71,6 +71,19 @@ public struct Digest: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     package init(bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The version 8 UUID (RFC 9562) of the first 16 bytes, with the version nibble set to 8 and
+    /// the variant to binary 10: a global id named by what was hashed (spec 6.10).
+    package var nameBasedUUID: UUID {
+        var b = Array(bytes.prefix(16))
+        b[6] = (b[6] & 0x0F) | 0x80
+        b[8] = (b[8] & 0x3F) | 0x80
+        return UUID(
+            uuid: (
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                b[15]
+            ))
+    }
+
     /// Parses 64 lowercase hexadecimal digits; returns nil for anything else.
     public init?(hex: some StringProtocol) {
         let utf8 = Array(hex.utf8)

@@ -52,7 +52,7 @@ final class IdentityGlobalIDs {
             input.append(0)
             hasher.reset()
             input.withUnsafeBytes { hasher.update($0) }
-            let id = Self.uuid(hasher.finalize())
+            let id = hasher.finalize().nameBasedUUID
             taken.rewind()
             try taken.bind(globalID: id, at: 1)
             let isTaken = try taken.step()
@@ -90,17 +90,5 @@ final class IdentityGlobalIDs {
         for shift in stride(from: 56, through: 0, by: -8) {
             input.append(UInt8(truncatingIfNeeded: value >> shift))
         }
-    }
-
-    /// A version 8 UUID of the first 16 bytes of `digest`.
-    private static func uuid(_ digest: Digest) -> UUID {
-        var bytes = digest.bytes
-        bytes[6] = (bytes[6] & 0x0F) | 0x80
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
     }
 }
