@@ -183,6 +183,80 @@ try compare(
         sqlite3_close(db)
     })
 
+// 1a. The same rows with `front` unique, so that each record's global id is made from its value
+// (spec 6.10: a SHA-256 and a lookup among the records and tombstones): against the raw C API
+// with the unique index, and against Deck given random ids (the cost of making them).
+let uniqueRowSchema = StoreSchema(entities: [
+    StoreSchema.Entity(
+        "Row",
+        attributes: [
+            StoreSchema.Attribute("front", .string, options: [.unique]),
+            StoreSchema.Attribute("back", .string),
+            StoreSchema.Attribute("n", .integer), StoreSchema.Attribute("created", .date),
+        ])
+])
+func insertUniqueRows(givingIDs: Bool) throws {
+    let store = try PackageStore.create(
+        at: URL(fileURLWithPath: fresh(givingIDs ? "given.deck" : "unique.deck")),
+        contentType: "org.deck.bench",
+        schema: uniqueRowSchema)
+    try store.write { document in
+        let date = Date(timeIntervalSince1970: 1_800_000_000)
+        for i in 0..<rowCount {
+            let values: [String: Value] = [
+                "front": .string("front \(i)"), "back": .string("back \(i)"), "n": .integer(Int64(i)),
+                "created": .date(date),
+            ]
+            if givingIDs {
+                try document.insert("Row", values, globalID: UUID())
+            } else {
+                try document.insert("Row", values)
+            }
+        }
+    }
+    try store.close()
+}
+try compare(
+    "insert \(rowCount) unique rows", target: "≥ 0.5×",
+    deck: { try insertUniqueRows(givingIDs: false) },
+    baseline: {
+        let path = fresh("raw-unique.sqlite")
+        var db: OpaquePointer?
+        sqlite3_open(path, &db)
+        sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
+        sqlite3_exec(
+            db,
+            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
+                + "_entity TEXT NOT NULL, front TEXT NOT NULL, "
+                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT; "
+                + "CREATE UNIQUE INDEX Row_gid ON Row(_gid); CREATE UNIQUE INDEX Row_front ON Row(front)",
+            nil, nil,
+            nil)
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            db,
+            "INSERT INTO Row(_gid, _entity, front, back, n, created) VALUES (randomblob(16), ?, ?, ?, ?, ?)",
+            -1, &statement, nil)
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for i in 0..<rowCount {
+            sqlite3_bind_text(statement, 1, "Row", -1, transient)
+            sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
+            sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
+            sqlite3_bind_int64(statement, 4, Int64(i))
+            sqlite3_bind_double(statement, 5, 1_800_000_000)
+            sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        sqlite3_close(db)
+    })
+try compare(
+    "unique rows: ids made vs given", target: "≥ 0.7× (the ids cost ≤ 30%)",
+    deck: { try insertUniqueRows(givingIDs: false) },
+    baseline: { try insertUniqueRows(givingIDs: true) })
+
 // 1c. Readers beside a writer: four reader threads fetching vs one (reads should scale with
 // cores), and the writer's insert rate with the four readers running vs alone (≥ 0.8×). Each
 // figure is a count over a fixed interval; medians of the runs.

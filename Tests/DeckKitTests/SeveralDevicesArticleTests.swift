@@ -94,4 +94,60 @@ struct SeveralDevicesArticleTests {
         #expect(
             article.contains("```swift\n" + block + "\n```"), "WorkingOnSeveralDevices.md lacks the example")
     }
+
+    final class Card: ModelObject {
+        @Attribute var front = ""
+        @Attribute var back = ""
+        required init() {}
+    }
+
+    @Test @MainActor func readingWhatChangedWithModelTypesRuns() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "several-devices-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let container = try ModelContainer(
+            for: Card.self,
+            configurations: ModelConfiguration(url: directory.appendingPathComponent("Spanish.deck")))
+        let context = container.mainContext
+        let card = Card()
+        card.front = "hola"
+        context.insert(card)
+        try context.save()
+        var printed: [String] = []
+        func print(_ items: Any...) { printed.append(items.map { "\($0)" }.joined(separator: " ")) }
+        // SEVERAL-DEVICES-HISTORY-BEGIN
+        var token: DefaultHistoryToken? = nil
+        // … after saves and merges:
+        let transactions = try context.fetchHistory(
+            HistoryDescriptor<DefaultHistoryTransaction>(after: token))
+        for transaction in transactions {
+            for change in transaction.changes {
+                if case .update(let update as DefaultHistoryUpdate<Card>) = change {
+                    print(update.changedPersistentIdentifier, update.updatedAttributes)
+                }
+            }
+        }
+        token = transactions.last?.token ?? token
+        // SEVERAL-DEVICES-HISTORY-END
+        #expect(printed.isEmpty)
+        card.back = "hello"
+        try context.save()
+        let since = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>(after: token))
+        guard case .update(let update as DefaultHistoryUpdate<Card>)? = since.first?.changes.first else {
+            Issue.record("no update of a Card: \(since)")
+            return
+        }
+        #expect(
+            update.changedPersistentIdentifier == card.persistentModelID
+                && update.updatedAttributes == ["back"])
+        let article = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(
+                    "Sources/DeckKit/DeckKit.docc/WorkingOnSeveralDevices.md"), encoding: .utf8)
+        let block = try #require(ReadmeExampleTests.blocks("SEVERAL-DEVICES-HISTORY", in: #filePath).first)
+        #expect(
+            article.contains("```swift\n" + block + "\n```"), "WorkingOnSeveralDevices.md lacks the example")
+    }
 }

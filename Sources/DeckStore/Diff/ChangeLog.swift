@@ -157,15 +157,18 @@ public struct LoggedChange: Sendable, Equatable {
         case linked, unlinked
     }
     public var kind: Kind
-    /// The record's entity; for a link, the entity whose table holds the link's source.
+    /// The record's entity (for a deleted record, its table's root entity); for a link, the
+    /// source record's (the root entity of its table when it is deleted).
     public var entity: String
     public var globalID: UUID
     /// For an insert or an update: the attributes and to-one relationships, with their values,
     /// in the schema's order.
     public var cells: [LoggedCell] = []
-    /// For a link: its join table (`Entity.relationship`) and its target record.
+    /// For a link: its join table (`Entity.relationship`) and its target record, with the
+    /// target's entity (the root entity of its table when it is deleted).
     public var relationship: String?
     public var target: UUID?
+    public var targetEntity: String?
 }
 
 /// An attribute or to-one relationship and the value a transaction left in it.
@@ -469,12 +472,14 @@ struct ChangeLogReader {
     /// ids (a deleted record's from its tombstone).
     private mutating func links(_ table: String, source: String, target: String, order: Int) throws {
         let sourceRoot = mapping.roots.first { $0.table == source }?.name ?? source
+        let targetRoot = mapping.roots.first { $0.table == target }?.name ?? target
         let (s, g) = (quote(source), quote(target))
         let (sr, gr) = (quote(VersionDDL.rowsTable(source)), quote(VersionDDL.rowsTable(target)))
         try database.forEachRow(
             seen
                 + """
-                SELECT coalesce(s._gid, sr._gid), coalesce(g._gid, gr._gid), l.alive, l.clock, l.writer
+                SELECT coalesce(s._gid, sr._gid), coalesce(g._gid, gr._gid), l.alive, l.clock, l.writer,
+                    s._entity, g._entity
                 FROM \(quote(VersionDDL.linksTable(table))) l \(seenBy("l"))
                 LEFT JOIN \(s) s ON s._pk = l.source LEFT JOIN \(sr) sr ON sr._pk = l.source
                 LEFT JOIN \(g) g ON g._pk = l.target LEFT JOIN \(gr) gr ON gr._pk = l.target
@@ -486,8 +491,9 @@ struct ChangeLogReader {
             else { return }
             add(
                 LoggedChange(
-                    kind: row.int64(at: 2) % 2 == 1 ? .linked : .unlinked, entity: sourceRoot, globalID: from,
-                    relationship: table, target: to),
+                    kind: row.int64(at: 2) % 2 == 1 ? .linked : .unlinked,
+                    entity: row.value(at: 5).string ?? sourceRoot, globalID: from,
+                    relationship: table, target: to, targetEntity: row.value(at: 6).string ?? targetRoot),
                 Version(clock: row.int64(at: 3), writer: row.int64(at: 4)),
                 order: [UInt8(order >> 8), UInt8(order & 0xff)] + DocumentDiffer.bytes(from)
                     + DocumentDiffer.bytes(to))
