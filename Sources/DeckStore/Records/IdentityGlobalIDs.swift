@@ -19,6 +19,9 @@ final class IdentityGlobalIDs {
     private let hasher = SHA256Hasher()
     private let documentID: String
     private var input: [UInt8] = []
+    /// The latest table's lookup of an id among its records and tombstones (a save inserts in
+    /// runs of one entity).
+    private var lastLookup: (table: String, statement: Statement)?
 
     init(documentID: String) {
         self.documentID = documentID
@@ -41,10 +44,16 @@ final class IdentityGlobalIDs {
         }
         for position in key.positions { append(cells[position]) }
         let fixed = input.count
-        let taken = try database.cachedStatement(
-            "SELECT 1 FROM \(quote(mapping.table)) WHERE _gid = ?1 "
-                + "UNION ALL SELECT 1 FROM \(quote(VersionDDL.rowsTable(mapping.table))) WHERE _gid = ?1 LIMIT 1"
-        )
+        let taken: Statement
+        if let last = lastLookup, last.table == mapping.table {
+            taken = last.statement
+        } else {
+            taken = try database.cachedStatement(
+                "SELECT 1 FROM \(quote(mapping.table)) WHERE _gid = ?1 "
+                    + "UNION ALL SELECT 1 FROM \(quote(VersionDDL.rowsTable(mapping.table))) WHERE _gid = ?1 LIMIT 1"
+            )
+            lastLookup = (mapping.table, taken)
+        }
         var generation = 0
         while true {
             input.removeSubrange(fixed...)
