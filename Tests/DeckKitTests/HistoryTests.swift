@@ -78,15 +78,26 @@ struct HistoryTests {
         // The latest one only; a predicate on the transactions.
         var descriptor = HistoryDescriptor<DefaultHistoryTransaction>(after: token)
         descriptor.fetchLimit = 1
-        #expect(summary(try context.fetchHistory(descriptor)) == ["delete Tag", "update Note [\"tags\"]"])
+        let limited = try context.fetchHistory(descriptor)
+        #expect(summary(limited) == ["delete Tag", "update Note [\"tags\"]"])
+        // Its token covers the transactions the limit left out too.
+        let afterLimited = try #require(limited.last?.token)
+        #expect(
+            try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>(after: afterLimited))
+                .isEmpty)
         let cutoff = since[0].clock
         let later = try context.fetchHistory(
             HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.clock > cutoff }))
         // The save that made the tag lists nothing now: the tag and its link are gone, listed
         // under the delete (the history is the document as it is).
         #expect(summary(later) == ["delete Tag", "update Note [\"tags\"]"])
-        descriptor.fetchLimit = 0
-        #expect(throws: DeckError.self) { try context.fetchHistory(descriptor) }
+        for limit in [0, -1] {
+            descriptor.fetchLimit = limit
+            #expect(throws: DeckError.self) { try context.fetchHistory(descriptor) }
+            descriptor.predicate = #Predicate { $0.clock > 0 }
+            #expect(throws: DeckError.self) { try context.fetchHistory(descriptor) }
+            descriptor.predicate = nil
+        }
     }
 
     @Test("A copy's saves merged in are listed after the token taken before the merge")

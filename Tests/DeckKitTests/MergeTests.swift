@@ -605,4 +605,29 @@ struct MergeTests {
         #expect(Set(home.notes.map(\.title)) == ["shopping", "chores"])
         #expect(chores.tags.map(\.name) == ["home"])
     }
+
+    final class Label: ModelObject {
+        @Attribute(.unique) var code: String? = nil
+        required init() {}
+    }
+
+    @Test(
+        "A model whose unique values are null keeps the identifier it was made with; one with them gets the store's"
+    )
+    @MainActor func onlyAModelWithItsUniqueValuesTakesTheStoresIdentifier() throws {
+        let directory = try ScratchDirectory()
+        let container = try ModelContainer(
+            for: Label.self, configurations: ModelConfiguration(url: directory.appending("labels.deck")))
+        let context = container.mainContext
+        let blank = Label()
+        let coded = Label()
+        coded.code = "A1"
+        context.insert(blank)
+        context.insert(coded)
+        let (blankID, codedID) = (blank.persistentModelID, coded.persistentModelID)
+        try context.save()
+        #expect(blank.persistentModelID == blankID)
+        #expect(coded.persistentModelID != codedID)
+        #expect(try context.model(for: coded.persistentModelID) === coded)
+    }
 }

@@ -12,6 +12,7 @@ public struct DefaultHistoryToken: Sendable, Hashable, Codable, CustomStringConv
     /// The store-level token.
     public var changeLogToken: ChangeLog.Token
 
+    /// The token of a store-level change log (``ChangeLog/token``).
     public init(_ changeLogToken: ChangeLog.Token) {
         self.changeLogToken = changeLogToken
     }
@@ -22,6 +23,7 @@ public struct DefaultHistoryToken: Sendable, Hashable, Codable, CustomStringConv
         self.init(token)
     }
 
+    /// The token's text form, as `deck log` prints it.
     public var description: String { changeLogToken.description }
 }
 
@@ -62,9 +64,16 @@ public protocol HistoryTransaction: Sendable {
 /// left, so a change that a later save replaced is not listed, and a deleted record's values are
 /// gone. Nothing is recorded for it, so it costs saves nothing and needs no pruning.
 public struct DefaultHistoryTransaction: HistoryTransaction {
+    /// The changes, one per record, in the log's order (spec 20.10).
     public var changes: [HistoryChange]
+    /// What a fetch that ends with this transaction has seen: it, and every transaction before
+    /// it and before the fetch's own token.
     public var token: DefaultHistoryToken
+    /// About when the save was made: its clock's wall-clock term (spec 20.2); 1970 for what the
+    /// document held before it kept versions.
     public var timestamp: Date
+    /// The write session's id, in lowercase text; nil for what the document held before it kept
+    /// versions.
     public var author: String?
     /// The transaction's clock (spec 20.2), which orders it among the document's transactions
     /// (then its writer id).
@@ -73,8 +82,11 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
 
 /// A change of one record (SwiftData's `HistoryChange`).
 public enum HistoryChange: Sendable {
+    /// A record the transaction inserted, with the values no later save replaced.
     case insert(any HistoryInsert)
+    /// A record whose properties the transaction last changed.
     case update(any HistoryUpdate)
+    /// A record the transaction deleted.
     case delete(any HistoryDelete)
 
     /// The record changed.
@@ -90,6 +102,7 @@ public enum HistoryChange: Sendable {
 /// A record a transaction inserted, of a model type.
 public protocol HistoryInsert<Model>: Sendable {
     associatedtype Model: PersistentModel
+    /// The record inserted.
     var changedPersistentIdentifier: PersistentIdentifier { get }
     /// The attributes and to-one relationships the insert set that no later save changed, by
     /// name, with the values it left (what SwiftData's history does not give).
@@ -99,6 +112,7 @@ public protocol HistoryInsert<Model>: Sendable {
 /// A record whose properties a transaction last changed, of a model type.
 public protocol HistoryUpdate<Model>: Sendable {
     associatedtype Model: PersistentModel
+    /// The record changed.
     var changedPersistentIdentifier: PersistentIdentifier { get }
     /// The properties changed, by name, in the schema's order: attributes, to-one relationships,
     /// and to-many relationships whose links it made or removed (SwiftData gives key paths).
@@ -115,18 +129,28 @@ public protocol HistoryDelete<Model>: Sendable {
     var changedPersistentIdentifier: PersistentIdentifier { get }
 }
 
+/// A record of `Model` a transaction inserted (match a change with
+/// `case .insert(let insert as DefaultHistoryInsert<Card>)`).
 public struct DefaultHistoryInsert<Model: PersistentModel>: HistoryInsert {
+    /// The record.
     public var changedPersistentIdentifier: PersistentIdentifier
+    /// The attributes' and to-one relationships' values it left, by name.
     public var values: [String: DiffCell]
 }
 
+/// A record of `Model` whose properties a transaction last changed.
 public struct DefaultHistoryUpdate<Model: PersistentModel>: HistoryUpdate {
+    /// The record.
     public var changedPersistentIdentifier: PersistentIdentifier
+    /// The properties changed, by name.
     public var updatedAttributes: [String]
+    /// The attributes' and to-one relationships' values it left, by name.
     public var values: [String: DiffCell]
 }
 
+/// A record of `Model` (or of its hierarchy) a transaction deleted.
 public struct DefaultHistoryDelete<Model: PersistentModel>: HistoryDelete {
+    /// The record.
     public var changedPersistentIdentifier: PersistentIdentifier
 }
 
@@ -136,20 +160,12 @@ extension ModelContext {
     /// context's unsaved changes are not in it), the saves of other contexts, processes and
     /// copies merged in included.
     ///
-    /// ```swift
-    /// let transactions = try context.fetchHistory(
-    ///     HistoryDescriptor<DefaultHistoryTransaction>(after: token))
-    /// for transaction in transactions {
-    ///     for change in transaction.changes {
-    ///         if case .update(let update as DefaultHistoryUpdate<Card>) = change {
-    ///             print(update.changedPersistentIdentifier, update.updatedAttributes)
-    ///         }
-    ///     }
-    /// }
-    /// token = transactions.last?.token ?? token
-    /// ```
+    /// Match a change as SwiftData's: `case .update(let update as DefaultHistoryUpdate<Card>)`;
+    /// start the next fetch from `transactions.last?.token` (see <doc:WorkingOnSeveralDevices>).
     ///
-    /// Changes of entities that no model type of the container stands for are left out.
+    /// Changes of entities that no model type of the container stands for are left out. A to-one
+    /// relationship is an update of the record that holds it (`Card.deck`), not of its to-many
+    /// inverse (`Deck.cards`); a to-many link is an update of both sides.
     ///
     /// - Throws: ``DeckError/notComparable(path:reason:)`` for a document older than format 5
     ///   (it keeps no versions until it is saved once); ``DeckError/misuse(_:)`` for a fetch
@@ -169,26 +185,25 @@ struct HistoryMapper {
     func fetch(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
         -> [DefaultHistoryTransaction]
     {
-        let log = try ChangeLog(
-            of: context.container.store, after: descriptor.token?.changeLogToken,
-            last: descriptor.predicate == nil ? descriptor.fetchLimit : nil)
+        if let limit = descriptor.fetchLimit, limit < 1 {
+            throw DeckError.misuse("a history fetch limit of \(limit)")
+        }
+        // The whole log after the token, even for a limit: each transaction's token covers every
+        // transaction before it, those the limit leaves out too.
+        let log = try ChangeLog(of: context.container.store, after: descriptor.token?.changeLogToken)
         var running = descriptor.token?.changeLogToken ?? ChangeLog.Token()
         var transactions: [DefaultHistoryTransaction] = []
-        for logged in log.transactions {
-            // A transaction's token covers it and everything before it.
+        for (index, logged) in log.transactions.enumerated() {
             let writer = logged.writer ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             running.writers[writer] = max(running.writers[writer] ?? -1, logged.clock)
             let transaction = DefaultHistoryTransaction(
                 changes: historyChanges(logged.changes),
-                token: DefaultHistoryToken(running),
+                // The log's last transaction has seen all the log has (the origin's clock included).
+                token: DefaultHistoryToken(index == log.transactions.count - 1 ? log.token : running),
                 timestamp: logged.date ?? Date(timeIntervalSince1970: 0),
                 author: logged.writer?.uuidString.lowercased(), clock: logged.clock)
             if let predicate = descriptor.predicate, try !predicate.evaluate(transaction) { continue }
             transactions.append(transaction)
-        }
-        if let last = transactions.indices.last {
-            // The last one has seen all the log has.
-            transactions[last].token = DefaultHistoryToken(log.token)
         }
         if let limit = descriptor.fetchLimit, transactions.count > limit {
             transactions.removeFirst(transactions.count - limit)

@@ -109,10 +109,10 @@ struct SaveExecutor {
                     try transaction.insert(entity.name, values, globalID: insert.globalID))
                 continue
             }
-            // An entity with a unique constraint of attributes gets its records' ids from their
-            // values (spec 6.10), so that copies that insert the same record merge into one: the
+            // A record with the values of a unique constraint of attributes gets its id from them
+            // (spec 6.10), so that copies that insert the same record merge into one: the
             // model takes the store's id, as it takes a matched record's.
-            let derives = try transaction.makesGlobalIDs(of: entity.name)
+            let derives = try transaction.makesGlobalID(of: entity.name, values: values)
             let (id, wasInserted) = try transaction.upsert(
                 entity.name, values, globalID: derives ? nil : insert.globalID)
             if !wasInserted || derives, let record = try transaction.record(entity.name, id: id),

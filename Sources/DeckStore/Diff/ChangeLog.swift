@@ -164,10 +164,12 @@ public struct LoggedChange: Sendable, Equatable {
     /// For an insert or an update: the attributes and to-one relationships, with their values,
     /// in the schema's order.
     public var cells: [LoggedCell] = []
-    /// For a link: its join table (`Entity.relationship`) and its target record, with the
-    /// target's entity (the root entity of its table when it is deleted).
+    /// For a link: its join table (`Entity.relationship`).
     public var relationship: String?
+    /// For a link: its target record's global id.
     public var target: UUID?
+    /// For a link: its target record's entity (the root entity of its table when the record is
+    /// deleted).
     public var targetEntity: String?
 }
 

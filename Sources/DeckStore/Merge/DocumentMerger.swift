@@ -4,7 +4,7 @@ import Foundation
 
 /// Merges the store attached to the writer's connection as `other` into the writer's store
 /// (`main`), inside the writer's open transaction (spec section 20.9). Both stores are copies of
-/// one document with one schema, both version 5; `other` was verified and is a private snapshot,
+/// one document with one schema, both version 5 or later; `other` was verified and is a private snapshot,
 /// so nothing it holds runs or changes while it is read.
 ///
 /// Merging takes, for every record, cell and link, the greater of the two copies' states: the
@@ -45,17 +45,22 @@ struct DocumentMerger {
             report.lostEdits += try MergeLostEdits.here(
                 database, table, epoch: connection.dateEpoch, ancestor: hasAncestor)
         }
-        // A record the other copy deleted goes before a record it brings with the same unique
-        // values (made again after the delete, spec 6.10) comes in.
+        // From here on, a reference the merge sets to null keeps its version.
+        try MergeVersions.keep(database, tables: tables)
+        // The records the other copy brings come in once nothing here stands in the way of their
+        // unique values: a record it deleted and made again (spec 6.10) is deleted first, and the
+        // attributes of the records both hold are merged first (it renamed one and made another
+        // with the old name). The result is the same in any order.
         for table in tables {
             try delete(table, only: try MergeCollisions.deletedInTheWay(database, mapping: mapping, table))
         }
+        try MergeVersions.putBack(database, tables: tables)
+        for table in tables { try mergeAttributes(table) }
         for table in tables { try insertNew(table) }
         for table in tables { try pointNew(table) }
-        // Cells before deletes: a delete clears the references to the deleted record once both
-        // copies' changes of the references are in (and reports the records it kept).
-        try MergeVersions.keep(database, tables: tables)
-        for table in tables { try mergeCells(table) }
+        // References before deletes: a delete clears the references to the deleted record once
+        // both copies' changes of the references are in (and reports the records it kept).
+        for table in tables { try mergeReferences(table) }
         let byTable = Dictionary(tables.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         // Links before deletes too, for the same reason; the links the other copy made to records
         // this one deleted are removed as those deletes would have removed them.
@@ -416,11 +421,12 @@ struct DocumentMerger {
 
     // MARK: Cells
 
-    /// Gives every cell of a record both copies hold the greater of the two copies' versions,
-    /// with its value. The cells looked at: those `other` changed after their record's insert,
-    /// and every cell of a record whose version differs between the copies or is the origin's
-    /// (copies upgraded apart may hold different values under it).
-    private mutating func mergeCells(_ t: MergeTable) throws {
+    /// Gives every attribute cell of a record both copies hold the greater of the two copies'
+    /// versions, with its value (its to-one cells come with ``mergeReferences(_:)``, once the
+    /// records `other` brings are in). The cells looked at: those `other` changed after their
+    /// record's insert, and every cell of a record whose version differs between the copies or
+    /// is the origin's (copies upgraded apart may hold different values under it).
+    private mutating func mergeAttributes(_ t: MergeTable) throws {
         let properties = t.columns.attributes.map(\.name) + t.columns.references.map(\.column)
         guard !properties.isEmpty else { return }
         try database.execute(
@@ -461,6 +467,11 @@ struct DocumentMerger {
         for (name, _) in t.columns.attributes {
             try mergeCell(t, property: name, value: { "\($0).\(quote(name))" }, joins: { _ in "" })
         }
+    }
+
+    /// The to-one cells of the records both copies hold, as ``mergeAttributes(_:)`` merges their
+    /// attributes (its candidates), by their targets' global ids.
+    private mutating func mergeReferences(_ t: MergeTable) throws {
         for (column, destination) in t.columns.references {
             let d = quote(destination)
             // The other copy's target counts as null unless this copy holds it: a reference to a

@@ -89,21 +89,35 @@ enum MergeVersions {
         }
     }
 
-    /// Gives back the versions ``keep(_:tables:)`` kept to the cells still at the origin's.
+    /// Gives back the versions ``keep(_:tables:)`` kept to the cells still at the origin's, and
+    /// stops keeping them.
     static func restore(_ database: Database, tables: [MergeTable]) throws {
+        try putBack(database, tables: tables)
         for t in tables where !t.columns.references.isEmpty {
             try database.execute(
                 """
                 DROP TRIGGER temp."merge_prior:\(t.index):update";
                 DROP TRIGGER temp."merge_prior:\(t.index):insert";
+                """)
+        }
+        try database.execute("DROP TABLE temp.merge_prior")
+    }
+
+    /// Gives back the versions kept so far to the cells still at the origin's, and keeps on
+    /// keeping: what the merge compares after this sees the versions the cells had (a reference
+    /// nulled by a delete made before the cells are compared keeps the version of its change).
+    static func putBack(_ database: Database, tables: [MergeTable]) throws {
+        for t in tables where !t.columns.references.isEmpty {
+            try database.execute(
+                """
                 UPDATE main.\(t.cells) AS c SET clock = p.clock, writer = p.writer FROM temp.merge_prior p
                 WHERE p.tbl = \(t.literal) AND p.pk = c._pk AND p.property = c.property AND p.clock IS NOT NULL
                     AND c.clock = 0 AND c.writer = 0;
                 DELETE FROM main.\(t.cells) WHERE clock = 0 AND writer = 0 AND (_pk, property) IN (
                     SELECT pk, property FROM temp.merge_prior WHERE tbl = \(t.literal) AND clock IS NULL);
+                DELETE FROM temp.merge_prior WHERE tbl = \(t.literal);
                 """)
         }
-        try database.execute("DROP TABLE temp.merge_prior")
     }
 
     /// Gives out `count` new keys of entity table `table` of `main`, as an insert would

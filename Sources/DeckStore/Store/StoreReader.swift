@@ -197,10 +197,14 @@ public final class StoreTransaction: StoreReader {
         try RecordWriter(live()).insert(entity, values, globalID: globalID)
     }
 
-    /// Whether an insert of `entity` without a global id may make the id from the record's
-    /// unique values (spec 6.10): the entity has a unique constraint of attributes only.
-    package func makesGlobalIDs(of entity: String) throws(DeckError) -> Bool {
-        try !live().mapping.entity(entity).identityKeys.isEmpty
+    /// Whether an insert of `entity` with `values` and without a global id makes the id from the
+    /// record's unique values (spec 6.10): the entity has a unique constraint of attributes only
+    /// whose values `values` gives, none of them null.
+    package func makesGlobalID(of entity: String, values: [String: Value]) throws(DeckError) -> Bool {
+        let mapping = try live().mapping.entity(entity)
+        return mapping.identityKeys.contains { key in
+            key.positions.allSatisfy { values[mapping.attributes[$0].name].map { !$0.isNull } ?? false }
+        }
     }
 
     /// The names of `entity`'s attributes in the order ``insert(_:positional:globalID:)`` takes
