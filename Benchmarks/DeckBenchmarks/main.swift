@@ -122,6 +122,42 @@ defer { if !options.keep { try? FileManager.default.removeItem(atPath: options.w
 
 let rowCount = Int(100_000 * options.scale)
 
+/// Inserts the benchmark's rows with the raw C API into a new store at `path`: the table Deck
+/// makes, with a unique index on `front` when `uniqueFront`.
+func insertRawRows(at path: String, uniqueFront: Bool) {
+    var db: OpaquePointer?
+    sqlite3_open(path, &db)
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
+    sqlite3_exec(
+        db,
+        // The table Deck makes (format 2): keys never reused, a random global id per row.
+        "CREATE TABLE Row(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
+            + "_entity TEXT NOT NULL, front TEXT NOT NULL, "
+            + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT; "
+            + "CREATE UNIQUE INDEX Row_gid ON Row(_gid)"
+            + (uniqueFront ? "; CREATE UNIQUE INDEX Row_front ON Row(front)" : ""),
+        nil, nil, nil)
+    sqlite3_exec(db, "BEGIN", nil, nil, nil)
+    var statement: OpaquePointer?
+    sqlite3_prepare_v2(
+        db,
+        "INSERT INTO Row(_gid, _entity, front, back, n, created) VALUES (randomblob(16), ?, ?, ?, ?, ?)",
+        -1, &statement, nil)
+    let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    for i in 0..<rowCount {
+        sqlite3_bind_text(statement, 1, "Row", -1, transient)
+        sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
+        sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
+        sqlite3_bind_int64(statement, 4, Int64(i))
+        sqlite3_bind_double(statement, 5, 1_800_000_000)
+        sqlite3_step(statement)
+        sqlite3_reset(statement)
+    }
+    sqlite3_finalize(statement)
+    sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    sqlite3_close(db)
+}
+
 // 1. Generic insert of 100k rows in one transaction vs the raw C API with a prepared statement.
 let rowSchema = StoreSchema(entities: [
     StoreSchema.Entity(
@@ -150,38 +186,7 @@ try compare(
         }
         try store.close()
     },
-    baseline: {
-        let path = fresh("raw.sqlite")
-        var db: OpaquePointer?
-        sqlite3_open(path, &db)
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
-        sqlite3_exec(
-            db,
-            // The table Deck makes (format 2): keys never reused, a random global id per row.
-            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
-                + "_entity TEXT NOT NULL, front TEXT NOT NULL, "
-                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT; "
-                + "CREATE UNIQUE INDEX Row_gid ON Row(_gid)", nil, nil, nil)
-        sqlite3_exec(db, "BEGIN", nil, nil, nil)
-        var statement: OpaquePointer?
-        sqlite3_prepare_v2(
-            db,
-            "INSERT INTO Row(_gid, _entity, front, back, n, created) VALUES (randomblob(16), ?, ?, ?, ?, ?)",
-            -1, &statement, nil)
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for i in 0..<rowCount {
-            sqlite3_bind_text(statement, 1, "Row", -1, transient)
-            sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
-            sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
-            sqlite3_bind_int64(statement, 4, Int64(i))
-            sqlite3_bind_double(statement, 5, 1_800_000_000)
-            sqlite3_step(statement)
-            sqlite3_reset(statement)
-        }
-        sqlite3_finalize(statement)
-        sqlite3_exec(db, "COMMIT", nil, nil, nil)
-        sqlite3_close(db)
-    })
+    baseline: { insertRawRows(at: fresh("raw.sqlite"), uniqueFront: false) })
 
 // 1a. The same rows with `front` unique, so that each record's global id is made from its value
 // (spec 6.10: a SHA-256 and a lookup among the records and tombstones): against the raw C API
@@ -219,39 +224,7 @@ func insertUniqueRows(givingIDs: Bool) throws {
 try compare(
     "insert \(rowCount) unique rows", target: "≥ 0.5×",
     deck: { try insertUniqueRows(givingIDs: false) },
-    baseline: {
-        let path = fresh("raw-unique.sqlite")
-        var db: OpaquePointer?
-        sqlite3_open(path, &db)
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL", nil, nil, nil)
-        sqlite3_exec(
-            db,
-            "CREATE TABLE Row(_pk INTEGER PRIMARY KEY AUTOINCREMENT, _gid BLOB NOT NULL CHECK (length(_gid) = 16), "
-                + "_entity TEXT NOT NULL, front TEXT NOT NULL, "
-                + "back TEXT NOT NULL, n INTEGER NOT NULL, created REAL NOT NULL) STRICT; "
-                + "CREATE UNIQUE INDEX Row_gid ON Row(_gid); CREATE UNIQUE INDEX Row_front ON Row(front)",
-            nil, nil,
-            nil)
-        sqlite3_exec(db, "BEGIN", nil, nil, nil)
-        var statement: OpaquePointer?
-        sqlite3_prepare_v2(
-            db,
-            "INSERT INTO Row(_gid, _entity, front, back, n, created) VALUES (randomblob(16), ?, ?, ?, ?, ?)",
-            -1, &statement, nil)
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for i in 0..<rowCount {
-            sqlite3_bind_text(statement, 1, "Row", -1, transient)
-            sqlite3_bind_text(statement, 2, "front \(i)", -1, transient)
-            sqlite3_bind_text(statement, 3, "back \(i)", -1, transient)
-            sqlite3_bind_int64(statement, 4, Int64(i))
-            sqlite3_bind_double(statement, 5, 1_800_000_000)
-            sqlite3_step(statement)
-            sqlite3_reset(statement)
-        }
-        sqlite3_finalize(statement)
-        sqlite3_exec(db, "COMMIT", nil, nil, nil)
-        sqlite3_close(db)
-    })
+    baseline: { insertRawRows(at: fresh("raw-unique.sqlite"), uniqueFront: true) })
 try compare(
     "unique rows: ids made vs given", target: "≥ 0.7× (the ids cost ≤ 30%)",
     deck: { try insertUniqueRows(givingIDs: false) },

@@ -181,6 +181,13 @@ import Testing
             try db.scalar("SELECT _gid FROM \(quote(table)) WHERE _pk = ?", [.integer(key)]))
     }
 
+    /// The global id of the tag named `name` in the package at `url`.
+    static func tagID(_ url: URL, named name: String) throws -> UUID? {
+        let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
+        defer { db.close() }
+        return DocumentMerger.globalID(try db.scalar("SELECT _gid FROM Tag WHERE name = ?", [.text(name)]))
+    }
+
     /// Each card's tags, as "front name".
     static func tags(_ url: URL) throws -> Set<String> {
         let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
@@ -469,11 +476,7 @@ import Testing
                 let tag = try t.insert("Tag", ["name": .string("nouns")])
                 try t.update("Card", id: ids["merci"]!, ["tags": .references([tag])])
             }
-            let gids = try [a, b].map { url in
-                let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
-                defer { db.close() }
-                return try db.scalar("SELECT _gid FROM Tag WHERE name = 'nouns'")
-            }
+            let gids = try [a, b].map { try Self.tagID($0, named: "nouns") }
             #expect(gids[0] == gids[1] && gids[0] != nil)
             let ab = try Self.merged(a, b, as: "ab.deck")
             let ba = try Self.merged(b, a, as: "ba.deck")
@@ -501,11 +504,7 @@ import Testing
             let ids = try makeSmallFlashcards(at: a)
             let b = try Self.copy(a, to: "b.deck")
             let c = try Self.copy(a, to: "c.deck")
-            func gid(_ url: URL, _ name: String) throws -> SQLValue? {
-                let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
-                defer { db.close() }
-                return try db.scalar("SELECT _gid FROM Tag WHERE name = ?", [.text(name)])
-            }
+            func gid(_ url: URL, _ name: String) throws -> UUID? { try Self.tagID(url, named: name) }
             let old = try gid(a, "verbs")
             // a and b each delete "verbs" and make it again: a new id (the next generation), the
             // same in both; c renames the old one meanwhile.
@@ -595,12 +594,8 @@ import Testing
                 guard case .notComparable(let path, let reason) = error else { throw error }
                 #expect(path == b.path && reason.contains("Tag.name"), "\(reason)")
                 // The two records are named, so that the user knows which to change.
-                let gids = try [a, b].map { url in
-                    let db = try Database(path: url.path + "/store.sqlite", mode: .readOnly)
-                    defer { db.close() }
-                    return DocumentMerger.globalID(
-                        try db.scalar("SELECT _gid FROM Tag WHERE name = 'nouns'"))?
-                        .uuidString.lowercased() ?? "?"
+                let gids = try [a, b].map {
+                    try Self.tagID($0, named: "nouns")?.uuidString.lowercased() ?? "?"
                 }
                 #expect(gids[0] != gids[1])
                 #expect(
